@@ -1,0 +1,93 @@
+"""Run configuration (validated with pydantic; unknown keys are rejected with the key named) and presets."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class RunConfig(BaseModel):
+    """Everything that defines one run. Written out in full to ``<run>/config.json``.
+
+    Sizes are task counts; ``None`` means the whole split. Token limits are per LLM call.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = "gsm8k"
+    data_dir: str | None = None
+    stream_size: int | None = Field(default=None, ge=1)
+    test_size: int | None = Field(default=None, ge=1)
+    seed: int = 0
+
+    updater: str = "dc_rs"
+    updater_config: dict = Field(default_factory=dict)
+    controller: Literal["janus", "none", "both"] = "both"
+    janus: dict = Field(default_factory=dict)  # JanusConfig overrides (see janus_memory.controller.JanusConfig)
+
+    backend: Literal["local", "openai", "fake"] = "local"
+    model: str | None = None  # model name for OpenAI-compatible servers
+    base_url: str | None = None
+    model_path: str | None = None  # GGUF for the embedded backend
+    n_ctx: int = 4096
+    concurrency: int = Field(default=4, ge=1)
+    temperature: float = Field(default=0.7, ge=0.0)
+    solver_max_tokens: int = Field(default=8192, ge=1)
+    curator_max_tokens: int = Field(default=8192, ge=1)
+    extra_body: dict | None = None
+
+    checkpoints: list[float] = Field(default_factory=list)  # stream fractions whose memory is also tested, e.g. [0.2, 0.4, 0.6, 0.8]
+
+    encoder: str = "minilm"
+    cache_dir: str | None = None  # LLM response cache folder; None = ~/.cache/janus-memory/llm-cache
+    no_cache: bool = False
+    out: str = "runs/latest"
+
+    @field_validator("dataset", "updater")
+    @classmethod
+    def _non_empty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be empty")
+        return v
+
+    @field_validator("checkpoints")
+    @classmethod
+    def _fractions(cls, v: list[float]) -> list[float]:
+        for f in v:
+            if not 0.0 < f <= 1.0:
+                raise ValueError(f"checkpoint fraction {f} is not in (0, 1]")
+        return sorted(set(v))
+
+    def methods(self) -> list[tuple[str, bool]]:
+        """(method name, with Janus) pairs in run order: the base updater first, then the Janus-wrapped one."""
+        out = []
+        if self.controller in ("none", "both"):
+            out.append((self.updater, False))
+        if self.controller in ("janus", "both"):
+            out.append((f"{self.updater}+janus", True))
+        return out
+
+
+def demo_config(**overrides) -> RunConfig:
+    """The `janus demo` preset: real GSM8K tasks, the embedded model, DC-RS with and without Janus, scaled down so it
+    finishes in about 10 minutes on 2 CPU cores.
+
+    Scaled-down Janus sizes (paper: warm-up 20, coverage 12, boundary 8, fresh 5): warm-up 4, coverage 2, boundary 1, fresh 2.
+    Greedy decoding (temperature 0) and short outputs keep the small model fast and the demo reproducible.
+    """
+    base = dict(
+        dataset="gsm8k",
+        stream_size=8,
+        test_size=4,
+        updater="dc_rs",
+        updater_config={"top_k": 2, "retrieved_output_chars": 400},
+        controller="both",
+        janus={"warmup": 4, "coverage_size": 2, "boundary_size": 1, "fresh_size": 2},
+        backend="local",
+        temperature=0.0,
+        solver_max_tokens=320,
+        curator_max_tokens=256,
+        out="runs/demo",
+    )
+    base.update(overrides)
+    return RunConfig(**base)

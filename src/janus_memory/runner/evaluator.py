@@ -1,0 +1,45 @@
+"""The evaluator callback that the pure controller calls: score(memory_text, tasks) -> list[bool].
+
+Our runner solves each evaluation-set task with the updater's own solving prompt and only the given memory text
+(paper-spec §3.2 step 5: no retrieval, one sample), then scores it against the stored ground truth. Identical
+(memory, task, sampling) requests are served by the LLM response cache, so re-scoring a pair costs nothing and
+server nondeterminism cannot create fake flips (failure case C23).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class UpdaterEvaluator:
+    """Callable ``(memory_text, tasks) -> list[bool]`` backed by ``updater.solve_with_memory``.
+
+    ``records`` accumulates one dict per (memory, task) evaluation since the last :meth:`drain`, for the decision log.
+    Records hold no cache/timing flags, so a resumed run logs exactly what an uninterrupted one does.
+    """
+
+    def __init__(self, updater: Any, *, role: str = "janus"):
+        self.updater = updater
+        self.role = role
+        self.records: list[dict] = []
+
+    def __call__(self, memory_text: str, tasks: list[Any]) -> list[bool]:
+        results = self.updater.solve_with_memory(memory_text, list(tasks), role=self.role)
+        if len(results) != len(tasks):
+            raise RuntimeError(f"solve_with_memory returned {len(results)} results for {len(tasks)} tasks")
+        out = []
+        for task, (chat, score) in zip(tasks, results):
+            self.records.append(
+                {
+                    "task_id": task.id,
+                    "memory_len": len(memory_text),
+                    "correct": bool(score.correct),
+                    "extracted": score.extracted,
+                    "status": score.status,
+                }
+            )
+            out.append(bool(score.correct))
+        return out
+
+    def drain(self) -> list[dict]:
+        recs, self.records = self.records, []
+        return recs

@@ -1,0 +1,66 @@
+"""A deterministic scripted chat backend for `janus run --backend fake`: exercises the whole pipeline on real tasks
+without a model (plumbing checks, CI). It is NOT a model and its accuracies mean nothing.
+
+Every reply is a pure function of the request messages:
+- it finds the task whose question text appears in the last user message (longest match), and answers it correctly unless
+  ``sha256(all message text) % 4 == 0`` (then it answers wrongly), so the memory text in the prompt changes correctness and
+  Janus sees real flips;
+- every reply also carries a short ``<cheatsheet>`` block and one rule operation, so curator calls of DC and ExpeL parse.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from ..types import ChatResult, Task, Usage
+
+
+def _answer_text(task: Task, right: bool) -> str:
+    gold = task.gold
+    meta = task.meta or {}
+    if isinstance(gold, str) and len(gold) == 1 and gold.isalpha() and gold.isupper() and meta.get("options"):
+        letters = [chr(ord("A") + i) for i in range(len(meta["options"]))]
+        ans = gold if right else letters[(letters.index(gold) + 1) % len(letters)]
+        return f"The answer is ({ans})."
+    if "entry_point" in meta and meta.get("canonical_solution") is not None:
+        body = meta["canonical_solution"] if right else "    return None\n"
+        return "```python\n" + meta.get("prompt", "") + body + "```"
+    if isinstance(gold, str):
+        wrong = gold + "1" if gold else "0"
+        return f"Working it out step by step.\nThe answer is \\boxed{{{gold if right else wrong}}}."
+    return "I am not sure."
+
+
+def scripted_backend(tasks: list[Task]):
+    """Build the scripted backend for ``tasks`` (stream + test). Returns an object implementing llm.base.ChatBackend."""
+    return _ScriptedBackend(tasks)
+
+
+class _ScriptedBackend:
+    model = "scripted-fake"
+
+    def __init__(self, tasks: list[Task]):
+        self._tasks = sorted(tasks, key=lambda t: -len(t.question))
+        self.identity = "fake:scripted-v1:" + hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:12]
+        self.calls = 0
+
+    def reply(self, messages) -> str:
+        text = "\n".join(m["content"] for m in messages)
+        last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), text)
+        h = int(hashlib.sha256(text.encode()).hexdigest(), 16)
+        task = next((t for t in self._tasks if t.question and t.question in last_user), None)
+        answer = _answer_text(task, right=(h % 4 != 0)) if task else "No task recognised."
+        tip = f"Tip {h % 97}: restate the question, list the known quantities, check the final arithmetic."
+        return (
+            f"<cheatsheet>\nVersion: {h % 13}\n## General Problem-Solving Heuristics\n- {tip}\n</cheatsheet>\n"
+            f"ADD 1: {tip}\n"
+            f"<reflection>Check each step.</reflection>\n{answer}"
+        )
+
+    async def acomplete(self, req) -> ChatResult:
+        self.calls += 1
+        out = self.reply(list(req.messages))
+        prompt_tokens = sum(len(m["content"]) for m in req.messages) // 4 + 1
+        return ChatResult(text=out, finish_reason="stop", usage=Usage(prompt_tokens, len(out) // 4 + 1), model=self.model)
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,256 @@
+"""Run folder: a SQLite database holding every committed step, plus human-readable exports.
+
+Layout (one folder per run)::
+
+    <run>/run.sqlite                the source of truth (WAL mode); one transaction per stream step
+    <run>/config.json               resolved configuration (every default written out)
+    <run>/splits.json               dataset name, source file sha256, ordered task ids and their sha256, per split
+    <run>/environment.json          package and model versions
+    <run>/<method>/memories/SSSSS_<sha12>.txt   every deployed memory version (written when the deployed text changes)
+    <run>/<method>/decisions.jsonl  exported at the end: one line per stream step (decision log)
+    <run>/<method>/steps.jsonl      exported at the end: one line per stream step with the model output
+    <run>/<method>/test.jsonl       exported at the end: frozen-memory test results
+    <run>/<method>/final_memory.txt
+    <run>/summary.json              accuracies, trigger/accept/rollback counts, LLM usage per role, wall time
+    <run>/COMPLETE                  written last; a folder without it is an unfinished (resumable) run
+
+Atomicity: a step's record and the method's checkpoint (updater + controller state) are written in ONE SQLite
+transaction, so after a crash or SIGKILL the database holds either the whole step or none of it. Every JSON/text file
+is written to a temp file and renamed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+
+class OutputError(RuntimeError):
+    """The output folder cannot be used (not writable, already finished, or not a resumable run)."""
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def dumps(obj: Any) -> str:
+    """Canonical JSON used for every stored record (sorted keys, so exports are byte-stable)."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, default=_json_default)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=_json_default) + "\n")
+
+
+def _json_default(o: Any):
+    import dataclasses
+
+    import numpy as np
+
+    if dataclasses.is_dataclass(o):
+        return dataclasses.asdict(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.floating, np.integer, np.bool_)):
+        return o.item()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS steps (method TEXT NOT NULL, step INTEGER NOT NULL, decision TEXT NOT NULL, record TEXT NOT NULL,
+                                  PRIMARY KEY (method, step));
+CREATE TABLE IF NOT EXISTS memories (method TEXT NOT NULL, step INTEGER NOT NULL, sha256 TEXT NOT NULL, parent TEXT,
+                                     text TEXT NOT NULL, PRIMARY KEY (method, step));
+CREATE TABLE IF NOT EXISTS checkpoints (method TEXT PRIMARY KEY, step INTEGER NOT NULL, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tests (method TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (method, idx));
+CREATE TABLE IF NOT EXISTS method_results (method TEXT PRIMARY KEY, summary TEXT NOT NULL);
+"""
+
+
+class RunStore:
+    """One run folder backed by ``run.sqlite``. Use :meth:`create` for a new run and :meth:`open_existing` to resume."""
+
+    DB = "run.sqlite"
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.db = sqlite3.connect(self.root / self.DB, isolation_level=None)  # autocommit; explicit BEGIN per step
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(_SCHEMA)
+
+    # ----------------------------------------------------------------- opening
+    @staticmethod
+    def _check_writable(root: Path) -> None:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            probe = root / ".write-probe"
+            probe.write_text("ok")
+            probe.unlink()
+        except OSError as e:
+            raise OutputError(f"output folder {root} is not writable ({e.strerror or e}); choose another with --out") from e
+
+    @classmethod
+    def create(cls, root: str | os.PathLike, *, overwrite: bool = False) -> "RunStore":
+        """Create a new run folder.
+
+        Raises:
+            OutputError: not writable; or it already holds a run (finished, or unfinished: use --resume) and
+                ``overwrite`` is False.
+        """
+        root = Path(root).expanduser()
+        cls._check_writable(root)
+        if (root / cls.DB).exists() or (root / "COMPLETE").exists():
+            if not overwrite:
+                state = "a finished run" if (root / "COMPLETE").exists() else "an unfinished run (continue it with --resume)"
+                raise OutputError(f"output folder {root} already holds {state}; choose another --out or pass --overwrite")
+            for name in ("COMPLETE", cls.DB, cls.DB + "-wal", cls.DB + "-shm"):
+                if (root / name).exists():
+                    (root / name).unlink()
+        return cls(root)
+
+    @classmethod
+    def open_existing(cls, root: str | os.PathLike) -> "RunStore":
+        """Open an unfinished run for resuming. Raises OutputError if it is missing, finished or not writable."""
+        root = Path(root).expanduser()
+        if not (root / cls.DB).exists():
+            raise OutputError(f"{root} is not a run folder (no {cls.DB}); nothing to resume")
+        if (root / "COMPLETE").exists():
+            raise OutputError(f"{root} holds a finished run; nothing to resume")
+        cls._check_writable(root)
+        return cls(root)
+
+    # ----------------------------------------------------------------- meta
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, dumps(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        p = self.root / name
+        atomic_write_json(p, obj)
+        return p
+
+    # ----------------------------------------------------------------- steps
+    def method_dir(self, method: str) -> Path:
+        d = self.root / method
+        (d / "memories").mkdir(parents=True, exist_ok=True)
+        return d
+
+    def last_memory_sha(self, method: str) -> str | None:
+        row = self.db.execute("SELECT sha256 FROM memories WHERE method=? ORDER BY step DESC LIMIT 1", (method,)).fetchone()
+        return row[0] if row else None
+
+    def commit_step(self, method: str, step: int, decision: dict, record: dict, deployed_memory: str, checkpoint: dict) -> str | None:
+        """Atomically store one step: its decision-log line, its full record, the deployed memory (if it changed)
+        and the method checkpoint used for resuming. Returns the memory file name when a new version was deployed."""
+        sha = text_hash(deployed_memory)
+        parent = self.last_memory_sha(method)
+        fname = None
+        if sha != parent:
+            fname = f"{step:05d}_{sha[:12]}.txt"
+            atomic_write_text(self.method_dir(method) / "memories" / fname, deployed_memory)  # content-addressed: idempotent
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("INSERT OR REPLACE INTO steps(method, step, decision, record) VALUES (?,?,?,?)",
+                            (method, step, dumps(decision), dumps(record)))
+            if sha != parent:
+                self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,?)",
+                                (method, step, sha, parent, deployed_memory))
+            self.db.execute("INSERT OR REPLACE INTO checkpoints(method, step, state) VALUES (?,?,?)",
+                            (method, step, dumps(checkpoint)))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return fname
+
+    def save_initial_memory(self, method: str, text: str) -> str:
+        """Record the memory deployed before the first step (step 0). Idempotent."""
+        sha = text_hash(text)
+        fname = f"{0:05d}_{sha[:12]}.txt"
+        atomic_write_text(self.method_dir(method) / "memories" / fname, text)
+        self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,?)",
+                        (method, 0, sha, None, text))
+        return fname
+
+    def checkpoint(self, method: str) -> tuple[int, dict] | None:
+        row = self.db.execute("SELECT step, state FROM checkpoints WHERE method=?", (method,)).fetchone()
+        return (row[0], json.loads(row[1])) if row else None
+
+    def steps(self, method: str) -> Iterator[tuple[dict, dict]]:
+        for d, r in self.db.execute("SELECT decision, record FROM steps WHERE method=? ORDER BY step", (method,)):
+            yield json.loads(d), json.loads(r)
+
+    def memory_versions(self, method: str) -> list[dict]:
+        return [{"step": s, "sha256": h, "parent": p, "text": t}
+                for s, h, p, t in self.db.execute(
+                    "SELECT step, sha256, parent, text FROM memories WHERE method=? ORDER BY step", (method,))]
+
+    # ----------------------------------------------------------------- tests and results
+    def commit_tests(self, method: str, records: list[dict]) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM tests WHERE method=?", (method,))
+            self.db.executemany("INSERT INTO tests(method, idx, record) VALUES (?,?,?)",
+                                [(method, i, dumps(r)) for i, r in enumerate(records)])
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def tests(self, method: str) -> list[dict]:
+        return [json.loads(r) for (r,) in self.db.execute("SELECT record FROM tests WHERE method=? ORDER BY idx", (method,))]
+
+    def set_method_result(self, method: str, summary: dict) -> None:
+        self.db.execute("INSERT OR REPLACE INTO method_results(method, summary) VALUES (?, ?)", (method, dumps(summary)))
+
+    def method_result(self, method: str) -> dict | None:
+        row = self.db.execute("SELECT summary FROM method_results WHERE method=?", (method,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    # ----------------------------------------------------------------- exports
+    def export_method(self, method: str, final_memory: str) -> None:
+        """Write decisions.jsonl, steps.jsonl, test.jsonl and final_memory.txt from the database (byte-stable)."""
+        d = self.method_dir(method)
+        dec_lines, step_lines = [], []
+        for dec, rec in self.steps(method):
+            dec_lines.append(dumps(dec))
+            step_lines.append(dumps(rec))
+        atomic_write_text(d / "decisions.jsonl", "".join(x + "\n" for x in dec_lines))
+        atomic_write_text(d / "steps.jsonl", "".join(x + "\n" for x in step_lines))
+        atomic_write_text(d / "test.jsonl", "".join(dumps(r) + "\n" for r in self.tests(method)))
+        atomic_write_text(d / "final_memory.txt", final_memory)
+
+    def finish(self, summary: dict) -> None:
+        """Write summary.json, then the COMPLETE marker (last, so an interrupted run never looks complete)."""
+        self.set_meta("summary", summary)
+        self.write_json("summary.json", summary)
+        atomic_write_text(self.root / "COMPLETE", "ok\n")
+
+    def close(self) -> None:
+        self.db.close()

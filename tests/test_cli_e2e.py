@@ -1,0 +1,179 @@
+"""End to end: `janus run` on real GSM8K tasks with the scripted fake backend; bad input; resume after interruption."""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from janus_memory.cli import main
+from janus_memory.runner.config import RunConfig
+from janus_memory.runner.experiment import _Stopped, run_experiment
+
+SMALL = ["--backend", "fake", "--dataset", "gsm8k", "--stream-size", "14", "--test-size", "5", "--encoder", "hashing",
+         "--warmup", "4", "--coverage-size", "2", "--boundary-size", "2", "--fresh-size", "2", "--quiet"]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _cfg(out, **kw):
+    base = dict(backend="fake", dataset="gsm8k", stream_size=14, test_size=5, encoder="hashing", out=str(out),
+                janus={"warmup": 4, "coverage_size": 2, "boundary_size": 2, "fresh_size": 2}, temperature=0.0,
+                solver_max_tokens=256, curator_max_tokens=256)
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def _read(p: Path) -> bytes:
+    return p.read_bytes()
+
+
+def test_run_writes_complete_folder(tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = main(["run", *SMALL, "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "run folder:" in text and "wall time:" in text
+    assert (out / "COMPLETE").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["methods"]) == {"dc_rs", "dc_rs+janus"}
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["janus"]["warmup"] == 4 and cfg["solver_max_tokens"] == 8192  # every default written out
+    splits = json.loads((out / "splits.json").read_text())
+    assert len(splits["stream"]["ids"]) == 14 and len(splits["test"]["ids"]) == 5
+    assert not set(splits["stream"]["ids"]) & set(splits["test"]["ids"])
+    for method in ("dc_rs", "dc_rs+janus"):
+        lines = (out / method / "decisions.jsonl").read_text().splitlines()
+        assert len(lines) == 14
+        assert len((out / method / "test.jsonl").read_text().splitlines()) == 5
+        assert list((out / method / "memories").glob("00000_*.txt"))
+    dec = [json.loads(x) for x in (out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()]
+    assert [d["decision"]["reason"] for d in dec[:4]] == ["warmup"] * 4
+    assert dec[4]["decision"]["triggered"] is False  # momentum initialised at the first post-warm-up step
+    j = summary["methods"]["dc_rs+janus"]
+    assert j["triggers"] == sum(d["decision"]["triggered"] for d in dec)
+    assert j["accepts"] + j["rollbacks"] == j["triggers"]
+    # every deployed memory version is on disk and the deployed hash of each step matches one of them
+    names = {p.name.split("_")[1][:12] for p in (out / "dc_rs+janus" / "memories").glob("*.txt")}
+    assert {d["deployed_memory_sha256"][:12] for d in dec} <= names
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--dataset", "nope"], "unknown dataset 'nope'"),
+    (["--updater", "nope"], "unknown updater 'nope'"),
+])
+def test_unknown_names_exit_2_one_line(tmp_path, capsys, args, needle):
+    out = tmp_path / "r"
+    rc = main(["run", *SMALL, "--out", str(out), *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert len(err) == 1 and needle in err[0] and err[0].startswith("error:")
+    assert not (out / "COMPLETE").exists()
+
+
+def test_missing_model_file(tmp_path, capsys):
+    rc = main(["run", "--backend", "local", "--model-path", str(tmp_path / "none.gguf"), "--dataset", "gsm8k",
+               "--stream-size", "2", "--test-size", "1", "--out", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "model file not found" in err and "--model-path" in err
+    assert not (tmp_path / "r" / "COMPLETE").exists()
+
+
+def test_unreachable_endpoint(tmp_path, capsys):
+    rc = main(["run", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--dataset", "gsm8k",
+               "--stream-size", "2", "--test-size", "1", "--out", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "cannot reach the model endpoint http://127.0.0.1:9/v1" in err
+
+
+def test_unwritable_output(tmp_path, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK):  # root ignores permission bits: use a path under a regular file instead
+            target = tmp_path / "file"
+            target.write_text("x")
+            out = target / "run"
+        else:
+            out = ro / "run"
+        rc = main(["run", *SMALL, "--out", str(out)])
+    finally:
+        ro.chmod(0o700)
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "is not writable" in err and "--out" in err
+
+
+def test_unknown_config_key_and_bad_yaml(tmp_path, capsys):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("dataset: gsm8k\nstrem_size: 3\n")
+    assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
+    assert "unknown config key 'strem_size'" in capsys.readouterr().err
+    bad.write_text("dataset: [gsm8k\n")
+    assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
+    assert "invalid YAML" in capsys.readouterr().err
+
+
+def _artifacts(out: Path) -> dict:
+    res = {}
+    for method in ("dc_rs", "dc_rs+janus"):
+        for f in ("decisions.jsonl", "steps.jsonl", "final_memory.txt", "test.jsonl"):
+            res[f"{method}/{f}"] = _read(out / method / f)
+    return res
+
+
+def test_resume_after_interruption_is_byte_identical(tmp_path):
+    ref = tmp_path / "ref"
+    run_experiment(_cfg(ref), log=lambda m: None)
+    expected = _artifacts(ref)
+    for stop in (1, 5, 9, 13):
+        out = tmp_path / f"stop{stop}"
+        with pytest.raises(_Stopped):
+            run_experiment(_cfg(out), log=lambda m: None, stop_after=stop)
+        assert not (out / "COMPLETE").exists()
+        run_experiment(_cfg(out), log=lambda m: None, resume=True)
+        assert _artifacts(out) == expected, f"differs after stop at {stop}"
+
+
+def test_resume_refuses_changed_config(tmp_path):
+    out = tmp_path / "r"
+    with pytest.raises(_Stopped):
+        run_experiment(_cfg(out), log=lambda m: None, stop_after=3)
+    from janus_memory.runner.experiment import ConfigError
+
+    with pytest.raises(ConfigError, match=r"seed: 0 -> 1"):
+        run_experiment(_cfg(out, seed=1), log=lambda m: None, resume=True)
+
+
+def test_sigkill_then_resume_is_byte_identical(tmp_path):
+    ref = tmp_path / "ref"
+    args = [sys.executable, "-m", "janus_memory.cli", "run", *SMALL]
+    env = {**os.environ}
+    subprocess.run([*args, "--out", str(ref)], check=True, env=env, capture_output=True, timeout=300)
+    expected = _artifacts(ref)
+    for kill_at in (3, 10, 17):  # committed steps across both methods (14 + 14)
+        out = tmp_path / f"k{kill_at}"
+        proc = subprocess.Popen([*args, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        db = out / "run.sqlite"
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                n = sqlite3.connect(db, timeout=1).execute("SELECT COUNT(*) FROM steps").fetchone()[0] if db.exists() else 0
+            except sqlite3.Error:
+                n = 0
+            if n >= kill_at:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert not (out / "COMPLETE").exists()
+        r = subprocess.run([*args[:4], "--resume", str(out), "--quiet"], env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert _artifacts(out) == expected, f"differs after SIGKILL at {kill_at} steps"
