@@ -1,0 +1,46 @@
+"""Memory updaters behind one seam (see ``base.py`` and ``docs/updaters.md``).
+
+``make_updater(name, llm=..., family=..., encoder=..., config=...)`` with ``name`` in ``UPDATERS``:
+"dc_rs", "dc_cu", "expel", "exprag", "memory_free" (plus any class registered with ``register_updater``).
+"""
+
+from janus_memory.updaters.base import (
+    EMPTY_MEMORY,
+    UPDATERS,
+    LLMCall,
+    RetrievalBank,
+    StepOutcome,
+    Updater,
+    fill,
+    load_prompt,
+    make_updater,
+    register_updater,
+)
+from janus_memory.updaters import dc as _dc  # noqa: F401  (registers dc_rs, dc_cu)
+from janus_memory.updaters import expel as _expel  # noqa: F401
+from janus_memory.updaters import exprag as _exprag  # noqa: F401
+from janus_memory.updaters import memory_free as _memory_free  # noqa: F401
+from janus_memory.updaters.dc import DCCumulative, DCRetrievalSynthesis, extract_cheatsheet, extract_cheatsheet_faithful
+from janus_memory.updaters.expel import ExpeL
+from janus_memory.updaters.exprag import ExpRAG
+from janus_memory.updaters.memory_free import MemoryFree
+
+__all__ = [
+    "EMPTY_MEMORY",
+    "UPDATERS",
+    "LLMCall",
+    "RetrievalBank",
+    "StepOutcome",
+    "Updater",
+    "fill",
+    "load_prompt",
+    "make_updater",
+    "register_updater",
+    "DCCumulative",
+    "DCRetrievalSynthesis",
+    "ExpeL",
+    "ExpRAG",
+    "MemoryFree",
+    "extract_cheatsheet",
+    "extract_cheatsheet_faithful",
+]

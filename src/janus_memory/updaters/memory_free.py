@@ -1,0 +1,34 @@
+"""Memory-free baseline: the plain task prompt, no memory (paper-spec §9).
+
+The solving prompt is one user message holding ``family.prompt(task)``; ``memory_text()`` is "" (so a memory
+embedding is the zero vector and Janus never triggers); ``solve_with_memory`` ignores the memory text.
+"""
+
+from __future__ import annotations
+
+from janus_memory.types import Task
+from janus_memory.updaters.base import LLMCall, StepOutcome, Updater, register_updater
+
+
+@register_updater("memory_free")
+class MemoryFree(Updater):
+    """The underlying LLM alone."""
+
+    def memory_text(self) -> str:
+        return ""
+
+    def solving_messages(self, memory_text: str, task: Task) -> list[dict]:
+        return [{"role": "user", "content": self.family.prompt(task)}]
+
+    def step(self, task: Task) -> StepOutcome:
+        calls: list[LLMCall] = []
+        out = self._chat(self.solving_messages("", task), role="solver", calls=calls, params=self.solver_params())
+        score = self.score(task, out)
+        self.stats["steps"] += 1
+        return StepOutcome(out, score, "", "", None, calls, {})
+
+    def get_state(self) -> dict:
+        return {}
+
+    def set_state(self, state: dict) -> None:
+        return None
