@@ -1,0 +1,28 @@
+"""The Janus controller (pure: no I/O, no LLM client). Source: paper-spec.md §2-4, §8.3-8.6, §11.
+
+Public API::
+
+    from janus_memory.controller import Janus, JanusConfig, StepInput, Decision
+"""
+from .adapter import GuardedUpdate, guarded_step
+from .decision import Comparison, EvaluationError, compare, sign_test
+from .janus import Decision, Janus, JanusConfig, StepInput, task_id_of
+from .trigger import TRIGGER_POLICIES, TriggerPolicy, cosine, momentum_update
+
+__all__ = [
+    "TRIGGER_POLICIES",
+    "Comparison",
+    "Decision",
+    "EvaluationError",
+    "GuardedUpdate",
+    "Janus",
+    "JanusConfig",
+    "StepInput",
+    "TriggerPolicy",
+    "compare",
+    "cosine",
+    "guarded_step",
+    "momentum_update",
+    "sign_test",
+    "task_id_of",
+]

@@ -1,0 +1,183 @@
+"""Old-vs-new comparison rules on the evaluation set.
+
+Source: paper-spec.md §3.2 steps 5-7 and §11 item 1 (paper rule); the rest is beyond the paper.
+
+* ``paper`` rule: ``new_acc >= old_acc`` deploys the candidate (ties go to the new memory). Both accuracies share
+  the denominator ``max(1, |entries|)``, so the rule is ``sum(new_correct) >= sum(old_correct)``.
+* Exact early stopping (option): each memory is evaluated on a growing prefix of the entries, one call of
+  ``round_size`` tasks at a time, and evaluation stops as soon as the unevaluated (memory, task) pairs cannot
+  change the paper decision. Before every call, with unknown old results counted as correct and unknown new ones
+  as wrong, ``lower = Σnew - Σold - #old_unknown``; the other way round ``upper = Σnew + #new_unknown - Σold``.
+  ``lower >= 0`` -> accept is certain; ``upper < 0`` -> rollback is certain. The next call goes to the memory
+  whose results move the likelier bound fastest (Laplace estimates of both accuracies): e.g. proving "accept"
+  gains 1 per new-memory success and 1 per old-memory failure. Whatever the schedule, the decision equals the
+  full evaluation's (the bounds are worst cases). Consequences: ``old_correct`` and ``new_correct`` are prefixes
+  of different lengths; the flip set (and thus
+  the boundary refresh, and therefore later evaluation sets) only knows the entries evaluated under both memories,
+  so a live run with early stopping can drift from a full-evaluation run after the first early stop. Savings are
+  bounded by the rule itself: a certificate needs at least |entries| calls (e.g. new successes + old failures
+  >= |entries| for "accept"), so at most 50 % can be saved, and much less when both accuracies are close to 1/2.
+* ``sign_test`` rule (option, for noisy evaluation sets): with ``b`` = #(old correct, new wrong) and ``c`` =
+  #(new correct, old wrong), roll back only when ``b - c >= max(1, min_margin)`` and the exact one-sided binomial
+  (sign / exact McNemar) test ``P(X >= b | X ~ Bin(b + c, 1/2)) <= alpha``; otherwise deploy the candidate.
+* C23 guard: when old and new memory texts are identical, the memories cannot differ, so the entries are
+  evaluated once and the result is reused for both (no noise flips); with early stopping nothing is evaluated.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import binomtest
+
+Evaluator = Callable[[str, list], list]
+
+
+class EvaluationError(RuntimeError):
+    """The evaluator callback raised or returned an unusable result.
+
+    ``calls`` is set by :func:`compare` to the (memory, task) evaluations attempted before the failure.
+    """
+
+    calls: int = 0
+
+
+def _check(res: Any, n: int) -> list[bool]:
+    """Validate an evaluator result: a sequence of ``n`` bool-like values (bool, numpy bool, 0/1)."""
+    try:
+        out = list(res)
+    except TypeError as exc:
+        raise EvaluationError(f"evaluator returned {type(res).__name__}, not a list") from exc
+    if len(out) != n:
+        raise EvaluationError(f"evaluator returned {len(out)} results for {n} tasks")
+    clean = []
+    for v in out:
+        if isinstance(v, (bool, np.bool_)) or isinstance(v, (int, np.integer)) and int(v) in (0, 1):
+            clean.append(bool(v))
+        else:
+            raise EvaluationError(f"evaluator returned a non-boolean value {v!r}")
+    return clean
+
+
+def call_evaluator(evaluator: Evaluator, memory_text: str, tasks: list) -> list[bool]:
+    """Call ``evaluator(memory_text, tasks)``; any exception or bad result becomes :class:`EvaluationError`."""
+    if not tasks:
+        return []
+    try:
+        res = evaluator(memory_text, list(tasks))
+    except EvaluationError:
+        raise
+    except Exception as exc:  # the callback is user code: wrap everything
+        raise EvaluationError(f"{type(exc).__name__}: {exc}") from exc
+    return _check(res, len(tasks))
+
+
+@dataclass
+class Comparison:
+    """Outcome of comparing two memories on an evaluation set.
+
+    ``old_correct``/``new_correct`` cover the evaluated prefix ``entries[:n_evaluated]``.
+    ``calls`` / ``calls_full``: (memory, task) evaluations spent / needed by a full two-memory evaluation.
+    """
+
+    accept: bool
+    reason: str
+    old_correct: list[bool] = field(default_factory=list)
+    new_correct: list[bool] = field(default_factory=list)
+    n_evaluated: int = 0
+    calls: int = 0
+    calls_full: int = 0
+    p_value: float | None = None
+    early_stopped: bool = False
+
+
+def paper_accept(old_sum: int, new_sum: int) -> bool:
+    """Paper rule (spec §3.2 step 7): deploy the candidate iff new_acc >= old_acc (same denominator)."""
+    return new_sum >= old_sum
+
+
+def sign_test(old_correct: list[bool], new_correct: list[bool], alpha: float, min_margin: int) -> tuple[bool, str, float]:
+    """Exact one-sided sign test on discordant pairs. Returns (accept, reason, p_value)."""
+    b = sum(1 for o, n in zip(old_correct, new_correct) if o and not n)
+    c = sum(1 for o, n in zip(old_correct, new_correct) if n and not o)
+    if b <= c:
+        return True, "sign_test_new_ge_old", 1.0
+    p = float(binomtest(b, b + c, 0.5, alternative="greater").pvalue)
+    if b - c >= max(1, min_margin) and p <= alpha:
+        return False, "sign_test_old_better", p
+    return True, "sign_test_not_significant", p
+
+
+def compare(
+    evaluator: Evaluator,
+    tasks: list,
+    old_text: str,
+    new_text: str,
+    *,
+    rule: str = "paper",
+    alpha: float = 0.05,
+    min_margin: int = 0,
+    early_stop: bool = False,
+    round_size: int = 5,
+    same_memory_shortcut: bool = True,
+) -> Comparison:
+    """Compare ``old_text`` vs ``new_text`` on ``tasks`` (the evaluation entries, in order).
+
+    Raises:
+        EvaluationError: the evaluator raised or returned a wrong-length / non-boolean result.
+    """
+    n = len(tasks)
+    full = 2 * n
+    same = same_memory_shortcut and old_text == new_text
+    spent = [0]
+
+    def ev(text: str, chunk: list) -> list[bool]:
+        spent[0] += len(chunk)
+        return call_evaluator(evaluator, text, chunk)
+
+    try:
+        return _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_margin, early_stop, round_size)
+    except EvaluationError as exc:
+        exc.calls = spent[0]
+        raise
+
+
+def _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_margin, early_stop, round_size):
+    if early_stop and rule == "paper":
+        if same:
+            return Comparison(True, "early_stop_new_ge_old", [], [], 0, 0, full, None, n > 0)
+        old_c: list[bool] = []
+        new_c: list[bool] = []
+        while len(old_c) < n or len(new_c) < n:
+            so, sn, lo, ln = sum(old_c), sum(new_c), len(old_c), len(new_c)
+            # worst cases: unknown old results correct + unknown new wrong (lower), and the reverse (upper)
+            if sn - so - (n - lo) >= 0:
+                return Comparison(True, "early_stop_new_ge_old", old_c, new_c, min(lo, ln), lo + ln, full, None, True)
+            if sn + (n - ln) - so < 0:
+                return Comparison(False, "early_stop_old_better", old_c, new_c, min(lo, ln), lo + ln, full, None, True)
+            # pick the call that moves the likelier bound the most (Laplace estimates of both accuracies)
+            po, pn = (so + 1) / (lo + 2), (sn + 1) / (ln + 2)
+            gain_new, gain_old = (pn, 1 - po) if pn >= po else (1 - pn, po)
+            use_new = ln < n and (lo >= n or gain_new > gain_old or (gain_new == gain_old and ln <= lo))
+            if use_new:
+                new_c += ev(new_text, tasks[ln : ln + round_size])
+            else:
+                old_c += ev(old_text, tasks[lo : lo + round_size])
+        accept = paper_accept(sum(old_c), sum(new_c))
+        return Comparison(accept, "new_ge_old" if accept else "old_better", old_c, new_c, n, 2 * n, full)
+
+    if same:
+        old_c = ev(old_text, tasks)
+        new_c = list(old_c)
+        calls = n
+    else:
+        old_c = ev(old_text, tasks)
+        new_c = ev(new_text, tasks)
+        calls = 2 * n
+    if rule == "sign_test":
+        accept, reason, p = sign_test(old_c, new_c, alpha, min_margin)
+        return Comparison(accept, reason, old_c, new_c, n, calls, full, p)
+    accept = paper_accept(sum(old_c), sum(new_c))
+    return Comparison(accept, "new_ge_old" if accept else "old_better", old_c, new_c, n, calls, full)
