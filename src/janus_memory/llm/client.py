@@ -1,0 +1,255 @@
+"""LLMClient: response cache + retries + bounded concurrency + usage accounting, over any backend.
+
+Synchronous API (``chat``, ``chat_many``) for the runner's main thread: each call runs its own short-lived
+asyncio event loop (``asyncio.run``) and closes the backend's per-loop resources before returning, so no
+event loop or thread is left behind. When called from a thread that already runs an event loop, the work is
+done in a helper thread that is joined before returning. Async callers use ``achat``/``achat_many``.
+
+Retry policy (per request): transient errors (HTTP 429, 5xx, timeouts, connection errors, malformed bodies)
+are retried up to ``max_retries`` times with exponential backoff ``backoff_base_s * 2**attempt`` (capped at
+``backoff_max_s``) times a jitter factor in [0.5, 1]; a server Retry-After (capped at ``max_retry_after_s``)
+is a lower bound on the wait. After the limit: :class:`RetriesExhausted` naming the attempts and the last
+error. Non-retryable errors (400, 401, ...) raise :class:`FatalLLMError` at once with the server's message.
+The concurrency slot is released while waiting to retry.
+
+Silent prompt truncation (C22-B): when the server reports ``prompt_tokens`` below 90% of a conservative
+local lower bound (word count), the client raises :class:`ContextTruncated` (not retried, not cached, tokens
+still counted): the caller must raise the server's context window; the answer is never returned as valid.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from janus_memory.llm.base import (
+    ChatBackend,
+    ChatRequest,
+    ContextTruncated,
+    FatalLLMError,
+    RetriesExhausted,
+    TransientLLMError,
+    validate_messages,
+)
+from janus_memory.llm.cache import ResponseCache, request_key
+from janus_memory.llm.reasoning import is_context_truncated
+from janus_memory.llm.usage import UsageMeter
+from janus_memory.types import ChatResult
+
+
+def _run_sync(factory: Callable[[], Awaitable[Any]]) -> Any:
+    """Run a coroutine to completion from sync code, with or without a running loop in this thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(factory())
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="janus-llm-sync", daemon=True)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+class LLMClient:
+    """Front door of the LLM layer (see module docstring for the retry and truncation policies).
+
+    Args:
+        backend: a :class:`ChatBackend` (OpenAIBackend, LocalBackend, FakeBackend).
+        cache: a :class:`ResponseCache` or None (no persistent cache).
+        concurrency: max in-flight backend calls per event loop (``--concurrency N``), >= 1.
+        max_retries: retries after the first attempt for transient errors (>= 0).
+        backoff_base_s, backoff_max_s: exponential backoff parameters (seconds).
+        prices: ``{model: (usd_per_1M_prompt_tokens, usd_per_1M_completion_tokens)}`` for ``cost_usd``.
+        max_retry_after_s: cap on a server's Retry-After.
+        check_context: raise ContextTruncated on C22-B (default True).
+    """
+
+    def __init__(
+        self,
+        backend: ChatBackend,
+        cache: ResponseCache | None = None,
+        concurrency: int = 4,
+        max_retries: int = 6,
+        backoff_base_s: float = 0.5,
+        prices: dict[str, tuple[float, float]] | None = None,
+        *,
+        backoff_max_s: float = 30.0,
+        max_retry_after_s: float = 120.0,
+        check_context: bool = True,
+    ):
+        if int(concurrency) < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if int(max_retries) < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.backend = backend
+        self.cache = cache
+        self.concurrency = int(concurrency)
+        self.max_retries = int(max_retries)
+        self.backoff_base_s = float(backoff_base_s)
+        self.backoff_max_s = float(backoff_max_s)
+        self.max_retry_after_s = float(max_retry_after_s)
+        self.check_context = check_context
+        self.usage = UsageMeter(prices)
+        self._rng = random.Random()
+        self._sems: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+        self._sem_lock = threading.Lock()
+        self._sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # replaceable in tests
+
+    # ------------------------------------------------------------------ helpers
+    def _sem(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        with self._sem_lock:
+            s = self._sems.get(loop)
+            if s is None:
+                s = self._sems[loop] = asyncio.Semaphore(self.concurrency)
+            return s
+
+    def backoff_delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt + 1`` (attempt counts from 0)."""
+        d = min(self.backoff_max_s, self.backoff_base_s * (2 ** attempt)) * self._rng.uniform(0.5, 1.0)
+        if retry_after is not None and retry_after > 0:
+            d = max(d, min(float(retry_after), self.max_retry_after_s))
+        return d
+
+    @staticmethod
+    def _request(messages: Any, params: dict) -> ChatRequest:
+        msgs = validate_messages(messages)
+        unknown = set(params) - {"temperature", "max_tokens", "top_p", "stop", "seed", "presence_penalty",
+                                 "frequency_penalty", "extra_body"}
+        if unknown:
+            raise TypeError(f"unknown chat parameter(s): {sorted(unknown)}")
+        mt = params.get("max_tokens", 512)
+        if mt is not None and (not isinstance(mt, int) or mt < 1):
+            raise ValueError(f"max_tokens must be a positive int or None, got {mt!r}")
+        t = params.get("temperature", 0.0)
+        if t is not None and not (0.0 <= float(t) <= 2.0):
+            raise ValueError(f"temperature must be in [0, 2], got {t!r}")
+        stop = params.get("stop")
+        if isinstance(stop, (list, tuple)):
+            params = dict(params, stop=list(stop))
+        return ChatRequest(messages=msgs, **params)
+
+    async def _one(self, req: ChatRequest, role: str, sample: int) -> ChatResult:
+        key = None
+        if self.cache is not None:
+            key = request_key(self.backend.identity, req, sample)
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.usage.record_hit(role)
+                return hit
+        sem = self._sem()
+        last: TransientLLMError | None = None
+        attempts = 0
+        for attempt in range(self.max_retries + 1):
+            attempts += 1
+            async with sem:
+                t0 = time.perf_counter()
+                try:
+                    res = await self.backend.acomplete(req)
+                except TransientLLMError as e:
+                    last = e
+                except FatalLLMError:
+                    self.usage.record_error(role)
+                    raise
+                else:
+                    res.latency_s = time.perf_counter() - t0
+                    self.usage.record_call(role, res.usage, getattr(self.backend, "model", ""))
+                    if self.check_context and not res.usage.estimated:
+                        trunc, lb = is_context_truncated(res.usage.prompt_tokens, req.messages)
+                        if trunc:
+                            self.usage.record_error(role)
+                            raise ContextTruncated(
+                                f"server reported {res.usage.prompt_tokens} prompt tokens but the prompt has at least "
+                                f"{lb} words: the server cut the prompt (raise its context window, e.g. num_ctx)",
+                                reported=res.usage.prompt_tokens, expected_min=lb, result=res)
+                    if self.cache is not None and key is not None:
+                        self.cache.put(key, res, backend=self.backend.identity)
+                    return res
+            if attempt < self.max_retries:
+                self.usage.record_retry(role)
+                await self._sleep(self.backoff_delay(attempt, last.retry_after if last else None))
+        self.usage.record_error(role)
+        assert last is not None
+        raise RetriesExhausted(
+            f"LLM request failed after {attempts} attempts ({self.backend.identity}); last error: "
+            f"{type(last).__name__}: {last}", attempts=attempts, last_error=last)
+
+    # ------------------------------------------------------------------ async API
+    async def achat(self, messages: list[dict], *, role: str = "solver", sample: int = 0, **params: Any) -> ChatResult:
+        """Async version of :meth:`chat`."""
+        req = self._request(messages, params)
+        self._check_role_sample(role, sample)
+        t0 = time.perf_counter()
+        try:
+            return await self._one(req, role, sample)
+        finally:
+            self.usage.add_wall(role, time.perf_counter() - t0)
+
+    async def achat_many(self, batch: list[list[dict]], *, role: str = "solver", sample: int = 0,
+                         return_exceptions: bool = False, **params: Any) -> list[ChatResult]:
+        """Async version of :meth:`chat_many`."""
+        if not isinstance(batch, (list, tuple)):
+            raise ValueError(f"batch must be a list of message lists, got {type(batch).__name__}")
+        reqs = [self._request(m, params) for m in batch]
+        self._check_role_sample(role, sample)
+        t0 = time.perf_counter()
+        try:
+            out = await asyncio.gather(*(self._one(r, role, sample) for r in reqs), return_exceptions=True)
+        finally:
+            self.usage.add_wall(role, time.perf_counter() - t0)
+        if not return_exceptions:
+            for o in out:
+                if isinstance(o, BaseException):
+                    raise o
+        return list(out)
+
+    @staticmethod
+    def _check_role_sample(role: str, sample: int) -> None:
+        if not isinstance(role, str) or not role:
+            raise ValueError(f"role must be a non-empty str, got {role!r}")
+        if not isinstance(sample, int) or sample < 0:
+            raise ValueError(f"sample must be an int >= 0, got {sample!r}")
+
+    # ------------------------------------------------------------------ sync API
+    def chat(self, messages: list[dict], *, role: str = "solver", sample: int = 0, temperature: float | None = 0.0,
+             max_tokens: int | None = 512, top_p: float | None = None, stop: list[str] | str | None = None,
+             seed: int | None = None, presence_penalty: float | None = None, frequency_penalty: float | None = None,
+             extra_body: dict | None = None) -> ChatResult:
+        """One chat completion (cached, retried, counted under ``role``).
+
+        ``sample`` is the sample index: different indices are different cache entries (for repeated sampling at
+        temperature > 0); the same index returns the stored answer. Raises ValueError/TypeError on bad input,
+        FatalLLMError, RetriesExhausted or ContextTruncated.
+        """
+        params = dict(temperature=temperature, max_tokens=max_tokens, top_p=top_p, stop=stop, seed=seed,
+                      presence_penalty=presence_penalty, frequency_penalty=frequency_penalty, extra_body=extra_body)
+        return _run_sync(lambda: self._with_close(self.achat(messages, role=role, sample=sample, **params)))
+
+    def chat_many(self, batch: list[list[dict]], *, role: str = "solver", sample: int = 0,
+                  return_exceptions: bool = False, **params: Any) -> list[ChatResult]:
+        """Solve a batch of prompts with at most ``concurrency`` calls in flight; results in input order.
+
+        Every request is attempted (and successes cached) even if another fails; then the first error is
+        raised, unless ``return_exceptions=True`` (the exception object takes that item's place).
+        """
+        return _run_sync(lambda: self._with_close(
+            self.achat_many(batch, role=role, sample=sample, return_exceptions=return_exceptions, **params)))
+
+    async def _with_close(self, coro: Awaitable[Any]) -> Any:
+        try:
+            return await coro
+        finally:
+            await self.backend.aclose()

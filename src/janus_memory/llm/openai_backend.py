@@ -1,0 +1,152 @@
+"""OpenAI-compatible chat backend (vLLM, SGLang, Ollama, llama.cpp server, OpenRouter, DeepSeek, any base URL).
+
+Uses the official ``openai`` SDK's ``AsyncOpenAI`` with the SDK's own retries disabled (``max_retries=0``):
+:class:`~janus_memory.llm.client.LLMClient` owns the retry policy. The raw HTTP body is parsed here, so a
+truncated/invalid JSON body becomes a retryable error, and ``reasoning``/``reasoning_content`` fields survive.
+One ``AsyncOpenAI`` instance exists per event loop; ``aclose()`` closes the current loop's instance.
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import threading
+import time
+from typing import Any
+
+import httpx
+import openai
+
+from janus_memory.llm.base import ChatRequest, FatalLLMError, TransientLLMError
+from janus_memory.llm.reasoning import normalise_response
+from janus_memory.types import ChatResult
+
+RETRYABLE_STATUS = {408, 409, 425, 429}
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (delta-seconds or HTTP date); None when absent."""
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000.0)
+        ra = headers.get("retry-after")
+    except Exception:
+        return None
+    if ra is None:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
+        try:
+            dt = email.utils.parsedate_to_datetime(ra)
+            return max(0.0, dt.timestamp() - time.time())
+        except Exception:
+            return None
+
+
+def _server_message(e: openai.APIStatusError) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+    return str(getattr(e, "message", "") or e)
+
+
+class OpenAIBackend:
+    """Chat completions over HTTP with the OpenAI API shape.
+
+    Args:
+        base_url: e.g. ``http://127.0.0.1:8000/v1``.
+        model: model name sent in the request.
+        api_key: default from env ``OPENAI_API_KEY`` then ``JANUS_API_KEY``; local servers accept ``"EMPTY"``.
+        timeout: per-request timeout in seconds (a timeout is retried by the client).
+        max_connections: HTTP connection-pool size.
+    identity: ``"openai:<base_url>:<model>"``.
+    """
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120.0,
+                 *, max_connections: int = 64, default_headers: dict | None = None):
+        if not base_url or not isinstance(base_url, str):
+            raise ValueError("OpenAIBackend needs a base_url such as http://127.0.0.1:8000/v1")
+        if not model:
+            raise ValueError("OpenAIBackend needs a model name")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or os.environ.get("JANUS_API_KEY") or "EMPTY"
+        self.timeout = float(timeout)
+        self.max_connections = int(max_connections)
+        self.default_headers = default_headers
+        self.identity = f"openai:{self.base_url}:{self.model}"
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI]] = {}
+        self._lock = threading.Lock()
+
+    def _client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._clients.get(id(loop))
+            if entry is None or entry[0] is not loop:
+                http = httpx.AsyncClient(
+                    timeout=self.timeout,
+                    limits=httpx.Limits(max_connections=self.max_connections,
+                                        max_keepalive_connections=self.max_connections),
+                )
+                c = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
+                                       max_retries=0, http_client=http, default_headers=self.default_headers)
+                entry = self._clients[id(loop)] = (loop, c)
+            return entry[1]
+
+    async def aclose(self) -> None:
+        """Close the HTTP client bound to the running event loop (if any)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        with self._lock:
+            entry = self._clients.pop(id(loop), None)
+        if entry is not None:
+            await entry[1].close()
+
+    async def acomplete(self, req: ChatRequest) -> ChatResult:
+        messages = [dict(m) for m in req.messages]
+        body = {k: v for k, v in req.params().items() if v is not None and k != "extra_body"}
+        client = self._client()
+        try:
+            payload = {"model": self.model, "messages": messages, **body, **(req.extra_body or {})}
+            # the SDK's generic POST: auth, base URL, error mapping; skips the typed-params transform (CPU-heavy
+            # per request) and returns the raw httpx response so we parse the body ourselves.
+            raw = await client.post("/chat/completions", cast_to=httpx.Response, body=payload)
+            text = raw.text
+        except openai.APITimeoutError as e:
+            raise TransientLLMError(f"timeout after {self.timeout}s: {e}") from e
+        except openai.APIConnectionError as e:
+            raise TransientLLMError(f"connection error: {e}") from e
+        except openai.APIStatusError as e:
+            status = e.status_code
+            msg = _server_message(e)
+            if status in RETRYABLE_STATUS or status >= 500:
+                raise TransientLLMError(f"HTTP {status}: {msg}", status=status,
+                                        retry_after=parse_retry_after(e.response.headers)) from e
+            raise FatalLLMError(f"HTTP {status} from {self.base_url}: {msg}", status=status) from e
+        except openai.APIResponseValidationError as e:
+            raise TransientLLMError(f"invalid response body: {e}") from e
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise TransientLLMError(f"malformed JSON body ({len(text)} bytes): {e}") from e
+        if isinstance(data, dict) and data.get("error") and not data.get("choices"):
+            err = data["error"]
+            raise TransientLLMError(f"error body with HTTP 200: {err.get('message') if isinstance(err, dict) else err}")
+        try:
+            return normalise_response(data, messages, model=self.model)
+        except ValueError as e:
+            raise TransientLLMError(f"malformed response: {e}") from e
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend({self.base_url!r}, {self.model!r})"

@@ -1,0 +1,128 @@
+"""Separate reasoning from the answer channel, and normalise OpenAI-format responses.
+
+Failure cases handled (see shared/research/failure-cases.md):
+
+* C20-A/B: reasoning arrives in a separate ``reasoning`` (vLLM >= PR #27752) or ``reasoning_content`` field.
+* C20-C: the opening ``<think>`` is missing (Qwen3-*-Thinking-2507): everything before the LAST lone
+  ``</think>`` is reasoning.
+* C20-D: repeated (possibly empty) ``<think>...</think>`` pairs: every pair is removed, not only the first.
+* C19: ``finish_reason == "length"`` and the think block never closed (an unclosed ``<think>``, or no tags at
+  all and no separate reasoning field, as vLLM returns a cut-off trace in ``content``): the answer text is
+  ``""`` and everything goes to ``reasoning``. Consequence: a non-reasoning model cut off by ``max_tokens``
+  also has ``text == ""``; its partial output is kept in ``reasoning`` and ``ChatResult.truncated`` is True.
+
+Token estimates (C22-A) are used when the server sends no usage: ``max(words, ceil(chars / 4))`` per text plus
+4 tokens of chat-template overhead per message. They are flagged ``Usage.estimated = True`` and never 0.
+For the silent-truncation check (C22-B) a conservative LOWER bound is used instead (whitespace-separated
+words: every BPE/WordPiece tokenizer emits at least one token per word), so normal prompts never trip it.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from janus_memory.types import ChatResult, Usage
+
+_PAIR = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
+_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_WORD = re.compile(r"\S+")
+
+
+def _join(parts: Iterable[str]) -> str:
+    return "\n\n".join(p.strip() for p in parts if p and p.strip())
+
+
+def split_reasoning(
+    content: str | None, reasoning_field: str | None = None, finish_reason: str | None = "stop"
+) -> tuple[str, str]:
+    """Return ``(answer_text, reasoning_text)`` from a message's ``content`` and its reasoning field.
+
+    Examples (from C20): ``("<think>\\n\\n</think>\\n\\n<think>\\n</think>\\n\\nThe answer is 5.")`` ->
+    ``("The answer is 5.", "")``; ``("Try 12 apples.\\n</think>\\n\\nThe answer is 5.")`` ->
+    ``("The answer is 5.", "Try 12 apples.")``.
+    """
+    content = content or ""
+    reasoning_parts: list[str] = [reasoning_field] if reasoning_field else []
+    # 1. every complete pair, including empty and repeated ones
+    inner = _PAIR.findall(content)
+    reasoning_parts.extend(inner)
+    rest = _PAIR.sub("", content)
+    # 2. a lone closing tag with no opening one: everything before the last one is reasoning
+    closes = list(_CLOSE.finditer(rest))
+    if closes:
+        last = closes[-1]
+        reasoning_parts.append(_CLOSE.sub("", rest[: last.start()]))
+        rest = rest[last.end():]
+    # 3. an opening tag that never closed: the tail is unfinished reasoning
+    m = _OPEN.search(rest)
+    if m:
+        reasoning_parts.append(rest[m.end():])
+        rest = rest[: m.start()]
+        if finish_reason == "length":
+            # C19: cut off inside the think block -> no answer at all
+            reasoning_parts.insert(len(reasoning_parts) - 1, rest)
+            rest = ""
+    elif finish_reason == "length" and not closes and not inner and not reasoning_field:
+        # C19: cut-off trace returned as content with no tags and no reasoning field
+        reasoning_parts.append(rest)
+        rest = ""
+    return rest.strip(), _join(reasoning_parts)
+
+
+def estimate_text_tokens(text: str) -> int:
+    """Rough token count of a text: ``max(words, ceil(chars / 4))``."""
+    if not text:
+        return 0
+    return max(len(_WORD.findall(text)), math.ceil(len(text) / 4))
+
+
+def estimate_prompt_tokens(messages: Iterable[dict]) -> int:
+    """Rough prompt token count (>= 1): text estimate + 4 per message + 2 for the assistant header."""
+    msgs = list(messages)
+    return max(1, sum(estimate_text_tokens(str(m.get("content", ""))) + 4 for m in msgs) + 2)
+
+
+def prompt_tokens_lower_bound(messages: Iterable[dict]) -> int:
+    """Conservative lower bound of a prompt's token count: whitespace-separated words (C22-B check)."""
+    return sum(len(_WORD.findall(str(m.get("content", "")))) for m in messages)
+
+
+def is_context_truncated(reported_prompt_tokens: int, messages: Iterable[dict], ratio: float = 0.9) -> tuple[bool, int]:
+    """True when the server's prompt_tokens is below ``ratio`` times the local lower-bound estimate (C22-B)."""
+    lb = prompt_tokens_lower_bound(messages)
+    return (reported_prompt_tokens < ratio * lb), lb
+
+
+def normalise_response(resp: dict[str, Any], messages: list[dict], *, model: str = "") -> ChatResult:
+    """Turn an OpenAI-format chat-completion dict into a :class:`ChatResult`.
+
+    Raises ``ValueError`` when the body has no ``choices[0].message`` (treated as a malformed, retryable body).
+    Missing or null usage -> local estimate with ``estimated=True`` (C22-A).
+    """
+    choices = resp.get("choices") if isinstance(resp, dict) else None
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        raise ValueError(f"response has no choices: {str(resp)[:200]}")
+    ch = choices[0]
+    msg = ch.get("message")
+    if not isinstance(msg, dict):
+        raise ValueError(f"response choice has no message: {str(ch)[:200]}")
+    finish = ch.get("finish_reason") or "stop"
+    rfield = _join([msg.get("reasoning") or "", msg.get("reasoning_content") or ""]) or None
+    text, reasoning = split_reasoning(msg.get("content"), rfield, finish)
+    usage = resp.get("usage") or None
+    pt = ct = None
+    if isinstance(usage, dict):
+        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if isinstance(pt, int) and isinstance(ct, int) and pt > 0:
+        u = Usage(prompt_tokens=pt, completion_tokens=ct, estimated=False)
+    else:
+        u = Usage(
+            prompt_tokens=estimate_prompt_tokens(messages),
+            completion_tokens=max(1, estimate_text_tokens((msg.get("content") or "") + (rfield or ""))),
+            estimated=True,
+        )
+    return ChatResult(text=text, reasoning=reasoning, finish_reason=str(finish), usage=u,
+                      model=str(resp.get("model") or model))

@@ -1,0 +1,250 @@
+"""A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions API, with fault injection.
+
+Used by tests/test_llm_http.py and benchmarks/bench_llm_concurrency.py. Standard library only
+(``http.server.ThreadingHTTPServer``, one thread per connection, HTTP/1.1 keep-alive).
+
+Answers: a last user message ``"What is A + B?"`` gets ``"<think>add A and B</think>The answer is <A+B>."``;
+anything else gets ``"ECHO: <message>"``. Special messages: containing ``AUTH_FAIL`` -> 401,
+``BAD_REQUEST`` -> 400 (both with an OpenAI-style error body), ``ALWAYS_500`` -> 500 on every attempt, ``NO_USAGE`` -> body without usage,
+``CAP_CONTEXT`` -> usage.prompt_tokens capped at 2048 (Ollama's silent num_ctx cut, C22-B).
+
+Fault schedule (``faults=True``): deterministic per distinct request body (sha256 of the canonical JSON body
+mod 10): 0 -> one 429 (Retry-After), 1 -> one 500, 2 -> one timeout (sleeps ``timeout_sleep_s`` before a
+late reply), 3 -> one truncated JSON body (valid HTTP, cut JSON), 4 -> slow success (``slow_s``),
+5 -> two 503s, 6 -> a 429 then a 500, 7-9 -> clean. Retries of the same body advance through its schedule.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+_ADD = re.compile(r"What is (-?\d+) \+ (-?\d+)\?")
+
+SCHEDULES = {
+    0: ["429"],
+    1: ["500"],
+    2: ["timeout"],
+    3: ["truncated"],
+    4: ["slow"],
+    5: ["503", "503"],
+    6: ["429", "500"],
+}
+
+
+def body_key(body: dict) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class OpenAITestServer:
+    """Context manager: ``with OpenAITestServer(faults=True) as srv: OpenAIBackend(srv.base_url, "test-model")``.
+
+    Attributes: ``requests`` (total HTTP requests received), ``bodies`` (the last 50 JSON bodies), ``outcomes`` (Counter of what was sent:
+    "ok", "429", "500", "503", "timeout", "truncated", "slow", "401", "400"), ``latency_s`` (added to every
+    reply), ``max_inflight`` (peak concurrent requests).
+    """
+
+    def __init__(self, *, faults: bool = False, latency_s: float = 0.0, timeout_sleep_s: float = 1.5,
+                 slow_s: float = 0.3, retry_after: str = "0", retry_after_ms: str | None = "20"):
+        self.faults = faults
+        self.latency_s = latency_s
+        self.timeout_sleep_s = timeout_sleep_s
+        self.slow_s = slow_s
+        self.retry_after = retry_after
+        self.retry_after_ms = retry_after_ms
+        self.requests = 0
+        self.bodies: list[dict] = []
+        self.outcomes: Counter = Counter()
+        self.inflight = 0
+        self.max_inflight = 0
+        self._attempts: Counter = Counter()
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> OpenAITestServer:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: avoid Nagle + delayed-ACK stalls
+
+            def log_message(self, *a):  # silence
+                pass
+
+            def do_POST(self):
+                outer._handle(self)
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # the default listen backlog of 5 drops bursts of new connections
+            daemon_threads = True
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="openai-test-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> OpenAITestServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    # ------------------------------------------------------------------ request handling
+    def _send(self, h: BaseHTTPRequestHandler, status: int, payload: bytes, headers: dict | None = None) -> None:
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(payload)))
+            for k, v in (headers or {}).items():
+                h.send_header(k, v)
+            h.end_headers()
+            h.wfile.write(payload)
+            h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            h.close_connection = True
+
+    def _error(self, h, status: int, message: str, headers: dict | None = None) -> None:
+        body = json.dumps({"error": {"message": message, "type": "test_error", "code": status}}).encode()
+        self._send(h, status, body, headers)
+
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.requests += 1
+            self.inflight += 1
+            self.max_inflight = max(self.max_inflight, self.inflight)
+        try:
+            self._handle_inner(h)
+        finally:
+            with self._lock:
+                self.inflight -= 1
+
+    def _handle_inner(self, h: BaseHTTPRequestHandler) -> None:
+        n = int(h.headers.get("Content-Length", "0") or 0)
+        raw = h.rfile.read(n)
+        if not h.path.rstrip("/").endswith("/chat/completions"):
+            self._error(h, 404, f"unknown path {h.path}")
+            return
+        try:
+            body = json.loads(raw)
+            messages = body["messages"]
+            last_user = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+        except Exception as e:  # noqa: BLE001
+            self._error(h, 400, f"bad request body: {e}")
+            return
+        with self._lock:
+            self.bodies.append(body)
+            del self.bodies[:-50]
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        if "ALWAYS_500" in last_user:
+            self._count("500")
+            self._error(h, 500, "injected permanent 500")
+            return
+        if "AUTH_FAIL" in last_user:
+            self._count("401")
+            self._error(h, 401, "Incorrect API key provided: sk-test****")
+            return
+        if "BAD_REQUEST" in last_user:
+            self._count("400")
+            self._error(h, 400, "max_tokens is too large: 999999999")
+            return
+        fault = "ok"
+        if self.faults:
+            key = body_key(body)
+            with self._lock:
+                attempt = self._attempts[key]
+                self._attempts[key] += 1
+            sched = SCHEDULES.get(int(key, 16) % 10, [])
+            if attempt < len(sched):
+                fault = sched[attempt]
+        self._count(fault)
+        if fault in ("429", "500", "503"):
+            hdrs = {}
+            if fault == "429":
+                hdrs["Retry-After"] = self.retry_after
+                if self.retry_after_ms is not None:
+                    hdrs["retry-after-ms"] = self.retry_after_ms
+            self._error(h, int(fault), f"injected {fault}", hdrs)
+            return
+        if fault == "timeout":
+            time.sleep(self.timeout_sleep_s)
+        elif fault == "slow":
+            time.sleep(self.slow_s)
+        payload = self._completion(body, messages, last_user)
+        data = json.dumps(payload).encode()
+        if fault == "truncated":
+            data = data[: len(data) // 2]
+        self._send(h, 200, data)
+
+    def _count(self, what: str) -> None:
+        with self._lock:
+            self.outcomes[what] += 1
+
+    @staticmethod
+    def _completion(body: dict, messages: list, last_user: str) -> dict:
+        m = _ADD.search(last_user)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            content = f"<think>add {a} and {b}</think>The answer is {a + b}."
+        else:
+            content = f"ECHO: {last_user}"
+        words = sum(len(str(x.get("content", "")).split()) for x in messages)
+        prompt_tokens = words + 4 * len(messages) + 2
+        if "CAP_CONTEXT" in last_user:
+            prompt_tokens = min(prompt_tokens, 2048)
+        out = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "test-model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content.split()),
+                      "total_tokens": prompt_tokens + len(content.split())},
+        }
+        if "NO_USAGE" in last_user:
+            out.pop("usage")
+        return out
+
+
+def main() -> None:
+    """Run standalone (used by the benchmark to keep server CPU out of the client's process):
+    ``python tests/openai_test_server.py --latency 0.2 [--faults]``; prints the base URL, serves until stdin closes."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--faults", action="store_true")
+    ap.add_argument("--timeout-sleep", type=float, default=3.0)
+    ap.add_argument("--slow", type=float, default=0.4)
+    a = ap.parse_args()
+    with OpenAITestServer(latency_s=a.latency, faults=a.faults, timeout_sleep_s=a.timeout_sleep, slow_s=a.slow) as srv:
+        print(srv.base_url, flush=True)
+        sys.stdin.read()
+        print(f"requests={srv.requests} max_inflight={srv.max_inflight}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
