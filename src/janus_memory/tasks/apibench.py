@@ -1,0 +1,278 @@
+"""APIBench-HF family (Gorilla, Patil et al.): loader, prompt, ``<<<api_call>>>`` extraction and AST matching.
+
+Sources: shared/data/apibench/huggingface_eval.jsonl (911 questions with gold ``api_call`` and ``api_data``) and
+huggingface_api.jsonl (936 API-doc records = the API database). Scoring follows the Gorilla AST evaluator as the paper's
+code uses it (paper-spec section 6.2), re-implemented with Python's ``ast`` instead of tree-sitter:
+- take the text after the last ``<<<api_call>>>:`` up to the next ``<<<`` field (no field -> unparsed, C18);
+- parse it (with small repairs for what tree-sitter tolerates: a trailing period, wrapping quotes, trailing prose after
+  the call, an unquoted ``org/model`` argument); every ``ast.Call`` in it is a candidate;
+- a database entry matches a candidate when the dotted function names agree (the candidate may add a module prefix)
+  and every literal argument value of the entry appears among the candidate's literal argument values;
+- correct iff some matching entry has the gold question's domain; hallucination iff no entry matches at all.
+Text that is not Python (shell commands such as ``mlagents-load-from-hf ...``) matches an entry only by identical
+whitespace-normalised text. Unparseable text -> correct=False, hallucination=False, status "unparsed".
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from janus_memory.types import ChatResult, Score, Task
+
+from .base import TaskFamily, output_text
+from .data import ENV_DATA_DIR, read_jsonl, require_file, resolve_data_dir, stable_shuffle
+
+HF_DOMAINS = (
+    "Multimodal Feature Extraction, Multimodal Text-to-Image, Multimodal Image-to-Text, Multimodal Text-to-Video, "
+    "Multimodal Visual Question Answering, Multimodal Document Question Answer, Multimodal Graph Machine Learning, "
+    "Computer Vision Depth Estimation, Computer Vision Image Classification, Computer Vision Object Detection, "
+    "Computer Vision Image Segmentation, Computer Vision Image-to-Image, Computer Vision Unconditional Image Generation, "
+    "Computer Vision Video Classification, Computer Vision Zero-Shot Image Classification, "
+    "Natural Language Processing Text Classification, Natural Language Processing Token Classification, "
+    "Natural Language Processing Table Question Answering, Natural Language Processing Question Answering, "
+    "Natural Language Processing Zero-Shot Classification, Natural Language Processing Translation, "
+    "Natural Language Processing Summarization, Natural Language Processing Conversational, "
+    "Natural Language Processing Text Generation, Natural Language Processing Fill-Mask, "
+    "Natural Language Processing Text2Text Generation, Natural Language Processing Sentence Similarity, "
+    "Natural Language Processing Feature Extraction, Audio Text-to-Speech, Audio Automatic Speech Recognition, "
+    "Audio Audio-to-Audio, Audio Audio Classification, Audio Voice Activity Detection, Tabular Tabular Classification, "
+    "Tabular Tabular Regression, Reinforcement Learning, Reinforcement Learning Robotics")
+
+
+def _api_dir(data_dir) -> Path:
+    return resolve_data_dir(data_dir) / "apibench"
+
+
+def _fix() -> str:
+    return f"pass --data-dir or set {ENV_DATA_DIR} to a folder containing apibench/huggingface_eval.jsonl"
+
+
+def _instruction(code: str) -> str:
+    m = re.search(r"###Instruction:\s*(.*?)\s*###Output", code, re.S)
+    return (m.group(1) if m else code).strip()
+
+
+def load_apibench_hf(split: str, *, data_dir=None, seed: int = 0):
+    d = _api_dir(data_dir)
+    p = require_file(d / "huggingface_eval.jsonl", "APIBench huggingface_eval.jsonl", _fix())
+    tasks = [Task(id=f"apibench_hf:{i + 1}", dataset="apibench_hf", question=_instruction(r["code"]), gold=r["api_call"],
+                  meta={"domain": r["api_data"]["domain"], "api_name": r["api_data"].get("api_name", ""),
+                        "provider": r.get("provider", "")})
+             for i, r in enumerate(read_jsonl(p))]
+    if split == "all":
+        return tasks, [p], "all 911 in file order"
+    key = f"apibench_hf:{seed}"
+    order = stable_shuffle(tasks, key)
+    if split == "stream":
+        return order[:250], [p], f"stable shuffle key {key!r}, [0:250)"
+    return order[250:500], [p], f"stable shuffle key {key!r}, [250:500)"
+
+
+# ---------------------------------------------------------------------------------------------- AST matching
+
+@dataclass(frozen=True)
+class CallSig:
+    name: str
+    values: frozenset
+
+
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _lit(node) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool)):
+        return str(node.value)
+    return None
+
+
+def _calls(tree) -> list[CallSig]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name is None:
+                continue
+            vals = [_lit(a) for a in node.args] + [_lit(k.value) for k in node.keywords]
+            out.append(CallSig(name, frozenset(v for v in vals if v is not None)))
+    return out
+
+
+def _first_call_prefix(s: str) -> str | None:
+    i = s.find("(")
+    if i < 0:
+        return None
+    depth, q = 0, None
+    for j in range(i, len(s)):
+        c = s[j]
+        if q:
+            if c == q:
+                q = None
+        elif c in "'\"":
+            q = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return s[:j + 1]
+    return None
+
+
+def parse_api_call(src: str) -> list[CallSig] | None:
+    """Candidate calls in an api_call string (with the repairs listed in the module docstring); None if unparseable."""
+    s = (src or "").strip().strip("`").strip()
+    if not s:
+        return None
+    tries = [s]
+    t = re.sub(r"[.;]+$", "", s).strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"" and "(" in t:
+        t = t[1:-1]
+    tries.append(t)
+    pre = _first_call_prefix(t)
+    if pre:
+        tries.append(pre)
+    tries += [re.sub(r"(?<=[=(,])\s*([A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+)(?=\s*[,)])", r"'\1'", x) for x in list(tries)]
+    for x in tries:
+        try:
+            calls = _calls(ast.parse(x))
+        except (SyntaxError, ValueError):
+            continue
+        if calls:
+            return calls
+    return None
+
+
+def _norm_text(s: str) -> str:
+    return re.sub(r"\s+", " ", (s or "").strip().rstrip(".").strip())
+
+
+@dataclass(frozen=True)
+class _Entry:
+    sig: CallSig | None
+    raw: str
+    domain: str
+    api_name: str
+
+
+class APIDatabase:
+    """The API database (huggingface_api.jsonl + the eval file's api_data records) indexed by the last segment of the function name."""
+
+    def __init__(self, records: list[dict]):
+        self.by_last: dict[str, list[_Entry]] = {}
+        self.by_text: dict[str, list[_Entry]] = {}
+        for r in records:
+            raw = r.get("api_call") or ""
+            sigs = parse_api_call(raw)
+            sig = sigs[0] if sigs else None
+            e = _Entry(sig, raw, r.get("domain", ""), r.get("api_name", ""))
+            self.by_text.setdefault(_norm_text(raw), []).append(e)
+            if sig:
+                self.by_last.setdefault(sig.name.split(".")[-1], []).append(e)
+
+    def matches(self, api_call: str) -> tuple[list[_Entry], bool]:
+        """(matching entries, parsed?)."""
+        calls = parse_api_call(api_call)
+        text_hits = self.by_text.get(_norm_text(api_call), [])
+        if calls is None:
+            return list(text_hits), bool(text_hits)
+        hits = []
+        for c in calls:
+            for e in self.by_last.get(c.name.split(".")[-1], []):
+                n = e.sig.name
+                if not (c.name == n or c.name.endswith("." + n)):
+                    continue
+                # an entry without literal arguments only matches a call without literal arguments
+                if (e.sig.values and e.sig.values <= c.values) or (not e.sig.values and not c.values):
+                    hits.append(e)
+        return hits + [e for e in text_hits if e not in hits], True
+
+
+@lru_cache(maxsize=4)
+def load_api_database(api_path: str, eval_path: str | None = None) -> APIDatabase:
+    """Database = huggingface_api.jsonl records plus the ``api_data`` records of huggingface_eval.jsonl.
+
+    The eval file carries its own API-doc record per question; in 3 of 911 questions it differs from the API file
+    (e.g. a truncated model name there), so without it those gold calls could never match.
+    """
+    recs = read_jsonl(api_path)
+    if eval_path:
+        seen = {(r.get("api_call"), r.get("domain")) for r in recs}
+        for r in read_jsonl(eval_path):
+            a = r.get("api_data") or {}
+            if (a.get("api_call"), a.get("domain")) not in seen:
+                seen.add((a.get("api_call"), a.get("domain")))
+                recs.append(a)
+    return APIDatabase(recs)
+
+
+_FIELD = re.compile(r"<<<\s*api_call\s*>>>\s*:?\s*(.*?)(?=<<<|\Z)", re.S | re.I)
+
+
+def extract_api_call(text: str) -> str | None:
+    """Text of the last ``<<<api_call>>>:`` field (up to the next ``<<<`` field), or None if absent/empty (C18)."""
+    found = [m.group(1).strip() for m in _FIELD.finditer(text or "")]
+    found = [f for f in found if f]
+    if not found:
+        return None
+    s = found[-1]
+    m = re.match(r"^```(?:python)?\s*(.*?)\s*```$", s, re.S)
+    return (m.group(1) if m else s).strip()
+
+
+class APIBenchFamily(TaskFamily):
+    """APIBench-HF: Gorilla field-format prompt; accuracy and hallucination per the AST matcher above."""
+
+    name = "apibench"
+    prompt_name = "apibench_hf"
+
+    def __init__(self, *, faithful: bool = False, data_dir=None):
+        super().__init__(faithful=faithful)
+        self._data_dir = data_dir
+
+    @property
+    def database(self) -> APIDatabase:
+        d = _api_dir(self._data_dir)
+        p = require_file(d / "huggingface_api.jsonl", "APIBench huggingface_api.jsonl", _fix())
+        e = d / "huggingface_eval.jsonl"
+        return load_api_database(str(p), str(e) if e.is_file() else None)
+
+    def prompt(self, task: Task) -> str:
+        return self._template.substitute(question=task.question, domains=HF_DOMAINS)
+
+    def extract(self, text: str) -> str | None:
+        return extract_api_call(text)
+
+    def score(self, task: Task, output: ChatResult | str) -> Score:
+        text, truncated = output_text(output)
+        call = extract_api_call(text)
+        if truncated and call is not None and not re.search(r"<<<\s*api_call\s*>>>.*<<<", text, re.S | re.I):
+            call = None  # cut off inside the api_call field: no complete answer
+        if call is None:
+            return Score(False, None, "truncated" if truncated else "unparsed",
+                         {"hallucination": False, "unparsed": True})
+        hits, parsed = self.database.matches(call)
+        if not parsed:
+            return Score(False, call, "unparsed", {"hallucination": False, "unparsed": True})
+        correct = any(e.domain == task.meta["domain"] for e in hits)
+        return Score(correct, call, "ok", {"hallucination": not hits, "unparsed": False,
+                                           "matched": [e.api_name for e in hits[:3]]})
+
+
+def apibench_summary(scores) -> dict:
+    """Accuracy, hallucination rate and unparsed rate of APIBench scores."""
+    scores = list(scores)
+    n = len(scores) or 1
+    return {"n": len(scores), "accuracy": sum(s.correct for s in scores) / n,
+            "hallucination_rate": sum(bool(s.detail.get("hallucination")) for s in scores) / n,
+            "unparsed_rate": sum(s.status in ("unparsed", "truncated") for s in scores) / n}

@@ -1,0 +1,203 @@
+"""Task-family protocol, Split record, dataset registry and ``load_split``.
+
+A task family = loader + prompt + answer extraction + scoring, kept separate (paper-spec section 6):
+loaders live in math.py / multiple_choice.py / humaneval.py / apibench.py, extraction in extract_*.py,
+scoring in verify_math.py / sandbox.py / apibench.py.
+"""
+from __future__ import annotations
+
+import importlib
+import string
+from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from janus_memory.types import ChatResult, Score, Task
+
+from .data import sha256_file, sha256_text
+
+SPLITS = ("stream", "test", "all")
+
+
+@dataclass
+class Split:
+    """One materialised split.
+
+    tasks: the tasks in stream/test order. dataset: registry name. split: "stream" | "test" | "all".
+    sha256: sha256 of the source file (several files: sha256 of the "name sha256" lines, sorted).
+    ids_sha256: sha256 of the task ids joined by newlines (in order). info: files, rule, seed, limit, n.
+    """
+
+    tasks: list[Task]
+    dataset: str
+    split: str
+    sha256: str
+    ids_sha256: str
+    info: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def ids(self) -> list[str]:
+        return [t.id for t in self.tasks]
+
+    def record(self) -> dict:
+        """JSON-serialisable record for the run folder (hashes + ids, never task text)."""
+        return {"dataset": self.dataset, "split": self.split, "sha256": self.sha256,
+                "ids_sha256": self.ids_sha256, "ids": self.ids, **self.info}
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Registry entry: family name, loader ("module:function"), and the documented split rules."""
+
+    name: str
+    family: str
+    loader: str
+    stream_rule: str
+    test_rule: str
+
+    def load_raw(self, split: str, data_dir, seed: int) -> tuple[list[Task], list[Path], str]:
+        mod, fn = self.loader.split(":")
+        return getattr(importlib.import_module(f"janus_memory.tasks.{mod}"), fn)(split, data_dir=data_dir, seed=seed)
+
+
+DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
+    DatasetSpec("gsm8k", "math", "math:load_gsm8k",
+                "random.Random(seed).shuffle of the 1319 test records, [0:500)", "same shuffle, [500:1000)"),
+    DatasetSpec("math500", "math", "math:load_math500", "(none: math500 is test-only; use 'math', 'gsm8k' or 'aime')",
+                "all 500 of math500/test.jsonl in file order"),
+    DatasetSpec("math", "math", "math:load_math",
+                "user Hendrycks MATH train (JANUS_MATH_TRAIN_PATH / --data-dir), random.Random(seed).shuffle, [0:500)",
+                "MATH-500 (500)"),
+    DatasetSpec("aime", "math", "math:load_aime", "AIME 2024 I+II (30, file order)", "AIME 2025 I+II (30, file order)"),
+    DatasetSpec("mmlu_pro_eng", "mc", "multiple_choice:load_mmlu_pro_eng",
+                "category 'engineering', stable shuffle key 'TIGER-Lab/MMLU-Pro:engineering:<seed>', [0:250)", "[250:500)"),
+    DatasetSpec("mmlu_pro_phy", "mc", "multiple_choice:load_mmlu_pro_phy",
+                "category 'physics', stable shuffle key 'TIGER-Lab/MMLU-Pro:physics:<seed>', [0:250)", "[250:500)"),
+    DatasetSpec("gpqa", "mc", "multiple_choice:load_gpqa",
+                "user gpqa_main.csv minus gpqa_diamond.csv, <4 distinct options skipped, random.Random(seed).shuffle, cap 1000",
+                "user gpqa_diamond.csv (198, file order)"),
+    DatasetSpec("humaneval", "humaneval", "humaneval:load_humaneval",
+                "stable shuffle key 'HumanEval:<seed>' of the 164 problems, [0:50)", "[50:164) (114)"),
+    DatasetSpec("apibench_hf", "apibench", "apibench:load_apibench_hf",
+                "huggingface_eval.jsonl (911), stable shuffle key 'apibench_hf:<seed>', [0:250)", "[250:500)"),
+]}
+
+
+def _check_dataset(dataset: str) -> DatasetSpec:
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
+    return DATASETS[dataset]
+
+
+def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int = 0, limit: int | None = None) -> Split:
+    """Load one split of a registered dataset (rules in ``DATASETS`` and docs/tasks.md).
+
+    split: "stream" (memory construction), "test" (frozen evaluation) or "all" (every record, stream then test).
+    limit: keep the first ``limit`` tasks of the split (None = all).
+    Raises ValueError (unknown dataset/split, bad limit) and FileNotFoundError (missing file; the message names
+    the path and the env var / --data-dir fix).
+    """
+    spec = _check_dataset(dataset)
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
+    tasks, files, rule = spec.load_raw(split, data_dir, seed)
+    if limit is not None:
+        tasks = tasks[:limit]
+    ids = [t.id for t in tasks]
+    if len(set(ids)) != len(ids):
+        raise RuntimeError(f"duplicate task ids in {dataset}/{split}")
+    file_info = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files]
+    if len(file_info) == 1:
+        digest = file_info[0]["sha256"]
+    else:
+        digest = sha256_text("\n".join(sorted(f"{Path(f['path']).name} {f['sha256']}" for f in file_info)))
+    info = {"files": file_info, "rule": rule, "seed": seed, "limit": limit, "n": len(tasks), "family": spec.family}
+    return Split(tasks=tasks, dataset=dataset, split=split, sha256=digest,
+                 ids_sha256=sha256_text("\n".join(ids)), info=info)
+
+
+# ----------------------------------------------------------------------------------------------- families
+
+def output_text(output: ChatResult | str) -> tuple[str, bool]:
+    """(answer text, truncated?) of a model output. Only ``ChatResult.text`` is used, never the reasoning."""
+    if isinstance(output, ChatResult):
+        return output.text or "", output.truncated
+    if isinstance(output, str):
+        return output, False
+    raise TypeError(f"output must be ChatResult or str, got {type(output).__name__}")
+
+
+def load_prompt(name: str) -> string.Template:
+    """The prompt template ``tasks/prompts/<name>.txt`` (``string.Template``: ``$question`` etc.)."""
+    text = resources.files("janus_memory.tasks").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    return string.Template(text)
+
+
+class TaskFamily(ABC):
+    """Prompt + extraction + scoring of one task family. Instances are stateless and thread-safe."""
+
+    name: str = ""
+    prompt_name: str = ""
+
+    def __init__(self, *, faithful: bool = False):
+        self.faithful = faithful
+        self._template = load_prompt(self.prompt_name or self.name)
+
+    @abstractmethod
+    def prompt(self, task: Task) -> str: ...
+
+    @abstractmethod
+    def score(self, task: Task, output: ChatResult | str) -> Score: ...
+
+    def score_many(self, tasks: Sequence[Task], outputs: Sequence[ChatResult | str], workers: int = 2) -> list[Score]:
+        """Score a batch in order (threads; subclasses use processes/sandboxes where it pays)."""
+        if len(tasks) != len(outputs):
+            raise ValueError(f"{len(tasks)} tasks but {len(outputs)} outputs")
+        if workers <= 1 or len(tasks) <= 1:
+            return [self.score(t, o) for t, o in zip(tasks, outputs)]
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            return list(ex.map(self.score, tasks, outputs))
+
+
+def summarize(scores: Iterable[Score]) -> dict[str, Any]:
+    """Accuracy plus the rates that must be reported next to it (C12): unparsed, truncated, timeout, error.
+
+    Unparsed/truncated/timeout/error outputs count as incorrect; nothing gets random or partial credit.
+    """
+    scores = list(scores)
+    n = len(scores)
+    out: dict[str, Any] = {"n": n, "correct": sum(s.correct for s in scores)}
+    out["accuracy"] = out["correct"] / n if n else 0.0
+    for st in ("unparsed", "truncated", "timeout", "error"):
+        out[f"{st}_rate"] = sum(s.status == st for s in scores) / n if n else 0.0
+    return out
+
+
+_FAMILY_CLASSES: dict[str, str] = {
+    "math": "math:MathFamily", "mc": "multiple_choice:MultipleChoiceFamily",
+    "humaneval": "humaneval:HumanEvalFamily", "apibench": "apibench:APIBenchFamily",
+}
+_FAMILY_CACHE: dict[tuple[str, bool], TaskFamily] = {}
+
+
+def get_family(dataset: str, *, faithful: bool = False) -> TaskFamily:
+    """The TaskFamily for a registered dataset name (or a family name: math, mc, humaneval, apibench).
+
+    faithful=True selects the paper's own checker where it differs (math: normalised exact match of the last box).
+    """
+    fam = DATASETS[dataset].family if dataset in DATASETS else dataset
+    if fam not in _FAMILY_CLASSES:
+        raise ValueError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
+    key = (fam, bool(faithful))
+    if key not in _FAMILY_CACHE:
+        mod, cls = _FAMILY_CLASSES[fam].split(":")
+        _FAMILY_CACHE[key] = getattr(importlib.import_module(f"janus_memory.tasks.{mod}"), cls)(faithful=faithful)
+    return _FAMILY_CACHE[key]

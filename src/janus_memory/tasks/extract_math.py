@@ -1,0 +1,139 @@
+"""Math answer extraction: model text -> final answer string (no scoring here).
+
+Order (failure-cases C01, C03, C05):
+1. the last *complete* ``\\boxed{...}`` / ``\\fbox{...}`` (brace-balanced scan, so ``\\frac{1}{2}`` survives) or
+   ``<answer>...</answer>`` / ``<final_answer>...</final_answer>`` tag, whichever ends last;
+2. else the last labelled final-answer line ("Final Answer: ...", "**Answer:** 4.", "The answer is 18");
+3. else (weak) the last number in the text.
+Markdown emphasis is removed first; thousands separators (``8,000``, ``9{,}500``) are removed inside numbers.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_TAG_RE = re.compile(r"<(answer|final_answer)>\s*(.*?)\s*</\1>", re.S | re.I)
+_LABEL_RE = re.compile(
+    r"(?:final\s+answer|answer)\s*(?:is|:|：)\s*[:：]?[ \t]*(?P<ans>[^\n]+)", re.I)
+_ANSWER_IS_RE = re.compile(r"the\s+(?:final\s+)?answer\s+is\s*[:：]?[ \t]*(?P<ans>[^\n]+)", re.I)
+_NUM_RE = re.compile(r"-?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?(?!\d)|-?\d+(?:\.\d+)?|-?\.\d+")
+_SEP_NUM_RE = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+
+
+@dataclass(frozen=True)
+class MathExtraction:
+    """answer: extracted string (None if nothing found). source: "boxed" | "tag" | "label" | "number" | None.
+    strong: True for an explicit final answer (box, tag, labelled line); False for the last-number fallback."""
+
+    answer: str | None
+    source: str | None
+    strong: bool
+
+
+def strip_markdown(text: str) -> str:
+    """Remove Markdown bold/italic markers (``**x**``, ``__x__``) that stick to answers (C05)."""
+    return re.sub(r"\*\*|__", "", text)
+
+
+def find_boxes(text: str) -> list[tuple[int, int, str]]:
+    """All complete ``\\boxed{...}``/``\\fbox{...}`` as (start, end, content), brace-balanced. Unclosed boxes are skipped."""
+    out = []
+    for m in _BOX_RE.finditer(text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            c = text[i]
+            if c == "\\" and i + 1 < len(text) and text[i + 1] in "{}":
+                i += 2
+                continue
+            depth += (c == "{") - (c == "}")
+            i += 1
+        if depth == 0:
+            out.append((m.start(), i, text[m.end():i - 1]))
+    return out
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last complete box, or None."""
+    boxes = find_boxes(text)
+    return boxes[-1][2] if boxes else None
+
+
+def clean_answer(ans: str) -> str:
+    """Trim delimiters and punctuation around an answer and remove thousands separators (C03)."""
+    a = ans.strip()
+    inner = last_boxed(a)
+    if inner is not None:
+        a = inner.strip()
+    a = re.sub(r"^\$+|\$+$", "", a).strip()
+    a = re.sub(r"^\\\(|\\\)$|^\\\[|\\\]$", "", a).strip()
+    a = re.sub(r"[\s.。;,:!]+$", "", a).strip()
+    a = re.sub(r"\$+$", "", a).strip()
+    a = a.replace("{,}", ",")
+    b = a.lstrip("\\$").strip()
+    if _SEP_NUM_RE.match(b):
+        a = b.replace(",", "")
+    return a.strip()
+
+
+def extract_math_answer(text: str) -> MathExtraction:
+    """Extract the final answer from model text (see module docstring for the order)."""
+    if not text:
+        return MathExtraction(None, None, False)
+    t = strip_markdown(text)
+    cands: list[tuple[int, str, str]] = [(e, c, "boxed") for _, e, c in find_boxes(t)]
+    cands += [(m.end(), m.group(2), "tag") for m in _TAG_RE.finditer(t)]
+    cands = [c for c in cands if c[1].strip()]
+    if cands:
+        end, content, src = max(cands, key=lambda c: c[0])
+        return MathExtraction(clean_answer(content), src, True)
+    labelled = [(m.start(), m.group("ans")) for m in _LABEL_RE.finditer(t)]
+    labelled += [(m.start(), m.group("ans")) for m in _ANSWER_IS_RE.finditer(t)]
+    labelled = [(p, a) for p, a in labelled if clean_answer(a)]
+    if labelled:
+        return MathExtraction(clean_answer(max(labelled)[1]), "label", True)
+    nums = _NUM_RE.findall(t)
+    if nums:
+        return MathExtraction(clean_answer(nums[-1]), "number", False)
+    return MathExtraction(None, None, False)
+
+
+def gsm8k_gold(answer_field: str) -> str:
+    """GSM8K gold number: text after the last ``####``, commas removed (gsm8k/SOURCE.md)."""
+    return answer_field.split("####")[-1].strip().replace(",", "")
+
+
+# ---------------------------------------------------------------- the paper's faithful normalisation (section 6.2)
+
+def faithful_normalize(ans: str) -> str:
+    """Normalisation of the paper's exact-match checker: strip $ \\( \\[ and outer braces, dfrac/tfrac -> frac,
+    drop \\left \\right \\, \\!, unify dashes, strip trailing punctuation, remove whitespace."""
+    a = ans.strip()
+    a = a.replace("\\(", "").replace("\\)", "").replace("\\[", "").replace("\\]", "").replace("$", "")
+    a = a.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    for tok in ("\\left", "\\right", "\\,", "\\!"):
+        a = a.replace(tok, "")
+    a = re.sub("[\u2212\u2013\u2014]", "-", a)
+    a = re.sub(r"\s+", "", a)
+    a = re.sub(r"[.,;:!]+$", "", a)
+    while a.startswith("{") and a.endswith("}") and _balanced(a[1:-1]):
+        a = a[1:-1]
+    return a
+
+
+def _balanced(s: str) -> bool:
+    d = 0
+    for c in s:
+        d += (c == "{") - (c == "}")
+        if d < 0:
+            return False
+    return d == 0
+
+
+def faithful_extract(text: str) -> str | None:
+    """The paper's extraction: last ``\\boxed{}``, else the last ``<answer>``/``<final_answer>`` tag."""
+    b = last_boxed(text or "")
+    if b is not None:
+        return b
+    tags = _TAG_RE.findall(text or "")
+    return tags[-1][1] if tags else None

@@ -1,0 +1,157 @@
+"""Multiple-choice family: GPQA (A-D, bring-your-own CSV) and MMLU-Pro Engineering / Physics (A-J).
+
+Sources: shared/data/mmlu_pro/test.jsonl (Oct-2024 revision; gold = the ``answer`` letter, which is right even where
+``answer_index`` disagrees, e.g. question 3983) and the user's GPQA CSV files (official columns: Question,
+Correct Answer, Incorrect Answer 1-3, Record ID). No GPQA text is shipped or logged by this module.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import re
+from pathlib import Path
+
+from janus_memory.types import ChatResult, Score, Task
+
+from .base import TaskFamily, output_text
+from .data import ENV_GPQA, find_source, read_records, seeded_shuffle, stable_shuffle
+from .extract_mc import extract_choice
+
+LETTERS = "ABCDEFGHIJ"
+MMLU_PRO_KEY = "TIGER-Lab/MMLU-Pro"
+
+
+def _load_mmlu_pro(split: str, category: str, dataset: str, data_dir, seed: int):
+    p = find_source(data_dir, "mmlu_pro/test.jsonl", "MMLU-Pro test.jsonl")
+    tasks = []
+    for r in read_records(p):
+        if r["category"] != category:
+            continue
+        opts = list(r["options"])
+        tasks.append(Task(id=str(r["question_id"]), dataset=dataset, question=r["question"], gold=r["answer"],
+                          meta={"options": opts, "labels": LETTERS[:len(opts)], "category": category, "src": r.get("src", "")}))
+    if split == "all":
+        return tasks, [p], f"category {category!r}, file order"
+    key = f"{MMLU_PRO_KEY}:{category}:{seed}"
+    order = stable_shuffle(tasks, key)
+    if split == "stream":
+        return order[:250], [p], f"category {category!r}, stable shuffle key {key!r}, [0:250)"
+    return order[250:500], [p], f"category {category!r}, stable shuffle key {key!r}, [250:500)"
+
+
+def load_mmlu_pro_eng(split: str, *, data_dir=None, seed: int = 0):
+    return _load_mmlu_pro(split, "engineering", "mmlu_pro_eng", data_dir, seed)
+
+
+def load_mmlu_pro_phy(split: str, *, data_dir=None, seed: int = 0):
+    return _load_mmlu_pro(split, "physics", "mmlu_pro_phy", data_dir, seed)
+
+
+# ----------------------------------------------------------------------------------------------------- GPQA
+
+GPQA_FILES = {"main": "gpqa_main.csv", "diamond": "gpqa_diamond.csv"}
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", (s or "")).strip().lower()
+
+
+def _gpqa_paths(data_dir) -> dict[str, Path]:
+    roots = []
+    env = os.environ.get(ENV_GPQA)
+    if env:
+        roots.append(Path(env).expanduser())
+    if data_dir is not None:
+        roots += [Path(data_dir) / "gpqa", Path(data_dir)]
+    out: dict[str, Path] = {}
+    for r in roots:
+        if r.is_file():
+            out.setdefault("diamond" if "diamond" in r.name else "main", r)
+            continue
+        for k, fn in GPQA_FILES.items():
+            if (r / fn).is_file():
+                out.setdefault(k, r / fn)
+            elif (r / "dataset" / fn).is_file():
+                out.setdefault(k, r / "dataset" / fn)
+    return out
+
+
+def _gpqa_fix(which: str) -> str:
+    return (f"GPQA is bring-your-own-file: set {ENV_GPQA} to the folder holding {GPQA_FILES[which]} (from the "
+            "official password-protected dataset.zip), or to the file itself, or pass --data-dir with a gpqa/ subfolder")
+
+
+def gpqa_task(row: dict, seed: int, dataset: str = "gpqa") -> Task | None:
+    """One GPQA row -> Task with options shuffled deterministically per question (key "gpqa:<Record ID>:<seed>").
+    Returns None when the row has fewer than 4 distinct options (skipped, as the paper's code does)."""
+    rid = (row.get("Record ID") or "").strip()
+    correct = (row.get("Correct Answer") or "").strip()
+    opts = [correct] + [(row.get(f"Incorrect Answer {i}") or "").strip() for i in (1, 2, 3)]
+    if not rid or len({_norm(o) for o in opts if o}) < 4:
+        return None
+    order = stable_shuffle(range(4), f"gpqa:{rid}:{seed}")
+    shuffled = [opts[i] for i in order]
+    gold = LETTERS[order.index(0)]
+    return Task(id=rid, dataset=dataset, question=(row.get("Question") or "").strip(), gold=gold,
+                meta={"options": shuffled, "labels": "ABCD", "subdomain": row.get("Subdomain", "")})
+
+
+def _read_csv(p: Path) -> list[dict]:
+    with open(p, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    need = {"Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3", "Record ID"}
+    missing = need - set(rows[0].keys() if rows else [])
+    if missing:
+        raise ValueError(f"{p} lacks GPQA columns: {', '.join(sorted(missing))}")
+    return rows
+
+
+def load_gpqa(split: str, *, data_dir=None, seed: int = 0):
+    paths = _gpqa_paths(data_dir)
+    if "diamond" not in paths:
+        raise FileNotFoundError(f"gpqa_diamond.csv not found (looked in {ENV_GPQA}={os.environ.get(ENV_GPQA)!r}, "
+                                f"data_dir={data_dir!r}); fix: {_gpqa_fix('diamond')}")
+    drows = _read_csv(paths["diamond"])
+    diamond = [t for t in (gpqa_task(r, seed) for r in drows) if t is not None]
+    if split == "test":
+        return diamond, [paths["diamond"]], "gpqa_diamond.csv (file order)"
+    if "main" not in paths:
+        raise FileNotFoundError(f"gpqa_main.csv not found; fix: {_gpqa_fix('main')}")
+    dkeys = {(_norm(r["Question"]), _norm(r["Correct Answer"])) for r in drows}
+    main = [gpqa_task(r, seed) for r in _read_csv(paths["main"])
+            if (_norm(r["Question"]), _norm(r["Correct Answer"])) not in dkeys]
+    stream = seeded_shuffle([t for t in main if t is not None], seed)[:1000]
+    files = [paths["main"], paths["diamond"]]
+    if split == "stream":
+        return stream, files, f"gpqa_main minus gpqa_diamond (question+answer), random.Random({seed}).shuffle, cap 1000"
+    return stream + diamond, files, "stream then diamond"
+
+
+class MultipleChoiceFamily(TaskFamily):
+    """Prompt lists labelled options; extraction = extract_choice; correct iff the letter equals the gold letter."""
+
+    name = "mc"
+    prompt_name = "multiple_choice"
+
+    def prompt(self, task: Task) -> str:
+        labels = task.meta.get("labels") or LETTERS[:len(task.meta["options"])]
+        choices = "\n".join(f"({l}) {o}" for l, o in zip(labels, task.meta["options"]))
+        return self._template.substitute(question=task.question, choices=choices,
+                                         labels=", ".join(labels), first=labels[0], last=labels[-1])
+
+    def extract(self, text: str, labels: str = "ABCD"):
+        return extract_choice(text, labels)
+
+    def score(self, task: Task, output: ChatResult | str) -> Score:
+        text, truncated = output_text(output)
+        labels = task.meta.get("labels") or LETTERS[:len(task.meta.get("options", [])) or 4]
+        ex = extract_choice(text, labels)
+        if truncated and not ex.strong:
+            return Score(False, None, "truncated")
+        if ex.letter is None:
+            if self.faithful:  # paper's checker: gold option text appearing in the reply counts
+                gold_text = task.meta["options"][labels.index(task.gold)]
+                if gold_text and gold_text in text:
+                    return Score(True, task.gold, "ok", {"source": "gold_text"})
+            return Score(False, None, "unparsed")
+        return Score(ex.letter == task.gold, ex.letter, "ok", {"source": ex.source})

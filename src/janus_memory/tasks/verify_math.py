@@ -1,0 +1,290 @@
+"""Scoring of math answers: math-verify 0.9.0 in worker processes with our own timeout, plus strictness rules.
+
+Why processes: math-verify's own timeouts use SIGALRM, which only works on the main thread (C09); we call it with
+``parsing_timeout=None, timeout_seconds=None`` inside forked worker processes, wait at most ``timeout_s`` and kill a
+worker that hangs (status "timeout"); the pool then spawns a replacement, so one pathological expression never blocks
+a run. Processes also give real parallelism on both cores (sympy holds the GIL).
+
+Decisions (failure-cases C07, C08; pinned by tests/test_verify_math.py):
+- multi-answer golds need set equality (a subset or superset is wrong; order does not matter);
+- ``1 \\pm \\sqrt{19}`` needs the ± (one branch is wrong);
+- exact numbers are compared exactly: ``\\frac{1}{2^{98}}`` is not ``\\frac{1}{2^{99}}`` (math-verify 0.9.0 says it is);
+- a decimal counts for an exact value only if it is *exactly* equal: ``0.34`` = ``\\frac{17}{50}``, but the rounded
+  ``0.0535714`` is NOT ``\\frac{3}{56}`` (math-verify 0.9.0 accepts it at float_rounding=6). This matches the paper's
+  exact-match checker and the prompt, which asks for fractions, not decimals;
+- units, ``\\text{}``, ``\\%``, ``\\$``, degrees, ``\\left``/``\\right`` and ``\\dfrac`` are normalised on both sides, so every
+  MATH-500 gold verifies against itself (C08). ``28\\%`` and ``28`` are equal (Hendrycks-style: the percent sign is dropped).
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing as mp
+import re
+import threading
+from typing import Callable, Sequence
+
+import math_verify  # noqa: F401  - imported before any worker is forked (no import lock held in a child)
+import sympy
+
+from .extract_math import faithful_normalize
+
+DEFAULT_TIMEOUT_S = 5.0
+
+_UNIT_TAIL = re.compile(r"^(?P<body>.*?\S)\s*\\(?:text|mbox|mathrm|textbf)\s*\{\s*[A-Za-z][A-Za-z .]*\}\s*$", re.S)
+_TEXT_WRAP = re.compile(r"\\(?:text|mbox|mathrm|textbf)\s*\{([^{}]*)\}")
+
+
+def normalize_for_verify(ans: str) -> str:
+    """Normalise an answer (gold or extracted) before parsing: units, \\text{} tails, %, $, degrees, \\left/\\right."""
+    a = (ans or "").strip()
+    a = re.sub(r"^\$+|\$+$", "", a).strip()
+    for _ in range(3):
+        m = _UNIT_TAIL.match(a)
+        if not m or not re.search(r"\d", m.group("body")):
+            break
+        a = m.group("body").strip()
+    a = a.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    a = re.sub(r"\\left(?![A-Za-z])|\\right(?![A-Za-z])", "", a)
+    a = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", a)
+    a = a.replace("\\%", "").replace("%", "").replace("\\$", "")
+    a = re.sub(r"\\[,!;: ]", "", a)
+    a = a.replace("{,}", ",")
+    return a.strip()
+
+
+def _plain(a: str) -> str:
+    """Normalised string for the exact-match shortcut: \\text{} unwrapped, faithful normalisation, (X) -> X."""
+    s = _TEXT_WRAP.sub(r"\1", a)
+    s = faithful_normalize(s)
+    m = re.fullmatch(r"\(([A-Za-z])\)", s)
+    return m.group(1) if m else s
+
+
+def _parse(s: str):
+    from math_verify import parse
+    out = parse("$" + s + "$", parsing_timeout=None)
+    if not out:
+        out = parse("\\boxed{" + s + "}", parsing_timeout=None)
+    return out
+
+
+def _exact(e):
+    try:
+        return e.xreplace({f: sympy.Rational(str(f)) for f in e.atoms(sympy.Float)})
+    except Exception:
+        return e
+
+
+def _num_equal(a, b) -> bool | None:
+    """Exact equality of two closed-form numbers (decimals read exactly); None when not both numbers."""
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        return None
+    if a.free_symbols or b.free_symbols or not (a.is_number and b.is_number):
+        return None
+    ea, eb = _exact(a), _exact(b)
+    if ea.is_Rational and eb.is_Rational:
+        return bool(ea == eb)
+    try:
+        d = abs(complex(sympy.N(ea - eb, 60)))
+        m = max(abs(complex(sympy.N(ea, 60))), abs(complex(sympy.N(eb, 60))))
+    except Exception:
+        return None
+    return d <= 1e-30 * max(m, 1e-300)
+
+
+def _strict_ok(g, p) -> bool:
+    """False when math-verify's "equal" must be overridden (C07): set vs scalar, set sizes, inexact numbers."""
+    gs, ps = isinstance(g, sympy.FiniteSet), isinstance(p, sympy.FiniteSet)
+    if gs != ps:
+        return False
+    if gs:
+        ge, pe = list(g.args), list(p.args)
+        if len(ge) != len(pe):
+            return False
+        left = list(pe)
+        for x in ge:
+            hit = next((y for y in left if _num_equal(x, y) is not False), None)
+            if hit is None:
+                return False
+            left.remove(hit)
+        return True
+    return _num_equal(g, p) is not False
+
+
+def verify_answer(gold: str, pred: str) -> bool:
+    """In-process check of an extracted answer against a gold answer (no timeout: call via MathVerifier).
+
+    gold: the dataset's answer (LaTeX, no delimiters needed). pred: the extracted answer string.
+    """
+    from math_verify import verify
+    g, p = normalize_for_verify(gold), normalize_for_verify(pred)
+    if not p:
+        return False
+    if _plain(g) == _plain(p):
+        return True
+    G, P = _parse(g), _parse(p)
+    if not G or not P:
+        return False
+    if not verify(G, P, timeout_seconds=None):
+        return False
+    return _strict_ok(G[0], P[0])
+
+
+# ------------------------------------------------------------------------------------------ worker process pool
+
+def _worker_main(conn, comparator):
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    logging.getLogger("latex2sympy2_extended").setLevel(logging.ERROR)
+    fn = comparator or verify_answer
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        try:
+            conn.send(("ok", bool(fn(*msg))))
+        except BaseException as e:  # noqa: BLE001 - report any checker failure as status "error"
+            conn.send(("error", f"{type(e).__name__}: {e}"[:300]))
+
+
+class _Worker:
+    def __init__(self, ctx, comparator):
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, comparator), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def kill(self):
+        try:
+            self.proc.kill()
+            self.proc.join(2)
+        except Exception:
+            pass
+        try:
+            self.conn.close()
+        except Exception:
+            pass
+
+    def close(self):
+        try:
+            self.conn.send(None)
+        except Exception:
+            pass
+        self.proc.join(1)
+        if self.proc.is_alive():
+            self.kill()
+
+
+class MathVerifier:
+    """Thread-safe pool of ``workers`` verification processes with a per-item wall timeout.
+
+    check(gold, pred) -> (correct: bool, status: "ok" | "timeout" | "error"). A timed-out worker is killed and replaced.
+    comparator: optional ``f(gold, pred) -> bool`` run in the workers instead of ``verify_answer`` (tests inject a
+    slow one to prove the timeout). Works from any thread (C09).
+    """
+
+    def __init__(self, workers: int = 2, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 comparator: Callable[[str, str], bool] | None = None):
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.workers, self.timeout_s, self.comparator = workers, float(timeout_s), comparator
+        self._ctx = mp.get_context("fork")
+        self._cond = threading.Condition()
+        self._idle: list[_Worker] = []
+        self._count = 0
+        self._all: set[_Worker] = set()
+
+    def _acquire(self) -> _Worker:
+        with self._cond:
+            while True:
+                if self._idle:
+                    return self._idle.pop()
+                if self._count < self.workers:
+                    self._count += 1
+                    break
+                self._cond.wait()
+        try:
+            w = _Worker(self._ctx, self.comparator)
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+        with self._cond:
+            self._all.add(w)
+        return w
+
+    def _release(self, w: _Worker) -> None:
+        with self._cond:
+            self._idle.append(w)
+            self._cond.notify()
+
+    def _discard(self, w: _Worker) -> None:
+        w.kill()
+        with self._cond:
+            self._count -= 1
+            self._all.discard(w)
+            self._cond.notify()
+
+    def check(self, gold: str, pred: str | None) -> tuple[bool, str]:
+        if pred is None or not str(pred).strip():
+            return False, "ok"
+        w = self._acquire()
+        try:
+            w.conn.send((str(gold), str(pred)))
+            if w.conn.poll(self.timeout_s):
+                status, val = w.conn.recv()
+            else:
+                self._discard(w)
+                return False, "timeout"
+        except Exception:
+            self._discard(w)
+            return False, "error"
+        self._release(w)
+        return (bool(val), "ok") if status == "ok" else (False, "error")
+
+    def check_many(self, pairs: Sequence[tuple[str, str | None]]) -> list[tuple[bool, str]]:
+        """Check many (gold, pred) pairs on all workers; results in input order."""
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=self.workers) as ex:
+            return list(ex.map(lambda gp: self.check(*gp), pairs))
+
+    def close(self) -> None:
+        with self._cond:
+            ws, self._all, self._count, self._idle = list(self._all), set(), 0, []
+            self._cond.notify_all()
+        for w in ws:
+            w.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+_DEFAULT: MathVerifier | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def get_verifier() -> MathVerifier:
+    """The process-wide shared verifier (2 workers, 5 s timeout), created on first use."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = MathVerifier()
+            atexit.register(_DEFAULT.close)
+        return _DEFAULT
+
+
+def check_math(gold: str, pred: str | None) -> tuple[bool, str]:
+    """Shared-pool check of one extracted answer: (correct, status)."""
+    return get_verifier().check(gold, pred)
+
+
+def faithful_equal(gold: str, pred: str | None) -> bool:
+    """The paper's checker (``--faithful``): normalised exact string match (paper-spec section 6.2)."""
+    return pred is not None and faithful_normalize(pred) == faithful_normalize(gold)
