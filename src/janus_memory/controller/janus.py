@@ -35,7 +35,7 @@ from .evalset import (
     refresh_boundary,
     sample_fresh,
 )
-from .trigger import TRIGGER_POLICIES, TriggerPolicy, as_vector, cosine, momentum_update, update_direction
+from .trigger import TRIGGER_POLICIES, TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction
 
 STATE_FORMAT = "janus-controller/1"
 
@@ -387,8 +387,8 @@ class Janus:
             cos = cosine(z, prev)
         fire = self._policy.fires(step, cos)
         d = Decision(step=step, task_id=tid, phase="stream", triggered=fire, accept=True, reason="not_triggered",
-                     cosine=cos, z_norm=float(np.linalg.norm(z)),
-                     momentum_norm=None if prev is None else float(np.linalg.norm(prev)), warnings=warnings)
+                     cosine=cos, z_norm=exact_norm(z),
+                     momentum_norm=None if prev is None else exact_norm(prev), warnings=warnings)
         if fire:
             self._trigger(d, inp.old_memory, inp.new_memory)
         else:

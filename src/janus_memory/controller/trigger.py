@@ -47,20 +47,28 @@ def as_vector(x, name: str = "vector") -> tuple[np.ndarray, list[str]]:
     return v, warnings
 
 
+def exact_norm(v: np.ndarray) -> float:
+    """L2 norm with an exactly rounded sum (machine- and thread-independent, like :func:`cosine`)."""
+    v = np.asarray(v, dtype=np.float64).reshape(-1)
+    return math.sqrt(math.fsum((v * v).tolist()))
+
+
 def cosine(a: np.ndarray, b: np.ndarray, eps: float = COSINE_EPS) -> float:
     """Cosine similarity of two 1-D vectors, 0.0 in every degenerate case (spec §2.2).
 
-    Degenerate: empty vector, different sizes, or a norm ``< eps``.
+    Degenerate: empty vector, different sizes, or a norm ``< eps``. Sums are exactly rounded (``math.fsum``) rather
+    than BLAS dot products, whose last bits depend on the CPU kernel and thread count: the same run gives the same
+    trigger cosines on every machine and in every worker process (Ray workers run with other BLAS settings).
     """
     a = np.asarray(a, dtype=np.float64).reshape(-1)
     b = np.asarray(b, dtype=np.float64).reshape(-1)
     if a.size == 0 or b.size == 0 or a.size != b.size:
         return 0.0
-    na = float(np.linalg.norm(a))
-    nb = float(np.linalg.norm(b))
+    na = exact_norm(a)
+    nb = exact_norm(b)
     if na < eps or nb < eps:
         return 0.0
-    return float(np.dot(a, b) / (na * nb))
+    return math.fsum((a * b).tolist()) / (na * nb)
 
 
 def update_direction(old_vec: np.ndarray, new_vec: np.ndarray) -> tuple[np.ndarray, list[str]]:

@@ -108,6 +108,13 @@ class LocalBackend:
         """Blocking single call (serialised by a lock)."""
         body = req.body()
         body["cache_prompt"] = True
+        if body.get("seed") is None:
+            # llama.cpp draws a random seed per request otherwise: derive a fixed one from the request, so a
+            # temperature > 0 run is reproducible even without the response cache
+            from janus_memory.llm.base import canonical_json
+
+            digest = hashlib.sha256(canonical_json(body).encode("utf-8")).digest()
+            body["seed"] = int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
         with self._lock:
             srv = self._load()
             try:
