@@ -155,12 +155,13 @@ def test_dc_rs_retrieval_top3_and_curator_prompt_order():
     assert [r["similarity"] for r in out.info["retrieved"]] == [0.75, 0.75, 0.25]
     cur_user = out.calls[0].messages[1]["content"]
     assert out.calls[0].role == "curator" and out.calls[1].role == "solver"
-    # listed least similar first; the closest sits right before the upcoming problem
-    p3, p2, p1 = (cur_user.index(f"Earlier problem #{k} ") for k in (3, 2, 1))
-    assert p3 < p2 < p1 < cur_user.index("## UPCOMING PROBLEM (do not solve it)")
-    assert "Question: multiply seven and nine" in cur_user and "subtract ten" not in cur_user
+    # listed least similar first; the closest sits right before the closing instruction
+    p3, p2, p1 = (cur_user.index(f'<problem rank="{k}" ') for k in (3, 2, 1))
+    assert cur_user.index("<upcoming_problem>") < p3 < p2 < p1 < cur_user.index("Write the updated cheatsheet now")
+    assert '<problem rank="1" similarity="0.75">' in cur_user
+    assert "\nmultiply seven and nine\n" in cur_user and "subtract ten" not in cur_user  # raw question, not the task prompt
     assert "I computed it. ANSWER: 63" in cur_user
-    assert cur_user.startswith("## CURRENT CHEATSHEET\nVersion: 1\nS1\n")
+    assert "<current_cheatsheet>\nVersion: 1\nS1\n</current_cheatsheet>" in cur_user
     # curator sampling: presence_penalty 1.0 (paper), temperature from config
     assert llm.calls[-2]["params"] == {"temperature": 0.0, "max_tokens": 1024, "presence_penalty": 1.0}
     assert llm.calls[-1]["params"] == {"temperature": 0.0, "max_tokens": 1024}
@@ -202,7 +203,7 @@ def test_dc_cu_answers_with_current_sheet_then_curates():
     assert [c.role for c in out.calls] == ["solver", "curator"]
     assert "## CHEATSHEET\nVersion: 1\nS1" in out.calls[0].messages[1]["content"]
     cur = out.calls[1].messages[1]["content"]
-    assert "## SOLVER'S ANSWER\nI computed it. ANSWER: 63" in cur
+    assert '<solver_answer note="unchecked; may be wrong">\nI computed it. ANSWER: 63\n</solver_answer>' in cur
     assert "Question: multiply seven and nine" in cur
 
 

@@ -126,8 +126,14 @@ class _DCBase(Updater):
         return {**super().curator_params(), "presence_penalty": self.config["curator_presence_penalty"]}
 
     def _apply_curator_output(self, result: ChatResult, info: dict) -> str | None:
-        """Update ``self.cheatsheet`` from the curator reply; return the rejection reason (None if accepted)."""
+        """Update ``self.cheatsheet`` from the curator reply; return the rejection reason (None if accepted).
+
+        A reply cut off by max_tokens arrives with its partial text in ``reasoning`` (the LLM layer never treats a
+        cut-off reply as an answer, C19); the curator's partial text is read from there so the rejection reason is
+        the true one ("unterminated block"), and faithful mode sees what the original DC saw."""
         text = result.text or ""
+        if not text and result.truncated and result.reasoning and "<think>" not in result.reasoning:
+            text = result.reasoning
         if self.config["faithful"]:
             sheet, branch = extract_cheatsheet_faithful(text, self.cheatsheet)
             info["branch"] = branch
@@ -157,17 +163,17 @@ class DCRetrievalSynthesis(_DCBase):
 
     def _pairs_block(self, hits: list[tuple[int, float]]) -> str:
         if not hits:
-            return "(none yet)"
+            return fill(load_prompt("dc_rs_pairs_block"), ITEMS="(none yet)")
         lim = self.config["retrieved_output_chars"]
         items = []
-        # least similar first, so the closest example sits right before the upcoming problem
+        # least similar first, so the closest example sits right before the instruction
         for rank, (idx, sim) in reversed(list(enumerate(hits, start=1))):
             rec = self.bank.records[idx]
             items.append(
-                f"### Earlier problem #{rank} (similarity {sim:.2f})\n{rec['input']}\n"
-                f"### Model solution to earlier problem #{rank}\n{truncate(rec['output'], lim)}"
+                f'<problem rank="{rank}" similarity="{sim:.2f}">\n{rec["question"]}\n</problem>\n'
+                f"<solution>\n{truncate(rec['output'], lim)}\n</solution>"
             )
-        return fill(load_prompt("dc_rs_pairs_block"), ITEMS="\n\n".join(items))
+        return fill(load_prompt("dc_rs_pairs_block"), ITEMS="\n".join(items))
 
     def _examples_block(self, hits: list[tuple[int, float]]) -> str:
         if not hits:
@@ -198,7 +204,7 @@ class DCRetrievalSynthesis(_DCBase):
                     load_prompt("dc_rs_curator_user"),
                     PREVIOUS_CHEATSHEET=old,
                     RETRIEVED_PAIRS=self._pairs_block(hits),
-                    NEXT_INPUT=task_prompt,
+                    NEXT_INPUT=task.question,
                 ),
             },
         ]
