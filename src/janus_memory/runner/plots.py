@@ -1,0 +1,236 @@
+"""PNG plots for `janus report` (matplotlib, Agg backend; no display needed).
+
+- checkpoints: test accuracy of the memory after 20/40/60/80/100% of the stream, base (red) vs Janus (blue) (paper Fig. 4);
+- trigger timeline: cos(z_t, m_{t-1}) per stream step with the threshold tau, warm-up shaded, accepted candidates and
+  rollbacks marked (paper §2, Algorithm 1);
+- tokens by role: cumulative LLM tokens (prompt + completion) per stream step for solver / curator / janus;
+- eval-set ablation bars (Fig. 3) and stream-order spread (Fig. 5).
+Every function returns the written path (or None when the run has nothing to plot).
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
+
+ROLE_COLORS = {"solver": "tab:blue", "curator": "tab:orange", "janus": "tab:green", "test": "tab:gray"}
+
+
+def safe_name(s: str) -> str:
+    """A file-name-safe version of a label: "dc_rs+janus[trigger=random]" -> "dc_rs+janus_trigger-random"."""
+    s = s.replace("=", "-").replace("[", "_").replace("]", "").replace(",", "_")
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", s)
+
+
+def _label_color(label: str, i: int) -> str:
+    if "[" not in label:
+        return "tab:blue" if "+janus" in label else "tab:red"
+    return f"C{(i + 2) % 10}"
+
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_checkpoints(rows, path: Path) -> Path | None:
+    """Fig. 4: one panel per (dataset, updater) that has a Janus run; x = % of the stream, y = test accuracy (%), one line
+    per main label (base red, Janus blue; ablation cells are left out), mean over seeds."""
+    data: dict[tuple, dict[str, dict[float, list[float]]]] = {}
+    with_janus = {(r.dataset, r.updater) for r in rows if r.janus and not r.suffix_keys}
+    for r in rows:
+        if r.suffix_keys or (r.dataset, r.updater) not in with_janus:
+            continue
+        cps = r.summary.get("checkpoints") or []
+        for c in cps:
+            if c.get("test_accuracy") is None:
+                continue
+            data.setdefault((r.dataset, r.updater), {}).setdefault(r.label, {}).setdefault(float(c["fraction"]), []).append(
+                100 * c["test_accuracy"])
+    if not data:
+        return None
+    n = len(data)
+    cols = min(n, 3)
+    nrows = math.ceil(n / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.6 * nrows), squeeze=False)
+    for ax, ((ds, upd), labels) in zip(axes.flat, sorted(data.items())):
+        for i, (lab, pts) in enumerate(sorted(labels.items())):
+            xs = sorted(pts)
+            ys = [sum(pts[x]) / len(pts[x]) for x in xs]
+            ax.plot([100 * x for x in xs], ys, marker="o", label=lab, color=_label_color(lab, i))
+        ax.set_title(f"{ds} / {upd}")
+        ax.set_xlabel("% of stream seen")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_xticks([20, 40, 60, 80, 100])
+        ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle("Test accuracy of memory checkpoints (base vs Janus)")
+    return _save(fig, path)
+
+
+def plot_trigger_timeline(r, path: Path) -> Path | None:
+    """Cosine per step (line), tau (dashed), warm-up (shaded), accepted triggers (green ^), rollbacks (red v).
+    Triggered steps without a cosine (e.g. policy "always" before the momentum exists) are marked on the tau line."""
+    from .report import read_jsonl
+
+    lines = read_jsonl(r.run_dir / r.method / "decisions.jsonl")
+    if not lines:
+        return None
+    tau = float(r.janus_cfg.get("tau", 0.0))
+    warmup = int(r.janus_cfg.get("warmup", 0))
+    steps = [ln["step"] for ln in lines]
+    cos = [(ln.get("decision") or {}).get("cosine") for ln in lines]
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    ax.plot(steps, [c if c is not None else float("nan") for c in cos], color="tab:blue", lw=1.2, marker=".",
+            ms=4, label="cos(z_t, m_{t-1})")
+    ax.axhline(tau, color="k", ls="--", lw=1, label=f"τ = {tau:g}")
+    if warmup:
+        ax.axvspan(0.5, min(warmup, max(steps)) + 0.5, color="0.85", alpha=0.6, label=f"warm-up ({warmup})")
+    acc_x, acc_y, rb_x, rb_y = [], [], [], []
+    for s, c, ln in zip(steps, cos, lines):
+        d = ln.get("decision") or {}
+        if not d.get("triggered"):
+            continue
+        y = c if c is not None else tau
+        (acc_x if d.get("accept") else rb_x).append(s)
+        (acc_y if d.get("accept") else rb_y).append(y)
+    ax.scatter(acc_x, acc_y, marker="^", s=60, color="tab:green", zorder=3, label=f"triggered: accepted ({len(acc_x)})")
+    ax.scatter(rb_x, rb_y, marker="v", s=60, color="tab:red", zorder=3, label=f"triggered: rolled back ({len(rb_x)})")
+    ax.set_xlim(0.5, max(steps) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(-1.1, 1.1)
+    ax.set_xlabel("stream step")
+    ax.set_ylabel("cosine")
+    trig = r.janus_cfg.get("trigger", "mmt")
+    ax.set_title(f"Trigger timeline: {r.label} on {r.dataset} (seed {r.seed}, trigger={trig})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return _save(fig, path)
+
+
+def cumulative_tokens(r) -> tuple[list[int], dict[str, list[int]], dict[str, bool]]:
+    """(steps, {role: cumulative tokens after each step}, {role: estimated?}).
+
+    Per-step counts come from the step record ("usage" per role when present, else "llm_calls") and include calls
+    served by the response cache (the tokens the method consumed, not the tokens paid for). The controller's evaluation
+    calls (role "janus") are not in "llm_calls"; when missing they are estimated as each step's evaluator_calls x the
+    mean tokens per janus call of the run (flagged as estimated)."""
+    from .report import read_jsonl
+
+    recs = read_jsonl(r.run_dir / r.method / "steps.jsonl")
+    decs = {d["step"]: d for d in read_jsonl(r.run_dir / r.method / "decisions.jsonl")}
+    if not recs:
+        return [], {}, {}
+    steps, per_step = [], []
+    for rec in recs:
+        steps.append(rec["step"])
+        tok: dict[str, int] = {}
+        if isinstance(rec.get("usage"), dict):
+            for role, u in rec["usage"].items():
+                tok[role] = tok.get(role, 0) + (u.get("prompt_tokens") or 0) + (u.get("completion_tokens") or 0)
+        else:
+            for c in rec.get("llm_calls") or []:
+                tok[c["role"]] = tok.get(c["role"], 0) + (c.get("prompt_tokens") or 0) + (c.get("completion_tokens") or 0)
+        per_step.append(tok)
+    estimated: dict[str, bool] = {}
+    usage = r.summary.get("usage") or {}
+    ju = usage.get("janus") or {}
+    evals = [((decs.get(s) or {}).get("decision") or {}).get("evaluator_calls") or 0 for s in steps]
+    if sum(evals) and not any("janus" in t for t in per_step):
+        # tokens per evaluation call: the run's uncached janus calls, else the mean solver call of this method
+        if ju.get("calls"):
+            per_call = ((ju.get("prompt_tokens") or 0) + (ju.get("completion_tokens") or 0)) / ju["calls"]
+        else:
+            solver = [t.get("solver", 0) for t in per_step if t.get("solver")]
+            per_call = sum(solver) / len(solver) if solver else 0
+        if per_call:
+            for t, c in zip(per_step, evals):
+                t["janus"] = round(per_call * c)
+            estimated["janus"] = True
+    roles = sorted({k for t in per_step for k in t}, key=lambda k: (list(ROLE_COLORS).index(k) if k in ROLE_COLORS else 99, k))
+    cum: dict[str, list[int]] = {}
+    for role in roles:
+        acc, series = 0, []
+        for t in per_step:
+            acc += t.get(role, 0)
+            series.append(acc)
+        cum[role] = series
+    return steps, cum, estimated
+
+
+def plot_tokens_by_role(r, path: Path) -> Path | None:
+    """Cumulative tokens per role over the stream; the held-out test's tokens are given in the title."""
+    steps, cum, est = cumulative_tokens(r)
+    if not steps or not cum:
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    for role, series in cum.items():
+        ax.plot(steps, series, label=role + (" (estimated per step)" if est.get(role) else ""),
+                color=ROLE_COLORS.get(role), lw=1.6)
+    test = (r.summary.get("usage") or {}).get("test") or {}
+    n_test = (test.get("calls") or 0) + (test.get("cache_hits") or 0)
+    ax.set_xlabel("stream step")
+    ax.set_ylabel("cumulative tokens")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"Cumulative LLM tokens by role: {r.label} on {r.dataset} (seed {r.seed})", fontsize=10)
+    ax.text(0.99, 0.02, f"cache hits included; held-out test afterwards: {n_test} calls", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize=7, color="0.35")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_evalset(rows: list[dict], path: Path) -> Path:
+    """Bars: test accuracy of full Janus vs each evaluation-set ablation, one group per (dataset, updater)."""
+    groups = sorted({(r["dataset"], r["updater"]) for r in rows})
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.6), squeeze=False)
+    for ax, (ds, upd) in zip(axes.flat, groups):
+        rs = [r for r in rows if (r["dataset"], r["updater"]) == (ds, upd)]
+        names = [r["variant"] for r in rs]
+        vals = [100 * (r["test_accuracy"] or 0) for r in rs]
+        errs = [100 * (r["std"] or 0) for r in rs]
+        bars = ax.bar(names, vals, yerr=errs if any(errs) else None, color=["tab:blue" if n == "full" else "tab:gray" for n in names], capsize=3)
+        for b, v in zip(bars, vals):
+            ax.text(b.get_x() + b.get_width() / 2, v + 1.5, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
+        ax.set_ylim(0, 105)
+        ax.set_title(f"{ds} / {upd}+janus")
+        ax.set_ylabel("test accuracy (%)")
+        ax.tick_params(axis="x", labelsize=8)
+    fig.suptitle("Evaluation-set ablation")
+    return _save(fig, path)
+
+
+def plot_stream_order(rows: list[dict], path: Path) -> Path:
+    """Per label: one dot per stream order, mean ± sample std as an error bar (one panel per dataset)."""
+    datasets = sorted({r["dataset"] for r in rows})
+    per_panel = max(len([r for r in rows if r["dataset"] == d]) for d in datasets)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(max(6.5, 1.8 * per_panel) * len(datasets), 4.0), squeeze=False)
+    for ax, ds in zip(axes.flat, datasets):
+        rs = [r for r in rows if r["dataset"] == ds]
+        for i, r in enumerate(rs):
+            ys = [100 * a for a in r["accuracies"] if a is not None]
+            xs = [i - 0.12 + 0.06 * (k % 5) for k in range(len(ys))]  # fixed jitter: equal values stay visible
+            ax.scatter(xs, ys, color=_label_color(r["label"], i), alpha=0.6, s=20)
+            ax.errorbar([i + 0.25], [100 * (r["mean"] or 0)], yerr=[100 * (r["std"] or 0)], fmt="s", color="k", capsize=4)
+        ax.set_xticks(range(len(rs)))
+        ax.set_xticklabels([r["label"] for r in rs], rotation=20, fontsize=8)
+        ax.set_ylim(-2, 102)
+        ax.set_ylabel("final test accuracy (%)")
+        ax.set_title(f"{ds}: {len(rs[0]['seeds'])} stream orders")
+        ax.grid(alpha=0.3, axis="y")
+        ax.set_xlim(-0.6, len(rs) - 0.4)
+    fig.suptitle("Stream-order sensitivity (dots: one per order; square: mean ± sample std)", fontsize=10)
+    return _save(fig, path)

@@ -1,0 +1,230 @@
+"""Reports (tables + PNG plots) and memory diff on synthesised run folders and one real fake-backend run."""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from janus_memory.runner.memdiff import memory_diff
+from janus_memory.runner.report import build_report, load_method_runs
+
+PNG = b"\x89PNG\r\n\x1a\n"
+JANUS = {"warmup": 2, "coverage_size": 2, "boundary_size": 1, "fresh_size": 2}
+
+
+def _sha(t: str) -> str:
+    return hashlib.sha256(t.encode()).hexdigest()
+
+
+def make_run(root: Path, dataset: str, updater: str, methods: dict, *, seed=0, janus=None, cell=None, memories=None):
+    """Write a minimal finished run folder. methods: {name: dict(test_accuracy, triggers, decisions=[...])}."""
+    root.mkdir(parents=True)
+    (root / "config.json").write_text(json.dumps({"dataset": dataset, "updater": updater, "seed": seed,
+                                                  "janus": janus if janus is not None else JANUS}))
+    summ = {"dataset": dataset, "updater": updater, "methods": {}}
+    db = sqlite3.connect(root / "run.sqlite")
+    db.executescript("CREATE TABLE steps (method TEXT, step INTEGER, decision TEXT, record TEXT);"
+                     "CREATE TABLE memories (method TEXT, step INTEGER, sha256 TEXT, parent TEXT, text TEXT);")
+    for name, m in methods.items():
+        decs = m.get("decisions", [])
+        is_j = name.endswith("+janus")
+        summ["methods"][name] = {
+            "janus": is_j, "test_accuracy": m["test_accuracy"], "stream_tasks": len(decs),
+            "triggers": m.get("triggers") if is_j else None, "trigger_rate": m.get("trigger_rate") if is_j else None,
+            "accepts": m.get("accepts") if is_j else None, "rollbacks": m.get("rollbacks") if is_j else None,
+            "checkpoints": m.get("checkpoints", []),
+            "usage": {"janus": {"calls": 10, "cache_hits": 0, "prompt_tokens": 900, "completion_tokens": 100}} if is_j else {},
+        }
+        d = root / name
+        d.mkdir()
+        lines, recs = [], []
+        for i, dec in enumerate(decs, 1):
+            line = {"step": i, "task_id": f"t{i}", "correct": True, "old_memory_sha256": _sha("(empty)" if i == 1 else "x"),
+                    "decision": dec}
+            rec = {"step": i, "task_id": f"t{i}", "correct": True,
+                   "llm_calls": [{"role": "solver", "prompt_tokens": 100, "completion_tokens": 10},
+                                 {"role": "curator", "prompt_tokens": 200, "completion_tokens": 20}]}
+            lines.append(json.dumps(line))
+            recs.append(json.dumps(rec))
+            db.execute("INSERT INTO steps VALUES (?,?,?,?)", (name, i, json.dumps(line), json.dumps(rec)))
+        (d / "decisions.jsonl").write_text("".join(x + "\n" for x in lines))
+        (d / "steps.jsonl").write_text("".join(x + "\n" for x in recs))
+        (d / "memories").mkdir()
+        for step, text in (memories or {}).get(name, []):
+            db.execute("INSERT INTO memories VALUES (?,?,?,?,?)", (name, step, _sha(text), None, text))
+            (d / "memories" / f"{step:05d}_{_sha(text)[:12]}.txt").write_text(text)
+    db.commit()
+    db.close()
+    (root / "summary.json").write_text(json.dumps(summ))
+    if cell is not None:
+        (root / "cell.json").write_text(json.dumps({"cell": cell, "suffix": cell[cell.index("["):] if "[" in cell else ""}))
+    (root / "COMPLETE").write_text("ok\n")
+    return root
+
+
+def _decs(pattern: str) -> list[dict]:
+    """'w' warm-up, '.' not triggered, 'A' triggered+accepted, 'R' triggered+rolled back; cosine -0.5 when triggered."""
+    out = []
+    for ch in pattern:
+        if ch == "w":
+            out.append({"phase": "warmup", "triggered": False, "accept": True, "cosine": None, "evaluator_calls": 0})
+        else:
+            trig = ch in "AR"
+            out.append({"phase": "post", "triggered": trig, "accept": ch != "R", "cosine": -0.5 if trig else 0.5,
+                        "evaluator_calls": 10 if trig else 0})
+    return out
+
+
+@pytest.fixture
+def grid_root(tmp_path):
+    root = tmp_path / "grid" / "gpqa"
+    # Table 1 rows on two datasets
+    make_run(root / "memory_free" / "seed0", "gpqa", "memory_free", {"memory_free": {"test_accuracy": 0.5}})
+    make_run(root / "dc_rs" / "seed0", "gpqa", "dc_rs", {"dc_rs": {"test_accuracy": 0.6}})
+    make_run(root / "dc_rs" / "seed1", "gpqa", "dc_rs", {"dc_rs": {"test_accuracy": 0.7}}, seed=1)
+    make_run(root / "dc_rs+janus" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.75, "triggers": 3, "trigger_rate": 0.5, "accepts": 2, "rollbacks": 1,
+        "decisions": _decs("ww.A.AR."),
+        "checkpoints": [{"fraction": 0.5, "step": 4, "test_accuracy": 0.5}, {"fraction": 1.0, "step": 8, "test_accuracy": 0.75}]}})
+    make_run(tmp_path / "grid" / "humaneval" / "dc_rs" / "seed0", "humaneval", "dc_rs", {"dc_rs": {"test_accuracy": 0.9}})
+    # trigger ablation (label from cell.json) and eval-set ablation (label from the folder name only)
+    make_run(root / "dc_rs+janus[trigger=always]" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.7, "triggers": 6, "trigger_rate": 1.0, "accepts": 6, "rollbacks": 0,
+        "decisions": _decs("wwAAAAAA")}}, janus={**JANUS, "trigger": "always"}, cell="dc_rs+janus[trigger=always]")
+    make_run(root / "dc_rs+janus[use_fresh=false]" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.55, "triggers": 3, "trigger_rate": 0.5, "accepts": 3, "rollbacks": 0,
+        "decisions": _decs("ww.A.AA.")}}, janus={**JANUS, "use_fresh": False})
+    return tmp_path / "grid"
+
+
+def test_tables_exact_values(grid_root, tmp_path):
+    rep = build_report([str(grid_root)], str(tmp_path / "rep"))
+    acc = rep["tables"]["accuracy"]
+    assert acc["datasets"] == ["gpqa", "humaneval"]
+    assert acc["labels"] == ["memory_free", "dc_rs", "dc_rs+janus"]
+    lines = acc["markdown"].splitlines()
+    assert lines[0] == "| Method | GPQA | HumanEval | Avg |"
+    # dc_rs: seeds 0.6 and 0.7 -> mean 65.0, sample std 7.1; avg over (65, 90) = 77.5
+    assert lines[3] == "| dc_rs | 65.0 ± 7.1 | 90.0 | 77.5 |"
+    assert lines[2] == "| memory_free | 50.0 | — | — |"
+    assert acc["cells"]["dc_rs"]["gpqa"]["n"] == 2
+
+    trig = {r["policy"]: r for r in rep["tables"]["trigger"]["rows"]}
+    assert list(trig) == ["base (no Janus)", "always", "mmt"]
+    assert trig["mmt"]["triggers"] == 3 and trig["mmt"]["eval_set_size"] == 5 and trig["mmt"]["cost"] == 15
+    assert trig["mmt"]["evaluated"] == 15.0  # 3 triggered steps x 10 evaluator calls / 2
+    assert trig["always"]["cost"] == 30 and trig["always"]["trigger_rate"] == 1.0
+    assert trig["base (no Janus)"]["test_accuracy"] == 0.6  # only seed 0 is shared with the Janus policies
+
+    ev = rep["tables"]["evalset"]["rows"]
+    assert [(r["variant"], r["eval_set_size"], r["test_accuracy"]) for r in ev] == [("full", 5, 0.75), ("w/o fresh", 3, 0.55)]
+    so = rep["tables"]["stream_order"]["rows"]
+    assert [(r["label"], r["seeds"]) for r in so] == [("dc_rs", [0, 1])]
+
+    md = Path(rep["report"]).read_text()
+    assert "| always | 70.0 | 6 | 100.0 | 5 | 30 | 30 | 6/0 |" in md
+
+
+def test_plots_are_pngs(grid_root, tmp_path):
+    rep = build_report([str(grid_root)], str(tmp_path / "rep"))
+    names = set(rep["plots"])
+    assert {"checkpoints", "evalset", "stream_order", "timeline_gpqa_dc_rs+janus_seed0",
+            "timeline_gpqa_dc_rs+janus_trigger-always_seed0", "tokens_gpqa_dc_rs+janus_seed0"} <= names
+    for p in rep["plots"].values():
+        data = Path(p).read_bytes()
+        assert data[:8] == PNG and len(data) > 5000
+
+
+def test_cumulative_tokens_exact(grid_root):
+    from janus_memory.runner.plots import cumulative_tokens
+
+    r = next(r for r in load_method_runs([grid_root]) if r.label == "dc_rs+janus")
+    steps, cum, est = cumulative_tokens(r)
+    assert steps == list(range(1, 9))
+    assert cum["solver"][-1] == 8 * 110 and cum["curator"][-1] == 8 * 220
+    # 3 triggered steps x 10 evaluator calls x (1000 tokens / 10 calls)
+    assert cum["janus"] == [0, 0, 0, 1000, 1000, 2000, 3000, 3000] and est == {"janus": True}
+
+
+def test_report_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        build_report([str(tmp_path / "nope")], None)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no finished run"):
+        build_report([str(tmp_path / "empty")], None)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "summary.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        build_report([str(bad)], None)
+    (bad / "summary.json").write_text('{"x": 1}')
+    with pytest.raises(ValueError, match="no 'methods'"):
+        build_report([str(bad)], None)
+    with pytest.raises(ValueError, match="at least one"):
+        build_report([], None)
+
+
+# ------------------------------------------------------------------------------------------------ memory diff
+@pytest.fixture
+def mem_run(tmp_path):
+    mems = {"dc_rs+janus": [(1, "rule a\nrule b\n"), (3, "rule a\nrule c\n")], "dc_rs": [(1, "x\n")]}
+    return make_run(tmp_path / "run", "gsm8k", "dc_rs",
+                    {"dc_rs": {"test_accuracy": 0.5, "decisions": _decs("wwww")},
+                     "dc_rs+janus": {"test_accuracy": 0.5, "triggers": 0, "decisions": _decs("wwww")}}, memories=mems)
+
+
+def test_memory_diff_exact(mem_run):
+    out = memory_diff(mem_run, 2, 4)  # default: the +janus method; step 2 -> version 1, step 4 -> version 3
+    a, c = _sha("rule a\nrule b\n")[:12], _sha("rule a\nrule c\n")[:12]
+    assert out == (f"--- dc_rs+janus@step2 (deployed at step 1, sha256 {a})\n"
+                   f"+++ dc_rs+janus@step4 (deployed at step 3, sha256 {c})\n"
+                   "@@ -1,2 +1,2 @@\n rule a\n-rule b\n+rule c\n")
+    # step 0: the initial "(empty)" memory is recovered from step 1's old_memory_sha256
+    assert memory_diff(mem_run, 0, 1, method="dc_rs").splitlines()[2:] == ["@@ -1 +1 @@", "-(empty)",
+                                                                          "\\ No newline at end of file", "+x"]
+    assert memory_diff(mem_run, 1, 2).startswith("no change: dc_rs+janus@step1")
+
+
+def test_memory_diff_files_fallback(mem_run):
+    with_db = memory_diff(mem_run, 2, 4)
+    (mem_run / "run.sqlite").unlink()
+    assert memory_diff(mem_run, 2, 4) == with_db
+
+
+def test_memory_diff_bad_input(mem_run, tmp_path):
+    with pytest.raises(ValueError, match=r"step_b=5 is out of range .* to 4"):
+        memory_diff(mem_run, 0, 5)
+    with pytest.raises(ValueError, match="step_a=-1 is out of range"):
+        memory_diff(mem_run, -1, 2)
+    with pytest.raises(ValueError, match="unknown method 'expel'.*dc_rs, dc_rs\\+janus"):
+        memory_diff(mem_run, 1, 2, method="expel")
+    with pytest.raises(ValueError, match="integer"):
+        memory_diff(mem_run, "1", 2)
+    with pytest.raises(ValueError, match="not a run folder"):
+        (tmp_path / "plain").mkdir()
+        memory_diff(tmp_path / "plain", 0, 1)
+
+
+# ------------------------------------------------------------------------------------------------ real pipeline
+def test_report_and_diff_on_fake_run(tmp_path):
+    from janus_memory.runner.config import RunConfig
+    from janus_memory.runner.experiment import run_experiment
+
+    cfg = RunConfig(dataset="gsm8k", stream_size=10, test_size=4, backend="fake", encoder="hashing",
+                    cache_dir=str(tmp_path / "cache"), janus={**JANUS, "warmup": 3}, checkpoints=[0.2, 0.6],
+                    out=str(tmp_path / "run"))
+    summary = run_experiment(cfg, log=lambda m: None)
+    rep = build_report([cfg.out], None)
+    assert Path(rep["out_dir"]) == tmp_path / "run" / "report"
+    assert {"checkpoints", "timeline_gsm8k_dc_rs+janus_seed0", "tokens_gsm8k_dc_rs_seed0"} <= set(rep["plots"])
+    row = {r["label"]: r for r in rep["tables"]["janus_cost"]["rows"]}["dc_rs+janus"]
+    m = summary["methods"]["dc_rs+janus"]
+    assert row["triggers"] == m["triggers"] and row["cost"] == m["triggers"] * 5
+    assert rep["tables"]["accuracy"]["cells"]["dc_rs"]["gsm8k"]["mean"] == summary["methods"]["dc_rs"]["test_accuracy"]
+    diff = memory_diff(cfg.out, 0, 10, method="dc_rs")
+    assert diff.startswith("--- dc_rs@step0 (deployed at step 0, sha256 d29a0939bcb5)\n+++ dc_rs@step10")
+    final = (tmp_path / "run" / "dc_rs" / "final_memory.txt").read_text()
+    assert all(line[1:] in final for line in diff.splitlines()[3:] if line.startswith("+") and not line.startswith("+++"))
