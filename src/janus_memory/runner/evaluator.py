@@ -7,6 +7,7 @@ server nondeterminism cannot create fake flips (failure case C23).
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 
@@ -27,14 +28,17 @@ class UpdaterEvaluator:
         if len(results) != len(tasks):
             raise RuntimeError(f"solve_with_memory returned {len(results)} results for {len(tasks)} tasks")
         out = []
+        mem_sha = hashlib.sha256(memory_text.encode("utf-8")).hexdigest()[:12]
         for task, (chat, score) in zip(tasks, results):
             self.records.append(
                 {
                     "task_id": task.id,
-                    "memory_len": len(memory_text),
+                    "memory_sha256": mem_sha,
                     "correct": bool(score.correct),
                     "extracted": score.extracted,
                     "status": score.status,
+                    "prompt_tokens": chat.usage.prompt_tokens,
+                    "completion_tokens": chat.usage.completion_tokens,
                 }
             )
             out.append(bool(score.correct))

@@ -6,6 +6,7 @@ memory is frozen and evaluated on the held-out test split. Everything is written
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import time
@@ -111,6 +112,14 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Cont
         test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size)
     except FileNotFoundError as e:
         raise ConfigError(str(e)) from e
+    if cfg.stream_order_seed is not None:
+        import random
+
+        order = list(stream.tasks)
+        random.Random(cfg.stream_order_seed).shuffle(order)
+        stream.tasks = order
+        stream.ids_sha256 = hashlib.sha256("\n".join(t.id for t in order).encode()).hexdigest()
+        stream.info = {**getattr(stream, "info", {}), "stream_order_seed": cfg.stream_order_seed}
     family = get_family(cfg.dataset)
     backend = make_llm_backend(cfg, list(stream.tasks) + list(test.tasks))
     cache = None
@@ -257,6 +266,10 @@ def run_method(ctx: Context, method: str, with_janus: bool, *, on_step: Callable
                            "finish_reason": c.result.finish_reason} for c in out.calls],
             "info": out.info,
         }
+        # tokens of the responses this step used, by role (solver/curator/janus). Counted from the responses themselves,
+        # cache hits included, so the record is identical in resumed and uninterrupted runs; what was actually paid
+        # (cache hits excluded) is in the summary's usage.
+        record["usage"] = _step_usage(out.calls, (decision or {}).get("evaluations", []))
         if store:
             usage_now = _add_usage(counters["usage"], _usage_delta(ctx.client.usage.snapshot(), usage0))
             checkpoint = {
@@ -264,7 +277,8 @@ def run_method(ctx: Context, method: str, with_janus: bool, *, on_step: Callable
                 "janus": janus.state_dict() if janus is not None else None,
                 "counters": {**counters, "usage": usage_now, "wall_s": counters["wall_s"] + time.time() - t0},
             }
-            store.commit_step(method, i, log_line, record, deployed, checkpoint)
+            store.commit_step(method, i, log_line, record, deployed, checkpoint,
+                              candidate=(out.candidate_memory, text_hash(out.old_memory), out.candidate_rejected))
         if on_step:
             on_step({"method": method, "step": i, "total": len(tasks), "online_acc": counters["n_correct"] / i,
                      "triggers": counters["triggers"], "accepts": counters["accepts"], "rollbacks": counters["rollbacks"],
@@ -326,6 +340,21 @@ class _Stopped(Exception):
         self.step = step
 
 
+def _step_usage(calls, evaluations) -> dict:
+    usage: dict = {}
+    for c in calls:
+        u = usage.setdefault(c.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        u["calls"] += 1
+        u["prompt_tokens"] += c.result.usage.prompt_tokens
+        u["completion_tokens"] += c.result.usage.completion_tokens
+    for e in evaluations:
+        u = usage.setdefault("janus", {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        u["calls"] += 1
+        u["prompt_tokens"] += e.get("prompt_tokens", 0)
+        u["completion_tokens"] += e.get("completion_tokens", 0)
+    return usage
+
+
 def _total_tokens(snapshot: dict) -> int:
     return sum((r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0) for r in snapshot.values())
 
@@ -339,6 +368,32 @@ def environment_info() -> dict:
         except metadata.PackageNotFoundError:
             pkgs[name] = None
     return {"python": platform.python_version(), "platform": platform.platform(), "packages": pkgs}
+
+
+def _yaml(obj: dict) -> str:
+    import yaml
+
+    return yaml.safe_dump(obj, sort_keys=True, allow_unicode=True)
+
+
+_UPDATER_PROMPT_PREFIX = {"dc_rs": ("dc_rs_", "dc_generator", "dc_examples"), "dc_cu": ("dc_cu_", "dc_generator"),
+                          "expel": ("expel_",), "exprag": ("exprag_",), "memory_free": ()}
+
+
+def prompts_used(cfg: RunConfig, family) -> dict[str, str]:
+    """The package prompt files this run uses: ``updaters/<name>.txt`` of the updater and ``tasks/<family>.txt``."""
+    from importlib import resources
+
+    out = {}
+    prefixes = _UPDATER_PROMPT_PREFIX.get(cfg.updater)
+    for ref in sorted(resources.files("janus_memory.updaters").joinpath("prompts").iterdir(), key=lambda r: r.name):
+        if ref.name.endswith(".txt") and (prefixes is None or ref.name.startswith(prefixes)):
+            out[f"updater_{ref.name}"] = ref.read_text(encoding="utf-8")
+    fam = getattr(family, "name", None)
+    for ref in sorted(resources.files("janus_memory.tasks").joinpath("prompts").iterdir(), key=lambda r: r.name):
+        if ref.name.endswith(".txt") and (fam is None or ref.name == f"{fam}.txt"):
+            out[f"task_{ref.name}"] = ref.read_text(encoding="utf-8")
+    return out
 
 
 def _split_record(s) -> dict:
@@ -419,6 +474,9 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
             store.set_meta("splits", splits)
             store.set_meta("environment", env)
             store.write_json("config.json", cfg.model_dump())
+            store.write_text("config.yaml", _yaml(cfg.model_dump()))
+            for name, text in prompts_used(cfg, ctx.family).items():
+                store.write_text(f"prompts/{name}", text)
             store.write_json("environment.json", env)
             store.write_json("splits.json", splits)
         methods = {}

@@ -3,7 +3,8 @@
 Layout (one folder per run)::
 
     <run>/run.sqlite                the source of truth (WAL mode); one transaction per stream step
-    <run>/config.json               resolved configuration (every default written out)
+    <run>/config.json, config.yaml  resolved configuration (every default written out)
+    <run>/prompts/                  the prompt files used (updater + task family), as shipped in the package
     <run>/splits.json               dataset name, source file sha256, ordered task ids and their sha256, per split
     <run>/environment.json          package and model versions
     <run>/<method>/memories/SSSSS_<sha12>.txt   every deployed memory version (written when the deployed text changes)
@@ -83,6 +84,8 @@ CREATE TABLE IF NOT EXISTS steps (method TEXT NOT NULL, step INTEGER NOT NULL, d
                                   PRIMARY KEY (method, step));
 CREATE TABLE IF NOT EXISTS memories (method TEXT NOT NULL, step INTEGER NOT NULL, sha256 TEXT NOT NULL, parent TEXT,
                                      text TEXT NOT NULL, PRIMARY KEY (method, step));
+CREATE TABLE IF NOT EXISTS candidates (method TEXT NOT NULL, step INTEGER NOT NULL, sha256 TEXT NOT NULL, parent TEXT,
+                                       rejected TEXT, text TEXT NOT NULL, PRIMARY KEY (method, step));
 CREATE TABLE IF NOT EXISTS checkpoints (method TEXT PRIMARY KEY, step INTEGER NOT NULL, state TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tests (method TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (method, idx));
 CREATE TABLE IF NOT EXISTS method_results (method TEXT PRIMARY KEY, summary TEXT NOT NULL);
@@ -150,6 +153,11 @@ class RunStore:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
+    def write_text(self, name: str, text: str) -> Path:
+        p = self.root / name
+        atomic_write_text(p, text)
+        return p
+
     def write_json(self, name: str, obj: Any) -> Path:
         p = self.root / name
         atomic_write_json(p, obj)
@@ -165,9 +173,11 @@ class RunStore:
         row = self.db.execute("SELECT sha256 FROM memories WHERE method=? ORDER BY step DESC LIMIT 1", (method,)).fetchone()
         return row[0] if row else None
 
-    def commit_step(self, method: str, step: int, decision: dict, record: dict, deployed_memory: str, checkpoint: dict) -> str | None:
-        """Atomically store one step: its decision-log line, its full record, the deployed memory (if it changed)
-        and the method checkpoint used for resuming. Returns the memory file name when a new version was deployed."""
+    def commit_step(self, method: str, step: int, decision: dict, record: dict, deployed_memory: str, checkpoint: dict,
+                    *, candidate: tuple[str, str, str | None] | None = None) -> str | None:
+        """Atomically store one step: its decision-log line, its full record, the candidate memory
+        (``(text, parent_sha256, rejection_reason)``), the deployed memory (if it changed) and the method checkpoint
+        used for resuming. Returns the memory file name when a new version was deployed."""
         sha = text_hash(deployed_memory)
         parent = self.last_memory_sha(method)
         fname = None
@@ -181,6 +191,10 @@ class RunStore:
             if sha != parent:
                 self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,?)",
                                 (method, step, sha, parent, deployed_memory))
+            if candidate is not None:
+                ctext, cparent, creason = candidate
+                self.db.execute("INSERT OR REPLACE INTO candidates(method, step, sha256, parent, rejected, text) "
+                                "VALUES (?,?,?,?,?,?)", (method, step, text_hash(ctext), cparent, creason, ctext))
             self.db.execute("INSERT OR REPLACE INTO checkpoints(method, step, state) VALUES (?,?,?)",
                             (method, step, dumps(checkpoint)))
             self.db.execute("COMMIT")
