@@ -31,6 +31,8 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
         g.add_argument("--controller", choices=["janus", "none", "both"], help="run the updater with Janus, without, or both side by side")
         g.add_argument("--config", help="YAML/JSON file with RunConfig keys (command-line options override it)")
         g.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its last committed step")
+        g.add_argument("--checkpoints", type=_fractions, help="also test the memory at these stream fractions, e.g. 0.2,0.4,0.6,0.8 (paper Fig. 4)")
+        g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split) for the stream-order study")
     g.add_argument("--data-dir", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
     g.add_argument("--seed", type=int, help="seed for the stream order and Janus sampling")
     m = p.add_argument_group("model")
@@ -64,7 +66,15 @@ _CLI_TO_CFG = {
     "data_dir": "data_dir", "seed": "seed", "backend": "backend", "base_url": "base_url", "model": "model", "model_path": "model_path",
     "temperature": "temperature", "solver_max_tokens": "solver_max_tokens", "curator_max_tokens": "curator_max_tokens",
     "concurrency": "concurrency", "encoder": "encoder", "no_cache": "no_cache", "cache_dir": "cache_dir", "out": "out",
+    "checkpoints": "checkpoints", "stream_order_seed": "stream_order_seed",
 }
+
+
+def _fractions(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated fractions like 0.2,0.4, got {text!r}")
 _CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger")
 
 
@@ -131,12 +141,12 @@ def _print_preset(cfg, console) -> None:
     )
 
 
-def _run(cfg, args, console) -> int:
+def _run(cfg, args, console, t0: float | None = None) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from .runner.experiment import run_experiment
 
-    t0 = time.time()
+    t0 = t0 or time.time()
     _print_preset(cfg, console)
     tasks: dict = {}
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -342,9 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.cmd == "demo":
+            t0 = time.time()
             cfg = _config_from_args(args, demo=True)
             _ensure_demo_model(cfg, console)
-            return _run(cfg, args, console)
+            return _run(cfg, args, console, t0)
         if args.cmd == "run":
             cfg = _config_from_args(args, demo=False)
             return _run(cfg, args, console)
