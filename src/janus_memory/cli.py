@@ -189,6 +189,11 @@ def _print_summary(summary: dict, console) -> None:
         u.add_row(role, str(r.get("calls", 0)), str(r.get("cache_hits", 0)), str(r.get("prompt_tokens", 0)),
                   str(r.get("completion_tokens", 0)), f"{r.get('wall_s', 0):.1f}")
     console.print(u)
+    eng = summary.get("engine")
+    if eng and eng.get("calls"):
+        console.print(f"embedded engine: {eng['calls']} calls this session, prompt {eng.get('prompt_tok_s', 0):.1f} tok/s, "
+                      f"generation {eng.get('gen_tok_s', 0):.1f} tok/s, {eng.get('cached_prompt_tokens', 0)} prompt tokens "
+                      "reused from the KV cache", markup=False, soft_wrap=True)
 
 
 def _model_fetch(args, console) -> int:

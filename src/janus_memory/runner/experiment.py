@@ -489,8 +489,10 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
             where = f" (continuing after step {ck[0]})" if ck else ""
             log(f"[{method}] stream of {len(ctx.stream.tasks)} tasks, then test on {len(ctx.test.tasks)} held-out tasks{where}")
             methods[method] = run_method(ctx, method, with_janus, on_step=on_step, stop_after=stop_after)
+        stats = getattr(ctx.client.backend, "stats", None)
         summary = {
             "run_dir": str(store.root.resolve()),
+            "engine": stats.as_dict() if hasattr(stats, "as_dict") else None,
             "dataset": cfg.dataset,
             "updater": cfg.updater,
             "backend": ctx.backend_info,

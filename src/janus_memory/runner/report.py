@@ -218,9 +218,14 @@ def group(rows: list[MethodRun], *keys: str) -> dict[tuple, list[MethodRun]]:
     return out
 
 
+def _cell(text) -> str:
+    """A Markdown table cell: a literal '|' (as in |E|) must be escaped or it splits the cell."""
+    return str(text).replace("|", "\\|")
+
+
 def markdown_table(header: list[str], body: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in body]
     return "\n".join(lines)
 
 
