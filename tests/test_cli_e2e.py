@@ -212,3 +212,34 @@ def test_disk_full_mid_run_is_clear_and_resumable(tmp_path, capsys, monkeypatch)
     assert n == 28
     assert (out / "config.yaml").read_text().startswith("backend: fake\n")
     assert (out / "prompts" / "task_math.txt").exists() and (out / "prompts" / "updater_dc_rs_curator_user.txt").exists()
+
+
+def test_resume_refuses_changed_answer_key_c13(tmp_path, capsys):
+    """C13: a run started on the shipped MMLU-Pro file, resumed after question 2634's key was changed back to E."""
+    import shutil
+
+    data = tmp_path / "data"
+    (data / "mmlu_pro").mkdir(parents=True)
+    src = Path(__file__).resolve().parents[2] / "shared" / "data" / "mmlu_pro" / "test.jsonl"
+    if not src.exists():
+        src = Path("/work/shared/data/mmlu_pro/test.jsonl")
+    shutil.copy(src, data / "mmlu_pro" / "test.jsonl")
+    out = tmp_path / "r"
+    with pytest.raises(_Stopped):
+        run_experiment(_cfg(out, dataset="mmlu_pro_eng", data_dir=str(data), stream_size=4, test_size=2),
+                       log=lambda m: None, stop_after=2)
+    lines = (data / "mmlu_pro" / "test.jsonl").read_text(encoding="utf-8").rstrip("\n").split("\n")
+    changed = 0
+    for i, line in enumerate(lines):
+        rec = json.loads(line)
+        if rec["question_id"] == 2634:
+            assert rec["answer"] == "B"
+            rec["answer"] = "E"
+            lines[i] = json.dumps(rec)
+            changed += 1
+    assert changed == 1
+    (data / "mmlu_pro" / "test.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rc = main(["run", "--resume", str(out), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert "dataset hash mismatch" in err[0] and "mmlu_pro_eng" in err[0]

@@ -397,8 +397,12 @@ def prompts_used(cfg: RunConfig, family) -> dict[str, str]:
 
 
 def _split_record(s) -> dict:
-    return {"dataset": s.dataset, "source_sha256": s.sha256, "ids_sha256": s.ids_sha256, "ids": [t.id for t in s.tasks],
-            "info": getattr(s, "info", {})}
+    """What splits.json records for one split: dataset, source files and their sha256, the split rule, seed, limit and
+    the ordered task ids with their sha256 (never task text: GPQA must not be written out)."""
+    rec = dict(s.record()) if hasattr(s, "record") else {"info": getattr(s, "info", {})}
+    rec.update({"dataset": s.dataset, "source_sha256": s.sha256, "ids_sha256": s.ids_sha256,
+                "ids": [t.id for t in s.tasks]})
+    return rec
 
 
 def _config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
