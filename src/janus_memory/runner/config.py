@@ -1,6 +1,7 @@
 """Run configuration (validated with pydantic; unknown keys are rejected with the key named) and presets."""
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -90,7 +91,7 @@ def demo_config(**overrides) -> RunConfig:
         temperature=0.0,
         solver_max_tokens=448,
         curator_max_tokens=320,
-        out="runs/demo",
+        out=time.strftime("runs/demo-%Y%m%d-%H%M%S"),  # a new folder per demo run
     )
     base.update(overrides)
     return RunConfig(**base)
