@@ -243,3 +243,59 @@ def test_resume_refuses_changed_answer_key_c13(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1
     assert "dataset hash mismatch" in err[0] and "mmlu_pro_eng" in err[0]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--beta", "2"], "invalid Janus setting: beta must be in [0, 1), got 2.0"),
+    (["--tau", "nan"], "invalid Janus setting: tau must be a finite number, got nan"),
+    (["--warmup", "-1"], "invalid Janus setting: warmup must be >= 0, got -1"),
+    (["--trigger", "foo"], "invalid Janus setting: trigger must be one of"),
+    (["--dataset", "math500"], "math500 is test-only"),
+    (["--updater", "exprag"], "'exprag' is a baseline without a rewritable text memory"),
+])
+def test_bad_settings_one_line_exit_2(tmp_path, capsys, args, needle):
+    out = tmp_path / "r"
+    rc = main(["run", *SMALL, "--out", str(out), *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error:") and needle in err[0], err
+    assert not (out / "run.sqlite").exists()
+
+
+def test_corrupt_gguf_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.gguf"
+    bad.write_text("garbage\n")
+    rc = main(["run", "--backend", "local", "--model-path", str(bad), "--dataset", "gsm8k", "--stream-size", "2",
+               "--test-size", "1", "--out", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "is not a GGUF model file" in err[0]
+
+
+def test_failed_start_leaves_a_folder_that_can_be_reused(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["run", *SMALL, "--out", str(out), "--data-dir", str(tmp_path / "nodata")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (out / "run.sqlite").exists()
+    assert main(["run", *SMALL, "--out", str(out)]) == 0
+    assert (out / "COMPLETE").exists()
+
+
+def test_config_json_writes_every_default(tmp_path):
+    out = tmp_path / "r"
+    run_experiment(_cfg(out), log=lambda m: None)
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["janus"]["tau"] == 0.0 and cfg["janus"]["beta"] == 0.9 and cfg["janus"]["trigger"] == "mmt"
+    assert cfg["janus"]["warmup"] == 4  # the override
+    assert cfg["updater_config"]["top_k"] == 3 and cfg["updater_config"]["curator_presence_penalty"] == 1.0
+
+
+def test_sweep_dry_run_validates_names(tmp_path, capsys):
+    g = tmp_path / "g.yaml"
+    g.write_text(f"base:\n  backend: fake\n  out: {tmp_path / 'sw'}\ngrid:\n  dataset: [gsm8k, nope]\n")
+    assert main(["sweep", str(g), "--dry-run"]) == 2
+    assert "unknown dataset 'nope'" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == "janus-memory 0.1.0"

@@ -118,13 +118,22 @@ def _config_from_args(args, *, demo: bool):
             cfg = RunConfig(**{**base, **over})
         if janus_over:
             cfg = cfg.model_copy(update={"janus": {**cfg.janus, **janus_over}})
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        if err["type"] == "extra_forbidden":
-            raise _UserError(f"unknown config key '{loc}'")
-        raise _UserError(f"invalid value for '{loc}': {err['msg']}")
+        from .controller import JanusConfig
+
+        JanusConfig.from_dict(cfg.janus)
+    except (ValueError, TypeError) as e:
+        if not isinstance(e, ValidationError):
+            raise _UserError(f"invalid Janus setting: {e}")
+        raise _convert_validation(e)
     return cfg
+
+
+def _convert_validation(e) -> "_UserError":
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return _UserError(f"unknown config key '{loc}'")
+    return _UserError(f"invalid value for '{loc}': {err['msg']}")
 
 
 def _print_preset(cfg, console) -> None:
@@ -228,6 +237,13 @@ def _sweep(args, console) -> int:
         cells = load_grid_cells(args.grid)
     except ValueError as e:
         raise _UserError(str(e))
+    from .runner.experiment import ConfigError, validate_names
+
+    for cell in cells:
+        try:
+            validate_names(cell[1])
+        except ConfigError as e:
+            raise _UserError(f"cell {cell[0]} ({cell[1].out}): {e}")
     if args.dry_run:
         for cell in cells:
             name, cfg = cell[0], cell[1]
@@ -302,7 +318,10 @@ def _storage_reason(e: BaseException) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = _Parser(prog="janus", description="Janus: selective deployment of evolving LLM memory (MMT trigger + hybrid evaluation set).")
+    p.add_argument("--version", action="version", version=f"janus-memory {__version__}")
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
     d = sub.add_parser("demo", help="small real run: GSM8K, embedded model, DC-RS with and without Janus (~10 min on 2 cores)")
     _add_run_options(d, demo=True)
@@ -402,7 +421,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("interrupted; the run folder has no COMPLETE marker", file=sys.stderr)
+        where = getattr(args, "out", None) or getattr(args, "resume", None)
+        hint = f"; continue with `janus run --resume {where}`" if where else ""
+        print(f"interrupted: every committed step is kept{hint}", file=sys.stderr)
         return 130
     except _UserError as e:
         print(f"error: {e}", file=sys.stderr)

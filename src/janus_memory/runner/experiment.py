@@ -58,6 +58,26 @@ def validate_names(cfg: RunConfig) -> None:
         JanusConfig.from_dict(cfg.janus)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"invalid Janus setting: {e}") from e
+    if cfg.updater in NO_JANUS_UPDATERS and cfg.controller != "none":
+        raise ConfigError(
+            f"'{cfg.updater}' is a baseline without a rewritable text memory (paper-spec §9): Janus does not wrap it; "
+            "use --controller none")
+
+
+# Baselines the paper runs without Janus: memory-free has no memory, ExpRAG's "memory" is the whole experience bank
+# (its solving prompt retrieves top-k records, so replaying it with the whole bank would judge a different thing).
+NO_JANUS_UPDATERS = ("memory_free", "exprag")
+
+
+def check_gguf(path: Path) -> None:
+    """Raise ConfigError unless ``path`` starts with the GGUF magic bytes."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise ConfigError(f"cannot read model file {path}: {e.strerror}") from e
+    if magic != b"GGUF":
+        raise ConfigError(f"{path} is not a GGUF model file; pass a .gguf with --model-path, or run `janus model fetch`")
 
 
 def make_llm_backend(cfg: RunConfig, tasks: list | None = None):
@@ -75,6 +95,7 @@ def make_llm_backend(cfg: RunConfig, tasks: list | None = None):
             path = resolve_model_path(cfg.model_path)
         except ModelNotFound as e:
             raise ConfigError(str(e)) from e
+        check_gguf(path)
         try:
             import xllamacpp  # noqa: F401
         except ImportError as e:
@@ -110,8 +131,11 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Cont
     try:
         stream = load_split(cfg.dataset, "stream", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.stream_size)
         test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size)
-    except FileNotFoundError as e:
-        raise ConfigError(str(e)) from e
+    except (FileNotFoundError, ValueError) as e:
+        raise ConfigError(str(e).splitlines()[0]) from e
+    for s, want in ((stream, cfg.stream_size), (test, cfg.test_size)):
+        if want is not None and len(s.tasks) < want:
+            log(f"note: the {s.split} split of {cfg.dataset} has {len(s.tasks)} tasks; using all of them (asked for {want})")
     if cfg.stream_order_seed is not None:
         import random
 
@@ -128,7 +152,7 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Cont
     client = LLMClient(backend, cache=cache, concurrency=cfg.concurrency)
     try:
         encoder = get_encoder(cfg.encoder)
-    except (ValueError, ImportError) as e:
+    except (ValueError, ImportError, FileNotFoundError) as e:
         raise ConfigError(f"encoder '{cfg.encoder}' unavailable: {e}") from e
     return Context(cfg=cfg, family=family, stream=stream, test=test, client=client, encoder=encoder,
                    backend_info={"identity": getattr(backend, "identity", cfg.backend)})
@@ -370,6 +394,21 @@ def environment_info() -> dict:
     return {"python": platform.python_version(), "platform": platform.platform(), "packages": pkgs}
 
 
+def resolve_config(cfg: RunConfig) -> RunConfig:
+    """The config with every default written out: all Janus settings and the updater's own defaults."""
+    from ..controller import JanusConfig
+    from ..updaters import UPDATERS
+    from ..updaters.base import COMMON_DEFAULTS
+
+    janus = JanusConfig.from_dict(cfg.janus).to_dict()
+    upd_cls = UPDATERS[cfg.updater]
+    defaults = {**COMMON_DEFAULTS, **getattr(upd_cls, "DEFAULTS", {})}
+    mirrored = set(updater_settings(cfg.model_copy(update={"updater_config": {}})))  # set from top-level options
+    upd_cfg = {k: v for k, v in defaults.items() if k not in mirrored}
+    upd_cfg.update(cfg.updater_config)
+    return cfg.model_copy(update={"janus": janus, "updater_config": upd_cfg})
+
+
 def _yaml(obj: dict) -> str:
     import yaml
 
@@ -450,9 +489,16 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
 
     t0 = time.time()
     validate_names(cfg)
-    store = RunStore.open_existing(cfg.out) if resume else RunStore.create(cfg.out, overwrite=overwrite)
+    cfg = resolve_config(cfg)
+    if resume:
+        store = RunStore.open_existing(cfg.out)
+    else:
+        RunStore.check_new(cfg.out, overwrite=overwrite)  # fail before any work; nothing is created yet
+        store = None
     try:
         ctx = build_context(cfg, log=log)
+        if not resume:
+            store = RunStore.create(cfg.out, overwrite=overwrite)
         ctx.store = store
         splits = {s.split: _split_record(s) for s in (ctx.stream, ctx.test)}
         env = {**environment_info(), "backend": ctx.backend_info, "janus_memory": __version__}
@@ -507,7 +553,8 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
         store.finish(summary)
         return summary
     finally:
-        store.close()
+        if store is not None:
+            store.close()
 
 
 def _sum_method_usage(methods: dict) -> dict:

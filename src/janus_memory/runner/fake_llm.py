@@ -21,9 +21,13 @@ def _answer_text(task: Task, right: bool) -> str:
         letters = [chr(ord("A") + i) for i in range(len(meta["options"]))]
         ans = gold if right else letters[(letters.index(gold) + 1) % len(letters)]
         return f"The answer is ({ans})."
-    if "entry_point" in meta and meta.get("canonical_solution") is not None:
-        body = meta["canonical_solution"] if right else "    return None\n"
-        return "```python\n" + meta.get("prompt", "") + body + "```"
+    if "entry_point" in meta and isinstance(gold, str):  # HumanEval: gold is the canonical body
+        body = gold if right else "    return None\n"
+        return "```python\n" + meta.get("prompt", "") + body + "\n```"
+    if "api_name" in meta and isinstance(gold, str):  # APIBench: gold is the reference api_call
+        call = gold if right else "pipeline('no-such-task', model='no/such-model')"
+        return (f"<<<domain>>>: {meta.get('domain', '')}\n<<<api_call>>>: {call}\n"
+                f"<<<api_provider>>>: {meta.get('provider', 'Hugging Face Transformers')}\n<<<explanation>>>: scripted")
     if isinstance(gold, str):
         wrong = gold + "1" if gold else "0"
         return f"Working it out step by step.\nThe answer is \\boxed{{{gold if right else wrong}}}."

@@ -116,6 +116,29 @@ class RunStore:
             raise OutputError(f"output folder {root} is not writable ({e.strerror or e}); choose another with --out") from e
 
     @classmethod
+    def check_new(cls, root: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Check that a new run can be written to ``root`` without creating anything but the folder.
+
+        A folder whose database never got its config (a run that failed before its first step was set up) counts
+        as empty. Raises OutputError like :meth:`create`."""
+        root = Path(root).expanduser()
+        cls._check_writable(root)
+        if (root / cls.DB).exists() and not (root / "COMPLETE").exists() and not overwrite:
+            db = sqlite3.connect(root / cls.DB)
+            try:
+                has_cfg = db.execute("SELECT 1 FROM meta WHERE key='config'").fetchone() is not None
+            except sqlite3.Error:
+                has_cfg = True
+            finally:
+                db.close()
+            if not has_cfg:
+                return root
+        if ((root / cls.DB).exists() or (root / "COMPLETE").exists()) and not overwrite:
+            state = "a finished run" if (root / "COMPLETE").exists() else "an unfinished run (continue it with --resume)"
+            raise OutputError(f"output folder {root} already holds {state}; choose another --out or pass --overwrite")
+        return root
+
+    @classmethod
     def create(cls, root: str | os.PathLike, *, overwrite: bool = False) -> "RunStore":
         """Create a new run folder.
 
@@ -123,12 +146,8 @@ class RunStore:
             OutputError: not writable; or it already holds a run (finished, or unfinished: use --resume) and
                 ``overwrite`` is False.
         """
-        root = Path(root).expanduser()
-        cls._check_writable(root)
+        root = cls.check_new(root, overwrite=overwrite)
         if (root / cls.DB).exists() or (root / "COMPLETE").exists():
-            if not overwrite:
-                state = "a finished run" if (root / "COMPLETE").exists() else "an unfinished run (continue it with --resume)"
-                raise OutputError(f"output folder {root} already holds {state}; choose another --out or pass --overwrite")
             for name in ("COMPLETE", cls.DB, cls.DB + "-wal", cls.DB + "-shm"):
                 if (root / name).exists():
                     (root / name).unlink()

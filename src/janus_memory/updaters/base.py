@@ -230,6 +230,16 @@ class RetrievalBank:
 # --------------------------------------------------------------------------------------------------
 # the seam
 # --------------------------------------------------------------------------------------------------
+def visible_text(result: ChatResult) -> str:
+    """What the model visibly wrote: the answer text, or for a reply cut off by max_tokens (whose partial text the
+    LLM layer moves to ``reasoning`` so it is never scored as an answer, C19) that partial text. Used where an
+    updater shows an earlier output to the model again (retrieval banks, ExpeL reflection on a failed try); scoring
+    always uses the ChatResult itself."""
+    if result.text:
+        return result.text
+    return result.reasoning if result.truncated else ""
+
+
 COMMON_DEFAULTS: dict[str, Any] = {
     "temperature": 0.0,  # lead's demo choice; the paper uses 0.7 (paper-spec §7)
     "solver_max_tokens": 1024,

@@ -41,6 +41,7 @@ from janus_memory.updaters.base import (
     load_prompt,
     register_updater,
     truncate,
+    visible_text,
 )
 
 _OPEN = re.compile(r"<cheatsheet>", re.IGNORECASE)
@@ -218,7 +219,7 @@ class DCRetrievalSynthesis(_DCBase):
                 "id": task.id,
                 "question": task.question,
                 "input": task_prompt,
-                "output": out.text,
+                "output": visible_text(out),
                 "feedback": "success" if score.correct else "failure",
             },
             q_emb,
@@ -273,7 +274,7 @@ class DCCumulative(_DCBase):
                     load_prompt("dc_cu_curator_user"),
                     PREVIOUS_CHEATSHEET=old,
                     QUESTION=self.family.prompt(task),
-                    ANSWER=out.text,
+                    ANSWER=visible_text(out),
                 ),
             },
         ]

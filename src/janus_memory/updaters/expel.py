@@ -36,6 +36,7 @@ from janus_memory.updaters.base import (
     load_prompt,
     register_updater,
     truncate,
+    visible_text,
 )
 from janus_memory.updaters.expel_rules import (
     apply_ops_faithful,
@@ -109,8 +110,9 @@ class ExpeL(Updater):
             msgs = self.solving_messages(old, task, examples=examples, reflections=note, attempt=attempt)
             out = self._chat(msgs, role="solver", calls=calls, params=self.solver_params())
             score = self.score(task, out)
-            traj = _last_block(out.text, "trajectory") or out.text
-            attempts.append({"attempt": attempt, "output": out.text, "trajectory": traj, "correct": score.correct})
+            shown = visible_text(out)
+            traj = _last_block(shown, "trajectory") or shown
+            attempts.append({"attempt": attempt, "output": shown, "trajectory": traj, "correct": score.correct})
             if score.correct or attempt == max_tries:
                 break
             ref_msgs = [
@@ -120,7 +122,7 @@ class ExpeL(Updater):
                         load_prompt("expel_reflection"),
                         REFLECTIONS=note,
                         TASK=task_prompt,
-                        FAILED_OUTPUT=out.text,
+                        FAILED_OUTPUT=shown,
                     ),
                 }
             ]
@@ -143,7 +145,7 @@ class ExpeL(Updater):
                 "id": task.id,
                 "question": task.question,
                 "input": task_prompt,
-                "output": out.text,
+                "output": visible_text(out),
                 "trajectory": attempts[-1]["trajectory"],
                 "reflections": list(reflections),
             }

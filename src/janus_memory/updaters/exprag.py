@@ -24,6 +24,7 @@ from janus_memory.updaters.base import (
     load_prompt,
     register_updater,
     truncate,
+    visible_text,
 )
 
 
@@ -65,7 +66,7 @@ class ExpRAG(Updater):
                 "id": task.id,
                 "question": task.question,
                 "input": self.family.prompt(task),
-                "output": out.text,
+                "output": visible_text(out),
                 "feedback": "success" if score.correct else "failure",
             },
             q_emb,
