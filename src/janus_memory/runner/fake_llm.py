@@ -2,7 +2,8 @@
 without a model (plumbing checks, CI). It is NOT a model and its accuracies mean nothing.
 
 Every reply is a pure function of the request messages:
-- it finds the task whose question text appears in the last user message (longest match), and answers it correctly unless
+- it finds the task whose question text ends last in the last user message (the current problem; retrieved examples
+  come before it), and answers it correctly unless
   ``sha256(all message text) % 4 == 0`` (then it answers wrongly), so the memory text in the prompt changes correctness and
   Janus sees real flips;
 - every reply also carries a short ``<cheatsheet>`` block and one rule operation, so curator calls of DC and ExpeL parse.
@@ -44,14 +45,17 @@ class _ScriptedBackend:
 
     def __init__(self, tasks: list[Task]):
         self._tasks = sorted(tasks, key=lambda t: -len(t.question))
-        self.identity = "fake:scripted-v1:" + hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:12]
+        self.identity = "fake:scripted-v2:" + hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:12]
         self.calls = 0
 
     def reply(self, messages) -> str:
         text = "\n".join(m["content"] for m in messages)
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), text)
         h = int(hashlib.sha256(text.encode()).hexdigest(), 16)
-        task = next((t for t in self._tasks if t.question and t.question in last_user), None)
+        # the current problem comes last in every prompt (retrieved examples come before it)
+        hits = [(last_user.rfind(t.question) + len(t.question), len(t.question), t) for t in self._tasks
+                if t.question and t.question in last_user]
+        task = max(hits, key=lambda h: (h[0], h[1]))[2] if hits else None
         answer = _answer_text(task, right=(h % 4 != 0)) if task else "No task recognised."
         tip = f"Tip {h % 97}: restate the question, list the known quantities, check the final arithmetic."
         return (
