@@ -49,7 +49,8 @@ class OpenAITestServer:
     """
 
     def __init__(self, *, faults: bool = False, latency_s: float = 0.0, timeout_sleep_s: float = 1.5,
-                 slow_s: float = 0.3, retry_after: str = "0", retry_after_ms: str | None = "20"):
+                 slow_s: float = 0.3, retry_after: str = "0", retry_after_ms: str | None = "20", responder=None):
+        self.responder = responder  # optional callable(messages) -> str replacing the built-in answers
         self.faults = faults
         self.latency_s = latency_s
         self.timeout_sleep_s = timeout_sleep_s
@@ -202,10 +203,11 @@ class OpenAITestServer:
         with self._lock:
             self.outcomes[what] += 1
 
-    @staticmethod
-    def _completion(body: dict, messages: list, last_user: str) -> dict:
+    def _completion(self, body: dict, messages: list, last_user: str) -> dict:
         m = _ADD.search(last_user)
-        if m:
+        if self.responder is not None:
+            content = self.responder(messages)
+        elif m:
             a, b = int(m.group(1)), int(m.group(2))
             content = f"<think>add {a} and {b}</think>The answer is {a + b}."
         else:

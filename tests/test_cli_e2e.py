@@ -299,3 +299,32 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out.strip() == "janus-memory 0.1.0"
+
+
+def test_run_against_openai_compatible_server_with_faults(tmp_path, capsys):
+    """`janus run --backend openai` end to end over real HTTP (127.0.0.1) with injected 429/500/timeouts/truncated
+    JSON: the run completes and makes exactly the decisions of the same scripted replies served in-process."""
+    from janus_memory.runner.fake_llm import scripted_backend
+    from janus_memory.tasks import load_split
+    from openai_test_server import OpenAITestServer
+
+    tasks = load_split("gsm8k", "stream", limit=14).tasks + load_split("gsm8k", "test", limit=5).tasks
+    fake = scripted_backend(tasks)
+    ref = tmp_path / "ref"
+    assert main(["run", *SMALL, "--out", str(ref)]) == 0
+    with OpenAITestServer(faults=True, timeout_sleep_s=0.5, responder=fake.reply) as srv:
+        out = tmp_path / "http"
+        args = [a for a in SMALL if a not in ("fake",)]
+        args[args.index("--backend") + 1:args.index("--backend") + 1] = ["openai"]
+        rc = main(["run", *args, "--base-url", srv.base_url, "--model", "test-model", "--out", str(out)])
+        assert rc == 0, capsys.readouterr().err
+        assert srv.outcomes["429"] + srv.outcomes["500"] + srv.outcomes["truncated"] > 0  # faults really happened
+    keys = ("step", "task_id", "correct", "deployed", "deployed_memory_sha256")
+    for method in ("dc_rs", "dc_rs+janus"):
+        a = [json.loads(x) for x in (ref / method / "decisions.jsonl").read_text().splitlines()]
+        b = [json.loads(x) for x in (out / method / "decisions.jsonl").read_text().splitlines()]
+        assert [{k: d[k] for k in keys} for d in a] == [{k: d[k] for k in keys} for d in b]
+        assert [d["decision"]["reason"] for d in a] == [d["decision"]["reason"] for d in b]
+    sa = json.loads((ref / "summary.json").read_text())["methods"]
+    sb = json.loads((out / "summary.json").read_text())["methods"]
+    assert {m: sa[m]["test_accuracy"] for m in sa} == {m: sb[m]["test_accuracy"] for m in sb}
