@@ -328,3 +328,14 @@ def test_run_against_openai_compatible_server_with_faults(tmp_path, capsys):
     sa = json.loads((ref / "summary.json").read_text())["methods"]
     sb = json.loads((out / "summary.json").read_text())["methods"]
     assert {m: sa[m]["test_accuracy"] for m in sa} == {m: sb[m]["test_accuracy"] for m in sb}
+
+
+def test_overwrite_removes_the_previous_runs_files(tmp_path):
+    out = tmp_path / "r"
+    run_experiment(_cfg(out), log=lambda m: None)
+    keep = out / "notes.txt"
+    keep.write_text("mine")
+    run_experiment(_cfg(out, controller="janus", stream_size=6), log=lambda m: None, overwrite=True)
+    assert not (out / "dc_rs").exists()  # the old base-method folder is gone
+    assert len((out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()) == 6
+    assert keep.read_text() == "mine"

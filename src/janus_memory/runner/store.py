@@ -148,10 +148,23 @@ class RunStore:
         """
         root = cls.check_new(root, overwrite=overwrite)
         if (root / cls.DB).exists() or (root / "COMPLETE").exists():
-            for name in ("COMPLETE", cls.DB, cls.DB + "-wal", cls.DB + "-shm"):
-                if (root / name).exists():
-                    (root / name).unlink()
+            cls._remove_run_files(root)
         return cls(root)
+
+    @classmethod
+    def _remove_run_files(cls, root: Path) -> None:
+        """Delete what an earlier run wrote here (only this layout's files; anything else is left alone)."""
+        import shutil
+
+        for name in ("COMPLETE", cls.DB, cls.DB + "-wal", cls.DB + "-shm", "config.json", "config.yaml",
+                     "environment.json", "splits.json", "summary.json"):
+            if (root / name).exists():
+                (root / name).unlink()
+        if (root / "prompts").is_dir():
+            shutil.rmtree(root / "prompts")
+        for d in root.iterdir():
+            if d.is_dir() and ((d / "memories").is_dir() or (d / "decisions.jsonl").exists()):
+                shutil.rmtree(d)
 
     @classmethod
     def open_existing(cls, root: str | os.PathLike) -> "RunStore":
