@@ -193,7 +193,12 @@ class OpenAITestServer:
             time.sleep(self.timeout_sleep_s)
         elif fault == "slow":
             time.sleep(self.slow_s)
-        payload = self._completion(body, messages, last_user)
+        try:
+            payload = self._completion(body, messages, last_user)
+        except Exception as exc:  # a responder that raises makes the server fail this request with a 500
+            self._count("500")
+            self._error(h, 500, f"responder failed: {exc}")
+            return
         data = json.dumps(payload).encode()
         if fault == "truncated":
             data = data[: len(data) // 2]

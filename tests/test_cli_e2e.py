@@ -339,3 +339,41 @@ def test_overwrite_removes_the_previous_runs_files(tmp_path):
     assert not (out / "dc_rs").exists()  # the old base-method folder is gone
     assert len((out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()) == 6
     assert keep.read_text() == "mine"
+
+
+def test_server_dying_mid_run_is_one_line_and_resumable(tmp_path, capsys):
+    """A server that starts failing with 500s after some requests: one error line naming --resume, then resume
+    against a healthy server finishes with the same decisions as an uninterrupted run."""
+    from janus_memory.runner.fake_llm import scripted_backend
+    from janus_memory.tasks import load_split
+    from openai_test_server import OpenAITestServer
+
+    tasks = load_split("gsm8k", "stream", limit=14).tasks + load_split("gsm8k", "test", limit=5).tasks
+    fake = scripted_backend(tasks)
+    served = {"n": 0}
+
+    def flaky(messages):
+        served["n"] += 1
+        if served["n"] > 20:
+            raise RuntimeError("server overloaded")
+        return fake.reply(messages)
+
+    args = [a for a in SMALL if a != "fake"]
+    args[args.index("--backend") + 1:args.index("--backend") + 1] = ["openai"]
+    out = tmp_path / "r"
+    with OpenAITestServer(responder=flaky) as srv:
+        srv_args = ["--base-url", srv.base_url, "--model", "test-model"]
+        rc = main(["run", *args, *srv_args, "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "the model call failed" in err[0] and f"--resume {out}" in err[0], err
+    assert not (out / "COMPLETE").exists()
+    ref = tmp_path / "ref"
+    assert main(["run", *SMALL, "--out", str(ref)]) == 0
+    with OpenAITestServer(responder=fake.reply) as srv:  # the endpoint may move (new port) between resumes
+        rc = main(["run", "--resume", str(out), "--base-url", srv.base_url, "--quiet"])
+    assert rc == 0, capsys.readouterr().err
+    keys = ("step", "task_id", "correct", "deployed", "deployed_memory_sha256")
+    for method in ("dc_rs", "dc_rs+janus"):
+        a = [json.loads(x) for x in (ref / method / "decisions.jsonl").read_text().splitlines()]
+        b = [json.loads(x) for x in (out / method / "decisions.jsonl").read_text().splitlines()]
+        assert [{k: d[k] for k in keys} for d in a] == [{k: d[k] for k in keys} for d in b]

@@ -429,6 +429,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as e:  # user-facing error classes from the layers below
+        from .llm.base import LLMError
+
+        if isinstance(e, LLMError):
+            where = getattr(args, "out", None) or getattr(args, "resume", None)
+            hint = f"; every committed step is kept: fix the server, then `janus run --resume {where}`" if where else ""
+            print(f"error: the model call failed: {str(e).splitlines()[0]}{hint}", file=sys.stderr)
+            return EXIT_USAGE
         if _is_storage_error(e):
             where = getattr(args, "out", None) or getattr(args, "resume", None) or "the run folder"
             print(f"error: cannot write {where} ({_storage_reason(e)}); every committed step is kept: free space or fix "

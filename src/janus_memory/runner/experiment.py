@@ -457,7 +457,7 @@ def _config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
 
 
 # keys that may differ on resume without changing results
-_RESUME_FREE_KEYS = {"out", "concurrency", "cache_dir", "no_cache"}
+_RESUME_FREE_KEYS = {"out", "concurrency", "cache_dir", "no_cache", "base_url"}  # the endpoint may move; the model may not
 
 
 def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
