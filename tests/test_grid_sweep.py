@@ -152,3 +152,23 @@ def test_local_process_pool_and_failures(tmp_path):
         run_sweep([cfgs[0], cfgs[0]])
     with pytest.raises(ValueError, match="workers must be >= 1"):
         run_sweep(cfgs, workers=0)
+
+
+def test_grid_with_stream_order_study_has_separate_folders_and_tables(tmp_path):
+    from janus_memory.runner.grid import run_grid
+    from janus_memory.runner.report import build_report
+
+    base = _base(tmp_path)
+    cells = paper_grid("gsm8k", base, updaters=("dc_rs",), baselines=False, trigger_ablation=False,
+                       evalset_ablation=False)
+    cells += stream_order_grid("gsm8k", base, updaters=("dc_rs",), seeds=(0, 1))
+    outs = [c.out for _, c in cells]
+    assert len(set(outs)) == len(outs)
+    assert outs[2].endswith("/gsm8k/dc_rs/order0") and outs[0].endswith("/gsm8k/dc_rs/seed0")
+    res = run_grid(cells=cells, workers=1, log=lambda m: None)
+    assert [r["status"] for r in res["results"]] == ["done"] * 6
+    rep = build_report([str(tmp_path / "grid")], str(tmp_path / "rep"))
+    acc = rep["tables"]["accuracy"]["cells"]
+    assert acc["dc_rs"]["gsm8k"]["n"] == 1 and acc["dc_rs+janus"]["gsm8k"]["n"] == 1  # seed-0 grid runs only
+    order = {r["label"]: r["seeds"] for r in rep["tables"]["stream_order"]["rows"]}
+    assert order == {"dc_rs": [0, 1], "dc_rs+janus": [0, 1]}

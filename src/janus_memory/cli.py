@@ -323,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="janus", description="Janus: selective deployment of evolving LLM memory (MMT trigger + hybrid evaluation set).")
     p.add_argument("--version", action="version", version=f"janus-memory {__version__}")
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
-    d = sub.add_parser("demo", help="small real run: GSM8K, embedded model, DC-RS with and without Janus (~10 min on 2 cores)")
+    d = sub.add_parser("demo", help="small real run: GSM8K, embedded model, DC-RS with and without Janus (~5 min on 2 cores)")
     _add_run_options(d, demo=True)
     r = sub.add_parser("run", help="run a stream + frozen test with explicit options")
     _add_run_options(r, demo=False)

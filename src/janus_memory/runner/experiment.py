@@ -424,9 +424,9 @@ def prompts_used(cfg: RunConfig, family) -> dict[str, str]:
     from importlib import resources
 
     out = {}
-    prefixes = _UPDATER_PROMPT_PREFIX.get(cfg.updater)
+    prefixes = _UPDATER_PROMPT_PREFIX.get(cfg.updater, ())  # a user-registered updater ships its own prompts
     for ref in sorted(resources.files("janus_memory.updaters").joinpath("prompts").iterdir(), key=lambda r: r.name):
-        if ref.name.endswith(".txt") and (prefixes is None or ref.name.startswith(prefixes)):
+        if ref.name.endswith(".txt") and prefixes and ref.name.startswith(prefixes):
             out[f"updater_{ref.name}"] = ref.read_text(encoding="utf-8")
     fam = getattr(family, "name", None)
     for ref in sorted(resources.files("janus_memory.tasks").joinpath("prompts").iterdir(), key=lambda r: r.name):

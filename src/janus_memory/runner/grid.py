@@ -35,7 +35,7 @@ def _cell_cfg(base: RunConfig, dataset: str, cell: str, seed: int, *, updater: s
         upd_cfg = base.updater_config if updater == base.updater else {}
     update = {"dataset": dataset, "updater": updater, "controller": controller, "updater_config": dict(upd_cfg),
               "janus": {**base.janus, **(janus or {})}, seed_field: seed,
-              "out": run_folder(base.out, dataset, cell, seed)}
+              "out": run_folder(base.out, dataset, cell, seed, prefix="order" if seed_field == "stream_order_seed" else "seed")}
     return RunConfig(**{**base.model_dump(), **update})
 
 
@@ -81,7 +81,8 @@ def paper_grid(dataset: str, base: RunConfig, updaters=("dc_rs", "expel"), seeds
 
 def stream_order_grid(dataset: str, base: RunConfig, updaters=("dc_rs",), seeds=(0, 1, 2, 3, 4), *,
                       updater_configs: dict[str, dict] | None = None) -> list[tuple[str, RunConfig]]:
-    """Fig. 5 cells: ``<u>`` and ``<u>+janus`` for each stream-order seed (paper: 5 shuffles), folders ``seed<k>``.
+    """Fig. 5 cells: ``<u>`` and ``<u>+janus`` for each stream-order seed (paper: 5 shuffles), folders ``order<k>``
+    (beside the main grid's ``seed<k>`` folders, so both can run in one grid).
 
     Uses the RunConfig field ``stream_order_seed`` when the runner has it (order varies, partition fixed, as in the
     paper's ``--train-shuffle-seed``); otherwise ``seed``, which in this runner reshuffles before the split is cut.

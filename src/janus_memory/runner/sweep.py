@@ -114,9 +114,9 @@ def cell_name(values: dict[str, Any]) -> str:
     return name
 
 
-def run_folder(root: str | Path, dataset: str, cell: str, seed: int) -> str:
-    """``<root>/<dataset>/<cell>/seed<seed>``."""
-    return str(Path(root) / dataset / cell / f"seed{seed}")
+def run_folder(root: str | Path, dataset: str, cell: str, seed: int, *, prefix: str = "seed") -> str:
+    """``<root>/<dataset>/<cell>/<prefix><seed>`` (prefix "seed", or "order" for stream-order runs)."""
+    return str(Path(root) / dataset / cell / f"{prefix}{seed}")
 
 
 def expand_grid(base: dict, grid: dict, *, lines: dict[str, int] | None = None) -> list[tuple[str, RunConfig]]:
