@@ -52,6 +52,7 @@ class ChatRequest:
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     extra_body: dict | None = None
+    sample: int = 0  # sample index (not sent): lets a backend derive a distinct fixed seed per sample (LocalBackend)
 
     def params(self) -> dict[str, Any]:
         """All sampling parameters (including ``None`` ones), as used in the cache key."""

@@ -19,6 +19,7 @@ still counted): the caller must raise the server's context window; the answer is
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import threading
 import time
@@ -143,6 +144,8 @@ class LLMClient:
         return ChatRequest(messages=msgs, **params)
 
     async def _one(self, req: ChatRequest, role: str, sample: int) -> ChatResult:
+        if sample:
+            req = dataclasses.replace(req, sample=sample)
         key = None
         if self.cache is not None:
             key = request_key(self.backend.identity, req, sample)

@@ -419,8 +419,9 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
 
     md = ["# Janus experiment report", "",
           f"{len({r.run_dir for r in rows})} run folder(s), {len(rows)} method run(s). Accuracies in %; "
-          "± is the sample std over seeds when a label has several.", "",
-          "## Table 1: test accuracy (frozen memory, held-out split)", "", tables["accuracy"]["markdown"], ""]
+          "± is the sample std over seeds when a label has several.", ""]
+    if tables["accuracy"]["labels"]:  # a sweep of variants only (every label has a [..] suffix) has no Table 1 rows
+        md += ["## Table 1: test accuracy (frozen memory, held-out split)", "", tables["accuracy"]["markdown"], ""]
     if tables["trigger"]["markdown"]:
         md += ["## Table 2: trigger-policy ablation", "",
                "Trig. rate = triggers / post-warm-up steps; |E| = coverage + boundary + fresh sizes; "
