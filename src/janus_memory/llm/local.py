@@ -113,7 +113,7 @@ class LocalBackend:
             # temperature > 0 run is reproducible even without the response cache
             from janus_memory.llm.base import canonical_json
 
-            digest = hashlib.sha256(canonical_json([body, req.sample]).encode("utf-8")).digest()
+            digest = hashlib.sha256(canonical_json([body, getattr(req, "sample", 0)]).encode("utf-8")).digest()
             body["seed"] = int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
         with self._lock:
             srv = self._load()
