@@ -23,7 +23,7 @@ from pathlib import Path
 from janus_memory.types import ChatResult, Score, Task
 
 from .base import TaskFamily, output_text
-from .data import ENV_DATA_DIR, read_jsonl, require_file, resolve_data_dir, stable_shuffle
+from .data import ENV_DATA_DIR, read_jsonl, require_file, resolve_data_dir, shuffled_slice
 
 HF_DOMAINS = (
     "Multimodal Feature Extraction, Multimodal Text-to-Image, Multimodal Image-to-Text, Multimodal Text-to-Video, "
@@ -64,11 +64,8 @@ def load_apibench_hf(split: str, *, data_dir=None, seed: int = 0):
              for i, r in enumerate(read_jsonl(p))]
     if split == "all":
         return tasks, [p], "all 911 in file order"
-    key = f"apibench_hf:{seed}"
-    order = stable_shuffle(tasks, key)
-    if split == "stream":
-        return order[:250], [p], f"stable shuffle key {key!r}, [0:250)"
-    return order[250:500], [p], f"stable shuffle key {key!r}, [250:500)"
+    chosen, rule = shuffled_slice(tasks, f"apibench_hf:{seed}", split, 250, 500)
+    return chosen, [p], rule
 
 
 # ---------------------------------------------------------------------------------------------- AST matching

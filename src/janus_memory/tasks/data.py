@@ -97,6 +97,16 @@ def stable_shuffle(items: Iterable[Any], key: str) -> list[Any]:
     return out
 
 
+def shuffled_slice(items: Iterable[Any], key: str, split: str, stream_end: int, test_end: int | None = None,
+                   *, note: str = "") -> tuple[list[Any], str]:
+    """The paper's fixed-partition splits (section 6.2): :func:`stable_shuffle` by ``key``, then stream =
+    ``[0:stream_end)`` and test = ``[stream_end:test_end)`` (``None`` = to the end). Returns (items, rule text)."""
+    order = stable_shuffle(items, key)
+    lo, hi = (0, stream_end) if split == "stream" else (stream_end, test_end)
+    end = hi if hi is not None else len(order)
+    return order[lo:hi], f"{note}stable shuffle key {key!r}, [{lo}:{end})"
+
+
 def seeded_shuffle(items: Iterable[Any], seed: int) -> list[Any]:
     """Return a new list: ``random.Random(seed).shuffle`` of ``items`` (the stream order of section 6.2)."""
     out = list(items)

@@ -13,7 +13,7 @@ from typing import Sequence
 from janus_memory.types import ChatResult, Score, Task
 
 from .base import TaskFamily, output_text
-from .data import find_source, read_records, stable_shuffle
+from .data import find_source, read_records, shuffled_slice
 from .extract_code import _PY_TAGS, extract_python, fenced_blocks, strip_reasoning
 from .sandbox import SandboxLimits, SandboxResult, run_python
 
@@ -25,11 +25,8 @@ def load_humaneval(split: str, *, data_dir=None, seed: int = 0):
              for r in read_records(p)]
     if split == "all":
         return tasks, [p], "all 164 in file order"
-    key = f"HumanEval:{seed}"
-    order = stable_shuffle(tasks, key)
-    if split == "stream":
-        return order[:50], [p], f"stable shuffle key {key!r}, [0:50)"
-    return order[50:], [p], f"stable shuffle key {key!r}, [50:164)"
+    chosen, rule = shuffled_slice(tasks, f"HumanEval:{seed}", split, 50)
+    return chosen, [p], rule
 
 
 def build_program(task: Task, code: str) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from janus_memory.types import ChatResult, Score, Task
 
 from .base import TaskFamily, output_text
-from .data import ENV_GPQA, find_source, read_records, seeded_shuffle, stable_shuffle
+from .data import ENV_GPQA, find_source, read_records, seeded_shuffle, shuffled_slice, stable_shuffle
 from .extract_mc import extract_choice
 
 LETTERS = "ABCDEFGHIJ"
@@ -32,11 +32,9 @@ def _load_mmlu_pro(split: str, category: str, dataset: str, data_dir, seed: int)
                           meta={"options": opts, "labels": LETTERS[:len(opts)], "category": category, "src": r.get("src", "")}))
     if split == "all":
         return tasks, [p], f"category {category!r}, file order"
-    key = f"{MMLU_PRO_KEY}:{category}:{seed}"
-    order = stable_shuffle(tasks, key)
-    if split == "stream":
-        return order[:250], [p], f"category {category!r}, stable shuffle key {key!r}, [0:250)"
-    return order[250:500], [p], f"category {category!r}, stable shuffle key {key!r}, [250:500)"
+    chosen, rule = shuffled_slice(tasks, f"{MMLU_PRO_KEY}:{category}:{seed}", split, 250, 500,
+                                  note=f"category {category!r}, ")
+    return chosen, [p], rule
 
 
 def load_mmlu_pro_eng(split: str, *, data_dir=None, seed: int = 0):
