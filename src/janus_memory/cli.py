@@ -5,7 +5,6 @@ User-facing errors print one line ``error: ...`` naming the fix and exit with co
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
