@@ -156,3 +156,23 @@ def test_guarded_step_restores_on_rollback_and_guarded_update_loop():
     assert all(d.accept for d in ds[:20])
     assert [(d.step, d.triggered, d.accept) for d in ds[20:]] == [(21, True, False), (22, True, False)]
     assert u.memory == "OLD" + "+" * 20
+
+
+def test_indeterminate_timeout_scores_incorrect_and_is_never_a_flip_c16():
+    """C16-C: an entry that timed out under one memory (None) counts as incorrect but never enters the boundary."""
+    timed_out = {"t21"}  # the current task: a fresh entry, not a coverage rep, so it would otherwise be a flip
+
+    def ev(mem, ts):
+        if mem == "NEW":
+            return [None if t.id in timed_out else True for t in ts]
+        return [t.id in timed_out for t in ts]  # old: only t21 correct
+
+    j = warmed(JanusConfig(trigger="always", warmup=20), ev)
+    d = j.decide(StepInput(mk_task(21), np.eye(8)[1], "OLD", "NEW", np.zeros(2), np.array([0.0, 1.0])))
+    assert d.triggered and "t21" in d.fresh and "t21" not in d.coverage
+    n = len(d.eval_ids)
+    assert d.new_correct.count(None) == d.eval_ids.count("t21") == 1
+    assert d.new_score == (n - 1) / n and d.old_score == 1 / n  # None counted as incorrect
+    assert "t21" not in d.flips and "t21" not in j.boundary_ids
+    assert set(d.flips) == {i for i in d.eval_ids if i != "t21"} - set(d.coverage)
+    assert len(d.flips) > 0

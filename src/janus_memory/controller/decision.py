@@ -44,8 +44,15 @@ class EvaluationError(RuntimeError):
     calls: int = 0
 
 
-def _check(res: Any, n: int) -> list[bool]:
-    """Validate an evaluator result: a sequence of ``n`` bool-like values (bool, numpy bool, 0/1)."""
+def n_correct(results: list) -> int:
+    """Number of correct entries; ``None`` (indeterminate, e.g. a sandbox timeout) counts as incorrect."""
+    return sum(1 for x in results if x)
+
+
+def _check(res: Any, n: int) -> list:
+    """Validate an evaluator result: a sequence of ``n`` bool-like values (bool, numpy bool, 0/1), or ``None`` for an
+    entry whose outcome is indeterminate (e.g. a code-sandbox timeout, failure case C16-C). ``None`` scores as
+    incorrect (as the paper counts failed evaluations) but never makes a flip, so it cannot enter the boundary set."""
     try:
         out = list(res)
     except TypeError as exc:
@@ -54,7 +61,9 @@ def _check(res: Any, n: int) -> list[bool]:
         raise EvaluationError(f"evaluator returned {len(out)} results for {n} tasks")
     clean = []
     for v in out:
-        if isinstance(v, (bool, np.bool_)) or isinstance(v, (int, np.integer)) and int(v) in (0, 1):
+        if v is None:
+            clean.append(None)
+        elif isinstance(v, (bool, np.bool_)) or isinstance(v, (int, np.integer)) and int(v) in (0, 1):
             clean.append(bool(v))
         else:
             raise EvaluationError(f"evaluator returned a non-boolean value {v!r}")
@@ -100,8 +109,9 @@ def paper_accept(old_sum: int, new_sum: int) -> bool:
 
 def sign_test(old_correct: list[bool], new_correct: list[bool], alpha: float, min_margin: int) -> tuple[bool, str, float]:
     """Exact one-sided sign test on discordant pairs. Returns (accept, reason, p_value)."""
-    b = sum(1 for o, n in zip(old_correct, new_correct) if o and not n)
-    c = sum(1 for o, n in zip(old_correct, new_correct) if n and not o)
+    pairs = [(o, n) for o, n in zip(old_correct, new_correct) if o is not None and n is not None]  # indeterminate: no vote
+    b = sum(1 for o, n in pairs if o and not n)
+    c = sum(1 for o, n in pairs if n and not o)
     if b <= c:
         return True, "sign_test_new_ge_old", 1.0
     p = float(binomtest(b, b + c, 0.5, alternative="greater").pvalue)
@@ -151,7 +161,7 @@ def _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_marg
         old_c: list[bool] = []
         new_c: list[bool] = []
         while len(old_c) < n or len(new_c) < n:
-            so, sn, lo, ln = sum(old_c), sum(new_c), len(old_c), len(new_c)
+            so, sn, lo, ln = n_correct(old_c), n_correct(new_c), len(old_c), len(new_c)
             # worst cases: unknown old results correct + unknown new wrong (lower), and the reverse (upper)
             if sn - so - (n - lo) >= 0:
                 return Comparison(True, "early_stop_new_ge_old", old_c, new_c, min(lo, ln), lo + ln, full, None, True)
@@ -165,7 +175,7 @@ def _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_marg
                 new_c += ev(new_text, tasks[ln : ln + round_size])
             else:
                 old_c += ev(old_text, tasks[lo : lo + round_size])
-        accept = paper_accept(sum(old_c), sum(new_c))
+        accept = paper_accept(n_correct(old_c), n_correct(new_c))
         return Comparison(accept, "new_ge_old" if accept else "old_better", old_c, new_c, n, 2 * n, full)
 
     if same:
@@ -179,5 +189,5 @@ def _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_marg
     if rule == "sign_test":
         accept, reason, p = sign_test(old_c, new_c, alpha, min_margin)
         return Comparison(accept, reason, old_c, new_c, n, calls, full, p)
-    accept = paper_accept(sum(old_c), sum(new_c))
+    accept = paper_accept(n_correct(old_c), n_correct(new_c))
     return Comparison(accept, "new_ge_old" if accept else "old_better", old_c, new_c, n, calls, full)

@@ -23,7 +23,7 @@ import numpy as np
 
 from janus_memory.types import Task
 
-from .decision import EvaluationError, compare
+from .decision import EvaluationError, compare, n_correct
 from .evalset import (
     EmbeddingStore,
     FullCoverage,
@@ -459,13 +459,15 @@ class Janus:
         d.n_evaluated = comp.n_evaluated
         d.old_correct = comp.old_correct
         d.new_correct = comp.new_correct
-        d.old_score = sum(comp.old_correct) / max(1, len(comp.old_correct))
-        d.new_score = sum(comp.new_correct) / max(1, len(comp.new_correct))
+        d.old_score = n_correct(comp.old_correct) / max(1, len(comp.old_correct))
+        d.new_score = n_correct(comp.new_correct) / max(1, len(comp.new_correct))
         d.evaluator_calls = comp.calls
         d.p_value = comp.p_value
         cov_set = set(self._coverage)
+        # an indeterminate outcome (None, e.g. a timeout) under either memory is never a flip (C16-C)
         flips = [entries[p] for p in range(comp.n_evaluated)
-                 if comp.old_correct[p] != comp.new_correct[p] and entries[p] not in cov_set]
+                 if comp.old_correct[p] is not None and comp.new_correct[p] is not None
+                 and comp.old_correct[p] != comp.new_correct[p] and entries[p] not in cov_set]
         d.flips = [ids[i] for i in flips]
         self._boundary = refresh_boundary(self._boundary, flips, self._coverage, c.boundary_size, c.seed,
                                           self._trigger_count)

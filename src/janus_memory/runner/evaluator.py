@@ -23,7 +23,7 @@ class UpdaterEvaluator:
         self.role = role
         self.records: list[dict] = []
 
-    def __call__(self, memory_text: str, tasks: list[Any]) -> list[bool]:
+    def __call__(self, memory_text: str, tasks: list[Any]) -> list[bool | None]:
         results = self.updater.solve_with_memory(memory_text, list(tasks), role=self.role)
         if len(results) != len(tasks):
             raise RuntimeError(f"solve_with_memory returned {len(results)} results for {len(tasks)} tasks")
@@ -41,7 +41,8 @@ class UpdaterEvaluator:
                     "completion_tokens": chat.usage.completion_tokens,
                 }
             )
-            out.append(bool(score.correct))
+            # a timeout (after the sandbox's serial re-run) is indeterminate: scored incorrect, never a flip (C16-C)
+            out.append(None if score.status == "timeout" else bool(score.correct))
         return out
 
     def drain(self) -> list[dict]:
