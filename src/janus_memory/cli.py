@@ -1,4 +1,4 @@
-"""Command-line interface: ``janus demo | run | model fetch | model path``.
+"""Command-line interface: ``janus demo | run | model fetch|path | memory diff | report | grid | sweep``.
 
 User-facing errors print one line ``error: ...`` naming the fix and exit with code 2 (never a traceback).
 """
@@ -60,13 +60,13 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
     j.add_argument("--trigger", help="trigger policy: mmt (default), never, always, random, periodic")
 
 
-_CLI_TO_CFG = {
-    "dataset": "dataset", "stream_size": "stream_size", "test_size": "test_size", "updater": "updater", "controller": "controller",
-    "data_dir": "data_dir", "seed": "seed", "backend": "backend", "base_url": "base_url", "model": "model", "model_path": "model_path",
-    "temperature": "temperature", "solver_max_tokens": "solver_max_tokens", "curator_max_tokens": "curator_max_tokens",
-    "concurrency": "concurrency", "encoder": "encoder", "no_cache": "no_cache", "cache_dir": "cache_dir", "out": "out",
-    "checkpoints": "checkpoints", "stream_order_seed": "stream_order_seed",
-}
+# options that set the RunConfig field of the same name, and those that set a JanusConfig field
+_CLI_TO_CFG = (
+    "dataset", "stream_size", "test_size", "updater", "controller", "data_dir", "seed", "backend", "base_url", "model",
+    "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
+    "cache_dir", "out", "checkpoints", "stream_order_seed",
+)
+_CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger")
 
 
 def _fractions(text: str) -> list[float]:
@@ -74,7 +74,11 @@ def _fractions(text: str) -> list[float]:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated fractions like 0.2,0.4, got {text!r}")
-_CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger")
+
+
+def _plain(console):
+    """A log callback printing one message verbatim (no rich markup: method names like [dc_rs] are not tags)."""
+    return lambda m: console.print(m, markup=False, soft_wrap=True)
 
 
 def _load_config_file(path: str) -> dict:
@@ -108,7 +112,7 @@ def _config_from_args(args, *, demo: bool):
         from .runner.experiment import load_run_config
 
         base = {**load_run_config(args.resume).model_dump(), **base, "out": args.resume}
-    over = {k: getattr(args, a) for a, k in _CLI_TO_CFG.items() if getattr(args, a, None) is not None}
+    over = {k: getattr(args, k) for k in _CLI_TO_CFG if getattr(args, k, None) is not None}
     janus_over = {k: getattr(args, k) for k in _CLI_TO_JANUS if getattr(args, k, None) is not None}
     try:
         if demo:
@@ -117,12 +121,7 @@ def _config_from_args(args, *, demo: bool):
             cfg = RunConfig(**{**base, **over})
         if janus_over:
             cfg = cfg.model_copy(update={"janus": {**cfg.janus, **janus_over}})
-        from .controller import JanusConfig
-
-        JanusConfig.from_dict(cfg.janus)
-    except (ValueError, TypeError) as e:
-        if not isinstance(e, ValidationError):
-            raise _UserError(f"invalid Janus setting: {e}")
+    except ValidationError as e:
         raise _convert_validation(e)
     return cfg
 
@@ -139,22 +138,20 @@ def _print_preset(cfg, console) -> None:
     from .controller import JanusConfig
 
     jc = JanusConfig.from_dict(cfg.janus)
-    console.print(
-        f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
-        f"updater={cfg.updater} controller={cfg.controller} backend={cfg.backend} seed={cfg.seed}", markup=False, soft_wrap=True
-    )
-    console.print(
-        f"Janus: warm-up {jc.warmup}, coverage {jc.coverage_size} + boundary {jc.boundary_size} + fresh {jc.fresh_size}, "
-        f"beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} (paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)", markup=False, soft_wrap=True
-    )
+    say = _plain(console)
+    say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
+        f"updater={cfg.updater} controller={cfg.controller} backend={cfg.backend} seed={cfg.seed}")
+    say(f"Janus: warm-up {jc.warmup}, coverage {jc.coverage_size} + boundary {jc.boundary_size} + fresh {jc.fresh_size}, "
+        f"beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} (paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)")
 
 
 def _run(cfg, args, console, t0: float | None = None) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from .runner.experiment import run_experiment
+    from .runner.experiment import run_experiment, validate_names
 
     t0 = t0 or time.time()
+    validate_names(cfg)  # unknown names or invalid Janus settings: one error line before anything is printed or made
     _print_preset(cfg, console)
     tasks: dict = {}
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -167,7 +164,7 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
                     f"acc/rb {ev['accepts']}/{ev['rollbacks']} tok {ev['tokens']}")
             prog.update(tid, completed=ev["step"], description=desc)
 
-        summary = run_experiment(cfg, log=lambda m: console.print(m, markup=False, soft_wrap=True), on_step=on_step, overwrite=args.overwrite,
+        summary = run_experiment(cfg, log=_plain(console), on_step=on_step, overwrite=args.overwrite,
                                  resume=bool(getattr(args, "resume", None)))
     _print_summary(summary, console)
     console.print(f"run folder: {summary['run_dir']}")
@@ -199,9 +196,9 @@ def _print_summary(summary: dict, console) -> None:
     console.print(u)
     eng = summary.get("engine")
     if eng and eng.get("calls"):
-        console.print(f"embedded engine: {eng['calls']} calls this session, prompt {eng.get('prompt_tok_s', 0):.1f} tok/s, "
-                      f"generation {eng.get('gen_tok_s', 0):.1f} tok/s, {eng.get('cached_prompt_tokens', 0)} prompt tokens "
-                      "reused from the KV cache", markup=False, soft_wrap=True)
+        _plain(console)(f"embedded engine: {eng['calls']} calls this session, prompt {eng.get('prompt_tok_s', 0):.1f} "
+                        f"tok/s, generation {eng.get('gen_tok_s', 0):.1f} tok/s, {eng.get('cached_prompt_tokens', 0)} "
+                        "prompt tokens reused from the KV cache")
 
 
 def _model_fetch(args, console) -> int:
@@ -250,7 +247,7 @@ def _sweep(args, console) -> int:
         return 0
     try:
         results = run_sweep(cells, executor=args.executor, workers=args.workers, address=args.address,
-                            overwrite=args.overwrite, log=lambda m: console.print(m, markup=False, soft_wrap=True))
+                            overwrite=args.overwrite, log=_plain(console))
     except (ValueError, ImportError) as e:
         raise _UserError(str(e))
     return _print_results(results, console)
@@ -258,9 +255,9 @@ def _sweep(args, console) -> int:
 
 def _print_results(results: list[dict], console) -> int:
     failed = [r for r in results if r.get("status") == "failed"]
+    say = _plain(console)
     for r in results:
-        console.print(f"{r.get('status', '?'):<8} {r.get('cell', '')} {r.get('out', '')} {r.get('error', '') or ''}",
-                      markup=False, soft_wrap=True)
+        say(f"{r.get('status', '?'):<8} {r.get('cell', '')} {r.get('out', '')} {r.get('error', '') or ''}")
     console.print(f"{len(results) - len(failed)} runs ok, {len(failed)} failed", markup=False)
     return 1 if failed else 0
 
@@ -289,7 +286,7 @@ def _grid(args, console) -> int:
         cells += stream_order_grid(base.dataset, base, updaters[:1])
     try:
         res = run_grid(cells=cells, executor=args.executor, workers=args.workers, address=args.address,
-                       log=lambda m: console.print(m, markup=False, soft_wrap=True))
+                       log=_plain(console))
     except (ValueError, ImportError) as e:
         raise _UserError(str(e))
     rc = _print_results(res["results"], console)

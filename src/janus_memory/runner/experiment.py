@@ -123,11 +123,11 @@ def check_endpoint(base_url: str, timeout_s: float = 5.0) -> None:
 
 
 def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Context:
+    """Load the splits, the task family, the LLM client and the encoder for an already validated config."""
     from ..encoders import get_encoder
     from ..llm import LLMClient, ResponseCache
     from ..tasks import get_family, load_split
 
-    validate_names(cfg)
     try:
         stream = load_split(cfg.dataset, "stream", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.stream_size)
         test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size)
@@ -178,7 +178,7 @@ def _usage_delta(after: dict, before: dict) -> dict:
         d = {}
         for k, v in a.items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
-                d[k] = v - (b.get(k) or 0) if v is not None else None
+                d[k] = v - (b.get(k) or 0)
             else:
                 d[k] = v
         if d.get("calls") or d.get("cache_hits"):
@@ -241,8 +241,8 @@ def run_method(ctx: Context, method: str, with_janus: bool, *, on_step: Callable
     usage0 = ctx.client.usage.snapshot()
     t0 = time.time()
     tasks = ctx.stream.tasks
+    snap = upd.snapshot()  # state before the step; afterwards each step's own snapshot serves the next step
     for i, task in enumerate(tasks[start:], start + 1):
-        snap = upd.snapshot()
         out = upd.step(task)
         decision = {"step": i, "triggered": False, "accept": True, "reason": "no_controller"}
         deployed_candidate = True
@@ -265,8 +265,9 @@ def run_method(ctx: Context, method: str, with_janus: bool, *, on_step: Callable
                 deployed_candidate = False
         counters["n_correct"] += int(out.score.correct)
         deployed = upd.memory_text()
+        state = upd.snapshot()  # rollback/load_snapshot deep-copy, so one snapshot can serve all three uses below
         if i in ck_steps:
-            counters["eval_checkpoints"][str(ck_steps[i])] = {"step": i, "state": upd.snapshot()}
+            counters["eval_checkpoints"][str(ck_steps[i])] = {"step": i, "state": state}
         log_line = {
             "step": i,
             "task_id": task.id,
@@ -293,11 +294,11 @@ def run_method(ctx: Context, method: str, with_janus: bool, *, on_step: Callable
         # tokens of the responses this step used, by role (solver/curator/janus). Counted from the responses themselves,
         # cache hits included, so the record is identical in resumed and uninterrupted runs; what was actually paid
         # (cache hits excluded) is in the summary's usage.
-        record["usage"] = _step_usage(out.calls, (decision or {}).get("evaluations", []))
+        record["usage"] = _step_usage(out.calls, decision.get("evaluations", []))
+        usage_now = _add_usage(counters["usage"], _usage_delta(ctx.client.usage.snapshot(), usage0))
         if store:
-            usage_now = _add_usage(counters["usage"], _usage_delta(ctx.client.usage.snapshot(), usage0))
             checkpoint = {
-                "updater": upd.snapshot(),
+                "updater": state,
                 "janus": janus.state_dict() if janus is not None else None,
                 "counters": {**counters, "usage": usage_now, "wall_s": counters["wall_s"] + time.time() - t0},
             }
@@ -306,9 +307,10 @@ def run_method(ctx: Context, method: str, with_janus: bool, *, on_step: Callable
         if on_step:
             on_step({"method": method, "step": i, "total": len(tasks), "online_acc": counters["n_correct"] / i,
                      "triggers": counters["triggers"], "accepts": counters["accepts"], "rollbacks": counters["rollbacks"],
-                     "tokens": _total_tokens(_add_usage(counters["usage"], _usage_delta(ctx.client.usage.snapshot(), usage0)))})
+                     "tokens": _total_tokens(usage_now)})
         if stop_after is not None and i >= stop_after:
             raise _Stopped(i)
+        snap = state
     final_memory = upd.memory_text()
     # ---- frozen test
     results = upd.solve_frozen(ctx.test.tasks, role="test") if ctx.test.tasks else []

@@ -214,8 +214,7 @@ class RunStore:
         parent = self.last_memory_sha(method)
         fname = None
         if sha != parent:
-            fname = f"{step:05d}_{sha[:12]}.txt"
-            atomic_write_text(self.method_dir(method) / "memories" / fname, deployed_memory)  # content-addressed: idempotent
+            fname = self._write_memory_file(method, step, sha, deployed_memory)
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("INSERT OR REPLACE INTO steps(method, step, decision, record) VALUES (?,?,?,?)",
@@ -235,11 +234,16 @@ class RunStore:
             raise
         return fname
 
+    def _write_memory_file(self, method: str, step: int, sha: str, text: str) -> str:
+        """``<method>/memories/SSSSS_<sha12>.txt``; named by step and content, so re-writing it on resume is harmless."""
+        fname = f"{step:05d}_{sha[:12]}.txt"
+        atomic_write_text(self.method_dir(method) / "memories" / fname, text)
+        return fname
+
     def save_initial_memory(self, method: str, text: str) -> str:
         """Record the memory deployed before the first step (step 0). Idempotent."""
         sha = text_hash(text)
-        fname = f"{0:05d}_{sha[:12]}.txt"
-        atomic_write_text(self.method_dir(method) / "memories" / fname, text)
+        fname = self._write_memory_file(method, 0, sha, text)
         self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,?)",
                         (method, 0, sha, None, text))
         return fname
