@@ -5,11 +5,10 @@ import numpy as np
 import pytest
 
 from janus_memory.controller import GuardedUpdate, Janus, JanusConfig, StepInput, guarded_step
-from janus_memory.types import Task
+
+from controller_fakes import mk_task
 
 
-def mk_task(i):
-    return Task(id=f"t{i}", dataset="toy", question=f"q{i}", gold="0")
 
 
 def good_ev(mem, tasks):

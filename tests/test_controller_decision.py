@@ -5,11 +5,10 @@ import numpy as np
 import pytest
 
 from janus_memory.controller import Janus, JanusConfig, StepInput, compare, sign_test
-from janus_memory.types import Task
+
+from controller_fakes import mk_task
 
 
-def mk_task(i):
-    return Task(id=f"t{i}", dataset="toy", question=f"q{i}", gold="0")
 
 
 def _u(*parts):

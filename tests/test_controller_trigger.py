@@ -4,25 +4,14 @@ import random
 import numpy as np
 
 from janus_memory.controller import Janus, JanusConfig, StepInput, cosine
-from janus_memory.types import Task
+
+from controller_fakes import Ev, mk_task
 
 D = 3  # task-embedding dimension
 
 
-def mk_task(i):
-    return Task(id=f"t{i}", dataset="toy", question=f"q{i}", gold="0")
 
 
-class Ev:
-    """Deterministic fake evaluator: correct iff fn(memory, task_id)."""
-
-    def __init__(self, fn=lambda m, tid: True):
-        self.fn = fn
-        self.calls = []
-
-    def __call__(self, mem, tasks):
-        self.calls.append((mem, [t.id for t in tasks]))
-        return [bool(self.fn(mem, t.id)) for t in tasks]
 
 
 def task_emb(i):
