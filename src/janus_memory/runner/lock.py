@@ -1,0 +1,180 @@
+"""Exclusive lock on a run folder, held for the run's whole life (issue 12, item 1).
+
+Two ``janus run`` processes on one folder (a new run and a ``--resume``, two resumes, or two new runs racing to create
+the folder) corrupt the memory-version table and can delete each other's database. :class:`RunLock` prevents that:
+
+* The lock is ``fcntl.flock(LOCK_EX | LOCK_NB)`` on ``<run folder>/.janus.lock``. The kernel drops it when the holding
+  process exits for any reason (SIGKILL included), so a killed run stays resumable: no stale-lock cleanup exists or
+  is needed. The holder writes ``pid <n>`` into the file so a refused process can name it.
+* Creation phase: the run folder may not exist yet. ``acquire`` first takes a short blocking ``flock`` on
+  ``<parent>/.janus.lock`` (a few milliseconds: mkdir + opening and locking the folder's lock file), so two processes
+  cannot both see "no run here" and go on to create (or clear) the same folder; the second one then finds the folder
+  locked and refuses. Everything a run writes or deletes in its folder must happen after ``acquire`` returns.
+* After locking, the lock file's inode is checked against the path (a folder cleared by ``rm -rf`` while we waited
+  would otherwise give two holders of two different files); on a mismatch the lock is retried.
+* Forked children (the math-verify worker, ...) inherit the open file description and would keep the lock alive
+  after the run dies. An ``os.register_at_fork`` hook closes the inherited descriptor in every child (closing a
+  duplicate never releases the parent's lock; only ``LOCK_UN`` or closing the last reference does).
+* The lock file itself is never deleted: deleting it would let a third process lock a new inode while the first
+  holder still runs. ``RunStore``'s clean-up removes only its own files, so the lock file survives ``--overwrite``.
+
+Usage (the runner holds it from before ``RunStore.check_new/create/open_existing`` until the process ends)::
+
+    with RunLock(out_dir):
+        store = RunStore.create(out_dir) ...
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import threading
+import weakref
+from pathlib import Path
+
+LOCK_NAME = ".janus.lock"
+
+_LIVE: weakref.WeakSet[RunLock] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+class RunLocked(RuntimeError):
+    """Another live process holds the run folder. ``holder_pid`` is its pid (None if it had not written it yet)."""
+
+    def __init__(self, message: str, holder_pid: int | None):
+        super().__init__(message)
+        self.holder_pid = holder_pid
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        raw = os.pread(fd, 64, 0).decode("ascii", "replace").split()
+    except OSError:
+        return None
+    if len(raw) >= 2 and raw[0] == "pid" and raw[1].isdigit():
+        return int(raw[1])
+    return None
+
+
+def _open_lock_file(path: Path) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+class RunLock:
+    """Exclusive, process-lifetime lock on one run folder (see the module docstring).
+
+    Args:
+        run_dir: the run folder (created, with its parents, if missing).
+    Raises (from :meth:`acquire`): :class:`RunLocked` when another process holds it (one-line message naming the
+    pid); ``OSError`` when the folder cannot be created or the lock file cannot be opened.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike):
+        self.run_dir = Path(run_dir).expanduser()
+        self.path = self.run_dir / LOCK_NAME
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> RunLock:
+        if self._fd is not None:
+            return self
+        parent = self.run_dir.parent
+        parent.mkdir(parents=True, exist_ok=True)
+        pfd = _open_lock_file(parent / LOCK_NAME)
+        try:
+            fcntl.flock(pfd, fcntl.LOCK_EX)  # creation phase: short, blocking
+            self.run_dir.mkdir(exist_ok=True)
+            self._fd = self._lock_folder()
+        finally:
+            os.close(pfd)  # releases the parent lock
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        return self
+
+    def _lock_folder(self) -> int:
+        for _ in range(20):
+            fd = _open_lock_file(self.path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                pid = _read_pid(fd)
+                os.close(fd)
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                who = f"process {pid}" if pid is not None else "another process"
+                raise RunLocked(f"run folder {self.run_dir} is in use by {who} (another janus run or resume); "
+                                f"wait for it to finish or stop it first", pid) from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:  # the file was deleted/replaced between open and flock: lock the current one
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}\n".encode("ascii"), 0)
+            return fd
+        raise OSError(f"could not lock {self.path}: the lock file keeps being replaced")
+
+    def release(self) -> None:
+        """Release the lock (idempotent). The file stays; its pid line is cleared."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _forget_in_child(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)  # never LOCK_UN here: that would release the parent's lock too
+            except OSError:
+                pass
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"RunLock({str(self.run_dir)!r}, held={self.held})"
+
+
+def holder_pid(run_dir: str | os.PathLike) -> int | None:
+    """Pid of the live process holding ``run_dir`` (None when it is free). Does not create anything."""
+    path = Path(run_dir).expanduser() / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return _read_pid(fd) or -1
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _after_fork_in_child() -> None:
+    for lk in list(_LIVE):
+        lk._forget_in_child()
+    _LIVE.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
