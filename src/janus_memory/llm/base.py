@@ -11,6 +11,7 @@ Errors raised by backends:
 * :class:`FatalLLMError` -- not retryable (HTTP 400, 401, 403, 404, 422 ...); carries the server's message.
 * :class:`ContextTruncated` -- the server silently cut the prompt (failure case C22-B); raised by the client.
 * :class:`RetriesExhausted` -- raised by the client after ``max_retries`` transient failures.
+* :class:`DeadlineExceeded` -- (a RetriesExhausted) the client's overall per-request deadline ran out.
 """
 from __future__ import annotations
 
@@ -113,6 +114,15 @@ class RetriesExhausted(LLMError):
         super().__init__(message, status=getattr(last_error, "status", None))
         self.attempts = attempts
         self.last_error = last_error
+
+
+class DeadlineExceeded(RetriesExhausted):
+    """The client's overall per-request deadline (``deadline_s``: attempts + backoff waits) ran out. A subclass of
+    :class:`RetriesExhausted`, so callers that end a run cleanly on exhausted retries treat it the same way."""
+
+    def __init__(self, message: str, *, attempts: int, last_error: BaseException, deadline_s: float):
+        super().__init__(message, attempts=attempts, last_error=last_error)
+        self.deadline_s = deadline_s
 
 
 class ContextTruncated(LLMError):

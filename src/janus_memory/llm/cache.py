@@ -8,6 +8,8 @@ reproducible and a re-run costs no calls (this also removes server-side temperat
 Value: the normalised result (text, reasoning, finish_reason, usage, model) as JSON. Failures are never stored.
 Safe under concurrent writers (threads and processes): WAL journal, ``busy_timeout`` and
 ``INSERT OR IGNORE`` (the first writer of a key wins; later identical keys are no-ops).
+A cache that cannot be opened (``--cache-dir`` naming a file, no permission, not an SQLite file) raises
+:class:`CacheError` with one line naming the path, never a traceback from sqlite3 or pathlib.
 """
 from __future__ import annotations
 
@@ -29,6 +31,11 @@ from janus_memory.llm.base import (
 from janus_memory.types import ChatResult
 
 CACHE_FILENAME = "responses.sqlite"
+
+
+class CacheError(Exception):
+    """The response cache cannot be opened or created (a file where the folder should be, no permission, a file
+    that is not an SQLite database). One-line message naming the path and the fix."""
 
 
 def request_key(identity: str, req: ChatRequest, sample: int = 0) -> str:
@@ -53,22 +60,31 @@ class ResponseCache:
 
     def __init__(self, path: str | os.PathLike):
         p = Path(path).expanduser()
-        if p.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
-            p.parent.mkdir(parents=True, exist_ok=True)
-            self.path = p
-        else:
-            p.mkdir(parents=True, exist_ok=True)
-            self.path = p / CACHE_FILENAME
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
         self.hits = self.misses = self.writes = 0
-        con = self._conn()
-        with con:
-            con.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
-                " backend TEXT, created REAL)"
-            )
+        is_file_path = p.suffix.lower() in (".sqlite", ".sqlite3", ".db")
+        self.path = p if is_file_path else p / CACHE_FILENAME
+        try:
+            if not is_file_path and p.exists() and not p.is_dir():
+                raise CacheError(f"cache folder {p} is a file, not a folder: pass a folder (or a .sqlite file path) "
+                                 f"with --cache-dir, or --no-cache")
+            (p.parent if is_file_path else p).mkdir(parents=True, exist_ok=True)
+            con = self._conn()
+            with con:
+                con.execute(
+                    "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
+                    " backend TEXT, created REAL)"
+                )
+        except CacheError:
+            self.close()
+            raise
+        except (OSError, sqlite3.Error) as e:
+            self.close()
+            why = getattr(e, "strerror", None) or str(e).splitlines()[0]
+            raise CacheError(f"response cache {self.path} is unusable ({why}): pass another --cache-dir, "
+                             f"or --no-cache") from e
 
     def _conn(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)

@@ -12,6 +12,13 @@ is a lower bound on the wait. After the limit: :class:`RetriesExhausted` naming 
 error. Non-retryable errors (400, 401, ...) raise :class:`FatalLLMError` at once with the server's message.
 The concurrency slot is released while waiting to retry.
 
+Overall deadline (``deadline_s``, default None = none; issue 12 item 9): the wall time one request may take over
+all its attempts and backoff waits, counted from the moment its first attempt starts (time queued for a
+concurrency slot before that is not counted). An attempt still running at the deadline is cancelled; a backoff
+wait that would end past it is not started. Either way :class:`DeadlineExceeded` (a :class:`RetriesExhausted`)
+is raised naming the attempts made and the last error. The per-attempt limit is the backend's own ``timeout``
+(for :class:`OpenAIBackend` a wall-clock limit on the whole attempt, so a server dripping bytes is cut off too).
+
 Silent prompt truncation (C22-B): when the server reports ``prompt_tokens`` below 90% of a conservative
 local lower bound (word count), the client raises :class:`ContextTruncated` (not retried, not cached, tokens
 still counted): the caller must raise the server's context window; the answer is never returned as valid.
@@ -31,6 +38,7 @@ from janus_memory.llm.base import (
     ChatBackend,
     ChatRequest,
     ContextTruncated,
+    DeadlineExceeded,
     FatalLLMError,
     RetriesExhausted,
     TransientLLMError,
@@ -64,6 +72,10 @@ def _run_sync(factory: Callable[[], Awaitable[Any]]) -> Any:
     return box["value"]
 
 
+class _DeadlineHit(Exception):
+    """Internal: the overall deadline ran out during an attempt."""
+
+
 class LLMClient:
     """Front door of the LLM layer (see module docstring for the retry and truncation policies).
 
@@ -76,6 +88,7 @@ class LLMClient:
         prices: ``{model: (usd_per_1M_prompt_tokens, usd_per_1M_completion_tokens)}`` for ``cost_usd``.
         max_retry_after_s: cap on a server's Retry-After.
         check_context: raise ContextTruncated on C22-B (default True).
+        deadline_s: overall wall-time limit of one request over all attempts and waits (None = no limit).
     """
 
     def __init__(
@@ -90,11 +103,15 @@ class LLMClient:
         backoff_max_s: float = 30.0,
         max_retry_after_s: float = 120.0,
         check_context: bool = True,
+        deadline_s: float | None = None,
     ):
         if int(concurrency) < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if int(max_retries) < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if deadline_s is not None and not float(deadline_s) > 0:
+            raise ValueError(f"deadline_s must be > 0 seconds or None, got {deadline_s}")
+        self.deadline_s = None if deadline_s is None else float(deadline_s)
         self.backend = backend
         self.cache = cache
         self.concurrency = int(concurrency)
@@ -154,41 +171,74 @@ class LLMClient:
                 self.usage.record_hit(role)
                 return hit
         sem = self._sem()
-        last: TransientLLMError | None = None
+        last: BaseException | None = None
         attempts = 0
+        deadline: float | None = None
         for attempt in range(self.max_retries + 1):
             attempts += 1
             async with sem:
                 t0 = time.perf_counter()
+                if self.deadline_s is not None and deadline is None:
+                    deadline = time.monotonic() + self.deadline_s
                 try:
-                    res = await self.backend.acomplete(req)
+                    res = await self._attempt(req, deadline)
                 except TransientLLMError as e:
                     last = e
                 except FatalLLMError:
                     self.usage.record_error(role)
                     raise
+                except _DeadlineHit:
+                    self.usage.record_error(role)
+                    raise self._deadline_error(attempts, last, "attempt cancelled at the deadline") from None
                 else:
-                    res.latency_s = time.perf_counter() - t0
-                    self.usage.record_call(role, res.usage, getattr(self.backend, "model", ""))
-                    if self.check_context and not res.usage.estimated:
-                        trunc, lb = is_context_truncated(res.usage.prompt_tokens, req.messages)
-                        if trunc:
-                            self.usage.record_error(role)
-                            raise ContextTruncated(
-                                f"server reported {res.usage.prompt_tokens} prompt tokens but the prompt has at least "
-                                f"{lb} words: the server cut the prompt (raise its context window, e.g. num_ctx)",
-                                reported=res.usage.prompt_tokens, expected_min=lb, result=res)
-                    if self.cache is not None and key is not None:
-                        self.cache.put(key, res, backend=self.backend.identity)
-                    return res
+                    return self._accept(res, req, role, key, t0)
             if attempt < self.max_retries:
+                delay = self.backoff_delay(attempt, getattr(last, "retry_after", None))
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    self.usage.record_error(role)
+                    raise self._deadline_error(attempts, last, f"no time left for a retry after {delay:.2f}s backoff")
                 self.usage.record_retry(role)
-                await self._sleep(self.backoff_delay(attempt, last.retry_after if last else None))
+                await self._sleep(delay)
         self.usage.record_error(role)
         assert last is not None
         raise RetriesExhausted(
             f"LLM request failed after {attempts} attempts ({self.backend.identity}); last error: "
             f"{type(last).__name__}: {last}", attempts=attempts, last_error=last)
+
+    async def _attempt(self, req: ChatRequest, deadline: float | None) -> ChatResult:
+        if deadline is None:
+            return await self.backend.acomplete(req)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _DeadlineHit
+        try:
+            return await asyncio.wait_for(self.backend.acomplete(req), remaining)
+        except TimeoutError as e:
+            if time.monotonic() < deadline:  # a TimeoutError from inside the backend, not ours: retryable
+                raise TransientLLMError(f"timeout: {e}") from e
+            raise _DeadlineHit from None
+
+    def _deadline_error(self, attempts: int, last: BaseException | None, what: str) -> DeadlineExceeded:
+        err = last if last is not None else TimeoutError(f"no reply within {self.deadline_s}s")
+        return DeadlineExceeded(
+            f"LLM request exceeded its {self.deadline_s:g}s deadline after {attempts} attempt(s) ({what}; "
+            f"{self.backend.identity}); last error: {type(err).__name__}: {err}",
+            attempts=attempts, last_error=err, deadline_s=float(self.deadline_s or 0.0))
+
+    def _accept(self, res: ChatResult, req: ChatRequest, role: str, key: str | None, t0: float) -> ChatResult:
+        res.latency_s = time.perf_counter() - t0
+        self.usage.record_call(role, res.usage, getattr(self.backend, "model", ""))
+        if self.check_context and not res.usage.estimated:
+            trunc, lb = is_context_truncated(res.usage.prompt_tokens, req.messages)
+            if trunc:
+                self.usage.record_error(role)
+                raise ContextTruncated(
+                    f"server reported {res.usage.prompt_tokens} prompt tokens but the prompt has at least "
+                    f"{lb} words: the server cut the prompt (raise its context window, e.g. num_ctx)",
+                    reported=res.usage.prompt_tokens, expected_min=lb, result=res)
+        if self.cache is not None and key is not None:
+            self.cache.put(key, res, backend=self.backend.identity)
+        return res
 
     # ------------------------------------------------------------------ async API
     async def achat(self, messages: list[dict], *, role: str = "solver", sample: int = 0, **params: Any) -> ChatResult:

@@ -66,7 +66,8 @@ class OpenAIBackend:
         base_url: e.g. ``http://127.0.0.1:8000/v1``.
         model: model name sent in the request.
         api_key: default from env ``OPENAI_API_KEY`` then ``JANUS_API_KEY``; local servers accept ``"EMPTY"``.
-        timeout: per-request timeout in seconds (a timeout is retried by the client).
+        timeout: wall-clock limit of one attempt in seconds (connect + headers + whole body; a timeout is retried
+            by the client). Also httpx's per-operation timeout.
         max_connections: HTTP connection-pool size.
     identity: ``"openai:<base_url>:<model>"``.
     """
@@ -80,6 +81,8 @@ class OpenAIBackend:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or os.environ.get("JANUS_API_KEY") or "EMPTY"
+        if not float(timeout) > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         self.timeout = float(timeout)
         self.max_connections = int(max_connections)
         self.default_headers = default_headers
@@ -121,8 +124,13 @@ class OpenAIBackend:
             payload = {"model": self.model, "messages": messages, **body, **(req.extra_body or {})}
             # the SDK's generic POST: auth, base URL, error mapping; skips the typed-params transform (CPU-heavy
             # per request) and returns the raw httpx response so we parse the body ourselves.
-            raw = await client.post("/chat/completions", cast_to=httpx.Response, body=payload)
+            # the whole attempt (connect, headers, body) is bounded by ``timeout``: httpx's own timeouts are per
+            # read, so a server dripping one byte at a time would otherwise hold the request indefinitely
+            raw = await asyncio.wait_for(client.post("/chat/completions", cast_to=httpx.Response, body=payload),
+                                         self.timeout)
             text = raw.text
+        except TimeoutError as e:
+            raise TransientLLMError(f"timeout: no complete reply within {self.timeout:g}s") from e
         except openai.APITimeoutError as e:
             raise TransientLLMError(f"timeout after {self.timeout}s: {e}") from e
         except openai.APIConnectionError as e:
