@@ -1,0 +1,313 @@
+"""Injected harmful memory candidates (issue 15): make Janus's job - keeping a harmful candidate out - measurable.
+
+``--inject KIND@STEP[,KIND@STEP...]`` replaces the updater's candidate M̂_t at those steps with a harmful one built
+from the run's own memory and task, deterministically from (seed, step, kind):
+
+* ``wipe``     a rewrite that keeps at most one item of the memory (one seeded cheatsheet entry / rule);
+* ``dump``     the retrieved-examples block in place of the memory, as the original DC-RS deploys it when its curator
+               reply cannot be parsed (DC-RS: its curator's pairs block; ExpeL: one rule per retrieved success case;
+               DC-Cu, which retrieves nothing: the problem and answer its curator was shown);
+* ``overfit``  the memory replaced by "rules" copied from the current task's specifics (its wording, numbers, answer);
+* ``poison``   a plausible-looking instruction that makes answers wrong (templates in ``inject_templates.yaml``),
+               written in front of the memory;
+* ``truncate`` the memory cut mid-way (at a seeded point between 35% and 65% of its length, mid-word).
+
+Items of a cheatsheet: its blank-line separated paragraphs, each split further before every bullet (``-``, ``*``,
+``+``), numbered (``1.``/``1)``) or heading (``#``) line; headings are kept only with the entry chosen by ``wipe``.
+An ExpeL memory is its rule list: injected rules keep the count of the rule they come from; new rules get count 2
+(an ADD), a poison rule the highest count plus one, so it is listed first.
+
+Consistency with the updater seam: :func:`inject_candidate` is called by the stream loop right after
+``updater.step(task)`` and before Janus decides. It writes the harmful memory into the updater's state (DC: the
+cheatsheet string; ExpeL: the rules list with counts; the retrieval bank, success pool and ExpeL's ``recent_success``
+are left as the step made them), so ``memory_text()``, ``snapshot()`` and a later ``rollback(before)`` all see the
+injected candidate exactly as they would see a genuine one. Note for DC-RS: the step's own stream answer was
+generated with the genuine candidate (the curator runs before the solver); the injection affects every later step
+and the frozen test.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import random
+import re
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from janus_memory.types import Task
+from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater, visible_text
+
+KINDS = ("wipe", "dump", "overfit", "poison", "truncate")
+UPDATER_KINDS = {"dc_rs": "cheatsheet", "dc_cu": "cheatsheet", "expel": "rules"}
+
+
+class InjectSpecError(ValueError):
+    """A malformed ``--inject`` value (one-line message)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Injection:
+    kind: str
+    step: int
+
+    def __str__(self) -> str:
+        return f"{self.kind}@{self.step}"
+
+
+# ------------------------------------------------------------------------------------------------ spec parsing
+def parse_inject(spec: Any) -> tuple[Injection, ...]:
+    """Parse ``"KIND@STEP[,KIND@STEP...]"`` (or a list of such strings, as YAML gives) into injections sorted by step.
+
+    None / "" / [] -> (). Raises :class:`InjectSpecError` (one line) for an empty item, a missing ``@``, an unknown
+    kind, a step that is not a positive integer, or a step named twice."""
+    if spec is None:
+        return ()
+    if isinstance(spec, (list, tuple)):
+        if not all(isinstance(s, str) for s in spec):
+            raise InjectSpecError(f"--inject list items must be strings like 'poison@5', got {spec!r:.80}")
+        spec = ",".join(spec)
+    if not isinstance(spec, str):
+        raise InjectSpecError(f"--inject must be a string like 'poison@5,wipe@12', got {type(spec).__name__}")
+    if not spec.strip():
+        return ()
+    out: dict[int, Injection] = {}
+    for raw in spec.split(","):
+        item = raw.strip()
+        if not item:
+            raise InjectSpecError(f"--inject {spec!r}: empty item (expected KIND@STEP[,KIND@STEP...])")
+        kind, at, step_s = item.partition("@")
+        kind, step_s = kind.strip().lower(), step_s.strip()
+        if not at:
+            raise InjectSpecError(f"--inject item {item!r}: expected KIND@STEP, e.g. poison@5")
+        if kind not in KINDS:
+            raise InjectSpecError(f"--inject item {item!r}: unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+        if not step_s.isdigit() or int(step_s) < 1:
+            raise InjectSpecError(f"--inject item {item!r}: the step must be a positive integer (1 = first stream task)")
+        step = int(step_s)
+        if step in out:
+            raise InjectSpecError(f"--inject: step {step} is named twice ({out[step]} and {item})")
+        out[step] = Injection(kind, step)
+    return tuple(out[s] for s in sorted(out))
+
+
+def check_plan(plan: tuple[Injection, ...], n_steps: int) -> None:
+    """Refuse injections past the stream's last step (one-line :class:`InjectSpecError`)."""
+    late = [str(i) for i in plan if i.step > n_steps]
+    if late:
+        raise InjectSpecError(f"--inject {','.join(late)}: the stream has only {n_steps} steps")
+
+
+def format_plan(plan: tuple[Injection, ...]) -> str:
+    """Canonical text of a plan (what a run's config records): ``"poison@5,wipe@12"``."""
+    return ",".join(str(i) for i in plan)
+
+
+# ------------------------------------------------------------------------------------------------ templates
+@functools.lru_cache(maxsize=1)
+def templates() -> dict:
+    """The package's ``inject_templates.yaml``."""
+    text = resources.files("janus_memory").joinpath("inject_templates.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def _rng(seed: int, step: int, kind: str) -> random.Random:
+    digest = hashlib.sha256(f"janus-inject\x00{seed}\x00{step}\x00{kind}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+# ------------------------------------------------------------------------------------------------ text helpers
+_ITEM_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#)")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
+
+
+def split_items(text: str) -> list[str]:
+    """Entries of a cheatsheet (see the module docstring); [] for an empty memory."""
+    if not text.strip() or text.strip() == EMPTY_MEMORY:
+        return []
+    items: list[str] = []
+    for para in re.split(r"\n\s*\n", text.strip()):
+        cur: list[str] = []
+        for line in para.splitlines():
+            if cur and _ITEM_START.match(line):
+                items.append("\n".join(cur).strip())
+                cur = []
+            cur.append(line)
+        if cur and "\n".join(cur).strip():
+            items.append("\n".join(cur).strip())
+    return items
+
+
+def _is_heading(item: str) -> bool:
+    return item.lstrip().startswith("#") and "\n" not in item.strip()
+
+
+def _one_line(text: str, limit: int = 600) -> str:
+    s = re.sub(r"\s+", " ", text).strip()
+    return s if len(s) <= limit else s[:limit].rstrip() + " ..."
+
+
+def task_specifics(task: Task) -> dict[str, str]:
+    """Values for the overfit placeholders (a key is absent when the task has no such value)."""
+    q = task.question.strip()
+    out: dict[str, str] = {}
+    first = re.split(r"(?<=[.?!])\s", q, maxsplit=1)[0]
+    quote = _one_line(first, 120).rstrip(".?!:; ")
+    if quote:
+        out["quote"] = quote
+    nums = list(dict.fromkeys(_NUMBER.findall(q)))[:5]
+    if nums:
+        out["numbers"] = ", ".join(nums)
+        out["first_number"] = nums[0]
+    gold = task.gold
+    if isinstance(gold, (str, int, float)) and not isinstance(gold, bool):
+        g = str(gold).strip()
+        if g and "\n" not in g and len(g) <= 40:
+            out["answer"] = g
+    return out
+
+
+def _cut_mid_word(text: str, rng: random.Random) -> str:
+    n = len(text)
+    pos = max(1, int(n * rng.uniform(0.35, 0.65)))
+    while 0 < pos < n - 1 and (text[pos - 1].isspace() or text[pos].isspace()):
+        pos += 1  # never cut at a word boundary: the result ends mid-word like a reply cut by max_tokens
+    return text[:pos]
+
+
+# ------------------------------------------------------------------------------------------------ the candidates
+def _harmful_items(kind: str, items: list[tuple[str, int]], task: Task, *, structure: str, seed: int, step: int,
+                  examples: str = "", answer: str = "") -> list[tuple[str, int]]:
+    """The harmful memory as ``(text, count)`` items, from the current items (counts are ExpeL's; 0 for sheets).
+
+    ``structure`` is "cheatsheet" or "rules". ``examples`` is the retrieved-examples block the updater showed
+    (dump); ``answer`` the model's visible answer at this step (DC-Cu dump)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown injection kind {kind!r}; kinds: {', '.join(KINDS)}")
+    rng = _rng(seed, step, kind)
+    t = templates()
+    new_count = 2 if structure == "rules" else 0
+    if kind == "wipe":
+        content = [i for i, (txt, _) in enumerate(items) if not _is_heading(txt)]
+        if not content:
+            return []
+        k = content[rng.randrange(len(content))]
+        if structure == "cheatsheet" and k > 0 and _is_heading(items[k - 1][0]):
+            return [items[k - 1], items[k]]  # the entry keeps the heading right above it
+        return [items[k]]
+    if kind == "dump":
+        if structure == "rules":
+            parts = [p for p in re.split(r"(?=^### Example \d+)", examples, flags=re.M) if p.strip() and p.strip() != "(none)"]
+            if not parts:
+                parts = [f"Example: Problem: {task.question} Answer: {answer}"]
+            return [(_one_line(p), new_count) for p in parts]
+        block = examples.strip() or t["dump_cu"].format(question=task.question.strip(), answer=answer.strip() or "(none)")
+        return [(block, 0)]
+    if kind == "overfit":
+        vals = task_specifics(task)
+        usable = [s for s in t["overfit"] if all(k in vals for k in re.findall(r"\{(\w+)\}", s))]
+        chosen = rng.sample(usable, min(3, len(usable)))
+        rules = [(s.format(**vals), new_count) for s in chosen]
+        if structure == "rules":
+            return rules
+        return [(t["dc_overfit_header"], 0)] + [(f"- {r}", 0) for r, _ in rules]
+    if structure != "rules":  # cheatsheet poison and truncate work on the text itself (harmful_candidate)
+        raise ValueError(f"{kind!r} on a cheatsheet is built by harmful_candidate")
+    if kind == "poison":
+        top = max((c for _, c in items), default=1) + 1
+        return [(rng.choice(t["poison"]), top)] + list(items)
+    if not items:  # truncate
+        return []
+    cut = max(1, round(len(items) * rng.uniform(0.35, 0.65)))
+    kept = list(items[:cut])
+    last_text, last_count = kept[-1]
+    kept[-1] = (_cut_mid_word(last_text, rng), last_count)
+    return kept
+
+
+def harmful_candidate(kind: str, memory: str, task: Task, *, updater_kind: str, seed: int, step: int,
+                      examples: str = "", answer: str = "") -> str:
+    """The harmful candidate memory text (what ``memory_text()`` shows after :func:`inject_candidate`).
+
+    ``memory``: the current memory text (M_{t-1}); ``updater_kind``: dc_rs, dc_cu or expel. Deterministic in
+    (kind, memory, task, updater_kind, seed, step, examples, answer)."""
+    structure = _structure(updater_kind)
+    items = _items_of(memory, structure)
+    if structure == "cheatsheet" and kind in ("truncate", "poison"):
+        if kind == "poison":
+            entry = f"{templates()['dc_poison_header']}\n- {_rng(seed, step, kind).choice(templates()['poison'])}"
+            return entry + (f"\n\n{memory.strip()}" if items else "")
+        return _cut_mid_word(memory.strip(), _rng(seed, step, kind)) if items else EMPTY_MEMORY
+    out = _harmful_items(kind, items, task, structure=structure, seed=seed, step=step, examples=examples, answer=answer)
+    return _render(out, structure)
+
+
+def _structure(updater_kind: str) -> str:
+    if updater_kind not in UPDATER_KINDS:
+        raise ValueError(f"updater {updater_kind!r} does not support injection; supported: {', '.join(UPDATER_KINDS)}")
+    return UPDATER_KINDS[updater_kind]
+
+
+def _items_of(memory: str, structure: str) -> list[tuple[str, int]]:
+    if structure == "cheatsheet":
+        return [(i, 0) for i in split_items(memory)]
+    if memory.strip() == EMPTY_MEMORY:
+        return []
+    return [(re.sub(r"^\d+\.\s?", "", line), 2) for line in memory.splitlines() if line.strip()]
+
+
+def _render(items: list[tuple[str, int]], structure: str) -> str:
+    if not items:
+        return EMPTY_MEMORY
+    if structure == "rules":
+        return "\n".join(f"{i}. {txt}" for i, (txt, _) in enumerate(items, start=1))
+    return "\n".join(txt for txt, _ in items)
+
+
+# ------------------------------------------------------------------------------------------------ the hook
+def _examples_for(updater: Updater, outcome: StepOutcome) -> str:
+    """The retrieved-examples block the updater used at this step, rebuilt from ``info["retrieved"]``."""
+    hits_info = outcome.info.get("retrieved") or []
+    bank = getattr(updater, "bank", None) if updater.name == "dc_rs" else getattr(updater, "pool", None)
+    if bank is None:
+        return ""
+    index: dict[str, int] = {}
+    for i, rec in enumerate(bank.records):
+        index.setdefault(rec["id"], i)
+    hits = [(index[h["id"]], float(h["similarity"])) for h in hits_info if h["id"] in index]
+    if updater.name == "dc_rs":
+        return updater._pairs_block(hits)
+    return updater._examples_block(hits)
+
+
+def inject_candidate(updater: Updater, outcome: StepOutcome, kind: str, *, task: Task, step: int, seed: int,
+                     before: dict) -> StepOutcome:
+    """Replace the candidate the updater just proposed with a harmful one of ``kind`` (see the module docstring).
+
+    ``before`` is the updater snapshot taken before the step (ExpeL rule counts come from it; the loop's rollback
+    uses the same snapshot). Returns the outcome with ``candidate_memory`` replaced, ``candidate_rejected`` None and
+    ``info["injected"]`` = {kind, step, seed, genuine_candidate_sha256, genuine_candidate_rejected, noop}."""
+    structure = _structure(updater.name)
+    answer = visible_text(outcome.output)
+    examples = _examples_for(updater, outcome) if kind == "dump" else ""
+    if structure == "rules":
+        items = [(r[0], int(r[1])) for r in before["state"]["rules"]]
+        new = _harmful_items(kind, items, task, structure="rules", seed=seed, step=step, examples=examples, answer=answer)
+        updater.rules = [[txt, int(c)] for txt, c in new]
+    else:
+        text = harmful_candidate(kind, outcome.old_memory, task, updater_kind=updater.name, seed=seed, step=step,
+                                 examples=examples, answer=answer)
+        updater.cheatsheet = text
+    cand = updater.memory_text()
+    info = dict(outcome.info)
+    info["injected"] = {
+        "kind": kind,
+        "step": step,
+        "seed": seed,
+        "genuine_candidate_sha256": hashlib.sha256(outcome.candidate_memory.encode("utf-8")).hexdigest(),
+        "genuine_candidate_rejected": outcome.candidate_rejected,
+        "noop": cand == outcome.old_memory,
+    }
+    return dataclasses.replace(outcome, candidate_memory=cand, candidate_rejected=None, info=info)
