@@ -311,3 +311,31 @@ def inject_candidate(updater: Updater, outcome: StepOutcome, kind: str, *, task:
         "noop": cand == outcome.old_memory,
     }
     return dataclasses.replace(outcome, candidate_memory=cand, candidate_rejected=None, info=info)
+
+
+# ------------------------------------------------------------------------------------------------ counting
+def summarise_injections(log_lines: list[dict]) -> dict:
+    """Per-method counts from decision-log lines (the runner marks an injected step with ``"injected": KIND``):
+    ``{"injected", "deployed", "blocked", "blocked_triggered", "by_kind": {kind: {"injected", "deployed",
+    "blocked"}}, "blocked_steps": [{"step", "kind", "triggered", "old_score", "new_score"}]}``. A step counts as
+    deployed when the log says ``"deployed": "candidate"``; blocked otherwise."""
+    out: dict = {"injected": 0, "deployed": 0, "blocked": 0, "blocked_triggered": 0, "by_kind": {},
+                 "blocked_steps": []}
+    for line in log_lines:
+        kind = line.get("injected")
+        if not kind:
+            continue
+        per = out["by_kind"].setdefault(kind, {"injected": 0, "deployed": 0, "blocked": 0})
+        out["injected"] += 1
+        per["injected"] += 1
+        if line.get("deployed") == "candidate":
+            out["deployed"] += 1
+            per["deployed"] += 1
+            continue
+        d = line.get("decision") or {}
+        out["blocked"] += 1
+        per["blocked"] += 1
+        out["blocked_triggered"] += int(bool(d.get("triggered")))
+        out["blocked_steps"].append({"step": line.get("step"), "kind": kind, "triggered": bool(d.get("triggered")),
+                                     "old_score": d.get("old_score"), "new_score": d.get("new_score")})
+    return out
