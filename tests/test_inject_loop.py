@@ -71,7 +71,7 @@ def run_stream(name: str, with_janus: bool, trigger: str = "always", seed: int =
     return lines, upd
 
 
-@pytest.mark.parametrize("name", ["dc_cu", "expel"])
+@pytest.mark.parametrize("name", ["dc_rs", "dc_cu", "expel"])
 def test_blind_deploys_every_injection_janus_blocks_every_one(name):
     blind, _ = run_stream(name, with_janus=False)
     guarded, upd = run_stream(name, with_janus=True)
