@@ -147,3 +147,22 @@ def test_same_process_second_lock_refused_and_release_is_idempotent(tmp_path):
 def test_holder_pid_on_a_missing_folder_creates_nothing(tmp_path):
     assert holder_pid(tmp_path / "nope") is None
     assert not (tmp_path / "nope").exists()
+
+
+def test_existing_run_under_a_read_only_parent_can_still_be_locked(tmp_path, monkeypatch):
+    import janus_memory.runner.lock as lock_mod
+
+    real = lock_mod._open_lock_file
+
+    def parent_lock_denied(path):
+        if path.parent == tmp_path:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(lock_mod, "_open_lock_file", parent_lock_denied)
+    (tmp_path / "run").mkdir()
+    with RunLock(tmp_path / "run") as lk:  # existing folder: locked without the parent lock
+        assert lk.held
+    with pytest.raises(PermissionError):
+        RunLock(tmp_path / "new").acquire()  # a new folder would need the parent lock: the OSError surfaces
+    assert not (tmp_path / "new").exists()

@@ -83,13 +83,20 @@ class RunLock:
             return self
         parent = self.run_dir.parent
         parent.mkdir(parents=True, exist_ok=True)
-        pfd = _open_lock_file(parent / LOCK_NAME)
         try:
-            fcntl.flock(pfd, fcntl.LOCK_EX)  # creation phase: short, blocking
+            pfd: int | None = _open_lock_file(parent / LOCK_NAME)
+        except OSError:
+            if not self.run_dir.is_dir():
+                raise
+            pfd = None  # an existing run folder under a read-only parent: nothing is created, no race to guard
+        try:
+            if pfd is not None:
+                fcntl.flock(pfd, fcntl.LOCK_EX)  # creation phase: short, blocking
             self.run_dir.mkdir(exist_ok=True)
             self._fd = self._lock_folder()
         finally:
-            os.close(pfd)  # releases the parent lock
+            if pfd is not None:
+                os.close(pfd)  # releases the parent lock
         with _LIVE_LOCK:
             _LIVE.add(self)
         return self
