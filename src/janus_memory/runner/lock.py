@@ -29,6 +29,7 @@ import errno
 import fcntl
 import os
 import threading
+import time
 import weakref
 from pathlib import Path
 
@@ -54,6 +55,19 @@ def _read_pid(fd: int) -> int | None:
     if len(raw) >= 2 and raw[0] == "pid" and raw[1].isdigit():
         return int(raw[1])
     return None
+
+
+def _flock_ex_briefly(fd: int, tries: int = 10, pause_s: float = 0.02) -> None:
+    """Non-blocking exclusive flock, retried for ~0.2 s: a :func:`holder_pid` probe holds a shared lock for
+    microseconds and must not make a starting run refuse. Raises the last OSError when the lock stays taken."""
+    for i in range(tries):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES) or i == tries - 1:
+                raise
+            time.sleep(pause_s)
 
 
 def _open_lock_file(path: Path) -> int:
@@ -105,7 +119,7 @@ class RunLock:
         for _ in range(20):
             fd = _open_lock_file(self.path)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _flock_ex_briefly(fd)
             except OSError as e:
                 pid = _read_pid(fd)
                 os.close(fd)
