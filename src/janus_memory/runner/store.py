@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
-class OutputError(RuntimeError):
-    """The output folder cannot be used (not writable, already finished, or not a resumable run)."""
+from ..errors import OutputError  # noqa: E402,F401  (re-exported: the run folder's user error)
 
 
 def text_hash(text: str) -> str:
