@@ -260,6 +260,22 @@ class RunStore:
                 for s, h, p, t in self.db.execute(
                     "SELECT step, sha256, parent, text FROM memories WHERE method=? ORDER BY step", (method,))]
 
+    # ----------------------------------------------------------------- event subscriber
+    def on_event(self, ev) -> None:
+        """Write what the stream loop emits (runner/events.py): the store is one subscriber among others."""
+        from . import events as E
+
+        if isinstance(ev, E.MethodStarted) and ev.resumed_after == 0:
+            self.save_initial_memory(ev.method, ev.initial_memory)
+        elif isinstance(ev, E.StepRecorded):
+            self.commit_step(ev.method, ev.step, ev.decision_line, ev.record, ev.deployed_memory, ev.checkpoint,
+                             candidate=ev.candidate)
+        elif isinstance(ev, E.TestDone):
+            self.commit_tests(ev.method, ev.records)
+        elif isinstance(ev, E.MethodFinished):
+            self.export_method(ev.method, ev.final_memory)
+            self.set_method_result(ev.method, ev.summary)
+
     # ----------------------------------------------------------------- tests and results
     def commit_tests(self, method: str, records: list[dict]) -> None:
         self.db.execute("BEGIN IMMEDIATE")

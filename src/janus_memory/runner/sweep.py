@@ -246,7 +246,9 @@ def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False) -
     try:
         if (out / "COMPLETE").exists() and not overwrite:
             res["status"] = "skipped"
-            summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+            from .reader import RunReader
+
+            summary = RunReader(out).summary() or {}
         else:
             resume = (out / "run.sqlite").exists() and not (out / "COMPLETE").exists()
             out.mkdir(parents=True, exist_ok=True)
