@@ -26,7 +26,7 @@ from .sweep import run_folder, run_sweep
 MATCHED_TRIGGERS = ("random", "periodic")
 
 
-def baselines() -> list[str]:
+def baseline_updaters() -> list[str]:
     """The registered paper baselines (updaters with ``is_baseline``), in report row order."""
     from ..registry import UPDATERS, ensure_builtins, load_plugins
 
@@ -66,7 +66,7 @@ def paper_grid(dataset: str, base: RunConfig, updaters=("dc_rs", "expel"), seeds
     kw = dict(updater_configs=updater_configs)
     for seed in seeds:
         if baselines:
-            for b in baselines():
+            for b in baseline_updaters():
                 cells.append((b, _cell_cfg(base, dataset, b, seed, updater=b, controller="none", **kw)))
         for u in updaters:
             cells.append((u, _cell_cfg(base, dataset, u, seed, updater=u, controller="none", **kw)))
