@@ -12,8 +12,9 @@ from janus_memory.updaters.base import LLMCall, StepOutcome, Updater, register_u
 
 @register_updater("memory_free")
 class MemoryFree(Updater):
-    supports_janus, is_baseline, table_rank, display_name = False, True, 0, "Memory-free"  # no memory to judge
     """The underlying LLM alone."""
+
+    supports_janus, is_baseline, table_rank, display_name = False, True, 0, "Memory-free"  # no memory to judge
 
     def memory_text(self) -> str:
         return ""
