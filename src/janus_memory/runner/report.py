@@ -38,8 +38,6 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     Raises:
         ValueError: no run folder found, or a folder's summary.json is not a janus summary.
     """
-    from . import plots
-
     if not run_dirs:
         raise RunFolderError("give at least one run folder")
     rows = load_method_runs(run_dirs)
@@ -52,6 +50,16 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     tables = {"accuracy": accuracy_table(main_rows), "trigger": trigger_table(main_rows),
               "janus_cost": janus_cost_table(main_rows), "evalset": evalset_table(main_rows),
               "stream_order": stream_order_table(order_rows or main_rows)}
+    plot_paths = _draw_plots(rows, tables, out, max_timelines)
+    md = _markdown(rows, tables, plot_paths)
+    report = out / "report.md"
+    report.write_text("\n".join(md), encoding="utf-8")
+    return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": tables}
+
+
+def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: int) -> dict[str, str]:
+    from . import plots
+
     plot_paths: dict[str, str] = {}
     p = plots.plot_checkpoints(rows, out / "checkpoints.png")
     if p:
@@ -68,6 +76,10 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     if tables["stream_order"]["rows"]:
         plot_paths["stream_order"] = str(plots.plot_stream_order(tables["stream_order"]["rows"], out / "stream_order.png"))
 
+    return plot_paths
+
+
+def _markdown(rows: list[MethodRun], tables: dict, plot_paths: dict[str, str]) -> list[str]:
     md = ["# Janus experiment report", "",
           f"{len({r.run_dir for r in rows})} run folder(s), {len(rows)} method run(s). Accuracies in %; "
           "± is the sample std over seeds when a label has several.", ""]
@@ -88,6 +100,4 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     for name, path in plot_paths.items():
         if name not in ("evalset", "stream_order"):
             md += [f"![{name}]({Path(path).name})", ""]
-    report = out / "report.md"
-    report.write_text("\n".join(md), encoding="utf-8")
-    return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": tables}
+    return md
