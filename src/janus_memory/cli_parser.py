@@ -10,7 +10,7 @@ EXIT_USAGE = 2
 CLI_TO_CFG = (
     "dataset", "stream_size", "test_size", "updater", "controller", "data_dir", "seed", "backend", "base_url", "model",
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
-    "cache_dir", "out", "checkpoints", "stream_order_seed",
+    "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger")
 
@@ -55,6 +55,7 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
         g.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its last committed step")
         g.add_argument("--checkpoints", type=fractions, help="also test the memory at these stream fractions, e.g. 0.2,0.4,0.6,0.8 (paper Fig. 4)")
         g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split) for the stream-order study")
+        g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
     g.add_argument("--data-dir", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
     g.add_argument("--seed", type=int, help="seed for the stream order and Janus sampling")
     m = p.add_argument_group("model")

@@ -106,7 +106,7 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Cont
     from .backends import make_llm_backend
 
     stream, test = _load_splits(cfg, log)
-    family = get_family(cfg.dataset)
+    family = get_family(cfg.dataset, faithful=cfg.faithful)
     backend = make_llm_backend(cfg, list(stream.tasks) + list(test.tasks))
     cache = None
     if not cfg.no_cache:

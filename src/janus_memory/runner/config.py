@@ -20,6 +20,7 @@ class RunConfig(BaseModel):
     stream_size: int | None = Field(default=None, ge=1)
     test_size: int | None = Field(default=None, ge=1)
     seed: int = 0  # split/shuffle seed of the dataset and Janus's sampling seed
+    faithful: bool = False  # score with the paper's own checker where it differs (math: exact match of the last box)
     stream_order_seed: int | None = None  # if set, re-orders the stream (same tasks) for the stream-order study (paper §8.7)
 
     updater: str = "dc_rs"

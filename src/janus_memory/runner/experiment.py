@@ -53,7 +53,11 @@ def _check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str
     from .reader import RunReader
 
     reader = RunReader(store.root)
-    diff = [d for d in _config_diff(reader.meta("config") or {}, cfg.model_dump())
+    stored = reader.meta("config") or {}
+    # a setting added after the run was written (absent from its stored config) had its default then
+    defaults = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()
+                if k not in stored and not f.is_required()}
+    diff = [d for d in _config_diff({**defaults, **stored}, cfg.model_dump())
             if d.split(":")[0] not in _RESUME_FREE_KEYS]
     if diff:
         raise ConfigError("cannot resume: the config differs from the stored run: " + "; ".join(diff))

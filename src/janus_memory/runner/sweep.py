@@ -170,7 +170,7 @@ def _check_janus(janus: dict, where: str) -> None:
     except ImportError:
         return
     try:
-        JanusConfig.from_dict(janus)
+        JanusConfig.from_dict(janus)  # (sweep files are checked before any RunConfig exists)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{where}: invalid Janus setting: {e}") from None
 
