@@ -1,4 +1,4 @@
-"""LLMClient over the scripted FakeBackend: cache, retries, concurrency, usage, C22-B, C23, make_backend."""
+"""LLMClient over the scripted FakeBackend: cache, retries, concurrency, usage, C22-B, C23."""
 import asyncio
 import json
 import multiprocessing as mp
@@ -12,11 +12,9 @@ from janus_memory.llm import (
     FatalLLMError,
     LLMClient,
     NoRuleMatched,
-    OpenAIBackend,
     ResponseCache,
     RetriesExhausted,
     TransientLLMError,
-    make_backend,
     request_key,
 )
 from janus_memory.llm.base import ChatRequest
@@ -290,19 +288,3 @@ def test_sync_api_leaves_no_threads_and_works_inside_a_running_loop():
 
     assert asyncio.run(inside()) == ("The answer is 6.", "The answer is 4.")
     assert threading.active_count() == before
-
-
-# ---------------------------------------------------------------- make_backend
-def test_make_backend_specs(monkeypatch, tmp_path):
-    assert make_backend("fake").identity == "fake:default"
-    assert make_backend("fake:dc", default="x").identity == "fake:dc"
-    b = make_backend("openai:qwen3-8b@http://127.0.0.1:8000/v1/")
-    assert isinstance(b, OpenAIBackend) and b.identity == "openai:http://127.0.0.1:8000/v1:qwen3-8b"
-    with pytest.raises(FileNotFoundError):
-        make_backend(f"local:{tmp_path}/missing.gguf")
-    monkeypatch.setenv("JANUS_LOCAL_GGUF", str(tmp_path / "nope.gguf"))
-    with pytest.raises(FileNotFoundError):
-        make_backend("local")
-    for bad in ["", "bogus", "openai:no-url", "openai:@http://x"]:
-        with pytest.raises(ValueError):
-            make_backend(bad)

@@ -12,7 +12,6 @@ from janus_memory.llm import (
     LLMClient,
     LocalBackend,
     ResponseCache,
-    make_backend,
 )
 from janus_memory.llm.local import gguf_fingerprint
 
@@ -39,7 +38,7 @@ def test_missing_file_is_a_clear_error(tmp_path):
 @pytest.mark.model
 @needs_model
 def test_smollm_chat_prefix_cache_and_speed_stats(tmp_path):
-    backend = make_backend(f"local:{GGUF}", n_ctx=2048, n_threads=2)
+    backend = LocalBackend(GGUF, n_ctx=2048, n_threads=2)
     client = LLMClient(backend, cache=ResponseCache(tmp_path), concurrency=2)
     memory = "Cheatsheet: " + " ".join(f"Rule {i}: check units and simplify fractions." for i in range(40))
     batch = [[{"role": "system", "content": memory}, {"role": "user", "content": f"What is {i} + {i}?"}] for i in range(3)]

@@ -21,12 +21,14 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from janus_memory.errors import JanusError
 
-class ModelFetchError(RuntimeError):
+
+class ModelFetchError(JanusError, RuntimeError):
     """Download, assembly or verification of the embedded model failed (message names the fix)."""
 
 
-class ModelNotFound(FileNotFoundError):
+class ModelNotFound(JanusError, FileNotFoundError):
     """No local GGUF was found (message names the fix)."""
 
 

@@ -71,8 +71,10 @@ class GuardedUpdate:
         self.embed = embed
         self.question = question
 
-    def step(self, task: Any) -> tuple[Any, Decision]:
-        snap = self.updater.snapshot()
+    def step(self, task: Any, snapshot: Any = None) -> tuple[Any, Decision]:
+        """Propose, decide, roll back when the old memory wins. ``snapshot``: the updater state before this step when
+        the caller already holds it (e.g. the previous step's checkpoint), else taken here."""
+        snap = self.updater.snapshot() if snapshot is None else snapshot
         outcome = self.updater.step(task)
         decision = guarded_step(self.janus, task=task, task_text=self.question(task),
                                 old_text=outcome.old_memory, new_text=outcome.candidate_memory,

@@ -17,4 +17,36 @@ from janus_memory.encoders.base import (
     text_key,
 )
 
+from janus_memory.registry import ENCODERS
+
+
+@ENCODERS.register("minilm")
+def _minilm(arg: str) -> Encoder:
+    if arg:
+        raise ValueError(f"unknown encoder spec 'minilm:{arg}': expected 'minilm', 'hashing[:n]' or 'st:<name-or-path>'")
+    from janus_memory.encoders.onnx_minilm import MiniLMOnnxEncoder
+
+    return MiniLMOnnxEncoder()
+
+
+@ENCODERS.register("hashing")
+def _hashing(arg: str) -> Encoder:
+    from janus_memory.encoders.hashing import HashingEncoder
+
+    if not arg:
+        return HashingEncoder()
+    try:
+        n = int(arg)
+    except ValueError:
+        raise ValueError(f"hashing encoder spec must be 'hashing' or 'hashing:<int>', got 'hashing:{arg}'") from None
+    return HashingEncoder(n_features=n)
+
+
+@ENCODERS.register("st")
+def _sentence_transformers(arg: str) -> Encoder:
+    from janus_memory.encoders.st import SentenceTransformerEncoder
+
+    return SentenceTransformerEncoder(arg)
+
+
 __all__ = ["CachedEncoder", "EmbeddingDiskCache", "Encoder", "get_encoder", "l2_normalise", "text_key"]

@@ -154,26 +154,15 @@ _LOCK = threading.Lock()
 
 
 def _inner(spec: str) -> Encoder:
+    """Build the encoder named by ``spec`` ("kind" or "kind:arg") from the registry (janus_memory.registry.ENCODERS;
+    the built-in kinds are registered in encoders/__init__.py, so this module imports no encoder module)."""
+    from janus_memory.registry import ENCODERS
+
     kind, _, arg = spec.partition(":")
-    if kind == "minilm" and not arg:
-        from janus_memory.encoders.onnx_minilm import MiniLMOnnxEncoder
-
-        return MiniLMOnnxEncoder()
-    if kind == "hashing":
-        from janus_memory.encoders.hashing import HashingEncoder
-
-        if arg:
-            try:
-                n = int(arg)
-            except ValueError:
-                raise ValueError(f"hashing encoder spec must be 'hashing' or 'hashing:<int>', got {spec!r}") from None
-            return HashingEncoder(n_features=n)
-        return HashingEncoder()
-    if kind == "st":
-        from janus_memory.encoders.st import SentenceTransformerEncoder
-
-        return SentenceTransformerEncoder(arg)
-    raise ValueError(f"unknown encoder spec {spec!r}: expected 'minilm', 'hashing[:n]' or 'st:<name-or-path>'")
+    if kind not in ENCODERS:
+        raise ValueError(f"unknown encoder spec {spec!r}: expected one of {', '.join(ENCODERS.names())} "
+                         "('minilm', 'hashing[:n]' or 'st:<name-or-path>')")
+    return ENCODERS[kind](arg)
 
 
 def get_encoder(spec: str = "minilm", *, cache_dir: str | os.PathLike | None = None, lru_size: int = 4096) -> CachedEncoder:

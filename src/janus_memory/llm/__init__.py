@@ -2,13 +2,11 @@
 
 See docs/llm.md. Public names::
 
-    LLMClient, ResponseCache, UsageMeter, FakeBackend, OpenAIBackend, LocalBackend, make_backend,
+    LLMClient, ResponseCache, UsageMeter, FakeBackend, OpenAIBackend, LocalBackend,
     ChatRequest, ChatBackend, LLMError, TransientLLMError, FatalLLMError, RetriesExhausted, ContextTruncated,
     split_reasoning
 """
 from __future__ import annotations
-
-from typing import Any
 
 from janus_memory.llm.base import (
     BackendStats,
@@ -47,36 +45,7 @@ __all__ = [
     "TransientLLMError",
     "UsageMeter",
     "default_gguf",
-    "make_backend",
     "normalise_response",
     "request_key",
     "split_reasoning",
 ]
-
-
-def make_backend(spec: str, **kw: Any) -> ChatBackend:
-    """Build a backend from a CLI spec.
-
-    * ``"fake"`` / ``"fake:<name>"`` -> :class:`FakeBackend` (``kw`` go to its constructor).
-    * ``"local"`` -> :class:`LocalBackend` on :func:`default_gguf` (env ``JANUS_LOCAL_GGUF`` or the model cache);
-      ``"local:/path/model.gguf"`` -> that file. ``kw``: n_ctx, n_threads, ...
-    * ``"openai:<model>@<base_url>"`` -> :class:`OpenAIBackend` (``kw``: api_key, timeout).
-
-    Raises ValueError for an unknown or malformed spec.
-    """
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError("backend spec must be a non-empty string: fake | local[:path.gguf] | openai:<model>@<base_url>")
-    spec = spec.strip()
-    kind, _, rest = spec.partition(":")
-    if kind == "fake":
-        if rest:
-            kw.setdefault("name", rest)
-        return FakeBackend(**kw)
-    if kind == "local":
-        return LocalBackend(rest or default_gguf(), **kw)
-    if kind == "openai":
-        model, at, url = rest.rpartition("@")
-        if not at or not model or not url:
-            raise ValueError(f"openai backend spec must be 'openai:<model>@<base_url>', got {spec!r}")
-        return OpenAIBackend(url, model, **kw)
-    raise ValueError(f"unknown backend spec {spec!r}: expected fake | local[:path.gguf] | openai:<model>@<base_url>")

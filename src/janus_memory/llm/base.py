@@ -19,6 +19,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from janus_memory.errors import JanusError
+
 from janus_memory.types import ChatResult
 
 SAMPLING_PARAMS = (
@@ -87,8 +89,12 @@ def validate_messages(messages: Any) -> list[dict]:
     return out
 
 
-class LLMError(RuntimeError):
-    """Base class of LLM-layer errors."""
+class LLMError(JanusError, RuntimeError):
+    """Base class of LLM-layer errors (user-facing when they escape the client's retries: the server is the fix)."""
+
+    def user_message(self, run_dir: str | None = None) -> str:
+        hint = (f"; every committed step is kept: fix the server, then `janus run --resume {run_dir}`" if run_dir else "")
+        return f"the model call failed: {str(self).splitlines()[0] if str(self) else type(self).__name__}{hint}"
 
     def __init__(self, message: str, *, status: int | None = None):
         super().__init__(message)

@@ -20,6 +20,7 @@ class RunConfig(BaseModel):
     stream_size: int | None = Field(default=None, ge=1)
     test_size: int | None = Field(default=None, ge=1)
     seed: int = 0  # split/shuffle seed of the dataset and Janus's sampling seed
+    faithful: bool = False  # score with the paper's own checker where it differs (math: exact match of the last box)
     stream_order_seed: int | None = None  # if set, re-orders the stream (same tasks) for the stream-order study (paper §8.7)
 
     updater: str = "dc_rs"
@@ -27,7 +28,7 @@ class RunConfig(BaseModel):
     controller: Literal["janus", "none", "both"] = "both"
     janus: dict = Field(default_factory=dict)  # JanusConfig overrides (see janus_memory.controller.JanusConfig)
 
-    backend: Literal["local", "openai", "fake"] = "local"
+    backend: str = "local"  # a name in janus_memory.registry.BACKENDS: local, openai, fake (or a plugin's)
     model: str | None = None  # model name for OpenAI-compatible servers
     base_url: str | None = None
     model_path: str | None = None  # GGUF for the embedded backend
@@ -59,6 +60,27 @@ class RunConfig(BaseModel):
             if not 0.0 < f <= 1.0:
                 raise ValueError(f"checkpoint fraction {f} is not in (0, 1]")
         return sorted(set(v))
+
+    def janus_config(self):
+        """The typed controller settings (JanusConfig): the ``janus`` overrides on the paper defaults, validated.
+
+        Raises ConfigError naming the bad setting."""
+        from ..controller import JanusConfig
+        from ..errors import ConfigError
+
+        try:
+            return JanusConfig.from_dict(self.janus)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"invalid Janus setting: {e}") from e
+
+    def updater_settings(self) -> dict:
+        """The updater's config: the top-level sampling options, then ``updater_config`` (which wins)."""
+        out = {"temperature": self.temperature, "solver_max_tokens": self.solver_max_tokens,
+               "curator_max_tokens": self.curator_max_tokens}
+        if self.extra_body:
+            out["extra_body"] = self.extra_body
+        out.update(self.updater_config)
+        return out
 
     def methods(self) -> list[tuple[str, bool]]:
         """(method name, with Janus) pairs in run order: the base updater first, then the Janus-wrapped one."""

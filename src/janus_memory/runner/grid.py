@@ -17,7 +17,6 @@ The stream-order study (§8.7, Fig. 5) runs ``<u>`` and ``<u>+janus`` under 5 st
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,7 +24,15 @@ from .config import RunConfig
 from .sweep import run_folder, run_sweep
 
 MATCHED_TRIGGERS = ("random", "periodic")
-BASELINES = ("memory_free", "exprag")
+
+
+def baseline_updaters() -> list[str]:
+    """The registered paper baselines (updaters with ``is_baseline``), in report row order."""
+    from ..registry import UPDATERS, ensure_builtins, load_plugins
+
+    ensure_builtins()
+    load_plugins()
+    return sorted(UPDATERS.names(lambda c: c.is_baseline), key=lambda n: (UPDATERS[n].table_rank, n))
 
 
 def _cell_cfg(base: RunConfig, dataset: str, cell: str, seed: int, *, updater: str, controller: str,
@@ -59,7 +66,7 @@ def paper_grid(dataset: str, base: RunConfig, updaters=("dc_rs", "expel"), seeds
     kw = dict(updater_configs=updater_configs)
     for seed in seeds:
         if baselines:
-            for b in BASELINES:
+            for b in baseline_updaters():
                 cells.append((b, _cell_cfg(base, dataset, b, seed, updater=b, controller="none", **kw)))
         for u in updaters:
             cells.append((u, _cell_cfg(base, dataset, u, seed, updater=u, controller="none", **kw)))
@@ -119,10 +126,15 @@ def _mmt_reference(cfg: RunConfig) -> Path:
 
 
 def _read_mmt(ref: Path, updater: str) -> dict:
-    summ = json.loads((ref / "summary.json").read_text(encoding="utf-8"))
+    from .reader import RunReader
+    from .runs import resolved_janus
+
+    reader = RunReader(ref)
+    summ = reader.summary()
+    if summ is None:
+        raise FileNotFoundError(ref / "summary.json")
     m = summ["methods"][f"{updater}+janus"]
-    cfg = json.loads((ref / "config.json").read_text(encoding="utf-8"))
-    from .report import resolved_janus
+    cfg = reader.config()
 
     warmup = int(resolved_janus(cfg.get("janus"))["warmup"])
     return {"triggers": int(m["triggers"] or 0), "stream_tasks": int(m["stream_tasks"]), "warmup": warmup}

@@ -84,9 +84,9 @@ def plot_checkpoints(rows, path: Path) -> Path | None:
 def plot_trigger_timeline(r, path: Path) -> Path | None:
     """Cosine per step (line), tau (dashed), warm-up (shaded), accepted triggers (green ^), rollbacks (red v).
     Triggered steps without a cosine (e.g. policy "always" before the momentum exists) are marked on the tau line."""
-    from .report import read_jsonl
+    from .reader import RunReader
 
-    lines = read_jsonl(r.run_dir / r.method / "decisions.jsonl")
+    lines = RunReader(r.run_dir).jsonl(f"{r.method}/decisions.jsonl")
     if not lines:
         return None
     tau = float(r.janus_cfg.get("tau", 0.0))
@@ -128,10 +128,11 @@ def cumulative_tokens(r) -> tuple[list[int], dict[str, list[int]], dict[str, boo
     served by the response cache (the tokens the method consumed, not the tokens paid for). The controller's evaluation
     calls (role "janus") are not in "llm_calls"; when missing they are estimated as each step's evaluator_calls x the
     mean tokens per janus call of the run (flagged as estimated)."""
-    from .report import read_jsonl
+    from .reader import RunReader
 
-    recs = read_jsonl(r.run_dir / r.method / "steps.jsonl")
-    decs = {d["step"]: d for d in read_jsonl(r.run_dir / r.method / "decisions.jsonl")}
+    reader = RunReader(r.run_dir)
+    recs = reader.jsonl(f"{r.method}/steps.jsonl")
+    decs = {d["step"]: d for d in reader.jsonl(f"{r.method}/decisions.jsonl")}
     if not recs:
         return [], {}, {}
     steps, per_step = [], []

@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
-class OutputError(RuntimeError):
-    """The output folder cannot be used (not writable, already finished, or not a resumable run)."""
+from ..errors import OutputError  # noqa: E402,F401  (re-exported: the run folder's user error)
 
 
 def text_hash(text: str) -> str:
@@ -93,7 +92,8 @@ CREATE TABLE IF NOT EXISTS method_results (method TEXT PRIMARY KEY, summary TEXT
 
 
 class RunStore:
-    """One run folder backed by ``run.sqlite``. Use :meth:`create` for a new run and :meth:`open_existing` to resume."""
+    """The only writer of a run folder (``run.sqlite`` + exports). Use :meth:`create` for a new run and
+    :meth:`open_existing` to resume; reading is runner/reader.py's job (the store reads its own rows only to export)."""
 
     DB = "run.sqlite"
 
@@ -181,10 +181,6 @@ class RunStore:
     def set_meta(self, key: str, value: Any) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, dumps(value)))
 
-    def get_meta(self, key: str, default: Any = None) -> Any:
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return json.loads(row[0]) if row else default
-
     def write_text(self, name: str, text: str) -> Path:
         p = self.root / name
         atomic_write_text(p, text)
@@ -248,18 +244,25 @@ class RunStore:
                         (method, 0, sha, None, text))
         return fname
 
-    def checkpoint(self, method: str) -> tuple[int, dict] | None:
-        row = self.db.execute("SELECT step, state FROM checkpoints WHERE method=?", (method,)).fetchone()
-        return (row[0], json.loads(row[1])) if row else None
-
     def steps(self, method: str) -> Iterator[tuple[dict, dict]]:
         for d, r in self.db.execute("SELECT decision, record FROM steps WHERE method=? ORDER BY step", (method,)):
             yield json.loads(d), json.loads(r)
 
-    def memory_versions(self, method: str) -> list[dict]:
-        return [{"step": s, "sha256": h, "parent": p, "text": t}
-                for s, h, p, t in self.db.execute(
-                    "SELECT step, sha256, parent, text FROM memories WHERE method=? ORDER BY step", (method,))]
+    # ----------------------------------------------------------------- event subscriber
+    def on_event(self, ev) -> None:
+        """Write what the stream loop emits (runner/events.py): the store is one subscriber among others."""
+        from . import events as E
+
+        if isinstance(ev, E.MethodStarted) and ev.resumed_after == 0:
+            self.save_initial_memory(ev.method, ev.initial_memory)
+        elif isinstance(ev, E.StepRecorded):
+            self.commit_step(ev.method, ev.step, ev.decision_line, ev.record, ev.deployed_memory, ev.checkpoint,
+                             candidate=ev.candidate)
+        elif isinstance(ev, E.TestDone):
+            self.commit_tests(ev.method, ev.records)
+        elif isinstance(ev, E.MethodFinished):
+            self.export_method(ev.method, ev.final_memory)
+            self.set_method_result(ev.method, ev.summary)
 
     # ----------------------------------------------------------------- tests and results
     def commit_tests(self, method: str, records: list[dict]) -> None:
@@ -278,10 +281,6 @@ class RunStore:
 
     def set_method_result(self, method: str, summary: dict) -> None:
         self.db.execute("INSERT OR REPLACE INTO method_results(method, summary) VALUES (?, ?)", (method, dumps(summary)))
-
-    def method_result(self, method: str) -> dict | None:
-        row = self.db.execute("SELECT summary FROM method_results WHERE method=?", (method,)).fetchone()
-        return json.loads(row[0]) if row else None
 
     # ----------------------------------------------------------------- exports
     def export_method(self, method: str, final_memory: str) -> None:

@@ -170,7 +170,7 @@ def _check_janus(janus: dict, where: str) -> None:
     except ImportError:
         return
     try:
-        JanusConfig.from_dict(janus)
+        JanusConfig.from_dict(janus)  # (sweep files are checked before any RunConfig exists)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{where}: invalid Janus setting: {e}") from None
 
@@ -246,7 +246,9 @@ def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False) -
     try:
         if (out / "COMPLETE").exists() and not overwrite:
             res["status"] = "skipped"
-            summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+            from .reader import RunReader
+
+            summary = RunReader(out).summary() or {}
         else:
             resume = (out / "run.sqlite").exists() and not (out / "COMPLETE").exists()
             out.mkdir(parents=True, exist_ok=True)
@@ -319,42 +321,13 @@ def run_sweep(configs: Iterable, executor: str = "local", workers: int = 2, addr
         log(f"[{n}/{len(items)}] {r['status']:<8} {r['out']}" + (f"  {acc}" if acc else "")
             + (f"  {r['error']}" if r["error"] else ""))
 
+    from .executors import run_in_processes, run_on_ray
+
     if executor == "local" and (workers == 1 or len(items) <= 1):
         for i, (d, info) in enumerate(items):
             _done(i, run_one(d, info, overwrite))
     elif executor == "local":
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        # spawn: fresh interpreters (a forked child inherits the parent's locks and hung in testing); a calling script
-        # needs the usual `if __name__ == "__main__":` guard
-        ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=ctx) as pool:
-            futs = {pool.submit(run_one, d, info, overwrite): i for i, (d, info) in enumerate(items)}
-            for f in as_completed(futs):
-                i = futs[f]
-                try:
-                    r = f.result()
-                except Exception as e:  # noqa: BLE001 - a worker process died (killed, out of memory)
-                    r = {"out": items[i][0]["out"], "cell": items[i][1].get("cell"), "status": "failed",
-                         "error": f"worker process failed: {type(e).__name__}: {e}", "test_accuracy": {}}
-                _done(i, r)
+        run_in_processes(run_one, items, workers, overwrite, _done)
     else:
-        try:
-            import ray
-        except ImportError as e:
-            raise ImportError("executor 'ray' needs Ray: pip install 'janus-memory[ray]' (ray[default])") from e
-        if not ray.is_initialized():
-            if address:
-                ray.init(address=address)
-            else:
-                ray.init(num_cpus=workers, include_dashboard=False)
-        # resumable runs make retries safe: a retried task continues after the last committed step
-        remote = ray.remote(num_cpus=1, max_retries=2)(run_one)
-        refs = {remote.remote(d, info, overwrite): i for i, (d, info) in enumerate(items)}
-        pending = list(refs)
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            for ref in ready:
-                _done(refs[ref], ray.get(ref))
+        run_on_ray(run_one, items, workers, address, overwrite, _done)
     return [r for r in results if r is not None]

@@ -233,6 +233,14 @@ class APIBenchFamily(TaskFamily):
     name = "apibench"
     prompt_name = "apibench_hf"
 
+    def fake_answer(self, task: Task, right: bool) -> str:  # scripted fake backend: the reference call, or a bogus one
+        meta = task.meta or {}
+        if "api_name" not in meta or not isinstance(task.gold, str):
+            return super().fake_answer(task, right)
+        call = task.gold if right else "pipeline('no-such-task', model='no/such-model')"
+        return (f"<<<domain>>>: {meta.get('domain', '')}\n<<<api_call>>>: {call}\n"
+                f"<<<api_provider>>>: {meta.get('provider', 'Hugging Face Transformers')}\n<<<explanation>>>: scripted")
+
     def __init__(self, *, faithful: bool = False, data_dir=None):
         super().__init__(faithful=faithful)
         self._data_dir = data_dir

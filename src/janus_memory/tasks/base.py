@@ -6,6 +6,7 @@ scoring in verify_math.py / sandbox.py / apibench.py.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import string
 from abc import ABC, abstractmethod
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from janus_memory.types import ChatResult, Score, Task
+
+from janus_memory.registry import DATASETS as DATASET_REGISTRY
+from janus_memory.registry import FAMILIES
 
 from .data import sha256_file, sha256_text
 
@@ -53,20 +57,28 @@ class Split:
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """Registry entry: family name, loader ("module:function"), and the documented split rules."""
+    """Registry entry (janus_memory.registry.DATASETS): family name, loader, the documented split rules and the name
+    reports print. ``loader`` is a callable ``(split, data_dir=, seed=) -> (tasks, files, rule)`` or a
+    ``"module:function"`` string (a bare module name is under janus_memory.tasks)."""
 
     name: str
     family: str
-    loader: str
+    loader: Any
     stream_rule: str
     test_rule: str
+    display_name: str = ""  # "" = the registry name
+    table_rank: int | None = None  # column order of the paper's Table 1 (None: after those, alphabetically)
 
     def load_raw(self, split: str, data_dir, seed: int) -> tuple[list[Task], list[Path], str]:
-        mod, fn = self.loader.split(":")
-        return getattr(importlib.import_module(f"janus_memory.tasks.{mod}"), fn)(split, data_dir=data_dir, seed=seed)
+        fn = self.loader
+        if isinstance(fn, str):
+            mod, name = fn.split(":")
+            fn = getattr(importlib.import_module(mod if "." in mod else f"janus_memory.tasks.{mod}"), name)
+        return fn(split, data_dir=data_dir, seed=seed)
 
 
-DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
+DATASETS = DATASET_REGISTRY
+DATASETS.update({s.name: s for s in [
     DatasetSpec("gsm8k", "math", "math:load_gsm8k",
                 "random.Random(seed).shuffle of the 1319 test records, [0:500)", "same shuffle, [500:1000)"),
     DatasetSpec("math500", "math", "math:load_math500", "(none: math500 is test-only; use 'math', 'gsm8k' or 'aime')",
@@ -86,7 +98,12 @@ DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
                 "stable shuffle key 'HumanEval:<seed>' of the 164 problems, [0:50)", "[50:164) (114)"),
     DatasetSpec("apibench_hf", "apibench", "apibench:load_apibench_hf",
                 "huggingface_eval.jsonl (911), stable shuffle key 'apibench_hf:<seed>', [0:250)", "[250:500)"),
-]}
+]})
+# display names and the paper's Table 1 column order (facts of the datasets, read by `janus report`)
+for _name, _disp, _rank in (("math500", "MATH500", 0), ("gpqa", "GPQA", 1), ("mmlu_pro_eng", "MMLU-Pro Eng", 2),
+                            ("mmlu_pro_phy", "MMLU-Pro Phy", 3), ("apibench_hf", "APIBench-HF", 4), ("humaneval", "HumanEval", 5),
+                            ("gsm8k", "GSM8K", None), ("aime", "AIME", None), ("math", "MATH", None)):
+    DATASETS[_name] = dataclasses.replace(DATASETS[_name], display_name=_disp, table_rank=_rank)
 
 
 def _check_dataset(dataset: str) -> DatasetSpec:
@@ -154,6 +171,14 @@ class TaskFamily(ABC):
     @abstractmethod
     def prompt(self, task: Task) -> str: ...
 
+    def fake_answer(self, task: Task, right: bool) -> str:
+        """The reply of the scripted ``--backend fake`` (runner/fake_llm.py) to ``task``: right or wrong, in the answer
+        format this family extracts. Default: a boxed answer (a wrong one appends "1" to the gold)."""
+        if isinstance(task.gold, str):
+            wrong = task.gold + "1" if task.gold else "0"
+            return f"Working it out step by step.\nThe answer is \\boxed{{{task.gold if right else wrong}}}."
+        return "I am not sure."
+
     @abstractmethod
     def score(self, task: Task, output: ChatResult | str) -> Score: ...
 
@@ -181,10 +206,9 @@ def summarize(scores: Iterable[Score]) -> dict[str, Any]:
     return out
 
 
-_FAMILY_CLASSES: dict[str, str] = {
-    "math": "math:MathFamily", "mc": "multiple_choice:MultipleChoiceFamily",
-    "humaneval": "humaneval:HumanEvalFamily", "apibench": "apibench:APIBenchFamily",
-}
+for _fam, _ref in (("math", "math:MathFamily"), ("mc", "multiple_choice:MultipleChoiceFamily"),
+                   ("humaneval", "humaneval:HumanEvalFamily"), ("apibench", "apibench:APIBenchFamily")):
+    FAMILIES.register(_fam, f"janus_memory.tasks.{_ref}")  # imported on first use
 _FAMILY_CACHE: dict[tuple[str, bool], TaskFamily] = {}
 
 
@@ -194,10 +218,9 @@ def get_family(dataset: str, *, faithful: bool = False) -> TaskFamily:
     faithful=True selects the paper's own checker where it differs (math: normalised exact match of the last box).
     """
     fam = DATASETS[dataset].family if dataset in DATASETS else dataset
-    if fam not in _FAMILY_CLASSES:
+    if fam not in FAMILIES:
         raise ValueError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
     key = (fam, bool(faithful))
-    if key not in _FAMILY_CACHE:
-        mod, cls = _FAMILY_CLASSES[fam].split(":")
-        _FAMILY_CACHE[key] = getattr(importlib.import_module(f"janus_memory.tasks.{mod}"), cls)(faithful=faithful)
+    if key not in _FAMILY_CACHE or type(_FAMILY_CACHE[key]) is not FAMILIES[fam]:
+        _FAMILY_CACHE[key] = FAMILIES[fam](faithful=faithful)
     return _FAMILY_CACHE[key]

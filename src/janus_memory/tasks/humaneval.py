@@ -41,6 +41,12 @@ class HumanEvalFamily(TaskFamily):
     name = "humaneval"
     prompt_name = "humaneval"
 
+    def fake_answer(self, task: Task, right: bool) -> str:  # scripted fake backend: gold body, or `return None`
+        meta = task.meta or {}
+        if "entry_point" in meta and isinstance(task.gold, str):
+            return "```python\n" + meta.get("prompt", "") + (task.gold if right else "    return None\n") + "\n```"
+        return super().fake_answer(task, right)
+
     def __init__(self, *, faithful: bool = False, limits: SandboxLimits | None = None, backend: str = "auto"):
         super().__init__(faithful=faithful)
         self.limits = limits or SandboxLimits()

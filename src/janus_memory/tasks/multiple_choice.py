@@ -131,6 +131,13 @@ class MultipleChoiceFamily(TaskFamily):
     name = "mc"
     prompt_name = "multiple_choice"
 
+    def fake_answer(self, task: Task, right: bool) -> str:  # scripted fake backend: "(letter)", a wrong one is the next
+        gold, options = task.gold, (task.meta or {}).get("options")
+        if isinstance(gold, str) and len(gold) == 1 and gold.isalpha() and gold.isupper() and options:
+            letters = [chr(ord("A") + i) for i in range(len(options))]
+            return f"The answer is ({gold if right else letters[(letters.index(gold) + 1) % len(letters)]})."
+        return super().fake_answer(task, right)
+
     def prompt(self, task: Task) -> str:
         labels = task.meta.get("labels") or LETTERS[:len(task.meta["options"])]
         choices = "\n".join(f"({l}) {o}" for l, o in zip(labels, task.meta["options"]))

@@ -262,6 +262,13 @@ class Updater(ABC):
 
     name: str = "base"
     DEFAULTS: dict[str, Any] = {}
+    # registry facts (janus_memory.registry): read by validation, the grid, the report and the run's prompt provenance
+    supports_janus: bool = True        # False: no rewritable text memory for Janus to judge (paper-spec §9)
+    is_baseline: bool = False          # a paper baseline (Table 1 rows above the updaters; `janus grid` runs it)
+    table_rank: int = 2                # report row order: baselines first (memory-free 0, ExpRAG 1), then by name
+    display_name: str = ""             # shown in reports; "" = the registry name
+    prompt_package: str = "janus_memory.updaters"  # package whose prompts/ folder holds this updater's prompt files
+    prompt_prefixes: tuple[str, ...] = ()          # prompt files of this updater: prompts/<prefix>*.txt
 
     def __init__(self, *, llm: ChatLLM, family: Family, encoder: Encoder | None, config: dict | None = None):
         self.llm = llm
@@ -384,7 +391,7 @@ class Updater(ABC):
 # --------------------------------------------------------------------------------------------------
 # registry
 # --------------------------------------------------------------------------------------------------
-UPDATERS: dict[str, type[Updater]] = {}
+from janus_memory.registry import UPDATERS  # noqa: E402  (the one registry; a dict of name -> class)
 
 
 def register_updater(name: str) -> Callable[[type[Updater]], type[Updater]]:

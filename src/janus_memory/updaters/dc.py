@@ -153,6 +153,7 @@ class _DCBase(Updater):
 
 @register_updater("dc_rs")
 class DCRetrievalSynthesis(_DCBase):
+    prompt_prefixes = ("dc_rs_", "dc_generator", "dc_examples")
     """DC-RS (paper-spec §5.1). Extra config: ``bank_under_controller`` (default False: the bank of past
     (input, output) pairs is appended to unconditionally and a Janus rollback restores only the cheatsheet)."""
 
@@ -258,6 +259,7 @@ class DCRetrievalSynthesis(_DCBase):
 
 @register_updater("dc_cu")
 class DCCumulative(_DCBase):
+    prompt_prefixes = ("dc_cu_", "dc_generator")
     """DC-Cu: answer with the current sheet, then the curator rewrites it from the task and the answer."""
 
     def step(self, task: Task) -> StepOutcome:

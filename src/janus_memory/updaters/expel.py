@@ -54,6 +54,7 @@ def _last_block(text: str, tag: str) -> str | None:
 
 @register_updater("expel")
 class ExpeL(Updater):
+    prompt_prefixes = ("expel_",)
     """ExpeL online (see module docstring). Extra config: max_tries, batch_update_size, max_num_rules,
     reflection_max_tokens."""
 

@@ -32,6 +32,11 @@ from janus_memory.updaters.base import (
 class ExpRAG(Updater):
     """ExpRAG (see module docstring)."""
 
+    # baseline without Janus: its "memory" is the whole experience bank, and its solving prompt retrieves top-k records,
+    # so replaying it with the whole bank would judge a different thing (paper-spec §9)
+    supports_janus, is_baseline, table_rank, display_name = False, True, 1, "ExpRAG"
+    prompt_prefixes = ("exprag_",)
+
     def __init__(self, **kw):
         super().__init__(**kw)
         self.bank = RetrievalBank()

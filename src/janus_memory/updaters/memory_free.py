@@ -14,6 +14,8 @@ from janus_memory.updaters.base import LLMCall, StepOutcome, Updater, register_u
 class MemoryFree(Updater):
     """The underlying LLM alone."""
 
+    supports_janus, is_baseline, table_rank, display_name = False, True, 0, "Memory-free"  # no memory to judge
+
     def memory_text(self) -> str:
         return ""
 

@@ -1,0 +1,36 @@
+"""The one base class of user-facing errors.
+
+Every error a user can fix (a bad option, a missing file, an unusable run folder, an unreachable model server ...)
+subclasses :class:`JanusError`; its message is one line naming the fix. The CLI catches ``JanusError`` once and prints
+``error: <message>`` with exit code 2; anything else is a bug and keeps its traceback.
+"""
+from __future__ import annotations
+
+
+class JanusError(Exception):
+    """A problem the user can fix; ``str(e)`` is the one-line message."""
+
+    def user_message(self, run_dir: str | None = None) -> str:
+        """The line the CLI prints (``run_dir``: the run folder involved, for a resume hint)."""
+        return str(self).splitlines()[0] if str(self) else type(self).__name__
+
+
+class ConfigError(JanusError, ValueError):
+    """A configuration problem: unknown name, invalid value, missing file, unreachable endpoint."""
+
+
+class OutputError(JanusError, RuntimeError):
+    """The output folder cannot be used (not writable, already finished, or not a resumable run)."""
+
+
+class RunFolderError(JanusError, ValueError):
+    """A folder given to report / memory diff / grid is not a (finished) run folder, or a requested item is absent."""
+
+
+class StorageError(JanusError, OSError):
+    """Writing the run folder failed (disk full, read-only, permissions); committed steps are kept."""
+
+    def user_message(self, run_dir: str | None = None) -> str:
+        where = run_dir or "the run folder"
+        return (f"cannot write {where} ({self}); every committed step is kept: free space or fix permissions, then "
+                f"continue with `janus run --resume {where}`")

@@ -1,0 +1,120 @@
+"""Build step of a run: validate the settings once, then load splits, task family, LLM client and encoder.
+
+settings (config.py) -> build (here) -> stream loop (loop.py) -> store (store.py) -> reader (reader.py) -> report
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .config import RunConfig
+
+
+@dataclass
+class Context:
+    """Shared, method-independent pieces of one run."""
+
+    settings: RunConfig
+    family: Any
+    stream: Any
+    test: Any
+    client: Any
+    encoder: Any
+    backend_info: dict = field(default_factory=dict)
+
+    @property
+    def cfg(self) -> RunConfig:  # older name
+        return self.settings
+
+    def make_updater(self):
+        """A fresh updater of this run (the stream's, or a probe for checkpoint tests)."""
+        from ..updaters import make_updater
+
+        return make_updater(self.settings.updater, llm=self.client, family=self.family, encoder=self.encoder,
+                            config=self.settings.updater_settings())
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("JANUS_CACHE_DIR")
+    return (Path(base) if base else Path.home() / ".cache" / "janus-memory") / "llm-cache"
+
+
+def validate_names(cfg: RunConfig) -> None:
+    """Fail fast (before any model load or folder creation) on unknown plugin names or invalid Janus settings."""
+    from ..registry import BACKENDS, DATASETS, UPDATERS, ensure_builtins, load_plugins
+    from . import backends  # noqa: F401  (registers the built-in backends)
+
+    ensure_builtins()
+    load_plugins()
+    if cfg.dataset not in DATASETS:
+        raise ConfigError(f"unknown dataset '{cfg.dataset}'; choose one of: {', '.join(sorted(DATASETS))}")
+    if cfg.updater not in UPDATERS:
+        raise ConfigError(f"unknown updater '{cfg.updater}'; choose one of: {', '.join(sorted(UPDATERS))}")
+    if cfg.backend not in BACKENDS:
+        raise ConfigError(f"unknown backend '{cfg.backend}'; choose one of: {', '.join(BACKENDS.names())}")
+    cfg.janus_config()  # ConfigError naming the bad Janus setting
+    if not UPDATERS[cfg.updater].supports_janus and cfg.controller != "none":
+        raise ConfigError(
+            f"'{cfg.updater}' is a baseline without a rewritable text memory (paper-spec §9): Janus does not wrap it; "
+            "use --controller none")
+
+
+def resolve_config(cfg: RunConfig) -> RunConfig:
+    """The config with every default written out: all Janus settings and the updater's own defaults."""
+    from ..registry import UPDATERS
+    from ..updaters.base import COMMON_DEFAULTS
+
+    upd_cls = UPDATERS[cfg.updater]
+    defaults = {**COMMON_DEFAULTS, **getattr(upd_cls, "DEFAULTS", {})}
+    mirrored = set(cfg.model_copy(update={"updater_config": {}}).updater_settings())  # set by top-level options
+    upd_cfg = {k: v for k, v in defaults.items() if k not in mirrored}
+    upd_cfg.update(cfg.updater_config)
+    return cfg.model_copy(update={"janus": cfg.janus_config().to_dict(), "updater_config": upd_cfg})
+
+
+def _load_splits(cfg: RunConfig, log: Callable[[str], None]):
+    from ..tasks import load_split
+
+    try:
+        stream = load_split(cfg.dataset, "stream", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.stream_size)
+        test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size)
+    except (FileNotFoundError, ValueError) as e:
+        raise ConfigError(str(e).splitlines()[0]) from e
+    for s, want in ((stream, cfg.stream_size), (test, cfg.test_size)):
+        if want is not None and len(s.tasks) < want:
+            log(f"note: the {s.split} split of {cfg.dataset} has {len(s.tasks)} tasks; using all of them (asked for {want})")
+    if cfg.stream_order_seed is not None:  # same tasks, another order (paper §8.7)
+        order = list(stream.tasks)
+        random.Random(cfg.stream_order_seed).shuffle(order)
+        stream.tasks = order
+        stream.ids_sha256 = hashlib.sha256("\n".join(t.id for t in order).encode()).hexdigest()
+        stream.info = {**getattr(stream, "info", {}), "stream_order_seed": cfg.stream_order_seed}
+    return stream, test
+
+
+def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Context:
+    """Load the splits, the task family, the LLM client and the encoder for an already validated config."""
+    from ..encoders import get_encoder
+    from ..llm import LLMClient, ResponseCache
+    from ..tasks import get_family
+    from .backends import make_llm_backend
+
+    stream, test = _load_splits(cfg, log)
+    family = get_family(cfg.dataset, faithful=cfg.faithful)
+    backend = make_llm_backend(cfg, list(stream.tasks) + list(test.tasks))
+    cache = None
+    if not cfg.no_cache:
+        cache = ResponseCache(Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir())
+    client = LLMClient(backend, cache=cache, concurrency=cfg.concurrency)
+    try:
+        encoder = get_encoder(cfg.encoder)
+    except (ValueError, ImportError, FileNotFoundError) as e:
+        raise ConfigError(f"encoder '{cfg.encoder}' unavailable: {e}") from e
+    return Context(settings=cfg, family=family, stream=stream, test=test, client=client, encoder=encoder,
+                   backend_info={"identity": getattr(backend, "identity", cfg.backend)})

@@ -1,0 +1,191 @@
+"""The stream loop of one method: the controller's own seam (controller.adapter.GuardedUpdate) plus records.
+
+Protocol (paper-spec §1.2, §4, §6.1): for each stream task the updater solves it and proposes a candidate memory;
+with Janus, GuardedUpdate embeds, lets the pure controller decide and rolls back when the old memory wins. Each step is
+turned into records and emitted as events (runner/events.py): the store writes them, the progress bar and any user
+callback read them. After the stream the final memory is frozen and evaluated on the held-out test split.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .evaluator import UpdaterEvaluator
+from .events import EventBus, MethodFinished, MethodStarted, StepFinished, StepRecorded, TestDone, Triggered
+from .store import text_hash
+from .usage import add_usage, step_usage, total_tokens, usage_delta
+
+_TIMING_KEYS = ("overhead_ms", "wall_s", "latency_s", "elapsed_s", "timing")
+
+
+def stable(d: dict) -> dict:
+    """Drop wall-clock fields so the decision log is byte-identical across resumed and uninterrupted runs."""
+    return {k: v for k, v in d.items() if k not in _TIMING_KEYS}
+
+
+class Stopped(Exception):
+    """Raised by ``stop_after`` to simulate an interruption (tests)."""
+
+    def __init__(self, step: int):
+        super().__init__(f"stopped after step {step}")
+        self.step = step
+
+
+@dataclass
+class _Method:
+    """The live pieces of one method's run."""
+
+    name: str
+    updater: Any
+    evaluator: UpdaterEvaluator
+    janus: Any  # controller.Janus or None
+    counters: dict = field(default_factory=lambda: {"n_correct": 0, "triggers": 0, "accepts": 0, "rollbacks": 0,
+                                                    "usage": {}, "wall_s": 0.0, "eval_checkpoints": {}})
+    start: int = 0
+
+
+def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | None) -> _Method:
+    from ..controller import Janus
+
+    upd = ctx.make_updater()
+    evaluator = UpdaterEvaluator(upd)
+    m = _Method(name, upd, evaluator, Janus(ctx.settings.janus_config(), evaluator) if with_janus else None)
+    if resume is not None:
+        m.start, state = resume
+        upd.load_snapshot(state["updater"])
+        if m.janus is not None:
+            m.janus = Janus.from_state_dict(state["janus"], evaluator)
+        m.counters = state["counters"]
+    return m
+
+
+def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, deployed: str) -> tuple[dict, dict]:
+    """(decisions.jsonl line, steps.jsonl line) of one step."""
+    line = {"step": i, "task_id": task.id, "correct": bool(out.score.correct),
+            "old_memory_sha256": text_hash(out.old_memory), "candidate_memory_sha256": text_hash(out.candidate_memory),
+            "candidate_rejected": out.candidate_rejected, "deployed": "candidate" if deployed_candidate else "previous",
+            "deployed_memory_sha256": text_hash(deployed), "decision": decision}
+    record = {"step": i, "task_id": task.id, "correct": bool(out.score.correct), "extracted": out.score.extracted,
+              "status": out.score.status, "output": out.output.text, "reasoning": out.output.reasoning,
+              "finish_reason": out.output.finish_reason,
+              "llm_calls": [{"role": c.role, "prompt_tokens": c.result.usage.prompt_tokens,
+                             "completion_tokens": c.result.usage.completion_tokens,
+                             "finish_reason": c.result.finish_reason} for c in out.calls],
+              "info": out.info}
+    # tokens of the responses this step used, by role; what was actually paid (cache hits excluded) is in the summary
+    record["usage"] = step_usage(out.calls, decision.get("evaluations", []))
+    return line, record
+
+
+def _decide(m: _Method, guard, task, snap) -> tuple[Any, dict, bool]:
+    """Run one step through GuardedUpdate (or the bare updater without Janus): (outcome, decision entry, deployed?)."""
+    if guard is None:
+        return m.updater.step(task), {"step": None, "triggered": False, "accept": True, "reason": "no_controller"}, True
+    out, d = guard.step(task, snapshot=snap)
+    decision = stable(d.to_dict())
+    decision["evaluations"] = m.evaluator.drain()
+    if d.triggered:
+        m.counters["triggers"] += 1
+        m.counters["accepts" if d.accept else "rollbacks"] += 1
+    return out, decision, bool(d.accept)
+
+
+def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: int | None = None) -> None:
+    """Run the stream from step ``m.start + 1``, emitting StepRecorded / Triggered / StepFinished per step.
+    ``usage0``/``t0``: the client's usage snapshot and the time when this process started the method."""
+    from ..controller.adapter import GuardedUpdate
+
+    tasks, c = ctx.stream.tasks, m.counters
+    n = len(tasks)
+    ck_steps = {max(1, round(n * f)): f for f in ctx.settings.checkpoints if f < 1.0} if n else {}
+    guard = GuardedUpdate(m.janus, m.updater, ctx.encoder.encode) if m.janus is not None else None
+    snap = m.updater.snapshot()  # state before the step; afterwards each step's own snapshot serves the next step
+    for i, task in enumerate(tasks[m.start:], m.start + 1):
+        out, decision, deployed_candidate = _decide(m, guard, task, snap)
+        if guard is None:
+            decision["step"] = i
+        c["n_correct"] += int(out.score.correct)
+        deployed = m.updater.memory_text()
+        state = m.updater.snapshot()  # rollback/load_snapshot deep-copy, so one snapshot serves all three uses
+        if i in ck_steps:
+            c["eval_checkpoints"][str(ck_steps[i])] = {"step": i, "state": state}
+        line, record = _step_records(i, task, out, decision, deployed_candidate, deployed)
+        usage_now = add_usage(c["usage"], usage_delta(ctx.client.usage.snapshot(), usage0))
+        checkpoint = {"updater": state, "janus": m.janus.state_dict() if m.janus is not None else None,
+                      "counters": {**c, "usage": usage_now, "wall_s": c["wall_s"] + time.time() - t0}}
+        bus.emit(StepRecorded(m.name, i, line, record, deployed,
+                              (out.candidate_memory, text_hash(out.old_memory), out.candidate_rejected), checkpoint))
+        if decision.get("triggered"):
+            bus.emit(Triggered(m.name, i, bool(decision.get("accept")), str(decision.get("reason"))))
+        bus.emit(StepFinished(m.name, i, n, bool(out.score.correct), decision, c["n_correct"] / i, c["triggers"],
+                              c["accepts"], c["rollbacks"], total_tokens(usage_now)))
+        if stop_after is not None and i >= stop_after:
+            raise Stopped(i)
+        snap = state
+
+
+def frozen_test(ctx, updater) -> list[dict]:
+    """test.jsonl lines: the frozen memory on the held-out split."""
+    results = updater.solve_frozen(ctx.test.tasks, role="test") if ctx.test.tasks else []
+    return [{"task_id": task.id, "correct": bool(score.correct), "extracted": score.extracted, "status": score.status,
+             "output": chat.text, "finish_reason": chat.finish_reason}
+            for task, (chat, score) in zip(ctx.test.tasks, results)]
+
+
+def checkpoint_tests(ctx, m: _Method, test_correct: int) -> list[dict]:
+    """Test accuracy of the memory at each stream-fraction checkpoint (paper Fig. 4), then at the end."""
+    out = []
+    for frac, ckp in sorted(m.counters["eval_checkpoints"].items(), key=lambda kv: float(kv[0])):
+        probe = ctx.make_updater()
+        probe.load_snapshot(ckp["state"])
+        res = probe.solve_frozen(ctx.test.tasks, role="test") if ctx.test.tasks else []
+        ok = sum(int(sc.correct) for _, sc in res)
+        out.append({"fraction": float(frac), "step": ckp["step"], "test_accuracy": ok / len(res) if res else None})
+    if ctx.settings.checkpoints and ctx.test.tasks:
+        out.append({"fraction": 1.0, "step": len(ctx.stream.tasks),
+                    "test_accuracy": test_correct / len(ctx.test.tasks)})
+    return out
+
+
+def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[dict], final_memory: str,
+                   usage: dict, wall_s: float) -> dict:
+    c, n, with_janus = m.counters, len(ctx.stream.tasks), m.janus is not None
+    n_test, test_correct = len(ctx.test.tasks), sum(r["correct"] for r in test_records)
+    post_warmup = max(0, n - int(ctx.settings.janus_config().warmup)) if with_janus else 0
+    janus_only = lambda v: v if with_janus else None  # noqa: E731
+    return {
+        "method": m.name, "janus": with_janus, "stream_tasks": n,
+        "online_accuracy": c["n_correct"] / n if n else None,
+        "test_tasks": n_test, "test_correct": test_correct, "test_accuracy": test_correct / n_test if n_test else None,
+        "triggers": janus_only(c["triggers"]),
+        "trigger_rate": janus_only(c["triggers"] / post_warmup if post_warmup else 0.0),
+        "accepts": janus_only(c["accepts"]), "rollbacks": janus_only(c["rollbacks"]),
+        "janus_stats": m.janus.stats if with_janus else None,
+        "updater_stats": getattr(m.updater, "stats", {}),
+        "final_memory_sha256": text_hash(final_memory), "checkpoints": checkpoints,
+        "usage": usage, "wall_s": round(wall_s, 2),
+    }
+
+
+def run_method(ctx, method: str, with_janus: bool, bus: EventBus, *, resume: tuple[int, dict] | None = None,
+               stop_after: int | None = None) -> dict:
+    """Run one method (updater, optionally wrapped by Janus) over the stream, then the frozen test. Returns its summary.
+
+    ``resume``: ``(last committed step, checkpoint)`` to continue from. ``stop_after`` (tests only) raises
+    :class:`Stopped` after that many steps as if the process had been killed.
+    """
+    m = _open_method(ctx, method, with_janus, resume)
+    bus.emit(MethodStarted(method, len(ctx.stream.tasks), m.start, m.updater.memory_text()))
+    usage0, t0 = ctx.client.usage.snapshot(), time.time()
+    stream(ctx, m, bus, usage0, t0, stop_after)
+    final_memory = m.updater.memory_text()
+    test_records = frozen_test(ctx, m.updater)
+    correct = sum(r["correct"] for r in test_records)
+    checkpoints = checkpoint_tests(ctx, m, correct)
+    usage = add_usage(m.counters["usage"], usage_delta(ctx.client.usage.snapshot(), usage0))
+    bus.emit(TestDone(method, test_records, correct, len(test_records)))
+    summary = method_summary(ctx, m, test_records, checkpoints, final_memory, usage,
+                             m.counters["wall_s"] + time.time() - t0)
+    bus.emit(MethodFinished(method, summary, final_memory))
+    return summary

@@ -1,0 +1,152 @@
+"""RunReader: the one reader of a run folder (layout in store.py). Report, plots, memory diff, grid and resume use it.
+
+Reads ``run.sqlite`` read-only when it is there (a finished or an interrupted run) and the exported files otherwise
+(a copied folder without its database). Nothing here writes.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import RunFolderError
+
+DB = "run.sqlite"
+_MEMORY_FILE = re.compile(r"^(\d{5,})_([0-9a-f]{12})\.txt$")
+
+
+class RunReader:
+    """Read access to one run folder ``root``."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).expanduser()
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def has_db(self) -> bool:
+        return (self.root / DB).is_file()
+
+    @property
+    def finished(self) -> bool:
+        return (self.root / "COMPLETE").exists()
+
+    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        if not self.has_db:
+            return []
+        with closing(sqlite3.connect(f"file:{self.root / DB}?mode=ro", uri=True)) as con:
+            try:
+                return con.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as e:
+                if "no such table" in str(e):
+                    return []
+                raise
+
+    def json_file(self, name: str, default: Any = None) -> Any:
+        """A JSON file of the folder (``summary.json``, ``config.json``, ``cell.json`` ...); ``default`` if absent.
+        Raises RunFolderError for invalid JSON."""
+        path = self.root / name
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return default
+        except json.JSONDecodeError as e:
+            raise RunFolderError(f"{path} is not valid JSON ({e})") from e
+
+    def jsonl(self, name: str) -> list[dict]:
+        """The lines of ``<root>/<name>`` (e.g. ``dc_rs+janus/decisions.jsonl``); [] if absent."""
+        path = self.root / name
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    # ------------------------------------------------------------------ run state (database)
+    def meta(self, key: str, default: Any = None) -> Any:
+        rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
+        return json.loads(rows[0][0]) if rows else default
+
+    def checkpoint(self, method: str) -> tuple[int, dict] | None:
+        rows = self._query("SELECT step, state FROM checkpoints WHERE method=?", (method,))
+        return (rows[0][0], json.loads(rows[0][1])) if rows else None
+
+    def method_result(self, method: str) -> dict | None:
+        rows = self._query("SELECT summary FROM method_results WHERE method=?", (method,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def steps(self, method: str) -> Iterator[tuple[dict, dict]]:
+        for d, r in self._query("SELECT decision, record FROM steps WHERE method=? ORDER BY step", (method,)):
+            yield json.loads(d), json.loads(r)
+
+    def decisions(self, method: str) -> list[dict]:
+        """The decision log of ``method``: from the database, else decisions.jsonl."""
+        if self.has_db:
+            return [d for d, _ in self.steps(method)]
+        return self.jsonl(f"{method}/decisions.jsonl")
+
+    # ------------------------------------------------------------------ results (exported files)
+    def summary(self) -> dict | None:
+        return self.json_file("summary.json")
+
+    def config(self) -> dict:
+        return self.json_file("config.json", {}) or {}
+
+    # ------------------------------------------------------------------ memory versions
+    def memory_versions(self) -> tuple[dict[str, list[dict]], dict[str, int], dict[str, str | None]]:
+        """``({method: [{"step", "sha256", "text"}, ...] sorted by step}, {method: last committed step},
+        {method: step 1's old_memory_sha256})``; from the database, else the exported
+        ``<method>/memories/SSSSS_<sha12>.txt`` files and decisions.jsonl."""
+        if self.has_db:
+            versions: dict[str, list[dict]] = {}
+            for method, step, sha, text in self._query(
+                    "SELECT method, step, sha256, text FROM memories ORDER BY method, step"):
+                versions.setdefault(method, []).append({"step": int(step), "sha256": sha, "text": text})
+            last = {m: int(s) for m, s in self._query("SELECT method, MAX(step) FROM steps GROUP BY method")}
+            first = {m: json.loads(d).get("old_memory_sha256")
+                     for m, d in self._query("SELECT method, decision FROM steps WHERE step=1")}
+            return versions, last, first
+        return self._memory_versions_from_files()
+
+    def _memory_versions_from_files(self):
+        versions: dict[str, list[dict]] = {}
+        last: dict[str, int] = {}
+        first: dict[str, str | None] = {}
+        for mem_dir in sorted(self.root.glob("*/memories")):
+            method = mem_dir.parent.name
+            for f in sorted(mem_dir.iterdir()):
+                m = _MEMORY_FILE.match(f.name)
+                if m:
+                    versions.setdefault(method, []).append(
+                        {"step": int(m.group(1)), "sha256": m.group(2), "text": f.read_text(encoding="utf-8")})
+            lines = self.jsonl(f"{method}/decisions.jsonl")
+            if lines:
+                last[method] = max(x["step"] for x in lines)
+                if lines[0].get("step") == 1:
+                    first[method] = lines[0].get("old_memory_sha256")
+        for v in versions.values():
+            v.sort(key=lambda r: r["step"])
+        return versions, last, first
+
+
+def find_run_dirs(paths: list[str | Path]) -> list[Path]:
+    """Finished run folders (holding summary.json) at or below each path, in order, de-duplicated.
+
+    Raises:
+        RunFolderError: a path does not exist, or no finished run was found under it.
+    """
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p).expanduser()
+        if not p.exists():
+            raise RunFolderError(f"{p} does not exist")
+        found = [p] if (p / "summary.json").is_file() else sorted(s.parent for s in p.rglob("summary.json"))
+        if not found:
+            raise RunFolderError(f"no finished run (summary.json) under {p}")
+        out += found
+    seen, uniq = set(), []
+    for d in out:
+        if d.resolve() not in seen:
+            seen.add(d.resolve())
+            uniq.append(d)
+    return uniq

@@ -1,0 +1,113 @@
+"""The report's input: one MethodRun per (run folder, method), read through RunReader (runner/reader.py).
+
+A row label is the method name plus the cell's setting suffix, e.g. ``dc_rs+janus[trigger=random]``: the suffix comes
+from ``cell.json`` (written by grid/sweep) or, failing that, from the folder name ``<cell>/seed<k>``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import RunFolderError
+from .reader import RunReader, find_run_dirs  # noqa: F401  (find_run_dirs re-exported)
+
+
+@dataclass
+class MethodRun:
+    """One method of one run folder, with everything the tables need."""
+
+    run_dir: Path
+    dataset: str
+    updater: str
+    method: str
+    label: str
+    suffix_keys: dict
+    seed: int
+    janus: bool
+    janus_cfg: dict
+    summary: dict
+    extra: dict = field(default_factory=dict)
+    stream_order: bool = False  # a stream-order study run (config stream_order_seed set): only in the Fig. 5 table
+
+    @property
+    def test_accuracy(self) -> float | None:
+        return self.summary.get("test_accuracy")
+
+    @property
+    def eval_set_size(self) -> int:
+        """|E| = coverage + boundary + fresh sizes of the roles in use (paper-spec §8.6: K + K_F)."""
+        c = self.janus_cfg
+        return (int(c["coverage_size"]) * bool(c["use_coverage"]) + int(c["boundary_size"]) * bool(c["use_boundary"])
+                + int(c["fresh_size"]) * bool(c["use_fresh"]))
+
+
+
+def resolved_janus(cfg_janus: dict | None) -> dict:
+    """The run's Janus overrides merged onto the JanusConfig defaults."""
+    from ..controller import JanusConfig
+
+    return {**JanusConfig().to_dict(), **(cfg_janus or {})}
+
+
+def parse_suffix(suffix: str) -> dict:
+    """"[trigger=random,tau=0.2]" -> {"trigger": "random", "tau": "0.2"} (values stay strings)."""
+    s = suffix.strip()
+    if not s:
+        return {}
+    if not (s.startswith("[") and s.endswith("]")):
+        return {"cell": s}
+    out = {}
+    for part in s[1:-1].split(","):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[k.strip()] = v.strip()
+        elif part.strip():
+            out[part.strip()] = ""
+    return out
+
+
+def _cell_suffix(run_dir: Path, methods: list[str]) -> str:
+    cell = RunReader(run_dir).json_file("cell.json")
+    if isinstance(cell, dict) and isinstance(cell.get("suffix"), str):
+        return cell["suffix"]
+    if re.fullmatch(r"seed\d+", run_dir.name):
+        name = run_dir.parent.name
+        if "[" in name and name.endswith("]"):
+            return name[name.index("["):]
+    return ""
+
+
+def load_method_runs(run_dirs: list[str | Path]) -> list[MethodRun]:
+    """One MethodRun per (run folder, method). Raises ValueError on unreadable folders."""
+    rows = []
+    for d in find_run_dirs(run_dirs):
+        reader = RunReader(d)
+        summary, cfg = reader.summary(), reader.config()
+        if not isinstance(summary, dict) or not isinstance(summary.get("methods"), dict):
+            raise RunFolderError(f"{d}/summary.json has no 'methods' mapping; is it a janus run folder?")
+        suffix = _cell_suffix(d, list(summary["methods"]))
+        stream_order = cfg.get("stream_order_seed") is not None
+        seed = cfg["stream_order_seed"] if stream_order else cfg.get("seed", 0)
+        for method, ms in summary["methods"].items():
+            is_janus = bool(ms.get("janus", method.endswith("+janus")))
+            rows.append(MethodRun(
+                run_dir=d, dataset=summary.get("dataset") or cfg.get("dataset", "?"),
+                updater=summary.get("updater") or cfg.get("updater", method.split("+")[0]),
+                method=method, label=method + suffix, suffix_keys=parse_suffix(suffix), seed=int(seed or 0),
+                janus=is_janus, janus_cfg=resolved_janus(cfg.get("janus")), summary=ms, stream_order=stream_order))
+    return rows
+
+
+def evaluated_tasks(r: MethodRun) -> float | None:
+    """Evaluation-set tasks actually solved: sum of decision["evaluator_calls"] / 2 (two memories per task).
+    None when the decision log has no evaluator_calls."""
+    if "evaluated" not in r.extra:
+        total, seen = 0, False
+        for line in RunReader(r.run_dir).jsonl(f"{r.method}/decisions.jsonl"):
+            calls = (line.get("decision") or {}).get("evaluator_calls")
+            if calls is not None:
+                seen = True
+                total += calls
+        r.extra["evaluated"] = total / 2 if seen else None
+    return r.extra["evaluated"]

@@ -1,0 +1,92 @@
+"""Golden fake-backend runs (issue 10): the stream loop's exact outputs, recorded before the runner redesign.
+
+``python tests/golden/cases.py`` (with PYTHONPATH=src) re-records them; tests/test_golden.py re-runs every case and
+compares the exported decisions.jsonl / steps.jsonl / test.jsonl bytes and the summary numbers (wall-clock dropped).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+COMMON = ["--backend", "fake", "--encoder", "hashing", "--quiet", "--stream-size", "25", "--test-size", "8",
+          "--warmup", "4", "--coverage-size", "2", "--boundary-size", "2", "--fresh-size", "2"]
+CASES: dict[str, list[str]] = {
+    # MMT trigger on GSM8K, DC-RS with and without Janus, two memory checkpoints
+    "gsm8k_dc_rs_both": ["--dataset", "gsm8k", "--updater", "dc_rs", "--controller", "both", "--checkpoints", "0.4,0.8"],
+    # every post-warm-up step triggers: many rollbacks for ExpeL
+    "gsm8k_expel_always": ["--dataset", "gsm8k", "--updater", "expel", "--controller", "janus", "--trigger", "always"],
+    # DC-Cu on APIBench (AST-matched answers), random trigger
+    "apibench_dc_cu_both": ["--dataset", "apibench_hf", "--updater", "dc_cu", "--controller", "both",
+                            "--trigger", "random", "--seed", "1"],
+    # the two baselines, no controller
+    "gsm8k_exprag": ["--dataset", "gsm8k", "--updater", "exprag", "--controller", "none"],
+    "mmlu_memory_free": ["--dataset", "mmlu_pro_eng", "--updater", "memory_free", "--controller", "none"],
+}
+FILES = ("decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt")
+_WALL = ("wall_s",)
+
+
+def _strip_wall(obj):
+    if isinstance(obj, dict):
+        return {k: _strip_wall(v) for k, v in obj.items() if k not in _WALL}
+    if isinstance(obj, list):
+        return [_strip_wall(v) for v in obj]
+    return obj
+
+
+def summary_numbers(run: Path) -> dict:
+    """summary.json without wall-clock fields and the absolute run folder."""
+    s = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    s.pop("run_dir", None)
+    return _strip_wall(s)
+
+
+def run_case(name: str, tmp: Path) -> Path:
+    """Run one case into ``tmp/<name>`` with an isolated LLM cache; returns the run folder."""
+    from janus_memory.cli import main
+
+    old = os.environ.get("JANUS_CACHE_DIR")
+    os.environ["JANUS_CACHE_DIR"] = str(tmp / f"cache-{name}")
+    try:
+        out = tmp / name
+        rc = main(["run", *COMMON, *CASES[name], "--out", str(out)])
+    finally:
+        if old is None:
+            os.environ.pop("JANUS_CACHE_DIR", None)
+        else:
+            os.environ["JANUS_CACHE_DIR"] = old
+    if rc != 0:
+        raise RuntimeError(f"golden case {name} exited {rc}")
+    return out
+
+
+def outputs(run: Path) -> dict[str, bytes]:
+    """{relative path: bytes} of every compared file of a finished run."""
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    out = {}
+    for method in summary["methods"]:
+        for f in FILES:
+            out[f"{method}/{f}"] = (run / method / f).read_bytes()
+    out["summary.json"] = (json.dumps(summary_numbers(run), indent=1, sort_keys=True) + "\n").encode()
+    return out
+
+
+def record(tmp: Path) -> None:
+    for name in CASES:
+        files = outputs(run_case(name, tmp))
+        for rel, data in files.items():
+            p = HERE / name / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+        print(name, len(files), "files")
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        record(Path(d))
+    sys.exit(0)
