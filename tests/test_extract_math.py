@@ -194,3 +194,10 @@ def test_fallback_rate_is_reported():
     assert [s.status for s in scores] == ["ok", "fallback", "unparsed", "ok"]
     summ = summarize(scores)
     assert (summ["accuracy"], summ["fallback_rate"], summ["unparsed_rate"]) == (0.75, 0.25, 0.25)
+
+
+def test_markdown_heading_is_not_a_gsm8k_answer():
+    text = "#### Step 4.1: Express rs in terms of the area\nThe area is 1/2 (r + s) h with r + s = 24"
+    ex = extract_math_answer(text)
+    assert (ex.answer, ex.source, ex.strong) == ("24", "number", False)
+    assert extract_math_answer("work\n#### 1,234\n").answer == "1234"

@@ -114,3 +114,14 @@ def test_invented_model_is_hallucination(call, domain):
 def test_real_calls_still_match(call, domain, correct):
     s = get_family("apibench_hf").score(_task(domain), f"<<<api_call>>>: {call}\n<<<api_provider>>>: HF")
     assert (s.correct, s.detail["hallucination"], s.detail["unknown_ids"]) == (correct, False, [])
+
+
+@pytest.mark.parametrize("call,correct,hallucination", [
+    ("joblib.load(cached_download(hf_hub_url('julien-c/wine-quality', 'sklearn_model.joblib')))", True, False),
+    ("joblib.load(cached_download(hf_hub_url('invented-org/wine-quality-x9', 'sklearn_model.joblib')))", False, True),
+    ("load_model(cached_download(hf_hub_url('invented/dummy-titanic', 'titanic_model.h5')))", False, True),
+])
+def test_nested_identifier_counts(call, correct, hallucination):
+    """The identifier inside a nested call (hf_hub_url inside joblib.load) must match too."""
+    s = get_family("apibench_hf").score(_task("Tabular Tabular Classification"), f"<<<api_call>>>: {call}\n<<<x>>>")
+    assert (s.correct, s.detail["hallucination"]) == (correct, hallucination)

@@ -135,8 +135,15 @@ def _calls(tree) -> list[CallSig]:
             name = _dotted(node.func)
             if name is None:
                 continue
-            vals = [_lit(a) for a in node.args] + [_lit(k.value) for k in node.keywords]
-            out.append(CallSig(name, frozenset(v for v in vals if v is not None), _ids(node, name)))
+            # values and identifiers of the whole call subtree (nested calls included), as Gorilla's matcher reads
+            # the candidate subtree's text
+            vals, ids = [], set()
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    vals += [_lit(a) for a in sub.args] + [_lit(k.value) for k in sub.keywords]
+                    sub_name = _dotted(sub.func)
+                    ids |= _ids(sub, sub_name) if sub_name else set()
+            out.append(CallSig(name, frozenset(v for v in vals if v is not None), frozenset(ids)))
     return out
 
 
@@ -204,6 +211,7 @@ class APIDatabase:
         self.by_last: dict[str, list[_Entry]] = {}
         self.by_text: dict[str, list[_Entry]] = {}
         self.known_ids: set[str] = set()
+        self.known_funcs: set[str] = set()
         for r in records:
             raw = r.get("api_call") or ""
             sigs = parse_api_call(raw)
@@ -212,6 +220,7 @@ class APIDatabase:
             self.by_text.setdefault(_norm_text(raw), []).append(e)
             for c in sigs or []:
                 self.known_ids |= c.ids
+                self.known_funcs.add(c.name.split(".")[-1])
             if sig:
                 self.by_last.setdefault(sig.name.split(".")[-1], []).append(e)
 
@@ -228,7 +237,7 @@ class APIDatabase:
 
     def unknown_ids(self, calls: list[CallSig]) -> list[str]:
         """Identifiers named by calls to database functions that no database entry names (hallucinated models)."""
-        return sorted({i for c in calls if c.name.split(".")[-1] in self.by_last for i in c.ids
+        return sorted({i for c in calls if c.name.split(".")[-1] in self.known_funcs for i in c.ids
                        if i not in self.known_ids})
 
     def matches(self, api_call: str) -> tuple[list[_Entry], bool, list[str]]:

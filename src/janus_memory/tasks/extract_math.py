@@ -24,7 +24,7 @@ _TAG_RE = re.compile(r"<(answer|final_answer)>\s*(.*?)\s*</\1>", re.S | re.I)
 _LABEL_RE = re.compile(
     r"(?:final\s+answer|answer)\s*(?:is|:|：)\s*[:：]?[ \t]*(?P<ans>[^\n]+)", re.I)
 _ANSWER_IS_RE = re.compile(r"the\s+(?:final\s+)?answer\s+is\s*[:：]?[ \t]*(?P<ans>[^\n]+)", re.I)
-_HASH_RE = re.compile(r"^[ \t]*####[ \t]*(?P<ans>[^\n]+)", re.M)
+_HASH_RE = re.compile(r"^[ \t]*####[ \t]*(?P<ans>\$?-?[0-9][0-9.,]*)[ \t]*$", re.M)  # GSM8K's "#### N", not a heading
 _GLUE_RE = re.compile(r"^(?:\s|\$|,|;|&|\\quad|\\qquad|\\,|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b"
                       r"|\b[A-Za-z](?:_\{?\w+\}?)?\s*=)*$")
 _MATHY = re.compile(r"[\\^{}=+*/<>_|]")

@@ -60,7 +60,7 @@ def _option_line(t: str, labels: str) -> str | None:
     """The letter of a reply whose first or last non-empty line is an option line "(D) text" / "D) text"."""
     lines = [ln.strip() for ln in t.strip().splitlines() if ln.strip()]
     for ln in (lines[-1], lines[0]) if lines else ():
-        m = re.match(rf"^\(([{re.escape(labels)}])\)\s+\S|^([{re.escape(labels)}])\)\s+\S", ln)
+        m = re.match(rf"^\(([{re.escape(labels)}])\)(?:\s+\S|$)|^([{re.escape(labels)}])\)\s+\S", ln)
         if m:
             return m.group(1) or m.group(2)
     return None
