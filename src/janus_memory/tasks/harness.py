@@ -8,9 +8,11 @@ How a pass is proven (issue 11):
   reading it, puts ``/dev/null`` on fd 0, moves the proof pipe (fd 3, opened by the host) to another random
   descriptor, saves private references to ``os.read``/``os.write``/``os._exit``, the exception classes and the
   builtins, and makes the process non-dumpable (``/proc/self/mem`` and ``/proc/self/fd`` closed to the sandbox user);
-- it then compiles and runs prompt + completion, restores the builtins, runs the dataset's test code, and calls
-  ``check(candidate)`` where ``candidate`` is a guard around the entry point: after every call it restores the builtins
-  and rejects a return value whose type defines comparison or arithmetic in Python code (an "always equal" object);
+- it then compiles and runs prompt + completion, restores the builtins and common stdlib modules (math, random, re,
+  ...), runs the dataset's test code in its *own* namespace built from the dataset prompt (so ``def abs``/``def check``
+  at the completion's top level cannot shadow what the tests use), and calls ``check(candidate)`` where ``candidate``
+  is a guard around the entry point: after every call it restores those modules and rejects a return value whose
+  type defines comparison or arithmetic in Python code (an "always equal" object); ``sys.settrace`` is disabled;
 - only when ``check`` has *returned* does the harness read the nonce from its hidden descriptor and write
   ``PASS <nonce>`` to the hidden proof pipe, then end with the saved ``os._exit(0)`` (so no atexit hook, finaliser or
   thread of the completion runs after the verdict).
