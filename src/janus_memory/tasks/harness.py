@@ -1,32 +1,31 @@
 """HumanEval proof harness: a pass is proven by the harness, never by the exit code or by anything printed.
 
-How a pass is proven (issue 11):
-- the host draws a fresh random nonce per run (``secrets.token_hex(16)``) and writes it to the program's stdin, then
-  closes it. The program file and the task file hold no secret, so reading them (or ``/proc/self/cmdline``) tells
-  the completion nothing;
-- the harness runs before any task code: it moves stdin to a randomly numbered close-on-exec descriptor without
-  reading it, puts ``/dev/null`` on fd 0, moves the proof pipe (fd 3, opened by the host) to another random
-  descriptor, saves private references to ``os.read``/``os.write``/``os._exit``, the exception classes and the
-  builtins, and makes the process non-dumpable (``/proc/self/mem`` and ``/proc/self/fd`` closed to the sandbox user);
-- it then compiles and runs prompt + completion, restores the builtins and common stdlib modules (math, random, re,
-  ...), runs the dataset's test code in its *own* namespace built from the dataset prompt (so ``def abs``/``def check``
-  at the completion's top level cannot shadow what the tests use), and calls ``check(candidate)`` where ``candidate``
-  is a guard around the entry point: after every call it restores those modules and rejects a return value whose
-  type defines comparison or arithmetic in Python code (an "always equal" object); ``sys.settrace`` is disabled;
-- only when ``check`` has *returned* does the harness read the nonce from its hidden descriptor and write
-  ``PASS <nonce>`` to the hidden proof pipe, then end with the saved ``os._exit(0)`` (so no atexit hook, finaliser or
-  thread of the completion runs after the verdict).
+Design (issue 11): the completion and the tests run in two different processes inside the sandbox.
+- The *supervisor* starts first. It moves stdin (holding a fresh per-run nonce from the host, unread) and the host's
+  proof pipe (fd 3) to random close-on-exec descriptors, makes itself non-dumpable (so ``/proc/<pid>/fd`` and
+  ``/proc/<pid>/mem`` are closed to the sandbox user, and ptrace is refused), then forks the *worker*.
+- The worker closes its copies of the nonce and proof descriptors before any task code runs, then executes prompt +
+  completion and serves calls of the entry point over a private pipe: arguments in, the return value out, both as
+  ``marshal`` data of plain types (numpy values are converted with ``tolist``). A value that is not plain data (an
+  "always equal" object) cannot cross: ``bad-return``.
+- The supervisor never runs completion code: it executes the dataset prompt (its helpers) and test code in its own
+  namespace and calls ``check(candidate)``, where ``candidate`` forwards each call to the worker. Only when ``check``
+  has *returned* does it read the nonce and write ``PASS <nonce>`` to the proof pipe, kill the worker and exit.
 The host counts a pass iff the proof pipe carries exactly ``PASS <its nonce>`` and the output stayed under the cap.
-Everything else is failed, with a reason: ``early-exit`` (sys.exit, os._exit, SystemExit/KeyboardInterrupt, or the
-process ended with no verdict), ``assertion``, ``exception``, ``syntax-error``, ``missing-entry-point``,
-``bad-return`` (always-equal objects), ``memory``, ``timeout``, ``output-limit``, ``crash`` (killed by a signal),
-``tampered`` (a proof with the wrong nonce), ``sandbox-error``.
+Whatever the completion does - exit in any way, print markers, replace builtins/print/stdout/``check``/``abs``,
+register atexit hooks or signal handlers, fork, start threads, set trace functions, read its own files, walk frames or
+brute-force descriptor numbers - it runs in a process that holds neither the nonce nor the proof pipe and cannot
+reach the supervisor's. Everything else is failed, with a reason: ``early-exit`` (the worker or the program ended
+before ``check`` returned: sys.exit, os._exit, SystemExit/KeyboardInterrupt, ...), ``assertion``, ``exception``,
+``syntax-error``, ``missing-entry-point``, ``bad-return``, ``memory``, ``crash`` (killed by a signal), ``tampered``
+(a malformed reply or a proof with the wrong nonce), plus the sandbox's ``timeout``, ``output-limit``,
+``sandbox-error``.
 
-Residual risk, stated plainly: the completion shares the interpreter with the harness, so a program written to hunt
-for the harness's descriptors (brute-forcing fd numbers and reading the nonce pipe before ``check`` runs) or to patch
-interpreter memory through ``ctypes`` could still forge a pass. No model output seen so far does anything like it; the
-usual forms (exits, exceptions, printed markers, patched builtins/print/stdout, atexit, signals, fork, threads,
-``sys.settrace`` jumps, always-equal returns) are all tested in tests/test_humaneval_harness.py on both backends.
+Limits, stated plainly: arguments are copies, so a test that relied on the candidate mutating its argument would see no
+change (none of the 164 does); a return value of a non-plain type such as ``fractions.Fraction`` fails as
+``bad-return``. The worker can still signal the supervisor (same uid): that ends as a failure or a timeout, never a
+pass. The isolation between the two rests on the sandbox user having no capabilities (true as root, where the program
+runs as uid 65534, and under bubblewrap, which drops them; not under ``unshare -r`` as a non-root user).
 """
 from __future__ import annotations
 
@@ -36,14 +35,92 @@ import secrets
 from .sandbox import SandboxLimits, SandboxResult, run_python
 
 HARNESS = r'''
-import builtins, json, os, sys, fcntl, ctypes, threading, types
-def _janus_main():
-    _read, _write, _exit, _urand = os.read, os.write, os._exit, os.urandom
-    _AE, _SE, _KI, _ME, _BE = AssertionError, SystemExit, KeyboardInterrupt, MemoryError, BaseException
-    _SyE, _type, _isinst, _dict, _list, _tuple, _set, _fs = SyntaxError, type, isinstance, dict, list, tuple, set, frozenset
-    _FT, _compile, _exec, _gettrace, _settrace = types.FunctionType, compile, exec, sys.gettrace, sys.settrace
+import builtins, fcntl, json, marshal, os, signal, struct, sys, ctypes
+def _send(fd, obj):
+    data = marshal.dumps(obj)
+    data = struct.pack(">I", len(data)) + data
+    while data:
+        data = data[os.write(fd, data):]
+def _recv(fd):
+    def exact(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+    (n,) = struct.unpack(">I", exact(4))
+    if n > (64 << 20):
+        raise EOFError
+    return marshal.loads(exact(n))
+def _plain(v, depth=0):
+    # worker side: the candidate's return value as plain data only (an "always equal" object cannot cross)
+    t = type(v)
+    if t in (int, float, complex, str, bytes, bool, type(None)):
+        return v
+    if depth > 60:
+        raise TypeError("nested too deep")
+    if t in (list, tuple, set, frozenset):
+        return t(_plain(x, depth + 1) for x in v)
+    if t is dict:
+        return {_plain(k, depth + 1): _plain(x, depth + 1) for k, x in v.items()}
+    tolist = getattr(v, "tolist", None)  # numpy scalars and arrays
+    if t.__module__ == "numpy" and callable(tolist):
+        return _plain(tolist(), depth + 1)
+    raise TypeError(t.__name__)
+def _flush():
+    for st in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            st.flush()
+        except BaseException:
+            pass
+def _reply(fd, obj):
+    _flush()
+    _send(fd, obj)
+def _worker(spec, req, resp):
+    # runs the completion; it holds no secret and no descriptor of the supervisor's proof channel
+    g = {"__name__": "__main__", "__builtins__": builtins, "__file__": os.path.abspath(__file__)}
+    try:
+        code = compile(spec["head"], "solution.py", "exec")
+    except SyntaxError:
+        import traceback; traceback.print_exc()
+        _reply(resp, ("fail", "syntax-error")); os._exit(1)
+    try:
+        exec(code, g)
+        fn = g.get(spec["entry_point"])
+        if not callable(fn):
+            _reply(resp, ("fail", "missing-entry-point")); os._exit(1)
+    except (SystemExit, KeyboardInterrupt):
+        _reply(resp, ("fail", "early-exit")); os._exit(1)
+    except MemoryError:
+        _reply(resp, ("fail", "memory")); os._exit(1)
+    except BaseException:
+        import traceback; traceback.print_exc()
+        _reply(resp, ("fail", "exception")); os._exit(1)
+    _reply(resp, ("ready", None))
+    while True:
+        try:
+            args, kwargs = _recv(req)
+        except EOFError:
+            os._exit(0)
+        try:
+            r = fn(*args, **kwargs)
+        except AssertionError as e:
+            _reply(resp, ("raise", "AssertionError", str(e)[:300])); continue
+        except (SystemExit, KeyboardInterrupt):
+            _reply(resp, ("fail", "early-exit")); os._exit(1)
+        except MemoryError:
+            _reply(resp, ("fail", "memory")); os._exit(1)
+        except BaseException as e:
+            _reply(resp, ("raise", type(e).__name__, str(e)[:300])); continue
+        try:
+            _reply(resp, ("ok", _plain(r)))
+        except (TypeError, ValueError, RecursionError) as e:
+            _reply(resp, ("fail", "bad-return"))
+def _supervisor():
     def hide(fd):
-        n = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64 + int.from_bytes(_urand(2), "big") % 900)
+        n = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64 + int.from_bytes(os.urandom(2), "big") % 900)
         os.close(fd)
         return n
     nonce_fd, proof_fd = hide(0), hide(3)
@@ -52,105 +129,91 @@ def _janus_main():
         os.dup2(null, 0)
         os.close(null)
     try:
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE=0: /proc/<pid>/fd and mem closed to the worker
     except Exception:
         pass
-    sys.stdin = open(0, closefd=False)
-    streams = [(s, _type(s).flush) for s in (sys.stdout, sys.stderr)]
-    def verdict(msg):
-        for s, flush in streams:  # the harness's own stream objects and unbound flush: no completion code runs
-            try:
-                flush(s)
-            except _BE:
-                pass
-        try:
-            _write(proof_fd, msg)
-        except _BE:
-            pass
-        _exit(0 if msg.startswith(b"PASS") else 1)
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "task.json"), encoding="utf-8") as f:
         spec = json.load(f)
-    import math, random, string, re, collections, itertools, functools, heapq, bisect, hashlib
-    mods = [builtins, math, random, string, re, collections, itertools, functools, heapq, bisect, hashlib]
-    saved = [(m, _dict(m.__dict__)) for m in mods]
-    def restore():
-        for m, d in saved:
-            m.__dict__.clear()
-            m.__dict__.update(d)
-    def refuse(*a, **k):
-        raise RuntimeError("tracing is disabled inside the HumanEval harness")
-    sys.settrace = sys.setprofile = threading.settrace = threading.setprofile = refuse
-    plain = (int, float, complex, str, bytes, bool, _type(None), _list, _tuple, _dict, _set, _fs)
-    class _JanusBadReturn(_BE):
-        pass
-    def check_value(v, depth=0):
-        t = _type(v)
-        if t in plain:
-            if depth < 50 and t in (_list, _tuple, _set, _fs):
-                for x in v:
-                    check_value(x, depth + 1)
-            elif depth < 50 and t is _dict:
-                for k, x in v.items():
-                    check_value(k, depth + 1)
-                    check_value(x, depth + 1)
-            return
-        for klass in t.__mro__:
-            for name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__abs__",
-                         "__sub__", "__rsub__", "__float__", "__int__", "__index__", "__len__", "__hash__"):
-                if _isinst(klass.__dict__.get(name), _FT):
-                    raise _JanusBadReturn(t.__name__)
-    def tb():
+    req_r, req_w = os.pipe()
+    resp_r, resp_w = os.pipe()
+    sys.stdout.flush(); sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        for fd in (nonce_fd, proof_fd, req_w, resp_r):
+            os.close(fd)
+        _worker(spec, req_r, resp_w)
+        os._exit(0)
+    for fd in (req_r, resp_w):
+        os.close(fd)
+    def verdict(msg):
         try:
-            import traceback
-            traceback.print_exc()
-        except _BE:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
             pass
-    g = {"__name__": "__main__", "__builtins__": builtins, "__file__": os.path.abspath(__file__)}
-    gt = {"__name__": "__janus_test__", "__builtins__": builtins}
+        sys.stdout.flush(); sys.stderr.flush()
+        os.write(proof_fd, msg)
+        os._exit(0 if msg.startswith(b"PASS") else 1)
+    class Stop(BaseException):
+        def __init__(self, reason):
+            self.reason = reason
+    class CandidateError(Exception):
+        pass
+    def worker_gone():
+        import time
+        for _ in range(100):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return Stop("crash" if os.WIFSIGNALED(status) else "early-exit")
+            time.sleep(0.01)
+        return Stop("early-exit")
+    def answer():
+        try:
+            msg = _recv(resp_r)
+        except EOFError:
+            raise worker_gone()
+        except Exception:
+            raise Stop("tampered")
+        if not isinstance(msg, tuple) or not msg:
+            raise Stop("tampered")
+        if msg[0] == "fail":
+            raise Stop(str(msg[1]))
+        return msg
+    def candidate(*args, **kwargs):
+        try:
+            _send(req_w, (args, kwargs))
+        except (ValueError, TypeError):
+            raise Stop("exception")  # an argument the protocol cannot carry (never in HumanEval's tests)
+        except OSError:
+            raise worker_gone()
+        msg = answer()
+        if msg[0] == "ok" and len(msg) == 2:
+            return msg[1]
+        if msg[0] == "raise" and len(msg) == 3:
+            raise (AssertionError if msg[1] == "AssertionError" else CandidateError)(f"{msg[1]}: {msg[2]}")
+        raise Stop("tampered")
     try:
-        codes = [_compile(spec[k], k + ".py", "exec") for k in ("head", "prompt", "test")]
-    except _SyE:
-        tb()
-        verdict(b"FAIL syntax-error")
-    try:
-        _exec(codes[0], g)  # prompt + completion
-        restore()
-        if spec["entry_point"] not in g:
-            verdict(b"FAIL missing-entry-point")
-        fn = g[spec["entry_point"]]
-        _exec(codes[1], gt)  # the test's own namespace: the dataset prompt's helpers, never the completion's names
-        _exec(codes[2], gt)
-        def candidate(*a, **k):
-            try:
-                r = fn(*a, **k)
-            finally:
-                restore()
-            check_value(r)
-            return r
+        if answer()[0] != "ready":
+            raise Stop("tampered")
+        gt = {"__name__": "__janus_test__", "__builtins__": builtins}
+        exec(compile(spec["prompt"], "prompt.py", "exec"), gt)  # the dataset's own helpers (trusted text)
+        exec(compile(spec["test"], "test.py", "exec"), gt)
         candidate.__name__ = spec["entry_point"]
         gt[spec["entry_point"]] = candidate
         gt["check"](candidate)
-        restore()
-        if _gettrace() is not None:
-            verdict(b"FAIL tampered")
-    except _JanusBadReturn:
-        verdict(b"FAIL bad-return")
-    except _AE:
-        tb()
+    except Stop as e:
+        verdict(b"FAIL " + e.reason.encode("ascii", "replace"))
+    except AssertionError:
+        import traceback; traceback.print_exc()
         verdict(b"FAIL assertion")
-    except (_SE, _KI):
-        verdict(b"FAIL early-exit")
-    except _ME:
-        verdict(b"FAIL memory")
-    except _BE:
-        tb()
+    except BaseException:
+        import traceback; traceback.print_exc()
         verdict(b"FAIL exception")
-    verdict(b"PASS " + _read(nonce_fd, 64))
-_janus_main()
+    verdict(b"PASS " + os.read(nonce_fd, 64))
+_supervisor()
 '''
 
 _REASONS = {"syntax-error", "assertion", "early-exit", "memory", "exception", "missing-entry-point", "bad-return",
-            "tampered"}
+            "tampered", "crash"}
 
 
 def run_humaneval(head: str, prompt: str, test: str, entry_point: str, *, limits: SandboxLimits | None = None,
