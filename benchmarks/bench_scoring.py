@@ -4,7 +4,8 @@
 
 - MATH-500: every gold answer against the last \\boxed{} of its own solution, through MathFamily.score_many
   (extraction + math-verify worker processes), and once more through math-verify alone (no string shortcut).
-- HumanEval: the 164 canonical solutions in the sandbox (bubblewrap if installed).
+- HumanEval: the 164 canonical solutions in the sandbox under the proof harness (bubblewrap if installed).
+(benchmarks/audit_scorers.py adds agreement, unparsed/fallback rates, real DC outputs and forged/invented inputs.)
 - APIBench-HF: the 911 gold api_calls through the AST matcher.
 - MMLU-Pro Eng+Phy: 2268 letter replies through the multiple-choice extractor.
 """
@@ -67,8 +68,9 @@ def main() -> int:
     outs = ["```python\n" + tk.meta["prompt"] + tk.gold + "```" for tk in sp.tasks]
     t = time.perf_counter()
     sc = fam.score_many(sp.tasks, outs, workers=w)
-    _row("HumanEval canonical (sandbox)", len(sc), sum(s.correct for s in sc), time.perf_counter() - t,
-         f"backend={sc[0].detail.get('backend')}")
+    reasons = sorted({s.detail.get("reason") for s in sc})
+    _row("HumanEval canonical (proof harness)", len(sc), sum(s.correct for s in sc), time.perf_counter() - t,
+         f"backend={sc[0].detail.get('backend')} reasons={reasons}")
 
     # APIBench-HF
     sp = load_split("apibench_hf", "all", data_dir=a.data_dir)

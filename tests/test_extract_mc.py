@@ -78,3 +78,58 @@ def test_faithful_gold_text_substring():
                                                                    "labels": "ABCD"})
     assert get_family("gpqa", faithful=True).score(t, "It must be blue light").correct
     assert not get_family("gpqa").score(t, "It must be blue light").correct
+
+
+@pytest.mark.parametrize("text,labels,expected", [
+    # issue 11: lowercase letters in parentheses / after "answer:"
+    ("The answer is (b).", "ABCD", "B"),
+    ("Answer: c", "ABCD", "C"),
+    ("Final answer: (d)", "ABCD", "D"),
+    ("answer: j.", J, "J"),
+    ("(c)", "ABCD", "C"),
+    # bold and boxed
+    ("So the correct choice is **C**.\n\n**Answer: C**", "ABCD", "C"),
+    ("**Answer:** (D)", "ABCD", "D"),
+    (r"Therefore $\boxed{B}$.", "ABCD", "B"),
+    (r"\boxed{\textbf{C}}", "ABCD", "C"),
+    (r"\boxed{(b)}", "ABCD", "B"),
+    (r"\boxed{\text{(D)}}", "ABCD", "D"),
+    # "(D) <option text>"
+    ("(D) 42 N", "ABCD", "D"),
+    ("After balancing the torques:\n\n(B) 3.2 m/s", "ABCD", "B"),
+    ("The answer is (D) 42 N", "ABCD", "D"),
+    ("Answer: (A) the Doppler effect", "ABCD", "A"),
+    ("C) Increase the pressure", "ABCD", "C"),
+    # pronouns and articles are never options; a real letter later still counts
+    ("Answer: a force of 10 N, so the answer is (C).", "ABCD", "C"),
+    ("The answer is A because the field is uniform.", "ABCD", "A"),
+    ("The answer is I.", J, "I"),
+    ("Answer: I", J, "I"),
+])
+def test_letter_forms(text, labels, expected):
+    assert extract_choice(text, labels).letter == expected
+
+
+@pytest.mark.parametrize("text,labels", [
+    ("Answer: I think the second one is right", J),
+    ("Answer: I think it is B.", J),
+    ("Answer: a force of 10 N", "ABCD"),
+    ("answer: i believe so", J),
+    ("The answer is a small number", "ABCD"),
+    ("The answer is I would say unclear", J),
+    ("Answer: A particle moves faster", "ABCD"),
+    ("answer is an integer", "ABCD"),
+    ("I am not sure; a guess would be risky.", J),
+])
+def test_pronouns_and_articles_are_not_options(text, labels):
+    assert extract_choice(text, labels).letter is None
+
+
+def test_weak_letter_is_reported_as_fallback():
+    fam = get_family("mmlu_pro_eng")
+    t = _task(0, gold="C")
+    s = fam.score(t, "Between (A) and (C) I lean to (C)")
+    assert (s.correct, s.status, s.extracted) == (True, "fallback", "C")
+    s = fam.score(t, "The answer is (C).")
+    assert (s.correct, s.status) == (True, "ok")
+    assert summarize([s, fam.score(t, "maybe (C)"), fam.score(t, "no idea")])["fallback_rate"] == 1 / 3

@@ -160,3 +160,60 @@ def test_fallback_is_announced_once(monkeypatch, caplog):
     assert sum("bubblewrap not found" in r.getMessage() for r in caplog.records) == 1
     with pytest.raises(RuntimeError, match="apt-get install bubblewrap"):
         sb.choose_backend("bwrap")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_endless_output_is_capped_and_host_memory_bounded(backend):
+    """Issue 12 item 3: output past the cap fails (reason output-limit); only the tail is kept; the host stays small."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    lim = SandboxLimits(wall_s=20.0, cpu_s=20, output_bytes=64 << 20, tail_bytes=8192)
+    r = run_python("import sys\nwhile True:\n    sys.stdout.write('y' * 1048576)\n", backend=backend, limits=lim)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert (r.status, r.reason) == ("failed", "output-limit")
+    assert len(r.stdout) == 8192 and set(r.stdout) == {"y"} and r.output_bytes > 64 << 20
+    assert grown_kib < 32 * 1024  # the host read > 64 MiB but kept only the tails
+    r = run_python("import sys\nsys.stderr.write('e' * 5000)\nprint('x' * 100)\nsys.exit(3)", backend=backend,
+                   limits=SandboxLimits(output_bytes=10000, tail_bytes=1000))
+    assert (r.status, r.reason, r.returncode, r.output_bytes) == ("failed", "exit-code", 3, 5101)
+    assert r.stderr == "e" * 1000 and r.stdout == "x" * 100 + "\n"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_wall_clock_counts_while_printing(backend):
+    """A program that prints slowly forever is a timeout at the wall limit, not an endless read."""
+    code = "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.05)\n"
+    r = run_python(code, backend=backend, limits=SandboxLimits(wall_s=1.0, cpu_s=5))
+    assert (r.status, r.reason) == ("timeout", "timeout") and r.stdout.startswith("tick")
+
+
+def test_weak_sandbox_is_announced_and_refused_for_humaneval(monkeypatch):
+    """Issue 12 item 11: without bwrap the fallback is announced, and HumanEval refuses it unless the user opts in."""
+    import janus_memory.tasks.sandbox as sb
+    monkeypatch.setattr(sb, "bwrap_path", lambda: None)
+    monkeypatch.setattr(sb, "_WARNED", True)
+    monkeypatch.delenv(sb.ENV_ALLOW_WEAK, raising=False)
+    assert sb.sandbox_notice("auto") == sb.FALLBACK_NOTICE and "READ the project tree" in sb.FALLBACK_NOTICE
+    assert sb.sandbox_notice("unshare") == sb.FALLBACK_NOTICE
+    with pytest.raises(sb.WeakSandboxRefused, match="JANUS_ALLOW_WEAK_SANDBOX=1"):
+        sb.require_strong_sandbox("auto")
+    assert sb.require_strong_sandbox("auto", allow_weak=True) == "unshare"
+    fam = HumanEvalFamily(limits=SHORT)
+    if DATA.is_dir():
+        with pytest.raises(sb.WeakSandboxRefused):
+            fam.score(_task("HumanEval/2"), "```python\ndef truncate_number(x):\n    return x % 1.0\n```")
+        with pytest.raises(sb.WeakSandboxRefused):
+            fam.score_many([_task("HumanEval/2")], ["```python\ndef truncate_number(x):\n    return x % 1.0\n```"])
+    for value in ("1", "true", "yes"):
+        monkeypatch.setenv(sb.ENV_ALLOW_WEAK, value)
+        assert sb.require_strong_sandbox("auto") == "unshare"
+    monkeypatch.setenv(sb.ENV_ALLOW_WEAK, "0")
+    with pytest.raises(sb.WeakSandboxRefused):
+        sb.require_strong_sandbox("unshare")
+
+
+def test_strong_sandbox_is_silent():
+    import janus_memory.tasks.sandbox as sb
+    if shutil.which("bwrap"):
+        assert sb.sandbox_notice("auto") is None and sb.require_strong_sandbox("auto") == "bwrap"
+    assert sb.sandbox_notice("bwrap") is None

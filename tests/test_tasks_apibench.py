@@ -72,3 +72,56 @@ def test_truncated_inside_api_call_field():
     s = fam.score(_task(), ChatResult(text="<<<api_call>>>: pipeline('text-generation', model='gpt2')\n<<<api_provider>>>: HF"
                                       "\n<<<explanation>>>: It loads", finish_reason="length"))
     assert s.correct
+
+
+TG = "Natural Language Processing Text Generation"
+# Issue 11: an invented model/repo is a hallucination, even when the database holds the same function with fewer
+# arguments (``pipeline('text-generation')``) or another call in the reply is real. (api_call, domain) -> expected.
+INVENTED = [
+    ("pipeline('text-generation', model='no-such-org/gpt-neo-999')", TG),
+    ("pipeline('sentiment-analysis', model='acme/imaginary-sentiment')",
+     "Natural Language Processing Text Classification"),
+    ("pipeline('text-classification', model='fake/model', tokenizer='fake/model')",
+     "Natural Language Processing Text Classification"),
+    ("pipeline('translation', model='Helsinki-NLP/opus-mt-xx-yy')", "Natural Language Processing Translation"),
+    ("pipeline(task='fill-mask', model='bert-base-imaginary')", "Natural Language Processing Fill-Mask"),
+    ("pipeline('text-generation', 'made-up/model')", TG),
+    ("pipeline('text-to-image', model=Imaginary/DreamModel)", "Multimodal Text-to-Image"),
+    ("AutoModel.from_pretrained('bert-base-uncased-but-invented')", "Natural Language Processing Feature Extraction"),
+    ("tokenizer = AutoTokenizer.from_pretrained('gpt2'); model = AutoModelForCausalLM.from_pretrained('imaginary/gpt5')",
+     TG),
+    ("hf_hub_download(repo_id='fake-user/fake-repo', filename='model.pkl')", "Tabular Tabular Classification"),
+    ("SentenceTransformer('sentence-transformers/all-imaginary-v9')",
+     "Natural Language Processing Sentence Similarity"),
+]
+
+
+@pytest.mark.parametrize("call,domain", INVENTED)
+def test_invented_model_is_hallucination(call, domain):
+    s = get_family("apibench_hf").score(_task(domain), f"<<<domain>>>: {domain}\n<<<api_call>>>: {call}\n"
+                                        "<<<api_provider>>>: Hugging Face Transformers")
+    assert (s.correct, s.status, s.detail["hallucination"], s.detail["matched"]) == (False, "ok", True, [])
+    assert s.detail["unknown_ids"] != []
+
+
+@pytest.mark.parametrize("call,domain,correct", [
+    ("pipeline('text-generation', model='gpt2')", TG, True),
+    ("pipeline('text-generation')", TG, True),  # the database's own model-less entry
+    ("transformers.pipeline('text-generation', model='gpt2')", TG, True),  # module prefix
+    ("pipeline('text-generation', model='gpt2')", "Audio Text-to-Speech", False),  # real call, wrong domain
+    ("pipeline('text-to-image', model=Lykon/DreamShaper)", "Multimodal Text-to-Image", True),  # unquoted, real
+])
+def test_real_calls_still_match(call, domain, correct):
+    s = get_family("apibench_hf").score(_task(domain), f"<<<api_call>>>: {call}\n<<<api_provider>>>: HF")
+    assert (s.correct, s.detail["hallucination"], s.detail["unknown_ids"]) == (correct, False, [])
+
+
+@pytest.mark.parametrize("call,correct,hallucination", [
+    ("joblib.load(cached_download(hf_hub_url('julien-c/wine-quality', 'sklearn_model.joblib')))", True, False),
+    ("joblib.load(cached_download(hf_hub_url('invented-org/wine-quality-x9', 'sklearn_model.joblib')))", False, True),
+    ("load_model(cached_download(hf_hub_url('invented/dummy-titanic', 'titanic_model.h5')))", False, True),
+])
+def test_nested_identifier_counts(call, correct, hallucination):
+    """The identifier inside a nested call (hf_hub_url inside joblib.load) must match too."""
+    s = get_family("apibench_hf").score(_task("Tabular Tabular Classification"), f"<<<api_call>>>: {call}\n<<<x>>>")
+    assert (s.correct, s.detail["hallucination"]) == (correct, hallucination)

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -127,3 +131,45 @@ def test_faithful_equal():
     assert faithful_equal(r"\dfrac{1}{2}", r"\frac{1}{2}")
     assert not faithful_equal("2", None)
     assert not faithful_equal(r"\frac{1}{2}", "0.5")
+
+
+_PARENT = r"""
+import sys, time, threading
+from concurrent.futures import ThreadPoolExecutor
+from janus_memory.tasks.verify_math import MathVerifier
+v = MathVerifier(workers=2)
+if sys.argv[1] == "main":
+    v.check("1", "1")  # a worker forked from the main thread
+else:
+    with ThreadPoolExecutor(2) as ex:  # workers forked from pool threads that have since exited
+        list(ex.map(lambda g: v.check(g, g), ["1", "2", "3", "4"]))
+print(" ".join(map(str, v.worker_pids())), flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("where", ["main", "pool"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_workers_die_with_their_parent(where, sig):
+    """Issue 12 item 2: killing the parent (SIGKILL included) leaves no math-verify worker behind."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, where], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        assert len(pids) >= 1 and all(_alive(p) for p in pids)
+    finally:
+        parent.send_signal(sig)
+        parent.wait(30)
+        parent.stdout.close()
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in pids if _alive(p)] == []

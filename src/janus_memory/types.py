@@ -27,7 +27,7 @@ class Task:
     meta: dict = field(default_factory=dict, hash=False, compare=False)
 
 
-ScoreStatus = Literal["ok", "unparsed", "truncated", "timeout", "error"]
+ScoreStatus = Literal["ok", "fallback", "unparsed", "truncated", "timeout", "error"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,8 @@ class Score:
 
     correct: the paper's correctness indicator (pass@1 / exact match), bool.
     extracted: the extracted final answer (None when nothing could be extracted).
-    status: "ok" (extracted and scored), "unparsed" (no answer found: scored incorrect, C12),
+    status: "ok" (extracted and scored), "fallback" (no final-answer marker: scored through the last number/letter,
+            counted so reports show format failures), "unparsed" (no answer found: scored incorrect, C12),
             "truncated" (generation hit max_tokens before an answer, C19), "timeout" (sandbox/verify timeout, C16),
             "error" (checker failed; scored incorrect).
     detail: free text for the log (e.g. sandbox stderr tail, hallucination flag).

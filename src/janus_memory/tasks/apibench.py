@@ -6,8 +6,13 @@ code uses it (paper-spec section 6.2), re-implemented with Python's ``ast`` inst
 - take the text after the last ``<<<api_call>>>:`` up to the next ``<<<`` field (no field -> unparsed, C18);
 - parse it (with small repairs for what tree-sitter tolerates: a trailing period, wrapping quotes, trailing prose after
   the call, an unquoted ``org/model`` argument); every ``ast.Call`` in it is a candidate;
-- a database entry matches a candidate when the dotted function names agree (the candidate may add a module prefix)
-  and every literal argument value of the entry appears among the candidate's literal argument values;
+- a database entry matches a candidate when the dotted function names agree (the candidate may add a module prefix),
+  every literal argument value of the entry appears among the candidate's literal argument values, and - when the
+  candidate names a model or repository (``model=``, ``repo_id=``, ... or the first positional argument; the second
+  for ``pipeline``) - the entry names that same identifier. So ``pipeline('text-generation', model='no/such')`` does
+  not match the entry ``pipeline('text-generation')`` (issue 11: Gorilla's intent is function + model identifier);
+- a model/repo identifier, passed to a database function, that no database entry names is a hallucination, even if
+  another call in the same reply matches;
 - correct iff some matching entry has the gold question's domain; hallucination iff no entry matches at all.
 Text that is not Python (shell commands such as ``mlagents-load-from-hf ...``) matches an entry only by identical
 whitespace-normalised text. Unparseable text -> correct=False, hallucination=False, status "unparsed".
@@ -72,8 +77,17 @@ def load_apibench_hf(split: str, *, data_dir=None, seed: int = 0):
 
 @dataclass(frozen=True)
 class CallSig:
+    """One call: dotted function name, all literal argument values, and its model/repo identifiers (see ``_ids``)."""
+
     name: str
     values: frozenset
+    ids: frozenset = frozenset()
+
+
+# keyword arguments that name a model or repository; other calls take it as their first positional argument
+ID_KEYWORDS = {"model", "repo_id", "repo", "source", "model_name", "model_id", "model_tag", "checkpoint",
+               "pretrained_model_name_or_path", "model_name_or_path"}
+_TASK_FIRST = {"pipeline"}  # pipeline(task, model): the identifier is the second positional argument
 
 
 def _dotted(node) -> str | None:
@@ -87,10 +101,31 @@ def _dotted(node) -> str | None:
     return None
 
 
+def _slashed(node) -> bool:
+    """An unquoted ``org/model-name`` (parsed by Python as divisions and subtractions of names)."""
+    def leaves_ok(n):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.Sub)):
+            return leaves_ok(n.left) and leaves_ok(n.right)
+        return isinstance(n, (ast.Name, ast.Attribute)) or (isinstance(n, ast.Constant) and isinstance(n.value, (int, float)))
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and leaves_ok(node) and "/" in ast.unparse(node)
+
+
 def _lit(node) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool)):
         return str(node.value)
+    if _slashed(node):
+        return ast.unparse(node).replace(" ", "")
     return None
+
+
+def _ids(node: ast.Call, name: str) -> frozenset:
+    """The model/repo identifiers a call names: ID_KEYWORDS values, else the first (pipeline: second) positional
+    argument, when they are literals (or an unquoted ``org/name``)."""
+    ids = [_lit(k.value) for k in node.keywords if k.arg in ID_KEYWORDS]
+    pos = 1 if name.split(".")[-1] in _TASK_FIRST else 0
+    if len(node.args) > pos and not any(k.arg in ID_KEYWORDS for k in node.keywords):
+        ids.append(_lit(node.args[pos]))
+    return frozenset(i for i in ids if i)
 
 
 def _calls(tree) -> list[CallSig]:
@@ -100,8 +135,15 @@ def _calls(tree) -> list[CallSig]:
             name = _dotted(node.func)
             if name is None:
                 continue
-            vals = [_lit(a) for a in node.args] + [_lit(k.value) for k in node.keywords]
-            out.append(CallSig(name, frozenset(v for v in vals if v is not None)))
+            # values and identifiers of the whole call subtree (nested calls included), as Gorilla's matcher reads
+            # the candidate subtree's text
+            vals, ids = [], set()
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    vals += [_lit(a) for a in sub.args] + [_lit(k.value) for k in sub.keywords]
+                    sub_name = _dotted(sub.func)
+                    ids |= _ids(sub, sub_name) if sub_name else set()
+            out.append(CallSig(name, frozenset(v for v in vals if v is not None), frozenset(ids)))
     return out
 
 
@@ -168,31 +210,45 @@ class APIDatabase:
     def __init__(self, records: list[dict]):
         self.by_last: dict[str, list[_Entry]] = {}
         self.by_text: dict[str, list[_Entry]] = {}
+        self.known_ids: set[str] = set()
+        self.known_funcs: set[str] = set()
         for r in records:
             raw = r.get("api_call") or ""
             sigs = parse_api_call(raw)
             sig = sigs[0] if sigs else None
             e = _Entry(sig, raw, r.get("domain", ""), r.get("api_name", ""))
             self.by_text.setdefault(_norm_text(raw), []).append(e)
+            for c in sigs or []:
+                self.known_ids |= c.ids
+                self.known_funcs.add(c.name.split(".")[-1])
             if sig:
                 self.by_last.setdefault(sig.name.split(".")[-1], []).append(e)
 
-    def matches(self, api_call: str) -> tuple[list[_Entry], bool]:
-        """(matching entries, parsed?)."""
+    @staticmethod
+    def _entry_matches(c: CallSig, e: _Entry) -> bool:
+        n = e.sig.name
+        if not (c.name == n or c.name.endswith("." + n)):
+            return False
+        if c.ids and not c.ids <= e.sig.ids:  # the call names a model/repo: the entry must name that same one
+            return False
+        # every literal argument of the entry appears in the call (an entry without literals matches only a call
+        # without literals)
+        return bool(e.sig.values and e.sig.values <= c.values) or (not e.sig.values and not c.values)
+
+    def unknown_ids(self, calls: list[CallSig]) -> list[str]:
+        """Identifiers named by calls to database functions that no database entry names (hallucinated models)."""
+        return sorted({i for c in calls if c.name.split(".")[-1] in self.known_funcs for i in c.ids
+                       if i not in self.known_ids})
+
+    def matches(self, api_call: str) -> tuple[list[_Entry], bool, list[str]]:
+        """(matching entries, parsed?, unknown model identifiers)."""
         calls = parse_api_call(api_call)
         text_hits = self.by_text.get(_norm_text(api_call), [])
         if calls is None:
-            return list(text_hits), bool(text_hits)
-        hits = []
-        for c in calls:
-            for e in self.by_last.get(c.name.split(".")[-1], []):
-                n = e.sig.name
-                if not (c.name == n or c.name.endswith("." + n)):
-                    continue
-                # an entry without literal arguments only matches a call without literal arguments
-                if (e.sig.values and e.sig.values <= c.values) or (not e.sig.values and not c.values):
-                    hits.append(e)
-        return hits + [e for e in text_hits if e not in hits], True
+            return list(text_hits), bool(text_hits), []
+        hits = [e for c in calls for e in self.by_last.get(c.name.split(".")[-1], []) if self._entry_matches(c, e)]
+        unknown = [] if text_hits else self.unknown_ids(calls)
+        return hits + [e for e in text_hits if e not in hits], True, unknown
 
 
 @lru_cache(maxsize=4)
@@ -266,11 +322,13 @@ class APIBenchFamily(TaskFamily):
         if call is None:
             return Score(False, None, "truncated" if truncated else "unparsed",
                          {"hallucination": False, "unparsed": True})
-        hits, parsed = self.database.matches(call)
+        hits, parsed, unknown = self.database.matches(call)
         if not parsed:
             return Score(False, call, "unparsed", {"hallucination": False, "unparsed": True})
+        if unknown:  # a model/repo found nowhere in the database is a hallucination, whatever else matched
+            hits = []
         correct = any(e.domain == task.meta["domain"] for e in hits)
-        return Score(correct, call, "ok", {"hallucination": not hits, "unparsed": False,
+        return Score(correct, call, "ok", {"hallucination": not hits, "unparsed": False, "unknown_ids": unknown,
                                            "matched": [e.api_name for e in hits[:3]]})
 
 

@@ -193,15 +193,17 @@ class TaskFamily(ABC):
 
 
 def summarize(scores: Iterable[Score]) -> dict[str, Any]:
-    """Accuracy plus the rates that must be reported next to it (C12): unparsed, truncated, timeout, error.
+    """Accuracy plus the rates that must be reported next to it (C12): unparsed, fallback, truncated, timeout, error.
 
-    Unparsed/truncated/timeout/error outputs count as incorrect; nothing gets random or partial credit.
+    Unparsed/truncated/timeout/error outputs count as incorrect; nothing gets random or partial credit. ``fallback``
+    outputs (no final-answer marker; scored through the last number / last letter) are scored normally but counted,
+    so a format regression shows up.
     """
     scores = list(scores)
     n = len(scores)
     out: dict[str, Any] = {"n": n, "correct": sum(s.correct for s in scores)}
     out["accuracy"] = out["correct"] / n if n else 0.0
-    for st in ("unparsed", "truncated", "timeout", "error"):
+    for st in ("unparsed", "fallback", "truncated", "timeout", "error"):
         out[f"{st}_rate"] = sum(s.status == st for s in scores) / n if n else 0.0
     return out
 

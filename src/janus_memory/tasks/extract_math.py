@@ -1,11 +1,18 @@
 """Math answer extraction: model text -> final answer string (no scoring here).
 
-Order (failure-cases C01, C03, C05):
+Order (failure-cases C01, C03, C05; issue 11):
 1. the last *complete* ``\\boxed{...}`` / ``\\fbox{...}`` (brace-balanced scan, so ``\\frac{1}{2}`` survives) or
-   ``<answer>...</answer>`` / ``<final_answer>...</final_answer>`` tag, whichever ends last;
-2. else the last labelled final-answer line ("Final Answer: ...", "**Answer:** 4.", "The answer is 18");
-3. else (weak) the last number in the text.
-Markdown emphasis is removed first; thousands separators (``8,000``, ``9{,}500``) are removed inside numbers.
+   ``<answer>...</answer>`` / ``<final_answer>...</final_answer>`` tag, whichever ends last. Boxes written together
+   (``\\boxed{1} and \\boxed{2}``, ``\\boxed{1}, \\boxed{2}``: only commas, "and", "or", ``$``, ``\\quad`` between them)
+   form one answer with several parts, returned as ``1, 2`` and compared as a set; a box followed later by prose and
+   another box is a self-correction, and only the last counts (C01);
+2. else the last labelled final-answer line ("Final Answer: ...", "**Answer:** 4.", "The answer is 18", GSM8K's
+   "#### 18"). A labelled answer that is one plain number among words, units or currency gives that number:
+   "The answer is 18 apples." -> 18, "The answer is $29.00." -> 29, "is 1,200 dollars" -> 1200 (the forms of
+   lm-evaluation-harness's GSM8K filters); text with LaTeX or several numbers is kept whole;
+3. else (weak, status "fallback" in the score) the last number in the text.
+Markdown emphasis is removed first; thousands separators (``8,000``, ``9{,}500``) are removed inside numbers, and a
+plain decimal with a zero fraction loses it (``29.00`` -> ``29``).
 """
 from __future__ import annotations
 
@@ -17,6 +24,10 @@ _TAG_RE = re.compile(r"<(answer|final_answer)>\s*(.*?)\s*</\1>", re.S | re.I)
 _LABEL_RE = re.compile(
     r"(?:final\s+answer|answer)\s*(?:is|:|：)\s*[:：]?[ \t]*(?P<ans>[^\n]+)", re.I)
 _ANSWER_IS_RE = re.compile(r"the\s+(?:final\s+)?answer\s+is\s*[:：]?[ \t]*(?P<ans>[^\n]+)", re.I)
+_HASH_RE = re.compile(r"^[ \t]*####[ \t]*(?P<ans>\$?-?[0-9][0-9.,]*)[ \t]*$", re.M)  # GSM8K's "#### N", not a heading
+_GLUE_RE = re.compile(r"^(?:\s|\$|,|;|&|\\quad|\\qquad|\\,|\\text\{\s*(?:and|or)\s*\}|\band\b|\bor\b"
+                      r"|\b[A-Za-z](?:_\{?\w+\}?)?\s*=)*$")
+_MATHY = re.compile(r"[\\^{}=+*/<>_|]")
 _NUM_RE = re.compile(r"-?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?(?!\d)|-?\d+(?:\.\d+)?|-?\.\d+")
 _SEP_NUM_RE = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 
@@ -24,11 +35,13 @@ _SEP_NUM_RE = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 @dataclass(frozen=True)
 class MathExtraction:
     """answer: extracted string (None if nothing found). source: "boxed" | "tag" | "label" | "number" | None.
-    strong: True for an explicit final answer (box, tag, labelled line); False for the last-number fallback."""
+    strong: True for an explicit final answer (box, tag, labelled line); False for the last-number fallback.
+    parts: the distinct contents of a group of boxes written together (empty for a single answer)."""
 
     answer: str | None
     source: str | None
     strong: bool
+    parts: tuple = ()
 
 
 def strip_markdown(text: str) -> str:
@@ -59,6 +72,40 @@ def last_boxed(text: str) -> str | None:
     return boxes[-1][2] if boxes else None
 
 
+def _plain_number(num: str) -> str:
+    """``8,000`` -> ``8000``; ``29.00`` -> ``29``; ``2.50`` -> ``2.5``."""
+    n = num.replace(",", "")
+    if "." in n:
+        n = n.rstrip("0").rstrip(".") or "0"
+    return n
+
+
+def label_value(ans: str) -> str:
+    """A labelled answer reduced to its number when it is one plain number among words/units/currency (see above)."""
+    a = ans.strip()
+    if _MATHY.search(a.replace("\\$", "").replace("\\%", "")) or last_boxed(a) is not None:
+        return a
+    nums = list(_NUM_RE.finditer(a.replace("{,}", ",")))
+    if len(nums) != 1:
+        return a
+    return _plain_number(nums[0].group(0))
+
+
+def box_group(boxes: list[tuple[int, int, str]], text: str) -> list[str]:
+    """Contents of the last box and of the boxes written together with it (only glue between them), in order."""
+    group = [boxes[-1]]
+    for b in reversed(boxes[:-1]):
+        if not _GLUE_RE.match(text[b[1]:group[0][0]]):
+            break
+        group.insert(0, b)
+    out: list[str] = []
+    for _, _, c in group:
+        c = clean_answer(c)
+        if c and c not in out:
+            out.append(c)
+    return out
+
+
 def clean_answer(ans: str) -> str:
     """Trim delimiters and punctuation around an answer and remove thousands separators (C03)."""
     a = ans.strip()
@@ -73,6 +120,8 @@ def clean_answer(ans: str) -> str:
     b = a.lstrip("\\$").strip()
     if _SEP_NUM_RE.match(b):
         a = b.replace(",", "")
+    if re.fullmatch(r"-?\d+\.\d+", a):
+        a = _plain_number(a)
     return a.strip()
 
 
@@ -81,17 +130,23 @@ def extract_math_answer(text: str) -> MathExtraction:
     if not text:
         return MathExtraction(None, None, False)
     t = strip_markdown(text)
-    cands: list[tuple[int, str, str]] = [(e, c, "boxed") for _, e, c in find_boxes(t)]
+    boxes = [b for b in find_boxes(t) if b[2].strip()]
+    cands: list[tuple[int, str, str]] = [(e, c, "boxed") for _, e, c in boxes]
     cands += [(m.end(), m.group(2), "tag") for m in _TAG_RE.finditer(t)]
     cands = [c for c in cands if c[1].strip()]
     if cands:
         end, content, src = max(cands, key=lambda c: c[0])
-        return MathExtraction(clean_answer(content), src, True)
+        if src == "boxed":
+            parts = box_group(boxes, t)
+            return MathExtraction(", ".join(parts) if parts else clean_answer(content), "boxed", True,
+                                  tuple(parts) if len(parts) > 1 else ())
+        return MathExtraction(clean_answer(label_value(clean_answer(content))), src, True)
     labelled = [(m.start(), m.group("ans")) for m in _LABEL_RE.finditer(t)]
     labelled += [(m.start(), m.group("ans")) for m in _ANSWER_IS_RE.finditer(t)]
+    labelled += [(m.start(), m.group("ans")) for m in _HASH_RE.finditer(t)]
     labelled = [(p, a) for p, a in labelled if clean_answer(a)]
     if labelled:
-        return MathExtraction(clean_answer(max(labelled)[1]), "label", True)
+        return MathExtraction(clean_answer(label_value(clean_answer(max(labelled)[1]))), "label", True)
     nums = _NUM_RE.findall(t)
     if nums:
         return MathExtraction(clean_answer(nums[-1]), "number", False)

@@ -1,9 +1,15 @@
 """Multiple-choice extraction: model text -> option letter (no scoring here).
 
 Strong forms (the one that ends LAST wins, C11): ``<answer>X</answer>`` / ``<final_answer>X``, "answer is (X)",
-"Answer: X" / "Final answer: X" / "Option X" / "Choice X" (no line break allowed between the label and the letter,
-and the letter must end a word, so "Answer: Let's ..." is not "L"), ``\\boxed{X}`` / ``\\boxed{\\text{X}}``, and a reply
-that is just the letter. Weak fallback: the last parenthesised "(X)" or a line that is only "X"/"X."/"X)".
+"Answer: X" / "Final answer: X" / "Option X" / "Choice X" (no line break between the label and the letter),
+``\\boxed{X}`` / ``\\boxed{\\text{X}}`` / ``\\boxed{(x)}``, a reply that is just the letter, and a reply whose first or
+last line is an option line "(D) <option text>" / "D) <option text>". Markdown bold/italic is removed first, so
+``**B**`` and ``**Answer:** (c)`` read as usual. Lowercase letters count in parentheses ``(b)``, in a box, or when
+nothing but punctuation follows them (``Answer: c.``).
+Never a letter (issue 11): an article or pronoun. A bare ``a``/``i`` followed by a word ("Answer: a force of 10 N",
+"answer: i think"), and a bare ``A``/``I`` followed by a word that is not a connective ("Answer: I think it is B",
+"Answer: A force ..."; but "The answer is A because ..." is A). Any letter must end a word ("Answer: Let's" is not L).
+Weak fallback (status ``fallback`` in the score): the last parenthesised "(X)" or a line that is only "X"/"X."/"X)".
 Letters outside the task's labels are ignored. Nothing found -> None (scored incorrect, status "unparsed"; C12).
 """
 from __future__ import annotations
@@ -12,6 +18,9 @@ import re
 from dataclasses import dataclass
 
 _END = r"(?![A-Za-z0-9'’])"
+# words after a bare A/I that confirm it is the option letter, not the article/pronoun
+_CONNECTIVES = {"because", "since", "as", "which", "is", "was", "and", "with", "for", "due", "given", "option",
+                "choice", "here", "therefore", "so", "seems", "appears", "best", "correct"}
 
 
 @dataclass(frozen=True)
@@ -22,14 +31,39 @@ class MCExtraction:
 
 
 def _patterns(labels: str):
-    L = f"(?-i:[{re.escape(labels)}])"
+    up = re.escape(labels)
+    L = f"(?-i:[{up}{up.lower()}])"
     return [
-        ("tag", re.compile(rf"<(?:answer|final_answer)>\s*\(?\s*({L}){_END}\s*\)?[^<]*</(?:answer|final_answer)>", re.I)),
-        ("tag", re.compile(rf"<final_answer>\s*\(?({L}){_END}", re.I)),
-        ("answer_is", re.compile(rf"answer\s+is\s*[:：]?[ \t]*\**[ \t]*(?:option|choice)?[ \t]*\(?\s*({L}){_END}", re.I)),
-        ("label", re.compile(rf"(?:final\s+answer|answer|option|choice)\s*(?:is)?\s*[:：][ \t]*\**[ \t]*\(?\s*({L}){_END}", re.I)),
-        ("boxed", re.compile(rf"\\boxed\s*\{{\s*(?:\\text(?:bf)?\s*\{{)?\s*\(?({L})\)?\s*\}}?\s*\}}")),
+        ("tag", re.compile(rf"<(?:answer|final_answer)>\s*(\(?)\s*({L}){_END}\s*\)?[^<]*</(?:answer|final_answer)>", re.I)),
+        ("tag", re.compile(rf"<final_answer>\s*(\(?)({L}){_END}", re.I)),
+        ("answer_is", re.compile(rf"answer\s+is\s*[:：]?[ \t]*(?:option|choice)?[ \t]*(\(?)\s*({L}){_END}", re.I)),
+        ("label", re.compile(rf"(?:final\s+answer|answer|option|choice)\s*(?:is)?\s*[:：][ \t]*(\(?)\s*({L}){_END}",
+                             re.I)),
+        ("boxed", re.compile(rf"\\boxed\s*\{{\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{{)?\s*(\(?)({L})\)?\s*\}}?\s*\}}")),
     ]
+
+
+def _is_letter(text: str, m: re.Match, paren: bool) -> bool:
+    """False when the matched letter is really an article or pronoun (see the module docstring)."""
+    letter = m.group(2)
+    if paren or m.re.pattern.startswith(("\\boxed", "<")):
+        return True
+    nxt = re.match(r"[ \t]+([A-Za-z][A-Za-z'’]*)", text[m.end():])
+    if letter.islower():
+        return nxt is None
+    if letter in "AI" and nxt is not None:
+        return nxt.group(1).lower() in _CONNECTIVES
+    return True
+
+
+def _option_line(t: str, labels: str) -> str | None:
+    """The letter of a reply whose first or last non-empty line is an option line "(D) text" / "D) text"."""
+    lines = [ln.strip() for ln in t.strip().splitlines() if ln.strip()]
+    for ln in (lines[-1], lines[0]) if lines else ():
+        m = re.match(rf"^\(([{re.escape(labels)}])\)(?:\s+\S|$)|^([{re.escape(labels)}])\)\s+\S", ln)
+        if m:
+            return m.group(1) or m.group(2)
+    return None
 
 
 def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
@@ -41,13 +75,19 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
     m = re.fullmatch(rf"\(?([{re.escape(labels)}])\)?[.)]?", stripped)
     if m:
         return MCExtraction(m.group(1), "bare", True)
+    m = re.fullmatch(rf"\(([{re.escape(labels.lower())}])\)[.]?", stripped)
+    if m:
+        return MCExtraction(m.group(1).upper(), "bare", True)
     best: tuple[int, str, str] | None = None
     for src, pat in _patterns(labels):
         for m in pat.finditer(t):
-            if best is None or m.end() > best[0]:
-                best = (m.end(), m.group(1), src)
+            if _is_letter(t, m, bool(m.group(1))) and (best is None or m.end() > best[0]):
+                best = (m.end(), m.group(2).upper(), src)
     if best:
         return MCExtraction(best[1], best[2], True)
+    opt = _option_line(t, labels)
+    if opt:
+        return MCExtraction(opt, "option_line", True)
     weak = [(m.end(), m.group(1)) for m in re.finditer(rf"\(([{re.escape(labels)}])\)", t)]
     weak += [(m.end(), m.group(1)) for m in re.finditer(rf"(?m)^[ \t]*([{re.escape(labels)}])[ \t]*[.)]?[ \t]*$", t)]
     if weak:

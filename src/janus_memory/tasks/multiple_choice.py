@@ -159,4 +159,5 @@ class MultipleChoiceFamily(TaskFamily):
                 if gold_text and gold_text in text:
                     return Score(True, task.gold, "ok", {"source": "gold_text"})
             return Score(False, None, "unparsed")
-        return Score(ex.letter == task.gold, ex.letter, "ok", {"source": ex.source})
+        # a letter found only by the weak fallback is scored, but recorded as "fallback" (format not followed)
+        return Score(ex.letter == task.gold, ex.letter, "ok" if ex.strong else "fallback", {"source": ex.source})

@@ -5,6 +5,9 @@ Why processes: math-verify's own timeouts use SIGALRM, which only works on the m
 worker that hangs (status "timeout"); the pool then spawns a replacement, so one pathological expression never blocks
 a run. Processes also give real parallelism on both cores (sympy holds the GIL).
 
+Workers die with their parent whatever kills it (issue 12 item 2): PR_SET_PDEATHSIG=SIGKILL when forked from the
+main thread, and in every worker a thread that exits as soon as the parent pid changes (polled every 0.2 s).
+
 Decisions (failure-cases C07, C08; pinned by tests/test_verify_math.py):
 - multi-answer golds need set equality (a subset or superset is wrong; order does not matter);
 - ``1 \\pm \\sqrt{19}`` needs the ± (one branch is wrong);
@@ -20,14 +23,18 @@ from __future__ import annotations
 import atexit
 import logging
 import multiprocessing as mp
+import os
 import re
+import signal
 import threading
+import time
 from typing import Callable, Sequence
 
 import math_verify  # noqa: F401  - imported before any worker is forked (no import lock held in a child)
 import sympy
 
 from .extract_math import faithful_normalize
+from .sandbox import set_parent_death_signal
 
 DEFAULT_TIMEOUT_S = 5.0
 
@@ -133,7 +140,30 @@ def verify_answer(gold: str, pred: str) -> bool:
 
 # ------------------------------------------------------------------------------------------ worker process pool
 
-def _worker_main(conn, comparator):
+PARENT_POLL_S = 0.2
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Worker side of "die with the parent": exit as soon as the parent process is gone (issue 12 item 2)."""
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os._exit(0)
+
+
+def _tie_to_parent(parent_pid: int, from_main_thread: bool) -> None:
+    """PR_SET_PDEATHSIG=SIGKILL (instant, whatever kills the parent, SIGKILL included) when the worker was forked from
+    the parent's main thread (the signal follows the forking *thread*), plus a thread polling the parent pid, which
+    covers workers forked from pool threads and a parent that died before the prctl."""
+    if from_main_thread:
+        set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != parent_pid:
+        os._exit(0)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="janus-parent-watch").start()
+
+
+def _worker_main(conn, comparator, parent_pid: int = 0, from_main_thread: bool = False):
+    if parent_pid:
+        _tie_to_parent(parent_pid, from_main_thread)
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     logging.getLogger("latex2sympy2_extended").setLevel(logging.ERROR)
     fn = comparator or verify_answer
@@ -153,7 +183,8 @@ def _worker_main(conn, comparator):
 class _Worker:
     def __init__(self, ctx, comparator):
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, comparator), daemon=True)
+        main = threading.current_thread() is threading.main_thread()
+        self.proc = ctx.Process(target=_worker_main, args=(child, comparator, os.getpid(), main), daemon=True)
         self.proc.start()
         child.close()
 
@@ -251,6 +282,11 @@ class MathVerifier:
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=self.workers) as ex:
             return list(ex.map(lambda gp: self.check(*gp), pairs))
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live worker processes (for tests and diagnostics)."""
+        with self._cond:
+            return sorted(w.proc.pid for w in self._all if w.proc.pid is not None)
 
     def close(self) -> None:
         with self._cond:

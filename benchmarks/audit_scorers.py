@@ -1,0 +1,177 @@
+"""Scorer audit: every scorer over real model outputs and over its gold set (prints; no assertions).
+
+    python benchmarks/audit_scorers.py [--workers 2] [--data-dir PATH] [--skip-humaneval]
+
+Rows: n, agreement with the reference verdict, our accuracy, unparsed and fallback rates, items/s.
+- dc-trajectories (real GPT-4o / Claude 3.5 Sonnet outputs on AIME 2025, logged by the Dynamic Cheatsheet authors):
+  our math scorer against DC's own verdict (its extracted answer string equal to the target). Disagreements are listed.
+- MATH-500: each gold solution (last box) and ``\\boxed{gold}``; GSM8K: each gold solution ("#### N").
+- MMLU-Pro Eng+Phy: the gold letter written in eight reply forms (lowercase, bold, boxed, "(D) text", ...).
+- HumanEval: the 164 canonical solutions (must pass) and six forged passes per problem family sample (must fail).
+- APIBench-HF: the 911 gold calls (must be correct) and the same calls with the model/repo identifier altered
+  (must be hallucinations).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import os
+import re
+import sys
+import time
+
+
+def _row(name, n, agree, acc, unparsed, fallback, secs, extra=""):
+    print(f"{name:<40} {n:>5}  agree {agree:7.2%}  acc {acc:7.2%}  unparsed {unparsed:6.2%}  "
+          f"fallback {fallback:6.2%}  {n / max(secs, 1e-9):9.1f} items/s  {extra}")
+
+
+def _rates(scores):
+    n = len(scores) or 1
+    return (sum(s.correct for s in scores) / n, sum(s.status == "unparsed" for s in scores) / n,
+            sum(s.status == "fallback" for s in scores) / n)
+
+
+def _timed(fam, tasks, outs, w):
+    t = time.perf_counter()
+    sc = fam.score_many(tasks, outs, workers=w)
+    return sc, time.perf_counter() - t
+
+
+def _gold_row(name, fam, tasks, outs, w, expect=True, extra=""):
+    sc, secs = _timed(fam, tasks, outs, w)
+    agree = sum(s.correct == expect for s in sc) / max(len(sc), 1)
+    _row(name, len(sc), agree, *_rates(sc), secs, extra)
+    return sc
+
+
+def audit_dc(data_dir, w):
+    import json
+    from janus_memory.tasks import get_family
+    from janus_memory.types import Task
+    fam = get_family("aime")
+    files = sorted(glob.glob(os.path.join(data_dir, "dc-trajectories", "*.jsonl")))
+    all_sc, all_ref = [], []
+    for f in files:
+        recs = [json.loads(l) for l in open(f, encoding="utf-8") if l.strip()]
+        tasks = [Task(id=f"{os.path.basename(f)}:{r['step']}", dataset="aime", question=r["question"],
+                      gold=str(r["target"]).strip()) for r in recs]
+        ref = [str(r["model_answer"]).strip() == str(r["target"]).strip() for r in recs]
+        sc, secs = _timed(fam, tasks, [r["model_output"] for r in recs], w)
+        agree = sum(s.correct == rf for s, rf in zip(sc, ref)) / len(sc)
+        _row("dc " + os.path.basename(f)[:-6], len(sc), agree, *_rates(sc), secs, f"DC's own acc {sum(ref)/len(ref):.2%}")
+        for t, s, rf, r in zip(tasks, sc, ref, recs):
+            if s.correct != rf or s.status != "ok":
+                print(f"    {t.id}: target {t.gold!r} DC {str(r['model_answer'])[:30]!r} ours {s.extracted!r} "
+                      f"status {s.status} correct {s.correct} (DC {rf})")
+        all_sc += sc
+        all_ref += ref
+    if all_sc:
+        agree = sum(s.correct == rf for s, rf in zip(all_sc, all_ref)) / len(all_sc)
+        _row("dc-trajectories (all)", len(all_sc), agree, *_rates(all_sc), float("nan"))
+
+
+def audit_math(data_dir, w):
+    from janus_memory.tasks import get_family, load_split
+    from janus_memory.tasks.data import read_jsonl
+    recs = read_jsonl(os.path.join(data_dir, "math500", "test.jsonl"))
+    sp = load_split("math500", "test", data_dir=data_dir)
+    fam = get_family("math500")
+    fam.score(sp.tasks[0], r"\boxed{1}")  # warm the verifier workers outside the timing
+    _gold_row("MATH-500 gold solutions", fam, sp.tasks, [r["solution"] for r in recs], w)
+    _gold_row("MATH-500 \\boxed{gold}", fam, sp.tasks, [f"\\boxed{{{r['answer']}}}" for r in recs], w)
+    g = load_split("gsm8k", "all", data_dir=data_dir)
+    sols = [r["answer"] for r in read_jsonl(os.path.join(data_dir, "gsm8k", "test.jsonl"))]
+    _gold_row("GSM8K gold solutions (#### N)", get_family("gsm8k"), g.tasks, sols, w)
+    _gold_row("GSM8K 'The answer is $N.00 dollars.'", get_family("gsm8k"), g.tasks,
+              [f"So she pays that. The answer is ${t.gold}.00 dollars." for t in g.tasks], w)
+
+
+MC_FORMS = ["The answer is ({l}).", "Answer: {lo}", "**Answer:** ({l})", "Therefore $\\boxed{{{l}}}$.",
+            "({l}) {text}", "After checking each option, the answer is ({lo}).", "<answer>{l}</answer>",
+            "Answer: I think about it carefully.\nThe answer is {l} because it fits."]
+
+
+def audit_mc(data_dir, w):
+    from janus_memory.tasks import get_family, load_split
+    tasks = load_split("mmlu_pro_eng", "all", data_dir=data_dir).tasks + \
+        load_split("mmlu_pro_phy", "all", data_dir=data_dir).tasks
+    fam = get_family("mmlu_pro_eng")
+    outs = []
+    for i, t in enumerate(tasks):
+        labels = t.meta.get("labels") or "ABCDEFGHIJ"
+        text = t.meta["options"][labels.index(t.gold)]
+        outs.append(MC_FORMS[i % len(MC_FORMS)].format(l=t.gold, lo=t.gold.lower(), text=text))
+    sc = _gold_row("MMLU-Pro Eng+Phy gold letter, 8 forms", fam, tasks, outs, w)
+    bad = collections.Counter(MC_FORMS[i % len(MC_FORMS)] for i, s in enumerate(sc) if not s.correct)
+    for form, k in bad.items():
+        print(f"    missed {k} x {form!r}")
+
+
+FORGED = ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n", "raise SystemExit(0)\n",
+          "print('PASS')\nimport os\nos._exit(0)\n", "def {ep}(*a, **k):\n    raise KeyboardInterrupt\n",
+          "class E:\n    def __eq__(self, o):\n        return True\ndef {ep}(*a, **k):\n    return E()\n"]
+
+
+def audit_humaneval(data_dir, w):
+    from janus_memory.tasks import get_family, load_split
+    sp = load_split("humaneval", "all", data_dir=data_dir)
+    fam = get_family("humaneval")
+    sc = _gold_row("HumanEval canonical (proof harness)", fam, sp.tasks,
+                   ["```python\n" + t.meta["prompt"] + t.gold + "```" for t in sp.tasks], w)
+    print(f"    backend {sc[0].detail.get('backend')}; reasons {dict(collections.Counter(s.detail.get('reason') for s in sc))}")
+    sample = sp.tasks[::8]
+    tasks = [t for t in sample for _ in FORGED]
+    outs = ["```python\n" + f.format(ep=t.meta["entry_point"]) + "```" for t in sample for f in FORGED]
+    sc = _gold_row("HumanEval forged passes", fam, tasks, outs, w, expect=False)
+    print(f"    reasons {dict(collections.Counter(s.detail.get('reason') for s in sc))}")
+
+
+def _invent(call: str) -> str | None:
+    m = re.search(r"""(['"])([\w.@\-]+/[\w.@\-]+|[\w.@\-]{3,})\1""", call.split("(", 1)[1] if "(" in call else "")
+    if not m:
+        return None
+    return call.replace(m.group(0), m.group(1) + "invented-org/" + m.group(2).split("/")[-1] + "-x9" + m.group(1), 1)
+
+
+def audit_apibench(data_dir, w):
+    from janus_memory.tasks import get_family, load_split
+    from janus_memory.tasks.apibench import apibench_summary
+    sp = load_split("apibench_hf", "all", data_dir=data_dir)
+    fam = get_family("apibench_hf")
+    fam.database  # build the index outside the timing
+    fmt = "<<<domain>>>: {d}\n<<<api_call>>>: {c}\n<<<api_provider>>>: Hugging Face\n<<<explanation>>>: x"
+    sc = _gold_row("APIBench-HF gold calls", fam, sp.tasks, [fmt.format(d=t.meta["domain"], c=t.gold) for t in sp.tasks], w)
+    print(f"    {apibench_summary(sc)}")
+    inv = [(t, _invent(t.gold)) for t in sp.tasks]
+    inv = [(t, c) for t, c in inv if c]
+    sc, secs = _timed(fam, [t for t, _ in inv], [fmt.format(d=t.meta["domain"], c=c) for t, c in inv], w)
+    agree = sum((not s.correct) and s.detail.get("hallucination") for s in sc) / max(len(sc), 1)
+    _row("APIBench-HF invented identifiers", len(sc), agree, *_rates(sc), secs, "(agree = hallucination flagged)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--skip-humaneval", action="store_true")
+    a = ap.parse_args()
+    import logging
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    logging.getLogger("latex2sympy2_extended").setLevel(logging.ERROR)
+    from janus_memory.tasks.data import resolve_data_dir
+    from janus_memory.tasks.sandbox import choose_backend
+    d = str(resolve_data_dir(a.data_dir))
+    print(f"cores={os.cpu_count()} workers={a.workers} python={sys.version.split()[0]} sandbox={choose_backend('auto')}")
+    audit_dc(d, a.workers)
+    audit_math(d, a.workers)
+    audit_mc(d, a.workers)
+    if not a.skip_humaneval:
+        audit_humaneval(d, a.workers)
+    audit_apibench(d, a.workers)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,250 @@
+"""HumanEval proof harness: a pass is proven by the harness, never by the exit code or by anything printed.
+
+Design (issue 11): the completion and the tests run in two different processes inside the sandbox.
+- The *supervisor* starts first. It moves stdin (holding a fresh per-run nonce from the host, unread) and the host's
+  proof pipe (fd 3) to random close-on-exec descriptors, makes itself non-dumpable (so ``/proc/<pid>/fd`` and
+  ``/proc/<pid>/mem`` are closed to the sandbox user, and ptrace is refused), then forks the *worker*.
+- The worker closes its copies of the nonce and proof descriptors before any task code runs, then executes prompt +
+  completion and serves calls of the entry point over a private pipe: arguments in, the return value out, both as
+  ``marshal`` data of plain types (numpy values are converted with ``tolist``). A value that is not plain data (an
+  "always equal" object) cannot cross: ``bad-return``.
+- The supervisor never runs completion code: it executes the dataset prompt (its helpers) and test code in its own
+  namespace and calls ``check(candidate)``, where ``candidate`` forwards each call to the worker. Only when ``check``
+  has *returned* does it read the nonce and write ``PASS <nonce>`` to the proof pipe, kill the worker and exit.
+The host counts a pass iff the proof pipe carries exactly ``PASS <its nonce>`` and the output stayed under the cap.
+Whatever the completion does - exit in any way, print markers, replace builtins/print/stdout/``check``/``abs``,
+register atexit hooks or signal handlers, fork, start threads, set trace functions, read its own files, walk frames or
+brute-force descriptor numbers - it runs in a process that holds neither the nonce nor the proof pipe and cannot
+reach the supervisor's. Everything else is failed, with a reason: ``early-exit`` (the worker or the program ended
+before ``check`` returned: sys.exit, os._exit, SystemExit/KeyboardInterrupt, ...), ``assertion``, ``exception``,
+``syntax-error``, ``missing-entry-point``, ``bad-return``, ``memory``, ``crash`` (killed by a signal), ``tampered``
+(a malformed reply or a proof with the wrong nonce), plus the sandbox's ``timeout``, ``output-limit``,
+``sandbox-error``.
+
+Limits, stated plainly: arguments are copies, so a test that relied on the candidate mutating its argument would see no
+change (none of the 164 does); a return value of a non-plain type such as ``fractions.Fraction`` fails as
+``bad-return``. The worker can still signal the supervisor (same uid): that ends as a failure or a timeout, never a
+pass. The isolation between the two rests on the sandbox user having no capabilities (true as root, where the program
+runs as uid 65534, and under bubblewrap, which drops them; not under ``unshare -r`` as a non-root user).
+"""
+from __future__ import annotations
+
+import json
+import secrets
+
+from .sandbox import SandboxLimits, SandboxResult, run_python
+
+HARNESS = r'''
+import builtins, fcntl, json, marshal, os, signal, struct, sys, ctypes
+def _send(fd, obj):
+    data = marshal.dumps(obj)
+    data = struct.pack(">I", len(data)) + data
+    while data:
+        data = data[os.write(fd, data):]
+def _recv(fd):
+    def exact(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+    (n,) = struct.unpack(">I", exact(4))
+    if n > (64 << 20):
+        raise EOFError
+    return marshal.loads(exact(n))
+def _plain(v, depth=0):
+    # worker side: the candidate's return value as plain data only (an "always equal" object cannot cross)
+    t = type(v)
+    if t in (int, float, complex, str, bytes, bool, type(None)):
+        return v
+    if depth > 60:
+        raise TypeError("nested too deep")
+    if t in (list, tuple, set, frozenset):
+        return t(_plain(x, depth + 1) for x in v)
+    if t is dict:
+        return {_plain(k, depth + 1): _plain(x, depth + 1) for k, x in v.items()}
+    tolist = getattr(v, "tolist", None)  # numpy scalars and arrays
+    if t.__module__ == "numpy" and callable(tolist):
+        return _plain(tolist(), depth + 1)
+    raise TypeError(t.__name__)
+def _flush():
+    for st in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            st.flush()
+        except BaseException:
+            pass
+def _reply(fd, obj):
+    _flush()
+    _send(fd, obj)
+def _worker(spec, req, resp):
+    # runs the completion; it holds no secret and no descriptor of the supervisor's proof channel
+    g = {"__name__": "__main__", "__builtins__": builtins, "__file__": os.path.abspath(__file__)}
+    try:
+        code = compile(spec["head"], "solution.py", "exec")
+    except SyntaxError:
+        import traceback; traceback.print_exc()
+        _reply(resp, ("fail", "syntax-error")); os._exit(1)
+    try:
+        exec(code, g)
+        fn = g.get(spec["entry_point"])
+        if not callable(fn):
+            _reply(resp, ("fail", "missing-entry-point")); os._exit(1)
+    except (SystemExit, KeyboardInterrupt):
+        _reply(resp, ("fail", "early-exit")); os._exit(1)
+    except MemoryError:
+        _reply(resp, ("fail", "memory")); os._exit(1)
+    except BaseException:
+        import traceback; traceback.print_exc()
+        _reply(resp, ("fail", "exception")); os._exit(1)
+    _reply(resp, ("ready", None))
+    while True:
+        try:
+            args, kwargs = _recv(req)
+        except EOFError:
+            os._exit(0)
+        try:
+            r = fn(*args, **kwargs)
+        except AssertionError as e:
+            _reply(resp, ("raise", "AssertionError", str(e)[:300])); continue
+        except (SystemExit, KeyboardInterrupt):
+            _reply(resp, ("fail", "early-exit")); os._exit(1)
+        except MemoryError:
+            _reply(resp, ("fail", "memory")); os._exit(1)
+        except BaseException as e:
+            _reply(resp, ("raise", type(e).__name__, str(e)[:300])); continue
+        try:
+            _reply(resp, ("ok", _plain(r)))
+        except (TypeError, ValueError, RecursionError) as e:
+            _reply(resp, ("fail", "bad-return"))
+def _supervisor():
+    def hide(fd):
+        n = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64 + int.from_bytes(os.urandom(2), "big") % 900)
+        os.close(fd)
+        return n
+    nonce_fd, proof_fd = hide(0), hide(3)
+    null = os.open("/dev/null", os.O_RDONLY)
+    if null != 0:
+        os.dup2(null, 0)
+        os.close(null)
+    try:
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE=0: /proc/<pid>/fd and mem closed to the worker
+    except Exception:
+        pass
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "task.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    req_r, req_w = os.pipe()
+    resp_r, resp_w = os.pipe()
+    sys.stdout.flush(); sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        for fd in (nonce_fd, proof_fd, req_w, resp_r):
+            os.close(fd)
+        _worker(spec, req_r, resp_w)
+        os._exit(0)
+    for fd in (req_r, resp_w):
+        os.close(fd)
+    def verdict(msg):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        sys.stdout.flush(); sys.stderr.flush()
+        os.write(proof_fd, msg)
+        os._exit(0 if msg.startswith(b"PASS") else 1)
+    class Stop(BaseException):
+        def __init__(self, reason):
+            self.reason = reason
+    class CandidateError(Exception):
+        pass
+    def worker_gone():
+        import time
+        for _ in range(100):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return Stop("crash" if os.WIFSIGNALED(status) else "early-exit")
+            time.sleep(0.01)
+        return Stop("early-exit")
+    def answer():
+        try:
+            msg = _recv(resp_r)
+        except EOFError:
+            raise worker_gone()
+        except Exception:
+            raise Stop("tampered")
+        if not isinstance(msg, tuple) or not msg:
+            raise Stop("tampered")
+        if msg[0] == "fail":
+            raise Stop(str(msg[1]))
+        return msg
+    def candidate(*args, **kwargs):
+        try:
+            _send(req_w, (args, kwargs))
+        except (ValueError, TypeError):
+            raise Stop("exception")  # an argument the protocol cannot carry (never in HumanEval's tests)
+        except OSError:
+            raise worker_gone()
+        msg = answer()
+        if msg[0] == "ok" and len(msg) == 2:
+            return msg[1]
+        if msg[0] == "raise" and len(msg) == 3:
+            raise (AssertionError if msg[1] == "AssertionError" else CandidateError)(f"{msg[1]}: {msg[2]}")
+        raise Stop("tampered")
+    try:
+        if answer()[0] != "ready":
+            raise Stop("tampered")
+        gt = {"__name__": "__janus_test__", "__builtins__": builtins}
+        exec(compile(spec["prompt"], "prompt.py", "exec"), gt)  # the dataset's own helpers (trusted text)
+        exec(compile(spec["test"], "test.py", "exec"), gt)
+        candidate.__name__ = spec["entry_point"]
+        gt[spec["entry_point"]] = candidate
+        gt["check"](candidate)
+    except Stop as e:
+        verdict(b"FAIL " + e.reason.encode("ascii", "replace"))
+    except AssertionError:
+        import traceback; traceback.print_exc()
+        verdict(b"FAIL assertion")
+    except BaseException:
+        import traceback; traceback.print_exc()
+        verdict(b"FAIL exception")
+    verdict(b"PASS " + os.read(nonce_fd, 64))
+_supervisor()
+'''
+
+_REASONS = {"syntax-error", "assertion", "early-exit", "memory", "exception", "missing-entry-point", "bad-return",
+            "tampered", "crash"}
+
+
+def run_humaneval(head: str, prompt: str, test: str, entry_point: str, *, limits: SandboxLimits | None = None,
+                  backend: str = "auto") -> SandboxResult:
+    """Run prompt+completion (``head``) and ``check(entry_point)`` under the proof harness. The test code runs in its
+    own namespace built from the dataset ``prompt`` (its helpers), so names the completion defines cannot shadow them.
+
+    Returns a SandboxResult whose status is "passed" only with a valid proof; ``reason`` says why otherwise.
+    """
+    nonce = secrets.token_hex(16)
+    task = json.dumps({"head": head, "prompt": prompt, "test": test, "entry_point": entry_point})
+    res = run_python(HARNESS, limits=limits, backend=backend, files={"task.json": task},
+                     stdin_data=nonce.encode() + b"\n", proof=True)
+    return judge(res, nonce)
+
+
+def judge(res: SandboxResult, nonce: str) -> SandboxResult:
+    """Turn a raw sandbox result into a proven verdict (see module docstring)."""
+    proof = res.detail.get("proof", b"")
+    detail = {k: v for k, v in res.detail.items() if k != "proof"}
+    if res.status in ("timeout", "error") or res.reason == "output-limit":
+        status, reason = res.status, res.reason
+    elif proof == b"PASS " + nonce.encode() + b"\n":
+        status, reason = "passed", "passed"
+    elif proof.startswith(b"PASS"):
+        status, reason = "failed", "tampered"
+    elif proof.startswith(b"FAIL ") and proof[5:].decode("ascii", "replace") in _REASONS:
+        status, reason = "failed", proof[5:].decode("ascii")
+    elif res.returncode is not None and (res.returncode < 0 or res.returncode > 128):  # killed by a signal
+        status, reason = "failed", "crash"
+    else:
+        status, reason = "failed", "early-exit"
+    return SandboxResult(status, res.returncode, res.stdout, res.stderr, res.wall_s, res.backend, res.reruns,
+                         detail, reason, res.output_bytes)
