@@ -286,3 +286,15 @@ def test_expel_multi_field_retrieval_matches_on_reflections():
     small, _ = expel(**EXPEL_SMALL)
     small.set_state(upd.get_state())
     assert small._retrieve(q)[0][1] == 0.0  # question-only retrieval cannot see the reflection
+
+
+def test_c24_sequence_in_the_paper_preset():
+    from test_updaters_dc import CURATOR, TASKS, solver_replies
+
+    llm = ScriptedLLM({"curator": list(CURATOR), "solver": solver_replies()})
+    upd = make_updater("dc_rs", llm=llm, family=ExactFamily(), encoder=HashEncoder())
+    outs = [upd.step(t) for t in TASKS]
+    assert [o.candidate_memory for o in outs] == ["Version: 1\nS1"] * 4 + ["tags below.\n<cheatsheet>\nNEW",
+                                                                          "draft notes"]
+    assert [o.candidate_rejected for o in outs] == [None, "missing block", "missing block", "missing block", None,
+                                                    None]
