@@ -50,11 +50,10 @@ def lloyd_kmeans(X, k, seed, init=None):
     for _ in range(50):
         d = ((Xd[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2)
         labels = np.argmin(d, axis=1)
-        moved = centers.copy()
-        for c in range(k):
-            members = Xd[labels == c]
-            if len(members):
-                moved[c] = members.mean(axis=0)
+        counts = np.bincount(labels, minlength=k)
+        sums = np.zeros_like(centers)
+        np.add.at(sums, labels, Xd)
+        moved = np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], centers)
         if np.array_equal(moved, centers):
             break
         centers = moved
