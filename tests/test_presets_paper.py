@@ -26,7 +26,7 @@ def test_run_presets():
     assert presets.updater_overrides("small", "dc_rs") == {"prompts": "small", "extraction": "last",
                                                            "presence_penalty": None, "execute_code": False}
     assert presets.updater_overrides("small", "expel")["rule_ops"] == "strict"
-    assert presets.updater_overrides("small", "exprag") == {}
+    assert presets.updater_overrides("small", "exprag") == {"presence_penalty": None}
     assert (presets.replay_mode("paper"), presets.replay_mode("small")) == ("fresh", "frozen")
     assert presets.janus_config("small").preset == "fast" and presets.janus_config("paper", tau=0.2).tau == 0.2
     with pytest.raises(ValueError, match="preset must be one of"):

@@ -298,3 +298,15 @@ def test_c24_sequence_in_the_paper_preset():
                                                                           "draft notes"]
     assert [o.candidate_rejected for o in outs] == [None, "missing block", "missing block", "missing block", None,
                                                     None]
+
+
+@pytest.mark.parametrize("name", ["exprag", "memory_free"])
+def test_presence_penalty_on_every_call_for_the_other_updaters(name):
+    from janus_memory.runner.presets import updater_overrides
+
+    for cfg, want in (({}, 1.0), (updater_overrides("small", name), None)):
+        llm = ScriptedLLM(responder=lambda m, r, p: "ANSWER: 5")
+        upd = make_updater(name, llm=llm, family=ExactFamily(), encoder=HashEncoder(), config=cfg)
+        upd.step(T1)
+        upd.solve_with_memory(upd.memory_text(), [T1])
+        assert [c["params"].get("presence_penalty") for c in llm.calls] == [want, want]

@@ -39,7 +39,7 @@ def updater_overrides(preset: str, updater: str) -> dict:
         return dict(_DC_SMALL)
     if updater == "expel":
         return dict(_EXPEL_SMALL)
-    return {}
+    return {"presence_penalty": None}
 
 
 def janus_config(preset: str, **overrides) -> JanusConfig:

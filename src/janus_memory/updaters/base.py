@@ -247,6 +247,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "top_k": 3,  # retrieval depth (paper-spec §5, §9)
     "retrieved_output_chars": None,  # truncate retrieved outputs in prompts (None = full)
     "solver_params": {},  # extra sampling params for solver calls (e.g. presence_penalty)
+    "presence_penalty": 1.0,  # paper preset: on every solving call (authors' vLLM path); None = not sent
     "extra_body": None,  # backend-specific JSON sent with every call (e.g. Qwen3 thinking switch); None = not sent
     "faithful": False,  # reproduce the original method's parsing quirks (C24/C25), recording the branch taken
 }
@@ -341,13 +342,14 @@ class Updater(ABC):
 
     def solver_params(self) -> dict:
         """Sampling parameters of every solving call (stream, replay, test): identical so replays hit the cache."""
-        return self._with_extra(
-            {
-                "temperature": self.config["temperature"],
-                "max_tokens": self.config["solver_max_tokens"],
-                **self.config["solver_params"],
-            }
-        )
+        params = {
+            "temperature": self.config["temperature"],
+            "max_tokens": self.config["solver_max_tokens"],
+            **self.config["solver_params"],
+        }
+        if self.config["presence_penalty"] is not None:
+            params.setdefault("presence_penalty", self.config["presence_penalty"])
+        return self._with_extra(params)
 
     def curator_params(self) -> dict:
         return self._with_extra({"temperature": self.config["temperature"], "max_tokens": self.config["curator_max_tokens"]})

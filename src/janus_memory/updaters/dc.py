@@ -73,7 +73,6 @@ class _DCBase(Updater):
         "prompts": "paper",  # "paper" | "small"
         "extraction": "first",  # "first" (authors) | "last" (strict, ours)
         "fallback": "previous",  # "previous" | "dc_original" (DC-RS: deploy the retrieved-pairs block)
-        "presence_penalty": 1.0,  # on every solver call too (authors' vLLM path); None = not sent
         "parse_reasoning": False,  # parsers also see the thinking text
         "execute_code": True,  # DC-RS stream: run "EXECUTE CODE!" blocks in the sandbox, one follow-up
         "exec_timeout_s": 15.0,
@@ -107,12 +106,6 @@ class _DCBase(Updater):
         return [{"role": "system", "content": load_prompt("dc_generator_system")}, {"role": "user", "content": user}]
 
     # ---- helpers -----------------------------------------------------------------------------
-    def solver_params(self) -> dict:
-        params = super().solver_params()
-        if self.config["presence_penalty"] is not None:
-            params.setdefault("presence_penalty", self.config["presence_penalty"])
-        return params
-
     def curator_params(self) -> dict:
         return {**super().curator_params(), "presence_penalty": self.config["curator_presence_penalty"]}
 

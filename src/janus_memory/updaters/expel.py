@@ -79,7 +79,7 @@ class ExpeL(Updater):
     reflection_max_tokens."""
 
     DEFAULTS = {"max_tries": 3, "batch_update_size": 8, "max_num_rules": 20, "reflection_max_tokens": 256,
-                "rule_ops": "paper", "answer_block": "first", "replay_scoring": "raw", "presence_penalty": 1.0,
+                "rule_ops": "paper", "answer_block": "first", "replay_scoring": "raw",
                 "parse_reasoning": False, "retrieval": "multi_field", "buffer_retrieve_ratio": 5}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("multi_field", "question")}
@@ -140,8 +140,6 @@ class ExpeL(Updater):
             params.setdefault("presence_penalty", self.config["presence_penalty"])
         return params
 
-    def solver_params(self) -> dict:
-        return self._pp(super().solver_params())
 
     def step(self, task: Task) -> StepOutcome:
         calls: list[LLMCall] = []
