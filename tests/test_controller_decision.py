@@ -130,7 +130,8 @@ class Alternating:
 
 
 def test_identical_memory_creates_no_flips_c23():
-    cfg = JanusConfig(trigger="always")
+    assert JanusConfig().same_memory_shortcut is False and JanusConfig.fast().same_memory_shortcut is True
+    cfg = JanusConfig(trigger="always", same_memory_shortcut=True)
     j = Janus(cfg, Alternating())
     z = np.array([1.0, 0.0])
     for i in range(20):
@@ -149,7 +150,7 @@ def test_identical_memory_creates_no_flips_c23():
     d = j2.decide(StepInput(mk_task(20), np.eye(20)[0], "M", "M", z * 0, z * 0))
     assert d.flips != []
     # early stopping: identical memories need no evaluation at all
-    j3 = Janus(JanusConfig(trigger="always", early_stop=True), Alternating())
+    j3 = Janus(JanusConfig(trigger="always", early_stop=True, same_memory_shortcut=True), Alternating())
     for i in range(21):
         d = j3.decide(StepInput(mk_task(i), np.eye(20)[i % 20], "M", "M", z * 0, z * 0))
     assert (d.accept, d.evaluator_calls, d.reason) == (True, 0, "early_stop_new_ge_old")

@@ -9,6 +9,7 @@ from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.types import ChatResult
 from janus_memory.updaters import extract_cheatsheet, extract_cheatsheet_faithful, make_updater
+from janus_memory.updaters.dc import SMALL_MODEL_CONFIG
 
 QS = [
     ("add two and three", "5"),
@@ -57,8 +58,11 @@ def solver_replies():
 
 
 def make(name="dc_rs", curator=CURATOR, **config):
+    """The small-model preset (our capped prompts, strict parsing) unless overridden; paper tests:
+    tests/test_updaters_dc_paper.py."""
     llm = ScriptedLLM({"curator": list(curator), "solver": solver_replies()})
-    upd = make_updater(name, llm=llm, family=ExactFamily(), encoder=HashEncoder(), config=config or None)
+    cfg = {**SMALL_MODEL_CONFIG, "curator_input": "question"} if name == "dc_rs" else dict(SMALL_MODEL_CONFIG)
+    upd = make_updater(name, llm=llm, family=ExactFamily(), encoder=HashEncoder(), config={**cfg, **config})
     return upd, llm
 
 

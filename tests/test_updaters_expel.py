@@ -9,12 +9,14 @@ from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.types import ChatResult
 from janus_memory.updaters import make_updater
+from janus_memory.updaters.expel import SMALL_MODEL_CONFIG
 from janus_memory.updaters.expel_rules import parse_ops_strict
 
 
 def make(script=None, **config):
     llm = ScriptedLLM(script or {})
-    return make_updater("expel", llm=llm, family=ExactFamily(), encoder=HashEncoder(), config=config or None), llm
+    cfg = {**SMALL_MODEL_CONFIG, **config}  # the small-model preset; paper semantics: test_updaters_paper.py
+    return make_updater("expel", llm=llm, family=ExactFamily(), encoder=HashEncoder(), config=cfg), llm
 
 
 def reply(answer: str, reasoning: str = "work") -> str:

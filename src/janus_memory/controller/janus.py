@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,8 +55,12 @@ class JanusConfig:
     Beyond the paper (all off here; ``JanusConfig.fast()`` turns the speed options on):
       early_stop (+ early_stop_round tasks per round), dedup, clustering="incremental" (+ pool_size),
       decision_rule="sign_test" (+ alpha, min_margin).
-    same_memory_shortcut (on, C23): identical old/new texts are evaluated once, so evaluator noise cannot
-      create flips; with a deterministic/cached evaluator the decision equals the paper's.
+    same_memory_shortcut (off in the paper preset, on in ``fast()``; C23): identical old/new texts are evaluated
+      once, so evaluator noise cannot create flips. The authors always evaluate both memories, so with a stochastic
+      evaluator noise can flip and roll back identical memories (this matters for the Always/Random/Periodic and
+      tau=0.2 ablations); with a deterministic evaluator both settings decide the same.
+    replay_limit (None = off, as in the paper): cap |E| by ``random.Random(seed + trigger_count + 17).sample``
+      over the planned entries (trigger_count after the increment), as the authors' optional cap does.
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -82,7 +87,8 @@ class JanusConfig:
     decision_rule: str = "paper"
     min_margin: int = 0
     alpha: float = 0.05
-    same_memory_shortcut: bool = True
+    same_memory_shortcut: bool = False
+    replay_limit: int | None = None
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
@@ -109,6 +115,9 @@ class JanusConfig:
             raise ValueError(f"trigger_rate must be in [0, 1], got {self.trigger_rate}")
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        rl = self.replay_limit
+        if rl is not None and (isinstance(rl, bool) or not isinstance(rl, (int, np.integer)) or rl < 1):
+            raise ValueError(f"replay_limit must be None or an int >= 1, got {rl!r}")
         if self.trigger not in TRIGGER_POLICIES:
             raise ValueError(f"trigger must be one of {TRIGGER_POLICIES}, got {self.trigger!r}")
         if self.clustering not in ("full", "incremental"):
@@ -124,16 +133,41 @@ class JanusConfig:
         return self.coverage_size + self.boundary_size
 
     @classmethod
-    def faithful(cls, **overrides) -> JanusConfig:
-        """The paper's configuration (same as ``JanusConfig()``)."""
+    def paper(cls, **overrides) -> JanusConfig:
+        """The paper preset: the authors' code rule for rule (same as ``JanusConfig()``)."""
         return cls(**overrides)
 
     @classmethod
+    def faithful(cls, **overrides) -> JanusConfig:
+        """Alias of :meth:`paper` (older name)."""
+        return cls.paper(**overrides)
+
+    @classmethod
     def fast(cls, **overrides) -> JanusConfig:
-        """Speed options on: exact early stopping, de-duplication, incremental clustering."""
-        base = dict(early_stop=True, dedup=True, clustering="incremental")
+        """Speed options on: exact early stopping, de-duplication, incremental clustering and the identical-memory
+        shortcut (identical texts are evaluated once: no noise flips)."""
+        base = dict(early_stop=True, dedup=True, clustering="incremental", same_memory_shortcut=True)
         base.update(overrides)
         return cls(**base)
+
+    @property
+    def preset(self) -> str:
+        """``"paper"`` or ``"fast"`` when the speed/fidelity switches equal that preset's, else ``"custom"``.
+
+        Only the switches that separate the presets are compared (sizes, tau, trigger policy, seed are settings
+        of either preset): early_stop, dedup, clustering, decision_rule, same_memory_shortcut, replay_limit."""
+        keys = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit")
+        mine = tuple(getattr(self, k) for k in keys)
+        for name, ref in (("paper", JanusConfig.paper()), ("fast", JanusConfig.fast())):
+            if mine == tuple(getattr(ref, k) for k in keys):
+                return name
+        return "custom"
+
+    def preset_line(self) -> str:
+        """One line for run headers, e.g. ``janus preset: paper (same_memory_shortcut=False, ...)``."""
+        return (f"janus preset: {self.preset} (trigger={self.trigger}, tau={self.tau}, "
+                f"same_memory_shortcut={self.same_memory_shortcut}, early_stop={self.early_stop}, "
+                f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit})")
 
     @classmethod
     def with_support_size(cls, k: int, *, coverage_size: int = 12, **overrides) -> JanusConfig:
@@ -436,11 +470,17 @@ class Janus:
         bnd = [i for i, _ in self._boundary] if c.use_boundary else []
         fr = fresh if c.use_fresh else []
         entries = build_entries(cov, bnd, fr, c.dedup)
+        if c.replay_limit is not None and len(entries) > c.replay_limit:
+            # the authors' optional cap (spec §3.2 step 4): trigger_count is already incremented here
+            entries = random.Random(c.seed + self._trigger_count + 17).sample(entries, c.replay_limit)
         d.coverage = [ids[i] for i in cov]
         d.boundary = [ids[i] for i in bnd]
         d.fresh = [ids[i] for i in fr]
         d.eval_ids = [ids[i] for i in entries]
         d.evaluator_calls_full = 2 * len(entries)
+        begin = getattr(self.evaluator, "begin_comparison", None)
+        if callable(begin):  # lets a sampling evaluator draw fresh, resumable samples per (trigger, entry, memory)
+            begin(step=d.step, trigger=self._trigger_count)
         try:
             comp = compare(self.evaluator, [self._tasks[i] for i in entries], old_text, new_text,
                            rule=c.decision_rule, alpha=c.alpha, min_margin=c.min_margin,

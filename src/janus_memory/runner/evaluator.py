@@ -1,39 +1,103 @@
 """The evaluator callback that the pure controller calls: score(memory_text, tasks) -> list[bool].
 
 Our runner solves each evaluation-set task with the updater's own solving prompt and only the given memory text
-(paper-spec §3.2 step 5: no retrieval, one sample), then scores it against the stored ground truth. Identical
-(memory, task, sampling) requests are served by the LLM response cache, so re-scoring a pair costs nothing and
-server nondeterminism cannot create fake flips (failure case C23).
+(paper-spec §3.2 step 5: no retrieval, one sample), then scores it against the stored ground truth.
+
+Replay sampling (issue 13 item 1):
+
+* ``replay="fresh"`` (paper preset): the authors draw a fresh sample for every (evaluation entry, memory) at every
+  trigger. We give every such draw its own *sample index*, so the request differs from the stream solver's
+  (sample 0) and from every other trigger's, yet stays cached and a resumed run replays it byte-identically. The
+  index is ``1 + sha256(salt, trigger, call, occurrence) mod 2**40`` where ``trigger`` comes from the controller's
+  ``begin_comparison`` hook (part of the controller state, so resume-safe), ``call`` counts evaluator calls within
+  the comparison (old memory, new memory, and the rounds of early stopping are different calls, so two identical
+  memories still get independent draws), and ``occurrence`` separates a task listed twice in one call (a coverage
+  representative that is also fresh). ``salt`` separates runs that must not share answers (seed, stream order).
+* ``replay="frozen"`` (option): the replay request equals the stream solver's (sample 0), so the response cache
+  answers it: a (memory, task) pair always gets the same verdict. Cheaper, and evaluator noise cannot flip
+  identical memories, but a memory compared again keeps its old scores and DC-RS's new memory on x_t reuses the
+  online answer.
 """
 from __future__ import annotations
 
 import hashlib
 from typing import Any
 
+REPLAY_MODES = ("fresh", "frozen")
+
+
+def replay_sample_index(salt: str, trigger: int, call: int, occurrence: int) -> int:
+    """The sample index of one replay draw (>= 1, so never the stream solver's sample 0)."""
+    key = f"janus-replay|{salt}|{trigger}|{call}|{occurrence}".encode("utf-8")
+    return 1 + int.from_bytes(hashlib.sha256(key).digest()[:5], "big")
+
 
 class UpdaterEvaluator:
-    """Callable ``(memory_text, tasks) -> list[bool]`` backed by ``updater.solve_with_memory``.
+    """Callable ``(memory_text, tasks) -> list[bool | None]`` backed by ``updater.solve_with_memory``.
 
     ``records`` accumulates one dict per (memory, task) evaluation since the last :meth:`drain`, for the decision log.
     Records hold no cache/timing flags, so a resumed run logs exactly what an uninterrupted one does.
+
+    Args:
+        replay: "fresh" (paper preset) or "frozen"; see the module docstring.
+        salt: separates the replay draws of different runs (e.g. ``f"seed={seed};order={order_seed}"``).
     """
 
-    def __init__(self, updater: Any, *, role: str = "janus"):
+    def __init__(self, updater: Any, *, role: str = "janus", replay: str = "fresh", salt: str = ""):
+        if replay not in REPLAY_MODES:
+            raise ValueError(f"replay must be one of {REPLAY_MODES}, got {replay!r}")
         self.updater = updater
         self.role = role
+        self.replay = replay
+        self.salt = str(salt)
         self.records: list[dict] = []
+        self._trigger: int | None = None
+        self._calls = 0
+
+    def begin_comparison(self, *, step: int, trigger: int) -> None:
+        """Called by the controller before each comparison (``trigger`` = its trigger count, 1-based)."""
+        self._trigger = int(trigger)
+        self._calls = 0
+
+    def _samples(self, tasks: list[Any]) -> list[int]:
+        if self.replay == "frozen":
+            return [0] * len(tasks)
+        if self._trigger is None:
+            raise RuntimeError("replay='fresh' needs the controller's begin_comparison() before evaluating")
+        call = self._calls
+        self._calls += 1
+        seen: dict[str, int] = {}
+        out = []
+        for t in tasks:
+            occ = seen.get(t.id, 0)
+            seen[t.id] = occ + 1
+            out.append(replay_sample_index(self.salt, self._trigger, call, occ))
+        return out
 
     def __call__(self, memory_text: str, tasks: list[Any]) -> list[bool | None]:
-        results = self.updater.solve_with_memory(memory_text, list(tasks), role=self.role)
-        if len(results) != len(tasks):
-            raise RuntimeError(f"solve_with_memory returned {len(results)} results for {len(tasks)} tasks")
+        tasks = list(tasks)
+        samples = self._samples(tasks)
+        results: list = [None] * len(tasks)
+        # one batched call per distinct sample index (the LLM client takes one index per batch); with "frozen"
+        # that is a single batch, with "fresh" one batch per draw
+        by_sample: dict[int, list[int]] = {}
+        for pos, s in enumerate(samples):
+            by_sample.setdefault(s, []).append(pos)
+        for s, positions in by_sample.items():
+            part = self.updater.solve_with_memory(memory_text, [tasks[p] for p in positions], role=self.role,
+                                                  sample=s)
+            if len(part) != len(positions):
+                raise RuntimeError(f"solve_with_memory returned {len(part)} results for {len(positions)} tasks")
+            for p, r in zip(positions, part):
+                results[p] = r
         out = []
         mem_sha = hashlib.sha256(memory_text.encode("utf-8")).hexdigest()[:12]
-        for task, (chat, score) in zip(tasks, results):
+        for task, (chat, score), s in zip(tasks, results, samples):
             self.records.append(
                 {
                     "task_id": task.id,
                     "memory_sha256": mem_sha,
+                    "sample": s,
                     "correct": bool(score.correct),
                     "extracted": score.extracted,
                     "status": score.status,

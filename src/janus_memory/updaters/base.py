@@ -247,6 +247,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "top_k": 3,  # retrieval depth (paper-spec §5, §9)
     "retrieved_output_chars": None,  # truncate retrieved outputs in prompts (None = full)
     "solver_params": {},  # extra sampling params for solver calls (e.g. presence_penalty)
+    "presence_penalty": 1.0,  # paper preset: on every solving call (authors' vLLM path); None = not sent
     "extra_body": None,  # backend-specific JSON sent with every call (e.g. Qwen3 thinking switch); None = not sent
     "faithful": False,  # reproduce the original method's parsing quirks (C24/C25), recording the branch taken
 }
@@ -328,11 +329,13 @@ class Updater(ABC):
         self.stats["rollbacks"] = self.stats.get("rollbacks", 0) + 1
 
     def solve_with_memory(
-        self, memory_text: str, tasks: Sequence[Task], *, role: str = "janus"
+        self, memory_text: str, tasks: Sequence[Task], *, role: str = "janus", sample: int = 0
     ) -> list[tuple[ChatResult, Score]]:
-        """Janus replay: the solving prompt with this memory text only; 1 try, no retrieval, no code execution."""
+        """Janus replay: the solving prompt with this memory text only; 1 try, no retrieval, no code execution.
+
+        ``sample`` is the LLM client's sample index (0 = the stream solver's request; see runner/evaluator.py)."""
         msgs = [self.solving_messages(memory_text, t) for t in tasks]
-        return self._solve_batch(msgs, tasks, role)
+        return self._solve_batch(msgs, tasks, role, sample=sample)
 
     def solve_frozen(self, tasks: Sequence[Task], *, role: str = "test") -> list[tuple[ChatResult, Score]]:
         """Held-out test with the frozen memory (methods with a bank override this to add retrieval)."""
@@ -346,13 +349,14 @@ class Updater(ABC):
 
     def solver_params(self) -> dict:
         """Sampling parameters of every solving call (stream, replay, test): identical so replays hit the cache."""
-        return self._with_extra(
-            {
-                "temperature": self.config["temperature"],
-                "max_tokens": self.config["solver_max_tokens"],
-                **self.config["solver_params"],
-            }
-        )
+        params = {
+            "temperature": self.config["temperature"],
+            "max_tokens": self.config["solver_max_tokens"],
+            **self.config["solver_params"],
+        }
+        if self.config["presence_penalty"] is not None:
+            params.setdefault("presence_penalty", self.config["presence_penalty"])
+        return self._with_extra(params)
 
     def curator_params(self) -> dict:
         return self._with_extra({"temperature": self.config["temperature"], "max_tokens": self.config["curator_max_tokens"]})
@@ -362,11 +366,18 @@ class Updater(ABC):
         calls.append(LLMCall(role=role, messages=messages, result=result, params=dict(params)))
         return result
 
-    def _solve_batch(self, msgs: list[list[dict]], tasks: Sequence[Task], role: str) -> list[tuple[ChatResult, Score]]:
+    def _solve_batch(self, msgs: list[list[dict]], tasks: Sequence[Task], role: str,
+                     sample: int = 0) -> list[tuple[ChatResult, Score]]:
         if not msgs:
             return []
-        results = self.llm.chat_many(msgs, role=role, **self.solver_params())
-        return [(r, self.score(t, r)) for r, t in zip(results, tasks, strict=True)]
+        extra = {"sample": sample} if sample else {}
+        results = self.llm.chat_many(msgs, role=role, **extra, **self.solver_params())
+        score = self.replay_score if role == "janus" else self.score
+        return [(r, score(t, r)) for r, t in zip(results, tasks, strict=True)]
+
+    def replay_score(self, task: Task, result: ChatResult) -> Score:
+        """How Janus replays are scored (default: as the stream scores; ExpeL's paper preset scores the raw output)."""
+        return self.score(task, result)
 
     def score(self, task: Task, result: ChatResult) -> Score:
         return self.family.score(task, result)

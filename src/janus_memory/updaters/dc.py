@@ -10,27 +10,45 @@ DC-RS step (the candidate is synthesised BEFORE the task is answered, as in the 
   4. (input, output, feedback) is appended to the retrieval bank — unconditionally by default (paper behaviour).
 DC-Cu step: the generator answers with the current sheet, then the curator rewrites the sheet from the task and answer.
 
-Candidate extraction (C24; default = explicit rejection):
+Presets (issue 13; ``docs/fidelity.md`` has the rule-by-rule table):
+  * paper (the defaults): the authors' code. Prompts with their structure in our words (uncapped sheet of
+    ``<memory_item><strategy><when_to_use>`` items; generator asking for ``FINAL ANSWER: <answer>..</answer>`` with
+    the "EXECUTE CODE!" protocol), one user message each; the curator sees the full task prompt; the candidate is
+    the FIRST complete ``<cheatsheet>`` block (both tags present, case-sensitive) and an unparsable reply keeps the
+    previous sheet; presence_penalty 1.0 on every call; in the stream, a reply that ends a python block with
+    "EXECUTE CODE!" gets the block run in our sandbox (15 s) and one follow-up generation.
+  * ``SMALL_MODEL_CONFIG`` (``janus demo``): our capped prompts (8 one-line entries), system+user messages, strict
+    LAST-block extraction with explicit rejection reasons, no presence penalty, no code execution.
+  Options: ``extraction`` "first" | "last"; ``fallback`` "previous" | "dc_original" (the original Dynamic
+  Cheatsheet: an unparsable curator reply deploys the retrieved-pairs block, how the destructive updates in
+  ../shared/data/dc-trajectories arose); ``parse_reasoning`` (parsers also see the model's thinking text, as the
+  authors' vLLM path returns it; thinking first); ``curator_input`` "task_prompt" | "question"; ``faithful=True``
+  reproduces DC's own extractor (split on the first opening tag, partial text deployed) and wins over
+  ``extraction``.
+
+Strict extraction (``extraction="last"``, C24):
   * the candidate is the content of the LAST complete ``<cheatsheet> ... </cheatsheet>`` block (a draft block
     followed by a final block yields the final one);
   * that block opens at the first ``<cheatsheet>`` tag standing alone on its line between the previous closing tag
-    (or the start) and the block's closing tag; if no tag there stands alone, at the last one (so a tag mentioned
-    in prose before the block does not hijack extraction);
+    (or the start) and the block's closing tag; if no tag there stands alone, at the last one;
   * no closing tag but an opening tag, or a truncated reply (finish_reason "length") whose last opening tag is
     never closed -> rejected ``"unterminated block"``; no tags -> ``"missing block"``; blank content -> ``"empty"``.
   A rejected candidate leaves the sheet unchanged and is counted in ``stats["candidates_rejected"]``.
-  ``faithful=True`` reproduces DC's extractor (split on the first opening tag, then the first closing tag; no
-  opening tag keeps the old sheet) and records the branch in ``info["branch"]`` and ``stats["faithful_branches"]``.
-
-Not implemented: DC's "EXECUTE CODE!" follow-up for coding tasks (model code is never run in-process here).
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from typing import Sequence
 
+from janus_memory.tasks.extract_code import fenced_blocks
+from janus_memory.tasks.sandbox import SandboxLimits, run_python
 from janus_memory.types import ChatResult, Score, Task
+from janus_memory.updaters.dc_extract import (  # noqa: F401  (re-exported)
+    extract_cheatsheet,
+    extract_cheatsheet_faithful,
+    extract_cheatsheet_first,
+)
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
     LLMCall,
@@ -44,68 +62,28 @@ from janus_memory.updaters.base import (
     visible_text,
 )
 
-_OPEN = re.compile(r"<cheatsheet>", re.IGNORECASE)
-_CLOSE = re.compile(r"</cheatsheet>", re.IGNORECASE)
+EXEC_SENTINEL = "EXECUTE CODE!"
 
-
-def _alone_on_line(text: str, start: int, end: int) -> bool:
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    line_end = len(text) if line_end < 0 else line_end
-    return text[line_start:start].strip() == "" and text[end:line_end].strip() == ""
-
-
-def extract_cheatsheet(text: str, *, truncated: bool = False) -> tuple[str | None, str | None, str]:
-    """Strict extraction (default mode, C24). Returns ``(candidate, rejection_reason, branch)``.
-
-    Exactly one of candidate / rejection_reason is None. Reasons: "unterminated block", "missing block", "empty".
-    """
-    closes = list(_CLOSE.finditer(text))
-    opens = list(_OPEN.finditer(text))
-    if not closes:
-        if opens:
-            return None, "unterminated block", "opening tag never closed"
-        return None, "missing block", "no cheatsheet tags"
-    last = closes[-1]
-    if truncated and opens and opens[-1].start() > last.end():
-        return None, "unterminated block", "truncated reply ends inside a new block"
-    seg_start = closes[-2].end() if len(closes) > 1 else 0
-    cands = [m for m in opens if seg_start <= m.start() and m.end() <= last.start()]
-    if not cands:
-        return None, "missing block", "closing tag without opening tag"
-    alone = [m for m in cands if _alone_on_line(text, m.start(), m.end())]
-    opener = alone[0] if alone else cands[-1]
-    content = text[opener.end() : last.start()].strip()
-    if not content:
-        return None, "empty", "blank block"
-    return content, None, "last complete block"
-
-
-def extract_cheatsheet_faithful(text: str, old: str) -> tuple[str, str]:
-    """DC's original behaviour (C24 faithful mode). Returns ``(new_sheet, branch)``; never rejects."""
-    t = text.strip()
-    if "<cheatsheet>" not in t:
-        return old, "no opening tag: previous cheatsheet kept"
-    parts = t.split("<cheatsheet>")
-    seg = parts[1]  # DC takes the text between the first opening tag and the next one (or the end)
-    sheet = seg.strip().split("</cheatsheet>")[0].strip()
-    if "</cheatsheet>" not in seg:
-        if len(parts) > 2:
-            branch = "text up to the next opening tag deployed"
-        else:
-            branch = "no closing tag: partial text deployed"
-    elif not sheet:
-        branch = "empty block deployed"
-    else:
-        branch = "first block"
-    return sheet, branch
-
+# the small-model preset used by `janus demo` (our capped prompts and strict parsing); the defaults are the paper's
+SMALL_MODEL_CONFIG = {"prompts": "small", "extraction": "last", "presence_penalty": None, "execute_code": False}
 
 class _DCBase(Updater):
-    DEFAULTS = {"curator_presence_penalty": 1.0}
+    DEFAULTS = {
+        "curator_presence_penalty": 1.0,
+        "prompts": "paper",  # "paper" | "small"
+        "extraction": "first",  # "first" (authors) | "last" (strict, ours)
+        "fallback": "previous",  # "previous" | "dc_original" (DC-RS: deploy the retrieved-pairs block)
+        "parse_reasoning": False,  # parsers also see the thinking text
+        "execute_code": True,  # DC-RS stream: run "EXECUTE CODE!" blocks in the sandbox, one follow-up
+        "exec_timeout_s": 15.0,
+    }
+    _CHOICES = {"prompts": ("paper", "small"), "extraction": ("first", "last"), "fallback": ("previous", "dc_original")}
 
     def __init__(self, **kw):
         super().__init__(**kw)
+        for key, allowed in self._CHOICES.items():
+            if self.config[key] not in allowed:
+                raise ValueError(f"config {key!r} must be one of {allowed}, got {self.config[key]!r}")
         self.cheatsheet: str = EMPTY_MEMORY
 
     # ---- seam --------------------------------------------------------------------------------
@@ -113,7 +91,12 @@ class _DCBase(Updater):
         return self.cheatsheet if self.cheatsheet.strip() else EMPTY_MEMORY
 
     def solving_messages(self, memory_text: str, task: Task, examples: str = "") -> list[dict]:
-        """System: the generator instructions; user: the cheatsheet, optional retrieved examples, the task prompt."""
+        """Paper: one user message (sheet + task prompt; test-time examples are appended to the sheet as
+        "## Retrieved Nearest Examples"). Small: system = instructions; user = sheet, examples, task prompt."""
+        if self.config["prompts"] == "paper":
+            sheet = f"{memory_text}\n\n## Retrieved Nearest Examples\n{examples}" if examples else memory_text
+            user = fill(load_prompt("dc_generator_paper"), CHEATSHEET=sheet, QUESTION=self.family.prompt(task))
+            return [{"role": "user", "content": user}]
         user = fill(
             load_prompt("dc_generator_user"),
             CHEATSHEET=memory_text,
@@ -126,29 +109,69 @@ class _DCBase(Updater):
     def curator_params(self) -> dict:
         return {**super().curator_params(), "presence_penalty": self.config["curator_presence_penalty"]}
 
-    def _apply_curator_output(self, result: ChatResult, info: dict) -> str | None:
-        """Update ``self.cheatsheet`` from the curator reply; return the rejection reason (None if accepted).
-
-        A reply cut off by max_tokens arrives with its partial text in ``reasoning`` (the LLM layer never treats a
-        cut-off reply as an answer, C19); the curator's partial text is read from there so the rejection reason is
-        the true one ("unterminated block"), and faithful mode sees what the original DC saw."""
+    def parse_view(self, result: ChatResult) -> str:
+        """The text the parsers read. A reply cut off by max_tokens arrives with its partial text in ``reasoning``
+        (C19): that partial text is read. With ``parse_reasoning`` the thinking text comes first, as in the
+        authors' outputs."""
         text = result.text or ""
         if not text and result.truncated and result.reasoning and "<think>" not in result.reasoning:
-            text = result.reasoning
+            return result.reasoning
+        if self.config["parse_reasoning"] and result.reasoning:
+            return f"{result.reasoning}\n{text}"
+        return text
+
+    def _apply_curator_output(self, result: ChatResult, info: dict, fallback: str | None = None) -> str | None:
+        """Update ``self.cheatsheet`` from the curator reply; return the rejection reason (None if deployed).
+
+        ``fallback``: what ``fallback="dc_original"`` deploys for an unparsable reply (DC-RS: the pairs block)."""
+        text = self.parse_view(result)
         if self.config["faithful"]:
             sheet, branch = extract_cheatsheet_faithful(text, self.cheatsheet)
             info["branch"] = branch
             self._count("faithful_branches", branch)
             self.cheatsheet = sheet
             return None
-        cand, reason, branch = extract_cheatsheet(text, truncated=result.finish_reason == "length")
+        if self.config["extraction"] == "first":
+            cand = extract_cheatsheet_first(text)
+            reason, branch = (None, "first complete block") if cand else ("missing block", "no complete block")
+        else:
+            cand, reason, branch = extract_cheatsheet(text, truncated=result.finish_reason == "length")
         info["branch"] = branch
-        if reason is not None:
-            info["rejected_curator_output"] = text
-            self._count("candidates_rejected", reason)
-            return reason
-        self.cheatsheet = cand
-        return None
+        if reason is None:
+            self.cheatsheet = cand
+            return None
+        info["rejected_curator_output"] = text
+        if self.config["fallback"] == "dc_original" and fallback is not None:
+            info["branch"] = branch + "; dc_original fallback: retrieved-pairs block deployed"
+            self._count("fallback_deployed", reason)
+            self.cheatsheet = fallback
+            return None
+        self._count("candidates_rejected", reason)
+        return reason
+
+    def _maybe_execute(self, msgs: list[dict], out: ChatResult, calls: list[LLMCall], info: dict) -> ChatResult:
+        """The authors' "EXECUTE CODE!" follow-up: when the reply ends a python block with the sentinel, run the last
+        python block in the sandbox (never in-process) and make one follow-up generation; the output is the
+        reply up to the sentinel + the execution result + the follow-up."""
+        text = self.parse_view(out)
+        if not self.config["execute_code"] or EXEC_SENTINEL not in text:
+            return out
+        pre = text.split(EXEC_SENTINEL)[0].strip()
+        blocks = [body for lang, body, closed in fenced_blocks(pre) if closed and lang in ("python", "py", "python3")]
+        if not pre.endswith("```") or not blocks:
+            info["exec"] = {"status": "not run", "why": "no python block right before the sentinel"}
+            return out
+        lim = SandboxLimits(wall_s=float(self.config["exec_timeout_s"]), cpu_s=int(self.config["exec_timeout_s"]))
+        res = run_python(blocks[-1], limits=lim)
+        shown = truncate((res.stdout or "") + (res.stderr or ""), 4000)
+        current = f"{pre}\n{EXEC_SENTINEL}\n\nExecution result ({res.status}, exit code {res.returncode}):\n{shown}"
+        follow = msgs + [
+            {"role": "assistant", "content": current},
+            {"role": "user", "content": load_prompt("dc_exec_followup")},
+        ]
+        fu = self._chat(follow, role="solver", calls=calls, params=self.solver_params())
+        info["exec"] = {"status": res.status, "returncode": res.returncode}
+        return dataclasses.replace(fu, text=f"{current}\n\n{fu.text}".strip())
 
 
 @register_updater("dc_rs")
@@ -157,13 +180,16 @@ class DCRetrievalSynthesis(_DCBase):
     """DC-RS (paper-spec §5.1). Extra config: ``bank_under_controller`` (default False: the bank of past
     (input, output) pairs is appended to unconditionally and a Janus rollback restores only the cheatsheet)."""
 
-    DEFAULTS = {**_DCBase.DEFAULTS, "bank_under_controller": False}
+    DEFAULTS = {**_DCBase.DEFAULTS, "bank_under_controller": False, "curator_input": "task_prompt"}
+    _CHOICES = {**_DCBase._CHOICES, "curator_input": ("task_prompt", "question")}
 
     def __init__(self, **kw):
         super().__init__(**kw)
         self.bank = RetrievalBank()
 
     def _pairs_block(self, hits: list[tuple[int, float]]) -> str:
+        if self.config["prompts"] == "paper":
+            return self._pairs_block_paper(hits)
         if not hits:
             return fill(load_prompt("dc_rs_pairs_block"), ITEMS="(none yet)")
         lim = self.config["retrieved_output_chars"]
@@ -177,7 +203,23 @@ class DCRetrievalSynthesis(_DCBase):
             )
         return fill(load_prompt("dc_rs_pairs_block"), ITEMS="\n".join(items))
 
+    def _pairs_block_paper(self, hits: list[tuple[int, float]]) -> str:
+        """The authors' layout: "(empty)" without hits; least similar first, numbered from 1."""
+        if not hits:
+            return EMPTY_MEMORY
+        lim = self.config["retrieved_output_chars"]
+        items = []
+        for num, (idx, sim) in enumerate(reversed(hits), start=1):
+            rec = self.bank.records[idx]
+            items.append(
+                f"#### Previous Input #{num} (Similarity: {sim:.2f}):\n{rec['question']}\n\n"
+                f"#### Model Solution to Previous Input #{num}:\n{truncate(rec['output'], lim)}\n---\n---\n"
+            )
+        return fill(load_prompt("dc_rs_pairs_block_paper"), ITEMS="\n".join(items))
+
     def _examples_block(self, hits: list[tuple[int, float]]) -> str:
+        if self.config["prompts"] == "paper":
+            return self._pairs_block_paper(hits) if hits else ""
         if not hits:
             return ""
         lim = self.config["retrieved_output_chars"]
@@ -198,22 +240,15 @@ class DCRetrievalSynthesis(_DCBase):
         hits = self.bank.top_k(q_emb, self.config["top_k"])
         info["retrieved"] = [{"id": self.bank.records[i]["id"], "similarity": round(s, 6)} for i, s in hits]
         task_prompt = self.family.prompt(task)
-        cur_msgs = [
-            {"role": "system", "content": load_prompt("dc_rs_curator_system")},
-            {
-                "role": "user",
-                "content": fill(
-                    load_prompt("dc_rs_curator_user"),
-                    PREVIOUS_CHEATSHEET=old,
-                    RETRIEVED_PAIRS=self._pairs_block(hits),
-                    NEXT_INPUT=task.question,
-                ),
-            },
-        ]
-        cur = self._chat(cur_msgs, role="curator", calls=calls, params=self.curator_params())
-        rejected = self._apply_curator_output(cur, info)
+        pairs = self._pairs_block(hits)
+        next_input = task_prompt if self.config["curator_input"] == "task_prompt" else task.question
+        cur = self._chat(self._curator_messages(old, pairs, next_input), role="curator", calls=calls,
+                         params=self.curator_params())
+        rejected = self._apply_curator_output(cur, info, fallback=pairs)
         new = self.memory_text()
-        out = self._chat(self.solving_messages(new, task), role="solver", calls=calls, params=self.solver_params())
+        gen_msgs = self.solving_messages(new, task)
+        out = self._chat(gen_msgs, role="solver", calls=calls, params=self.solver_params())
+        out = self._maybe_execute(gen_msgs, out, calls, info)
         score = self.score(task, out)
         self.bank.add(
             {
@@ -227,6 +262,15 @@ class DCRetrievalSynthesis(_DCBase):
         )
         self.stats["steps"] += 1
         return StepOutcome(out, score, old, new, rejected, calls, info)
+
+    def _curator_messages(self, old: str, pairs: str, next_input: str) -> list[dict]:
+        if self.config["prompts"] == "paper":
+            text = fill(load_prompt("dc_rs_curator_paper"), PREVIOUS_CHEATSHEET=old, RETRIEVED_PAIRS=pairs,
+                        NEXT_INPUT=next_input)
+            return [{"role": "user", "content": text}]
+        user = fill(load_prompt("dc_rs_curator_user"), PREVIOUS_CHEATSHEET=old, RETRIEVED_PAIRS=pairs,
+                    NEXT_INPUT=next_input)
+        return [{"role": "system", "content": load_prompt("dc_rs_curator_system")}, {"role": "user", "content": user}]
 
     def solve_frozen(self, tasks: Sequence[Task], *, role: str = "test") -> list[tuple[ChatResult, Score]]:
         """Frozen cheatsheet + the top-k retrieved (input, output) pairs of the stream bank (paper-spec §5.1)."""

@@ -12,10 +12,17 @@ Step t:
 Operations are parsed and applied by :mod:`janus_memory.updaters.expel_rules` (strict by default; ``faithful=True``
 reproduces the original ExpeL). Every dropped operation is logged in ``info["ops"]`` and ``stats["ops_dropped"]``.
 
+Presets (issue 13; docs/fidelity.md): the defaults are the authors' code: rule operations found anywhere in the
+reply with two-way text containment (``rule_ops="paper"``, :func:`expel_rules.apply_ops_paper`), the FIRST
+``<final_answer>`` block is scored in the stream, Janus replays are scored on the RAW output with the task's
+checker (``replay_scoring="raw"``), presence_penalty 1.0 on every call, and retrieval over several fields of each
+success case (question, trajectory, each reflection; the top ``top_k * buffer_retrieve_ratio`` documents,
+aggregated per case by their best score; ``retrieval="multi_field"``). ``SMALL_MODEL_CONFIG`` restores our strict
+parser, last block, block scoring in replay, no penalty and question-only retrieval. ``parse_reasoning`` lets the
+parsers see the thinking text (the authors' vLLM outputs include it).
+
 Memory text: "1. rule\\n2. rule" (no counts), "(empty)" when there is no rule.
 Rollback (paper-spec §3.2): the rules with their counts and the ``recent_success`` buffer; the success pool is kept.
-Deviation: retrieval ranks success cases by their question embedding only (the original also indexes thoughts,
-steps and reflections of each case).
 """
 
 from __future__ import annotations
@@ -40,16 +47,30 @@ from janus_memory.updaters.base import (
 )
 from janus_memory.updaters.expel_rules import (
     apply_ops_faithful,
+    apply_ops_paper,
     apply_ops_strict,
     parse_ops_faithful,
+    parse_ops_paper,
     parse_ops_strict,
     render_rules,
 )
+
+SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scoring": "answer_block",
+                      "presence_penalty": None, "retrieval": "question"}
 
 
 def _last_block(text: str, tag: str) -> str | None:
     blocks = re.findall(rf"<{tag}>(.*?)</{tag}>", text or "", flags=re.DOTALL | re.IGNORECASE)
     return blocks[-1].strip() if blocks else None
+
+
+def _first_block(text: str, tag: str) -> str | None:
+    """The authors' extraction: both tags present (case-sensitive), text between the first pair, stripped;
+    None when absent or empty."""
+    t = text or ""
+    if f"<{tag}>" not in t or f"</{tag}>" not in t:
+        return None
+    return t.split(f"<{tag}>", 1)[1].split(f"</{tag}>", 1)[0].strip() or None
 
 
 @register_updater("expel")
@@ -58,10 +79,18 @@ class ExpeL(Updater):
     """ExpeL online (see module docstring). Extra config: max_tries, batch_update_size, max_num_rules,
     reflection_max_tokens."""
 
-    DEFAULTS = {"max_tries": 3, "batch_update_size": 8, "max_num_rules": 20, "reflection_max_tokens": 256}
+    DEFAULTS = {"max_tries": 3, "batch_update_size": 8, "max_num_rules": 20, "reflection_max_tokens": 256,
+                "rule_ops": "paper", "answer_block": "first", "replay_scoring": "raw",
+                "parse_reasoning": False, "retrieval": "multi_field", "buffer_retrieve_ratio": 5}
+    _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
+                "replay_scoring": ("raw", "answer_block"), "retrieval": ("multi_field", "question")}
 
     def __init__(self, **kw):
         super().__init__(**kw)
+        for key, allowed in self._CHOICES.items():
+            if self.config[key] not in allowed:
+                raise ValueError(f"config {key!r} must be one of {allowed}, got {self.config[key]!r}")
+        self.docs = RetrievalBank()  # multi-field retrieval documents {"case": pool index, "field": name}
         for key in ("max_tries", "batch_update_size", "max_num_rules"):
             if int(self.config[key]) < 1:
                 raise ValueError(f"config {key!r} must be >= 1, got {self.config[key]!r}")
@@ -87,18 +116,38 @@ class ExpeL(Updater):
         )
         return [{"role": "system", "content": load_prompt("expel_solver_system")}, {"role": "user", "content": user}]
 
+    def parse_view(self, result: ChatResult) -> str:
+        if self.config["parse_reasoning"] and result.reasoning:
+            return f"{result.reasoning}\n{result.text or ''}"
+        return result.text or ""
+
+    def _block(self, text: str, tag: str) -> str | None:
+        return (_first_block if self.config["answer_block"] == "first" else _last_block)(text, tag)
+
     def score(self, task: Task, result: ChatResult) -> Score:
-        """Score the ``<final_answer>`` content (the whole text when the block is missing)."""
-        ans = _last_block(result.text, "final_answer")
-        view = result if ans is None else dataclasses.replace(result, text=ans)
-        return self.family.score(task, view)
+        """Score the ``<final_answer>`` content (first block in the paper preset; the whole text when missing)."""
+        text = self.parse_view(result)
+        ans = self._block(text, "final_answer")
+        return self.family.score(task, dataclasses.replace(result, text=text if ans is None else ans))
+
+    def replay_score(self, task: Task, result: ChatResult) -> Score:
+        """Janus replay: the authors score the raw output with the task's checker (``replay_scoring="raw"``)."""
+        if self.config["replay_scoring"] == "raw":
+            return self.family.score(task, dataclasses.replace(result, text=self.parse_view(result)))
+        return self.score(task, result)
+
+    def _pp(self, params: dict) -> dict:
+        if self.config["presence_penalty"] is not None:
+            params.setdefault("presence_penalty", self.config["presence_penalty"])
+        return params
+
 
     def step(self, task: Task) -> StepOutcome:
         calls: list[LLMCall] = []
         old = self.memory_text()
         task_prompt = self.family.prompt(task)
         q_emb = self.embed([task.question])[0]
-        hits = self.pool.top_k(q_emb, self.config["top_k"])
+        hits = self._retrieve(q_emb)
         examples = self._examples_block(hits)
         info: dict = {"retrieved": [{"id": self.pool.records[i]["id"], "similarity": round(s, 6)} for i, s in hits]}
         attempts: list[dict] = []
@@ -112,7 +161,7 @@ class ExpeL(Updater):
             out = self._chat(msgs, role="solver", calls=calls, params=self.solver_params())
             score = self.score(task, out)
             shown = visible_text(out)
-            traj = _last_block(shown, "trajectory") or shown
+            traj = self._block(shown, "trajectory") or shown
             attempts.append({"attempt": attempt, "output": shown, "trajectory": traj, "correct": score.correct})
             if score.correct or attempt == max_tries:
                 break
@@ -127,12 +176,12 @@ class ExpeL(Updater):
                     ),
                 }
             ]
-            params = self._with_extra(
+            params = self._pp(self._with_extra(
                 {
                     "temperature": self.config["temperature"],
                     "max_tokens": min(int(self.config["reflection_max_tokens"]), int(self.config["solver_max_tokens"])),
                 }
-            )
+            ))
             ref = self._chat(ref_msgs, role="reflection", calls=calls, params=params)
             text = _last_block(ref.text, "reflection") or ref.text.strip()
             if text:
@@ -150,7 +199,7 @@ class ExpeL(Updater):
                 "trajectory": attempts[-1]["trajectory"],
                 "reflections": list(reflections),
             }
-            self.pool.add(case, q_emb)
+            self._add_case(case, q_emb)
             self.recent_success.append(case)
             for failed in attempts[:-1]:
                 self._curate("pair", self._pair_prompt(case, failed), calls, info)
@@ -168,7 +217,7 @@ class ExpeL(Updater):
         embs = self.embed([t.question for t in tasks])
         mem = self.memory_text()
         msgs = [
-            self.solving_messages(mem, t, examples=self._examples_block(self.pool.top_k(e, self.config["top_k"])))
+            self.solving_messages(mem, t, examples=self._examples_block(self._retrieve(e)))
             for t, e in zip(tasks, embs, strict=True)
         ]
         return self._solve_batch(msgs, tasks, role)
@@ -183,6 +232,9 @@ class ExpeL(Updater):
         if self.config["faithful"]:
             ops, dropped = parse_ops_faithful(text)
             self.rules, applied, dropped2 = apply_ops_faithful(self.rules, ops, max_rules)
+        elif self.config["rule_ops"] == "paper":
+            ops, dropped = parse_ops_paper(text)
+            self.rules, applied, dropped2 = apply_ops_paper(self.rules, ops, max_rules)
         else:
             ops, dropped = parse_ops_strict(text)
             self.rules, applied, dropped2 = apply_ops_strict(self.rules, ops, max_rules)
@@ -197,11 +249,11 @@ class ExpeL(Updater):
 
     def _curate(self, source: str, prompt: str, calls: list[LLMCall], info: dict) -> None:
         msgs = [{"role": "user", "content": prompt}]
-        params = self._with_extra(
+        params = self._pp(self._with_extra(
             {"temperature": self.config["temperature"], "max_tokens": max(int(self.config["curator_max_tokens"]), 512)}
-        )
+        ))
         res = self._chat(msgs, role="curator", calls=calls, params=params)
-        info["ops"].append(self.apply_curator_text(res.text, source))
+        info["ops"].append(self.apply_curator_text(self.parse_view(res), source))
 
     def _pair_prompt(self, success: dict, failed: dict) -> str:
         lim = self.config["retrieved_output_chars"]
@@ -238,18 +290,47 @@ class ExpeL(Updater):
             for rank, (i, sim) in enumerate(hits, start=1)
         )
 
+    # ---- retrieval ---------------------------------------------------------------------------
+    def _add_case(self, case: dict, q_emb) -> None:
+        """Add a success case; with multi-field retrieval also its documents (question, trajectory, reflections)."""
+        idx = len(self.pool)
+        self.pool.add(case, q_emb)
+        if self.config["retrieval"] != "multi_field":
+            return
+        fields = [("trajectory", case["trajectory"])] + [("reflection", r) for r in case["reflections"]]
+        fields = [(name, text) for name, text in fields if text and text.strip()]
+        self.docs.add({"case": idx, "field": "task"}, q_emb)
+        if fields:
+            for (name, _), emb in zip(fields, self.embed([t for _, t in fields]), strict=True):
+                self.docs.add({"case": idx, "field": name}, emb)
+
+    def _retrieve(self, q_emb) -> list[tuple[int, float]]:
+        """Top-k success cases: by question only, or (multi_field) the best of each case's documents among the top
+        ``top_k * buffer_retrieve_ratio`` documents, best first (ties: earlier document rank)."""
+        k = int(self.config["top_k"])
+        if self.config["retrieval"] != "multi_field" or not len(self.docs):
+            return self.pool.top_k(q_emb, k)
+        best: dict[int, float] = {}
+        for i, sim in self.docs.top_k(q_emb, k * int(self.config["buffer_retrieve_ratio"])):
+            case = self.docs.records[i]["case"]
+            if case not in best:
+                best[case] = sim  # documents arrive best first, so the first hit is the case's best score
+        return list(best.items())[:k]
+
     # ---- state -------------------------------------------------------------------------------
     def get_state(self) -> dict:
         return {
             "rules": [[r[0], int(r[1])] for r in self.rules],
             "recent_success": copy.deepcopy(self.recent_success),
             "pool": self.pool.state(),
+            "docs": self.docs.state(),
         }
 
     def set_state(self, state: dict) -> None:
         self.rules = [[r[0], int(r[1])] for r in state["rules"]]
         self.recent_success = copy.deepcopy(state["recent_success"])
         self.pool.set_state(state["pool"])
+        self.docs.set_state(state.get("docs", {"records": []}))
 
     def rollback(self, snap: dict) -> None:
         """Restore the rules (with counts) and the recent_success buffer; keep the success pool."""

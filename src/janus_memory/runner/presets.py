@@ -1,0 +1,83 @@
+"""The two run presets (issue 13) and the small pieces the CLI/runner print with them.
+
+* ``paper`` (the default of ``janus run``): the authors' code rule for rule. Controller ``JanusConfig.paper()``
+  (identical-memory shortcut off), fresh replay samples per (trigger, entry, memory), updater defaults (paper
+  prompts, first-block extraction, ExpeL paper rule operations, presence_penalty 1.0 on every call ...).
+* ``small`` (``janus demo``): our capped prompts and strict parsers for a 1.5B model, frozen (cached) replays and
+  ``JanusConfig.fast()``.
+
+Every rule and the option that switches it: docs/fidelity.md.
+"""
+from __future__ import annotations
+
+from janus_memory.controller import JanusConfig
+from janus_memory.updaters.dc import SMALL_MODEL_CONFIG as _DC_SMALL
+from janus_memory.updaters.expel import SMALL_MODEL_CONFIG as _EXPEL_SMALL
+
+PRESETS = ("paper", "small")
+PAPER_ENCODER = "st:Qwen/Qwen3-Embedding-0.6B"  # the paper's phi (sentence-transformers, whole memory, 32k tokens)
+DEFAULT_ENCODER = "minilm"  # offline default: all-MiniLM-L6-v2 int8 ONNX, 384-d, 254-token windows averaged
+
+SEED_HELP = ("dataset split/shuffle seed (which tasks form the stream and the test split, and their order); "
+             "it does not change Janus's own seed (JanusConfig.seed, 0 as in the paper: fresh-set, boundary and "
+             "random-trigger sampling) nor the LLM's sampling")
+
+_ENCODER_NOTES = {
+    "minilm": "all-MiniLM-L6-v2 int8 ONNX, 384-d, texts cut into 254-token windows and averaged (offline default; "
+              f"the paper's encoder is {PAPER_ENCODER})",
+    PAPER_ENCODER: "Qwen3-Embedding-0.6B via sentence-transformers, the whole memory as one text (the paper's)",
+}
+
+
+def updater_overrides(preset: str, updater: str) -> dict:
+    """Updater config of a preset (merged under the user's own updater settings). Raises ValueError."""
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
+    if preset == "paper":
+        return {}
+    if updater in ("dc_rs", "dc_cu"):
+        return dict(_DC_SMALL)
+    if updater == "expel":
+        return dict(_EXPEL_SMALL)
+    return {"presence_penalty": None}
+
+
+def janus_config(preset: str, **overrides) -> JanusConfig:
+    """The controller configuration of a preset."""
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
+    return JanusConfig.paper(**overrides) if preset == "paper" else JanusConfig.fast(**overrides)
+
+
+def replay_mode(preset: str) -> str:
+    """``fresh`` (paper: a new sample per (trigger, entry, memory)) or ``frozen`` (small: cached replays)."""
+    return "fresh" if preset == "paper" else "frozen"
+
+
+def encoder_line(encoder_name: str) -> str:
+    """Which encoder decided the triggers, for the run summary and the report header."""
+    note = _ENCODER_NOTES.get(encoder_name)
+    if note is None and encoder_name.startswith("hashing"):
+        note = "scikit-learn HashingVectorizer (no weights; a plumbing fallback, not the paper's encoder)"
+    if note is None:
+        note = f"user-chosen encoder; the paper's is {PAPER_ENCODER}"
+    return f"triggers decided by encoder {encoder_name}: {note}"
+
+
+def preset_summary(preset: str, jcfg: JanusConfig, encoder_name: str, replay: str) -> dict:
+    """What ``janus run`` prints and writes to config.json (key ``preset``), and ``janus report`` shows."""
+    return {"name": preset, "janus_preset": jcfg.preset, "janus": jcfg.preset_line(), "replay": replay,
+            "encoder": encoder_line(encoder_name)}
+
+
+def check_context(n_ctx: int, max_tokens: int, prompt_budget: int = 2048) -> int:
+    """Context window for the local backend: at least ``max_tokens`` + a prompt budget (the paper's thinking runs
+    use 8192 new tokens; a 4096 window truncates them). Returns the window to use; raises ValueError with the fix
+    when ``n_ctx`` was set explicitly (> 0) below what the request needs; ``n_ctx <= 0`` means "size it"."""
+    need = int(max_tokens) + int(prompt_budget)
+    if n_ctx <= 0:
+        return need
+    if n_ctx < need:
+        raise ValueError(f"n_ctx {n_ctx} is below max_tokens {max_tokens} + a {prompt_budget}-token prompt budget "
+                         f"({need}); raise n_ctx (or leave it 0 to size it) or lower the max tokens")
+    return n_ctx
