@@ -355,6 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("--no-trigger-ablation", action="store_true")
     gr.add_argument("--no-evalset-ablation", action="store_true")
     _add_executor_options(gr)
+    from .bench.cli import add_world_parser  # `janus bench world` (memory-world benchmark)
+
+    add_world_parser(sub.add_parser("bench", help="decision benchmarks at zero LLM cost").add_subparsers(dest="bench_cmd", parser_class=_Parser))
     return p
 
 
@@ -403,6 +406,10 @@ def main(argv: list[str] | None = None) -> int:
             return _sweep(args, console)
         if args.cmd == "grid":
             return _grid(args, console)
+        if args.cmd == "bench" and getattr(args, "bench_cmd", None) == "world":
+            from .bench.cli import run_world
+
+            return run_world(args)
         if args.cmd == "model":
             if args.model_cmd == "fetch":
                 return _model_fetch(args, console)
