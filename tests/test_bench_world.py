@@ -111,7 +111,7 @@ def test_oracle_never_loses_to_blind_on_seeded_worlds():
 
 
 def test_zero_harmful_candidates_every_policy_equals_blind():
-    cfg = dataclasses.replace(SMALL, mix={"general": 0.7, "reword": 0.3}, max_items=100, coupling=1.0)
+    cfg = dataclasses.replace(SMALL, n_steps=45, mix={"general": 0.7, "reword": 0.3}, max_items=100, coupling=1.0)
     specs = pols("blind", "never", "oracle", "janus", "always", "random", "periodic", "no-fresh", "janus-fast",
                  "janus-sign")
     out = run_seed(cfg, 2, specs)
@@ -121,7 +121,7 @@ def test_zero_harmful_candidates_every_policy_equals_blind():
         if name != "never":
             assert m[name]["final"] == m["blind"]["final"], name
             assert m[name]["harm_through"] == 0 and m[name]["rejected"] == 0, name
-    assert m["janus"]["triggers"] > 0 and m["always"]["triggers"] == 40
+    assert m["janus"]["triggers"] > 0 and m["always"]["triggers"] == 25
 
 
 def test_matched_trigger_configs():

@@ -43,7 +43,18 @@ def order_policies(specs: list[PolicySpec]) -> list[PolicySpec]:
 
 
 def run_seed(config: WorldConfig, seed: int, specs: list[PolicySpec], keep_arrays: bool = True) -> dict:
-    """All policies on one seed. Returns {"seed", "metrics": {policy: dict}, "traj": {policy: acc array}}."""
+    """All policies on one seed. Returns {"seed", "metrics": {policy: dict}, "traj": {policy: acc array}}.
+
+    BLAS/OpenMP pools are limited to one thread: k-means on a few hundred points gains nothing from threads, and
+    spinning OpenMP threads on a busy 2-core machine cost several times the work itself.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        return _run_seed(config, seed, specs, keep_arrays)
+
+
+def _run_seed(config: WorldConfig, seed: int, specs: list[PolicySpec], keep_arrays: bool) -> dict:
     world = World(config, seed)
     enc = _encoder(config.encoder)
     task_emb = enc.encode([t.text for t in world.stream])
@@ -73,11 +84,8 @@ def run_seed(config: WorldConfig, seed: int, specs: list[PolicySpec], keep_array
 
 
 def _worker(args):
-    from threadpoolctl import threadpool_limits
-
     config, seed, specs = args
-    with threadpool_limits(1):
-        return run_seed(config, seed, specs)
+    return run_seed(config, seed, specs)
 
 
 @dataclass
