@@ -10,6 +10,9 @@ Definitions (accuracies in points, i.e. x100):
 * harm_through: harmful candidates deployed; harm_pts: true accuracy they removed in total (points).
 * destr_through: destructive candidates (retrieved-examples dumps) deployed, of ``destr`` proposed.
 * triggers and trigger rate (triggers / post-warm-up steps), evaluator calls ((memory, task) evaluations).
+* trigger selectivity (Janus policies; post-warm-up candidates only): trig_recall = harmful candidates on which the
+  trigger fired / harmful candidates; trig_recall_1pt the same for candidates costing >= 1 point; trig_recall_dump for
+  the retrieved-examples dumps.
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ def episode_metrics(ep: dict, oracle_final: float | None, warmup: int | None) ->
     final = 100 * float(acc[-1])
     trig = int(ep["triggered"].sum())
     post = n - warmup if warmup is not None else n
+    live = np.arange(n) >= (warmup or 0)  # post-warm-up steps (the trigger can only fire there)
+    fired = ep["triggered"]
     return {
         "final": final,
         "regret": (100 * oracle_final - final) if oracle_final is not None else float("nan"),
@@ -51,8 +56,15 @@ def episode_metrics(ep: dict, oracle_final: float | None, warmup: int | None) ->
         "harm_pts": -100 * float(ep["cand_gain"][harmful & acc_].sum()),
         "destr": int(dump.sum()),
         "destr_through": int((dump & acc_).sum()),
+        "trig_recall": _frac(fired & harmful & live, harmful & live) if warmup is not None else float("nan"),
+        "trig_recall_1pt": _frac(fired & big & live, big & live) if warmup is not None else float("nan"),
+        "trig_recall_dump": _frac(fired & dump & live, dump & live) if warmup is not None else float("nan"),
         "checkpoints": [100 * float(acc[max(0, round(n * f) - 1)]) for f in CHECKPOINTS],
     }
+
+
+def _frac(num: np.ndarray, den: np.ndarray) -> float:
+    return float(num.sum() / den.sum()) if den.any() else float("nan")
 
 
 def mean_ci(values) -> tuple[float, float, int]:
@@ -129,6 +141,21 @@ def markdown_table(agg: dict[str, dict], order: list[str]) -> str:
             continue
         cells = [fmt(agg[pol][k][0], agg[pol][k][1], d) for k, _, d in TABLE_COLS]
         lines.append(f"| {pol} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+TRIGGER_COLS = [("trigger_rate", "trigger rate", 2), ("trig_recall", "fired on harmful", 2),
+                ("trig_recall_1pt", "fired on ≥1pt harmful", 2), ("trig_recall_dump", "fired on dumps", 2),
+                ("evaluator_calls", "eval calls", 0), ("final", "final acc", 1)]
+
+
+def trigger_table(agg: dict[str, dict], order: list[str]) -> str:
+    """Trigger selectivity of the policies that have a trigger (the issue-16 yardstick)."""
+    lines = ["| policy | " + " | ".join(c[1] for c in TRIGGER_COLS) + " |", "|" + "---|" * (len(TRIGGER_COLS) + 1)]
+    for pol in order:
+        if pol in agg and agg[pol]["trig_recall"][2] > 0:
+            lines.append(f"| {pol} | " + " | ".join(fmt(agg[pol][k][0], agg[pol][k][1], d) for k, _, d in TRIGGER_COLS)
+                         + " |")
     return "\n".join(lines)
 
 

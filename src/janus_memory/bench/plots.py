@@ -17,6 +17,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 STYLE = {"blind": ("tab:red", 2.2), "janus": ("tab:blue", 2.2), "oracle": ("black", 1.4), "never": ("tab:gray", 1.2)}
+PALETTE = ["tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "gold", "teal",
+           "navy", "lime", "maroon"]
+
+
+def _color(pol: str, i: int) -> str:
+    return STYLE[pol][0] if pol in STYLE else PALETTE[i % len(PALETTE)]
 
 
 def _band(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -31,9 +37,11 @@ def _band(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def plot_trajectory(traj: dict[str, np.ndarray], path: Path, warmup: int | None = 20) -> Path:
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     for i, (pol, arr) in enumerate(traj.items()):
+        if pol.startswith("no-"):  # eval-set ablations: see final.png
+            continue
         x = np.arange(1, arr.shape[1] + 1)
         m, h = _band(100 * arr)
-        color, lw = STYLE.get(pol, (f"C{(i + 2) % 10}", 1.0))
+        color, lw = _color(pol, i), STYLE.get(pol, (None, 1.0))[1]
         ls = "--" if pol == "oracle" else "-"
         ax.plot(x, m, color=color, lw=lw, ls=ls, label=pol, alpha=1.0 if pol in STYLE else 0.75)
         if pol in ("blind", "janus"):
@@ -42,8 +50,9 @@ def plot_trajectory(traj: dict[str, np.ndarray], path: Path, warmup: int | None 
         ax.axvspan(0, warmup, color="0.9", zorder=0, label="warm-up")
     ax.set_xlabel("stream step")
     ax.set_ylabel("true accuracy of the deployed memory (%)")
-    ax.set_title(f"Memory world: deployed-memory accuracy over the stream (mean over {next(iter(traj.values())).shape[0]} "
-                 "seeds, 95% band for blind/janus)", fontsize=9)
+    n_seeds = next(iter(traj.values())).shape[0]
+    ax.set_title(f"Memory world: deployed-memory accuracy over the stream (mean over {n_seeds} seeds, 95% band for "
+                 "blind/janus; eval-set ablations in final.png)", fontsize=9)
     ax.legend(fontsize=7, ncol=3, loc="lower right")
     ax.grid(alpha=0.3)
     return _save(fig, path)
@@ -70,7 +79,7 @@ def plot_cost(agg: dict, order: list[str], path: Path) -> Path:
     for i, p in enumerate(q for q in order if q in agg):
         x, xe = agg[p]["evaluator_calls"][:2]
         y, ye = agg[p]["final"][:2]
-        color = STYLE.get(p, (f"C{(i + 2) % 10}", 0))[0]
+        color = _color(p, i)
         ax.errorbar([x], [y], xerr=[0 if not math.isfinite(xe) else xe], yerr=[0 if not math.isfinite(ye) else ye],
                     fmt="o", color=color, capsize=3)
         ax.annotate(p, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)

@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from .metrics import CHECKPOINTS, claims_table, fmt, markdown_table
+from .metrics import CHECKPOINTS, claims_table, fmt, markdown_table, trigger_table
 
 
 def render_markdown(result) -> str:
@@ -20,6 +20,10 @@ def render_markdown(result) -> str:
         "Mean ± 95% t-interval over seeds. Accuracies are true accuracies (points) on the held-out test set.",
         "",
         markdown_table(agg, result.policies),
+        "",
+        "## Trigger selectivity (post-warm-up candidates)",
+        "",
+        trigger_table(agg, result.policies),
         "",
         "## Paired comparisons (same seeds)",
         "",
