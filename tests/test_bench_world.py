@@ -231,3 +231,16 @@ EXPECT_ORACLE = [96.3264, 92.7123, 97.6991, 97.4792]
 EXPECT_BLIND = [47.1968, 47.9724, 49.481, 82.1649]
 EXPECT_JANUS = [(65.7174, 19, 788), (53.6906, 28, 1192)]
 EXPECT_PERIODIC_TRIGGERS = [20, 40]  # period = round(40 post-warm-up steps / janus triggers), the paper's rule
+
+
+def test_degenerate_worlds_run():
+    tiny = WorldConfig(n_steps=5, n_clusters=1, n_subtopics=1, test_per_cell=1,
+                       mix={"dump": 1.0, "overwrite": 1.0, "reword": 1.0})
+    out = run_seed(tiny, 0, pols("blind", "oracle", "janus", "random", "periodic"))
+    m = out["metrics"]
+    assert m["janus"]["triggers"] == 0 and m["random"]["triggers"] == 0 and m["periodic"]["triggers"] == 0
+    assert m["janus"]["final"] == m["blind"]["final"]  # the whole stream is warm-up: Janus deploys everything
+    assert math.isnan(m["janus"]["trig_recall"]) and m["oracle"]["final"] >= m["blind"]["final"]
+    for bad in (dict(n_steps=0), dict(drift=1.5), dict(coupling=-0.1)):
+        with pytest.raises(ValueError):
+            WorldConfig(**bad)
