@@ -212,7 +212,8 @@ def test_cli_writes_report_and_rejects_bad_settings(tmp_path, capsys):
                "n_clusters=4", "--out", str(out), "--workers", "1"])
     assert rc == 0
     text = (out / "report.md").read_text()
-    assert "| janus |" in text and "| oracle | " in text
+    assert "| janus |" in text and "| oracle | " in text and "| sanity | oracle − blind |" in text
+    assert sorted(np.load(out / "trajectories.npz").files) == ["blind", "janus", "oracle"]
     for name in ("trajectory.png", "final.png", "cost.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["bench", "world", "--set", "warp=1", "--out", str(out)]) == 2

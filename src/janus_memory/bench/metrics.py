@@ -95,6 +95,7 @@ def aggregate(per_seed: dict[str, list[dict]]) -> dict[str, dict]:
 
 
 CLAIMS = [
+    ("sanity", "oracle", "blind"),
     ("1 trigger timing", "janus", "random"),
     ("1 trigger timing", "janus", "periodic"),
     ("2 eval-set roles", "janus", "no-coverage"),

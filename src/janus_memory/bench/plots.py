@@ -35,7 +35,7 @@ def _band(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def plot_trajectory(traj: dict[str, np.ndarray], path: Path, warmup: int | None = 20) -> Path:
-    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    fig, ax = plt.subplots(figsize=(8.5, 5.4))
     for i, (pol, arr) in enumerate(traj.items()):
         if pol.startswith("no-"):  # eval-set ablations: see final.png
             continue
@@ -51,9 +51,9 @@ def plot_trajectory(traj: dict[str, np.ndarray], path: Path, warmup: int | None 
     ax.set_xlabel("stream step")
     ax.set_ylabel("true accuracy of the deployed memory (%)")
     n_seeds = next(iter(traj.values())).shape[0]
-    ax.set_title(f"Memory world: deployed-memory accuracy over the stream (mean over {n_seeds} seeds, 95% band for "
-                 "blind/janus; eval-set ablations in final.png)", fontsize=9)
-    ax.legend(fontsize=7, ncol=3, loc="lower right")
+    ax.set_title(f"Memory world: deployed-memory accuracy (mean over {n_seeds} seeds; 95% band for blind and janus)",
+                 fontsize=9)
+    ax.legend(fontsize=7, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.13))
     ax.grid(alpha=0.3)
     return _save(fig, path)
 

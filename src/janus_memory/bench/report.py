@@ -1,10 +1,12 @@
-"""Write a memory-world grid to a folder: results.json (config, per-seed metrics, aggregates), report.md (tables) and
-the PNG plots."""
+"""Write a memory-world grid to a folder: results.json (config, per-seed metrics, aggregates), trajectories.npz
+(policy -> (seeds, steps) true accuracy of the deployed memory), report.md (tables) and the PNG plots."""
 from __future__ import annotations
 
 import json
 import math
 from pathlib import Path
+
+import numpy as np
 
 from .metrics import CHECKPOINTS, claims_table, fmt, markdown_table, trigger_table
 
@@ -60,6 +62,7 @@ def write_report(result, out_dir, plots: bool = True) -> dict:
                "policies": result.policies, "wall_s": result.wall_s, "per_seed": result.per_seed,
                "aggregate": result.agg}
     (out / "results.json").write_text(json.dumps(_clean(payload), indent=1, sort_keys=True))
+    np.savez_compressed(out / "trajectories.npz", **{p: result.traj[p] for p in result.policies})
     paths = []
     if plots:
         from .plots import write_plots
