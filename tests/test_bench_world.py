@@ -167,6 +167,9 @@ def test_parsers_reject_malformed_input():
     p = parse_policy("tau02=janus:tau=0.2;dedup=true")
     assert (p.name, p.config.tau, p.config.dedup, p.match) == ("tau02", 0.2, True, None)
     assert parse_policy("no-fresh").config.use_fresh is False
+    q = parse_policy('rnd=janus:tau=0.2;match="random";reference="tau02"')
+    assert (q.match, q.reference, q.config.tau) == ("random", "tau02", 0.2)
+    assert [s.name for s in order_policies([q, p])] == ["tau02", "rnd"]
     for bad in ("nonsense", "x=blind:tau=1", "x=janus:tau", "x=janus:warp=1", "x=janus:match=\"sometimes\""):
         with pytest.raises(ValueError):
             parse_policy(bad)

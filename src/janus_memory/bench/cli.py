@@ -77,7 +77,7 @@ def run_world(args) -> int:
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     try:
         result = run_grid(config, seeds, specs, workers=args.workers)
-    except ValueError as e:
+    except (ValueError, ImportError, FileNotFoundError) as e:  # bad settings, or an encoder that is not installed
         print(f"error: {e}", file=sys.stderr)
         return 2
     rep = write_report(result, args.out, plots=not args.no_plots)

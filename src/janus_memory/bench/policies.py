@@ -8,7 +8,8 @@ A policy is a :class:`PolicySpec`. Kinds:
   trigger by a random/periodic one whose trigger count matches the ``reference`` policy's on the same seed (paper
   Table 2: rate = triggers / post-warm-up steps; period = round(post-warm-up steps / triggers)).
 * ``custom``: ``factory(world, evaluator) -> Decider`` for a new gating rule (anything with
-  ``decide(step: StepContext) -> (accept, triggered)``).
+  ``decide(step: StepContext) -> (accept, triggered)``). With ``workers > 1`` the factory must be picklable (a
+  module-level class or function, not a lambda).
 """
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def default_policies() -> list[PolicySpec]:
 
 
 def parse_policy(text: str) -> PolicySpec:
-    """``NAME=janus[:key=value;key=value]`` (JanusConfig overrides; values parsed as JSON scalars), or a default name."""
+    """``NAME=janus[:key=value;key=value]`` (JanusConfig overrides; values parsed as JSON scalars; ``match`` and
+    ``reference`` set a matched random/periodic trigger), or the name of a default policy."""
     import json
 
     defaults = {p.name: p for p in default_policies()}
@@ -83,6 +85,7 @@ def parse_policy(text: str) -> PolicySpec:
         raise ValueError(f"policy {text!r}: only janus policies take options (NAME=janus:key=value;...)")
     over: dict = {}
     match = None
+    reference = "janus"
     for part in filter(None, (p.strip() for p in opts.split(";"))):
         k, sep, v = part.partition("=")
         if not sep:
@@ -93,9 +96,12 @@ def parse_policy(text: str) -> PolicySpec:
             val = v
         if k == "match":
             match = val
+        elif k == "reference":
+            reference = str(val)
         else:
             over[k.strip()] = val
-    return PolicySpec(name.strip(), "janus", JanusConfig.from_dict({**JanusConfig().to_dict(), **over}), match=match)
+    return PolicySpec(name.strip(), "janus", JanusConfig.from_dict({**JanusConfig().to_dict(), **over}), match=match,
+                      reference=reference)
 
 
 class StepContext:
