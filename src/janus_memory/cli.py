@@ -213,6 +213,12 @@ def _model_path(args, console) -> int:
     return 0
 
 
+def _bench_world(args, console) -> int:
+    from .bench.cli import run_world
+
+    return run_world(args)
+
+
 def _dispatch(args, console):
     """The command function for ``args``, or None (print help)."""
     if args.cmd == "demo":
@@ -226,6 +232,8 @@ def _dispatch(args, console):
         return _memory if args.memory_cmd == "diff" else None
     if args.cmd == "model":
         return {"fetch": _model_fetch, "path": _model_path}.get(args.model_cmd)
+    if args.cmd == "bench":
+        return _bench_world if args.bench_cmd == "world" else None
     return {"report": _report, "sweep": _sweep, "grid": _grid}.get(args.cmd)
 
 

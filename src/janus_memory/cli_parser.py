@@ -144,4 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     msub.add_parser("path", help="print the GGUF path that the embedded backend would load")
     _add_memory_and_report(sub, names)
     _add_sweep_and_grid(sub, names)
+    from .bench.cli import add_world_parser  # `janus bench world` (memory-world benchmark)
+
+    bench = sub.add_parser("bench", help="decision benchmarks at zero LLM cost")
+    add_world_parser(bench.add_subparsers(dest="bench_cmd", parser_class=Parser))
     return p

@@ -1,0 +1,250 @@
+"""Memory-world benchmark (`janus bench world`): world, updater, evaluator, policies, metrics, grid, CLI."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from janus_memory.bench.grid import order_policies, run_grid, run_seed
+from janus_memory.bench.metrics import episode_metrics, markdown_table, mean_ci
+from janus_memory.bench.policies import PolicySpec, default_policies, matched_config, parse_policy, run_episode
+from janus_memory.bench.updater import WorldUpdater
+from janus_memory.bench.world import Item, World, WorldConfig, WorldEvaluator, make_memory, parse_mix, sigmoid
+from janus_memory.controller import JanusConfig
+
+SMALL = WorldConfig(n_steps=60, n_clusters=4, n_subtopics=2, test_per_cell=4)
+
+
+def pols(*names):
+    d = {p.name: p for p in default_policies()}
+    return [d[n] for n in names]
+
+
+# ----------------------------------------------------------------------------- world and truth
+
+
+def test_world_is_a_function_of_the_seed():
+    a, b, c = World(SMALL, 3), World(SMALL, 3), World(SMALL, 4)
+    assert [t.text for t in a.stream] == [t.text for t in b.stream]
+    assert [t.text for t in a.stream] != [t.text for t in c.stream]
+    assert np.array_equal(a.task_u, b.task_u)
+    assert len(a.test) == 4 * 2 * 4 and {(t.cluster, t.subtopic) for t in a.test} == {(i, j) for i in range(4) for j in range(2)}
+
+
+def test_true_accuracy_is_the_logistic_of_base_plus_item_effects():
+    w = World(SMALL, 0)
+    eff = np.zeros((4, 2))
+    eff[1, 0] = 2.0
+    eff[2, :] = -1.0
+    m = w.register(make_memory((Item("a", "general", 1, ("x",), eff),), 1, "Version: 1\nx", 4, 2))
+    expect = np.mean([sigmoid(SMALL.base_logit + w.cluster_offset[t.cluster] + t.difficulty + eff[t.cluster, t.subtopic])
+                      for t in w.test])
+    assert w.true_accuracy(m) == pytest.approx(float(expect), abs=1e-12)
+    base = np.mean([sigmoid(SMALL.base_logit + w.cluster_offset[t.cluster] + t.difficulty) for t in w.test])
+    assert w.true_accuracy(w.empty) == pytest.approx(float(base), abs=1e-12)
+
+
+def test_candidate_kinds_change_text_and_truth_as_documented():
+    cfg = dataclasses.replace(SMALL, mix={"general": 1.0})
+    w = World(cfg, 0)
+    up = WorldUpdater(w)
+    m = w.empty
+    for t in range(cfg.max_items + 3):  # the sheet is bounded: the oldest item goes first
+        m, kind = up.propose(m, t)
+        assert kind == "general"
+    assert len(m.items) == cfg.max_items and m.items[0].uid == "i3"
+    assert m.text.startswith(f"Version: {cfg.max_items + 3}\n")
+    # a reword keeps the effect and changes the text
+    wr = World(dataclasses.replace(SMALL, mix={"reword": 1.0}), 0)
+    r0, k0 = WorldUpdater(wr).propose(wr.empty, 0)
+    assert k0 == "general"  # nothing to reword in an empty memory
+    r1, k1 = WorldUpdater(wr).propose(r0, 1)
+    assert k1 == "reword" and r1.text != r0.text and wr.true_accuracy(r1) == wr.true_accuracy(r0)
+    # a dump replaces the sheet by retrieved examples; the next sheet does not keep them
+    wd = World(dataclasses.replace(SMALL, mix={"dump": 1.0}), 0)
+    d, kd = WorldUpdater(wd).propose(r0, 5)
+    assert kd == "dump" and d.dump and d.text.startswith("### PREVIOUS SOLUTIONS (START)")
+    assert [it.kind for it in d.items] == ["example"] * 3
+
+
+def test_over_specific_rule_helps_its_subtopic_and_hurts_the_distribution():
+    w = World(dataclasses.replace(SMALL, mix={"specific": 1.0}), 0)
+    task = w.stream[0]
+    cand, kind = WorldUpdater(w).propose(w.empty, 0)
+    assert kind == "specific"
+    assert w.solve_prob(cand, [task])[0] > w.solve_prob(w.empty, [task])[0]
+    assert w.true_accuracy(cand) < w.true_accuracy(w.empty)
+
+
+def test_evaluator_keyed_coupled_and_fresh():
+    cfg = dataclasses.replace(SMALL, mix={"general": 1.0}, coupling=1.0)
+    w = World(cfg, 1)
+    better, _ = WorldUpdater(w).propose(w.empty, 0)
+    ev = WorldEvaluator(w)
+    tasks = w.stream[:40]
+    old, new = ev(w.empty.text, tasks), ev(better.text, tasks)
+    assert all(n or not o for o, n in zip(old, new))  # coupled: better on every task never scores worse
+    assert ev(better.text, tasks) == new and ev.calls == 120
+    with pytest.raises(KeyError):
+        ev("a memory nobody wrote", tasks)
+    wf = World(dataclasses.replace(cfg, eval_noise="fresh"), 1)
+    evf = WorldEvaluator(wf)
+    draws = {tuple(evf(wf.empty.text, wf.stream[:40])) for _ in range(5)}
+    assert len(draws) > 1
+
+
+# ----------------------------------------------------------------------------- policies
+
+
+def test_oracle_never_loses_to_blind_on_seeded_worlds():
+    finals = {}
+    for seed in range(4):
+        out = run_seed(SMALL, seed, pols("blind", "oracle"))
+        finals[seed] = (out["metrics"]["oracle"]["final"], out["metrics"]["blind"]["final"])
+        assert finals[seed][0] >= finals[seed][1]
+        assert out["metrics"]["oracle"]["regret"] == 0.0
+        assert out["metrics"]["oracle"]["harm_through"] == 0
+    assert [round(o, 4) for o, _ in finals.values()] == EXPECT_ORACLE
+    assert [round(b, 4) for _, b in finals.values()] == EXPECT_BLIND
+
+
+def test_zero_harmful_candidates_every_policy_equals_blind():
+    cfg = dataclasses.replace(SMALL, n_steps=45, mix={"general": 0.7, "reword": 0.3}, max_items=100, coupling=1.0)
+    specs = pols("blind", "never", "oracle", "janus", "always", "random", "periodic", "no-fresh", "janus-fast",
+                 "janus-sign")
+    out = run_seed(cfg, 2, specs)
+    m = out["metrics"]
+    assert m["blind"]["harmful"] == 0 and m["blind"]["final"] > m["never"]["final"]
+    for name in m:
+        if name != "never":
+            assert m[name]["final"] == m["blind"]["final"], name
+            assert m[name]["harm_through"] == 0 and m[name]["rejected"] == 0, name
+    assert m["janus"]["triggers"] > 0 and m["always"]["triggers"] == 25
+
+
+def test_matched_trigger_configs():
+    spec_r = PolicySpec("r", "janus", JanusConfig(), match="random")
+    spec_p = PolicySpec("p", "janus", JanusConfig(), match="periodic")
+    assert matched_config(spec_r, 7, 300, 70).trigger_rate == 0.25
+    c = matched_config(spec_p, 7, 300, 70)
+    assert (c.trigger, c.trigger_period, c.seed) == ("periodic", 4, 7)
+    assert matched_config(spec_r, 7, 300, 0).trigger == "never"
+    with pytest.raises(ValueError):
+        matched_config(spec_r, 7, 300, None)
+    with pytest.raises(ValueError):
+        order_policies([spec_r])  # its reference "janus" is absent
+    with pytest.raises(ValueError):
+        order_policies(pols("blind", "blind"))
+
+
+def test_custom_policy_plugs_in():
+    class RejectDumps:
+        def __init__(self, world, evaluator):
+            pass
+
+        def decide(self, step):
+            return not step.new.text.startswith("### PREVIOUS SOLUTIONS"), False
+
+    cfg = dataclasses.replace(SMALL, mix={"general": 0.5, "dump": 0.5})
+    out = run_seed(cfg, 0, [PolicySpec("nodump", "custom", factory=RejectDumps), *pols("blind")])
+    assert out["metrics"]["nodump"]["destr_through"] == 0
+    assert out["metrics"]["blind"]["destr_through"] == out["metrics"]["blind"]["destr"] > 0
+
+
+def test_parsers_reject_malformed_input():
+    assert parse_mix("general=0.5, dump=0.5") == {"general": 0.5, "dump": 0.5}
+    for bad in ("general", "general=x"):
+        with pytest.raises(ValueError):
+            parse_mix(bad)
+    with pytest.raises(ValueError):
+        WorldConfig(mix={"telepathy": 1.0})
+    with pytest.raises(ValueError):
+        WorldConfig(mix={"general": 0.0})
+    with pytest.raises(ValueError):
+        WorldConfig(eval_noise="loud")
+    p = parse_policy("tau02=janus:tau=0.2;dedup=true")
+    assert (p.name, p.config.tau, p.config.dedup, p.match) == ("tau02", 0.2, True, None)
+    assert parse_policy("no-fresh").config.use_fresh is False
+    q = parse_policy('rnd=janus:tau=0.2;match="random";reference="tau02"')
+    assert (q.match, q.reference, q.config.tau) == ("random", "tau02", 0.2)
+    assert [s.name for s in order_policies([q, p])] == ["tau02", "rnd"]
+    for bad in ("nonsense", "x=blind:tau=1", "x=janus:tau", "x=janus:warp=1", "x=janus:match=\"sometimes\""):
+        with pytest.raises(ValueError):
+            parse_policy(bad)
+
+
+# ----------------------------------------------------------------------------- metrics, grid, CLI
+
+
+def test_episode_metrics_and_ci_exact():
+    ep = {"acc": np.array([0.5, 0.6, 0.6, 0.7]), "cand_gain": np.array([0.1, -0.2, -0.005, 0.1]),
+          "accepted": np.array([True, False, True, False]), "triggered": np.array([False, True, True, True]),
+          "kinds": ["general", "dump", "reword", "general"], "evaluator_calls": 9}
+    m = episode_metrics(ep, 0.8, warmup=1)
+    assert (m["final"], m["regret"], m["triggers"], m["trigger_rate"]) == (70.0, pytest.approx(10.0), 3, 1.0)
+    assert (m["harmful"], m["rejected"], m["precision"], m["recall"], m["recall_1pt"]) == (2, 2, 0.5, 0.5, 1.0)
+    assert (m["harm_through"], m["harm_pts"], m["destr"], m["destr_through"]) == (1, pytest.approx(0.5), 1, 0)
+    assert (m["trig_recall"], m["trig_recall_1pt"], m["trig_recall_dump"]) == (1.0, 1.0, 1.0)
+    m0 = episode_metrics(ep, 0.8, warmup=2)  # the dump falls inside the warm-up: no post-warm-up dump
+    assert m0["trig_recall"] == 1.0 and math.isnan(m0["trig_recall_dump"]) and m0["trigger_rate"] == 1.5
+    assert math.isnan(episode_metrics(ep, None, None)["regret"])
+    mean, half, n = mean_ci([1.0, 2.0, 3.0, float("nan")])
+    assert (mean, n) == (2.0, 3) and half == pytest.approx(4.302652729749464 / math.sqrt(3), abs=1e-9)
+    assert mean_ci([]) == (pytest.approx(float("nan"), nan_ok=True), pytest.approx(float("nan"), nan_ok=True), 0)
+
+
+def test_fixed_seed_gives_fixed_table_and_workers_do_not_matter():
+    specs = pols("blind", "janus", "random", "periodic")
+    r1 = run_grid(SMALL, [0, 1], specs, workers=1)
+    r2 = run_grid(SMALL, [0, 1], specs, workers=2)
+    t1, t2 = markdown_table(r1.agg, r1.policies), markdown_table(r2.agg, r2.policies)
+    assert t1 == t2
+    assert np.array_equal(r1.traj["janus"], r2.traj["janus"])
+    j = r1.per_seed["janus"]
+    assert [(round(x["final"], 4), x["triggers"], x["evaluator_calls"]) for x in j] == EXPECT_JANUS
+    assert [x["triggers"] for x in r1.per_seed["periodic"]] == EXPECT_PERIODIC_TRIGGERS
+
+
+def test_cli_writes_report_and_rejects_bad_settings(tmp_path, capsys):
+    from janus_memory.cli import main
+
+    out = tmp_path / "bw"
+    rc = main(["bench", "world", "--seeds", "2", "--steps", "40", "--policies", "blind,oracle,janus", "--set",
+               "n_clusters=4", "--out", str(out), "--workers", "1"])
+    assert rc == 0
+    text = (out / "report.md").read_text()
+    assert "| janus |" in text and "| oracle | " in text and "| sanity | oracle − blind |" in text
+    assert sorted(np.load(out / "trajectories.npz").files) == ["blind", "janus", "oracle"]
+    for name in ("trajectory.png", "final.png", "cost.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["bench", "world", "--set", "warp=1", "--out", str(out)]) == 2
+    assert main(["bench", "world", "--mix", "general", "--out", str(out)]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_run_episode_trajectory_is_the_deployed_memory():
+    w = World(SMALL, 5)
+    ep = run_episode(w, PolicySpec("never", "never"), None, None)
+    assert np.all(ep["acc"] == w.true_accuracy(w.empty)) and not ep["accepted"].any()
+
+
+# exact values of the small seeded worlds (hashing:1024 encoder, paper-preset controller)
+EXPECT_ORACLE = [96.3264, 92.7123, 97.6991, 97.4792]
+EXPECT_BLIND = [47.1968, 47.9724, 49.481, 82.1649]
+EXPECT_JANUS = [(65.7174, 19, 788), (53.6906, 28, 1192)]
+EXPECT_PERIODIC_TRIGGERS = [20, 40]  # period = round(40 post-warm-up steps / janus triggers), the paper's rule
+
+
+def test_degenerate_worlds_run():
+    tiny = WorldConfig(n_steps=5, n_clusters=1, n_subtopics=1, test_per_cell=1,
+                       mix={"dump": 1.0, "overwrite": 1.0, "reword": 1.0})
+    out = run_seed(tiny, 0, pols("blind", "oracle", "janus", "random", "periodic"))
+    m = out["metrics"]
+    assert m["janus"]["triggers"] == 0 and m["random"]["triggers"] == 0 and m["periodic"]["triggers"] == 0
+    assert m["janus"]["final"] == m["blind"]["final"]  # the whole stream is warm-up: Janus deploys everything
+    assert math.isnan(m["janus"]["trig_recall"]) and m["oracle"]["final"] >= m["blind"]["final"]
+    for bad in (dict(n_steps=0), dict(drift=1.5), dict(coupling=-0.1)):
+        with pytest.raises(ValueError):
+            WorldConfig(**bad)
