@@ -355,6 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("--no-trigger-ablation", action="store_true")
     gr.add_argument("--no-evalset-ablation", action="store_true")
     _add_executor_options(gr)
+    from .bench.replay_cli import add_replay_parser  # janus replay (issue 14 part 2)
+
+    add_replay_parser(sub)
     return p
 
 
@@ -403,6 +406,10 @@ def main(argv: list[str] | None = None) -> int:
             return _sweep(args, console)
         if args.cmd == "grid":
             return _grid(args, console)
+        if args.cmd == "replay":
+            from .bench.replay_cli import run_replay
+
+            return run_replay(args)
         if args.cmd == "model":
             if args.model_cmd == "fetch":
                 return _model_fetch(args, console)
