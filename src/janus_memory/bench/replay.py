@@ -234,7 +234,7 @@ def summarise(records: list[dict]) -> dict:
     """Trigger rate over steps 2..T (step 1 has no previous update to compare with) and recall per kind."""
     n = len(records)
     fired = sum(r["fired"] for r in records)
-    row = {"steps": n, "fired": fired, "rate": fired / max(1, n - 1),
+    row = {"steps": n, "eligible": max(1, n - 1), "fired": fired, "rate": fired / max(1, n - 1),
            "evaluator_calls": sum(r["evaluator_calls"] for r in records if r["fired"])}
     for kind in KINDS + ("any",):
         marked = [r for r in records if (r["destructive"] if kind == "any" else r["destructive"] == kind)]
@@ -296,17 +296,17 @@ def pooled(rows: list[dict]) -> list[dict]:
     out: dict[tuple, dict] = {}
     for r in rows:
         k = tuple(r[x] for x in keys)
-        acc = out.setdefault(k, {**{x: r[x] for x in keys}, "trajectory": "all", "steps": 0, "fired": 0,
-                                 "evaluator_calls": 0, "_denom": 0})
+        acc = out.setdefault(k, {**{x: r[x] for x in keys}, "trajectory": "all", "steps": 0, "eligible": 0,
+                                 "fired": 0, "evaluator_calls": 0})
         acc["steps"] += r["steps"]
+        acc["eligible"] += r["eligible"]
         acc["fired"] += r["fired"]
         acc["evaluator_calls"] += r["evaluator_calls"]
-        acc["_denom"] += max(1, r["steps"] - 1)
         for kind in KINDS + ("any",):
             for f in ("total", "caught", "in_warmup"):
                 acc[f"{kind}_{f}"] = acc.get(f"{kind}_{f}", 0) + r[f"{kind}_{f}"]
     res = []
     for acc in out.values():
-        acc["rate"] = acc["fired"] / acc.pop("_denom")
+        acc["rate"] = acc["fired"] / acc["eligible"]
         res.append(acc)
     return res

@@ -71,7 +71,7 @@ def fmt_table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["trajectory"], r["encoder"], r["z_source"], r["setting"], str(r["warmup"]),
-                 f"{r['fired']}/{r['steps'] - (1 if r['trajectory'] != 'all' else 0)}", f"{100 * r['rate']:.0f}%"]
+                 f"{r['fired']}/{r['eligible']}", f"{100 * r['rate']:.0f}%"]
         cells += [f"{r[k + '_caught']}/{r[k + '_total']}" for k in KINDS + ("any",)]
         cells += [str(r["any_in_warmup"]), str(r["evaluator_calls"])]
         lines.append("| " + " | ".join(cells) + " |")

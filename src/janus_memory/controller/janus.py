@@ -85,14 +85,15 @@ class JanusConfig:
     min_margin: int = 0
     alpha: float = 0.05
     same_memory_shortcut: bool = True
-    # selective trigger (issue 16; used only when trigger == "selective", see trigger_options.py)
-    retention_min: float = 0.0
-    shrink_max: float = 0.0
-    magnitude_ratio: float = 0.0
+    # selective trigger (issue 16): read only when trigger == "selective" (trigger_options.py); defaults = the
+    # measured recommendation in docs/controller.md. 0 switches a gate off.
+    retention_min: float = 0.25
+    shrink_max: float = 0.5
+    magnitude_ratio: float = 1.5
     magnitude_window: int = 10
     tau_quantile: float = 0.0
     tau_window: int = 20
-    arm_warmup: bool = False
+    arm_warmup: bool = True
     use_mmt: bool = True
 
     def __post_init__(self):
