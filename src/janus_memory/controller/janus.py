@@ -58,6 +58,10 @@ class JanusConfig:
       decision_rule="sign_test" (+ alpha, min_margin).
     same_memory_shortcut (on, C23): identical old/new texts are evaluated once, so evaluator noise cannot
       create flips; with a deterministic/cached evaluator the decision equals the paper's.
+    trigger="selective" (issue 16, opt-in): item gate (retention_min, shrink_max) or MMT with a magnitude gate
+      (magnitude_ratio, magnitude_window) and an optional calibrated threshold (tau_quantile, tau_window);
+      arm_warmup lets the item gate compare during warm-up; use_mmt=False keeps the item gate only. These fields
+      are ignored by every other trigger (docs/controller.md, "Selective trigger").
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
