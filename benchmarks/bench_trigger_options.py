@@ -33,6 +33,8 @@ SETTINGS = {
     "items": dataclasses.replace(SEL, use_mmt=False),
     "selective": SEL,
     "selective-noarm": dataclasses.replace(SEL, arm_warmup=False),
+    "items+mmt": dataclasses.replace(SEL, magnitude_ratio=0.0),
+    "items+quantile0.3": dataclasses.replace(SEL, magnitude_ratio=0.0, tau_quantile=0.3),
 }
 COLS = ("trigger_rate", "triggers", "trig_recall", "trig_recall_1pt", "trig_recall_dump", "recall", "final", "regret",
         "evaluator_calls", "destr_through")
@@ -43,9 +45,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", help="comma-separated setting names (default: all)")
     a = ap.parse_args()
+    names = a.only.split(",") if a.only else list(SETTINGS)
     specs = [PolicySpec("blind", "blind"), PolicySpec("oracle", "oracle")]
-    specs += [PolicySpec(name, "janus", cfg) for name, cfg in SETTINGS.items()]
+    specs += [PolicySpec(name, "janus", SETTINGS[name]) for name in names]
     t0 = time.time()
     res = run_grid(WorldConfig(n_steps=a.steps), list(range(a.seeds)), specs, workers=a.workers)
     agg = res.agg
