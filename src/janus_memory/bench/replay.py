@@ -152,9 +152,9 @@ def load_run_folder(root: Path) -> list[Trajectory]:
         con.close()
     except sqlite3.Error as e:
         raise ReplayInputError(f"{db}: not a readable run database ({e})") from None
-    for _, _, _, t in cands:
-        from janus_memory.runner.store import text_hash
+    from janus_memory.runner.store import text_hash
 
+    for _, _, _, t in cands:
         texts.setdefault(text_hash(t), t)
     out: dict[str, Trajectory] = {}
     for method, step, parent, text in cands:
