@@ -232,6 +232,10 @@ def _dispatch(args, console):
         return _memory if args.memory_cmd == "diff" else None
     if args.cmd == "model":
         return {"fetch": _model_fetch, "path": _model_path}.get(args.model_cmd)
+    if args.cmd == "replay":
+        from .bench.replay_cli import run_replay
+
+        return lambda a, c: run_replay(a)
     if args.cmd == "bench":
         return _bench_world if args.bench_cmd == "world" else None
     return {"report": _report, "sweep": _sweep, "grid": _grid}.get(args.cmd)

@@ -148,4 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="decision benchmarks at zero LLM cost")
     add_world_parser(bench.add_subparsers(dest="bench_cmd", parser_class=Parser))
+    from .bench.replay_cli import add_replay_parser  # `janus replay` (recorded memory trajectories through the trigger)
+
+    add_replay_parser(sub)
     return p

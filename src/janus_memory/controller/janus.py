@@ -25,6 +25,7 @@ import numpy as np
 from janus_memory.types import Task
 
 from .decision import EvaluationError, compare, n_correct
+from .trigger_options import SelectiveOptions, SelectiveTrigger
 from .evalset import (
     EmbeddingStore,
     FullCoverage,
@@ -36,6 +37,7 @@ from .evalset import (
     refresh_boundary,
     sample_fresh,
 )
+from .changes import change_stats
 from .trigger import TRIGGER_POLICIES, TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction
 
 STATE_FORMAT = "janus-controller/1"
@@ -61,6 +63,10 @@ class JanusConfig:
       tau=0.2 ablations); with a deterministic evaluator both settings decide the same.
     replay_limit (None = off, as in the paper): cap |E| by ``random.Random(seed + trigger_count + 17).sample``
       over the planned entries (trigger_count after the increment), as the authors' optional cap does.
+    trigger="selective" (issue 16, opt-in): item gate (retention_min, shrink_max) or MMT with a magnitude gate
+      (magnitude_ratio, magnitude_window) and an optional calibrated threshold (tau_quantile, tau_window);
+      arm_warmup lets the item gate compare during warm-up; use_mmt=False keeps the item gate only. These fields
+      are ignored by every other trigger (docs/controller.md, "Selective trigger").
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -89,23 +95,35 @@ class JanusConfig:
     alpha: float = 0.05
     same_memory_shortcut: bool = False
     replay_limit: int | None = None
+    # selective trigger (issue 16): read only when trigger == "selective" (trigger_options.py); defaults = the
+    # measured recommendation in docs/controller.md. 0 switches a gate off.
+    retention_min: float = 0.25
+    shrink_max: float = 0.5
+    magnitude_ratio: float = 1.5
+    magnitude_window: int = 10
+    tau_quantile: float = 0.0
+    tau_window: int = 20
+    arm_warmup: bool = True
+    use_mmt: bool = True
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
-                "early_stop_round", "pool_size", "min_margin")
+                "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window")
         for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise ValueError(f"{name} must be an int, got {v!r}")
             if name != "seed" and v < 0:
                 raise ValueError(f"{name} must be >= 0, got {v}")
-        for name in ("trigger_period", "early_stop_round", "pool_size"):
+        for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut"):
+        for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
+                     "arm_warmup", "use_mmt"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool")
-        for name in ("beta", "tau", "trigger_rate", "alpha"):
+        for name in ("beta", "tau", "trigger_rate", "alpha", "retention_min", "shrink_max", "magnitude_ratio",
+                     "tau_quantile"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise ValueError(f"{name} must be a finite number, got {v!r}")
@@ -113,6 +131,11 @@ class JanusConfig:
             raise ValueError(f"beta must be in [0, 1), got {self.beta}")
         if not 0.0 <= self.trigger_rate <= 1.0:
             raise ValueError(f"trigger_rate must be in [0, 1], got {self.trigger_rate}")
+        for name in ("retention_min", "shrink_max", "tau_quantile"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.magnitude_ratio < 0:
+            raise ValueError(f"magnitude_ratio must be >= 0, got {self.magnitude_ratio}")
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
         rl = self.replay_limit
@@ -252,6 +275,7 @@ class Decision:
     p_value: float | None = None
     trigger_count: int = 0
     warnings: list[str] = field(default_factory=list)
+    trigger_signals: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -319,6 +343,10 @@ class Janus:
         self._task_from_dict = task_from_dict
         c = self.config
         self._policy = TriggerPolicy(c.trigger, float(c.tau), float(c.trigger_rate), c.trigger_period, c.warmup, c.seed)
+        self._selective = SelectiveTrigger(SelectiveOptions(
+            tau=float(c.tau), use_mmt=c.use_mmt, retention_min=float(c.retention_min), shrink_max=float(c.shrink_max),
+            magnitude_ratio=float(c.magnitude_ratio), magnitude_window=c.magnitude_window,
+            tau_quantile=float(c.tau_quantile), tau_window=c.tau_window, arm_warmup=c.arm_warmup))
         self._cov_model = (
             FullCoverage(c.coverage_size, c.seed)
             if c.clustering == "full"
@@ -396,14 +424,28 @@ class Janus:
         warnings += w
         c = self.config
 
+        selective = c.trigger == "selective"
         # ---- warm-up (spec §3.2): accept, store, initialise support sets at the last warm-up step
         if self._step + 1 <= c.warmup:
+            verdict = signals = None
+            if selective and c.arm_warmup:
+                ch = change_stats(inp.old_memory, inp.new_memory)
+                verdict = self._selective.warmup_fires(ch)
+                signals = {**ch.to_dict(), **verdict.to_dict()}
+                if verdict.fire and self.evaluator is None:
+                    raise RuntimeError("Janus needs an evaluator callback to compare memories")
             self._append(q, inp.task, tid)
+            d = Decision(step=self._step, task_id=tid, phase="warmup", triggered=False, accept=True,
+                         reason="warmup", warnings=warnings, trigger_signals=signals or {})
+            if verdict is not None and verdict.fire:
+                d.triggered = True
+                self._warmup_trigger(d, inp.old_memory, inp.new_memory)
+            else:
+                self._stats["accepts"] += 1
             if self._step == c.warmup and not self._warmup_initialized:
-                warnings += self._init_support()
-            self._stats["accepts"] += 1
-            return Decision(step=self._step, task_id=tid, phase="warmup", triggered=False, accept=True,
-                            reason="warmup", trigger_count=self._trigger_count, warnings=warnings)
+                d.warnings += self._init_support()
+            d.trigger_count = self._trigger_count
+            return d
 
         # ---- post-warm-up
         z, w = update_direction(old_v, new_v)
@@ -419,10 +461,18 @@ class Janus:
                 warnings.append(f"momentum dimension {prev.shape[0]} differs from z dimension {z.shape[0]}; "
                                 "cosine 0 and momentum restarted from z")
             cos = cosine(z, prev)
-        fire = self._policy.fires(step, cos)
+        z_norm = exact_norm(z)
+        signals: dict = {}
+        if selective:
+            ch = change_stats(inp.old_memory, inp.new_memory)
+            verdict = self._selective.fires(cos, z_norm, ch)
+            fire = verdict.fire
+            signals = {**ch.to_dict(), **verdict.to_dict()}
+        else:
+            fire = self._policy.fires(step, cos)
         d = Decision(step=step, task_id=tid, phase="stream", triggered=fire, accept=True, reason="not_triggered",
-                     cosine=cos, z_norm=exact_norm(z),
-                     momentum_norm=None if prev is None else exact_norm(prev), warnings=warnings)
+                     cosine=cos, z_norm=z_norm, momentum_norm=None if prev is None else exact_norm(prev),
+                     warnings=warnings, trigger_signals=signals)
         if fire:
             self._trigger(d, inp.old_memory, inp.new_memory)
         else:
@@ -430,6 +480,8 @@ class Janus:
         d.trigger_count = self._trigger_count
         # momentum: every post-warm-up step, with the candidate's z, after the decision (spec §2.2)
         self._momentum = momentum_update(prev, z, c.beta)
+        if selective:
+            self._selective.observe(cos, z_norm)
         return d
 
     # ------------------------------------------------------------------ internals
@@ -455,6 +507,54 @@ class Janus:
         self._warmup_initialized = True
         return warnings
 
+    def _warmup_trigger(self, d: Decision, old_text: str, new_text: str) -> None:
+        """Selective trigger armed during warm-up: compare on up to K + K_F tasks seen so far (a seeded sample,
+        role ``fresh``). Coverage, boundary and the seen/pending split are untouched (they start at the end of
+        warm-up); the trigger count advances."""
+        c = self.config
+        n = self._store.n
+        entries = sample_fresh(0, n, c.support_size + c.fresh_size, c.seed, self._trigger_count)
+        self._trigger_count += 1
+        self._stats["triggers"] += 1
+        d.fresh = [self._ids[i] for i in entries]
+        d.eval_ids = list(d.fresh)
+        d.evaluator_calls_full = 2 * len(entries)
+        comp = self._compare(d, entries, old_text, new_text)
+        if comp is not None:
+            self._stats["accepts" if comp.accept else "rollbacks"] += 1
+
+    def _compare(self, d: Decision, entries: list[int], old_text: str, new_text: str):
+        """Evaluate both memories on ``entries``, fill ``d``; None (candidate kept) when the evaluator failed."""
+        c = self.config
+        begin = getattr(self.evaluator, "begin_comparison", None)
+        if callable(begin):  # lets a sampling evaluator draw fresh, resumable samples per (trigger, entry, memory)
+            begin(step=d.step, trigger=self._trigger_count)
+        try:
+            comp = compare(self.evaluator, [self._tasks[i] for i in entries], old_text, new_text,
+                           rule=c.decision_rule, alpha=c.alpha, min_margin=c.min_margin,
+                           early_stop=c.early_stop, round_size=c.early_stop_round,
+                           same_memory_shortcut=c.same_memory_shortcut)
+        except EvaluationError as exc:
+            d.accept = True
+            d.reason = f"evaluation_failed:{exc}"
+            d.evaluator_calls = int(getattr(exc, "calls", 0))
+            self._stats["evaluator_calls"] += d.evaluator_calls
+            self._stats["evaluation_failures"] += 1
+            self._stats["accepts"] += 1
+            return None
+        d.accept = comp.accept
+        d.reason = comp.reason
+        d.n_evaluated = comp.n_evaluated
+        d.old_correct = comp.old_correct
+        d.new_correct = comp.new_correct
+        d.old_score = n_correct(comp.old_correct) / max(1, len(comp.old_correct))
+        d.new_score = n_correct(comp.new_correct) / max(1, len(comp.new_correct))
+        d.evaluator_calls = comp.calls
+        d.p_value = comp.p_value
+        self._stats["evaluator_calls"] += comp.calls
+        self._stats["evaluator_calls_saved"] += comp.calls_full - comp.calls
+        return comp
+
     def _trigger(self, d: Decision, old_text: str, new_text: str) -> None:
         c = self.config
         ids = self._ids
@@ -478,31 +578,9 @@ class Janus:
         d.fresh = [ids[i] for i in fr]
         d.eval_ids = [ids[i] for i in entries]
         d.evaluator_calls_full = 2 * len(entries)
-        begin = getattr(self.evaluator, "begin_comparison", None)
-        if callable(begin):  # lets a sampling evaluator draw fresh, resumable samples per (trigger, entry, memory)
-            begin(step=d.step, trigger=self._trigger_count)
-        try:
-            comp = compare(self.evaluator, [self._tasks[i] for i in entries], old_text, new_text,
-                           rule=c.decision_rule, alpha=c.alpha, min_margin=c.min_margin,
-                           early_stop=c.early_stop, round_size=c.early_stop_round,
-                           same_memory_shortcut=c.same_memory_shortcut)
-        except EvaluationError as exc:
-            d.accept = True
-            d.reason = f"evaluation_failed:{exc}"
-            d.evaluator_calls = int(getattr(exc, "calls", 0))
-            self._stats["evaluator_calls"] += d.evaluator_calls
-            self._stats["evaluation_failures"] += 1
-            self._stats["accepts"] += 1
+        comp = self._compare(d, entries, old_text, new_text)
+        if comp is None:
             return
-        d.accept = comp.accept
-        d.reason = comp.reason
-        d.n_evaluated = comp.n_evaluated
-        d.old_correct = comp.old_correct
-        d.new_correct = comp.new_correct
-        d.old_score = n_correct(comp.old_correct) / max(1, len(comp.old_correct))
-        d.new_score = n_correct(comp.new_correct) / max(1, len(comp.new_correct))
-        d.evaluator_calls = comp.calls
-        d.p_value = comp.p_value
         cov_set = set(self._coverage)
         # an indeterminate outcome (None, e.g. a timeout) under either memory is never a flip (C16-C)
         flips = [entries[p] for p in range(comp.n_evaluated)
@@ -512,8 +590,6 @@ class Janus:
         self._boundary = refresh_boundary(self._boundary, flips, self._coverage, c.boundary_size, c.seed,
                                           self._trigger_count)
         self._stats["accepts" if comp.accept else "rollbacks"] += 1
-        self._stats["evaluator_calls"] += comp.calls
-        self._stats["evaluator_calls_saved"] += comp.calls_full - comp.calls
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict:
@@ -540,6 +616,7 @@ class Janus:
             "ids": list(self._ids),
             "tasks": tasks,
             "stats": dict(self._stats),
+            "trigger_state": self._selective.state_dict(),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -578,6 +655,7 @@ class Janus:
         fresh._coverage = [int(i) for i in state["coverage"]]
         fresh._boundary = [(int(i), str(t)) for i, t in state["boundary"]]
         fresh._stats = {k: int(v) for k, v in state["stats"].items()}
+        fresh._selective.load_state_dict(state.get("trigger_state"))  # absent in states saved before issue 16
         self.__dict__.update(fresh.__dict__)
 
     @classmethod

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-TRIGGER_POLICIES = ("never", "always", "random", "periodic", "mmt")
+TRIGGER_POLICIES = ("never", "always", "random", "periodic", "mmt", "selective")
 COSINE_EPS = 1e-8
 
 
@@ -97,6 +97,7 @@ class TriggerPolicy:
       * ``random``: ``random.Random(seed + step * 1009).random() < rate``.
       * ``periodic``: ``(step - warmup - 1) % period == 0``.
       * ``mmt``: ``m_prev is not None and cos(z, m_prev) < tau`` (strict).
+      * ``selective``: decided by :class:`trigger_options.SelectiveTrigger` inside ``Janus``; here it is MMT.
     ``step`` is the 1-based stream step.
     """
 

@@ -1,0 +1,312 @@
+"""Trajectory replay (issue 14 part 2): run recorded memory trajectories through the real trigger code.
+
+A trajectory is a list of steps ``(step, task text, memory before, memory after)``. Inputs (``load_trajectories``):
+
+* a JSONL file with ``step``, ``memory_before``, ``memory_after`` (optional ``question``/``task``, ``task_id``,
+  ``destructive``: a label that replaces the rule below);
+* a Dynamic Cheatsheet log as in ``../shared/data/dc-trajectories`` (``previous_cheatsheet``/``new_cheatsheet``);
+* a folder of such JSONL files (one trajectory per file, sorted by name);
+* a run folder of ours (``run.sqlite``): one trajectory per method, each step's recorded old memory and candidate
+  (the task text is its id: questions are not stored in the run folder).
+
+Replay is open-loop: every recorded candidate is treated as deployed (the controller's evaluator always answers
+"both memories solve every task", so it accepts), so each step sees exactly the recorded (before, after) pair.
+What a setting would have compared is measured; what the updater would have proposed after a rollback cannot be.
+
+Destructive steps (``mark_destructive``; documented in docs/bench_replay.md):
+
+* ``dump``: the first non-empty line of the new memory matches ``DUMP_PATTERN`` (Dynamic Cheatsheet's block of
+  retrieved previous solutions carried forward in place of the cheatsheet);
+* ``wipe``: the old memory is not itself a dump, has at least ``WIPE_MIN_ITEMS`` items (non-empty lines), and the
+  new memory has fewer than half as many items and keeps fewer than half of the old items verbatim.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from janus_memory.controller import Janus, JanusConfig, StepInput
+from janus_memory.controller.changes import change_stats, changed_items_texts, memory_items
+
+DUMP_PATTERN = re.compile(r"^#+\s*PREVIOUS SOLUTIONS", re.IGNORECASE)
+WIPE_MIN_ITEMS = 10
+WIPE_FRACTION = 0.5
+KINDS = ("dump", "wipe")
+
+
+class ReplayInputError(ValueError):
+    """A trajectory file or folder that cannot be read (message names the file and the problem)."""
+
+
+@dataclass
+class ReplayStep:
+    step: int
+    task_id: str
+    task_text: str
+    before: str
+    after: str
+    label: str | None = None  # "dump"/"wipe"/"" from the input; None = use the rule
+
+    @property
+    def destructive(self) -> str:
+        """"dump", "wipe" or "" (not destructive)."""
+        return self.label if self.label is not None else mark_destructive(self.before, self.after)
+
+
+@dataclass
+class Trajectory:
+    name: str
+    steps: list[ReplayStep] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- destructive rule
+
+
+def is_dump(text: str) -> bool:
+    items = memory_items(text)
+    return bool(items) and bool(DUMP_PATTERN.match(text.strip()))
+
+
+def mark_destructive(before: str, after: str) -> str:
+    """"dump", "wipe" or "" by the documented rule (module docstring)."""
+    if is_dump(after):
+        return "dump"
+    if is_dump(before):
+        return ""
+    ch = change_stats(before, after)
+    if (ch.old_items >= WIPE_MIN_ITEMS and ch.new_items < WIPE_FRACTION * ch.old_items
+            and ch.line_survival < WIPE_FRACTION):
+        return "wipe"
+    return ""
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _label(v, where: str) -> str | None:
+    if v is None:
+        return None
+    if v is True:
+        return "dump"
+    if v is False or v == "":
+        return ""
+    if v in KINDS:
+        return v
+    raise ReplayInputError(f"{where}: 'destructive' must be true/false/\"dump\"/\"wipe\", got {v!r}")
+
+
+def _row_to_step(row, where: str, index: int) -> ReplayStep:
+    if not isinstance(row, dict):
+        raise ReplayInputError(f"{where}: expected a JSON object")
+    if "previous_cheatsheet" in row or "new_cheatsheet" in row:
+        before, after = row.get("previous_cheatsheet"), row.get("new_cheatsheet")
+    else:
+        before, after = row.get("memory_before"), row.get("memory_after")
+    if not isinstance(before, str) or not isinstance(after, str):
+        raise ReplayInputError(f"{where}: needs string fields memory_before/memory_after "
+                               "(or previous_cheatsheet/new_cheatsheet)")
+    step = row.get("step", index)
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise ReplayInputError(f"{where}: 'step' must be an integer, got {step!r}")
+    task = row.get("question", row.get("task", ""))
+    task = task if isinstance(task, str) else json.dumps(task, sort_keys=True)
+    tid = str(row.get("task_id", f"step{step}"))
+    return ReplayStep(step, tid, task or tid, before, after, _label(row.get("destructive"), where))
+
+
+def load_jsonl(path: Path) -> Trajectory:
+    steps = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReplayInputError(f"{path}: cannot read ({e})") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ReplayInputError(f"{path}:{n}: invalid JSON ({e.msg}); truncated file?") from None
+        steps.append(_row_to_step(row, f"{path}:{n}", len(steps) + 1))
+    if not steps:
+        raise ReplayInputError(f"{path}: no steps")
+    order = [s.step for s in steps]
+    if order != sorted(order) or len(set(order)) != len(order):
+        raise ReplayInputError(f"{path}: steps must be strictly increasing")
+    return Trajectory(path.stem, steps)
+
+
+def load_run_folder(root: Path) -> list[Trajectory]:
+    """One trajectory per method of a run folder: (old memory, candidate) of every committed step."""
+    db = root / "run.sqlite"
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        texts = {h: t for h, t in con.execute("SELECT sha256, text FROM memories")}
+        cands = con.execute("SELECT method, step, parent, text FROM candidates ORDER BY method, step").fetchall()
+        tids = {(m, s): json.loads(r).get("task_id") for m, s, r in con.execute("SELECT method, step, record FROM steps")}
+        con.close()
+    except sqlite3.Error as e:
+        raise ReplayInputError(f"{db}: not a readable run database ({e})") from None
+    from janus_memory.runner.store import text_hash
+
+    for _, _, _, t in cands:
+        texts.setdefault(text_hash(t), t)
+    out: dict[str, Trajectory] = {}
+    for method, step, parent, text in cands:
+        if parent not in texts:
+            raise ReplayInputError(f"{db}: {method} step {step}: old memory {str(parent)[:12]} not stored")
+        tid = str(tids.get((method, step)) or f"step{step}")
+        out.setdefault(method, Trajectory(f"{root.name}/{method}")).steps.append(
+            ReplayStep(step, tid, tid, texts[parent], text))
+    if not out:
+        raise ReplayInputError(f"{root}: the run folder holds no recorded candidates")
+    return list(out.values())
+
+
+def load_trajectories(path: str | Path) -> list[Trajectory]:
+    """Trajectories from a JSONL file, a folder of JSONL files, or a run folder (see module docstring)."""
+    p = Path(path).expanduser()
+    if p.is_file():
+        return [load_jsonl(p)]
+    if p.is_dir():
+        if (p / "run.sqlite").is_file():
+            return load_run_folder(p)
+        files = sorted(p.glob("*.jsonl"))
+        if not files:
+            raise ReplayInputError(f"{p}: no *.jsonl files and no run.sqlite")
+        return [load_jsonl(f) for f in files]
+    raise ReplayInputError(f"{p}: no such file or folder")
+
+
+# ----------------------------------------------------------------------------- replay
+
+
+@dataclass
+class Embedded:
+    """Per-step embeddings of one trajectory under one encoder and z source."""
+
+    task: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+
+
+def embed_trajectory(traj: Trajectory, encoder, z_source: str = "memory") -> Embedded:
+    """``z_source="memory"``: phi(before), phi(after) (the paper). ``"items"``: phi(removed items),
+    phi(added items), so ``z`` is built from the changed items only."""
+    if z_source not in ("memory", "items"):
+        raise ValueError(f"z_source must be 'memory' or 'items', got {z_source!r}")
+    if z_source == "memory":
+        pairs = [(s.before, s.after) for s in traj.steps]
+    else:
+        pairs = [changed_items_texts(s.before, s.after) for s in traj.steps]
+    flat = [t for pair in pairs for t in pair]
+    mem = np.asarray(encoder.encode(flat), dtype=np.float64)
+    task = np.asarray(encoder.encode([s.task_text for s in traj.steps]), dtype=np.float64)
+    return Embedded(task, mem[0::2], mem[1::2])
+
+
+def _accept_all(memory: str, tasks: list) -> list[bool]:
+    return [True] * len(tasks)
+
+
+def replay_setting(traj: Trajectory, emb: Embedded, cfg: JanusConfig) -> list[dict]:
+    """Drive a fresh controller over the trajectory; one record per step."""
+    janus = Janus(cfg, _accept_all)
+    out = []
+    for i, s in enumerate(traj.steps):
+        d = janus.decide(StepInput({"id": f"{i}:{s.task_id}"}, emb.task[i], s.before, s.after,
+                                   emb.before[i], emb.after[i]))
+        sig = d.trigger_signals
+        out.append({"step": s.step, "phase": d.phase, "cosine": d.cosine, "z_norm": d.z_norm,
+                    "fired": d.triggered, "fired_by": sig.get("fired_by", cfg.trigger if d.triggered else ""),
+                    "threshold": sig.get("threshold", cfg.tau if d.phase == "stream" else None),
+                    "retention": sig.get("retention"), "destructive": s.destructive,
+                    "evaluator_calls": d.evaluator_calls_full})
+    return out
+
+
+def summarise(records: list[dict]) -> dict:
+    """Trigger rate over steps 2..T (step 1 has no previous update to compare with) and recall per kind."""
+    n = len(records)
+    fired = sum(r["fired"] for r in records)
+    row = {"steps": n, "eligible": max(1, n - 1), "fired": fired, "rate": fired / max(1, n - 1),
+           "evaluator_calls": sum(r["evaluator_calls"] for r in records if r["fired"])}
+    for kind in KINDS + ("any",):
+        marked = [r for r in records if (r["destructive"] if kind == "any" else r["destructive"] == kind)]
+        row[f"{kind}_total"] = len(marked)
+        row[f"{kind}_caught"] = sum(r["fired"] for r in marked)
+        row[f"{kind}_in_warmup"] = sum(r["phase"] == "warmup" for r in marked)
+    return row
+
+
+# ----------------------------------------------------------------------------- grid
+
+# Named trigger settings (JanusConfig overrides); warm-up is a separate axis of the grid.
+PRESETS: dict[str, dict] = {
+    "mmt": {"trigger": "mmt"},
+    "mmt-magnitude": {"trigger": "selective", "retention_min": 0.0, "shrink_max": 0.0, "magnitude_ratio": 1.5,
+                      "arm_warmup": False},
+    "mmt-quantile": {"trigger": "selective", "retention_min": 0.0, "shrink_max": 0.0, "magnitude_ratio": 0.0,
+                     "tau_quantile": 0.2, "arm_warmup": False},
+    "items": {"trigger": "selective", "use_mmt": False, "retention_min": 0.25, "shrink_max": 0.5,
+              "magnitude_ratio": 0.0, "arm_warmup": True},
+    "selective": {"trigger": "selective"},
+}
+DEFAULT_PRESETS = ("mmt", "mmt-magnitude", "mmt-quantile", "items", "selective")
+
+
+def setting_config(overrides: dict, warmup: int) -> JanusConfig:
+    """The controller config of one grid cell (incremental clustering: the evaluation set does not affect the
+    trigger in an open-loop replay, and it keeps the replay fast)."""
+    return JanusConfig(**{"clustering": "incremental", **overrides, "warmup": warmup})
+
+
+def run_grid(trajs: list[Trajectory], encoders: dict, settings: dict[str, dict], warmups: list[int],
+             z_sources: tuple[str, ...] = ("memory",)) -> tuple[list[dict], dict]:
+    """Replay every trajectory under every (encoder, z source, setting, warm-up).
+
+    Args:
+        encoders: label -> encoder object (``encode(list[str])``). settings: label -> JanusConfig overrides.
+    Returns:
+        (rows, records): one summary row per cell; records[(traj, encoder, z_source, setting, warmup)] = steps.
+    """
+    rows, records = [], {}
+    for enc_name, enc in encoders.items():
+        for zs in z_sources:
+            embs = [embed_trajectory(t, enc, zs) for t in trajs]
+            for s_name, ov in settings.items():
+                for wu in warmups:
+                    cfg = setting_config(ov, wu)
+                    for t, em in zip(trajs, embs):
+                        rec = replay_setting(t, em, cfg)
+                        records[(t.name, enc_name, zs, s_name, wu)] = rec
+                        rows.append({"trajectory": t.name, "encoder": enc_name, "z_source": zs, "setting": s_name,
+                                     "warmup": wu, **summarise(rec)})
+    return rows, records
+
+
+def pooled(rows: list[dict]) -> list[dict]:
+    """Rows summed over trajectories per (encoder, z source, setting, warm-up)."""
+    keys = ("encoder", "z_source", "setting", "warmup")
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        k = tuple(r[x] for x in keys)
+        acc = out.setdefault(k, {**{x: r[x] for x in keys}, "trajectory": "all", "steps": 0, "eligible": 0,
+                                 "fired": 0, "evaluator_calls": 0})
+        acc["steps"] += r["steps"]
+        acc["eligible"] += r["eligible"]
+        acc["fired"] += r["fired"]
+        acc["evaluator_calls"] += r["evaluator_calls"]
+        for kind in KINDS + ("any",):
+            for f in ("total", "caught", "in_warmup"):
+                acc[f"{kind}_{f}"] = acc.get(f"{kind}_{f}", 0) + r[f"{kind}_{f}"]
+    res = []
+    for acc in out.values():
+        acc["rate"] = acc["fired"] / acc["eligible"]
+        res.append(acc)
+    return res
