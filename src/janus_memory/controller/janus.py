@@ -24,6 +24,7 @@ import numpy as np
 from janus_memory.types import Task
 
 from .decision import EvaluationError, compare, n_correct
+from .equivalence import trivially_equal
 from .evalset import (
     EmbeddingStore,
     FullCoverage,
@@ -56,6 +57,10 @@ class JanusConfig:
       decision_rule="sign_test" (+ alpha, min_margin).
     same_memory_shortcut (on, C23): identical old/new texts are evaluated once, so evaluator noise cannot
       create flips; with a deterministic/cached evaluator the decision equals the paper's.
+    skip_trivially_equal (off; not in the paper): when the trigger fires on a candidate that differs from the old
+      memory only in bookkeeping (version counter, whitespace, entry order; ``controller/equivalence.py``), accept
+      it without evaluation: reason "trivially_equal", triggered False, no evaluator call, and the trigger's
+      bookkeeping (fresh window, trigger count, coverage refresh, boundary) is left to the next real trigger.
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -83,6 +88,7 @@ class JanusConfig:
     min_margin: int = 0
     alpha: float = 0.05
     same_memory_shortcut: bool = True
+    skip_trivially_equal: bool = False
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
@@ -96,7 +102,8 @@ class JanusConfig:
         for name in ("trigger_period", "early_stop_round", "pool_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut"):
+        for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
+                     "skip_trivially_equal"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool")
         for name in ("beta", "tau", "trigger_rate", "alpha"):
@@ -389,7 +396,11 @@ class Janus:
         d = Decision(step=step, task_id=tid, phase="stream", triggered=fire, accept=True, reason="not_triggered",
                      cosine=cos, z_norm=exact_norm(z),
                      momentum_norm=None if prev is None else exact_norm(prev), warnings=warnings)
-        if fire:
+        if fire and c.skip_trivially_equal and trivially_equal(inp.old_memory, inp.new_memory):
+            d.triggered = False
+            d.reason = "trivially_equal"
+            self._stats["accepts"] += 1
+        elif fire:
             self._trigger(d, inp.old_memory, inp.new_memory)
         else:
             self._stats["accepts"] += 1
