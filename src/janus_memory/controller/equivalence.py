@@ -25,7 +25,9 @@ Canonical form (:func:`canonical_memory`), applied to both texts:
    itself is dropped (renumbering after a reorder is bookkeeping too). Every other line (headings, prose, code
    outside items) is a *structural* unit. A maximal run of consecutive items (no structural line between them)
    is an unordered group: it is sorted. So entries may move within their section but not across a heading,
-   and prose keeps its order.
+   and prose keeps its order. Limit: a top-level numbered *procedure* whose step order matters is judged
+   unordered too; memories of that shape (not DC's, ExpeL's or ACE's independent entries) should keep the
+   option off.
 
 Two texts are trivially equal iff their canonical forms are equal. Anything else (an edited word, a changed
 number, a new or removed entry, a duplicated entry, a moved heading, an entry moved to another section) is a
