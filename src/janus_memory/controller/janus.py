@@ -26,6 +26,7 @@ from janus_memory.types import Task
 
 from .decision import EvaluationError, compare, n_correct
 from .trigger_options import SelectiveOptions, SelectiveTrigger
+from .equivalence import trivially_equal
 from .evalset import (
     EmbeddingStore,
     FullCoverage,
@@ -67,6 +68,10 @@ class JanusConfig:
       (magnitude_ratio, magnitude_window) and an optional calibrated threshold (tau_quantile, tau_window);
       arm_warmup lets the item gate compare during warm-up; use_mmt=False keeps the item gate only. These fields
       are ignored by every other trigger (docs/controller.md, "Selective trigger").
+    skip_trivially_equal (off; not in the paper): when the trigger fires on a candidate that differs from the old
+      memory only in bookkeeping (version counter, whitespace, entry order; ``controller/equivalence.py``), accept
+      it without evaluation: reason "trivially_equal", triggered False, no evaluator call, and the trigger's
+      bookkeeping (fresh window, trigger count, coverage refresh, boundary) is left to the next real trigger.
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -105,6 +110,7 @@ class JanusConfig:
     tau_window: int = 20
     arm_warmup: bool = True
     use_mmt: bool = True
+    skip_trivially_equal: bool = False
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
@@ -119,7 +125,7 @@ class JanusConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
-                     "arm_warmup", "use_mmt"):
+                     "arm_warmup", "use_mmt", "skip_trivially_equal"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool")
         for name in ("beta", "tau", "trigger_rate", "alpha", "retention_min", "shrink_max", "magnitude_ratio",
@@ -473,7 +479,11 @@ class Janus:
         d = Decision(step=step, task_id=tid, phase="stream", triggered=fire, accept=True, reason="not_triggered",
                      cosine=cos, z_norm=z_norm, momentum_norm=None if prev is None else exact_norm(prev),
                      warnings=warnings, trigger_signals=signals)
-        if fire:
+        if fire and c.skip_trivially_equal and trivially_equal(inp.old_memory, inp.new_memory):
+            d.triggered = False
+            d.reason = "trivially_equal"
+            self._stats["accepts"] += 1
+        elif fire:
             self._trigger(d, inp.old_memory, inp.new_memory)
         else:
             self._stats["accepts"] += 1

@@ -6,8 +6,21 @@
   evaluates the new suffix. Put the memory BEFORE the task in prompts (system message = memory), so Janus's
   evaluation of many tasks against one memory pays for the memory tokens once (measured with SmolLM2-135M:
   a 526-token prompt re-sent took 0.25 s instead of 8.2 s, ``cached_tokens`` 525).
-* The engine is not safe for concurrent calls from several threads when ``n_parallel == 1``: calls are
-  serialised with a lock and run in a worker thread (``asyncio.to_thread``), so the event loop stays free.
+* Parallel slots (``n_parallel > 1``): llama.cpp's server engine runs up to ``n_parallel`` requests at once with
+  continuous batching (one forward pass advances every active request by a token), and ``xllamacpp.Server`` is
+  thread-safe, so up to ``n_parallel`` calls enter the engine concurrently. ``n_ctx`` is the context of ONE slot:
+  the engine is given ``n_ctx * n_parallel`` tokens of KV cache. Each slot keeps its own KV cache, so a memory
+  prefix is re-read once per slot that serves it (measured: llama.cpp does not share a prefix across slots, with
+  or without ``kv_unified``); ``n_parallel`` equal to the number of distinct memories in a batch wastes least.
+* Calls enter the engine in the order they were issued (a FIFO gate, not a bare lock, whose wake-up order is
+  arbitrary): ``LLMClient.chat_many`` issues a batch grouped by shared prefix (``prefix_cache = True`` below),
+  so requests that share a memory run back to back and reuse its KV cache.
+* Seeds: a request without ``seed`` gets a fixed one derived from its body and sample index, so every request's
+  sampling is reproducible whatever slot or order it runs in. At temperature 0 a batched step can still pick a
+  different token than a single-stream step on an exact near-tie (the batched kernels sum in another order);
+  the response cache freezes whatever was answered first.
+* ``xllamacpp.Server`` also serves llama.cpp's own HTTP API on a random 127.0.0.1 port while loaded
+  (``listening_address``); we do not use it here (tests/test_llamacpp_server.py talks to it as a real server).
 * ``stats`` accumulates llama.cpp ``timings``: prompt and generation tokens/s (``stats.prompt_tok_s``,
   ``stats.gen_tok_s``), cached prompt tokens; ``stats.last`` is the last call's raw timings.
 
@@ -61,15 +74,70 @@ def default_gguf() -> Path:
     return Path(found[0])
 
 
+class _FifoGate:
+    """At most ``n`` holders at a time, admitted strictly in ticket order; a ticket that is abandoned before it
+    enters (a cancelled call) is skipped, so it cannot block the ones behind it."""
+
+    def __init__(self, n: int):
+        self._cv = threading.Condition()
+        self._n = n
+        self._next = 0
+        self._head = 0
+        self._active = 0
+        self._skipped: set[int] = set()
+        self._started: set[int] = set()
+
+    def ticket(self) -> int:
+        with self._cv:
+            t = self._next
+            self._next += 1
+            return t
+
+    def _advance(self) -> None:
+        while self._head in self._skipped:
+            self._skipped.discard(self._head)
+            self._head += 1
+
+    def enter(self, t: int) -> None:
+        with self._cv:
+            self._started.add(t)
+            if t < self._head or t in self._skipped:
+                # abandoned, yet running anyway (the cancel came too late): admit out of order
+                self._skipped.discard(t)
+                self._cv.wait_for(lambda: self._active < self._n)
+            else:
+                self._advance()
+                self._cv.wait_for(lambda: self._head == t and self._active < self._n)
+                self._head += 1
+            self._started.discard(t)
+            self._active += 1
+            self._advance()
+            self._cv.notify_all()
+
+    def leave(self) -> None:
+        with self._cv:
+            self._active -= 1
+            self._cv.notify_all()
+
+    def abandon(self, t: int) -> None:
+        with self._cv:
+            if t >= self._head and t not in self._started:
+                self._skipped.add(t)
+                self._advance()
+                self._cv.notify_all()
+
+
 class LocalBackend:
     """In-process llama.cpp chat backend.
 
     Args:
         model_path: path to a ``.gguf`` file (must exist; FileNotFoundError otherwise).
-        n_ctx: context window in tokens. n_threads: CPU threads for prompt and generation.
-        n_parallel: llama.cpp slots (1 = one request at a time; calls are serialised).
-    identity: ``"local:<file name>:<size>:<fingerprint>"``.
+        n_ctx: context window of one slot, in tokens. n_threads: CPU threads for prompt and generation.
+        n_parallel: llama.cpp slots = requests decoded together (1 = one at a time). Calls beyond it wait, FIFO.
+    identity: ``"local:<file name>:<size>:<fingerprint>"`` (independent of n_parallel: a cached answer stays valid).
     """
+
+    prefix_cache = True  # LLMClient.chat_many groups a batch by shared prefix for this backend
 
     def __init__(self, model_path: str | os.PathLike, n_ctx: int = 4096, n_threads: int = 2, *,
                  n_parallel: int = 1, verbosity: int = -1):
@@ -80,12 +148,15 @@ class LocalBackend:
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads)
         self.n_parallel = int(n_parallel)
+        if self.n_ctx < 1 or self.n_parallel < 1 or self.n_threads < 1:
+            raise ValueError(f"n_ctx, n_threads and n_parallel must be >= 1 (got {n_ctx}, {n_threads}, {n_parallel})")
         self.verbosity = int(verbosity)
         self.model = p.stem
         self.identity = f"local:{p.name}:{p.stat().st_size}:{gguf_fingerprint(p)}"
         self.stats = BackendStats()
         self._srv: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards loading/closing and the stats
+        self._gate = _FifoGate(self.n_parallel)
 
     def _load(self) -> Any:
         if self._srv is None:
@@ -95,17 +166,18 @@ class LocalBackend:
                 raise FatalLLMError("LocalBackend needs xllamacpp: pip install 'janus-memory[local]'") from e
             p = xlc.CommonParams()
             p.model.path = str(self.model_path)
-            p.n_ctx = self.n_ctx
+            p.n_ctx = self.n_ctx * self.n_parallel  # llama.cpp splits the KV cache evenly over the slots
             p.cpuparams.n_threads = self.n_threads
             p.cpuparams_batch.n_threads = self.n_threads
             p.n_parallel = self.n_parallel
+            p.cont_batching = True
             p.cache_prompt = True
             p.verbosity = self.verbosity
             self._srv = xlc.Server(p)
         return self._srv
 
-    def complete_sync(self, req: ChatRequest) -> ChatResult:
-        """Blocking single call (serialised by a lock)."""
+    def request_body(self, req: ChatRequest) -> dict:
+        """The llama.cpp request body: OpenAI body + ``cache_prompt`` + a fixed seed when none was given."""
         body = req.body()
         body["cache_prompt"] = True
         if body.get("seed") is None:
@@ -115,30 +187,50 @@ class LocalBackend:
 
             digest = hashlib.sha256(canonical_json([body, getattr(req, "sample", 0)]).encode("utf-8")).digest()
             body["seed"] = int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
-        with self._lock:
-            srv = self._load()
-            try:
-                r = srv.handle_chat_completions(body)
-            except (ValueError, TypeError) as e:
-                raise FatalLLMError(f"llama.cpp rejected the request: {e}") from e
-            except RuntimeError as e:
-                raise TransientLLMError(f"llama.cpp runtime error: {e}") from e
-            if isinstance(r, dict) and r.get("error"):
-                err = r["error"]
-                msg = err.get("message") if isinstance(err, dict) else str(err)
-                code = err.get("code") if isinstance(err, dict) else None
-                if isinstance(code, int) and code >= 500:
-                    raise TransientLLMError(f"llama.cpp error {code}: {msg}", status=code)
-                raise FatalLLMError(f"llama.cpp error: {msg}", status=code if isinstance(code, int) else None)
-            if isinstance(r, dict) and isinstance(r.get("timings"), dict):
-                self.stats.add(r["timings"])
+        return body
+
+    def complete_sync(self, req: ChatRequest, *, ticket: int | None = None) -> ChatResult:
+        """Blocking single call; at most ``n_parallel`` run at once, admitted in ticket (issue) order."""
+        body = self.request_body(req)
+        t = self._gate.ticket() if ticket is None else ticket
+        self._gate.enter(t)
+        try:
+            with self._lock:
+                srv = self._load()
+            r = self._call(srv, body)
+        finally:
+            self._gate.leave()
         try:
             return normalise_response(r, list(req.messages), model=self.model)
         except ValueError as e:
             raise TransientLLMError(f"malformed llama.cpp response: {e}") from e
 
+    def _call(self, srv: Any, body: dict) -> Any:
+        try:
+            r = srv.handle_chat_completions(body)
+        except (ValueError, TypeError) as e:
+            raise FatalLLMError(f"llama.cpp rejected the request: {e}") from e
+        except RuntimeError as e:
+            raise TransientLLMError(f"llama.cpp runtime error: {e}") from e
+        if isinstance(r, dict) and r.get("error"):
+            err = r["error"]
+            msg = err.get("message") if isinstance(err, dict) else str(err)
+            code = err.get("code") if isinstance(err, dict) else None
+            if isinstance(code, int) and code >= 500:
+                raise TransientLLMError(f"llama.cpp error {code}: {msg}", status=code)
+            raise FatalLLMError(f"llama.cpp error: {msg}", status=code if isinstance(code, int) else None)
+        if isinstance(r, dict) and isinstance(r.get("timings"), dict):
+            with self._lock:
+                self.stats.add(r["timings"])
+        return r
+
     async def acomplete(self, req: ChatRequest) -> ChatResult:
-        return await asyncio.to_thread(self.complete_sync, req)
+        t = self._gate.ticket()  # taken on the event loop: tickets follow the order the calls were issued
+        try:
+            return await asyncio.to_thread(self.complete_sync, req, ticket=t)
+        except asyncio.CancelledError:
+            self._gate.abandon(t)  # no-op if the call already entered the engine
+            raise
 
     async def aclose(self) -> None:
         return None
@@ -149,4 +241,4 @@ class LocalBackend:
             self._srv = None
 
     def __repr__(self) -> str:
-        return f"LocalBackend({str(self.model_path)!r}, n_ctx={self.n_ctx})"
+        return f"LocalBackend({str(self.model_path)!r}, n_ctx={self.n_ctx}, n_parallel={self.n_parallel})"
