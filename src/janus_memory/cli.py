@@ -26,7 +26,7 @@ def _add_run_options(p: argparse.ArgumentParser, *, demo: bool) -> None:
         g.add_argument("--dataset", help="dataset name (gsm8k, math500, math, aime, mmlu_pro_eng, mmlu_pro_phy, gpqa, humaneval, apibench_hf)")
         g.add_argument("--stream-size", type=int, help="number of stream (memory-building) tasks; default: the whole split")
         g.add_argument("--test-size", type=int, help="number of held-out test tasks; default: the whole split")
-        g.add_argument("--updater", help="memory updater: dc_rs, dc_cu, expel, exprag, memory_free")
+        g.add_argument("--updater", help="memory updater: dc_rs, dc_cu, expel, exprag, memory_free, ace, reasoning_bank")
         g.add_argument("--controller", choices=["janus", "none", "both"], help="run the updater with Janus, without, or both side by side")
         g.add_argument("--config", help="YAML/JSON file with RunConfig keys (command-line options override it)")
         g.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its last committed step")

@@ -418,7 +418,8 @@ def _yaml(obj: dict) -> str:
 
 
 _UPDATER_PROMPT_PREFIX = {"dc_rs": ("dc_rs_", "dc_generator", "dc_examples"), "dc_cu": ("dc_cu_", "dc_generator"),
-                          "expel": ("expel_",), "exprag": ("exprag_",), "memory_free": ()}
+                          "expel": ("expel_",), "exprag": ("exprag_",), "memory_free": (),
+                          "ace": ("ace_",), "reasoning_bank": ("reasoning_bank_",)}
 
 
 def prompts_used(cfg: RunConfig, family) -> dict[str, str]:
