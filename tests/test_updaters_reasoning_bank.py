@@ -198,3 +198,16 @@ def test_fake_end_to_end_both_and_resume(tmp_path, monkeypatch):
     for m in ("reasoning_bank", "reasoning_bank+janus"):
         for f in ("decisions.jsonl", "steps.jsonl", "final_memory.txt", "test.jsonl"):
             assert (out / m / f).read_bytes() == (ref / m / f).read_bytes(), f"{m}/{f}"
+
+
+def test_load_memory_text_round_trip():
+    upd, llm = make(judge="ground_truth")
+    for i, q in enumerate(["add two and three", "add one and one"], start=1):
+        llm.push("solver", answer("5"))
+        llm.push("curator", item(1, f"Lesson {i}"))
+        upd.step(task(i, q, "5"))
+    other, _ = make()
+    other.load_memory_text(upd.memory_text())
+    assert json.dumps(other.snapshot()["state"], sort_keys=True) == json.dumps(upd.snapshot()["state"], sort_keys=True)
+    with pytest.raises(ValueError):
+        other.load_memory_text("not a bank")

@@ -27,7 +27,16 @@ import json
 
 from janus_memory.types import ChatResult, Task
 from janus_memory.updaters.ace_ops import apply_ops_faithful, apply_ops_strict, refine
-from janus_memory.updaters.ace_playbook import all_bullets, apply_tags, cited_ids, new_sections, parse_tags, render, stats
+from janus_memory.updaters.ace_playbook import (
+    all_bullets,
+    apply_tags,
+    cited_ids,
+    new_sections,
+    parse_playbook,
+    parse_tags,
+    render,
+    stats,
+)
 from janus_memory.updaters.base import (
     LLMCall,
     StepOutcome,
@@ -91,6 +100,16 @@ class ACE(Updater):
         self.sections = [[h, [[b[0], int(b[1]), int(b[2]), b[3]] for b in bs]] for h, bs in state["sections"]]
         self.next_id = int(state["next_id"])
         self.stream_step = int(state["stream_step"])
+
+    def load_memory_text(self, text: str) -> list[str]:
+        """Make ``text`` (a playbook in the rendered format) the current playbook, e.g. to inject a harmful candidate.
+        Returns the lines that are neither headings nor bullets (dropped: the state holds bullets only). The id
+        counter moves past every numeric id in ``text``."""
+        sections, other = parse_playbook(text)
+        self.sections = sections
+        nums = [int(b[0].rsplit("-", 1)[1]) for b in all_bullets(sections) if b[0].rsplit("-", 1)[-1].isdigit()]
+        self.next_id = max([self.next_id - 1, *nums]) + 1
+        return other
 
     def rollback(self, snap: dict) -> None:
         """Restore the playbook with its counters; keep ``next_id`` and ``stream_step`` (module docstring)."""

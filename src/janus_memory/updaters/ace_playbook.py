@@ -66,6 +66,29 @@ def render(sections: list[list]) -> str:
     return "\n\n".join(blocks)
 
 
+_LINE = re.compile(r"^\[([^\]]+)\]\s*helpful=(\d+)\s*harmful=(\d+)\s*::\s?(.*)$")
+
+
+def parse_playbook(text: str) -> tuple[list[list], list[str]]:
+    """Playbook text -> (sections, lines that are neither a heading nor a bullet). Exact inverse of :func:`render`
+    for rendered playbooks (tools that write a memory text into the state, e.g. fault injection, use it); bullet
+    lines before the first heading go to a heading-less section ``""``."""
+    sections: list[list] = []
+    other: list[str] = []
+    for ln in text.split("\n"):
+        if ln.startswith("## "):
+            sections.append([ln[3:], []])
+            continue
+        m = _LINE.match(ln)
+        if m:
+            if not sections:
+                sections.append(["", []])
+            sections[-1][1].append([m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)])
+        elif ln.strip():
+            other.append(ln)
+    return sections, other
+
+
 def all_bullets(sections: list[list]) -> list[list]:
     return [b for _, bullets in sections for b in bullets]
 

@@ -191,6 +191,16 @@ class ReasoningBank(Updater):
         for i, r in enumerate(self.bank.records):
             self._emb.setdefault(r["question"], mat[i].copy())
 
+    def load_memory_text(self, text: str) -> None:
+        """Make ``text`` (a bank in the memory-text format) the current bank, e.g. to inject a harmful candidate;
+        questions are embedded with the encoder (cached). Raises ValueError for text that is not a bank."""
+        entries = parse_bank_text(text)
+        embs = self._embeddings([e["question"] for e in entries]) if entries else []
+        self.bank = RetrievalBank()
+        for e, v in zip(entries, embs):
+            self.bank.add({"id": e["id"], "question": e["question"], "status": e["status"],
+                           "body": sanitize(e["body"])}, v)
+
     # ---- retrieval ---------------------------------------------------------------------------
     def _embeddings(self, texts: list[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._emb]
