@@ -128,7 +128,7 @@ class ACE(Updater):
         info: dict = {"rounds": []}
         out, sc, reflection = first, score, "(empty)"
         rounds = 1 if score.correct else int(self.config["max_num_rounds"])
-        for r in range(rounds):
+        for _ in range(rounds):
             ids, unknown = cited_ids(_reply_text(out), {b[0] for b in all_bullets(self.sections)}, faithful)
             reflection, tag_log = self._reflect(task, out, sc, ids, calls)
             rec = {"cited": ids, "unknown_cited": unknown, **tag_log, "correct": bool(sc.correct)}
