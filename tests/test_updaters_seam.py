@@ -42,9 +42,9 @@ def build(name, **config):
 
 
 def test_registry_and_errors():
-    assert set(UPDATERS) >= {"dc_rs", "dc_cu", "expel", "exprag", "memory_free"}
-    with pytest.raises(ValueError, match=r"unknown updater 'ace'.*dc_cu, dc_rs, expel, exprag, memory_free"):
-        make_updater("ace", llm=None, family=None, encoder=None)
+    assert set(UPDATERS) >= {"dc_rs", "dc_cu", "expel", "exprag", "memory_free", "ace", "reasoning_bank"}
+    with pytest.raises(ValueError, match=r"unknown updater 'nope'.*ace, dc_cu, dc_rs, expel, exprag, memory_free"):
+        make_updater("nope", llm=None, family=None, encoder=None)
     with pytest.raises(ValueError, match="unknown config key 'temprature'"):
         build("dc_rs", temprature=0.7)
     with pytest.raises(ValueError, match="unknown config key 'bank_under_controller'"):

@@ -11,6 +11,8 @@ Every reply is a pure function of the request messages:
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 
 from ..types import ChatResult, Task, Usage
 
@@ -26,6 +28,31 @@ def _answer_text(task: Task, right: bool) -> str:
 
         return TaskFamily.fake_answer(None, task, right)  # type: ignore[arg-type]
     return family.fake_answer(task, right)
+
+
+_ACE_SECTIONS = ("STRATEGIES & INSIGHTS", "FORMULAS & CALCULATIONS", "COMMON MISTAKES TO AVOID",
+                 "PROBLEM-SOLVING HEURISTICS", "OTHERS", "no such section")
+
+
+def _method_extras(text: str, last_user: str, h: int, tip: str) -> str:
+    """Lines that only ACE and ReasoningBank prompts ask for (detected by phrases of their prompt files), so the
+    replies to every other updater stay byte-identical: cited bullet ids, reflector tags, curator JSON operations,
+    a self-judgment, memory items."""
+    ids = list(dict.fromkeys(re.findall(r"\[([a-z]+-\d{5})\]", last_user)))
+    out = ""
+    if "Entries used:" in text:  # ACE generator
+        out += "Entries used: " + (f"[{ids[h % len(ids)]}]" if ids else "none") + "\n"
+    if '"bullet_tags"' in text:  # ACE reflector
+        tags = [{"id": i, "tag": ("helpful", "harmful", "neutral")[(h + n) % 3]} for n, i in enumerate(ids)]
+        out += json.dumps({"reasoning": "scripted", "key_insight": tip, "bullet_tags": tags}) + "\n"
+    if '"operations"' in text:  # ACE curator
+        ops = [{"type": "ADD", "section": _ACE_SECTIONS[h % len(_ACE_SECTIONS)], "content": tip}]
+        out += json.dumps({"reasoning": "scripted", "operations": ops}) + "\n"
+    if "Status: success or failure" in text:  # ReasoningBank judge
+        out += f"Thoughts: scripted.\nStatus: {'failure' if h % 3 == 0 else 'success'}\n"
+    if "# Memory Item <n>" in text:  # ReasoningBank extraction
+        out += f"# Memory Item 1\n## Title Tip {h % 97}\n## Description A scripted lesson.\n## Content {tip}\n\n"
+    return out
 
 
 def scripted_backend(tasks: list[Task]):
@@ -51,7 +78,7 @@ class _ScriptedBackend:
         task = max(hits, key=lambda h: (h[0], h[1]))[2] if hits else None
         answer = _answer_text(task, right=(h % 4 != 0)) if task else "No task recognised."
         tip = f"Tip {h % 97}: restate the question, list the known quantities, check the final arithmetic."
-        return (
+        return _method_extras(text, last_user, h, tip) + (
             f"<cheatsheet>\nVersion: {h % 13}\n## General Problem-Solving Heuristics\n- {tip}\n</cheatsheet>\n"
             f"ADD 1: {tip}\n"
             f"<reflection>Check each step.</reflection>\n{answer}"
