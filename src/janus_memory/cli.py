@@ -73,36 +73,20 @@ def _print_preset(cfg, console) -> None:
         f"beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} (paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)")
 
 
-def _progress_subscriber(prog):
-    """An event subscriber that draws one rich progress bar per method."""
-    from .runner.events import StepFinished
-
-    bars: dict = {}
-
-    def on_event(ev):
-        if not isinstance(ev, StepFinished):
-            return
-        if ev.method not in bars:
-            bars[ev.method] = prog.add_task(ev.method, total=ev.total)
-        desc = (f"{ev.method:<16} acc {ev.online_acc:.2f} trig {ev.triggers} "
-                f"acc/rb {ev.accepts}/{ev.rollbacks} tok {ev.tokens}")
-        prog.update(bars[ev.method], completed=ev.step, description=desc)
-
-    return on_event
-
-
 def _run(cfg, args, console, t0: float | None = None) -> int:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
+    from .cli_progress import ConsoleProgress, make_bars
     from .runner.experiment import run_experiment, validate_names
     from .runner.summary_table import print_summary
 
     t0 = t0 or time.time()
     validate_names(cfg)  # unknown names or invalid Janus settings: one error line before anything is printed or made
     _print_preset(cfg, console)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=args.quiet, transient=False) as prog:
-        summary = run_experiment(cfg, log=_plain(console), on_event=_progress_subscriber(prog), overwrite=args.overwrite,
+    say = _plain(console)
+    say(f"run folder: {Path(cfg.out).expanduser().resolve()}")
+    tty = console.is_terminal and not args.quiet
+    with make_bars(console, disable=not tty) as bars:
+        progress = None if args.quiet else ConsoleProgress(say, bars if tty else None)
+        summary = run_experiment(cfg, log=say, on_event=progress, overwrite=args.overwrite,
                                  resume=bool(getattr(args, "resume", None)))
     print_summary(summary, console)
     console.print(f"run folder: {summary['run_dir']}")
