@@ -78,7 +78,8 @@ class ConsoleProgress:
             self._finished(ev)
 
     def _finished(self, ev) -> None:
-        elapsed = self.clock() - self._t0.setdefault(ev.method, self.clock())
+        now = self.clock()
+        elapsed = now - self._t0.setdefault(ev.method, now)
         d = ev.decision or {}
         if d.get("triggered"):
             self.say(trigger_line(ev.method, ev.step, d, self._change.pop((ev.method, ev.step), "change unknown")))
