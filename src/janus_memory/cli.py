@@ -197,6 +197,19 @@ def _model_path(args, console) -> int:
     return 0
 
 
+def _exit_if_threads_linger() -> None:
+    """After Ctrl-C, an embedded llama.cpp generation may still run in a worker thread that cannot be aborted; joining it
+    at interpreter exit would hang for minutes. Every committed step is in SQLite already (one transaction per step) and
+    the run-folder lock is released by the kernel, so leave at once."""
+    import threading
+
+    if any(t.is_alive() and t is not threading.main_thread() and not t.daemon for t in threading.enumerate()) or any(
+            t.is_alive() and t.name.startswith("janus-llama") for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+
+
 def _dispatch(args, console):
     """The command function for ``args``, or None (print help)."""
     if args.cmd == "demo":
@@ -232,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         hint = f"; continue with `janus run --resume {where}`" if where else ""
         print(f"interrupted: every committed step is kept{hint}", file=sys.stderr)
+        _exit_if_threads_linger()
         return 130
     except JanusError as e:
         print(f"error: {e.user_message(where)}", file=sys.stderr)

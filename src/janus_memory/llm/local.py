@@ -138,7 +138,27 @@ class LocalBackend:
             raise TransientLLMError(f"malformed llama.cpp response: {e}") from e
 
     async def acomplete(self, req: ChatRequest) -> ChatResult:
-        return await asyncio.to_thread(self.complete_sync, req)
+        # a daemon thread (not asyncio.to_thread): llama.cpp generation cannot be aborted, and Ctrl-C must not wait for
+        # it; cancelling this coroutine returns at once and the abandoned generation dies with the process
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future = loop.create_future()
+
+        def settle(value, error) -> None:
+            if not fut.done():
+                fut.set_exception(error) if error is not None else fut.set_result(value)
+
+        def work() -> None:
+            try:
+                value, error = self.complete_sync(req), None
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting coroutine
+                value, error = None, e
+            try:
+                loop.call_soon_threadsafe(settle, value, error)
+            except RuntimeError:  # the loop is gone (interrupted run): nobody waits for this result
+                pass
+
+        threading.Thread(target=work, name="janus-llama-call", daemon=True).start()
+        return await fut
 
     async def aclose(self) -> None:
         return None
