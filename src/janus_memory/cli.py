@@ -74,12 +74,14 @@ def _print_preset(cfg, console) -> None:
 
 
 def _run(cfg, args, console, t0: float | None = None) -> int:
+    from .cli_checks import preflight
     from .cli_progress import ConsoleProgress, make_bars
     from .runner.experiment import run_experiment, validate_names
     from .runner.summary_table import print_summary
 
     t0 = t0 or time.time()
     validate_names(cfg)  # unknown names or invalid Janus settings: one error line before anything is printed or made
+    preflight(cfg)  # missing data folder or model file: also before the header
     _print_preset(cfg, console)
     say = _plain(console)
     say(f"run folder: {Path(cfg.out).expanduser().resolve()}")
@@ -238,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         add_plugin_modules(args.plugin)
         command = _dispatch(args, console)
-        if command is None:
-            parser.print_help()
+        if command is None:  # `janus`, `janus memory`, `janus model` without a subcommand: that level's help
+            parser._janus_subparsers.get(args.cmd, parser).print_help()
             return EXIT_USAGE
         return command(args, console)
     except KeyboardInterrupt:
