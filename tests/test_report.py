@@ -121,17 +121,21 @@ def test_tables_exact_values(grid_root, tmp_path):
 
     ev = rep["tables"]["evalset"]["rows"]
     assert [(r["variant"], r["eval_set_size"], r["test_accuracy"]) for r in ev] == [("full", 5, 0.75), ("w/o fresh", 3, 0.55)]
-    so = rep["tables"]["stream_order"]["rows"]
+    # two seeds of dc_rs are a seed sweep (another split each), not a stream-order study
+    assert rep["tables"]["stream_order"]["rows"] == []
+    so = rep["tables"]["seeds"]["rows"]
     assert [(r["label"], r["seeds"]) for r in so] == [("dc_rs", [0, 1])]
 
     md = Path(rep["report"]).read_text()
-    assert "| always | 70.0 | 6 | 100.0 | 5 | 30 | 30 | 6/0 |" in md
+    assert "| always | 70.0 | 6 | 3 | 100.0 | 5 | 30 | 30 | 6/0 |" in md  # MMT's 3 triggers beside
+    assert "## Seed sweep" in md and "## Stream order" not in md
 
 
 def test_plots_are_pngs(grid_root, tmp_path):
     rep = build_report([str(grid_root)], str(tmp_path / "rep"))
     names = set(rep["plots"])
-    assert {"checkpoints", "evalset", "stream_order", "timeline_gpqa_dc_rs+janus_seed0",
+    assert "stream_order" not in names  # a seed sweep is no stream-order study
+    assert {"checkpoints", "evalset", "timeline_gpqa_dc_rs+janus_seed0",
             "timeline_gpqa_dc_rs+janus_trigger-always_seed0", "tokens_gpqa_dc_rs+janus_seed0"} <= names
     for p in rep["plots"].values():
         data = Path(p).read_bytes()
