@@ -232,3 +232,62 @@ def test_report_and_diff_on_fake_run(tmp_path):
     assert diff.startswith("--- dc_rs@step0 (deployed at step 0, sha256 d29a0939bcb5)\n+++ dc_rs@step10")
     final = (tmp_path / "run" / "dc_rs" / "final_memory.txt").read_text()
     assert all(line[1:] in final for line in diff.splitlines()[3:] if line.startswith("+") and not line.startswith("+++"))
+
+
+def test_paired_numbers_exact():
+    from janus_memory.runner.paired import mcnemar_exact, paired_ci, paired_compare
+
+    assert mcnemar_exact(2, 8) == 0.109375  # 2 * (1 + 10 + 45) / 1024
+    assert mcnemar_exact(0, 6) == 0.03125
+    assert mcnemar_exact(5, 5) == 1.0 and mcnemar_exact(0, 0) == 1.0
+    lo, hi = paired_ci(2, 8, 50)
+    assert (round(lo, 6), round(hi, 6)) == (0.000587, 0.239413)
+    base = {"a": True, "b": True, "c": False, "d": False, "e": True}
+    jan = {"a": True, "b": False, "c": True, "d": True, "x": True}
+    r = paired_compare(base, jan)
+    assert (r["n"], r["base_only"], r["janus_only"], r["unmatched"]) == (4, 1, 2, 2)
+    assert (r["base_acc"], r["janus_acc"], r["diff"], r["p_mcnemar"]) == (0.5, 0.75, 0.25, 1.0)
+
+
+def _with_tests(root: Path, method: str, correct: list[bool]):
+    (root / method / "test.jsonl").write_text(
+        "".join(json.dumps({"task_id": f"q{i}", "correct": c}) + "\n" for i, c in enumerate(correct)))
+
+
+def test_report_paired_table_setup_caption_and_size_groups(tmp_path):
+    a = make_run(tmp_path / "a", "gsm8k", "dc_rs", {"dc_rs": {"test_accuracy": 0.4}, "dc_rs+janus": {"test_accuracy": 0.8}})
+    _with_tests(a, "dc_rs", [True, True, False, False, False])
+    _with_tests(a, "dc_rs+janus", [True, True, True, True, False])
+    cfg = json.loads((a / "config.json").read_text())
+    (a / "config.json").write_text(json.dumps({**cfg, "backend": "fake", "encoder": "hashing", "test_size": 5}))
+    b = make_run(tmp_path / "b", "gsm8k", "dc_rs", {"dc_rs": {"test_accuracy": 0.9}})
+    cfg = json.loads((b / "config.json").read_text())
+    (b / "config.json").write_text(json.dumps({**cfg, "backend": "fake", "encoder": "hashing", "test_size": 50}))
+    rep = build_report([str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "rep"))
+    assert [s["caption"] for s in rep["sections"]] == [
+        "backend fake, model scripted, encoder hashing, preset -; GSM8K: stream n=0, test n=?; seeds 0",
+        "backend fake, model scripted, encoder hashing, preset -; GSM8K: stream n=0, test n=?; seeds 0"]
+    assert rep["tables"]["accuracy"]["labels"] == ["dc_rs", "dc_rs+janus"]  # the 5-item run, not merged with b
+    assert rep["sections"][1]["tables"]["accuracy"]["cells"]["dc_rs"]["gsm8k"]["mean"] == 0.9
+    p = rep["tables"]["paired"]["rows"]
+    assert [(x["n"], x["base_only"], x["janus_only"], x["diff"], x["p_mcnemar"]) for x in p] == [(5, 0, 2, 0.4, 0.5)]
+    md = Path(rep["report"]).read_text()
+    assert "These runs do not share one setup: 2 groups" in md
+    assert "| GSM8K | dc_rs vs dc_rs+janus | 0 | 5 | 40.0 | 80.0 | +40.0 | [-2.9, +82.9] | 2/0 | 0.5 |" in md  # d=.4, se=sqrt((2/5-.16)/5)
+
+
+def test_periodic_period_one_is_flagged(tmp_path):
+    from janus_memory.runner.report import load_method_runs
+    from janus_memory.runner.tables import trigger_table
+
+    root = tmp_path / "g"
+    make_run(root / "dc_rs" / "seed0", "gpqa", "dc_rs", {"dc_rs": {"test_accuracy": 0.5}})
+    make_run(root / "dc_rs+janus" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.6, "triggers": 5, "decisions": _decs("wwAAAAA")}})
+    make_run(root / "dc_rs+janus[trigger=periodic]" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.6, "triggers": 5, "decisions": _decs("wwAAAAA")}},
+        janus={**JANUS, "trigger": "periodic", "trigger_period": 1}, cell="dc_rs+janus[trigger=periodic]")
+    t = trigger_table(load_method_runs([str(root)]))
+    assert t["notes"] == ["GPQA / dc_rs seed 0: the matched periodic trigger degenerated to period 1 (= always) because "
+                          "MMT fired on most post-warm-up steps (5 triggers); its row is not a distinct policy"]
+    assert "| periodic | 60.0 | 5 | 5 |" in t["markdown"]
