@@ -291,3 +291,23 @@ def test_periodic_period_one_is_flagged(tmp_path):
     assert t["notes"] == ["GPQA / dc_rs seed 0: the matched periodic trigger degenerated to period 1 (= always) because "
                           "MMT fired on most post-warm-up steps (5 triggers); its row is not a distinct policy"]
     assert "| periodic | 60.0 | 5 | 5 |" in t["markdown"]
+
+
+def test_cross_method_memory_diff_exact(mem_run, capsys):
+    from janus_memory.cli import main
+    from janus_memory.runner.memdiff import cross_method_diff
+
+    x, c = _sha("x\n")[:12], _sha("rule a\nrule c\n")[:12]
+    out = cross_method_diff(mem_run, 3, ("dc_rs", "dc_rs+janus"))
+    assert out == (f"memory at step 3: dc_rs (1 lines, sha256 {x}) vs dc_rs+janus (2 lines, sha256 {c})\n"
+                   "dc_rs+janus kept out 1 line(s) of dc_rs's memory and holds 2 line(s) dc_rs's memory does not\n"
+                   "--- dc_rs@step3 (deployed at step 1)\n+++ dc_rs+janus@step3 (deployed at step 3)\n"
+                   "@@ -1 +1,2 @@\n-x\n+rule a\n+rule c\n")
+    assert main(["memory", "diff", str(mem_run), "3", "--methods", "dc_rs", "dc_rs+janus"]) == 0
+    assert capsys.readouterr().out == out
+    assert main(["memory", "diff", str(mem_run), "3", "4", "--methods", "dc_rs", "dc_rs+janus"]) == 2
+    assert capsys.readouterr().err.startswith("error: --methods compares two methods at one step")
+    with pytest.raises(ValueError, match="out of range"):
+        cross_method_diff(mem_run, 9, ("dc_rs", "dc_rs+janus"))
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        cross_method_diff(mem_run, 1, ("dc_rs", "nope"))

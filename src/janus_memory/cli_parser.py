@@ -121,8 +121,10 @@ def _add_memory_and_report(sub, names: dict) -> None:
     md2 = memsub.add_parser("diff", help="unified diff of the memories deployed at two steps of a run")
     md2.add_argument("run_dir", help="run folder")
     md2.add_argument("step_a", type=int, help="stream step of the first memory (0 = initial memory)")
-    md2.add_argument("step_b", type=int, help="stream step of the second memory")
+    md2.add_argument("step_b", type=int, nargs="?", help="stream step of the second memory (not with --methods)")
     md2.add_argument("--method", help="method folder (default: the +janus one, or the only one)")
+    md2.add_argument("--methods", nargs=2, metavar=("BASE", "OTHER"),
+                     help="compare two methods at step_a, e.g. --methods dc_rs dc_rs+janus: what Janus kept out")
     md2.add_argument("--context", type=int, default=3, help="diff context lines")
     rp = sub.add_parser("report", help="paper-style tables and PNG plots for one or more run folders (or a grid root)")
     rp.add_argument("dirs", nargs="+", help="run folders, or folders above them (e.g. a grid root)")
