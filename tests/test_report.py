@@ -136,7 +136,10 @@ def test_plots_are_pngs(grid_root, tmp_path):
     names = set(rep["plots"])
     assert "stream_order" not in names  # a seed sweep is no stream-order study
     assert {"checkpoints", "evalset", "timeline_gpqa_dc_rs+janus_seed0",
-            "timeline_gpqa_dc_rs+janus_trigger-always_seed0", "tokens_gpqa_dc_rs+janus_seed0"} <= names
+            "timeline_gpqa_dc_rs+janus_trigger-always_seed0", "token_overhead"} <= names
+    # the base/+Janus pair is drawn once, in the overhead view; no per-method token plot for it or for ablation cells
+    assert not {"tokens_gpqa_dc_rs+janus_seed0", "tokens_gpqa_dc_rs_seed0"} & names
+    assert not any(n.startswith("tokens_") and "trigger" in n for n in names)
     for p in rep["plots"].values():
         data = Path(p).read_bytes()
         assert data[:8] == PNG and len(data) > 5000
@@ -223,7 +226,7 @@ def test_report_and_diff_on_fake_run(tmp_path):
     summary = run_experiment(cfg, log=lambda m: None)
     rep = build_report([cfg.out], None)
     assert Path(rep["out_dir"]) == tmp_path / "run" / "report"
-    assert {"checkpoints", "timeline_gsm8k_dc_rs+janus_seed0", "tokens_gsm8k_dc_rs_seed0"} <= set(rep["plots"])
+    assert {"checkpoints", "timeline_gsm8k_dc_rs+janus_seed0", "token_overhead"} <= set(rep["plots"])
     row = {r["label"]: r for r in rep["tables"]["janus_cost"]["rows"]}["dc_rs+janus"]
     m = summary["methods"]["dc_rs+janus"]
     assert row["triggers"] == m["triggers"] and row["cost"] == m["triggers"] * 5

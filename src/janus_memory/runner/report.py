@@ -77,10 +77,15 @@ def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: i
     p = plots.plot_checkpoints(rows, out / "checkpoints.png")
     if p:
         plot_paths["checkpoints"] = str(p)
+    p = plots.plot_token_overhead(rows, out / "token_overhead.png")
+    if p:
+        plot_paths["token_overhead"] = str(p)
+    paired = {id(j) for _, j in plots.token_pairs(rows)} | {id(b) for b, _ in plots.token_pairs(rows)}
     for kind, fn in (("timeline", plots.plot_trigger_timeline), ("tokens", plots.plot_tokens_by_role)):
-        # no timeline for trigger=never (nothing to mark); token plots only for main labels (not every ablation cell)
+        # no timeline for trigger=never (nothing to mark); per-method token plots only for main labels that are not
+        # already in the base-vs-Janus overhead view
         candidates = ([r for r in rows if r.janus and r.janus_cfg.get("trigger") != "never"] if kind == "timeline"
-                      else [r for r in rows if not r.suffix_keys])
+                      else [r for r in rows if not r.suffix_keys and id(r) not in paired])
         for r in candidates[:max_timelines]:
             name = plots.safe_name(f"{kind}_{r.dataset}_{r.label}_seed{r.seed}")
             p = fn(r, out / f"{name}.png")
