@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         return command(args, console)
     except KeyboardInterrupt:
-        hint = f"; continue with `janus run --resume {where}`" if where else ""
+        hint = f"; continue with `janus run --resume {where}`" if where and args.cmd in ("run", "demo") else ""
         print(f"interrupted: every committed step is kept{hint}", file=sys.stderr)
         _exit_if_threads_linger()
         return 130
