@@ -121,18 +121,25 @@ def test_tables_exact_values(grid_root, tmp_path):
 
     ev = rep["tables"]["evalset"]["rows"]
     assert [(r["variant"], r["eval_set_size"], r["test_accuracy"]) for r in ev] == [("full", 5, 0.75), ("w/o fresh", 3, 0.55)]
-    so = rep["tables"]["stream_order"]["rows"]
+    # two seeds of dc_rs are a seed sweep (another split each), not a stream-order study
+    assert rep["tables"]["stream_order"]["rows"] == []
+    so = rep["tables"]["seeds"]["rows"]
     assert [(r["label"], r["seeds"]) for r in so] == [("dc_rs", [0, 1])]
 
     md = Path(rep["report"]).read_text()
-    assert "| always | 70.0 | 6 | 100.0 | 5 | 30 | 30 | 6/0 |" in md
+    assert "| always | 70.0 | 6 | 3 | 100.0 | 5 | 30 | 30 | 6/0 |" in md  # MMT's 3 triggers beside
+    assert "## Seed sweep" in md and "## Stream order" not in md
 
 
 def test_plots_are_pngs(grid_root, tmp_path):
     rep = build_report([str(grid_root)], str(tmp_path / "rep"))
     names = set(rep["plots"])
-    assert {"checkpoints", "evalset", "stream_order", "timeline_gpqa_dc_rs+janus_seed0",
-            "timeline_gpqa_dc_rs+janus_trigger-always_seed0", "tokens_gpqa_dc_rs+janus_seed0"} <= names
+    assert "stream_order" not in names  # a seed sweep is no stream-order study
+    assert {"checkpoints", "evalset", "timeline_gpqa_dc_rs+janus_seed0",
+            "timeline_gpqa_dc_rs+janus_trigger-always_seed0", "token_overhead"} <= names
+    # the base/+Janus pair is drawn once, in the overhead view; no per-method token plot for it or for ablation cells
+    assert not {"tokens_gpqa_dc_rs+janus_seed0", "tokens_gpqa_dc_rs_seed0"} & names
+    assert not any(n.startswith("tokens_") and "trigger" in n for n in names)
     for p in rep["plots"].values():
         data = Path(p).read_bytes()
         assert data[:8] == PNG and len(data) > 5000
@@ -219,7 +226,7 @@ def test_report_and_diff_on_fake_run(tmp_path):
     summary = run_experiment(cfg, log=lambda m: None)
     rep = build_report([cfg.out], None)
     assert Path(rep["out_dir"]) == tmp_path / "run" / "report"
-    assert {"checkpoints", "timeline_gsm8k_dc_rs+janus_seed0", "tokens_gsm8k_dc_rs_seed0"} <= set(rep["plots"])
+    assert {"checkpoints", "timeline_gsm8k_dc_rs+janus_seed0", "token_overhead"} <= set(rep["plots"])
     row = {r["label"]: r for r in rep["tables"]["janus_cost"]["rows"]}["dc_rs+janus"]
     m = summary["methods"]["dc_rs+janus"]
     assert row["triggers"] == m["triggers"] and row["cost"] == m["triggers"] * 5
@@ -228,3 +235,82 @@ def test_report_and_diff_on_fake_run(tmp_path):
     assert diff.startswith("--- dc_rs@step0 (deployed at step 0, sha256 d29a0939bcb5)\n+++ dc_rs@step10")
     final = (tmp_path / "run" / "dc_rs" / "final_memory.txt").read_text()
     assert all(line[1:] in final for line in diff.splitlines()[3:] if line.startswith("+") and not line.startswith("+++"))
+
+
+def test_paired_numbers_exact():
+    from janus_memory.runner.paired import mcnemar_exact, paired_ci, paired_compare
+
+    assert mcnemar_exact(2, 8) == 0.109375  # 2 * (1 + 10 + 45) / 1024
+    assert mcnemar_exact(0, 6) == 0.03125
+    assert mcnemar_exact(5, 5) == 1.0 and mcnemar_exact(0, 0) == 1.0
+    lo, hi = paired_ci(2, 8, 50)
+    assert (round(lo, 6), round(hi, 6)) == (0.000587, 0.239413)
+    base = {"a": True, "b": True, "c": False, "d": False, "e": True}
+    jan = {"a": True, "b": False, "c": True, "d": True, "x": True}
+    r = paired_compare(base, jan)
+    assert (r["n"], r["base_only"], r["janus_only"], r["unmatched"]) == (4, 1, 2, 2)
+    assert (r["base_acc"], r["janus_acc"], r["diff"], r["p_mcnemar"]) == (0.5, 0.75, 0.25, 1.0)
+
+
+def _with_tests(root: Path, method: str, correct: list[bool]):
+    (root / method / "test.jsonl").write_text(
+        "".join(json.dumps({"task_id": f"q{i}", "correct": c}) + "\n" for i, c in enumerate(correct)))
+
+
+def test_report_paired_table_setup_caption_and_size_groups(tmp_path):
+    a = make_run(tmp_path / "a", "gsm8k", "dc_rs", {"dc_rs": {"test_accuracy": 0.4}, "dc_rs+janus": {"test_accuracy": 0.8}})
+    _with_tests(a, "dc_rs", [True, True, False, False, False])
+    _with_tests(a, "dc_rs+janus", [True, True, True, True, False])
+    cfg = json.loads((a / "config.json").read_text())
+    (a / "config.json").write_text(json.dumps({**cfg, "backend": "fake", "encoder": "hashing", "test_size": 5}))
+    b = make_run(tmp_path / "b", "gsm8k", "dc_rs", {"dc_rs": {"test_accuracy": 0.9}})
+    cfg = json.loads((b / "config.json").read_text())
+    (b / "config.json").write_text(json.dumps({**cfg, "backend": "fake", "encoder": "hashing", "test_size": 50}))
+    rep = build_report([str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "rep"))
+    assert [s["caption"] for s in rep["sections"]] == [
+        "backend fake, model scripted, encoder hashing, preset -; GSM8K: stream n=0, test n=?; seeds 0",
+        "backend fake, model scripted, encoder hashing, preset -; GSM8K: stream n=0, test n=?; seeds 0"]
+    assert rep["tables"]["accuracy"]["labels"] == ["dc_rs", "dc_rs+janus"]  # the 5-item run, not merged with b
+    assert rep["sections"][1]["tables"]["accuracy"]["cells"]["dc_rs"]["gsm8k"]["mean"] == 0.9
+    p = rep["tables"]["paired"]["rows"]
+    assert [(x["n"], x["base_only"], x["janus_only"], x["diff"], x["p_mcnemar"]) for x in p] == [(5, 0, 2, 0.4, 0.5)]
+    md = Path(rep["report"]).read_text()
+    assert "These runs do not share one setup: 2 groups" in md
+    assert "| GSM8K | dc_rs vs dc_rs+janus | 0 | 5 | 40.0 | 80.0 | +40.0 | [-2.9, +82.9] | 2/0 | 0.5 |" in md  # d=.4, se=sqrt((2/5-.16)/5)
+
+
+def test_periodic_period_one_is_flagged(tmp_path):
+    from janus_memory.runner.report import load_method_runs
+    from janus_memory.runner.tables import trigger_table
+
+    root = tmp_path / "g"
+    make_run(root / "dc_rs" / "seed0", "gpqa", "dc_rs", {"dc_rs": {"test_accuracy": 0.5}})
+    make_run(root / "dc_rs+janus" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.6, "triggers": 5, "decisions": _decs("wwAAAAA")}})
+    make_run(root / "dc_rs+janus[trigger=periodic]" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.6, "triggers": 5, "decisions": _decs("wwAAAAA")}},
+        janus={**JANUS, "trigger": "periodic", "trigger_period": 1}, cell="dc_rs+janus[trigger=periodic]")
+    t = trigger_table(load_method_runs([str(root)]))
+    assert t["notes"] == ["GPQA / dc_rs seed 0: the matched periodic trigger degenerated to period 1 (= always) because "
+                          "MMT fired on most post-warm-up steps (5 triggers); its row is not a distinct policy"]
+    assert "| periodic | 60.0 | 5 | 5 |" in t["markdown"]
+
+
+def test_cross_method_memory_diff_exact(mem_run, capsys):
+    from janus_memory.cli import main
+    from janus_memory.runner.memdiff import cross_method_diff
+
+    x, c = _sha("x\n")[:12], _sha("rule a\nrule c\n")[:12]
+    out = cross_method_diff(mem_run, 3, ("dc_rs", "dc_rs+janus"))
+    assert out == (f"memory at step 3: dc_rs (1 lines, sha256 {x}) vs dc_rs+janus (2 lines, sha256 {c})\n"
+                   "dc_rs+janus kept out 1 line(s) of dc_rs's memory and holds 2 line(s) dc_rs's memory does not\n"
+                   "--- dc_rs@step3 (deployed at step 1)\n+++ dc_rs+janus@step3 (deployed at step 3)\n"
+                   "@@ -1 +1,2 @@\n-x\n+rule a\n+rule c\n")
+    assert main(["memory", "diff", str(mem_run), "3", "--methods", "dc_rs", "dc_rs+janus"]) == 0
+    assert capsys.readouterr().out == out
+    assert main(["memory", "diff", str(mem_run), "3", "4", "--methods", "dc_rs", "dc_rs+janus"]) == 2
+    assert capsys.readouterr().err.startswith("error: --methods compares two methods at one step")
+    with pytest.raises(ValueError, match="out of range"):
+        cross_method_diff(mem_run, 9, ("dc_rs", "dc_rs+janus"))
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        cross_method_diff(mem_run, 1, ("dc_rs", "nope"))

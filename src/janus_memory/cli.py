@@ -73,36 +73,22 @@ def _print_preset(cfg, console) -> None:
         f"beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} (paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)")
 
 
-def _progress_subscriber(prog):
-    """An event subscriber that draws one rich progress bar per method."""
-    from .runner.events import StepFinished
-
-    bars: dict = {}
-
-    def on_event(ev):
-        if not isinstance(ev, StepFinished):
-            return
-        if ev.method not in bars:
-            bars[ev.method] = prog.add_task(ev.method, total=ev.total)
-        desc = (f"{ev.method:<16} acc {ev.online_acc:.2f} trig {ev.triggers} "
-                f"acc/rb {ev.accepts}/{ev.rollbacks} tok {ev.tokens}")
-        prog.update(bars[ev.method], completed=ev.step, description=desc)
-
-    return on_event
-
-
 def _run(cfg, args, console, t0: float | None = None) -> int:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
+    from .cli_checks import preflight
+    from .cli_progress import ConsoleProgress, make_bars
     from .runner.experiment import run_experiment, validate_names
     from .runner.summary_table import print_summary
 
     t0 = t0 or time.time()
     validate_names(cfg)  # unknown names or invalid Janus settings: one error line before anything is printed or made
+    preflight(cfg)  # missing data folder or model file: also before the header
     _print_preset(cfg, console)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=args.quiet, transient=False) as prog:
-        summary = run_experiment(cfg, log=_plain(console), on_event=_progress_subscriber(prog), overwrite=args.overwrite,
+    say = _plain(console)
+    say(f"run folder: {Path(cfg.out).expanduser().resolve()}")
+    tty = console.is_terminal and not args.quiet
+    with make_bars(console, disable=not tty) as bars:
+        progress = None if args.quiet else ConsoleProgress(say, bars if tty else None)
+        summary = run_experiment(cfg, log=say, on_event=progress, overwrite=args.overwrite,
                                  resume=bool(getattr(args, "resume", None)))
     print_summary(summary, console)
     console.print(f"run folder: {summary['run_dir']}")
@@ -200,8 +186,15 @@ def _report(args, console) -> int:
 
 
 def _memory(args, console) -> int:
-    from .runner.memdiff import memory_diff
+    from .runner.memdiff import cross_method_diff, memory_diff
 
+    if args.methods:
+        if args.step_b is not None or args.method:
+            raise ConfigError("--methods compares two methods at one step: give one step and no --method")
+        print(cross_method_diff(args.run_dir, args.step_a, tuple(args.methods), context=args.context), end="")
+        return 0
+    if args.step_b is None:
+        raise ConfigError("give two steps (janus memory diff RUN STEP_A STEP_B) or one step and --methods BASE OTHER")
     print(memory_diff(args.run_dir, args.step_a, args.step_b, args.method, context=args.context))
     return 0
 
@@ -217,6 +210,19 @@ def _bench_world(args, console) -> int:
     from .bench.cli import run_world
 
     return run_world(args)
+
+
+def _exit_if_threads_linger() -> None:
+    """After Ctrl-C, an embedded llama.cpp generation may still run in a worker thread that cannot be aborted; joining it
+    at interpreter exit would hang for minutes. Every committed step is in SQLite already (one transaction per step) and
+    the run-folder lock is released by the kernel, so leave at once."""
+    import threading
+
+    if any(t.is_alive() and t is not threading.main_thread() and not t.daemon for t in threading.enumerate()) or any(
+            t.is_alive() and t.name.startswith("janus-llama") for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
 
 
 def _dispatch(args, console):
@@ -253,13 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         add_plugin_modules(args.plugin)
         command = _dispatch(args, console)
-        if command is None:
-            parser.print_help()
+        if command is None:  # `janus`, `janus memory`, `janus model` without a subcommand: that level's help
+            parser._janus_subparsers.get(args.cmd, parser).print_help()
             return EXIT_USAGE
         return command(args, console)
     except KeyboardInterrupt:
-        hint = f"; continue with `janus run --resume {where}`" if where else ""
+        hint = f"; continue with `janus run --resume {where}`" if where and args.cmd in ("run", "demo") else ""
         print(f"interrupted: every committed step is kept{hint}", file=sys.stderr)
+        _exit_if_threads_linger()
         return 130
     except JanusError as e:
         print(f"error: {e.user_message(where)}", file=sys.stderr)

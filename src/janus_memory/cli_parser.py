@@ -15,11 +15,34 @@ CLI_TO_CFG = (
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger")
 
 
+def did_you_mean(word: str, options: list[str]) -> str:
+    """' (did you mean --stream-size?)' for the closest option/name, or ''."""
+    import difflib
+
+    key = word.split("=", 1)[0]
+    close = difflib.get_close_matches(key, options, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 class Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2
-        self.print_usage(sys.stderr)
-        print(f"error: {message}", file=sys.stderr)
+    def error(self, message):
+        """One line (no usage block), a 'did you mean' for a mistyped option, the help command, exit 2."""
+        if message.startswith("unrecognized arguments: "):
+            opts = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            words = message[len("unrecognized arguments: "):].split()
+            hints = [w + did_you_mean(w, opts) for w in words if w.startswith("-")]
+            if hints:
+                message = "unrecognized arguments: " + ", ".join(hints)
+        print(f"error: {message}; see `{self.prog} --help`", file=sys.stderr)
         sys.exit(EXIT_USAGE)
+
+    def parse_args(self, args=None, namespace=None):
+        """Unknown options are looked up in the chosen subcommand's options, so the hint names one that exists there."""
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            sub = getattr(self, "_janus_subparsers", {}).get(getattr(ns, "cmd", None))
+            (sub or self).error("unrecognized arguments: " + " ".join(extra))
+        return ns
 
 
 def fractions(text: str) -> list[float]:
@@ -57,16 +80,17 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
         g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split) for the stream-order study")
         g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
     g.add_argument("--data-dir", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
-    g.add_argument("--seed", type=int, help="seed for the stream order and Janus sampling")
+    g.add_argument("--seed", type=int, help="seed of the stream/test split, the stream order and Janus sampling "
+                                            "(a different seed is a different split, not only another order)")
     m = p.add_argument_group("model")
     m.add_argument("--backend", help=f"chat backend: {names['backends']} (local = embedded GGUF, the default; openai = any "
                                      "OpenAI-compatible server; fake = scripted, plumbing only)")
     m.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (API key from $OPENAI_API_KEY)")
     m.add_argument("--model", help="model name at the endpoint")
     m.add_argument("--model-path", help="GGUF file for the embedded backend (default: $JANUS_LOCAL_GGUF or the fetched model)")
-    m.add_argument("--temperature", type=float)
-    m.add_argument("--solver-max-tokens", type=int)
-    m.add_argument("--curator-max-tokens", type=int)
+    m.add_argument("--temperature", type=float, help="sampling temperature of every LLM call")
+    m.add_argument("--solver-max-tokens", type=int, help="output token limit of each solving call (stream, replay, test)")
+    m.add_argument("--curator-max-tokens", type=int, help="output token limit of each memory-update call")
     m.add_argument("--concurrency", type=int, help="parallel LLM requests for OpenAI-compatible servers")
     m.add_argument("--encoder", help="memory/task encoder: minilm (default), hashing, st:<model>")
     m.add_argument("--no-cache", action="store_true", default=None, help="do not use the persistent LLM response cache")
@@ -74,7 +98,7 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     o = p.add_argument_group("output")
     o.add_argument("--out", help="run folder to create")
     o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
-    o.add_argument("--quiet", action="store_true", help="no progress bar")
+    o.add_argument("--quiet", action="store_true", help="no progress bar and no per-step or per-trigger lines")
     j = p.add_argument_group("janus")
     j.add_argument("--warmup", type=int, help="Janus warm-up steps (paper: 20)")
     j.add_argument("--coverage-size", type=int, help="coverage set size K' (paper: 12)")
@@ -95,20 +119,22 @@ def _add_memory_and_report(sub, names: dict) -> None:
     mem = sub.add_parser("memory", help="inspect memory versions of a run")
     memsub = mem.add_subparsers(dest="memory_cmd", parser_class=Parser)
     md2 = memsub.add_parser("diff", help="unified diff of the memories deployed at two steps of a run")
-    md2.add_argument("run_dir")
-    md2.add_argument("step_a", type=int)
-    md2.add_argument("step_b", type=int)
+    md2.add_argument("run_dir", help="run folder")
+    md2.add_argument("step_a", type=int, help="stream step of the first memory (0 = initial memory)")
+    md2.add_argument("step_b", type=int, nargs="?", help="stream step of the second memory (not with --methods)")
     md2.add_argument("--method", help="method folder (default: the +janus one, or the only one)")
+    md2.add_argument("--methods", nargs=2, metavar=("BASE", "OTHER"),
+                     help="compare two methods at step_a, e.g. --methods dc_rs dc_rs+janus: what Janus kept out")
     md2.add_argument("--context", type=int, default=3, help="diff context lines")
     rp = sub.add_parser("report", help="paper-style tables and PNG plots for one or more run folders (or a grid root)")
-    rp.add_argument("dirs", nargs="+")
+    rp.add_argument("dirs", nargs="+", help="run folders, or folders above them (e.g. a grid root)")
     rp.add_argument("--out", help="report folder (default: <first dir>/report)")
-    rp.add_argument("--max-timelines", type=int, default=24)
+    rp.add_argument("--max-timelines", type=int, default=24, help="at most this many trigger-timeline/token plots")
 
 
 def _add_sweep_and_grid(sub, names: dict) -> None:
     sw = sub.add_parser("sweep", help="expand a grid YAML (datasets x updaters x controllers x seeds ...) into runs")
-    sw.add_argument("grid")
+    sw.add_argument("grid", help="grid YAML file")
     add_executor_options(sw)
     sw.add_argument("--overwrite", action="store_true", help="re-run finished runs")
     sw.add_argument("--dry-run", action="store_true", help="print the cells and their folders, run nothing")
@@ -118,9 +144,48 @@ def _add_sweep_and_grid(sub, names: dict) -> None:
     gr.add_argument("--seeds", default="0", help="comma-separated seeds")
     gr.add_argument("--stream-order", action="store_true", help="also run the 5-shuffle stream-order study")
     gr.add_argument("--no-baselines", action="store_true", help=f"skip the baselines ({names['baselines']})")
-    gr.add_argument("--no-trigger-ablation", action="store_true")
-    gr.add_argument("--no-evalset-ablation", action="store_true")
+    gr.add_argument("--no-trigger-ablation", action="store_true", help="skip the trigger-policy cells (Table 2)")
+    gr.add_argument("--no-evalset-ablation", action="store_true", help="skip the evaluation-set cells (Fig. 3)")
     add_executor_options(gr)
+
+
+def _defaults_for(cmd: str) -> dict:
+    """The value each option takes when it is not given: RunConfig (or the demo preset) and JanusConfig defaults."""
+    from .controller import JanusConfig
+    from .runner.config import RunConfig, demo_config
+
+    cfg = demo_config() if cmd == "demo" else RunConfig()
+    out = {k: getattr(cfg, k) for k in CLI_TO_CFG if hasattr(cfg, k)}
+    jc = JanusConfig().to_dict()
+    out.update({k: {**jc, **cfg.janus}.get(k) for k in CLI_TO_JANUS})
+    if cmd == "demo":
+        out.pop("out", None)  # the demo names its folder by time
+    return out
+
+
+def _fmt_default(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, list):
+        return ",".join(str(x) for x in v) if v else ""
+    return str(v)
+
+
+def show_defaults(p: argparse.ArgumentParser, cmd: str) -> None:
+    """Append '(default: X)' to the help of every option that has a default and does not name it yet."""
+    try:
+        defaults = _defaults_for(cmd) if cmd in ("run", "demo", "grid") else {}
+    except Exception:  # noqa: BLE001 - help must work even if a preset cannot be built
+        defaults = {}
+    for a in p._actions:
+        if not a.option_strings or a.help in (None, argparse.SUPPRESS) or "default" in a.help:
+            continue
+        if isinstance(a, (argparse._StoreTrueAction, argparse._HelpAction, argparse._VersionAction)):
+            continue
+        v = defaults.get(a.dest, a.default)
+        text = _fmt_default(v)
+        if text:
+            a.help += f" (default: {text})"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,4 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench.replay_cli import add_replay_parser  # `janus replay` (recorded memory trajectories through the trigger)
 
     add_replay_parser(sub)
+    for name, sp in sub.choices.items():
+        show_defaults(sp, name)
+    p._janus_subparsers = dict(sub.choices)
     return p

@@ -26,7 +26,8 @@ CASES: dict[str, list[str]] = {
     "mmlu_memory_free": ["--dataset", "mmlu_pro_eng", "--updater", "memory_free", "--controller", "none"],
 }
 FILES = ("decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt")
-_WALL = ("wall_s",)
+# wall clock, and the cached responses' token counts (added after recording; checked in tests/test_cli_cost.py)
+_WALL = ("wall_s", "hit_prompt_tokens", "hit_completion_tokens")
 
 
 def _strip_wall(obj):

@@ -182,7 +182,7 @@ class LLMClient:
             key = request_key(self.backend.identity, req, sample)
             hit = self.cache.get(key)
             if hit is not None:
-                self.usage.record_hit(role)
+                self.usage.record_hit(role, getattr(hit, "usage", None))
                 return hit
         sem = self._sem()
         last: BaseException | None = None

@@ -225,9 +225,29 @@ class LocalBackend:
         return r
 
     async def acomplete(self, req: ChatRequest) -> ChatResult:
+        # a daemon thread (not asyncio.to_thread): llama.cpp generation cannot be aborted, and Ctrl-C must not wait for
+        # it; cancelling this coroutine returns at once and the abandoned generation dies with the process
         t = self._gate.ticket()  # taken on the event loop: tickets follow the order the calls were issued
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future = loop.create_future()
+
+        def settle(value, error) -> None:
+            if not fut.done():
+                fut.set_exception(error) if error is not None else fut.set_result(value)
+
+        def work() -> None:
+            try:
+                value, error = self.complete_sync(req, ticket=t), None
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting coroutine
+                value, error = None, e
+            try:
+                loop.call_soon_threadsafe(settle, value, error)
+            except RuntimeError:  # the loop is gone (interrupted run): nobody waits for this result
+                pass
+
+        threading.Thread(target=work, name="janus-llama-call", daemon=True).start()
         try:
-            return await asyncio.to_thread(self.complete_sync, req, ticket=t)
+            return await fut
         except asyncio.CancelledError:
             self._gate.abandon(t)  # no-op if the call already entered the engine
             raise

@@ -2,7 +2,8 @@
 
 Roles used across the project: ``solver``, ``curator`` (memory updates), ``janus`` (evaluation-set replay),
 ``test`` (frozen held-out evaluation). Cache hits count in ``cache_hits`` only: they add no calls, no
-tokens and no cost. ``estimated_tokens`` is True when any counted call had no server usage (C22-A).
+tokens and no cost; the tokens the cached responses once took are kept apart in ``hit_prompt_tokens`` /
+``hit_completion_tokens`` so a report can give a method's standalone cost (what it needs without the cache). ``estimated_tokens`` is True when any counted call had no server usage (C22-A).
 ``wall_s`` is the wall-clock time spent inside the client's chat/chat_many calls for that role.
 ``cost_usd`` uses ``prices = {model: (usd_per_1M_prompt, usd_per_1M_completion)}``; None when no price is known.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from janus_memory.types import Usage
 
 KEYS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "estimated_tokens", "wall_s", "cost_usd",
-        "retries", "errors")
+        "retries", "errors", "hit_prompt_tokens", "hit_completion_tokens")
 
 
 @dataclass
@@ -28,6 +29,8 @@ class _RoleUsage:
     cost_usd: float | None = None
     retries: int = 0
     errors: int = 0
+    hit_prompt_tokens: int = 0
+    hit_completion_tokens: int = 0
 
 
 class UsageMeter:
@@ -57,9 +60,14 @@ class UsageMeter:
                 c = usage.prompt_tokens * price[0] / 1e6 + usage.completion_tokens * price[1] / 1e6
                 r.cost_usd = (r.cost_usd or 0.0) + c
 
-    def record_hit(self, role: str) -> None:
+    def record_hit(self, role: str, usage: Usage | None = None) -> None:
+        """One response served by the cache; ``usage`` (the cached response's tokens) counts as hit tokens only."""
         with self._lock:
-            self._role(role).cache_hits += 1
+            r = self._role(role)
+            r.cache_hits += 1
+            if usage is not None:
+                r.hit_prompt_tokens += int(usage.prompt_tokens)
+                r.hit_completion_tokens += int(usage.completion_tokens)
 
     def record_retry(self, role: str) -> None:
         with self._lock:

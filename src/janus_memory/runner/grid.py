@@ -170,6 +170,9 @@ def run_grid(dataset: str | None = None, base: RunConfig | None = None, updaters
             continue
         m = matched_trigger_settings(info["triggers"], info["stream_tasks"], info["warmup"])
         matched[cfg.out] = {**m, "reference": str(ref)}
+        if cfg.janus.get("trigger") == "periodic" and m["trigger_period"] == 1:
+            log(f"warning: {name}: MMT fired {m['mmt_triggers']} times in {m['post_warmup_steps']} post-warm-up steps, "
+                "so the matched periodic trigger has period 1 (= trigger always)")
         key = "trigger_rate" if cfg.janus.get("trigger") == "random" else "trigger_period"
         cfg = cfg.model_copy(update={"janus": {**cfg.janus, key: m[key]}})
         ready.append((name, cfg, {"matched": matched[cfg.out]}))

@@ -109,3 +109,36 @@ def memory_diff(run_dir: str | Path, step_a: int, step_b: int, method: str | Non
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+def cross_method_diff(run_dir: str | Path, step: int, methods: tuple[str, str], *, context: int = 3) -> str:
+    """Diff of the memories two methods of one run deployed at the same stream ``step``, e.g. ("dc_rs", "dc_rs+janus").
+
+    The first lines count what the second method kept out (lines of the first method's memory it does not hold) and
+    what it holds that the first does not; then the unified diff from the first to the second.
+
+    Raises:
+        RunFolderError: not a run folder, unknown method, a step outside 0..N of either method.
+    """
+    from collections import Counter
+
+    versions, last = memory_versions(run_dir)
+    a, b = (_pick_method(versions, m) for m in methods)
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise RunFolderError(f"step must be an integer stream step, got {step!r}")
+    n = min(last[a], last[b])
+    if not 0 <= step <= n:
+        raise RunFolderError(f"step={step} is out of range: both methods have steps 0 (initial memory) to {n}")
+    va, vb = memory_at(versions[a], step), memory_at(versions[b], step)
+    la, lb = va["text"].splitlines(), vb["text"].splitlines()
+    out_only = sum((Counter(la) - Counter(lb)).values())
+    in_only = sum((Counter(lb) - Counter(la)).values())
+    head = (f"memory at step {step}: {a} ({len(la)} lines, sha256 {va['sha256'][:12]}) vs {b} ({len(lb)} lines, "
+            f"sha256 {vb['sha256'][:12]})\n{b} kept out {out_only} line(s) of {a}'s memory and holds {in_only} line(s) "
+            f"{a}'s memory does not\n")
+    if va["sha256"] == vb["sha256"]:
+        return head + "the two memories are identical\n"
+    lines = difflib.unified_diff([x + "\n" for x in la], [x + "\n" for x in lb],
+                                 fromfile=f"{a}@step{step} (deployed at step {va['step']})",
+                                 tofile=f"{b}@step{step} (deployed at step {vb['step']})", n=context)
+    return head + "".join(lines)

@@ -64,15 +64,19 @@ def plot_checkpoints(rows, path: Path) -> Path | None:
     nrows = math.ceil(n / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.6 * nrows), squeeze=False)
     for ax, ((ds, upd), labels) in zip(axes.flat, sorted(data.items())):
+        k = len(labels)
         for i, (lab, pts) in enumerate(sorted(labels.items())):
             xs = sorted(pts)
             ys = [sum(pts[x]) / len(pts[x]) for x in xs]
-            ax.plot([100 * x for x in xs], ys, marker="o", label=lab, color=_label_color(lab, i))
+            off = (i - (k - 1) / 2) * 1.2  # identical lines stay visible side by side
+            janus = "+janus" in lab
+            ax.plot([100 * x + off for x in xs], ys, marker="s" if janus else "o", ls="--" if janus else "-",
+                    mfc="none" if janus else None, ms=7 if janus else 5, label=lab, color=_label_color(lab, i))
         ax.set_title(f"{ds} / {upd}")
         ax.set_xlabel("% of stream seen")
         ax.set_ylabel("test accuracy (%)")
         ax.set_xticks([20, 40, 60, 80, 100])
-        ax.set_ylim(-2, 102)
+        ax.set_ylim(-3, 106)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[n:]:
@@ -94,8 +98,9 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
     steps = [ln["step"] for ln in lines]
     cos = [(ln.get("decision") or {}).get("cosine") for ln in lines]
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    ax.plot(steps, [c if c is not None else float("nan") for c in cos], color="tab:blue", lw=1.2, marker=".",
-            ms=4, label="cos(z_t, m_{t-1})")
+    many = len(steps) > 80
+    ax.plot(steps, [c if c is not None else float("nan") for c in cos], color="tab:blue", lw=0.9 if many else 1.2,
+            marker=None if many else ".", ms=4, label="cos(z_t, m_{t-1})")
     ax.axhline(tau, color="k", ls="--", lw=1, label=f"τ = {tau:g}")
     if warmup:
         ax.axvspan(0.5, min(warmup, max(steps)) + 0.5, color="0.85", alpha=0.6, label=f"warm-up ({warmup})")
@@ -107,11 +112,12 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
         y = c if c is not None else tau
         (acc_x if d.get("accept") else rb_x).append(s)
         (acc_y if d.get("accept") else rb_y).append(y)
-    ax.scatter(acc_x, acc_y, marker="^", s=60, color="tab:green", zorder=3, label=f"triggered: accepted ({len(acc_x)})")
-    ax.scatter(rb_x, rb_y, marker="v", s=60, color="tab:red", zorder=3, label=f"triggered: rolled back ({len(rb_x)})")
+    size = 18 if many else 60
+    ax.scatter(acc_x, acc_y, marker="^", s=size, color="tab:green", zorder=3, label=f"triggered: accepted ({len(acc_x)})")
+    ax.scatter(rb_x, rb_y, marker="v", s=size, color="tab:red", zorder=3, label=f"triggered: rolled back ({len(rb_x)})")
     ax.set_xlim(0.5, max(steps) + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylim(-1.1, 1.1)
+    ax.set_ylim(*cosine_ylim([c for c in cos if c is not None], tau))
     ax.set_xlabel("stream step")
     ax.set_ylabel("cosine")
     trig = r.janus_cfg.get("trigger", "mmt")
@@ -119,6 +125,13 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return _save(fig, path)
+
+
+def cosine_ylim(values: list[float], tau: float) -> tuple[float, float]:
+    """The timeline's y-range: the observed cosines and tau with a margin, inside [-1.05, 1.05]."""
+    lo, hi = min([*values, tau]), max([*values, tau])
+    pad = max(0.05, 0.1 * (hi - lo))
+    return max(-1.05, lo - pad), min(1.05, hi + pad)
 
 
 def cumulative_tokens(r) -> tuple[list[int], dict[str, list[int]], dict[str, bool]]:
@@ -183,12 +196,10 @@ def plot_tokens_by_role(r, path: Path) -> Path | None:
                 color=ROLE_COLORS.get(role), lw=1.6)
     test = (r.summary.get("usage") or {}).get("test") or {}
     n_test = (test.get("calls") or 0) + (test.get("cache_hits") or 0)
-    ax.set_xlabel("stream step")
+    ax.set_xlabel(f"stream step  (cache hits included; held-out test afterwards: {n_test} calls)", fontsize=8)
     ax.set_ylabel("cumulative tokens")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"Cumulative LLM tokens by role: {r.label} on {r.dataset} (seed {r.seed})", fontsize=10)
-    ax.text(0.99, 0.02, f"cache hits included; held-out test afterwards: {n_test} calls", transform=ax.transAxes,
-            ha="right", va="bottom", fontsize=7, color="0.35")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)
@@ -234,4 +245,52 @@ def plot_stream_order(rows: list[dict], path: Path) -> Path:
         ax.grid(alpha=0.3, axis="y")
         ax.set_xlim(-0.6, len(rs) - 0.4)
     fig.suptitle("Stream-order sensitivity (dots: one per order; square: mean ± sample std)", fontsize=10)
+    return _save(fig, path)
+
+
+def token_pairs(rows) -> list[tuple]:
+    """(base row, +janus row) pairs of main labels with the same dataset, updater, seed and setup."""
+    base = {(r.dataset, r.updater, r.seed, tuple(sorted(r.setup.items(), key=str))): r
+            for r in rows if not r.janus and not r.suffix_keys}
+    out = []
+    for r in rows:
+        if r.janus and not r.suffix_keys:
+            b = base.get((r.dataset, r.updater, r.seed, tuple(sorted(r.setup.items(), key=str))))
+            if b is not None:
+                out.append((b, r))
+    return out
+
+
+def plot_token_overhead(rows, path: Path, max_panels: int = 6) -> Path | None:
+    """One view of Janus's token overhead: per base/+Janus pair, both methods' cumulative stream tokens on one scale
+    (the +Janus line split into the updater's own tokens and the controller's evaluation tokens)."""
+    pairs = token_pairs(rows)[:max_panels]
+    if not pairs:
+        return None
+    cols = min(len(pairs), 3)
+    fig, axes = plt.subplots(math.ceil(len(pairs) / cols), cols, figsize=(4.8 * cols, 3.6 * math.ceil(len(pairs) / cols)),
+                             squeeze=False)
+    for ax, (b, j) in zip(axes.flat, pairs):
+        sb, cb, _ = cumulative_tokens(b)
+        sj, cj, est = cumulative_tokens(j)
+        if not sb or not sj:
+            ax.axis("off")
+            continue
+        tb = [sum(v[i] for v in cb.values()) for i in range(len(sb))]
+        tj = [sum(v[i] for v in cj.values()) for i in range(len(sj))]
+        own = [t - cj.get("janus", [0] * len(sj))[i] for i, t in enumerate(tj)]
+        ax.plot(sb, tb, color="tab:red", lw=1.6, label=f"{b.label}")
+        ax.plot(sj, tj, color="tab:blue", lw=1.6, ls="--", label=f"{j.label} (total)")
+        ax.fill_between(sj, own, tj, color="tab:green", alpha=0.25,
+                        label="Janus evaluation" + (" (estimated)" if est.get("janus") else ""))
+        pct = 100 * (tj[-1] - tb[-1]) / tb[-1] if tb[-1] else float("nan")
+        ax.set_title(f"{j.dataset} / {j.updater} seed {j.seed}: overhead {pct:+.0f}%", fontsize=9)
+        ax.set_xlabel("stream step")
+        ax.set_ylabel("cumulative tokens (cache hits included)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    for ax in list(axes.flat)[len(pairs):]:
+        ax.axis("off")
+    fig.suptitle("Token cost: base vs +Janus (same scale)", fontsize=10)
     return _save(fig, path)

@@ -40,21 +40,34 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     """
     if not run_dirs:
         raise RunFolderError("give at least one run folder")
+    from .report_setup import caption, sections
+
     rows = load_method_runs(run_dirs)
     out = Path(out_dir).expanduser() if out_dir else Path(run_dirs[0]).expanduser() / "report"
     out.mkdir(parents=True, exist_ok=True)
-    # stream-order runs (Fig. 5) vary only the order of the same stream: they feed the stream-order table alone, so
-    # Tables 1-3 and the ablations average over seeds of one kind only
-    main_rows = [r for r in rows if not r.stream_order]
-    order_rows = [r for r in rows if r.stream_order]
-    tables = {"accuracy": accuracy_table(main_rows), "trigger": trigger_table(main_rows),
-              "janus_cost": janus_cost_table(main_rows), "evalset": evalset_table(main_rows),
-              "stream_order": stream_order_table(order_rows or main_rows)}
-    plot_paths = _draw_plots(rows, tables, out, max_timelines)
-    md = _markdown(rows, tables, plot_paths)
+    groups = sections(rows)
+    secs = [{"caption": caption(g), "rows": g, "tables": _section_tables(g)} for g in groups]
+    main = secs[0]["tables"] if secs else _section_tables([])
+    plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines)
+    md = _markdown(rows, secs, plot_paths)
     report = out / "report.md"
     report.write_text("\n".join(md), encoding="utf-8")
-    return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": tables}
+    return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": main,
+            "sections": [{"caption": x["caption"], "tables": x["tables"]} for x in secs]}
+
+
+def _section_tables(rows: list[MethodRun]) -> dict:
+    """The tables of one group of comparable runs. Stream-order runs (Fig. 5) vary only the order of the same stream:
+    they feed the stream-order table alone; a seed sweep (each seed is another split and order) gets its own table."""
+    from .paired import paired_markdown, paired_rows
+
+    main_rows = [r for r in rows if not r.stream_order]
+    order_rows = [r for r in rows if r.stream_order]
+    paired = paired_rows([r for r in main_rows if not r.suffix_keys])
+    return {"accuracy": accuracy_table(main_rows), "trigger": trigger_table(main_rows),
+            "janus_cost": janus_cost_table(main_rows), "evalset": evalset_table(main_rows),
+            "stream_order": stream_order_table(order_rows), "seeds": stream_order_table(main_rows),
+            "paired": {"rows": paired, "markdown": paired_markdown(paired)}}
 
 
 def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: int) -> dict[str, str]:
@@ -64,8 +77,15 @@ def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: i
     p = plots.plot_checkpoints(rows, out / "checkpoints.png")
     if p:
         plot_paths["checkpoints"] = str(p)
+    p = plots.plot_token_overhead(rows, out / "token_overhead.png")
+    if p:
+        plot_paths["token_overhead"] = str(p)
+    paired = {id(j) for _, j in plots.token_pairs(rows)} | {id(b) for b, _ in plots.token_pairs(rows)}
     for kind, fn in (("timeline", plots.plot_trigger_timeline), ("tokens", plots.plot_tokens_by_role)):
-        candidates = [r for r in rows if r.janus] if kind == "timeline" else rows
+        # no timeline for trigger=never (nothing to mark); per-method token plots only for main labels that are not
+        # already in the base-vs-Janus overhead view
+        candidates = ([r for r in rows if r.janus and r.janus_cfg.get("trigger") != "never"] if kind == "timeline"
+                      else [r for r in rows if not r.suffix_keys and id(r) not in paired])
         for r in candidates[:max_timelines]:
             name = plots.safe_name(f"{kind}_{r.dataset}_{r.label}_seed{r.seed}")
             p = fn(r, out / f"{name}.png")
@@ -79,25 +99,51 @@ def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: i
     return plot_paths
 
 
-def _markdown(rows: list[MethodRun], tables: dict, plot_paths: dict[str, str]) -> list[str]:
+def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str]) -> list[str]:
     md = ["# Janus experiment report", "",
           f"{len({r.run_dir for r in rows})} run folder(s), {len(rows)} method run(s). Accuracies in %; "
           "± is the sample std over seeds when a label has several.", ""]
-    if tables["accuracy"]["labels"]:  # a sweep of variants only (every label has a [..] suffix) has no Table 1 rows
-        md += ["## Table 1: test accuracy (frozen memory, held-out split)", "", tables["accuracy"]["markdown"], ""]
-    if tables["trigger"]["markdown"]:
-        md += ["## Table 2: trigger-policy ablation", "",
-               "Trig. rate = triggers / post-warm-up steps; |E| = coverage + boundary + fresh sizes; "
-               "evaluated tasks = sum of evaluator calls / 2.", "", tables["trigger"]["markdown"], ""]
-    if tables["janus_cost"]["markdown"]:
-        md += ["## Table 3: Janus cost (#triggers × |E|)", "", tables["janus_cost"]["markdown"], ""]
-    if tables["evalset"]["markdown"]:
-        md += ["## Evaluation-set ablation (Fig. 3)", "", tables["evalset"]["markdown"], "",
-               "![evaluation-set ablation](evalset_ablation.png)", ""]
-    if tables["stream_order"]["markdown"]:
-        md += ["## Stream order (Fig. 5)", "", tables["stream_order"]["markdown"], "", "![stream order](stream_order.png)", ""]
-    md += ["## Plots", ""]
+    if len(secs) > 1:
+        md += [f"**These runs do not share one setup: {len(secs)} groups of comparable runs are reported separately "
+               "(backend, model, encoder, preset and requested sizes differ).**", ""]
+    for i, sec in enumerate(secs):
+        if len(secs) > 1:
+            md += [f"# Group {i + 1}", ""]
+        md += [f"Setup: {sec['caption']}", ""]
+        md += _section_markdown(sec["tables"], sec["caption"])
+    md += ["## Plots", "", f"Plots show group 1 ({secs[0]['caption']})." if len(secs) > 1 else "", ""]
     for name, path in plot_paths.items():
         if name not in ("evalset", "stream_order"):
             md += [f"![{name}]({Path(path).name})", ""]
+    return md
+
+
+def _section_markdown(tables: dict, cap: str) -> list[str]:
+    capline = f"*{cap}*"
+    md = []
+    if tables["accuracy"]["labels"]:  # a sweep of variants only (every label has a [..] suffix) has no Table 1 rows
+        md += ["## Table 1: test accuracy (frozen memory, held-out split)", "", tables["accuracy"]["markdown"], "",
+               capline, ""]
+    if tables["paired"]["markdown"]:
+        md += ["## Base vs +Janus, paired on the same test items", "",
+               "Diff = +Janus minus base accuracy on the items both answered; 95% CI: paired Wald interval; p: exact "
+               "McNemar (two-sided sign test on the items where exactly one method is right).", "",
+               tables["paired"]["markdown"], "", capline, ""]
+    if tables["trigger"]["markdown"]:
+        md += ["## Table 2: trigger-policy ablation", "",
+               "Trig. rate = triggers / post-warm-up steps; MMT #Trig = the MMT run's triggers (random and periodic are "
+               "matched to it); |E| = coverage + boundary + fresh sizes; evaluated tasks = sum of evaluator calls / 2.",
+               "", tables["trigger"]["markdown"], "", capline, ""]
+        md += [f"> warning: {n}" for n in tables["trigger"].get("notes", [])] + [""]
+    if tables["janus_cost"]["markdown"]:
+        md += ["## Table 3: Janus cost (#triggers × |E|)", "", tables["janus_cost"]["markdown"], "", capline, ""]
+    if tables["evalset"]["markdown"]:
+        md += ["## Evaluation-set ablation (Fig. 3)", "", tables["evalset"]["markdown"], "", capline, "",
+               "![evaluation-set ablation](evalset_ablation.png)", ""]
+    if tables["stream_order"]["markdown"]:
+        md += ["## Stream order (Fig. 5)", "", "Same stream tasks and test split, shuffled order.", "",
+               tables["stream_order"]["markdown"], "", capline, "", "![stream order](stream_order.png)", ""]
+    if tables["seeds"]["markdown"]:
+        md += ["## Seed sweep", "", "Each seed draws another stream/test split and order (not a stream-order study).",
+               "", tables["seeds"]["markdown"], "", capline, ""]
     return md

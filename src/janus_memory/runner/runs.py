@@ -29,6 +29,7 @@ class MethodRun:
     summary: dict
     extra: dict = field(default_factory=dict)
     stream_order: bool = False  # a stream-order study run (config stream_order_seed set): only in the Fig. 5 table
+    setup: dict = field(default_factory=dict)  # backend, model, encoder, preset, requested sizes (run_setup)
 
     @property
     def test_accuracy(self) -> float | None:
@@ -78,6 +79,18 @@ def _cell_suffix(run_dir: Path, methods: list[str]) -> str:
     return ""
 
 
+def run_setup(cfg: dict, summary: dict) -> dict:
+    """What a run measured with: backend, model, encoder, preset and the requested split sizes (None = whole split)."""
+    ident = str((summary.get("backend") or {}).get("identity") or "")
+    backend = cfg.get("backend") or (ident.split(":", 1)[0] if ident else "?")
+    model = cfg.get("model") or (Path(cfg["model_path"]).name if cfg.get("model_path") else "")
+    if not model and backend == "local" and ident.count(":") >= 1:
+        model = ident.split(":")[1]  # local:<gguf file>:<size>:<fingerprint>
+    return {"backend": backend, "model": model or ("scripted" if backend == "fake" else "?"),
+            "encoder": cfg.get("encoder") or "?", "preset": cfg.get("preset") or "-",
+            "stream_size": cfg.get("stream_size"), "test_size": cfg.get("test_size")}
+
+
 def load_method_runs(run_dirs: list[str | Path]) -> list[MethodRun]:
     """One MethodRun per (run folder, method). Raises ValueError on unreadable folders."""
     rows = []
@@ -95,7 +108,8 @@ def load_method_runs(run_dirs: list[str | Path]) -> list[MethodRun]:
                 run_dir=d, dataset=summary.get("dataset") or cfg.get("dataset", "?"),
                 updater=summary.get("updater") or cfg.get("updater", method.split("+")[0]),
                 method=method, label=method + suffix, suffix_keys=parse_suffix(suffix), seed=int(seed or 0),
-                janus=is_janus, janus_cfg=resolved_janus(cfg.get("janus")), summary=ms, stream_order=stream_order))
+                janus=is_janus, janus_cfg=resolved_janus(cfg.get("janus")), summary=ms, stream_order=stream_order,
+                setup=run_setup(cfg, summary)))
     return rows
 
 

@@ -143,12 +143,19 @@ def trigger_table(rows: list[MethodRun]) -> dict:
             groups.setdefault((r.dataset, r.updater), {}).setdefault("base", []).append(r)
         elif r.janus and set(r.suffix_keys) <= TRIGGER_KEYS:
             groups.setdefault((r.dataset, r.updater), {}).setdefault(r.janus_cfg["trigger"], []).append(r)
-    out, md = [], []
-    header = ["Policy", "Test acc", "#Trig", "Trig. rate", "|E|", "Cost (#Trig×|E|)", "Evaluated tasks", "Accepts/Rollbacks"]
+    out, md, notes = [], [], []
+    header = ["Policy", "Test acc", "#Trig", "MMT #Trig", "Trig. rate", "|E|", "Cost (#Trig×|E|)", "Evaluated tasks",
+              "Accepts/Rollbacks"]
     for (ds, upd), pol in sorted(groups.items(), key=lambda kv: (dataset_key(kv[0][0]), kv[0][1])):
         if not any(k != "base" for k in pol):
             continue
         pol = common_seeds(pol)
+        mmt_trig = _num(_mean([r.summary.get("triggers") for r in pol.get("mmt", [])])) if pol.get("mmt") else "—"
+        for r in pol.get("periodic", []):
+            if int(r.janus_cfg.get("trigger_period") or 0) == 1:
+                notes.append(f"{display_name(ds)} / {upd} seed {r.seed}: the matched periodic trigger degenerated to "
+                             f"period 1 (= always) because MMT fired on most post-warm-up steps ({mmt_trig} triggers); "
+                             "its row is not a distinct policy")
         body = []
         for name in ["base"] + TRIGGER_ORDER:
             rs = pol.get(name)
@@ -157,15 +164,16 @@ def trigger_table(rows: list[MethodRun]) -> dict:
             if name == "base":
                 row = {"policy": "base (no Janus)", "test_accuracy": _mean([r.test_accuracy for r in rs]),
                        "std": _std([r.test_accuracy for r in rs]), "n": len(rs)}
-                body.append([row["policy"], _pct(row["test_accuracy"], row["std"]), "—", "—", "—", "—", "—", "—"])
+                body.append([row["policy"], _pct(row["test_accuracy"], row["std"]), "—", mmt_trig, "—", "—", "—", "—",
+                             "—"])
             else:
                 row = {"policy": name, **_janus_row(rs)}
-                body.append([name, _pct(row["test_accuracy"], row["std"]), _num(row["triggers"]),
+                body.append([name, _pct(row["test_accuracy"], row["std"]), _num(row["triggers"]), mmt_trig,
                              _pct(row["trigger_rate"]), str(row["eval_set_size"]), _num(row["cost"]),
                              _num(row["evaluated"]), f"{_num(row['accepts'])}/{_num(row['rollbacks'])}"])
             out.append({"dataset": ds, "updater": upd, **row})
         md.append(f"**{display_name(ds)} / {upd}**\n\n" + markdown_table(header, body))
-    return {"rows": out, "markdown": "\n\n".join(md)}
+    return {"rows": out, "markdown": "\n\n".join(md), "notes": notes}
 
 
 def janus_cost_table(rows: list[MethodRun]) -> dict:

@@ -162,6 +162,8 @@ def _tie_to_parent(parent_pid: int, from_main_thread: bool) -> None:
 
 
 def _worker_main(conn, comparator, parent_pid: int = 0, from_main_thread: bool = False):
+    # Ctrl-C reaches the whole process group: the parent handles it (and ends this worker); no worker traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent_pid:
         _tie_to_parent(parent_pid, from_main_thread)
     logging.getLogger("math_verify").setLevel(logging.ERROR)

@@ -1,0 +1,19 @@
+"""Checks `janus run`/`janus demo` make before printing anything: every user-fixable problem that can be seen without
+loading a model or a dataset gives its one error line before the preset header (cli.py)."""
+from __future__ import annotations
+
+from .errors import ConfigError
+
+
+def preflight(cfg) -> None:
+    """ConfigError / ModelNotFound (JanusErrors) for a missing data folder or a missing embedded model file."""
+    from .tasks.data import resolve_data_dir
+
+    try:
+        resolve_data_dir(cfg.data_dir)
+    except FileNotFoundError as e:
+        raise ConfigError(str(e)) from None
+    if cfg.backend == "local":
+        from .model_fetch import resolve_model_path
+
+        resolve_model_path(cfg.model_path)  # raises ModelNotFound naming the path and the fix (`janus model fetch`)
