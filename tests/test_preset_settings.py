@@ -83,12 +83,12 @@ def test_resolved_config_writes_every_preset_choice_out():
     ({"bogus": 1}, "unknown config key 'bogus'"),
     ({"janus": {"warmupp": 3}}, "unknown config key 'janus.warmupp'"),
     ({"janus": {"warmup": "3"}}, "invalid value for 'janus.warmup': Input should be a valid integer (got '3')"),
-    ({"janus": {"beta": 1.0}}, "invalid value for 'janus.beta': Input should be less than 1 (got 1.0)"),
+    ({"janus": {"same_memory_shortcut": "yes"}},
+     "invalid value for 'janus.same_memory_shortcut': Input should be a valid boolean (got 'yes')"),
+    ({"janus": {"beta": 1.0}}, "invalid Janus setting: beta must be in [0, 1), got 1.0"),
     ({"janus": {"trigger": "sometimes"}},
-     "invalid value for 'janus.trigger': Input should be 'never', 'always', 'random', 'periodic' or 'mmt' "
-     "(got 'sometimes')"),
-    ({"janus": {"replay_limit": 0}}, "invalid value for 'janus.replay_limit': Input should be greater than or equal "
-                                     "to 1 (got 0)"),
+     "invalid Janus setting: trigger must be one of ('never', 'always', 'random', 'periodic', 'mmt'), got 'sometimes'"),
+    ({"janus": {"replay_limit": 0}}, "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
     ({"preset": "fast"}, "invalid value for 'preset': Input should be 'paper' or 'small' (got 'fast')"),
     ({"replay": "warm"}, "invalid value for 'replay': Input should be 'fresh' or 'frozen' (got 'warm')"),
     ({"max_retries": -1}, "invalid value for 'max_retries': Input should be greater than or equal to 0 (got -1)"),
@@ -217,8 +217,7 @@ def test_cli_seed_help_and_new_options(capsys):
     (["--replay", "warm"], "argument --replay: invalid choice: 'warm' (choose from 'fresh', 'frozen')"),
     (["--same-memory-shortcut", "maybe"], "argument --same-memory-shortcut: expected on or off, got 'maybe'"),
     (["--max-retries", "-1"], "invalid value for 'max_retries': Input should be greater than or equal to 0 (got -1)"),
-    (["--replay-limit", "0"],
-     "invalid value for 'janus.replay_limit': Input should be greater than or equal to 1 (got 0)"),
+    (["--replay-limit", "0"], "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
     (["--request-timeout", "0"], "invalid value for 'request_timeout': Input should be greater than 0 (got 0.0)"),
     (["--backend", "local", "--n-ctx", "1024"], "n_ctx: n_ctx 1024 is below max_tokens 8192 + a 2048-token prompt "
                                                  "budget (10240); raise n_ctx (or leave it 0 to size it) or lower the "

@@ -100,7 +100,10 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     o.add_argument("--out", help="run folder to create")
     o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
     o.add_argument("--quiet", action="store_true", help="no progress bar")
-    j = p.add_argument_group("janus")
+    _add_janus_options(p.add_argument_group("janus"))
+
+
+def _add_janus_options(j) -> None:
     j.add_argument("--warmup", type=int, help="Janus warm-up steps (paper: 20)")
     j.add_argument("--coverage-size", type=int, help="coverage set size K' (paper: 12)")
     j.add_argument("--boundary-size", type=int, help="boundary set size K-K' (paper: 8)")

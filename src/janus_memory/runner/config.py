@@ -20,34 +20,35 @@ from . import presets
 
 
 class JanusSettings(BaseModel):
-    """Controller settings (the fields of controller.JanusConfig, typed). Only the keys that were set count: they
-    override the preset's JanusConfig (``presets.janus_config``). Serialised as the set keys only."""
+    """Controller settings (the fields of controller.JanusConfig, typed; ranges and names are checked by JanusConfig
+    itself, one source of truth). Only the keys that were set count: they override the preset's JanusConfig
+    (``presets.janus_config``). Serialised as the set keys only."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    warmup: int = Field(20, ge=0)
-    coverage_size: int = Field(12, ge=0)
-    boundary_size: int = Field(8, ge=0)
-    fresh_size: int = Field(5, ge=0)
-    beta: float = Field(0.9, ge=0.0, lt=1.0)
+    warmup: int = 20
+    coverage_size: int = 12
+    boundary_size: int = 8
+    fresh_size: int = 5
+    beta: float = 0.9
     tau: float = 0.0
     seed: int = 0
-    trigger: Literal["never", "always", "random", "periodic", "mmt"] = "mmt"
-    trigger_rate: float = Field(0.3, ge=0.0, le=1.0)
-    trigger_period: int = Field(3, ge=1)
+    trigger: str = "mmt"
+    trigger_rate: float = 0.3
+    trigger_period: int = 3
     use_coverage: bool = True
     use_boundary: bool = True
     use_fresh: bool = True
     early_stop: bool = False
-    early_stop_round: int = Field(5, ge=1)
+    early_stop_round: int = 5
     dedup: bool = False
-    clustering: Literal["full", "incremental"] = "full"
-    pool_size: int = Field(32, ge=1)
-    decision_rule: Literal["paper", "sign_test"] = "paper"
-    min_margin: int = Field(0, ge=0)
-    alpha: float = Field(0.05, gt=0.0, lt=1.0)
+    clustering: str = "full"
+    pool_size: int = 32
+    decision_rule: str = "paper"
+    min_margin: int = 0
+    alpha: float = 0.05
     same_memory_shortcut: bool = False
-    replay_limit: int | None = Field(None, ge=1)
+    replay_limit: int | None = None
 
     @model_serializer(mode="wrap")
     def _set_keys_only(self, handler):
@@ -155,9 +156,11 @@ class RunConfig(BaseModel):
     def parse(cls, data: dict) -> RunConfig:
         """Validate a settings mapping (YAML, JSON, Python). Raises a one-line ConfigError naming the bad key."""
         try:
-            return cls(**data)
+            cfg = cls(**data)
         except ValidationError as e:
             raise config_error(e) from None
+        cfg.janus_config()  # ranges and names of the Janus settings (ConfigError naming the key)
+        return cfg
 
     def with_janus(self, **overrides) -> RunConfig:
         """A copy with these Janus settings added (validated)."""
