@@ -271,3 +271,15 @@ def test_migrate_stored_config_spells_out_the_old_behaviour():
         "janus": {"same_memory_shortcut": True, "warmup": 2}, "preset": "small", "janus_preset": "paper",
         "replay": "frozen"}
     assert migrate_stored({"preset": "paper", "janus": {}}) == {"preset": "paper", "janus": {}}
+
+
+def test_yaml_config_file_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("backend: fake\npreset: small\njanus:\n  warmup: 2\n  tau_x: 0.1\n")
+    assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["error: unknown config key 'janus.tau_x'"]
+    bad.write_text("backend: fake\nupdater_config:\n  top_k: three\n")
+    assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: invalid value for 'updater_config.top_k': expected int, got 'three'"]
+    assert not (tmp_path / "r").exists()
