@@ -24,6 +24,9 @@ def test_controller_presets():
 def test_run_presets():
     assert presets.updater_overrides("paper", "dc_rs") == {}
     assert presets.updater_overrides("small", "dc_rs") == {"prompts": "small", "extraction": "last",
+                                                           "presence_penalty": None, "execute_code": False,
+                                                           "curator_input": "question"}
+    assert presets.updater_overrides("small", "dc_cu") == {"prompts": "small", "extraction": "last",
                                                            "presence_penalty": None, "execute_code": False}
     assert presets.updater_overrides("small", "expel")["rule_ops"] == "strict"
     assert presets.updater_overrides("small", "exprag") == {"presence_penalty": None}

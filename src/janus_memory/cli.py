@@ -38,8 +38,6 @@ def _load_config_file(path: str) -> dict:
 
 def _config_from_args(args, *, demo: bool):
     """The validated RunConfig of the command line (config file, then resumed config, then options)."""
-    from pydantic import ValidationError
-
     from .runner.config import RunConfig, demo_config
 
     base: dict = {}
@@ -51,26 +49,21 @@ def _config_from_args(args, *, demo: bool):
         base = {**load_run_config(args.resume).model_dump(), **base, "out": args.resume}
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}
-    try:
-        cfg = demo_config(**over) if demo else RunConfig(**{**base, **over})
-        if janus_over:
-            cfg = cfg.model_copy(update={"janus": {**cfg.janus, **janus_over}})
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        if err["type"] == "extra_forbidden":
-            raise ConfigError(f"unknown config key '{loc}'") from None
-        raise ConfigError(f"invalid value for '{loc}': {err['msg']}") from None
-    return cfg
+    cfg = demo_config(**over) if demo else RunConfig.parse({**base, **over})  # ConfigError naming the key
+    return cfg.with_janus(**janus_over) if janus_over else cfg
 
 
 def _print_preset(cfg, console) -> None:
+    from .runner.presets import encoder_line
+
     jc = cfg.janus_config()
     say = _plain(console)
     say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
         f"updater={cfg.updater} controller={cfg.controller} backend={cfg.backend} seed={cfg.seed}")
+    say(f"preset: {cfg.preset} (replay {cfg.replay_mode()}); {jc.preset_line()}")
     say(f"Janus: warm-up {jc.warmup}, coverage {jc.coverage_size} + boundary {jc.boundary_size} + fresh {jc.fresh_size}, "
         f"beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} (paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)")
+    say(encoder_line(cfg.encoder))
 
 
 def _run(cfg, args, console, t0: float | None = None) -> int:

@@ -10,9 +10,11 @@ EXIT_USAGE = 2
 CLI_TO_CFG = (
     "dataset", "stream_size", "test_size", "updater", "controller", "data_dir", "seed", "backend", "base_url", "model",
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
-    "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful",
+    "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "preset", "replay", "janus_preset", "n_ctx",
+    "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox",
 )
-CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger")
+CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
+                "same_memory_shortcut")
 
 
 def did_you_mean(word: str, options: list[str]) -> str:
@@ -52,6 +54,15 @@ def fractions(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected comma-separated fractions like 0.2,0.4, got {text!r}")
 
 
+def on_off(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("on", "true", "yes", "1"):
+        return True
+    if t in ("off", "false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
+
+
 def _names() -> dict[str, str]:
     """Comma-separated registered names per plugin kind, for the help texts."""
     from .registry import BACKENDS, DATASETS, UPDATERS, ensure_builtins, load_plugins
@@ -67,6 +78,8 @@ def _names() -> dict[str, str]:
 
 
 def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, str]) -> None:
+    from .runner.presets import SEED_HELP
+
     g = p.add_argument_group("data")
     if not demo:
         g.add_argument("--dataset", help=f"dataset name ({names['datasets']})")
@@ -80,8 +93,11 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
         g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split) for the stream-order study")
         g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
     g.add_argument("--data-dir", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
-    g.add_argument("--seed", type=int, help="seed of the stream/test split, the stream order and Janus sampling "
-                                            "(a different seed is a different split, not only another order)")
+    g.add_argument("--seed", type=int, help=SEED_HELP)
+    g.add_argument("--preset", choices=["paper", "small"],
+                   help=("paper = the authors' code rule for rule (default of run); small = our capped prompts, strict "
+                         "parsers, frozen replays and JanusConfig.fast() for a 1.5B model (default of demo); explicit "
+                         "options win. See docs/fidelity.md") if not demo else "small (default) or paper")
     m = p.add_argument_group("model")
     m.add_argument("--backend", help=f"chat backend: {names['backends']} (local = embedded GGUF, the default; openai = any "
                                      "OpenAI-compatible server; fake = scripted, plumbing only)")
@@ -92,6 +108,14 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     m.add_argument("--solver-max-tokens", type=int, help="output token limit of each solving call (stream, replay, test)")
     m.add_argument("--curator-max-tokens", type=int, help="output token limit of each memory-update call")
     m.add_argument("--concurrency", type=int, help="parallel LLM requests for OpenAI-compatible servers")
+    m.add_argument("--n-ctx", type=int, help="context window of the embedded backend (default 0: max of the solver/"
+                                             "curator max tokens + 2048 prompt tokens; a smaller value is refused)")
+    m.add_argument("--request-timeout", type=float, help="seconds per HTTP request to an OpenAI-compatible server (default 120)")
+    m.add_argument("--max-retries", type=int, help="retries per LLM request on transient errors (default 6)")
+    m.add_argument("--request-deadline", type=float,
+                   help="seconds one LLM request may take including retries (default: none; e.g. 600 for openai)")
+    m.add_argument("--allow-weak-sandbox", action="store_true", default=None,
+                   help="run HumanEval code in the fallback sandbox (unshare) when bubblewrap is missing")
     m.add_argument("--encoder", help="memory/task encoder: minilm (default), hashing, st:<model>")
     m.add_argument("--no-cache", action="store_true", default=None, help="do not use the persistent LLM response cache")
     m.add_argument("--cache-dir", help="LLM response cache folder")
@@ -99,7 +123,10 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     o.add_argument("--out", help="run folder to create")
     o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
     o.add_argument("--quiet", action="store_true", help="no progress bar and no per-step or per-trigger lines")
-    j = p.add_argument_group("janus")
+    _add_janus_options(p.add_argument_group("janus"))
+
+
+def _add_janus_options(j) -> None:
     j.add_argument("--warmup", type=int, help="Janus warm-up steps (paper: 20)")
     j.add_argument("--coverage-size", type=int, help="coverage set size K' (paper: 12)")
     j.add_argument("--boundary-size", type=int, help="boundary set size K-K' (paper: 8)")
@@ -107,6 +134,15 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     j.add_argument("--tau", type=float, help="MMT threshold (paper: 0.0)")
     j.add_argument("--beta", type=float, help="momentum coefficient (paper: 0.9)")
     j.add_argument("--trigger", help="trigger policy: mmt (default), never, always, random, periodic")
+    j.add_argument("--janus-preset", choices=["paper", "fast"],
+                   help="controller switches: paper (JanusConfig.paper) or fast (early stop, dedup, incremental "
+                        "k-means, identical-memory shortcut); default: the run preset's (paper -> paper, small -> fast)")
+    j.add_argument("--replay", choices=["fresh", "frozen"],
+                   help="Janus replays: fresh = a new sample per (trigger, entry, memory) as the authors (paper "
+                        "preset); frozen = the stream solver's cached answer (small preset; cheaper, no noise flips)")
+    j.add_argument("--replay-limit", type=int, help="cap the evaluation set |E| per trigger (default: no cap, as the paper)")
+    j.add_argument("--same-memory-shortcut", type=on_off, metavar="on|off",
+                   help="evaluate identical old/new memories once (no noise flips); off in the paper preset")
 
 
 def add_executor_options(p: argparse.ArgumentParser) -> None:

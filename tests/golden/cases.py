@@ -1,6 +1,8 @@
 """Golden fake-backend runs (issue 10): the stream loop's exact outputs, recorded before the runner redesign.
 
-``python tests/golden/cases.py`` (with PYTHONPATH=src) re-records them; tests/test_golden.py re-runs every case and
+The five cases without the ``paper_`` prefix were recorded before the redesign and before the paper preset; they run
+with LEGACY options (the old behaviour, spelled out) and must stay byte-identical. The ``paper_`` cases were recorded
+with the paper preset (issue 13). ``python tests/golden/cases.py [NAME ...]`` (with PYTHONPATH=src) re-records; tests/test_golden.py re-runs every case and
 compares the exported decisions.jsonl / steps.jsonl / test.jsonl bytes and the summary numbers (wall-clock dropped).
 """
 from __future__ import annotations
@@ -13,17 +15,25 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 COMMON = ["--backend", "fake", "--encoder", "hashing", "--quiet", "--stream-size", "25", "--test-size", "8",
           "--warmup", "4", "--coverage-size", "2", "--boundary-size", "2", "--fresh-size", "2"]
+# the runner's behaviour before the paper preset (issue 13), spelled out as explicit options: our small-model updater
+# settings, the paper JanusConfig switches with the identical-memory shortcut on, and frozen (cached) replays
+LEGACY = ["--preset", "small", "--janus-preset", "paper", "--same-memory-shortcut", "on", "--replay", "frozen"]
 CASES: dict[str, list[str]] = {
     # MMT trigger on GSM8K, DC-RS with and without Janus, two memory checkpoints
-    "gsm8k_dc_rs_both": ["--dataset", "gsm8k", "--updater", "dc_rs", "--controller", "both", "--checkpoints", "0.4,0.8"],
+    "gsm8k_dc_rs_both": [*LEGACY, "--dataset", "gsm8k", "--updater", "dc_rs", "--controller", "both", "--checkpoints", "0.4,0.8"],
     # every post-warm-up step triggers: many rollbacks for ExpeL
-    "gsm8k_expel_always": ["--dataset", "gsm8k", "--updater", "expel", "--controller", "janus", "--trigger", "always"],
+    "gsm8k_expel_always": [*LEGACY, "--dataset", "gsm8k", "--updater", "expel", "--controller", "janus", "--trigger", "always"],
     # DC-Cu on APIBench (AST-matched answers), random trigger
-    "apibench_dc_cu_both": ["--dataset", "apibench_hf", "--updater", "dc_cu", "--controller", "both",
+    "apibench_dc_cu_both": [*LEGACY, "--dataset", "apibench_hf", "--updater", "dc_cu", "--controller", "both",
                             "--trigger", "random", "--seed", "1"],
     # the two baselines, no controller
-    "gsm8k_exprag": ["--dataset", "gsm8k", "--updater", "exprag", "--controller", "none"],
-    "mmlu_memory_free": ["--dataset", "mmlu_pro_eng", "--updater", "memory_free", "--controller", "none"],
+    "gsm8k_exprag": [*LEGACY, "--dataset", "gsm8k", "--updater", "exprag", "--controller", "none"],
+    "mmlu_memory_free": [*LEGACY, "--dataset", "mmlu_pro_eng", "--updater", "memory_free", "--controller", "none"],
+    # the paper preset (default of `janus run`), recorded after issue 13: paper prompts, first-block extraction, the
+    # task prompt to the curator, presence penalty, fresh replay draws, shortcut off
+    "paper_gsm8k_dc_rs_both": ["--dataset", "gsm8k", "--updater", "dc_rs", "--controller", "both"],
+    "paper_gsm8k_expel_always": ["--dataset", "gsm8k", "--updater", "expel", "--controller", "janus",
+                                 "--trigger", "always"],
 }
 FILES = ("decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt")
 # wall clock, and the cached responses' token counts (added after recording; checked in tests/test_cli_cost.py)
@@ -75,8 +85,8 @@ def outputs(run: Path) -> dict[str, bytes]:
     return out
 
 
-def record(tmp: Path) -> None:
-    for name in CASES:
+def record(tmp: Path, names: list[str] | None = None) -> None:
+    for name in names or CASES:
         files = outputs(run_case(name, tmp))
         for rel, data in files.items():
             p = HERE / name / rel
@@ -89,5 +99,5 @@ if __name__ == "__main__":
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
-        record(Path(d))
+        record(Path(d), sys.argv[1:] or None)
     sys.exit(0)

@@ -52,7 +52,9 @@ def local_backend(cfg, tasks: list):
         import xllamacpp  # noqa: F401
     except ImportError as e:
         raise ConfigError("the embedded backend needs xllamacpp: pip install -e '.[local]'") from e
-    return LocalBackend(str(path), n_ctx=cfg.n_ctx, n_threads=min(os.cpu_count() or 2, 8))
+    # sized from the request (max tokens + prompt budget) or refused when an explicit n_ctx is too small: an
+    # embedded run never truncates silently (issue 13 item 11)
+    return LocalBackend(str(path), n_ctx=cfg.context_window(), n_threads=min(os.cpu_count() or 2, 8))
 
 
 @BACKENDS.register("openai")
@@ -62,7 +64,7 @@ def openai_backend(cfg, tasks: list):
     if not cfg.base_url or not cfg.model:
         raise ConfigError("--backend openai needs --base-url and --model")
     check_endpoint(cfg.base_url)
-    return OpenAIBackend(cfg.base_url, cfg.model)
+    return OpenAIBackend(cfg.base_url, cfg.model, timeout=float(cfg.request_timeout))
 
 
 def make_llm_backend(cfg, tasks: list | None = None):

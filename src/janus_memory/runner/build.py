@@ -4,6 +4,7 @@ settings (config.py) -> build (here) -> stream loop (loop.py) -> store (store.py
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import random
@@ -13,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .config import RunConfig
+from . import presets
+from .config import RunConfig, check_updater_config
 
 
 @dataclass
@@ -39,6 +41,14 @@ class Context:
         return make_updater(self.settings.updater, llm=self.client, family=self.family, encoder=self.encoder,
                             config=self.settings.updater_settings())
 
+    def make_evaluator(self, updater):
+        """The Janus evaluator callback of one method: the run's replay mode (paper preset: fresh draws), salted so
+        runs with another split seed or stream order never share replay answers."""
+        from .evaluator import UpdaterEvaluator
+
+        s = self.settings
+        return UpdaterEvaluator(updater, replay=s.replay_mode(), salt=f"seed={s.seed};order={s.stream_order_seed}")
+
 
 def default_cache_dir() -> Path:
     base = os.environ.get("JANUS_CACHE_DIR")
@@ -59,6 +69,9 @@ def validate_names(cfg: RunConfig) -> None:
     if cfg.backend not in BACKENDS:
         raise ConfigError(f"unknown backend '{cfg.backend}'; choose one of: {', '.join(BACKENDS.names())}")
     cfg.janus_config()  # ConfigError naming the bad Janus setting
+    check_updater_config(UPDATERS[cfg.updater], cfg.updater_config)
+    if cfg.backend == "local":
+        cfg.context_window()  # ConfigError when an explicit n_ctx cannot hold one request
     if not UPDATERS[cfg.updater].supports_janus and cfg.controller != "none":
         raise ConfigError(
             f"'{cfg.updater}' is a baseline without a rewritable text memory (paper-spec §9): Janus does not wrap it; "
@@ -66,16 +79,24 @@ def validate_names(cfg: RunConfig) -> None:
 
 
 def resolve_config(cfg: RunConfig) -> RunConfig:
-    """The config with every default written out: all Janus settings and the updater's own defaults."""
+    """The config with every default written out: all Janus settings (the preset's JanusConfig with the overrides),
+    the updater's own defaults under the preset's updater settings, the replay mode and the local context window."""
     from ..registry import UPDATERS
     from ..updaters.base import COMMON_DEFAULTS
 
     upd_cls = UPDATERS[cfg.updater]
     defaults = {**COMMON_DEFAULTS, **getattr(upd_cls, "DEFAULTS", {})}
-    mirrored = set(cfg.model_copy(update={"updater_config": {}}).updater_settings())  # set by top-level options
+    mirrored = {"temperature", "solver_max_tokens", "curator_max_tokens"}  # set by top-level options
+    if cfg.extra_body:
+        mirrored.add("extra_body")
     upd_cfg = {k: v for k, v in defaults.items() if k not in mirrored}
+    upd_cfg.update({k: v for k, v in presets.updater_overrides(cfg.preset, cfg.updater).items() if k in defaults})
     upd_cfg.update(cfg.updater_config)
-    return cfg.model_copy(update={"janus": cfg.janus_config().to_dict(), "updater_config": upd_cfg})
+    update = {"janus": cfg.janus_config().to_dict(), "updater_config": upd_cfg, "replay": cfg.replay_mode()}
+    if cfg.backend == "local":
+        update["n_ctx"] = cfg.context_window()
+    return RunConfig.parse({**cfg.model_dump(), **update})
+
 
 
 def _load_splits(cfg: RunConfig, log: Callable[[str], None]):
@@ -107,14 +128,42 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Cont
 
     stream, test = _load_splits(cfg, log)
     family = get_family(cfg.dataset, faithful=cfg.faithful)
+    if cfg.allow_weak_sandbox and hasattr(family, "allow_weak_sandbox"):
+        family = copy.copy(family)  # get_family caches one instance per (family, faithful): don't change it
+        family.allow_weak_sandbox = True
     backend = make_llm_backend(cfg, list(stream.tasks) + list(test.tasks))
     cache = None
     if not cfg.no_cache:
         cache = ResponseCache(Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir())
-    client = LLMClient(backend, cache=cache, concurrency=cfg.concurrency)
+    client = LLMClient(backend, cache=cache, concurrency=cfg.concurrency, max_retries=cfg.max_retries,
+                       deadline_s=cfg.request_deadline)
     try:
         encoder = get_encoder(cfg.encoder)
     except (ValueError, ImportError, FileNotFoundError) as e:
         raise ConfigError(f"encoder '{cfg.encoder}' unavailable: {e}") from e
+    info = {"identity": getattr(backend, "identity", cfg.backend)}
+    sandbox = sandbox_info(family, bool(cfg.updater_settings().get("execute_code")))
+    if sandbox is not None:
+        info["sandbox"] = sandbox["backend"]
+        if sandbox["notice"]:
+            log(sandbox["notice"])
     return Context(settings=cfg, family=family, stream=stream, test=test, client=client, encoder=encoder,
-                   backend_info={"identity": getattr(backend, "identity", cfg.backend)})
+                   backend_info=info)
+
+
+def sandbox_info(family, updater_runs_code: bool = False) -> dict | None:
+    """When the run executes model-written code (a family with a sandbox ``backend`` such as HumanEval, or DC's
+    "EXECUTE CODE!" follow-up): the sandbox backend it resolves to and the console notice when that is the fallback
+    (tasks.sandbox.sandbox_notice); None when no model code runs."""
+    from ..tasks.sandbox import choose_backend, sandbox_notice
+
+    wanted = getattr(family, "backend", None)
+    if not (isinstance(wanted, str) and hasattr(family, "allow_weak_sandbox")):
+        if not updater_runs_code:
+            return None
+        wanted = "auto"
+    try:
+        resolved = choose_backend(wanted)
+    except (ValueError, RuntimeError) as e:
+        raise ConfigError(str(e)) from None
+    return {"backend": resolved, "notice": sandbox_notice(wanted)}

@@ -1,43 +1,134 @@
-"""Run configuration (validated with pydantic; unknown keys are rejected with the key named) and presets."""
+"""Run settings: one typed object (pydantic), validated once at the edge (CLI, YAML, Python) and passed down typed.
+
+``RunConfig`` holds the top-level run settings, the nested :class:`JanusSettings` (controller overrides on the
+preset's JanusConfig) and the updater's own settings (``updater_config``, checked against the updater's declared
+defaults by :func:`check_updater_config`). Unknown keys and wrong types raise one-line ConfigErrors naming the key
+(:meth:`RunConfig.parse`). ``<run>/config.json`` is the resolved settings' dump (build.resolve_config).
+
+Presets (issue 13, runner/presets.py): ``preset: paper`` (default of ``janus run``) reproduces the authors' code;
+``preset: small`` (``janus demo``) is our configuration for a 1.5B model. Explicit settings win over the preset.
+"""
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer
+
+from ..errors import ConfigError
+from . import presets
+
+
+class JanusSettings(BaseModel):
+    """Controller settings (the fields of controller.JanusConfig, typed; ranges and names are checked by JanusConfig
+    itself, one source of truth). Only the keys that were set count: they override the preset's JanusConfig
+    (``presets.janus_config``). Serialised as the set keys only."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    warmup: int = 20
+    coverage_size: int = 12
+    boundary_size: int = 8
+    fresh_size: int = 5
+    beta: float = 0.9
+    tau: float = 0.0
+    seed: int = 0
+    trigger: str = "mmt"
+    trigger_rate: float = 0.3
+    trigger_period: int = 3
+    use_coverage: bool = True
+    use_boundary: bool = True
+    use_fresh: bool = True
+    early_stop: bool = False
+    early_stop_round: int = 5
+    dedup: bool = False
+    clustering: str = "full"
+    pool_size: int = 32
+    decision_rule: str = "paper"
+    min_margin: int = 0
+    alpha: float = 0.05
+    same_memory_shortcut: bool = False
+    replay_limit: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _set_keys_only(self, handler):
+        data = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
+
+    def overrides(self) -> dict:
+        """The keys that were set, with their values."""
+        return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
+
+    # read like the dict it used to be (grid/sweep/tests: ``{**cfg.janus}``, ``cfg.janus.get("trigger")``)
+    def keys(self):
+        return self.overrides().keys()
+
+    def __getitem__(self, key: str):
+        return self.overrides()[key]
+
+    def get(self, key: str, default: Any = None):
+        return self.overrides().get(key, default)
+
+    def __iter__(self):  # a mapping's iteration: the set keys
+        return iter(self.overrides())
+
+    def items(self):
+        return self.overrides().items()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.model_fields_set
+
+    def __len__(self) -> int:
+        return len(self.model_fields_set)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, JanusSettings):
+            return self.overrides() == other.overrides()
+        if isinstance(other, dict):
+            return self.overrides() == other
+        return NotImplemented
+
+    __hash__ = None  # mutable-looking mapping
 
 
 class RunConfig(BaseModel):
-    """Everything that defines one run. Written out in full to ``<run>/config.json``.
+    """Everything that defines one run. Written out in full (resolved) to ``<run>/config.json``.
 
     Sizes are task counts; ``None`` means the whole split. Token limits are per LLM call.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
+    preset: Literal["paper", "small"] = "paper"  # paper: the authors' code; small: janus demo (runner/presets.py)
     dataset: str = "gsm8k"
     data_dir: str | None = None
     stream_size: int | None = Field(default=None, ge=1)
     test_size: int | None = Field(default=None, ge=1)
-    seed: int = 0  # split/shuffle seed of the dataset and Janus's sampling seed
+    seed: int = 0  # dataset split/shuffle seed (presets.SEED_HELP); Janus's own seed is janus.seed
     faithful: bool = False  # score with the paper's own checker where it differs (math: exact match of the last box)
     stream_order_seed: int | None = None  # if set, re-orders the stream (same tasks) for the stream-order study (paper §8.7)
 
     updater: str = "dc_rs"
-    updater_config: dict = Field(default_factory=dict)
+    updater_config: dict = Field(default_factory=dict)  # the updater's own settings (checked: check_updater_config)
     controller: Literal["janus", "none", "both"] = "both"
-    janus: dict = Field(default_factory=dict)  # JanusConfig overrides (see janus_memory.controller.JanusConfig)
+    janus: JanusSettings = Field(default_factory=JanusSettings)  # JanusConfig overrides on the preset's
+    janus_preset: Literal["paper", "fast"] | None = None  # controller preset; None = the run preset's (paper/fast)
+    replay: Literal["fresh", "frozen"] | None = None  # Janus replay sampling; None = the preset's (paper fresh, small frozen)
 
     backend: str = "local"  # a name in janus_memory.registry.BACKENDS: local, openai, fake (or a plugin's)
     model: str | None = None  # model name for OpenAI-compatible servers
     base_url: str | None = None
     model_path: str | None = None  # GGUF for the embedded backend
-    n_ctx: int = 4096
+    n_ctx: int = Field(default=0, ge=0)  # embedded backend context window; 0 = sized from the request (presets.check_context)
     concurrency: int = Field(default=4, ge=1)
     temperature: float = Field(default=0.7, ge=0.0)
     solver_max_tokens: int = Field(default=8192, ge=1)
     curator_max_tokens: int = Field(default=8192, ge=1)
     extra_body: dict | None = None
+    request_timeout: float = Field(default=120.0, gt=0.0)  # seconds per HTTP request (openai backend)
+    max_retries: int = Field(default=6, ge=0)  # LLM client retries per request (transient errors)
+    request_deadline: float | None = Field(default=None, gt=0.0)  # seconds for one request including retries (None: no cap)
+    allow_weak_sandbox: bool = False  # HumanEval: accept the fallback sandbox (unshare) when bubblewrap is missing
 
     checkpoints: list[float] = Field(default_factory=list)  # stream fractions whose memory is also tested, e.g. [0.2, 0.4, 0.6, 0.8]
 
@@ -61,22 +152,50 @@ class RunConfig(BaseModel):
                 raise ValueError(f"checkpoint fraction {f} is not in (0, 1]")
         return sorted(set(v))
 
+    @classmethod
+    def parse(cls, data: dict) -> RunConfig:
+        """Validate a settings mapping (YAML, JSON, Python). Raises a one-line ConfigError naming the bad key."""
+        try:
+            cfg = cls(**data)
+        except ValidationError as e:
+            raise config_error(e) from None
+        cfg.janus_config()  # ranges and names of the Janus settings (ConfigError naming the key)
+        return cfg
+
+    def with_janus(self, **overrides) -> RunConfig:
+        """A copy with these Janus settings added (validated)."""
+        return self.parse({**self.model_dump(), "janus": {**self.janus.overrides(), **overrides}})
+
+    def replay_mode(self) -> str:
+        return self.replay or presets.replay_mode(self.preset)
+
     def janus_config(self):
-        """The typed controller settings (JanusConfig): the ``janus`` overrides on the paper defaults, validated.
+        """The typed controller settings (JanusConfig): the ``janus`` overrides on the preset's JanusConfig.
 
         Raises ConfigError naming the bad setting."""
         from ..controller import JanusConfig
-        from ..errors import ConfigError
 
+        janus = self.janus if isinstance(self.janus, JanusSettings) else _janus_settings(self.janus)
+        base = self.janus_preset or ("paper" if self.preset == "paper" else "fast")
         try:
-            return JanusConfig.from_dict(self.janus)
+            return (JanusConfig.paper if base == "paper" else JanusConfig.fast)(**janus.overrides())
         except (TypeError, ValueError) as e:
             raise ConfigError(f"invalid Janus setting: {e}") from e
 
+    def context_window(self) -> int:
+        """The embedded backend's context window: ``n_ctx`` when set (ConfigError when below what one request
+        needs), else sized from the request: max(solver, curator max tokens) + a 2048-token prompt budget."""
+        try:
+            return presets.check_context(self.n_ctx, max(self.solver_max_tokens, self.curator_max_tokens))
+        except ValueError as e:
+            raise ConfigError(f"n_ctx: {e}") from None
+
     def updater_settings(self) -> dict:
-        """The updater's config: the top-level sampling options, then ``updater_config`` (which wins)."""
-        out = {"temperature": self.temperature, "solver_max_tokens": self.solver_max_tokens,
-               "curator_max_tokens": self.curator_max_tokens}
+        """The updater's config: the preset's updater settings, the top-level sampling options, then
+        ``updater_config`` (which wins)."""
+        out = presets.updater_overrides(self.preset, self.updater)
+        out.update({"temperature": self.temperature, "solver_max_tokens": self.solver_max_tokens,
+                    "curator_max_tokens": self.curator_max_tokens})
         if self.extra_body:
             out["extra_body"] = self.extra_body
         out.update(self.updater_config)
@@ -92,16 +211,74 @@ class RunConfig(BaseModel):
         return out
 
 
+def _janus_settings(data) -> JanusSettings:
+    try:
+        return JanusSettings(**dict(data))
+    except ValidationError as e:
+        raise config_error(e, prefix="janus") from None
+
+
+def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
+    """One line naming the first bad key of a pydantic error."""
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in ((prefix,) if prefix else ()) + tuple(err["loc"]))
+    if err["type"] == "extra_forbidden":
+        return ConfigError(f"unknown config key '{loc}'")
+    return ConfigError(f"invalid value for '{loc}': {err['msg']} (got {err.get('input')!r})")
+
+
+def check_updater_config(updater_cls, config: dict) -> None:
+    """ConfigError unless every ``updater_config`` key is one the updater declares (COMMON_DEFAULTS + its DEFAULTS),
+    with a value of the declared default's type and, where the updater lists choices, one of them."""
+    from ..updaters.base import COMMON_DEFAULTS
+
+    allowed = {**COMMON_DEFAULTS, **getattr(updater_cls, "DEFAULTS", {})}
+    choices = getattr(updater_cls, "_CHOICES", {})
+    name = getattr(updater_cls, "name", updater_cls.__name__)
+    for key, value in config.items():
+        if key not in allowed:
+            raise ConfigError(f"unknown config key 'updater_config.{key}' for updater {name}; "
+                              f"allowed: {', '.join(sorted(allowed))}")
+        if key in choices and value not in choices[key]:
+            raise ConfigError(f"invalid value for 'updater_config.{key}': {value!r}; choose one of {list(choices[key])}")
+        default = allowed[key]
+        if default is None or value is None:
+            continue
+        ok = (isinstance(value, bool) if isinstance(default, bool) else
+              isinstance(value, (int, float)) and not isinstance(value, bool) if isinstance(default, (int, float)) else
+              isinstance(value, type(default)))
+        if not ok:
+            raise ConfigError(f"invalid value for 'updater_config.{key}': expected {type(default).__name__}, "
+                              f"got {value!r}")
+
+
+def migrate_stored(data: dict) -> dict:
+    """A config stored before the presets existed (no ``preset`` key) ran what is now ``preset: small`` with the
+    paper JanusConfig switches as stored and frozen (cached) replays: say so explicitly, so it resumes unchanged."""
+    data = dict(data)
+    if "preset" not in data:
+        data.update(preset="small", janus_preset="paper", replay="frozen")
+        data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
+    return data
+
+
+def preset_summary(cfg: RunConfig) -> dict:
+    """What config.json records about the preset (presets.preset_summary) and ``janus report`` shows."""
+    return presets.preset_summary(cfg.preset, cfg.janus_config(), cfg.encoder, cfg.replay_mode())
+
+
 def demo_config(**overrides) -> RunConfig:
     """The `janus demo` preset: real GSM8K tasks, the embedded model, DC-RS with and without Janus, scaled down so it
     finishes in about 5 minutes on 2 CPU cores (measured: 284 s; ~35 s per stream step, ~12 s per Janus evaluation call).
 
-    Stream 6 tasks, test 3 held-out tasks; DC-RS retrieves 1 earlier solution (paper: 3) cut to 300 characters.
+    ``preset: small``: our capped prompts, frozen (cached) replays, JanusConfig.fast(). Stream 6 tasks, test 3
+    held-out tasks; DC-RS retrieves 1 earlier solution (paper: 3) cut to 300 characters.
 
     Scaled-down Janus sizes (paper: warm-up 20, coverage 12, boundary 8, fresh 5): warm-up 3, coverage 2, boundary 1, fresh 1.
     Greedy decoding (temperature 0) and short outputs keep the small model fast and the demo reproducible.
     """
     base = dict(
+        preset="small",
         dataset="gsm8k",
         stream_size=6,
         test_size=3,
@@ -116,4 +293,4 @@ def demo_config(**overrides) -> RunConfig:
         out=time.strftime("runs/demo-%Y%m%d-%H%M%S"),  # a new folder per demo run
     )
     base.update(overrides)
-    return RunConfig(**base)
+    return RunConfig.parse(base)

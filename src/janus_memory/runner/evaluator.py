@@ -93,18 +93,12 @@ class UpdaterEvaluator:
         out = []
         mem_sha = hashlib.sha256(memory_text.encode("utf-8")).hexdigest()[:12]
         for task, (chat, score), s in zip(tasks, results, samples):
-            self.records.append(
-                {
-                    "task_id": task.id,
-                    "memory_sha256": mem_sha,
-                    "sample": s,
-                    "correct": bool(score.correct),
-                    "extracted": score.extracted,
-                    "status": score.status,
-                    "prompt_tokens": chat.usage.prompt_tokens,
-                    "completion_tokens": chat.usage.completion_tokens,
-                }
-            )
+            rec = {"task_id": task.id, "memory_sha256": mem_sha, "correct": bool(score.correct),
+                   "extracted": score.extracted, "status": score.status, "prompt_tokens": chat.usage.prompt_tokens,
+                   "completion_tokens": chat.usage.completion_tokens}
+            if self.replay == "fresh":  # frozen replays are always sample 0 (the stream solver's request)
+                rec["sample"] = s
+            self.records.append(rec)
             # a timeout (after the sandbox's serial re-run) is indeterminate: scored incorrect, never a flip (C16-C)
             out.append(None if score.status == "timeout" else bool(score.correct))
         return out

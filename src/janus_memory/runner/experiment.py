@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, StorageError
 from .build import Context, build_context, resolve_config, validate_names  # noqa: F401  (public re-exports)
-from .config import RunConfig
+from .config import RunConfig, migrate_stored, preset_summary
 from .events import EventBus, MethodStarted, StepFinished
 from .loop import Stopped, run_method
 from .provenance import environment_info, prompts_used, split_record, to_yaml
@@ -44,7 +44,7 @@ def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
     data = RunReader(run_dir).meta("config")
     if data is None:
         raise ConfigError(f"{run_dir} has no stored config; cannot resume")
-    return RunConfig(**data)
+    return RunConfig.parse(migrate_stored(data))  # a config from before the presets resumes as it ran
 
 
 def _check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str) -> None:
@@ -53,11 +53,12 @@ def _check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str
     from .reader import RunReader
 
     reader = RunReader(store.root)
-    stored = reader.meta("config") or {}
+    stored = migrate_stored(reader.meta("config") or {})
     # a setting added after the run was written (absent from its stored config) had its default then
     defaults = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()
                 if k not in stored and not f.is_required()}
-    diff = [d for d in _config_diff({**defaults, **stored}, cfg.model_dump())
+    stored = resolve_config(RunConfig.parse({**defaults, **stored})).model_dump()  # new updater keys: their defaults
+    diff = [d for d in _config_diff(stored, cfg.model_dump())
             if d.split(":")[0] not in _RESUME_FREE_KEYS]
     if diff:
         raise ConfigError("cannot resume: the config differs from the stored run: " + "; ".join(diff))
@@ -80,8 +81,9 @@ def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dic
     store.set_meta("config", cfg.model_dump())
     store.set_meta("splits", splits)
     store.set_meta("environment", env)
-    store.write_json("config.json", cfg.model_dump())
-    store.write_text("config.yaml", to_yaml(cfg.model_dump()))
+    dump = {**cfg.model_dump(), "preset_summary": preset_summary(cfg)}  # config.json/yaml: the settings + preset
+    store.write_json("config.json", dump)
+    store.write_text("config.yaml", to_yaml(dump))
     for name, text in prompts_used(UPDATERS[cfg.updater], ctx.family).items():
         store.write_text(f"prompts/{name}", text)
     store.write_json("environment.json", env)

@@ -174,7 +174,7 @@ def run_grid(dataset: str | None = None, base: RunConfig | None = None, updaters
             log(f"warning: {name}: MMT fired {m['mmt_triggers']} times in {m['post_warmup_steps']} post-warm-up steps, "
                 "so the matched periodic trigger has period 1 (= trigger always)")
         key = "trigger_rate" if cfg.janus.get("trigger") == "random" else "trigger_period"
-        cfg = cfg.model_copy(update={"janus": {**cfg.janus, key: m[key]}})
+        cfg = cfg.with_janus(**{key: m[key]})
         ready.append((name, cfg, {"matched": matched[cfg.out]}))
         log(f"{name} seed{cfg.seed}: {key} = {m[key]} (MMT fired {m['mmt_triggers']} times in "
             f"{m['post_warmup_steps']} post-warm-up steps)")

@@ -49,7 +49,7 @@ def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | No
     from ..controller import Janus
 
     upd = ctx.make_updater()
-    evaluator = UpdaterEvaluator(upd)
+    evaluator = ctx.make_evaluator(upd)  # the run's replay mode and salt (build.Context)
     m = _Method(name, upd, evaluator, Janus(ctx.settings.janus_config(), evaluator) if with_janus else None)
     if resume is not None:
         m.start, state = resume

@@ -35,7 +35,9 @@ def updater_overrides(preset: str, updater: str) -> dict:
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
     if preset == "paper":
         return {}
-    if updater in ("dc_rs", "dc_cu"):
+    if updater == "dc_rs":
+        return {**_DC_SMALL, "curator_input": "question"}  # the bare question (ours) instead of the task prompt
+    if updater == "dc_cu":
         return dict(_DC_SMALL)
     if updater == "expel":
         return dict(_EXPEL_SMALL)

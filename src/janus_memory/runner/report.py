@@ -99,10 +99,23 @@ def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: i
     return plot_paths
 
 
+def _preset_lines(rows: list[MethodRun]) -> list[str]:
+    """The presets of the runs (config.json ``preset_summary``), one line each, for the report header."""
+    from .reader import RunReader
+
+    seen: dict[str, None] = {}
+    for d in dict.fromkeys(r.run_dir for r in rows):
+        ps = RunReader(d).config().get("preset_summary")
+        line = (f"Preset: {ps.get('name')} (replay {ps.get('replay')}); {ps.get('janus')}; {ps.get('encoder')}"
+                if isinstance(ps, dict) else "Preset: not recorded (run made before the presets)")
+        seen.setdefault(line)
+    return [*seen, ""] if seen else []
+
+
 def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str]) -> list[str]:
     md = ["# Janus experiment report", "",
           f"{len({r.run_dir for r in rows})} run folder(s), {len(rows)} method run(s). Accuracies in %; "
-          "± is the sample std over seeds when a label has several.", ""]
+          "± is the sample std over seeds when a label has several.", ""] + _preset_lines(rows)
     if len(secs) > 1:
         md += [f"**These runs do not share one setup: {len(secs)} groups of comparable runs are reported separately "
                "(backend, model, encoder, preset and requested sizes differ).**", ""]
