@@ -87,7 +87,7 @@ def test_resolved_config_writes_every_preset_choice_out():
      "invalid value for 'janus.same_memory_shortcut': Input should be a valid boolean (got 'yes')"),
     ({"janus": {"beta": 1.0}}, "invalid Janus setting: beta must be in [0, 1), got 1.0"),
     ({"janus": {"trigger": "sometimes"}},
-     "invalid Janus setting: trigger must be one of ('never', 'always', 'random', 'periodic', 'mmt'), got 'sometimes'"),
+     "invalid Janus setting: trigger must be one of ('never', 'always', 'random', 'periodic', 'mmt', 'selective'), got 'sometimes'"),
     ({"janus": {"replay_limit": 0}}, "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
     ({"preset": "fast"}, "invalid value for 'preset': Input should be 'paper' or 'small' (got 'fast')"),
     ({"replay": "warm"}, "invalid value for 'replay': Input should be 'fresh' or 'frozen' (got 'warm')"),
@@ -230,7 +230,9 @@ def test_cli_bad_options_exit_2_with_one_line(argv, err, capsys, tmp_path):
         raise SystemExit(rc)
     assert e.value.code == 2
     lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
-    assert lines == [f"error: {err}"]
+    # argparse's own errors carry the CLI's pointer to the help; the settings errors are the message alone
+    suffix = "; see `janus run --help`" if err.startswith("argument ") else ""
+    assert lines == [f"error: {err}{suffix}"]
     assert not (tmp_path / "r").exists()
 
 
@@ -283,3 +285,15 @@ def test_yaml_config_file_errors_are_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip().splitlines() == [
         "error: invalid value for 'updater_config.top_k': expected int, got 'three'"]
     assert not (tmp_path / "r").exists()
+
+
+def test_janus_settings_mirror_every_janus_config_field_with_its_default():
+    """The typed settings and the controller's dataclass cannot drift apart: same names, same defaults."""
+    import dataclasses
+
+    from janus_memory.controller.janus import JanusConfig
+    from janus_memory.runner.config import JanusSettings
+
+    jc = {f.name: f.default for f in dataclasses.fields(JanusConfig)}
+    js = {k: v.default for k, v in JanusSettings.model_fields.items()}
+    assert js == jc

@@ -284,7 +284,12 @@ class Decision:
     trigger_signals: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """All fields; ``trigger_signals`` only when a trigger produced some (the selective trigger), so decision
+        logs of the other triggers keep their format."""
+        d = dataclasses.asdict(self)
+        if not d["trigger_signals"]:
+            del d["trigger_signals"]
+        return d
 
 
 # ----------------------------------------------------------------------------- task (de)serialisation

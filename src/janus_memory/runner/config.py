@@ -49,6 +49,15 @@ class JanusSettings(BaseModel):
     alpha: float = 0.05
     same_memory_shortcut: bool = False
     replay_limit: int | None = None
+    retention_min: float = 0.25        # selective trigger options (trigger == "selective")
+    shrink_max: float = 0.5
+    magnitude_ratio: float = 1.5
+    magnitude_window: int = 10
+    tau_quantile: float = 0.0
+    tau_window: int = 20
+    arm_warmup: bool = True
+    use_mmt: bool = True
+    skip_trivially_equal: bool = False
 
     @model_serializer(mode="wrap")
     def _set_keys_only(self, handler):
