@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .eval_batch import PairedEvaluator
 from .evaluator import UpdaterEvaluator
 from .events import EventBus, MethodFinished, MethodStarted, StepFinished, StepRecorded, TestDone, Triggered
 from .store import text_hash
@@ -49,7 +50,7 @@ def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | No
     from ..controller import Janus
 
     upd = ctx.make_updater()
-    evaluator = UpdaterEvaluator(upd)
+    evaluator = PairedEvaluator(upd)  # entries x {old, new} in one batch (runner/eval_batch.py)
     m = _Method(name, upd, evaluator, Janus(ctx.settings.janus_config(), evaluator) if with_janus else None)
     if resume is not None:
         m.start, state = resume
