@@ -223,3 +223,16 @@ def test_controller_decisions_identical_and_one_batch_per_trigger(early_stop):
     assert [len(b[1]) for b in c2.batches] == plain_sizes
     assert (c1.usage.snapshot()["janus"]["calls"], c2.usage.snapshot()["janus"]["calls"]) == (n_batched, n_plain)
     assert batched.batch_stats == stats
+
+
+def test_sequential_engine_with_early_stop_prefetches_nothing():
+    """One embedded slot (parallel=False): an early-stopping comparison is left alone (an unused prefetch would cost
+    its full solve time); a complete comparison is still one batch."""
+    c1, seq = make(PairedEvaluator, parallel=False)
+    c2, plain = make(UpdaterEvaluator)
+    assert _decide_all(seq, True) == _decide_all(plain, True)
+    assert [len(b[1]) for b in c1.batches] == EXPECTED[True][1]  # exactly the unbatched calls
+    assert seq.batch_stats["prefetched"] == 0
+    c3, seq_full = make(PairedEvaluator, parallel=False)
+    _decide_all(seq_full, False)
+    assert [len(b[1]) for b in c3.batches] == EXPECTED[False][0]

@@ -10,7 +10,7 @@ EXIT_USAGE = 2
 CLI_TO_CFG = (
     "dataset", "stream_size", "test_size", "updater", "controller", "data_dir", "seed", "backend", "base_url", "model",
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
-    "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful",
+    "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "n_parallel",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger")
 
@@ -68,6 +68,8 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     m.add_argument("--solver-max-tokens", type=int)
     m.add_argument("--curator-max-tokens", type=int)
     m.add_argument("--concurrency", type=int, help="parallel LLM requests for OpenAI-compatible servers")
+    m.add_argument("--n-parallel", type=int, help="embedded engine: llama.cpp slots decoded together (default 1; "
+                                                  "docs/perf.md)")
     m.add_argument("--encoder", help="memory/task encoder: minilm (default), hashing, st:<model>")
     m.add_argument("--no-cache", action="store_true", default=None, help="do not use the persistent LLM response cache")
     m.add_argument("--cache-dir", help="LLM response cache folder")

@@ -52,7 +52,8 @@ def local_backend(cfg, tasks: list):
         import xllamacpp  # noqa: F401
     except ImportError as e:
         raise ConfigError("the embedded backend needs xllamacpp: pip install -e '.[local]'") from e
-    return LocalBackend(str(path), n_ctx=cfg.n_ctx, n_threads=min(os.cpu_count() or 2, 8))
+    return LocalBackend(str(path), n_ctx=cfg.n_ctx, n_threads=min(os.cpu_count() or 2, 8),
+                        n_parallel=getattr(cfg, "n_parallel", 1))
 
 
 @BACKENDS.register("openai")

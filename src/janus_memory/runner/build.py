@@ -111,7 +111,8 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Cont
     cache = None
     if not cfg.no_cache:
         cache = ResponseCache(Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir())
-    client = LLMClient(backend, cache=cache, concurrency=cfg.concurrency)
+    # at least one request in flight per engine slot, or the slots stay idle (docs/perf.md)
+    client = LLMClient(backend, cache=cache, concurrency=max(cfg.concurrency, getattr(cfg, "n_parallel", 1)))
     try:
         encoder = get_encoder(cfg.encoder)
     except (ValueError, ImportError, FileNotFoundError) as e:

@@ -22,7 +22,9 @@ sent changes. What the other memory will be asked is predicted:
   most one round of unused requests and never a different decision.
 
 Cost: with early stopping, a round the controller would have skipped after the first memory's answers is
-solved anyway (``batch_stats["unused"]`` counts such requests). Requests of the other memory that fail are not
+solved anyway (``batch_stats["unused"]`` counts such requests); that pays only when the engine runs requests in
+parallel, so with early stopping on a sequential engine (``parallel=False``: the embedded backend with one slot)
+nothing is prefetched. Requests of the other memory that fail are not
 raised by the first call: the controller's own call for that memory re-sends them (the client has cached the
 successes), so errors surface where they would without batching.
 """
@@ -45,13 +47,16 @@ def _batchable(updater: Any) -> bool:
 class PairedEvaluator(UpdaterEvaluator):
     """:class:`UpdaterEvaluator` that solves both memories of a comparison in one batch (module docstring).
 
+    ``parallel``: the engine runs several requests at once (server, llama.cpp slots > 1); see :meth:`expect_pair`.
+
     ``batch_stats``: ``batches`` (chat_many calls sent), ``requests`` (requests in them), ``prefetched`` (requests
     of the memory not asked for yet), ``served`` (results handed out without a new request), ``unused``
     (prefetched results the comparison never asked for)."""
 
-    def __init__(self, updater: Any, *, batch: bool = True, **kwargs: Any):
+    def __init__(self, updater: Any, *, batch: bool = True, parallel: bool = True, **kwargs: Any):
         super().__init__(updater, **kwargs)
         self.batch = bool(batch) and _batchable(updater)
+        self.parallel = bool(parallel)
         self._pair: tuple[str, str] | None = None
         self._done: dict[tuple[str, str, int], Any] = {}  # (memory text, task id, sample) -> (ChatResult, Score)
         self._pending: set[tuple[str, str, int]] = set()  # prefetched and not served yet
@@ -61,10 +66,14 @@ class PairedEvaluator(UpdaterEvaluator):
         super().begin_comparison(step=step, trigger=trigger)
         self._end()
 
-    def expect_pair(self, old_text: str, new_text: str) -> None:
-        """Controller hook: the comparison about to run evaluates ``old_text`` and ``new_text`` on the same entries."""
+    def expect_pair(self, old_text: str, new_text: str, *, complete: bool = True) -> None:
+        """Controller hook: the comparison about to run evaluates ``old_text`` and ``new_text`` on the same entries
+        (all of them when ``complete``; with early stopping possibly fewer). An incomplete comparison is prefetched
+        only when the engine runs requests in parallel (``parallel``): on one sequential slot an unused prefetch
+        costs its full solve time and the batch buys nothing."""
         self._end()
-        self._pair = (old_text, new_text)
+        if complete or self.parallel:
+            self._pair = (old_text, new_text)
 
     def _end(self) -> None:
         self.batch_stats["unused"] += len(self._pending)

@@ -50,7 +50,9 @@ def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | No
     from ..controller import Janus
 
     upd = ctx.make_updater()
-    evaluator = PairedEvaluator(upd)  # entries x {old, new} in one batch (runner/eval_batch.py)
+    backend = ctx.client.backend  # a server, or an embedded engine with several slots, runs a batch in parallel
+    parallel = int(getattr(backend, "n_parallel", ctx.client.concurrency)) > 1
+    evaluator = PairedEvaluator(upd, parallel=parallel)  # entries x {old, new} in one batch (runner/eval_batch.py)
     m = _Method(name, upd, evaluator, Janus(ctx.settings.janus_config(), evaluator) if with_janus else None)
     if resume is not None:
         m.start, state = resume
@@ -89,6 +91,8 @@ def _decide(m: _Method, guard, task, snap) -> tuple[Any, dict, bool]:
     if d.triggered:
         m.counters["triggers"] += 1
         m.counters["accepts" if d.accept else "rollbacks"] += 1
+    elif d.reason == "trivially_equal":  # JanusConfig.skip_trivially_equal: accepted without evaluation
+        m.counters["trivially_equal"] = m.counters.get("trivially_equal", 0) + 1
     return out, decision, bool(d.accept)
 
 
@@ -163,6 +167,9 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
         "trigger_rate": janus_only(c["triggers"] / post_warmup if post_warmup else 0.0),
         "accepts": janus_only(c["accepts"]), "rollbacks": janus_only(c["rollbacks"]),
         "janus_stats": m.janus.stats if with_janus else None,
+        # only with the option on (the demo preset): candidates accepted unevaluated as trivially equal
+        **({"trivially_equal": c.get("trivially_equal", 0)}
+           if with_janus and m.janus.config.skip_trivially_equal else {}),
         "updater_stats": getattr(m.updater, "stats", {}),
         "final_memory_sha256": text_hash(final_memory), "checkpoints": checkpoints,
         "usage": usage, "wall_s": round(wall_s, 2),
