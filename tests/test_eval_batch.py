@@ -236,3 +236,42 @@ def test_sequential_engine_with_early_stop_prefetches_nothing():
     c3, seq_full = make(PairedEvaluator, parallel=False)
     _decide_all(seq_full, False)
     assert [len(b[1]) for b in c3.batches] == EXPECTED[False][0]
+
+
+class HookRecorder:
+    """An evaluator that records the controller's hooks and answers 'all correct'."""
+
+    def __init__(self):
+        self.log = []
+
+    def begin_comparison(self, *, step, trigger):
+        self.log.append(("begin", trigger))
+
+    def expect_pair(self, old, new, *, complete):
+        self.log.append(("pair", old[:10], new[:10], complete))
+
+    def __call__(self, memory_text, tasks):
+        self.log.append(("call", memory_text[:10], len(tasks)))
+        return [True] * len(tasks)
+
+
+@pytest.mark.parametrize("cfg,same,want_pair", [
+    (dict(), False, [("pair", OLD[:10], NEW[:10], True)]),
+    (dict(early_stop=True), False, [("pair", OLD[:10], NEW[:10], False)]),
+    (dict(decision_rule="sign_test"), False, [("pair", OLD[:10], NEW[:10], True)]),
+    (dict(same_memory_shortcut=True), True, []),  # identical texts evaluated once: nothing to pair
+    (dict(), True, [("pair", OLD[:10], OLD[:10], True)]),  # paper: identical texts are still evaluated twice
+])
+def test_controller_announces_the_pair_before_its_calls(cfg, same, want_pair):
+    rec = HookRecorder()
+    j = Janus(JanusConfig(warmup=1, coverage_size=1, boundary_size=0, fresh_size=1, trigger="always", **cfg), rec)
+    enc = HashEncoder()
+    for t in TASKS[:2]:
+        new = OLD if same else NEW
+        q, mo, mn = enc.encode([t.question, OLD, new])
+        j.decide(StepInput(task=t, task_embedding=q, old_memory=OLD, new_memory=new, old_embedding=mo,
+                           new_embedding=mn))
+    assert rec.log[0] == ("begin", 1)
+    assert [e for e in rec.log if e[0] == "pair"] == want_pair
+    assert rec.log.index(("begin", 1)) < min([rec.log.index(e) for e in want_pair] or [1]) <= \
+        min(i for i, e in enumerate(rec.log) if e[0] == "call")
