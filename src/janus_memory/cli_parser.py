@@ -11,7 +11,7 @@ CLI_TO_CFG = (
     "dataset", "stream_size", "test_size", "updater", "controller", "data_dir", "seed", "backend", "base_url", "model",
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
     "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "preset", "replay", "janus_preset", "n_ctx",
-    "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox",
+    "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
                 "same_memory_shortcut")
@@ -116,6 +116,8 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                    help="seconds one LLM request may take including retries (default: none; e.g. 600 for openai)")
     m.add_argument("--allow-weak-sandbox", action="store_true", default=None,
                    help="run HumanEval code in the fallback sandbox (unshare) when bubblewrap is missing")
+    m.add_argument("--n-parallel", type=int, help="embedded engine: llama.cpp slots decoded together (default 1; "
+                                                  "docs/perf.md)")
     m.add_argument("--encoder", help="memory/task encoder: minilm (default), hashing, st:<model>")
     m.add_argument("--no-cache", action="store_true", default=None, help="do not use the persistent LLM response cache")
     m.add_argument("--cache-dir", help="LLM response cache folder")

@@ -544,6 +544,12 @@ class Janus:
         begin = getattr(self.evaluator, "begin_comparison", None)
         if callable(begin):  # lets a sampling evaluator draw fresh, resumable samples per (trigger, entry, memory)
             begin(step=d.step, trigger=self._trigger_count)
+        expect = getattr(self.evaluator, "expect_pair", None)
+        if callable(expect) and entries and not (c.same_memory_shortcut and old_text == new_text):
+            # both memories will be evaluated on these entries (all of them unless early stopping ends the
+            # comparison sooner): a batching evaluator may solve them together (runner/eval_batch.py); the
+            # calls it receives and the decision are unchanged
+            expect(old_text, new_text, complete=not (c.early_stop and c.decision_rule == "paper"))
         try:
             comp = compare(self.evaluator, [self._tasks[i] for i in entries], old_text, new_text,
                            rule=c.decision_rule, alpha=c.alpha, min_margin=c.min_margin,

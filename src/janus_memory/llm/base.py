@@ -226,6 +226,9 @@ class BackendStats:
             "prompt_tokens": self.prompt_tokens,
             "cached_prompt_tokens": self.cached_prompt_tokens,
             "gen_tokens": self.gen_tokens,
+            # share of prompt tokens served from the KV cache (memory-first prompts, prefix-grouped batches)
+            "prompt_reuse": round(self.cached_prompt_tokens / (self.prompt_tokens + self.cached_prompt_tokens), 4)
+            if self.prompt_tokens + self.cached_prompt_tokens else None,
             "prompt_tok_s": round(self.prompt_tok_s, 2),
             "gen_tok_s": round(self.gen_tok_s, 2),
         }

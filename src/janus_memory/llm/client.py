@@ -265,17 +265,22 @@ class LLMClient:
         finally:
             self.usage.add_wall(role, time.perf_counter() - t0)
 
-    async def achat_many(self, batch: list[list[dict]], *, role: str = "solver", sample: int = 0,
+    async def achat_many(self, batch: list[list[dict]], *, role: str = "solver", sample: int | list[int] = 0,
                          return_exceptions: bool = False, **params: Any) -> list[ChatResult]:
         """Async version of :meth:`chat_many`."""
         if not isinstance(batch, (list, tuple)):
             raise ValueError(f"batch must be a list of message lists, got {type(batch).__name__}")
         reqs = [self._request(m, params) for m in batch]
-        self._check_role_sample(role, sample)
+        samples = list(sample) if isinstance(sample, (list, tuple)) else [sample] * len(reqs)
+        if len(samples) != len(reqs):
+            raise ValueError(f"got {len(samples)} sample indices for {len(reqs)} requests")
+        for s in samples or [0]:
+            self._check_role_sample(role, s)
         order = issue_order(reqs) if getattr(self.backend, "prefix_cache", False) else list(range(len(reqs)))
         t0 = time.perf_counter()
         try:
-            issued = await asyncio.gather(*(self._one(reqs[i], role, sample) for i in order), return_exceptions=True)
+            issued = await asyncio.gather(*(self._one(reqs[i], role, samples[i]) for i in order),
+                                          return_exceptions=True)
         finally:
             self.usage.add_wall(role, time.perf_counter() - t0)
         out: list[Any] = [None] * len(reqs)
@@ -309,9 +314,12 @@ class LLMClient:
                       presence_penalty=presence_penalty, frequency_penalty=frequency_penalty, extra_body=extra_body)
         return _run_sync(lambda: self._with_close(self.achat(messages, role=role, sample=sample, **params)))
 
-    def chat_many(self, batch: list[list[dict]], *, role: str = "solver", sample: int = 0,
+    def chat_many(self, batch: list[list[dict]], *, role: str = "solver", sample: int | list[int] = 0,
                   return_exceptions: bool = False, **params: Any) -> list[ChatResult]:
         """Solve a batch of prompts with at most ``concurrency`` calls in flight; results in input order.
+
+        ``sample``: one sample index for the whole batch, or a list with one index per request (Janus's fresh
+        replay draws a different index for every (entry, memory); see runner/evaluator.py).
 
         For a backend with ``prefix_cache = True`` (LocalBackend) the calls are issued grouped by shared prompt
         prefix (:func:`issue_order`), so requests that share a memory reuse its KV cache.

@@ -54,7 +54,8 @@ def local_backend(cfg, tasks: list):
         raise ConfigError("the embedded backend needs xllamacpp: pip install -e '.[local]'") from e
     # sized from the request (max tokens + prompt budget) or refused when an explicit n_ctx is too small: an
     # embedded run never truncates silently (issue 13 item 11)
-    return LocalBackend(str(path), n_ctx=cfg.context_window(), n_threads=min(os.cpu_count() or 2, 8))
+    return LocalBackend(str(path), n_ctx=cfg.context_window(), n_threads=min(os.cpu_count() or 2, 8),
+                        n_parallel=cfg.n_parallel)
 
 
 @BACKENDS.register("openai")

@@ -44,10 +44,15 @@ class Context:
     def make_evaluator(self, updater):
         """The Janus evaluator callback of one method: the run's replay mode (paper preset: fresh draws), salted so
         runs with another split seed or stream order never share replay answers."""
-        from .evaluator import UpdaterEvaluator
+        from .eval_batch import PairedEvaluator
 
         s = self.settings
-        return UpdaterEvaluator(updater, replay=s.replay_mode(), salt=f"seed={s.seed};order={s.stream_order_seed}")
+        # a server, or an embedded engine with several slots, runs a batch in parallel: entries x {old, new} are sent
+        # as one batch (runner/eval_batch.py); a sequential engine still gets them grouped by memory
+        backend = self.client.backend
+        parallel = int(getattr(backend, "n_parallel", self.client.concurrency)) > 1
+        return PairedEvaluator(updater, parallel=parallel, replay=s.replay_mode(),
+                               salt=f"seed={s.seed};order={s.stream_order_seed}")
 
 
 def default_cache_dir() -> Path:
@@ -135,7 +140,8 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Cont
     cache = None
     if not cfg.no_cache:
         cache = ResponseCache(Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir())
-    client = LLMClient(backend, cache=cache, concurrency=cfg.concurrency, max_retries=cfg.max_retries,
+    # at least one request in flight per engine slot, or the slots stay idle (docs/perf.md)
+    client = LLMClient(backend, cache=cache, concurrency=max(cfg.concurrency, cfg.n_parallel), max_retries=cfg.max_retries,
                        deadline_s=cfg.request_deadline)
     try:
         encoder = get_encoder(cfg.encoder)

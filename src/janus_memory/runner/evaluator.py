@@ -77,6 +77,10 @@ class UpdaterEvaluator:
     def __call__(self, memory_text: str, tasks: list[Any]) -> list[bool | None]:
         tasks = list(tasks)
         samples = self._samples(tasks)
+        return self._finish(memory_text, tasks, self._solve(memory_text, tasks, samples), samples)
+
+    def _solve(self, memory_text: str, tasks: list[Any], samples: list[int]) -> list:
+        """(ChatResult, Score) per task, in order (runner/eval_batch.py overrides this to batch both memories)."""
         results: list = [None] * len(tasks)
         # one batched call per distinct sample index (the LLM client takes one index per batch); with "frozen"
         # that is a single batch, with "fresh" one batch per draw
@@ -90,6 +94,9 @@ class UpdaterEvaluator:
                 raise RuntimeError(f"solve_with_memory returned {len(part)} results for {len(positions)} tasks")
             for p, r in zip(positions, part):
                 results[p] = r
+        return results
+
+    def _finish(self, memory_text: str, tasks: list[Any], results: list, samples: list[int]) -> list[bool | None]:
         out = []
         mem_sha = hashlib.sha256(memory_text.encode("utf-8")).hexdigest()[:12]
         for task, (chat, score), s in zip(tasks, results, samples):

@@ -22,7 +22,7 @@ from .usage import sum_method_usage
 _Stopped = Stopped  # older name (tests)
 
 # keys that may differ on resume without changing results
-_RESUME_FREE_KEYS = {"out", "concurrency", "cache_dir", "no_cache", "base_url"}  # the endpoint may move; the model may not
+_RESUME_FREE_KEYS = {"out", "concurrency", "cache_dir", "no_cache", "base_url", "n_parallel"}  # the endpoint may move; the model may not
 _STORAGE_ERRNOS = {"ENOSPC", "EROFS", "EDQUOT", "EACCES", "EPERM"}
 
 
@@ -150,7 +150,9 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
         bus = EventBus(store.on_event, _legacy_on_step(on_step), on_event)
         methods = _run_methods(ctx, store, bus, log, stop_after)
         stats = getattr(ctx.client.backend, "stats", None)
-        summary = {"run_dir": str(store.root.resolve()), "engine": stats.as_dict() if hasattr(stats, "as_dict") else None,
+        engine = {**stats.as_dict(), "n_parallel": getattr(ctx.client.backend, "n_parallel", 1)} \
+            if hasattr(stats, "as_dict") else None
+        summary = {"run_dir": str(store.root.resolve()), "engine": engine,
                    "dataset": cfg.dataset, "updater": cfg.updater, "backend": ctx.backend_info, "methods": methods,
                    "usage_total": sum_method_usage(methods), "wall_s": round(time.time() - t0, 2)}
         store.finish(summary)

@@ -88,6 +88,8 @@ def _decide(m: _Method, guard, task, snap) -> tuple[Any, dict, bool]:
     if d.triggered:
         m.counters["triggers"] += 1
         m.counters["accepts" if d.accept else "rollbacks"] += 1
+    elif d.reason == "trivially_equal":  # JanusConfig.skip_trivially_equal: accepted without evaluation
+        m.counters["trivially_equal"] = m.counters.get("trivially_equal", 0) + 1
     return out, decision, bool(d.accept)
 
 
@@ -162,6 +164,9 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
         "trigger_rate": janus_only(c["triggers"] / post_warmup if post_warmup else 0.0),
         "accepts": janus_only(c["accepts"]), "rollbacks": janus_only(c["rollbacks"]),
         "janus_stats": m.janus.stats if with_janus else None,
+        # only with the option on (the demo preset): candidates accepted unevaluated as trivially equal
+        **({"trivially_equal": c.get("trivially_equal", 0)}
+           if with_janus and m.janus.config.skip_trivially_equal else {}),
         "updater_stats": getattr(m.updater, "stats", {}),
         "final_memory_sha256": text_hash(final_memory), "checkpoints": checkpoints,
         "usage": usage, "wall_s": round(wall_s, 2),

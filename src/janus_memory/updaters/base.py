@@ -337,6 +337,24 @@ class Updater(ABC):
         msgs = [self.solving_messages(memory_text, t) for t in tasks]
         return self._solve_batch(msgs, tasks, role, sample=sample)
 
+    def solve_replays(self, items: Sequence[tuple[str, Task, int]], *,
+                      role: str = "janus") -> list[tuple[ChatResult, Score] | BaseException]:
+        """Janus replay of several memories in ONE batch: ``items`` are ``(memory_text, task, sample)``; the result
+        of each item (its ChatResult and Score) is returned in input order, or the exception it raised (an LLM
+        error), so one failed request does not hide the others. Same prompts and parameters as
+        :meth:`solve_with_memory`, i.e. the same requests (and response-cache entries) as solving each memory alone.
+        """
+        items = list(items)
+        if not items:
+            return []
+        msgs = [self.solving_messages(mem, t) for mem, t, _ in items]
+        samples = [int(s) for _, _, s in items]
+        extra = {"sample": samples} if any(samples) else {}
+        results = self.llm.chat_many(msgs, role=role, return_exceptions=True, **extra, **self.solver_params())
+        score = self.replay_score if role == "janus" else self.score
+        return [r if isinstance(r, BaseException) else (r, score(t, r))
+                for r, (_, t, _) in zip(results, items, strict=True)]
+
     def solve_frozen(self, tasks: Sequence[Task], *, role: str = "test") -> list[tuple[ChatResult, Score]]:
         """Held-out test with the frozen memory (methods with a bank override this to add retrieval)."""
         return self.solve_with_memory(self.memory_text(), tasks, role=role)

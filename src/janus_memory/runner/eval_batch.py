@@ -1,0 +1,140 @@
+"""Janus's evaluation as one batch: a triggered step solves the entries x {old, new} memories in ONE ``chat_many``.
+
+The pure controller compares two memories by calling the evaluator twice, ``score(old, E)`` then ``score(new, E)``
+(with early stopping: rounds of a few entries, in a data-dependent order). Solved one call at a time, the two
+memories run back to back and an engine with parallel slots (llama.cpp ``n_parallel``, a vLLM/SGLang/llama.cpp
+server) sits half idle. Before comparing, the controller tells the evaluator which two memories it is about to
+compare (``expect_pair(old, new)``, a hook in ``Janus._compare``). :class:`PairedEvaluator` then answers the
+first call by solving the requested (memory, entries) AND the other memory on the same entries in one batch
+(requests grouped by memory, memory-first prompts, so an engine's prefix cache reads each memory once per slot),
+keeps every result of the comparison, and serves the controller's later calls from it.
+
+Identical decisions: a served result is the answer to the very request the controller's call would have sent
+(same messages, parameters and sample index; the key is ``(memory text, task id, sample)``), so decisions, the
+decision log and the response cache are the same as without batching. Only the *time* at which a request is
+sent changes. What the other memory will be asked is predicted:
+
+* ``replay="frozen"``: every request is sample 0, so the prediction is exact for any call order.
+* ``replay="fresh"``: the sample index depends on the call number within the comparison, and the prediction is
+  "the other memory is the next call". That holds for the paper's full comparison (old on E, then new on E) and
+  for early stopping when |E| fits in one round. The other memory is prefetched on the first call only, so a
+  wrong prediction (early stopping over several rounds with fresh draws, a combination no preset uses) costs at
+  most one round of unused requests and never a different decision.
+
+Cost: with early stopping, a round the controller would have skipped after the first memory's answers is
+solved anyway (``batch_stats["unused"]`` counts such requests); that pays only when the engine runs requests in
+parallel, so with early stopping on a sequential engine (``parallel=False``: the embedded backend with one slot)
+nothing is prefetched. Requests of the other memory that fail are not
+raised by the first call: the controller's own call for that memory re-sends them (the client has cached the
+successes), so errors surface where they would without batching.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .evaluator import UpdaterEvaluator
+
+
+def _batchable(updater: Any) -> bool:
+    """True when the updater replays with the base class's solving prompt (a plugin overriding
+    ``solve_with_memory`` keeps its own replay, one memory per call)."""
+    from ..updaters.base import Updater
+
+    return (isinstance(updater, Updater) and type(updater).solve_with_memory is Updater.solve_with_memory
+            and hasattr(updater, "solve_replays"))
+
+
+class PairedEvaluator(UpdaterEvaluator):
+    """:class:`UpdaterEvaluator` that solves both memories of a comparison in one batch (module docstring).
+
+    ``parallel``: the engine runs several requests at once (server, llama.cpp slots > 1); see :meth:`expect_pair`.
+
+    ``batch_stats``: ``batches`` (chat_many calls sent), ``requests`` (requests in them), ``prefetched`` (requests
+    of the memory not asked for yet), ``served`` (results handed out without a new request), ``unused``
+    (prefetched results the comparison never asked for)."""
+
+    def __init__(self, updater: Any, *, batch: bool = True, parallel: bool = True, **kwargs: Any):
+        super().__init__(updater, **kwargs)
+        self.batch = bool(batch) and _batchable(updater)
+        self.parallel = bool(parallel)
+        self._pair: tuple[str, str] | None = None
+        self._done: dict[tuple[str, str, int], Any] = {}  # (memory text, task id, sample) -> (ChatResult, Score)
+        self._pending: set[tuple[str, str, int]] = set()  # prefetched and not served yet
+        self.batch_stats = {"batches": 0, "requests": 0, "prefetched": 0, "served": 0, "unused": 0}
+
+    def begin_comparison(self, *, step: int, trigger: int) -> None:
+        super().begin_comparison(step=step, trigger=trigger)
+        self._end()
+
+    def expect_pair(self, old_text: str, new_text: str, *, complete: bool = True) -> None:
+        """Controller hook: the comparison about to run evaluates ``old_text`` and ``new_text`` on the same entries
+        (all of them when ``complete``; with early stopping possibly fewer). An incomplete comparison is prefetched
+        only when the engine runs requests in parallel (``parallel``): on one sequential slot an unused prefetch
+        costs its full solve time and the batch buys nothing."""
+        self._end()
+        if complete or self.parallel:
+            self._pair = (old_text, new_text)
+
+    def _end(self) -> None:
+        self.batch_stats["unused"] += len(self._pending)
+        self._pair, self._done, self._pending = None, {}, set()
+
+    def _predicted(self, tasks: list[Any]) -> list[int]:
+        """The sample indices the NEXT evaluator call on ``tasks`` will draw (the call counter is left as it was)."""
+        calls = self._calls
+        try:
+            return self._samples(tasks)
+        finally:
+            self._calls = calls
+
+    def _solve(self, memory_text: str, tasks: list[Any], samples: list[int]) -> list:
+        if not self.batch or self._pair is None or memory_text not in self._pair:
+            return super()._solve(memory_text, tasks, samples)
+        keys = [(memory_text, t.id, s) for t, s in zip(tasks, samples)]
+        items, wanted = self._plan(memory_text, tasks, keys)
+        if items:
+            self._run(items, wanted)
+        served = [k for k in keys if k in self._pending]
+        self.batch_stats["served"] += len(served)
+        self._pending.difference_update(served)
+        return [self._done[k] for k in keys]
+
+    def _plan(self, memory_text: str, tasks: list[Any], keys: list[tuple]) -> tuple[list, set]:
+        """Requests to send now: this call's missing ones, then the other memory's on the same tasks (first call of
+        the comparison with fresh draws; any call with frozen replays, whose sample 0 is exact)."""
+        items, seen = [], set(self._done)
+        for t, k in zip(tasks, keys):
+            if k not in seen:
+                seen.add(k)
+                items.append((k, t))
+        wanted = {k for k, _ in items}
+        old, new = self._pair
+        other = new if memory_text == old else old
+        if self.replay == "frozen" or self._calls == 1:
+            for t, s in zip(tasks, self._predicted(tasks)):
+                k = (other, t.id, s)
+                if k not in seen:
+                    seen.add(k)
+                    items.append((k, t))
+        return items, wanted
+
+    def _run(self, items: list[tuple[tuple, Any]], wanted: set) -> None:
+        out = self.updater.solve_replays([(k[0], t, k[2]) for k, t in items], role=self.role)
+        if len(out) != len(items):
+            raise RuntimeError(f"solve_replays returned {len(out)} results for {len(items)} requests")
+        self.batch_stats["batches"] += 1
+        self.batch_stats["requests"] += len(items)
+        first_error: BaseException | None = None
+        for (k, _), r in zip(items, out):
+            if isinstance(r, BaseException):
+                if not isinstance(r, Exception):
+                    raise r  # cancellation / interrupt: never swallowed
+                if k in wanted and first_error is None:
+                    first_error = r
+                continue  # a failed prefetch is re-sent by the controller's own call for that memory
+            self._done[k] = r
+            if k not in wanted:
+                self._pending.add(k)
+                self.batch_stats["prefetched"] += 1
+        if first_error is not None:
+            raise first_error
