@@ -97,8 +97,11 @@ def test_n_parallel_reaches_client_and_engine(tmp_path, monkeypatch):
     gguf.write_bytes(b"GGUF" + b"\0" * 64)
     monkeypatch.setattr(llm_pkg, "LocalBackend", FakeLocal)
     pytest.importorskip("xllamacpp")
-    backends.local_backend(RunConfig(model_path=str(gguf), n_parallel=2, n_ctx=2048), [])
-    assert (captured["n_parallel"], captured["n_ctx"], captured["path"]) == (2, 2048, str(gguf))
+    backends.local_backend(RunConfig(model_path=str(gguf), n_parallel=2, n_ctx=4096, solver_max_tokens=512,
+                                     curator_max_tokens=512), [])
+    assert (captured["n_parallel"], captured["n_ctx"], captured["path"]) == (2, 4096, str(gguf))
+    backends.local_backend(RunConfig(model_path=str(gguf), n_parallel=2), [])  # n_ctx 0: sized per slot
+    assert (captured["n_parallel"], captured["n_ctx"]) == (2, 8192 + 2048)
 
 
 def test_trivially_equal_on_in_the_demo_preset_only():

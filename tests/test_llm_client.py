@@ -288,3 +288,21 @@ def test_sync_api_leaves_no_threads_and_works_inside_a_running_loop():
 
     assert asyncio.run(inside()) == ("The answer is 6.", "The answer is 4.")
     assert threading.active_count() == before
+
+
+def test_identical_requests_in_one_batch_are_sent_once_and_count_as_cache_hits(tmp_path):
+    """In flight together, a repeated request waits for the first one: the backend sees it once, and the usage is
+    what sending them one after the other would give (1 call + 2 cache hits), with identical results."""
+    fb = add_backend(latency_s=0.05)
+    c = LLMClient(fb, cache=ResponseCache(tmp_path), concurrency=4)
+    out = c.chat_many([user("What is 2 + 3?"), user("What is 4 + 4?"), user("What is 2 + 3?"), user("What is 2 + 3?")])
+    assert [o.text for o in out] == ["The answer is 5.", "The answer is 8.", "The answer is 5.", "The answer is 5."]
+    assert fb.calls == 2
+    s = c.usage.snapshot()["solver"]
+    assert (s["calls"], s["cache_hits"]) == (2, 2)
+    assert c._inflight == {}
+    # without a cache nothing is shared: every request is its own call
+    fb2 = add_backend(latency_s=0.05)
+    c2 = LLMClient(fb2, concurrency=4)
+    c2.chat_many([user("What is 2 + 3?")] * 3)
+    assert (fb2.calls, c2.usage.snapshot()["solver"]["calls"]) == (3, 3)

@@ -135,6 +135,7 @@ class LLMClient:
         self.max_retry_after_s = float(max_retry_after_s)
         self.check_context = check_context
         self.usage = UsageMeter(prices)
+        self._inflight: dict[str, tuple[Any, Any]] = {}  # cache key -> (event loop, task) of requests in flight
         self._rng = random.Random()
         self._sems: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
         self._sem_lock = threading.Lock()
@@ -184,6 +185,25 @@ class LLMClient:
             if hit is not None:
                 self.usage.record_hit(role, getattr(hit, "usage", None))
                 return hit
+            # an identical request already in flight on this event loop (e.g. a task listed twice in one batch):
+            # wait for it and count a cache hit, exactly as if the two had been sent one after the other
+            loop = asyncio.get_running_loop()
+            shared = self._inflight.get(key)
+            if shared is not None and shared[0] is loop:
+                res = await asyncio.shield(shared[1])
+                self.usage.record_hit(role, getattr(res, "usage", None))
+                return res
+            task = asyncio.ensure_future(self._fetch(req, role, key))
+            self._inflight[key] = (loop, task)
+            try:
+                return await task
+            finally:
+                if self._inflight.get(key, (None, None))[1] is task:
+                    del self._inflight[key]
+        return await self._fetch(req, role, key)
+
+    async def _fetch(self, req: ChatRequest, role: str, key: str | None) -> ChatResult:
+        """Backend attempts with retries, backoff and the overall deadline; the result is cached under ``key``."""
         sem = self._sem()
         last: BaseException | None = None
         attempts = 0

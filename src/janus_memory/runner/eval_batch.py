@@ -97,7 +97,20 @@ class PairedEvaluator(UpdaterEvaluator):
         served = [k for k in keys if k in self._pending]
         self.batch_stats["served"] += len(served)
         self._pending.difference_update(served)
+        self._count_repeats(keys)
         return [self._done[k] for k in keys]
+
+    def _count_repeats(self, keys: list[tuple]) -> None:
+        """A request repeated within one call (a task listed twice in E) is sent once; sent one by one, the repeat
+        would have been served by the response cache, so it counts as a cache hit, keeping usage the same."""
+        client = getattr(self.updater, "llm", None)
+        if getattr(client, "cache", None) is None:
+            return
+        seen: set[tuple] = set()
+        for k in keys:
+            if k in seen:
+                client.usage.record_hit(self.role, getattr(self._done[k][0], "usage", None))
+            seen.add(k)
 
     def _plan(self, memory_text: str, tasks: list[Any], keys: list[tuple]) -> tuple[list, set]:
         """Requests to send now: this call's missing ones, then the other memory's on the same tasks (first call of
