@@ -36,13 +36,17 @@ class RunReader:
     def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
         if not self.has_db:
             return []
-        with closing(sqlite3.connect(f"file:{self.root / DB}?mode=ro", uri=True)) as con:
-            try:
-                return con.execute(sql, args).fetchall()
-            except sqlite3.OperationalError as e:
-                if "no such table" in str(e):
-                    return []
-                raise
+        try:
+            with closing(sqlite3.connect(f"file:{self.root / DB}?mode=ro", uri=True)) as con:
+                try:
+                    return con.execute(sql, args).fetchall()
+                except sqlite3.OperationalError as e:
+                    if "no such table" in str(e):
+                        return []
+                    raise
+        except sqlite3.DatabaseError as e:  # truncated, not SQLite, or otherwise unreadable
+            raise RunFolderError(f"{self.root / DB} is not a readable run database ({e}); "
+                                 "restore it or start a new run") from None
 
     def json_file(self, name: str, default: Any = None) -> Any:
         """A JSON file of the folder (``summary.json``, ``config.json``, ``cell.json`` ...); ``default`` if absent.
@@ -68,8 +72,34 @@ class RunReader:
         return json.loads(rows[0][0]) if rows else default
 
     def checkpoint(self, method: str) -> tuple[int, dict] | None:
+        """``(last committed step, checkpoint)``: the stored base replayed with its per-step deltas (store.py).
+        Raises RunFolderError when the chain is broken (a damaged database)."""
+        from .delta import apply
+
         rows = self._query("SELECT step, state FROM checkpoints WHERE method=?", (method,))
-        return (rows[0][0], json.loads(rows[0][1])) if rows else None
+        if not rows:
+            return None
+        step, state = int(rows[0][0]), self._loads(rows[0][1], f"checkpoint of {method}")
+        for s, d in self._query("SELECT step, delta FROM checkpoint_deltas WHERE method=? AND step>? ORDER BY step",
+                                (method, step)):
+            if int(s) != step + 1:
+                raise RunFolderError(f"{self.root / DB}: checkpoint of {method} jumps from step {step} to {s}; "
+                                     "the database is damaged")
+            try:
+                state = apply(state, self._loads(d, f"checkpoint delta {method}/{s}"))
+            except (ValueError, TypeError, KeyError) as e:
+                raise RunFolderError(f"{self.root / DB}: checkpoint delta of {method} step {s} does not apply ({e}); "
+                                     "the database is damaged") from None
+            step = int(s)
+        if not isinstance(state, dict):
+            raise RunFolderError(f"{self.root / DB}: checkpoint of {method} is not an object; the database is damaged")
+        return step, state
+
+    def _loads(self, text: str, what: str) -> Any:
+        try:
+            return json.loads(text)
+        except (json.JSONDecodeError, TypeError) as e:
+            raise RunFolderError(f"{self.root / DB}: {what} is not valid JSON ({e}); the database is damaged") from None
 
     def method_result(self, method: str) -> dict | None:
         rows = self._query("SELECT summary FROM method_results WHERE method=?", (method,))

@@ -18,6 +18,11 @@ Layout (one folder per run)::
 Atomicity: a step's record and the method's checkpoint (updater + controller state) are written in ONE SQLite
 transaction, so after a crash or SIGKILL the database holds either the whole step or none of it. Every JSON/text file
 is written to a temp file and renamed.
+
+Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
+then as one structural delta per step (table ``checkpoint_deltas``, runner/delta.py: changed keys, appended list items,
+appended string tails). The store keeps the last checkpoint (JSON round-tripped) in memory to diff against, so a
+step writes what changed, not the whole state; RunReader.checkpoint replays base + deltas.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import delta as _delta
 
 from ..errors import OutputError  # noqa: E402,F401  (re-exported: the run folder's user error)
 
@@ -86,6 +92,8 @@ CREATE TABLE IF NOT EXISTS memories (method TEXT NOT NULL, step INTEGER NOT NULL
 CREATE TABLE IF NOT EXISTS candidates (method TEXT NOT NULL, step INTEGER NOT NULL, sha256 TEXT NOT NULL, parent TEXT,
                                        rejected TEXT, text TEXT NOT NULL, PRIMARY KEY (method, step));
 CREATE TABLE IF NOT EXISTS checkpoints (method TEXT PRIMARY KEY, step INTEGER NOT NULL, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoint_deltas (method TEXT NOT NULL, step INTEGER NOT NULL, delta TEXT NOT NULL,
+                                              PRIMARY KEY (method, step));
 CREATE TABLE IF NOT EXISTS tests (method TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (method, idx));
 CREATE TABLE IF NOT EXISTS method_results (method TEXT PRIMARY KEY, summary TEXT NOT NULL);
 """
@@ -103,6 +111,7 @@ class RunStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(_SCHEMA)
+        self._ck: dict[str, Any] = {}  # method -> last stored checkpoint (JSON round-tripped), the delta base
 
     # ----------------------------------------------------------------- opening
     @staticmethod
@@ -211,6 +220,11 @@ class RunStore:
         fname = None
         if sha != parent:
             fname = self._write_memory_file(method, step, sha, deployed_memory)
+        prev = self._ck.get(method)
+        if prev is None:
+            ck_json = dumps(checkpoint)
+        else:
+            ck_json = dumps(_delta.diff(prev, checkpoint))
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("INSERT OR REPLACE INTO steps(method, step, decision, record) VALUES (?,?,?,?)",
@@ -222,12 +236,18 @@ class RunStore:
                 ctext, cparent, creason = candidate
                 self.db.execute("INSERT OR REPLACE INTO candidates(method, step, sha256, parent, rejected, text) "
                                 "VALUES (?,?,?,?,?,?)", (method, step, text_hash(ctext), cparent, creason, ctext))
-            self.db.execute("INSERT OR REPLACE INTO checkpoints(method, step, state) VALUES (?,?,?)",
-                            (method, step, dumps(checkpoint)))
+            if prev is None:  # first step this process commits for the method: a new base, older deltas dropped
+                self.db.execute("INSERT OR REPLACE INTO checkpoints(method, step, state) VALUES (?,?,?)",
+                                (method, step, ck_json))
+                self.db.execute("DELETE FROM checkpoint_deltas WHERE method=?", (method,))
+            else:
+                self.db.execute("INSERT OR REPLACE INTO checkpoint_deltas(method, step, delta) VALUES (?,?,?)",
+                                (method, step, ck_json))
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
+        self._ck[method] = json.loads(ck_json) if prev is None else _delta.apply(prev, json.loads(ck_json))
         return fname
 
     def _write_memory_file(self, method: str, step: int, sha: str, text: str) -> str:
@@ -273,8 +293,17 @@ class RunStore:
                                 [(method, i, dumps(r)) for i, r in enumerate(records)])
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already done so (it does on a full disk: a second
+        ROLLBACK would raise "no transaction is active" and hide the real error)."""
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def tests(self, method: str) -> list[dict]:
         return [json.loads(r) for (r,) in self.db.execute("SELECT record FROM tests WHERE method=? ORDER BY idx", (method,))]
