@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 _SCALARS = (int, float, bool, type(None))
+SEP = "\x1f"  # separates keys in the store's path column; a dict with such a key is set whole
 _STRICT_MAX = 256  # lists longer than this compare their unchanged prefix with ``==`` (one C call, not n Python calls)
 
 
@@ -71,7 +72,7 @@ def _eq(a: Any, b: Any) -> bool:
 
 def diff(old: Any, new: Any) -> dict | None:
     """The delta turning ``old`` into ``new``; None when they are equal."""
-    if isinstance(old, dict) and isinstance(new, dict):
+    if isinstance(old, dict) and isinstance(new, dict) and not any(SEP in k for k in new if isinstance(k, str)):
         changed: dict = {}
         for k, v in new.items():
             if k not in old:
@@ -97,7 +98,7 @@ def diff(old: Any, new: Any) -> dict | None:
         if old == new:
             return None
         k = _common_prefix(old, new)
-        if k > 64:
+        if k > 64 and len(new) - k <= len(new) // 2:  # a growing string (base64 matrix), not a rewritten one
             return {"k": k, "t": new[k:]}
         return {"s": new}
     if isinstance(new, _SCALARS) and _same_scalar(old, new):
@@ -105,28 +106,61 @@ def diff(old: Any, new: Any) -> dict | None:
     return {"s": new}
 
 
-def apply(old: Any, delta: dict | None) -> Any:
-    """``old`` changed by ``delta`` (from :func:`diff`, after a JSON round trip). Dicts and lists are changed in place
-    and returned; strings are rebuilt. Raises ValueError on a delta that does not fit ``old`` (a damaged store)."""
+def ops(delta: dict | None, keys: tuple = ()) -> list[tuple[list[str], dict]]:
+    """Flatten a nested delta into ``[(key path, leaf op), ...]`` in application order. Leaf ops: ``{"s": value}``
+    (set: supersedes every earlier op at or below the path), ``{"x": 1}`` (remove the key: supersedes too),
+    ``{"a": items}`` and ``{"k": n, "t": tail}`` (depend on the earlier value, never superseded)."""
     if delta is None:
-        return old
-    if "s" in delta:
-        return delta["s"]
-    if "d" in delta:
-        if not isinstance(old, dict):
-            raise ValueError("checkpoint delta expects an object")
-        for k in delta.get("x", ()):
-            old.pop(k, None)
-        for k, d in delta["d"].items():
-            old[k] = apply(old.get(k), d)
-        return old
-    if "a" in delta:
+        return []
+    if "d" not in delta:
+        return [(list(keys), delta)]
+    out = [(list(keys) + [k], {"x": 1}) for k in delta.get("x", ())]
+    for k, d in delta["d"].items():
+        out += ops(d, keys + (k,))
+    return out
+
+
+def superseding(op: dict) -> bool:
+    return "s" in op or "x" in op
+
+
+def apply_op(root: Any, keys: list[str], op: dict) -> Any:
+    """``root`` with one leaf op applied at ``keys`` (in place where possible); returns the new root.
+    Raises ValueError when the path or the op does not fit ``root`` (a damaged store)."""
+    if not keys:
+        return _apply_leaf(root, op)
+    node = root
+    try:
+        for k in keys[:-1]:
+            node = node[k]
+    except (KeyError, TypeError, IndexError):
+        raise ValueError(f"checkpoint delta path {'/'.join(map(str, keys))} does not exist") from None
+    if not isinstance(node, dict):
+        raise ValueError(f"checkpoint delta path {'/'.join(map(str, keys))} is not inside an object")
+    if "x" in op:
+        node.pop(keys[-1], None)
+    else:
+        node[keys[-1]] = _apply_leaf(node.get(keys[-1]), op)
+    return root
+
+
+def _apply_leaf(old: Any, op: dict) -> Any:
+    if "s" in op:
+        return op["s"]
+    if "a" in op:
         if not isinstance(old, list):
-            raise ValueError("checkpoint delta expects a list")
-        old.extend(delta["a"])
+            raise ValueError("checkpoint delta appends to a non-list")
+        old.extend(op["a"])
         return old
-    if "t" in delta:
-        if not isinstance(old, str) or len(old) < delta["k"]:
+    if "t" in op:
+        if not isinstance(old, str) or len(old) < op["k"]:
             raise ValueError("checkpoint delta expects a longer string")
-        return old[:delta["k"]] + delta["t"]
-    raise ValueError(f"unknown checkpoint delta {sorted(delta)}")
+        return old[:op["k"]] + op["t"]
+    raise ValueError(f"unknown checkpoint delta op {sorted(op)}")
+
+
+def apply(old: Any, delta: dict | None) -> Any:
+    """``old`` changed by a nested ``delta`` from :func:`diff` (after a JSON round trip)."""
+    for keys, op in ops(delta):
+        old = apply_op(old, keys, op)
+    return old

@@ -74,23 +74,24 @@ class RunReader:
     def checkpoint(self, method: str) -> tuple[int, dict] | None:
         """``(last committed step, checkpoint)``: the stored base replayed with its per-step deltas (store.py).
         Raises RunFolderError when the chain is broken (a damaged database)."""
-        from .delta import apply
+        from .delta import SEP, apply_op
 
         rows = self._query("SELECT step, state FROM checkpoints WHERE method=?", (method,))
         if not rows:
             return None
         step, state = int(rows[0][0]), self._loads(rows[0][1], f"checkpoint of {method}")
-        for s, d in self._query("SELECT step, delta FROM checkpoint_deltas WHERE method=? AND step>? ORDER BY step",
-                                (method, step)):
-            if int(s) != step + 1:
-                raise RunFolderError(f"{self.root / DB}: checkpoint of {method} jumps from step {step} to {s}; "
-                                     "the database is damaged")
+        rows = self._query("SELECT step, path, op FROM checkpoint_ops WHERE method=? AND step>? ORDER BY step, seq",
+                           (method, step))
+        for s, path, op in rows:
+            keys = path.split(SEP)[:-1] if path else []
             try:
-                state = apply(state, self._loads(d, f"checkpoint delta {method}/{s}"))
+                state = apply_op(state, keys, self._loads(op, f"checkpoint op {method}/{s}"))
             except (ValueError, TypeError, KeyError) as e:
-                raise RunFolderError(f"{self.root / DB}: checkpoint delta of {method} step {s} does not apply ({e}); "
+                raise RunFolderError(f"{self.root / DB}: checkpoint op of {method} at step {s} does not apply ({e}); "
                                      "the database is damaged") from None
-            step = int(s)
+        head = self._query("SELECT step FROM checkpoint_head WHERE method=?", (method,))
+        if head:  # absent in databases written before the flat store (their base is the whole checkpoint)
+            step = int(head[0][0])
         if not isinstance(state, dict):
             raise RunFolderError(f"{self.root / DB}: checkpoint of {method} is not an object; the database is damaged")
         return step, state

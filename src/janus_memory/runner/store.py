@@ -20,9 +20,12 @@ transaction, so after a crash or SIGKILL the database holds either the whole ste
 is written to a temp file and renamed.
 
 Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
-then as one structural delta per step (table ``checkpoint_deltas``, runner/delta.py: changed keys, appended list items,
-appended string tails). The store keeps the last checkpoint (JSON round-tripped) in memory to diff against, so a
-step writes what changed, not the whole state; RunReader.checkpoint replays base + deltas.
+then per step as the leaf operations of its structural delta (table ``checkpoint_ops``, runner/delta.py): appended
+list items and string tails are kept (they are the state's growth); a value set or removed at a path deletes the
+earlier operations at or below that path (SQLite reuses their pages), so a vector rewritten every step (the momentum,
+the k-means centroids, counters) occupies the database once, not once per step. The store keeps the last checkpoint
+(JSON round-tripped) in memory to diff against, so a step writes what changed, never the whole state;
+RunReader.checkpoint replays base + operations in (step, seq) order.
 """
 from __future__ import annotations
 
@@ -92,8 +95,10 @@ CREATE TABLE IF NOT EXISTS memories (method TEXT NOT NULL, step INTEGER NOT NULL
 CREATE TABLE IF NOT EXISTS candidates (method TEXT NOT NULL, step INTEGER NOT NULL, sha256 TEXT NOT NULL, parent TEXT,
                                        rejected TEXT, text TEXT NOT NULL, PRIMARY KEY (method, step));
 CREATE TABLE IF NOT EXISTS checkpoints (method TEXT PRIMARY KEY, step INTEGER NOT NULL, state TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS checkpoint_deltas (method TEXT NOT NULL, step INTEGER NOT NULL, delta TEXT NOT NULL,
-                                              PRIMARY KEY (method, step));
+CREATE TABLE IF NOT EXISTS checkpoint_ops (method TEXT NOT NULL, step INTEGER NOT NULL, seq INTEGER NOT NULL,
+                                           path TEXT NOT NULL, op TEXT NOT NULL, PRIMARY KEY (method, step, seq));
+CREATE INDEX IF NOT EXISTS checkpoint_ops_path ON checkpoint_ops (method, path);
+CREATE TABLE IF NOT EXISTS checkpoint_head (method TEXT PRIMARY KEY, step INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS tests (method TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (method, idx));
 CREATE TABLE IF NOT EXISTS method_results (method TEXT PRIMARY KEY, summary TEXT NOT NULL);
 """
@@ -221,10 +226,11 @@ class RunStore:
         if sha != parent:
             fname = self._write_memory_file(method, step, sha, deployed_memory)
         prev = self._ck.get(method)
+        ck_json, ck_ops = None, []
         if prev is None:
             ck_json = dumps(checkpoint)
         else:
-            ck_json = dumps(_delta.diff(prev, checkpoint))
+            ck_ops = [(keys, dumps(op)) for keys, op in _delta.ops(_delta.diff(prev, checkpoint))]
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("INSERT OR REPLACE INTO steps(method, step, decision, record) VALUES (?,?,?,?)",
@@ -236,19 +242,37 @@ class RunStore:
                 ctext, cparent, creason = candidate
                 self.db.execute("INSERT OR REPLACE INTO candidates(method, step, sha256, parent, rejected, text) "
                                 "VALUES (?,?,?,?,?,?)", (method, step, text_hash(ctext), cparent, creason, ctext))
-            if prev is None:  # first step this process commits for the method: a new base, older deltas dropped
+            if prev is None:  # first step this process commits for the method: a new base, older ops dropped
                 self.db.execute("INSERT OR REPLACE INTO checkpoints(method, step, state) VALUES (?,?,?)",
                                 (method, step, ck_json))
-                self.db.execute("DELETE FROM checkpoint_deltas WHERE method=?", (method,))
+                self.db.execute("DELETE FROM checkpoint_ops WHERE method=?", (method,))
             else:
-                self.db.execute("INSERT OR REPLACE INTO checkpoint_deltas(method, step, delta) VALUES (?,?,?)",
-                                (method, step, ck_json))
+                self._write_ops(method, step, ck_ops)
+            self.db.execute("INSERT OR REPLACE INTO checkpoint_head(method, step) VALUES (?,?)", (method, step))
             self.db.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
-        self._ck[method] = json.loads(ck_json) if prev is None else _delta.apply(prev, json.loads(ck_json))
+        if prev is None:
+            self._ck[method] = json.loads(ck_json)
+        else:
+            for keys, op in ck_ops:
+                prev = _delta.apply_op(prev, keys, json.loads(op))
+            self._ck[method] = prev
         return fname
+
+    def _write_ops(self, method: str, step: int, ck_ops: list[tuple[list[str], str]]) -> None:
+        """Insert one step's checkpoint operations; a set/remove first deletes the operations it supersedes."""
+        for seq, (keys, op) in enumerate(ck_ops):
+            path = "".join(k + _delta.SEP for k in keys)
+            if op.startswith(('{"s"', '{"x"')):
+                if path:
+                    self.db.execute("DELETE FROM checkpoint_ops WHERE method=? AND path>=? AND path<?",
+                                    (method, path, path[:-1] + chr(ord(_delta.SEP) + 1)))
+                else:
+                    self.db.execute("DELETE FROM checkpoint_ops WHERE method=?", (method,))
+            self.db.execute("INSERT INTO checkpoint_ops(method, step, seq, path, op) VALUES (?,?,?,?,?)",
+                            (method, step, seq, path, op))
 
     def _write_memory_file(self, method: str, step: int, sha: str, text: str) -> str:
         """``<method>/memories/SSSSS_<sha12>.txt``; named by step and content, so re-writing it on resume is harmless."""
