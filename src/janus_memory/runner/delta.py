@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 _SCALARS = (int, float, bool, type(None))
+NEW = "_new"  # the whole new string, beside a string op: for the in-memory copy only, never stored (see strip)
 SEP = "\x1f"  # separates keys in the store's path column; a dict with such a key is set whole
 _STRICT_MAX = 256  # lists longer than this compare their unchanged prefix with ``==`` (one C call, not n Python calls)
 
@@ -31,14 +32,24 @@ def _same_scalar(a: Any, b: Any) -> bool:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix (binary search on C-speed ``startswith``)."""
+    """Length of the longest common prefix of ``a`` and ``b``. Cheap in the case that matters, a string that grew by
+    appending (possibly after rewriting its last base64 padding group): one C-level comparison, no bisection."""
     n = min(len(a), len(b))
-    if b.startswith(a[:n]):
+    if b.startswith(a if n == len(a) else a[:n]):
         return n
-    lo, hi = 0, n  # a[:lo] is common, a[:hi] is not
+    if a[:64] != b[:64]:
+        return 0 if a[:1] != b[:1] else _bisect(a, b, 0, 64)
+    for d in (8, 64):  # the common case below a full match: the last few characters differ
+        if n > d and b.startswith(a[:n - d]):
+            return _bisect(a, b, n - d, n)
+    return _bisect(a, b, 64, n)
+
+
+def _bisect(a: str, b: str, lo: int, hi: int) -> int:
+    """Common prefix length when a[:lo] == b[:lo] and a[:hi] != b[:hi]."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if b.startswith(a[:mid]):
+        if a[lo:mid] == b[lo:mid]:
             lo = mid
         else:
             hi = mid
@@ -99,7 +110,7 @@ def diff(old: Any, new: Any) -> dict | None:
             return None
         k = _common_prefix(old, new)
         if k > 64 and len(new) - k <= len(new) // 2:  # a growing string (base64 matrix), not a rewritten one
-            return {"k": k, "t": new[k:]}
+            return {"k": k, "t": new[k:], NEW: new}
         return {"s": new}
     if isinstance(new, _SCALARS) and _same_scalar(old, new):
         return None
@@ -118,6 +129,16 @@ def ops(delta: dict | None, keys: tuple = ()) -> list[tuple[list[str], dict]]:
     for k, d in delta["d"].items():
         out += ops(d, keys + (k,))
     return out
+
+
+def stored(op: dict) -> dict:
+    """The op as written to the store (without the in-memory :data:`NEW` string)."""
+    return {k: v for k, v in op.items() if k != NEW} if NEW in op else op
+
+
+def in_memory(op: dict) -> dict | None:
+    """For a string op, the equivalent set of the new string (strings are immutable: no copy); else None."""
+    return {"s": op[NEW]} if NEW in op else None
 
 
 def superseding(op: dict) -> bool:

@@ -230,7 +230,8 @@ class RunStore:
         if prev is None:
             ck_json = dumps(checkpoint)
         else:
-            ck_ops = [(keys, dumps(op)) for keys, op in _delta.ops(_delta.diff(prev, checkpoint))]
+            ck_ops = [(keys, dumps(_delta.stored(op)), _delta.in_memory(op))
+                      for keys, op in _delta.ops(_delta.diff(prev, checkpoint))]
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("INSERT OR REPLACE INTO steps(method, step, decision, record) VALUES (?,?,?,?)",
@@ -256,14 +257,14 @@ class RunStore:
         if prev is None:
             self._ck[method] = json.loads(ck_json)
         else:
-            for keys, op in ck_ops:
-                prev = _delta.apply_op(prev, keys, json.loads(op))
+            for keys, op, mem in ck_ops:  # JSON round trip: nothing aliases the caller's objects (strings may)
+                prev = _delta.apply_op(prev, keys, mem or json.loads(op))
             self._ck[method] = prev
         return fname
 
-    def _write_ops(self, method: str, step: int, ck_ops: list[tuple[list[str], str]]) -> None:
+    def _write_ops(self, method: str, step: int, ck_ops: list[tuple[list[str], str, Any]]) -> None:
         """Insert one step's checkpoint operations; a set/remove first deletes the operations it supersedes."""
-        for seq, (keys, op) in enumerate(ck_ops):
+        for seq, (keys, op, _) in enumerate(ck_ops):
             path = "".join(k + _delta.SEP for k in keys)
             if op.startswith(('{"s"', '{"x"')):
                 if path:
