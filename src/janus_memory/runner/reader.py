@@ -164,7 +164,8 @@ def find_run_dirs(paths: list[str | Path]) -> list[Path]:
     """Finished run folders (holding summary.json) at or below each path, in order, de-duplicated.
 
     Raises:
-        RunFolderError: a path does not exist, or no finished run was found under it.
+        RunFolderError: a path does not exist, no finished run was found under it, or a folder marked COMPLETE is
+            not (integrity.check_complete).
     """
     out: list[Path] = []
     for p in paths:
@@ -175,9 +176,12 @@ def find_run_dirs(paths: list[str | Path]) -> list[Path]:
         if not found:
             raise RunFolderError(f"no finished run (summary.json) under {p}")
         out += found
+    from .integrity import check_complete
+
     seen, uniq = set(), []
     for d in out:
         if d.resolve() not in seen:
             seen.add(d.resolve())
+            check_complete(d)  # COMPLETE must mean every artefact is present and consistent (issue 12 item 6)
             uniq.append(d)
     return uniq

@@ -39,7 +39,7 @@ from typing import Any, Iterator
 
 from . import delta as _delta
 
-from ..errors import OutputError  # noqa: E402,F401  (re-exported: the run folder's user error)
+from ..errors import OutputError, StorageError  # noqa: F401  (OutputError re-exported: the run folder's user error)
 
 
 def text_hash(text: str) -> str:
@@ -120,13 +120,15 @@ class RunStore:
 
     # ----------------------------------------------------------------- opening
     @staticmethod
-    def _check_writable(root: Path) -> None:
+    def _check_writable(root: Path, *, resume: bool = False) -> None:
         try:
             root.mkdir(parents=True, exist_ok=True)
             probe = root / ".write-probe"
             probe.write_text("ok")
             probe.unlink()
         except OSError as e:
+            if resume:  # the run is there: the fix is space or permissions, then --resume again (StorageError says so)
+                raise StorageError(e.strerror or str(e)) from e
             raise OutputError(f"output folder {root} is not writable ({e.strerror or e}); choose another with --out") from e
 
     @classmethod
@@ -181,14 +183,17 @@ class RunStore:
                 shutil.rmtree(d)
 
     @classmethod
-    def open_existing(cls, root: str | os.PathLike) -> "RunStore":
-        """Open an unfinished run for resuming. Raises OutputError if it is missing, finished or not writable."""
+    def open_existing(cls, root: str | os.PathLike, *, repair: bool = False) -> "RunStore":
+        """Open an unfinished run for resuming. Raises OutputError if it is missing or finished (unless ``repair``:
+        a folder marked COMPLETE whose artefacts are not is unmarked and reopened), StorageError if not writable."""
         root = Path(root).expanduser()
         if not (root / cls.DB).exists():
             raise OutputError(f"{root} is not a run folder (no {cls.DB}); nothing to resume")
-        if (root / "COMPLETE").exists():
+        if (root / "COMPLETE").exists() and not repair:
             raise OutputError(f"{root} holds a finished run; nothing to resume")
-        cls._check_writable(root)
+        cls._check_writable(root, resume=True)
+        if (root / "COMPLETE").exists():
+            (root / "COMPLETE").unlink()
         return cls(root)
 
     # ----------------------------------------------------------------- meta
@@ -348,6 +353,14 @@ class RunStore:
         atomic_write_text(d / "steps.jsonl", "".join(x + "\n" for x in step_lines))
         atomic_write_text(d / "test.jsonl", "".join(dumps(r) + "\n" for r in self.tests(method)))
         atomic_write_text(d / "final_memory.txt", final_memory)
+
+    def rebuild_exports(self, method: str) -> None:
+        """Re-write a finished method's memories/ files and exports from the database (resume of a folder whose
+        files were deleted or altered). Byte-identical to what the run wrote."""
+        rows = self.db.execute("SELECT step, sha256, text FROM memories WHERE method=? ORDER BY step", (method,)).fetchall()
+        for step, sha, text in rows:
+            self._write_memory_file(method, int(step), sha, text)
+        self.export_method(method, rows[-1][2] if rows else "")
 
     def finish(self, summary: dict) -> None:
         """Write summary.json, then the COMPLETE marker (last, so an interrupted run never looks complete)."""
