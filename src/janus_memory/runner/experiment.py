@@ -62,6 +62,13 @@ def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
                           f"it was written by janus-memory {ver}") from None
 
 
+def _with_defaults(stored: dict) -> dict:
+    """A stored config with the defaults of settings added after it was written (they had their default then)."""
+    defaults = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()
+                if k not in stored and not f.is_required()}
+    return {**defaults, **stored}
+
+
 def _check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str) -> None:
     """ConfigError unless the stored run has the same config (apart from _RESUME_FREE_KEYS), package version and
     dataset split hashes (failure case C13)."""
@@ -123,7 +130,7 @@ def _lock(cfg: RunConfig, resume: bool) -> RunLock:
     except RunLocked as e:
         raise OutputError(str(e)) from None
     except OSError as e:
-        raise OutputError(f"output folder {cfg.out} cannot be created or locked ({e.strerror or e}); "
+        raise OutputError(f"output folder {cfg.out} is not writable ({e.strerror or e}); "
                           "choose another with --out") from None
 
 
@@ -171,8 +178,9 @@ def _check_resume_state(ctx: Context, store: RunStore) -> None:
 
     reader = RunReader(store.root)
     on_disk = reader.json_file("config.json")
-    if on_disk is not None and on_disk != reader.meta("config"):
-        diff = _config_diff(reader.meta("config") or {}, on_disk if isinstance(on_disk, dict) else {})
+    stored = _with_defaults(reader.meta("config") or {})
+    diff = _config_diff(stored, _with_defaults(on_disk)) if isinstance(on_disk, dict) else ["not a JSON object"]
+    if on_disk is not None and diff:
         raise ConfigError(f"{store.root / 'config.json'} was edited after the run started ({'; '.join(diff[:3])}); "
                           "the run's config is the one stored in run.sqlite: delete config.json to continue with it, "
                           "or start a new run with --config")

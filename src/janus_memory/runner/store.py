@@ -194,7 +194,22 @@ class RunStore:
         cls._check_writable(root, resume=True)
         if (root / "COMPLETE").exists():
             (root / "COMPLETE").unlink()
+        cls._remove_stale_temp_files(root)
         return cls(root)
+
+    @staticmethod
+    def _remove_stale_temp_files(root: Path) -> None:
+        """Temp files of atomic writes cut short by a kill (``.<name>.<8 random chars>``, from mkstemp). The caller
+        holds the run lock, so no live writer owns them."""
+        import re
+
+        pat = re.compile(r"^\..+\.[a-z0-9_]{8}$")
+        for d in [root, root / "prompts", *(p for p in root.iterdir() if p.is_dir()),
+                  *(p / "memories" for p in root.iterdir() if p.is_dir())]:
+            if d.is_dir():
+                for f in d.iterdir():
+                    if f.is_file() and pat.match(f.name):
+                        f.unlink()
 
     # ----------------------------------------------------------------- meta
     def set_meta(self, key: str, value: Any) -> None:
