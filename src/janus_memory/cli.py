@@ -28,9 +28,11 @@ def _load_config_file(path: str) -> dict:
     if not p.is_file():
         raise ConfigError(f"config file not found: {p}")
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p} is not UTF-8 text (byte offset {e.start}); save it as UTF-8") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"invalid YAML in {p}: {str(e).splitlines()[0]}")
+        raise ConfigError(f"invalid YAML in {p}: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p} must hold a mapping of RunConfig keys")
     return data
@@ -257,13 +259,29 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         return command(args, console)
     except KeyboardInterrupt:
-        hint = f"; continue with `janus run --resume {where}`" if where and args.cmd in ("run", "demo") else ""
-        print(f"interrupted: every committed step is kept{hint}", file=sys.stderr)
+        if _resumable(where):
+            print(f"interrupted: every committed step is kept; continue with `janus run --resume {where}`",
+                  file=sys.stderr)
+        else:
+            print("interrupted before the run was set up; nothing to resume: start it again", file=sys.stderr)
         _exit_if_threads_linger()
         return 130
     except JanusError as e:
-        print(f"error: {e.user_message(where)}", file=sys.stderr)
+        print(f"error: {e.user_message(where if _resumable(where) else None)}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _resumable(where: str | None) -> bool:
+    """Whether ``where`` holds an unfinished run with its config stored (a `--resume` hint would work)."""
+    if not where:
+        return False
+    try:
+        from .runner.reader import RunReader
+
+        r = RunReader(where)
+        return r.has_db and not r.finished and r.meta("config") is not None
+    except Exception:  # an unreadable folder: no hint rather than a second error
+        return False
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ class StorageError(JanusError, OSError):
     """Writing the run folder failed (disk full, read-only, permissions); committed steps are kept."""
 
     def user_message(self, run_dir: str | None = None) -> str:
-        where = run_dir or "the run folder"
-        return (f"cannot write {where} ({self}); every committed step is kept: free space or fix permissions, then "
-                f"continue with `janus run --resume {where}`")
+        """``run_dir``: the run folder when it holds a resumable run (config stored), else None."""
+        if not run_dir:
+            return f"cannot write the run folder ({self}); free space or fix permissions, then start the run again"
+        return (f"cannot write {run_dir} ({self}); every committed step is kept: free space or fix permissions, then "
+                f"continue with `janus run --resume {run_dir}`")

@@ -9,13 +9,15 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from ..errors import ConfigError, StorageError
+from ..errors import ConfigError, JanusError, OutputError, RunFolderError, StorageError
 from .build import Context, build_context, resolve_config, validate_names  # noqa: F401  (public re-exports)
 from .config import RunConfig, migrate_stored, preset_summary
 from .events import EventBus, MethodStarted, StepFinished
 from .loop import Stopped, run_method
 from .provenance import environment_info, prompts_used, split_record, to_yaml
+from .lock import RunLock, RunLocked
 from .store import RunStore
 from .usage import sum_method_usage
 
@@ -41,10 +43,31 @@ def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
     """The resolved config stored in an existing run folder (for `--resume`)."""
     from .reader import RunReader
 
-    data = RunReader(run_dir).meta("config")
+    from pydantic import ValidationError
+
+    from .integrity import _first_error
+
+    reader = RunReader(run_dir)
+    if not reader.root.is_dir():
+        raise OutputError(f"{run_dir} does not exist; nothing to resume")
+    data = reader.meta("config")
     if data is None:
-        raise ConfigError(f"{run_dir} has no stored config; cannot resume")
-    return RunConfig.parse(migrate_stored(data))  # a config from before the presets resumes as it ran
+        raise ConfigError(f"{run_dir} has no stored config (the run stopped before it was set up); "
+                          "start it again without --resume")
+    try:
+        return RunConfig.parse(migrate_stored(data))  # a config from before the presets resumes as it ran
+    except (ConfigError, ValidationError, TypeError) as e:
+        ver = (reader.meta("environment") or {}).get("janus_memory", "?")
+        why = str(e).splitlines()[0] if isinstance(e, ConfigError) else _first_error(e)
+        raise ConfigError(f"cannot resume {run_dir}: its stored config is not valid here ({why}); "
+                          f"it was written by janus-memory {ver}") from None
+
+
+def _with_defaults(stored: dict) -> dict:
+    """A stored config with the defaults of settings added after it was written (they had their default then)."""
+    defaults = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()
+                if k not in stored and not f.is_required()}
+    return {**defaults, **stored}
 
 
 def _check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str) -> None:
@@ -92,9 +115,104 @@ def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dic
 
 def _open_store(cfg: RunConfig, resume: bool, overwrite: bool) -> RunStore | None:
     if resume:
-        return RunStore.open_existing(cfg.out)
+        from .integrity import problems
+
+        repair = (Path(cfg.out).expanduser() / "COMPLETE").exists() and bool(problems(cfg.out))
+        return RunStore.open_existing(cfg.out, repair=repair)
     RunStore.check_new(cfg.out, overwrite=overwrite)  # fail before any work; nothing is created yet
     return None
+
+
+def _lock(cfg: RunConfig, resume: bool) -> RunLock:
+    """The run folder's lock, taken before anything in it is read for writing, created or deleted (issue 12 item 1)."""
+    if resume and not Path(cfg.out).expanduser().is_dir():
+        raise OutputError(f"{cfg.out} does not exist; nothing to resume")
+    lock = RunLock(cfg.out)
+    try:
+        return lock.acquire()
+    except RunLocked as e:
+        raise OutputError(str(e)) from None
+    except OSError as e:
+        raise OutputError(f"output folder {cfg.out} is not writable ({e.strerror or e}); "
+                          "choose another with --out") from None
+
+
+def _preflight(ctx: Context) -> None:
+    """Refuse before the run folder is written: an empty stream, invalid sampling or updater settings (issue 12
+    item 6: a run refused after its folder was created would leave a folder that looks resumable but never finishes)."""
+    from ..llm.client import LLMClient
+
+    if not ctx.stream.tasks:
+        files = ", ".join(f["path"] for f in ctx.stream.info.get("files", [])) or ctx.stream.dataset
+        raise ConfigError(f"the stream split of {ctx.stream.dataset} has no tasks ({files}); check the data file")
+    s = ctx.settings.updater_settings()
+    try:
+        for key in ("solver_max_tokens", "curator_max_tokens"):
+            LLMClient._request([{"role": "user", "content": "."}],
+                               {"temperature": s.get("temperature"), "max_tokens": s.get(key)})
+        upd = ctx.make_updater()
+    except (ValueError, TypeError, KeyError) as e:
+        raise ConfigError(f"invalid setting: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    _check_setting_types(upd, ctx.settings.updater_config)
+
+
+def _check_setting_types(upd, given: dict) -> None:
+    """A value of another JSON type than the updater's default (``"15"`` for a number, ``1`` for a flag)."""
+    from ..updaters.base import COMMON_DEFAULTS
+
+    defaults = {**COMMON_DEFAULTS, **getattr(type(upd), "DEFAULTS", {})}
+    kinds = ((bool,), (int, float), (str,), (list, tuple), (dict,))
+    for key, value in given.items():
+        default = defaults.get(key)
+        if default is None or value is None:
+            continue
+        want = next((k for k in kinds if isinstance(default, k)), None)
+        ok = want is None or (isinstance(value, want) and (isinstance(value, bool) == isinstance(default, bool)))
+        if not ok:
+            raise ConfigError(f"invalid setting: updater_config.{key} must be {type(default).__name__} like its "
+                              f"default {default!r}, got {type(value).__name__} {value!r}")
+
+
+def _check_resume_state(ctx: Context, store: RunStore) -> None:
+    """Refuse a resume that cannot end complete: step rows missing below the checkpoint, a checkpoint that does not
+    load, a config.json edited after the run started."""
+    from .integrity import gaps_message, missing_steps
+    from .reader import RunReader
+
+    reader = RunReader(store.root)
+    on_disk = reader.json_file("config.json")
+    stored = _with_defaults(reader.meta("config") or {})
+    if isinstance(on_disk, dict):  # config.json = the stored settings + the derived preset_summary
+        on_disk = {k: v for k, v in on_disk.items() if k != "preset_summary"}
+    stored.pop("preset_summary", None)
+    diff = _config_diff(stored, _with_defaults(on_disk)) if isinstance(on_disk, dict) else ["not a JSON object"]
+    if on_disk is not None and diff:
+        raise ConfigError(f"{store.root / 'config.json'} was edited after the run started ({'; '.join(diff[:3])}); "
+                          "the run's config is the one stored in run.sqlite: delete config.json to continue with it, "
+                          "or start a new run with --config")
+    for method, with_janus in ctx.settings.methods():
+        ck = reader.checkpoint(method)
+        done = reader.method_result(method)
+        upto = int(done["stream_tasks"]) if done else (ck[0] if ck else 0)
+        gaps = missing_steps(reader, method, upto)
+        if gaps:
+            raise RunFolderError(gaps_message(store.root, method, gaps))
+        if ck is not None and done is None:
+            _probe_checkpoint(ctx, store.root, method, with_janus, ck)
+
+
+def _probe_checkpoint(ctx: Context, root, method: str, with_janus: bool, ck: tuple[int, dict]) -> None:
+    from ..controller import Janus
+
+    try:
+        ctx.make_updater().load_snapshot(ck[1]["updater"])
+        if with_janus:
+            Janus.from_state_dict(ck[1]["janus"], lambda *a: [])
+        ck[1]["counters"]["n_correct"]  # noqa: B018
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise RunFolderError(f"{root}: the checkpoint of {method} at step {ck[0]} is damaged "
+                             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+                             "the run cannot continue from it: start a new run") from None
 
 
 def _run_methods(ctx: Context, store: RunStore, bus: EventBus, log, stop_after) -> dict:
@@ -105,6 +223,7 @@ def _run_methods(ctx: Context, store: RunStore, bus: EventBus, log, stop_after) 
     for method, with_janus in ctx.settings.methods():
         done = reader.method_result(method)
         if done is not None:
+            store.rebuild_exports(method)  # a resumed folder: its files are rewritten from the database
             methods[method] = done
             continue
         ck = reader.checkpoint(method)
@@ -136,34 +255,88 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
     t0 = time.time()
     validate_names(cfg)
     cfg = resolve_config(cfg)
-    store = _open_store(cfg, resume, overwrite)
+    lock = _lock(cfg, resume)
+    store = None
     try:
-        ctx = build_context(cfg, log=log)
-        store = store or RunStore.create(cfg.out, overwrite=overwrite)
-        splits = {s.split: split_record(s) for s in (ctx.stream, ctx.test)}
-        env = {**environment_info(), "backend": ctx.backend_info, "janus_memory": __version__}
+        store = _open_store(cfg, resume, overwrite)
+        ctx = _build(cfg, log)
         if resume:
-            _check_resumable(store, cfg, splits, __version__)
+            _check_resumable(store, cfg, {s.split: split_record(s) for s in (ctx.stream, ctx.test)}, __version__)
+            _check_resume_state(ctx, store)
             log(f"resuming {store.root}")
         else:
-            _write_provenance(store, cfg, ctx, splits, env)
-        bus = EventBus(store.on_event, _legacy_on_step(on_step), on_event)
-        methods = _run_methods(ctx, store, bus, log, stop_after)
-        stats = getattr(ctx.client.backend, "stats", None)
-        engine = {**stats.as_dict(), "n_parallel": getattr(ctx.client.backend, "n_parallel", 1)} \
-            if hasattr(stats, "as_dict") else None
-        summary = {"run_dir": str(store.root.resolve()), "engine": engine,
-                   "dataset": cfg.dataset, "updater": cfg.updater, "backend": ctx.backend_info, "methods": methods,
-                   "usage_total": sum_method_usage(methods), "wall_s": round(time.time() - t0, 2)}
-        store.finish(summary)
-        return summary
+            _preflight(ctx)
+            store = RunStore.create(cfg.out, overwrite=overwrite)
+            _start_new(store, cfg, ctx, __version__)
+        return _finish(ctx, store, EventBus(store.on_event, _legacy_on_step(on_step), on_event), log, stop_after, cfg, t0)
     except (OSError, sqlite3.OperationalError) as e:
         if _is_storage_error(e):
             raise StorageError(getattr(e, "strerror", None) or str(e)) from e
+        _discard_unstarted(store, resume)
+        raise
+    except (KeyboardInterrupt, JanusError) as e:
+        if not isinstance(e, (KeyboardInterrupt, StorageError)) and not _is_llm_error(e):
+            _discard_unstarted(store, resume)
+        raise
+    except Exception:
+        _discard_unstarted(store, resume)
         raise
     finally:
         if store is not None:
             store.close()
+        lock.release()
+
+
+def _build(cfg: RunConfig, log) -> Context:
+    from ..llm.cache import CacheError
+
+    try:
+        return build_context(cfg, log=log)
+    except CacheError as e:  # the cache, not the run folder: its own one-line message (issue 12 item 8)
+        raise ConfigError(str(e).splitlines()[0]) from None
+
+
+def _start_new(store: RunStore, cfg: RunConfig, ctx: Context, version: str) -> None:
+    splits = {s.split: split_record(s) for s in (ctx.stream, ctx.test)}
+    env = {**environment_info(), "backend": ctx.backend_info, "janus_memory": version}
+    _write_provenance(store, cfg, ctx, splits, env)
+
+
+def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: RunConfig, t0: float) -> dict:
+    methods = _run_methods(ctx, store, bus, log, stop_after)
+    if not (store.root / "config.json").exists():  # deleted to continue with the stored config: put it back
+        from .reader import RunReader
+
+        store.write_json("config.json", {**(RunReader(store.root).meta("config") or cfg.model_dump()),
+                                         "preset_summary": preset_summary(cfg)})
+    stats = getattr(ctx.client.backend, "stats", None)
+    engine = {**stats.as_dict(), "n_parallel": getattr(ctx.client.backend, "n_parallel", 1)} \
+        if hasattr(stats, "as_dict") else None
+    summary = {"run_dir": str(store.root.resolve()), "engine": engine,
+               "dataset": cfg.dataset, "updater": cfg.updater, "backend": ctx.backend_info, "methods": methods,
+               "usage_total": sum_method_usage(methods), "wall_s": round(time.time() - t0, 2)}
+    store.finish(summary)
+    return summary
+
+
+def _is_llm_error(e: BaseException) -> bool:
+    from ..llm.base import LLMError
+
+    return isinstance(e, LLMError)
+
+
+def _discard_unstarted(store: RunStore | None, resume: bool) -> None:
+    """A new run that failed before committing its first step leaves no run files (it would look resumable but
+    fail the same way on every resume): the folder is left as check_new accepts it."""
+    if store is None or resume:
+        return
+    try:
+        started = store.db.execute("SELECT 1 FROM steps LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        started = True
+    if not started:
+        store.close()
+        RunStore._remove_run_files(store.root)
 
 
 def _is_storage_error(e: BaseException) -> bool:

@@ -36,13 +36,17 @@ class RunReader:
     def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
         if not self.has_db:
             return []
-        with closing(sqlite3.connect(f"file:{self.root / DB}?mode=ro", uri=True)) as con:
-            try:
-                return con.execute(sql, args).fetchall()
-            except sqlite3.OperationalError as e:
-                if "no such table" in str(e):
-                    return []
-                raise
+        try:
+            with closing(sqlite3.connect(f"file:{self.root / DB}?mode=ro", uri=True)) as con:
+                try:
+                    return con.execute(sql, args).fetchall()
+                except sqlite3.OperationalError as e:
+                    if "no such table" in str(e):
+                        return []
+                    raise
+        except sqlite3.DatabaseError as e:  # truncated, not SQLite, or otherwise unreadable
+            raise RunFolderError(f"{self.root / DB} is not a readable run database ({e}); "
+                                 "restore it or start a new run") from None
 
     def json_file(self, name: str, default: Any = None) -> Any:
         """A JSON file of the folder (``summary.json``, ``config.json``, ``cell.json`` ...); ``default`` if absent.
@@ -68,8 +72,35 @@ class RunReader:
         return json.loads(rows[0][0]) if rows else default
 
     def checkpoint(self, method: str) -> tuple[int, dict] | None:
+        """``(last committed step, checkpoint)``: the stored base replayed with its per-step deltas (store.py).
+        Raises RunFolderError when the chain is broken (a damaged database)."""
+        from .delta import SEP, apply_op
+
         rows = self._query("SELECT step, state FROM checkpoints WHERE method=?", (method,))
-        return (rows[0][0], json.loads(rows[0][1])) if rows else None
+        if not rows:
+            return None
+        step, state = int(rows[0][0]), self._loads(rows[0][1], f"checkpoint of {method}")
+        rows = self._query("SELECT step, path, op FROM checkpoint_ops WHERE method=? AND step>? ORDER BY step, seq",
+                           (method, step))
+        for s, path, op in rows:
+            keys = path.split(SEP)[:-1] if path else []
+            try:
+                state = apply_op(state, keys, self._loads(op, f"checkpoint op {method}/{s}"))
+            except (ValueError, TypeError, KeyError) as e:
+                raise RunFolderError(f"{self.root / DB}: checkpoint op of {method} at step {s} does not apply ({e}); "
+                                     "the database is damaged") from None
+        head = self._query("SELECT step FROM checkpoint_head WHERE method=?", (method,))
+        if head:  # absent in databases written before the flat store (their base is the whole checkpoint)
+            step = int(head[0][0])
+        if not isinstance(state, dict):
+            raise RunFolderError(f"{self.root / DB}: checkpoint of {method} is not an object; the database is damaged")
+        return step, state
+
+    def _loads(self, text: str, what: str) -> Any:
+        try:
+            return json.loads(text)
+        except (json.JSONDecodeError, TypeError) as e:
+            raise RunFolderError(f"{self.root / DB}: {what} is not valid JSON ({e}); the database is damaged") from None
 
     def method_result(self, method: str) -> dict | None:
         rows = self._query("SELECT summary FROM method_results WHERE method=?", (method,))
@@ -133,7 +164,8 @@ def find_run_dirs(paths: list[str | Path]) -> list[Path]:
     """Finished run folders (holding summary.json) at or below each path, in order, de-duplicated.
 
     Raises:
-        RunFolderError: a path does not exist, or no finished run was found under it.
+        RunFolderError: a path does not exist, no finished run was found under it, or a folder marked COMPLETE is
+            not (integrity.check_complete).
     """
     out: list[Path] = []
     for p in paths:
@@ -144,9 +176,12 @@ def find_run_dirs(paths: list[str | Path]) -> list[Path]:
         if not found:
             raise RunFolderError(f"no finished run (summary.json) under {p}")
         out += found
+    from .integrity import check_complete
+
     seen, uniq = set(), []
     for d in out:
         if d.resolve() not in seen:
             seen.add(d.resolve())
+            check_complete(d)  # COMPLETE must mean every artefact is present and consistent (issue 12 item 6)
             uniq.append(d)
     return uniq

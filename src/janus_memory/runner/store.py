@@ -18,6 +18,14 @@ Layout (one folder per run)::
 Atomicity: a step's record and the method's checkpoint (updater + controller state) are written in ONE SQLite
 transaction, so after a crash or SIGKILL the database holds either the whole step or none of it. Every JSON/text file
 is written to a temp file and renamed.
+
+Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
+then per step as the leaf operations of its structural delta (table ``checkpoint_ops``, runner/delta.py): appended
+list items and string tails are kept (they are the state's growth); a value set or removed at a path deletes the
+earlier operations at or below that path (SQLite reuses their pages), so a vector rewritten every step (the momentum,
+the k-means centroids, counters) occupies the database once, not once per step. The store keeps the last checkpoint
+(JSON round-tripped) in memory to diff against, so a step writes what changed, never the whole state;
+RunReader.checkpoint replays base + operations in (step, seq) order.
 """
 from __future__ import annotations
 
@@ -29,8 +37,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import delta as _delta
 
-from ..errors import OutputError  # noqa: E402,F401  (re-exported: the run folder's user error)
+from ..errors import OutputError, StorageError  # noqa: F401  (OutputError re-exported: the run folder's user error)
 
 
 def text_hash(text: str) -> str:
@@ -86,6 +95,10 @@ CREATE TABLE IF NOT EXISTS memories (method TEXT NOT NULL, step INTEGER NOT NULL
 CREATE TABLE IF NOT EXISTS candidates (method TEXT NOT NULL, step INTEGER NOT NULL, sha256 TEXT NOT NULL, parent TEXT,
                                        rejected TEXT, text TEXT NOT NULL, PRIMARY KEY (method, step));
 CREATE TABLE IF NOT EXISTS checkpoints (method TEXT PRIMARY KEY, step INTEGER NOT NULL, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoint_ops (method TEXT NOT NULL, step INTEGER NOT NULL, seq INTEGER NOT NULL,
+                                           path TEXT NOT NULL, op TEXT NOT NULL, PRIMARY KEY (method, step, seq));
+CREATE INDEX IF NOT EXISTS checkpoint_ops_path ON checkpoint_ops (method, path);
+CREATE TABLE IF NOT EXISTS checkpoint_head (method TEXT PRIMARY KEY, step INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS tests (method TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (method, idx));
 CREATE TABLE IF NOT EXISTS method_results (method TEXT PRIMARY KEY, summary TEXT NOT NULL);
 """
@@ -103,16 +116,19 @@ class RunStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(_SCHEMA)
+        self._ck: dict[str, Any] = {}  # method -> last stored checkpoint (JSON round-tripped), the delta base
 
     # ----------------------------------------------------------------- opening
     @staticmethod
-    def _check_writable(root: Path) -> None:
+    def _check_writable(root: Path, *, resume: bool = False) -> None:
         try:
             root.mkdir(parents=True, exist_ok=True)
             probe = root / ".write-probe"
             probe.write_text("ok")
             probe.unlink()
         except OSError as e:
+            if resume:  # the run is there: the fix is space or permissions, then --resume again (StorageError says so)
+                raise StorageError(e.strerror or str(e)) from e
             raise OutputError(f"output folder {root} is not writable ({e.strerror or e}); choose another with --out") from e
 
     @classmethod
@@ -167,15 +183,33 @@ class RunStore:
                 shutil.rmtree(d)
 
     @classmethod
-    def open_existing(cls, root: str | os.PathLike) -> "RunStore":
-        """Open an unfinished run for resuming. Raises OutputError if it is missing, finished or not writable."""
+    def open_existing(cls, root: str | os.PathLike, *, repair: bool = False) -> "RunStore":
+        """Open an unfinished run for resuming. Raises OutputError if it is missing or finished (unless ``repair``:
+        a folder marked COMPLETE whose artefacts are not is unmarked and reopened), StorageError if not writable."""
         root = Path(root).expanduser()
         if not (root / cls.DB).exists():
             raise OutputError(f"{root} is not a run folder (no {cls.DB}); nothing to resume")
-        if (root / "COMPLETE").exists():
+        if (root / "COMPLETE").exists() and not repair:
             raise OutputError(f"{root} holds a finished run; nothing to resume")
-        cls._check_writable(root)
+        cls._check_writable(root, resume=True)
+        if (root / "COMPLETE").exists():
+            (root / "COMPLETE").unlink()
+        cls._remove_stale_temp_files(root)
         return cls(root)
+
+    @staticmethod
+    def _remove_stale_temp_files(root: Path) -> None:
+        """Temp files of atomic writes cut short by a kill (``.<name>.<8 random chars>``, from mkstemp). The caller
+        holds the run lock, so no live writer owns them."""
+        import re
+
+        pat = re.compile(r"^\..+\.[a-z0-9_]{8}$")
+        for d in [root, root / "prompts", *(p for p in root.iterdir() if p.is_dir()),
+                  *(p / "memories" for p in root.iterdir() if p.is_dir())]:
+            if d.is_dir():
+                for f in d.iterdir():
+                    if f.is_file() and pat.match(f.name):
+                        f.unlink()
 
     # ----------------------------------------------------------------- meta
     def set_meta(self, key: str, value: Any) -> None:
@@ -211,6 +245,13 @@ class RunStore:
         fname = None
         if sha != parent:
             fname = self._write_memory_file(method, step, sha, deployed_memory)
+        prev = self._ck.get(method)
+        ck_json, ck_ops = None, []
+        if prev is None:
+            ck_json = dumps(checkpoint)
+        else:
+            ck_ops = [(keys, dumps(_delta.stored(op)), _delta.in_memory(op))
+                      for keys, op in _delta.ops(_delta.diff(prev, checkpoint))]
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("INSERT OR REPLACE INTO steps(method, step, decision, record) VALUES (?,?,?,?)",
@@ -222,13 +263,37 @@ class RunStore:
                 ctext, cparent, creason = candidate
                 self.db.execute("INSERT OR REPLACE INTO candidates(method, step, sha256, parent, rejected, text) "
                                 "VALUES (?,?,?,?,?,?)", (method, step, text_hash(ctext), cparent, creason, ctext))
-            self.db.execute("INSERT OR REPLACE INTO checkpoints(method, step, state) VALUES (?,?,?)",
-                            (method, step, dumps(checkpoint)))
+            if prev is None:  # first step this process commits for the method: a new base, older ops dropped
+                self.db.execute("INSERT OR REPLACE INTO checkpoints(method, step, state) VALUES (?,?,?)",
+                                (method, step, ck_json))
+                self.db.execute("DELETE FROM checkpoint_ops WHERE method=?", (method,))
+            else:
+                self._write_ops(method, step, ck_ops)
+            self.db.execute("INSERT OR REPLACE INTO checkpoint_head(method, step) VALUES (?,?)", (method, step))
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
+        if prev is None:
+            self._ck[method] = json.loads(ck_json)
+        else:
+            for keys, op, mem in ck_ops:  # JSON round trip: nothing aliases the caller's objects (strings may)
+                prev = _delta.apply_op(prev, keys, mem or json.loads(op))
+            self._ck[method] = prev
         return fname
+
+    def _write_ops(self, method: str, step: int, ck_ops: list[tuple[list[str], str, Any]]) -> None:
+        """Insert one step's checkpoint operations; a set/remove first deletes the operations it supersedes."""
+        for seq, (keys, op, _) in enumerate(ck_ops):
+            path = "".join(k + _delta.SEP for k in keys)
+            if op.startswith(('{"s"', '{"x"')):
+                if path:
+                    self.db.execute("DELETE FROM checkpoint_ops WHERE method=? AND path>=? AND path<?",
+                                    (method, path, path[:-1] + chr(ord(_delta.SEP) + 1)))
+                else:
+                    self.db.execute("DELETE FROM checkpoint_ops WHERE method=?", (method,))
+            self.db.execute("INSERT INTO checkpoint_ops(method, step, seq, path, op) VALUES (?,?,?,?,?)",
+                            (method, step, seq, path, op))
 
     def _write_memory_file(self, method: str, step: int, sha: str, text: str) -> str:
         """``<method>/memories/SSSSS_<sha12>.txt``; named by step and content, so re-writing it on resume is harmless."""
@@ -273,8 +338,17 @@ class RunStore:
                                 [(method, i, dumps(r)) for i, r in enumerate(records)])
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already done so (it does on a full disk: a second
+        ROLLBACK would raise "no transaction is active" and hide the real error)."""
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def tests(self, method: str) -> list[dict]:
         return [json.loads(r) for (r,) in self.db.execute("SELECT record FROM tests WHERE method=? ORDER BY idx", (method,))]
@@ -294,6 +368,14 @@ class RunStore:
         atomic_write_text(d / "steps.jsonl", "".join(x + "\n" for x in step_lines))
         atomic_write_text(d / "test.jsonl", "".join(dumps(r) + "\n" for r in self.tests(method)))
         atomic_write_text(d / "final_memory.txt", final_memory)
+
+    def rebuild_exports(self, method: str) -> None:
+        """Re-write a finished method's memories/ files and exports from the database (resume of a folder whose
+        files were deleted or altered). Byte-identical to what the run wrote."""
+        rows = self.db.execute("SELECT step, sha256, text FROM memories WHERE method=? ORDER BY step", (method,)).fetchall()
+        for step, sha, text in rows:
+            self._write_memory_file(method, int(step), sha, text)
+        self.export_method(method, rows[-1][2] if rows else "")
 
     def finish(self, summary: dict) -> None:
         """Write summary.json, then the COMPLETE marker (last, so an interrupted run never looks complete)."""

@@ -17,6 +17,8 @@ import random
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..errors import ConfigError
+
 ENV_DATA_DIR = "JANUS_DATA_DIR"
 ENV_MATH_TRAIN = "JANUS_MATH_TRAIN_PATH"
 ENV_GPQA = "JANUS_GPQA_PATH"
@@ -75,10 +77,44 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class DataRecordError(ConfigError, KeyError):
+    """A data record lacks a field a loader needs; the message names the file and line."""
+
+    __str__ = Exception.__str__
+
+
+class Record(dict):
+    """One data record (a dict) that knows its ``file:line``: a missing field raises :class:`DataRecordError`
+    (a one-line ConfigError naming both; still a KeyError for code that probes fields)."""
+
+    where = ""
+
+    def __missing__(self, key):
+        raise DataRecordError(f"{self.where}: the record has no {key!r} field")
+
+
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Read a JSON Lines file (blank lines skipped)."""
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """Read a JSON Lines file (blank lines skipped) into :class:`Record` objects.
+
+    Raises ConfigError naming the file and line: not UTF-8, a line that is not JSON, a line that is not an object."""
+    out: list[dict[str, Any]] = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ConfigError(f"{path}:{n}: not valid JSON ({e.msg}, column {e.colno})") from None
+                if not isinstance(obj, dict):
+                    raise ConfigError(f"{path}:{n}: expected a JSON object per line, got {type(obj).__name__}")
+                rec = Record(obj)
+                rec.where = f"{path}:{n}"
+                out.append(rec)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte offset {e.start}); save the file as UTF-8") from None
+    return out
 
 
 def seed_from_key(key: str) -> int:

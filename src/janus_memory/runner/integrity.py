@@ -1,0 +1,119 @@
+"""Run-folder integrity (issue 12, items 5-7): what COMPLETE promises, checked on resume and on `janus report`.
+
+A run folder is complete when, for every method of its stored config, the database holds steps 1..n without gaps
+(n = the method's stream size), the method's result, and the exports agree with the database: decisions.jsonl and
+steps.jsonl line for line, test.jsonl, final_memory.txt, and one ``memories/`` file per deployed memory version.
+:func:`problems` lists what is missing or inconsistent; :func:`missing_steps` the gaps that no resume can fill.
+Only reads (through RunReader); the store rebuilds exports (RunStore.rebuild_exports).
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from ..errors import ConfigError, RunFolderError
+from .reader import RunReader
+
+EXPORTS = ("decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt")
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def stored_methods(reader: RunReader) -> list[str]:
+    from pydantic import ValidationError
+
+    from .config import RunConfig
+
+    cfg = reader.meta("config")
+    if cfg is None:
+        return []
+    try:
+        return [m for m, _ in RunConfig(**cfg).methods()]
+    except (ValidationError, TypeError) as e:
+        raise ConfigError(f"{reader.root}: the stored config is not valid for this janus-memory "
+                          f"({_first_error(e)}); it was probably written by a newer version") from None
+
+
+def _first_error(e: Exception) -> str:
+    errs = getattr(e, "errors", None)
+    if callable(errs):
+        err = errs()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        return f"unknown setting '{loc}'" if err["type"] == "extra_forbidden" else f"'{loc}': {err['msg']}"
+    return str(e).splitlines()[0]
+
+
+def missing_steps(reader: RunReader, method: str, upto: int) -> list[int]:
+    """Step numbers in 1..upto without a row in the database (rows deleted or lost)."""
+    have = {int(s) for (s,) in reader._query("SELECT step FROM steps WHERE method=?", (method,))}
+    return [s for s in range(1, upto + 1) if s not in have]
+
+
+def _span(steps: list[int]) -> str:
+    return f"{steps[0]}" if len(steps) == 1 else f"{steps[0]}-{steps[-1]}" if steps[-1] - steps[0] == len(steps) - 1 \
+        else ", ".join(map(str, steps[:5])) + (" ..." if len(steps) > 5 else "")
+
+
+def gaps_message(root: Path, method: str, gaps: list[int]) -> str:
+    return (f"{root}: the database lacks step(s) {_span(gaps)} of {method} (rows deleted?); this run cannot be "
+            "completed from it: start a new run")
+
+
+def problems(root: str | Path) -> list[str]:
+    """Everything that makes the run at ``root`` not complete (empty list: complete and consistent)."""
+    reader = RunReader(root)
+    if not reader.has_db:
+        return [] if reader.summary() is not None else ["no run.sqlite and no summary.json"]
+    out: list[str] = []
+    for method in stored_methods(reader):
+        result = reader.method_result(method)
+        if result is None:
+            out.append(f"{method}: no result (the method never finished)")
+            continue
+        n = int(result.get("stream_tasks") or 0)
+        gaps = missing_steps(reader, method, n)
+        if gaps:
+            out.append(gaps_message(reader.root, method, gaps))
+        out += _export_problems(reader, method, result)
+    if reader.summary() is None:
+        out.append("summary.json is missing")
+    return out
+
+
+def _export_problems(reader: RunReader, method: str, result: dict) -> list[str]:
+    from .store import dumps
+
+    d = reader.root / method
+    out = [f"{method}/{name} is missing" for name in EXPORTS if not (d / name).is_file()]
+    if out:
+        return out
+    rows = list(reader.steps(method))
+    if (d / "decisions.jsonl").read_bytes() != "".join(dumps(x) + "\n" for x, _ in rows).encode("utf-8"):
+        out.append(f"{method}/decisions.jsonl differs from the database")
+    if (d / "steps.jsonl").read_bytes() != "".join(dumps(r) + "\n" for _, r in rows).encode("utf-8"):
+        out.append(f"{method}/steps.jsonl differs from the database")
+    n_test = sum(1 for line in (d / "test.jsonl").read_text(encoding="utf-8").splitlines() if line.strip())
+    if n_test != int(result.get("test_tasks") or 0):
+        out.append(f"{method}/test.jsonl has {n_test} lines, the result says {result.get('test_tasks')}")
+    if _sha((d / "final_memory.txt").read_text(encoding="utf-8")) != result.get("final_memory_sha256"):
+        out.append(f"{method}/final_memory.txt does not match the result's sha256")
+    for v in reader._query("SELECT step, sha256 FROM memories WHERE method=?", (method,)):
+        f = d / "memories" / f"{int(v[0]):05d}_{v[1][:12]}.txt"
+        if not f.is_file() or _sha(f.read_text(encoding="utf-8")) != v[1]:
+            out.append(f"{method}/memories/{f.name} is missing or altered")
+            break
+    return out
+
+
+def check_complete(root: str | Path) -> None:
+    """RunFolderError naming the first problem when a folder marked COMPLETE is not (used by `janus report`)."""
+    reader = RunReader(root)
+    if not (reader.finished and reader.has_db):
+        return
+    found = problems(root)
+    if found:
+        hint = "" if any("start a new run" in p for p in found) else f"; rebuild it with `janus run --resume {root}`"
+        raise RunFolderError(f"{root} is marked complete but is not: {found[0]}"
+                             f"{f' (+{len(found) - 1} more)' if len(found) > 1 else ''}{hint}")
