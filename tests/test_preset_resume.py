@@ -39,6 +39,7 @@ def test_pre_preset_stored_config_resumes_to_the_golden_bytes(tmp_path, monkeypa
     db.execute("UPDATE meta SET value=? WHERE key='config'", (json.dumps(cfg, sort_keys=True),))
     db.commit()
     db.close()
+    (out / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True))  # an old folder: both say the same
     assert main(["run", "--resume", str(out), "--quiet"]) == 0
     got = cases.outputs(out)
     want_dir = cases.HERE / name

@@ -78,9 +78,9 @@ def test_bad_data_file_is_one_line_and_leaves_no_run(tmp_path, capsys, text, exp
 
 @pytest.mark.parametrize("yaml_text,extra,expect", [
     (b"updater: \"\xff\xfe\"\n", [], "is not UTF-8 text"),
-    (b"updater_config:\n  exec_timeout_s: many\n", [], "updater_config.exec_timeout_s must be float"),
-    (b"updater_config:\n  execute_code: 1\n", [], "updater_config.execute_code must be bool"),
-    (b"updater_config:\n  no_such_key: 1\n", [], "unknown config key 'no_such_key'"),
+    (b"updater_config:\n  exec_timeout_s: many\n", [], "invalid value for 'updater_config.exec_timeout_s': expected float, got 'many'"),
+    (b"updater_config:\n  execute_code: 1\n", [], "invalid value for 'updater_config.execute_code': expected bool, got 1"),
+    (b"updater_config:\n  no_such_key: 1\n", [], "unknown config key 'updater_config.no_such_key' for updater dc_rs"),
     (b"seed: 0\n", ["--temperature", "5"], "temperature must be in \\[0, 2\\], got 5.0"),
 ])
 def test_bad_settings_are_one_line_and_leave_no_resumable_folder(tmp_path, capsys, yaml_text, extra, expect):
@@ -128,7 +128,7 @@ def test_stored_config_from_a_newer_version(tmp_path, capsys, ref):
     cfg = json.loads(sqlite3.connect(bad / "run.sqlite").execute("SELECT value FROM meta WHERE key='config'").fetchone()[0])
     _edit_db(bad, ("UPDATE meta SET value=? WHERE key='config'", (json.dumps({**cfg, "future_knob": 1}),)))
     line = _one_error(capsys, main(["run", "--resume", str(bad)]))
-    assert "unknown setting 'future_knob'" in line and "janus-memory 0.1.0" in line
+    assert "unknown config key 'future_knob'" in line and "janus-memory 0.1.0" in line
 
 
 def test_garbage_checkpoint(tmp_path, capsys, ref):
