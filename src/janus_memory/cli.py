@@ -94,6 +94,7 @@ def _progress_subscriber(prog):
 def _run(cfg, args, console, t0: float | None = None) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from .runner import injection
     from .runner.experiment import run_experiment, validate_names
     from .runner.summary_table import print_summary
 
@@ -102,11 +103,14 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
     _print_preset(cfg, console)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=args.quiet, transient=False) as prog:
-        summary = run_experiment(cfg, log=_plain(console), on_event=_progress_subscriber(prog), overwrite=args.overwrite,
-                                 resume=bool(getattr(args, "resume", None)))
+        bar, injected = _progress_subscriber(prog), injection.console_subscriber(_plain(console))
+        summary = run_experiment(cfg, log=_plain(console), on_event=lambda ev: (bar(ev), injected(ev)),
+                                 overwrite=args.overwrite, resume=bool(getattr(args, "resume", None)))
     print_summary(summary, console)
     console.print(f"run folder: {summary['run_dir']}")
     console.print(f"wall time: {time.time() - t0:.1f} s")
+    for line in injection.next_steps(summary):  # runs with --inject: where to look next
+        _plain(console)(line)
     return 0
 
 

@@ -11,6 +11,7 @@ CLI_TO_CFG = (
     "dataset", "stream_size", "test_size", "updater", "controller", "data_dir", "seed", "backend", "base_url", "model",
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
     "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful",
+    "inject",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger")
 
@@ -83,6 +84,11 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     j.add_argument("--tau", type=float, help="MMT threshold (paper: 0.0)")
     j.add_argument("--beta", type=float, help="momentum coefficient (paper: 0.9)")
     j.add_argument("--trigger", help="trigger policy: mmt (default), never, always, random, periodic")
+    x = p.add_argument_group("injected harmful candidates")
+    x.add_argument("--inject", metavar="KIND@STEP[,...]",
+                   help="replace the updater's candidate at these stream steps with a harmful one (kinds: wipe, dump, "
+                        "overfit, poison, truncate), e.g. poison@5,wipe@12; every method of the run gets the same"
+                        + ("; the demo injects poison two steps after the warm-up, '' for none" if demo else ""))
 
 
 def add_executor_options(p: argparse.ArgumentParser) -> None:
