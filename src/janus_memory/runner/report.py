@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import RunFolderError
+from . import inject_report
 from .runs import MethodRun, evaluated_tasks, find_run_dirs, load_method_runs, parse_suffix, resolved_janus  # noqa: F401
 from .tables import (  # noqa: F401  (re-exported)
     accuracy_table,
@@ -50,7 +51,9 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     tables = {"accuracy": accuracy_table(main_rows), "trigger": trigger_table(main_rows),
               "janus_cost": janus_cost_table(main_rows), "evalset": evalset_table(main_rows),
               "stream_order": stream_order_table(order_rows or main_rows)}
+    tables["injections"] = inject_report.injection_table(rows)  # runs with --inject (issue 15)
     plot_paths = _draw_plots(rows, tables, out, max_timelines)
+    plot_paths.update(inject_report.plot_trajectories(rows, out))
     md = _markdown(rows, tables, plot_paths)
     report = out / "report.md"
     report.write_text("\n".join(md), encoding="utf-8")
@@ -96,6 +99,7 @@ def _markdown(rows: list[MethodRun], tables: dict, plot_paths: dict[str, str]) -
                "![evaluation-set ablation](evalset_ablation.png)", ""]
     if tables["stream_order"]["markdown"]:
         md += ["## Stream order (Fig. 5)", "", tables["stream_order"]["markdown"], "", "![stream order](stream_order.png)", ""]
+    md += inject_report.markdown_section(tables["injections"])
     md += ["## Plots", ""]
     for name, path in plot_paths.items():
         if name not in ("evalset", "stream_order"):
