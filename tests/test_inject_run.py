@@ -88,8 +88,8 @@ def test_trigger_always_blocks_every_poison_and_both_methods_see_the_same_candid
     assert (b8["deployed"], j8["deployed"]) == ("candidate", "previous")
 
 
-# poisons are blocked (the scripted model follows the planted instruction: E score 0); the other kinds are blocked or
-# deployed by the hash-noise of the scripted answers (wipe@12 blocked, truncate, dump, overfit deployed)
+# both poisons blocked (the scripted model follows the planted instruction: E 1.00 vs 0.00); wipe@12 and truncate@20
+# blocked by the hash noise of the scripted answers (1.00 vs 0.67); dump@24 and overfit@28 deployed
 EXPECTED_ALWAYS = (6, 2, 4, 4)
 
 
@@ -187,10 +187,11 @@ def test_plan_past_the_loaded_stream_is_refused_before_the_backend(tmp_path, mon
         run_experiment(cfg, log=lambda m: None)
 
 
-def test_demo_preset_injects_a_poison_two_steps_after_the_warm_up():
+def test_demo_preset_injects_a_poison_at_the_last_stream_step_after_the_trigger_is_armed():
     cfg = demo_config()
-    assert cfg.inject == f"poison@{cfg.janus['warmup'] + 2}" == "poison@5"
-    assert demo_config(janus={"warmup": 4}).inject == "poison@6"
+    assert cfg.inject == f"poison@{cfg.stream_size}" == "poison@6"
+    assert cfg.stream_size >= cfg.janus["warmup"] + 2  # MMT can fire from warm-up + 2 on
+    assert demo_config(stream_size=9).inject == "poison@9"
     assert demo_config(inject="").inject is None and demo_config(inject="wipe@2").inject == "wipe@2"
 
 

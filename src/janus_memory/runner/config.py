@@ -124,9 +124,11 @@ def demo_config(**overrides) -> RunConfig:
     Scaled-down Janus sizes (paper: warm-up 20, coverage 12, boundary 8, fresh 5): warm-up 3, coverage 2, boundary 1, fresh 1.
     Greedy decoding (temperature 0) and short outputs keep the small model fast and the demo reproducible.
 
-    One injected harmful candidate (issue 15): ``poison`` (a planted instruction that makes answers wrong) at step
-    warm-up + 2, the first step at which the MMT trigger can fire (the momentum starts at the first post-warm-up step).
-    Both methods receive it; the printed table shows whether blind deployment kept it and whether Janus blocked it.
+    One injected harmful candidate (issue 15): ``poison`` (a planted instruction that makes answers wrong) at the last
+    stream step. Chosen on principle: the MMT trigger is armed there (its momentum starts at the first post-warm-up
+    step, so it can fire from warm-up + 2 on), and the injected candidate is what each method takes to the held-out
+    test, so blind deployment's test accuracy shows the poison's effect without a later rewrite diluting it. Both
+    methods receive it; the printed table shows what blind deployment deployed and what Janus blocked.
     """
     base = dict(
         dataset="gsm8k",
@@ -142,7 +144,6 @@ def demo_config(**overrides) -> RunConfig:
         curator_max_tokens=320,
         out=time.strftime("runs/demo-%Y%m%d-%H%M%S"),  # a new folder per demo run
     )
-    warmup = int({**base["janus"], **overrides.get("janus", {})}["warmup"])
-    base["inject"] = f"poison@{warmup + 2}"
+    base["inject"] = f"poison@{overrides.get('stream_size') or base['stream_size']}"
     base.update(overrides)
     return RunConfig(**base)

@@ -128,6 +128,10 @@ def next_steps(summary_: dict) -> list[str]:
         for b in s["blocked_steps"][:1]:
             out.append(f"  the rollback of step {b['step']} ({b['kind']}): line {b['step']} of "
                        f"{run}/{method}/decisions.jsonl")
+        if methods[method].get("janus") and not s["blocked_steps"] and s["deployed_steps"]:
+            step = s["deployed_steps"][0]
+            out.append(f"  why {method} deployed the injected candidate of step {step}: line {step} of "
+                       f"{run}/{method}/decisions.jsonl (its decision: triggered, cosine, scores)")
     first = parse_inject(next(iter(inj.values()))["plan"])[0].step  # sorted by step; the same plan for every method
     out.append(f"  janus report {run}")
     for method in inj:
