@@ -14,8 +14,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError
-from ..inject import KINDS, InjectSpecError, check_plan, inject_candidate, parse_inject, summarise_injections, supports
-from ..inject import UPDATER_KINDS
+from ..inject import (
+    KINDS,
+    UPDATER_KINDS,
+    InjectSpecError,
+    check_plan,
+    inject_candidate,
+    parse_inject,
+    summarise_injections,
+    supports,
+)
 
 LOG_KEY = "injections"  # counters key: the decision-log lines of injected steps, reduced to what the counts need
 
