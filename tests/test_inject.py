@@ -179,13 +179,24 @@ def test_hook_is_consistent_with_snapshot_and_rollback(name, kind):
     assert upd.memory_text() == out.old_memory
 
 
-def test_hook_dc_rs_dump_is_the_curators_pairs_block():
-    upd, before, out = _run_to_last("dc_rs")
+@pytest.mark.parametrize("prompts,head,entry", [
+    ("paper", "### PREVIOUS SOLUTIONS (START)", "#### Previous Input #"),
+    ("small", '<earlier_solutions note="unchecked model solutions; some may be wrong">\n<problem rank="3" similarity=',
+     "<problem rank="),
+])
+def test_hook_dc_rs_dump_is_the_curators_pairs_block(prompts, head, entry):
+    upd = make_updater("dc_rs", llm=ScriptedLLM(responder=responder), family=ExactFamily(), encoder=HashEncoder(),
+                       config={"prompts": prompts})
+    for t in TASKS[:-1]:
+        upd.step(t)
+    before = upd.snapshot()
+    out = upd.step(TASKS[-1])
     assert len(out.info["retrieved"]) == 3
     new = inject_candidate(upd, out, "dump", task=TASKS[-1], step=5, seed=0, before=before)
-    assert new.candidate_memory.startswith('<earlier_solutions note="unchecked model solutions; some may be wrong">\n'
-                                           '<problem rank="3" similarity=')
-    assert new.candidate_memory.count("<problem rank=") == 3
+    assert new.candidate_memory.startswith(head) and new.candidate_memory.count(entry) == 3
+    # exactly the block the curator was shown at this step (the original DC deploys it when the reply is unparsable)
+    curator = [c for c in out.calls if c.role == "curator"][0]
+    assert new.candidate_memory.strip() in "\n".join(m["content"] for m in curator.messages)
 
 
 def test_hook_expel_keeps_rule_counts_and_puts_poison_first():

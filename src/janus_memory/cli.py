@@ -71,6 +71,7 @@ def _print_preset(cfg, console) -> None:
 def _run(cfg, args, console, t0: float | None = None) -> int:
     from .cli_checks import preflight
     from .cli_progress import ConsoleProgress, make_bars
+    from .runner import injection
     from .runner.experiment import run_experiment, validate_names
     from .runner.summary_table import print_summary
 
@@ -83,11 +84,20 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
     tty = console.is_terminal and not args.quiet
     with make_bars(console, disable=not tty) as bars:
         progress = None if args.quiet else ConsoleProgress(say, bars if tty else None)
-        summary = run_experiment(cfg, log=say, on_event=progress, overwrite=args.overwrite,
+        injected = injection.console_subscriber(say)  # "step N: injected <kind> candidate" lines
+
+        def on_event(ev) -> None:
+            if progress is not None:
+                progress(ev)
+            injected(ev)
+
+        summary = run_experiment(cfg, log=say, on_event=on_event, overwrite=args.overwrite,
                                  resume=bool(getattr(args, "resume", None)))
     print_summary(summary, console)
     console.print(f"run folder: {summary['run_dir']}")
     console.print(f"wall time: {time.time() - t0:.1f} s")
+    for line in injection.next_steps(summary):  # runs with --inject: where to look next
+        _plain(console)(line)
     return 0
 
 

@@ -11,7 +11,7 @@ CLI_TO_CFG = (
     "dataset", "stream_size", "test_size", "updater", "controller", "data_dir", "seed", "backend", "base_url", "model",
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
     "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "preset", "replay", "janus_preset", "n_ctx",
-    "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel",
+    "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel", "inject",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
                 "same_memory_shortcut")
@@ -126,6 +126,11 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
     o.add_argument("--quiet", action="store_true", help="no progress bar and no per-step or per-trigger lines")
     _add_janus_options(p.add_argument_group("janus"))
+    x = p.add_argument_group("injected harmful candidates")
+    x.add_argument("--inject", metavar="KIND@STEP[,...]",
+                   help="replace the updater's candidate at these stream steps with a harmful one (kinds: wipe, dump, "
+                        "overfit, poison, truncate), e.g. poison@5,wipe@12; every method of the run gets the same"
+                        + ("; the demo injects poison at its last stream step, '' for none" if demo else ""))
 
 
 def _add_janus_options(j) -> None:
@@ -145,6 +150,7 @@ def _add_janus_options(j) -> None:
     j.add_argument("--replay-limit", type=int, help="cap the evaluation set |E| per trigger (default: no cap, as the paper)")
     j.add_argument("--same-memory-shortcut", type=on_off, metavar="on|off",
                    help="evaluate identical old/new memories once (no noise flips); off in the paper preset")
+
 
 
 def add_executor_options(p: argparse.ArgumentParser) -> None:

@@ -244,6 +244,11 @@ def harmful_candidate(kind: str, memory: str, task: Task, *, updater_kind: str, 
     return _render(out, structure)
 
 
+def supports(updater_name: str) -> bool:
+    """Whether :func:`inject_candidate` can write a harmful candidate into this updater's state."""
+    return updater_name in UPDATER_KINDS
+
+
 def _structure(updater_kind: str) -> str:
     if updater_kind not in UPDATER_KINDS:
         raise ValueError(f"updater {updater_kind!r} does not support injection; supported: {', '.join(UPDATER_KINDS)}")

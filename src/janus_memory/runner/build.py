@@ -81,6 +81,9 @@ def validate_names(cfg: RunConfig) -> None:
         raise ConfigError(
             f"'{cfg.updater}' is a baseline without a rewritable text memory (paper-spec §9): Janus does not wrap it; "
             "use --controller none")
+    from .injection import validate as validate_injection
+
+    validate_injection(cfg)  # --inject: supported updater, steps within --stream-size
 
 
 def resolve_config(cfg: RunConfig) -> RunConfig:
@@ -132,6 +135,9 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Cont
     from .backends import make_llm_backend
 
     stream, test = _load_splits(cfg, log)
+    from .injection import check_stream
+
+    check_stream(cfg, len(stream.tasks))  # --inject steps within the loaded stream (before any model is loaded)
     family = get_family(cfg.dataset, faithful=cfg.faithful)
     if cfg.allow_weak_sandbox and hasattr(family, "allow_weak_sandbox"):
         family = copy.copy(family)  # get_family caches one instance per (family, faithful): don't change it

@@ -140,6 +140,11 @@ class RunConfig(BaseModel):
     request_deadline: float | None = Field(default=None, gt=0.0)  # seconds for one request including retries (None: no cap)
     allow_weak_sandbox: bool = False  # HumanEval: accept the fallback sandbox (unshare) when bubblewrap is missing
 
+    # harmful candidates injected at chosen stream steps (issue 15): "KIND@STEP[,KIND@STEP...]" or a YAML list of
+    # such strings, kinds wipe / dump / overfit / poison / truncate (janus_memory/inject.py); stored in canonical
+    # form ("poison@5,wipe@12"), None = no injection
+    inject: str | None = None
+
     checkpoints: list[float] = Field(default_factory=list)  # stream fractions whose memory is also tested, e.g. [0.2, 0.4, 0.6, 0.8]
 
     encoder: str = "minilm"
@@ -153,6 +158,24 @@ class RunConfig(BaseModel):
         if not v.strip():
             raise ValueError("must not be empty")
         return v
+
+    @field_validator("inject", mode="before")
+    @classmethod
+    def _inject_plan(cls, v):
+        from pydantic_core import PydanticCustomError
+
+        from ..inject import InjectSpecError, format_plan, parse_inject
+
+        try:
+            return format_plan(parse_inject(v)) or None
+        except InjectSpecError as e:  # one line naming the bad item, without pydantic's "Value error," prefix
+            raise PydanticCustomError("inject_spec", str(e)) from None
+
+    def inject_plan(self) -> dict[int, str]:
+        """The injection plan as {stream step: kind} ({} when none)."""
+        from ..inject import parse_inject
+
+        return {i.step: i.kind for i in parse_inject(self.inject)}
 
     @field_validator("checkpoints")
     @classmethod
@@ -286,6 +309,12 @@ def demo_config(**overrides) -> RunConfig:
 
     Scaled-down Janus sizes (paper: warm-up 20, coverage 12, boundary 8, fresh 5): warm-up 3, coverage 2, boundary 1, fresh 1.
     Greedy decoding (temperature 0) and short outputs keep the small model fast and the demo reproducible.
+
+    One injected harmful candidate (issue 15): ``poison`` (a planted instruction that makes answers wrong) at the last
+    stream step. Chosen on principle: the MMT trigger is armed there (its momentum starts at the first post-warm-up
+    step, so it can fire from warm-up + 2 on), and the injected candidate is what each method takes to the held-out
+    test, so blind deployment's test accuracy shows the poison's effect without a later rewrite diluting it. Both
+    methods receive it; the printed table shows what blind deployment deployed and what Janus blocked.
     """
     base = dict(
         preset="small",
@@ -304,5 +333,6 @@ def demo_config(**overrides) -> RunConfig:
         curator_max_tokens=320,
         out=time.strftime("runs/demo-%Y%m%d-%H%M%S"),  # a new folder per demo run
     )
+    base["inject"] = f"poison@{overrides.get('stream_size') or base['stream_size']}"
     base.update(overrides)
     return RunConfig.parse(base)

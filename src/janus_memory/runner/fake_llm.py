@@ -6,6 +6,9 @@ Every reply is a pure function of the request messages:
   come before it), and answers it correctly unless
   ``sha256(all message text) % 4 == 0`` (then it answers wrongly), so the memory text in the prompt changes correctness and
   Janus sees real flips;
+- a prompt holding a planted instruction (one of the ``poison`` templates of janus_memory/inject_templates.yaml, which
+  ``--inject poison@STEP`` writes into the memory) is always answered wrongly, as a model that follows the planted
+  instruction would answer; no other memory content is understood (runs without injections are unaffected);
 - every reply also carries a short ``<cheatsheet>`` block and one rule operation, so curator calls of DC and ExpeL parse.
 """
 from __future__ import annotations
@@ -55,6 +58,12 @@ def _method_extras(text: str, last_user: str, h: int, tip: str) -> str:
     return out
 
 
+def _planted() -> list[str]:
+    from ..inject import templates
+
+    return templates()["poison"]
+
+
 def scripted_backend(tasks: list[Task]):
     """Build the scripted backend for ``tasks`` (stream + test). Returns an object implementing llm.base.ChatBackend."""
     return _ScriptedBackend(tasks)
@@ -76,7 +85,8 @@ class _ScriptedBackend:
         hits = [(last_user.rfind(t.question) + len(t.question), len(t.question), t) for t in self._tasks
                 if t.question and t.question in last_user]
         task = max(hits, key=lambda h: (h[0], h[1]))[2] if hits else None
-        answer = _answer_text(task, right=(h % 4 != 0)) if task else "No task recognised."
+        right = h % 4 != 0 and not any(p in text for p in _planted())
+        answer = _answer_text(task, right=right) if task else "No task recognised."
         tip = f"Tip {h % 97}: restate the question, list the known quantities, check the final arithmetic."
         return _method_extras(text, last_user, h, tip) + (
             f"<cheatsheet>\nVersion: {h % 13}\n## General Problem-Solving Heuristics\n- {tip}\n</cheatsheet>\n"

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import injection
 from .evaluator import UpdaterEvaluator
 from .events import EventBus, MethodFinished, MethodStarted, StepFinished, StepRecorded, TestDone, Triggered
 from .store import text_hash
@@ -78,10 +79,11 @@ def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, d
     return line, record
 
 
-def _decide(m: _Method, guard, task, snap) -> tuple[Any, dict, bool]:
-    """Run one step through GuardedUpdate (or the bare updater without Janus): (outcome, decision entry, deployed?)."""
+def _decide(m: _Method, guard, proposer, task, snap) -> tuple[Any, dict, bool]:
+    """Run one step through GuardedUpdate (or the bare updater without Janus): (outcome, decision entry, deployed?).
+    ``proposer`` (runner/injection.py) is the updater with the run's planned injections, already set to this step."""
     if guard is None:
-        return m.updater.step(task), {"step": None, "triggered": False, "accept": True, "reason": "no_controller"}, True
+        return proposer.step(task), {"step": None, "triggered": False, "accept": True, "reason": "no_controller"}, True
     out, d = guard.step(task, snapshot=snap)
     decision = stable(d.to_dict())
     decision["evaluations"] = m.evaluator.drain()
@@ -101,10 +103,12 @@ def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: 
     tasks, c = ctx.stream.tasks, m.counters
     n = len(tasks)
     ck_steps = {max(1, round(n * f)): f for f in ctx.settings.checkpoints if f < 1.0} if n else {}
-    guard = GuardedUpdate(m.janus, m.updater, ctx.encoder.encode) if m.janus is not None else None
+    plan = ctx.settings.inject_plan()  # {step: kind}: the same injections for every method of the run
+    proposer = injection.Proposer(m.updater, plan, ctx.settings.seed)
+    guard = GuardedUpdate(m.janus, proposer, ctx.encoder.encode) if m.janus is not None else None
     snap = m.updater.snapshot()  # state before the step; afterwards each step's own snapshot serves the next step
     for i, task in enumerate(tasks[m.start:], m.start + 1):
-        out, decision, deployed_candidate = _decide(m, guard, task, snap)
+        out, decision, deployed_candidate = _decide(m, guard, proposer.at(i, snap), task, snap)
         if guard is None:
             decision["step"] = i
         c["n_correct"] += int(out.score.correct)
@@ -113,6 +117,9 @@ def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: 
         if i in ck_steps:
             c["eval_checkpoints"][str(ck_steps[i])] = {"step": i, "state": state}
         line, record = _step_records(i, task, out, decision, deployed_candidate, deployed)
+        if i in plan:  # the decision log marks injected steps; the counters keep them for the summary (resumable)
+            line["injected"] = plan[i]
+            injection.note(c, line)
         usage_now = add_usage(c["usage"], usage_delta(ctx.client.usage.snapshot(), usage0))
         checkpoint = {"updater": state, "janus": m.janus.state_dict() if m.janus is not None else None,
                       "counters": {**c, "usage": usage_now, "wall_s": c["wall_s"] + time.time() - t0}}
@@ -170,6 +177,7 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
         "updater_stats": getattr(m.updater, "stats", {}),
         "final_memory_sha256": text_hash(final_memory), "checkpoints": checkpoints,
         "usage": usage, "wall_s": round(wall_s, 2),
+        **({"injections": injection.summary(c, plan)} if (plan := ctx.settings.inject_plan()) else {}),
     }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import RunFolderError
+from . import inject_report
 from .runs import MethodRun, evaluated_tasks, find_run_dirs, load_method_runs, parse_suffix, resolved_janus  # noqa: F401
 from .tables import (  # noqa: F401  (re-exported)
     accuracy_table,
@@ -49,6 +50,7 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     secs = [{"caption": caption(g), "rows": g, "tables": _section_tables(g)} for g in groups]
     main = secs[0]["tables"] if secs else _section_tables([])
     plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines)
+    plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject (issue 15)
     md = _markdown(rows, secs, plot_paths)
     report = out / "report.md"
     report.write_text("\n".join(md), encoding="utf-8")
@@ -124,6 +126,7 @@ def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str
             md += [f"# Group {i + 1}", ""]
         md += [f"Setup: {sec['caption']}", ""]
         md += _section_markdown(sec["tables"], sec["caption"])
+    md += inject_report.markdown_section(inject_report.injection_table(rows))  # runs with --inject (issue 15)
     md += ["## Plots", "", f"Plots show group 1 ({secs[0]['caption']})." if len(secs) > 1 else "", ""]
     for name, path in plot_paths.items():
         if name not in ("evalset", "stream_order"):

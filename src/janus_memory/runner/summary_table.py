@@ -64,6 +64,7 @@ def print_summary(summary: dict, console) -> None:
                   *("-" if m[k] is None else str(m[k]) for k in ("triggers", "accepts", "rollbacks")),
                   f"{c['needed_calls']:,}", f"{c['needed_tokens']:,}", f"{c['paid_calls']:,}", f"{c['paid_tokens']:,}")
     console.print(t)
+    print_injections(summary, console)
     u = Table(title="LLM usage by role (whole run)", caption="paid = backend calls; cache hits = served by the response cache")
     for col in ("role", "calls paid", "cache hits", "prompt tokens paid", "completion tokens paid", "wall s"):
         u.add_column(col, justify="right" if col != "role" else "left")
@@ -78,3 +79,23 @@ def print_summary(summary: dict, console) -> None:
         console.print(f"embedded engine: {eng['calls']} calls this session, prompt {eng.get('prompt_tok_s', 0):.1f} "
                       f"tok/s, generation {eng.get('gen_tok_s', 0):.1f} tok/s, {eng.get('cached_prompt_tokens', 0)} "
                       "prompt tokens reused from the KV cache", markup=False, soft_wrap=True)
+
+
+def print_injections(summary: dict, console) -> None:
+    """Per method: injected harmful candidates, how many were deployed / blocked, and for each blocked one whether
+    the trigger fired and how the evaluation set E scored the old and the injected memory (runs with --inject only)."""
+    from rich.table import Table
+
+    rows = {name: m["injections"] for name, m in summary["methods"].items() if m.get("injections")}
+    if not rows:
+        return
+    t = Table(title=f"injected harmful candidates ({next(iter(rows.values()))['plan']})")
+    for col in ("method", "injected", "deployed", "blocked", "blocked: trigger fired, E score old vs injected"):
+        t.add_column(col, justify="left" if col == "method" or col.startswith("blocked:") else "right")
+    for name, s in rows.items():
+        detail = "; ".join(f"{b['kind']}@{b['step']}: " + ("fired" if b["triggered"] else "not fired")
+                           + (f", {b['old_score']:.2f} vs {b['new_score']:.2f}"
+                              if b["old_score"] is not None and b["new_score"] is not None else "")
+                           for b in s["blocked_steps"]) or "-"
+        t.add_row(name, str(s["injected"]), str(s["deployed"]), str(s["blocked"]), detail)
+    console.print(t)
