@@ -157,9 +157,9 @@ GGUF = os.environ.get("JANUS_TEST_GGUF")
 @pytest.mark.model
 @pytest.mark.skipif(not GGUF or not Path(GGUF).is_file(), reason="JANUS_TEST_GGUF not set / missing")
 def test_real_engine_two_slots_answer_a_mixed_batch():
-    from janus_memory.llm import make_backend
+    from janus_memory.llm import LocalBackend
 
-    b = make_backend(f"local:{GGUF}", n_ctx=1024, n_threads=2, n_parallel=2)
+    b = LocalBackend(GGUF, n_ctx=1024, n_threads=2, n_parallel=2)
     client = LLMClient(b, concurrency=4)
     batch = [user("Memory A: add carefully.", f"What is {i} + 1?") for i in range(2)] + \
         [user("Memory B: check units.", f"What is {i} + 2?") for i in range(2)]
