@@ -13,51 +13,19 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer
 
 from ..errors import ConfigError
 from . import presets
 
 
-class JanusSettings(BaseModel):
+class _JanusSettingsBase(BaseModel):
     """Controller settings (the fields of controller.JanusConfig, typed; ranges and names are checked by JanusConfig
     itself, one source of truth). Only the keys that were set count: they override the preset's JanusConfig
-    (``presets.janus_config``). Serialised as the set keys only."""
+    (``presets.janus_config``). Serialised as the set keys only. The fields are generated from JanusConfig's own
+    dataclass fields (names, types, defaults) below, so the two cannot drift apart."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-
-    warmup: int = 20
-    coverage_size: int = 12
-    boundary_size: int = 8
-    fresh_size: int = 5
-    beta: float = 0.9
-    tau: float = 0.0
-    seed: int = 0
-    trigger: str = "mmt"
-    trigger_rate: float = 0.3
-    trigger_period: int = 3
-    use_coverage: bool = True
-    use_boundary: bool = True
-    use_fresh: bool = True
-    early_stop: bool = False
-    early_stop_round: int = 5
-    dedup: bool = False
-    clustering: str = "full"
-    pool_size: int = 32
-    decision_rule: str = "paper"
-    min_margin: int = 0
-    alpha: float = 0.05
-    same_memory_shortcut: bool = False
-    replay_limit: int | None = None
-    retention_min: float = 0.25        # selective trigger options (trigger == "selective")
-    shrink_max: float = 0.5
-    magnitude_ratio: float = 1.5
-    magnitude_window: int = 10
-    tau_quantile: float = 0.0
-    tau_window: int = 20
-    arm_warmup: bool = True
-    use_mmt: bool = True
-    skip_trivially_equal: bool = False
 
     @model_serializer(mode="wrap")
     def _set_keys_only(self, handler):
@@ -98,6 +66,20 @@ class JanusSettings(BaseModel):
         return NotImplemented
 
     __hash__ = None  # mutable-looking mapping
+
+
+def _janus_settings_model() -> type[BaseModel]:
+    import dataclasses
+    import typing
+
+    from ..controller.janus import JanusConfig
+
+    hints = typing.get_type_hints(JanusConfig)
+    fields = {f.name: (hints[f.name], f.default) for f in dataclasses.fields(JanusConfig)}
+    return create_model("JanusSettings", __base__=_JanusSettingsBase, __module__=__name__, **fields)
+
+
+JanusSettings = _janus_settings_model()
 
 
 class RunConfig(BaseModel):
