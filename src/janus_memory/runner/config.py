@@ -292,11 +292,15 @@ def demo_config(**overrides) -> RunConfig:
     Scaled-down Janus sizes (paper: warm-up 20, coverage 12, boundary 8, fresh 5): warm-up 3, coverage 2, boundary 1, fresh 1.
     Greedy decoding (temperature 0) and short outputs keep the small model fast and the demo reproducible.
 
-    One injected harmful candidate (issue 15): ``poison`` (a planted instruction that makes answers wrong) at the last
-    stream step. Chosen on principle: the MMT trigger is armed there (its momentum starts at the first post-warm-up
-    step, so it can fire from warm-up + 2 on), and the injected candidate is what each method takes to the held-out
-    test, so blind deployment's test accuracy shows the poison's effect without a later rewrite diluting it. Both
-    methods receive it; the printed table shows what blind deployment deployed and what Janus blocked.
+    One injected harmful candidate (issue 15): ``dump`` (the retrieved-examples block deployed in place of the
+    cheatsheet, which is what the original DC-RS deploys when its curator reply cannot be parsed: the most frequent
+    destructive update in the recorded GPT-4o trajectories, ../shared/data/dc-trajectories) at the last stream step.
+    Chosen on principle: it is the harmful update real DC runs produce; the MMT trigger is armed there (its momentum
+    starts at the first post-warm-up step, so it can fire from warm-up + 2 on), and the injected candidate is what
+    each method takes to the held-out test. (``poison`` was the first choice; on the real model its candidate only adds
+    a line, so its embedding moves along the momentum and MMT did not fire: cos +0.083. That is a property of a
+    direction trigger, reported in docs/experiments.md, not something the demo should hide.) Both methods receive
+    it; the printed table shows what blind deployment deployed and what Janus blocked.
     """
     base = dict(
         preset="small",
@@ -315,6 +319,6 @@ def demo_config(**overrides) -> RunConfig:
         curator_max_tokens=320,
         out=time.strftime("runs/demo-%Y%m%d-%H%M%S"),  # a new folder per demo run
     )
-    base["inject"] = f"poison@{overrides.get('stream_size') or base['stream_size']}"
+    base["inject"] = f"dump@{overrides.get('stream_size') or base['stream_size']}"
     base.update(overrides)
     return RunConfig.parse(base)
