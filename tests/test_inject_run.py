@@ -94,14 +94,15 @@ EXPECTED_ALWAYS = (6, 2, 4, 4)
 
 
 # ------------------------------------------------------------------------------------------------ updaters
-@pytest.mark.parametrize("updater", ["dc_cu", "expel"])
-def test_every_kind_on_dc_cu_and_expel(tmp_path, updater):
+@pytest.mark.parametrize("updater", ["dc_cu", "expel", "ace", "reasoning_bank"])
+def test_every_kind_on_dc_cu_expel_ace_and_reasoning_bank(tmp_path, updater):
     out = tmp_path / updater
     plan = "wipe@8,dump@11,overfit@14,poison@17,truncate@20"
     s = run_experiment(_cfg(out, updater=updater, stream_size=22, inject=plan), log=lambda m: None)
     blind, guarded = s["methods"][updater]["injections"], s["methods"][f"{updater}+janus"]["injections"]
     assert _counts(blind) == (5, 5, 0, 0)
     assert _counts(guarded) == EXPECTED_UPDATERS[updater]
+    assert [b["step"] for b in guarded["blocked_steps"]] == EXPECTED_BLOCKED[updater]
     for method in (updater, f"{updater}+janus"):
         lines = _lines(out, method)
         assert [x["step"] for x in lines if "injected" in x] == [8, 11, 14, 17, 20]
@@ -110,7 +111,10 @@ def test_every_kind_on_dc_cu_and_expel(tmp_path, updater):
     assert poisoned["deployed_memory_sha256"] == poisoned["candidate_memory_sha256"]
 
 
-EXPECTED_UPDATERS = {"dc_cu": (5, 3, 2, 2), "expel": (5, 3, 2, 2)}
+# ACE: poison@17 blocked (E 1.00 vs 0.00: every ACE prompt holds the poison bullet); ReasoningBank: truncate@20 blocked
+# (1.00 vs 0.67), its poison entry did not fire the trigger
+EXPECTED_UPDATERS = {"dc_cu": (5, 3, 2, 2), "expel": (5, 3, 2, 2), "ace": (5, 4, 1, 1), "reasoning_bank": (5, 4, 1, 1)}
+EXPECTED_BLOCKED = {"dc_cu": [11, 14], "expel": [17, 20], "ace": [17], "reasoning_bank": [20]}
 
 
 # ------------------------------------------------------------------------------------------------ resume
