@@ -34,7 +34,6 @@ import hashlib
 import random
 import re
 from importlib import resources
-from typing import Any
 
 import yaml
 
