@@ -75,7 +75,7 @@ def test_help_reads_without_the_code():
     assert demo["same_memory_shortcut"].help.endswith("(default: on)")  # small preset: JanusConfig.fast()
     assert demo["warmup"].help.endswith("(default: 3)")
     grid = {a.dest for a in subs["grid"]._actions}
-    assert not grid & {"updater", "controller", "seed", "resume", "stream_order_seed", "overwrite", "quiet"}
+    assert not grid & {"updater", "controller", "seed", "resume", "stream_order_seed", "overwrite"}
     assert {"updaters", "seeds", "out", "workers"} <= grid
     grid_out = next(a for a in subs["grid"]._actions if a.dest == "out")
     assert grid_out.help == "grid root: each cell runs in DIR/<dataset>/<cell>/seed<k> (default: runs/latest)"

@@ -179,12 +179,17 @@ def _grid(args, console) -> int:
         cells += stream_order_grid(base.dataset, base, updaters[:1])
     try:
         res = run_grid(cells=cells, executor=args.executor, workers=args.workers, address=args.address,
-                       log=_plain(console))
+                       log=_quiet(_plain(console)) if args.quiet else _plain(console))
     except (ValueError, ImportError) as e:
         raise ConfigError(str(e)) from e
     rc = _print_results(res["results"], console)
     console.print(f"grid root: {res['root']}  (janus report {res['root']})", markup=False)
     return rc
+
+
+def _quiet(say):
+    """--quiet: only warnings."""
+    return lambda m: say(m) if m.startswith("warning") else None
 
 
 def _report(args, console) -> int:

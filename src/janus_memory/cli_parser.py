@@ -79,7 +79,7 @@ def _names() -> dict[str, str]:
 
 def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, str], grid: bool = False) -> None:
     """The options of `janus run` (``demo``: the demo's subset; ``grid``: without the options a grid sets per cell
-    or does itself: updater, controller, seed, resume, stream order, overwrite, quiet)."""
+    or does itself: updater, controller, seed, resume, stream order, overwrite)."""
     from .runner.presets import SEED_HELP
 
     g = p.add_argument_group("data")
@@ -138,7 +138,8 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                    else "run folder to create")
     if not grid:
         o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
-        o.add_argument("--quiet", action="store_true", help="no progress bar and no per-step or per-trigger lines")
+    o.add_argument("--quiet", action="store_true", help="no per-run progress lines (warnings and the final list of runs "
+                   "are still printed)" if grid else "no progress bar and no per-step or per-trigger lines")
     _add_janus_options(p.add_argument_group("janus"))
     x = p.add_argument_group("injected harmful candidates")
     x.add_argument("--inject", metavar="KIND@STEP[,...]",
