@@ -51,6 +51,7 @@ def _stop_pool(pool) -> None:
     """After Ctrl-C in the parent: cancel what has not started, interrupt the workers, wait for them (a second
     Ctrl-C, or a worker still alive after _STOP_WAIT_S, kills them)."""
     procs = [p for p in list((getattr(pool, "_processes", None) or {}).values()) if p.is_alive()]
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets it; joined below
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         try:
@@ -66,8 +67,11 @@ def _stop_pool(pool) -> None:
         if p.is_alive():
             p.kill()
             p.join(5)
-    try:  # the pool's manager thread ends now that its workers have left; joining it lets the queues clean up (a
-        pool.shutdown(wait=True)  # process leaving with that thread alive is cut short and leaks their semaphores)
+    # the pool's manager thread ends now that its workers have left; joined, so the CLI does not see a lingering
+    # thread and exit at once (os._exit), which would skip the queues' cleanup and leak their semaphores
+    try:
+        if manager is not None:
+            manager.join(_STOP_WAIT_S)
     except KeyboardInterrupt:
         pass
 
