@@ -106,6 +106,15 @@ class Updater(ABC):
     def set_state(self, state: dict) -> None:
         """Exact inverse of ``get_state``."""
 
+    # ---- registry fact: LLM calls per stream step (the run's time estimate, runner/estimate.py) -------------
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float | None] | None:
+        """(fewest, most) LLM calls one stream step makes, averaged over steps, with ``config`` (the updater's
+        settings with every default filled in); ``most`` is None when the method has no fixed bound. None (this
+        default): the updater does not declare it and the run prints no estimate. Janus replays and the held-out
+        test are counted by the runner (one call per task and memory)."""
+        return None
+
     # ---- provided --------------------------------------------------------------------------------
     def snapshot(self) -> dict:
         """Full state incl. banks and stats; ``json.dumps(snapshot(), sort_keys=True)`` is deterministic."""

@@ -77,6 +77,13 @@ class ExpeL(Updater):
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("multi_field", "question")}
 
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
+        """At least the first try; at most ``max_tries`` tries, a reflection after each failed one, a pair curation
+        per failed try when a later one succeeds, and one batch curation per ``batch_update_size`` successes."""
+        tries = int(config["max_tries"])
+        return 1, tries + 2 * (tries - 1) + 1 / int(config["batch_update_size"])
+
     def __init__(self, **kw):
         super().__init__(**kw)
         for key, allowed in self._CHOICES.items():

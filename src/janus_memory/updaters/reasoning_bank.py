@@ -146,6 +146,11 @@ class ReasoningBank(Updater):
 
     DEFAULTS = {"top_k": 1, "max_items": 3, "judge": "self", "replay": "retrieve", "extraction_temperature": None}
 
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
+        """Solver, the self-judgment (judge "self"), then the extraction (skipped when the judgment is unparseable)."""
+        return (2, 3) if config["judge"] == "self" else (2, 2)
+
     def __init__(self, **kw):
         super().__init__(**kw)
         if self.config["judge"] not in ("self", "ground_truth"):
