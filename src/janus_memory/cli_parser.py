@@ -199,7 +199,8 @@ def _defaults_for(cmd: str) -> dict:
     from .runner.config import RunConfig, demo_config
 
     cfg = demo_config() if cmd == "demo" else RunConfig()
-    out = {k: getattr(cfg, k) for k in CLI_TO_CFG if hasattr(cfg, k)}
+    values = {**cfg.llm.model_dump(), **{k: getattr(cfg, k) for k in type(cfg).model_fields}}  # flags are flat
+    out = {k: values[k] for k in CLI_TO_CFG if k in values}
     jc = JanusConfig().to_dict()
     out.update({k: {**jc, **cfg.janus}.get(k) for k in CLI_TO_JANUS})
     if cmd == "demo":
