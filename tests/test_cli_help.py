@@ -59,3 +59,24 @@ def test_every_option_has_help_and_defaults_are_shown():
     assert run["warmup"].endswith("(default: 20)")
     demo = {a.dest: a.help for a in subs["demo"]._actions}
     assert "(default: 0.7)" not in demo["temperature"]  # the demo preset's own defaults
+
+
+def test_help_reads_without_the_code():
+    """What a stranger reads in `--help`: what each command does, short metavars, true defaults per command, and
+    no grid option that the grid would silently ignore."""
+    subs = build_parser()._janus_subparsers
+    for name in ("demo", "run", "grid", "sweep", "report"):
+        assert subs[name].description, f"janus {name} --help has no description"
+    run = {a.dest: a for a in subs["run"]._actions}
+    assert run["stream_size"].metavar == "N" and run["temperature"].metavar == "X" and run["out"].metavar == "DIR"
+    assert "selective" in run["trigger"].help and run["trigger"].help.endswith("(default: mmt)")
+    assert run["same_memory_shortcut"].help.endswith("(default: off)")  # paper preset
+    demo = {a.dest: a for a in subs["demo"]._actions}
+    assert demo["same_memory_shortcut"].help.endswith("(default: on)")  # small preset: JanusConfig.fast()
+    assert demo["warmup"].help.endswith("(default: 3)")
+    grid = {a.dest for a in subs["grid"]._actions}
+    assert not grid & {"updater", "controller", "seed", "resume", "stream_order_seed", "overwrite"}
+    assert {"updaters", "seeds", "out", "workers"} <= grid
+    grid_out = next(a for a in subs["grid"]._actions if a.dest == "out")
+    assert grid_out.help == "grid root: each cell runs in DIR/<dataset>/<cell>/seed<k> (default: runs/latest)"
+    assert "resumes unfinished ones" in subs["sweep"].description

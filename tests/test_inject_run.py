@@ -94,14 +94,15 @@ EXPECTED_ALWAYS = (6, 2, 4, 4)
 
 
 # ------------------------------------------------------------------------------------------------ updaters
-@pytest.mark.parametrize("updater", ["dc_cu", "expel"])
-def test_every_kind_on_dc_cu_and_expel(tmp_path, updater):
+@pytest.mark.parametrize("updater", ["dc_cu", "expel", "ace", "reasoning_bank"])
+def test_every_kind_on_dc_cu_expel_ace_and_reasoning_bank(tmp_path, updater):
     out = tmp_path / updater
     plan = "wipe@8,dump@11,overfit@14,poison@17,truncate@20"
     s = run_experiment(_cfg(out, updater=updater, stream_size=22, inject=plan), log=lambda m: None)
     blind, guarded = s["methods"][updater]["injections"], s["methods"][f"{updater}+janus"]["injections"]
     assert _counts(blind) == (5, 5, 0, 0)
     assert _counts(guarded) == EXPECTED_UPDATERS[updater]
+    assert [b["step"] for b in guarded["blocked_steps"]] == EXPECTED_BLOCKED[updater]
     for method in (updater, f"{updater}+janus"):
         lines = _lines(out, method)
         assert [x["step"] for x in lines if "injected" in x] == [8, 11, 14, 17, 20]
@@ -110,7 +111,10 @@ def test_every_kind_on_dc_cu_and_expel(tmp_path, updater):
     assert poisoned["deployed_memory_sha256"] == poisoned["candidate_memory_sha256"]
 
 
-EXPECTED_UPDATERS = {"dc_cu": (5, 3, 2, 2), "expel": (5, 3, 2, 2)}
+# ACE: poison@17 blocked (E 1.00 vs 0.00: every ACE prompt holds the poison bullet); ReasoningBank: truncate@20 blocked
+# (1.00 vs 0.67), its poison entry did not fire the trigger
+EXPECTED_UPDATERS = {"dc_cu": (5, 3, 2, 2), "expel": (5, 3, 2, 2), "ace": (5, 4, 1, 1), "reasoning_bank": (5, 4, 1, 1)}
+EXPECTED_BLOCKED = {"dc_cu": [11, 14], "expel": [17, 20], "ace": [17], "reasoning_bank": [20]}
 
 
 # ------------------------------------------------------------------------------------------------ resume
@@ -165,7 +169,8 @@ def test_python_yaml_and_cli_settings_agree(tmp_path, capsys):
     (["--inject", "poison@3,wipe@3"], "step 3 is named twice"),
     (["--inject", "poison@13"], "error: --inject poison@13: the stream has only 12 steps"),
     (["--inject", "wipe@2", "--updater", "exprag", "--controller", "none"],
-     "error: --inject: updater 'exprag' cannot take an injected candidate; supported: dc_rs, dc_cu, expel"),
+     "error: --inject: updater 'exprag' cannot take an injected candidate; "
+     "supported: dc_rs, dc_cu, expel, ace, reasoning_bank"),
 ])
 def test_bad_plans_are_one_line_errors_before_any_work(tmp_path, capsys, args, needle):
     out = tmp_path / "bad"
@@ -226,3 +231,56 @@ def test_printed_table_closing_lines_and_report(tmp_path, capsys):
     assert "poison@7: trigger fired, E 1.00 vs 0.00" in md
     traj = [p for name, p in res["plots"].items() if name.startswith("trajectory_")]
     assert len(traj) == 1 and Path(traj[0]).stat().st_size > 10_000
+
+
+# ------------------------------------------------------------------------------------------------ ACE, ReasoningBank
+# `janus run --backend fake --updater U --inject wipe@5,poison@8 --controller both`, 12 steps, MMT, hashing:256.
+# Pinned (deterministic): Janus blocks both injections into ACE's playbook (the scripted model follows the poison
+# bullet, which every ACE prompt holds); on ReasoningBank the wipe scored as well as the old bank on E and the poison
+# entry (retrieved only for its nearest tasks) moved along the momentum, so both were deployed.
+STATE_BUILT = {
+    "ace": {"janus_lines": ["blocked (trigger fired, E: old memory 0.50 vs injected 0.25)",
+                            "blocked (trigger fired, E: old memory 1.00 vs injected 0.00)"],
+            "counts": (2, 0, 2, 2), "test": (0.0, 0.25)},
+    "reasoning_bank": {"janus_lines": ["deployed (trigger fired, accepted: new_ge_old, E: old memory 1.00 vs injected "
+                                       "1.00)", "deployed (trigger did not fire)"],
+                       "counts": (2, 2, 0, 0), "test": (0.75, 1.0)},
+}
+
+
+@pytest.mark.parametrize("updater", sorted(STATE_BUILT))
+def test_cli_inject_on_ace_and_reasoning_bank_both_methods(tmp_path, capsys, updater):
+    out, want = tmp_path / updater, STATE_BUILT[updater]
+    rc = main(["run", "--backend", "fake", "--updater", updater, "--inject", "wipe@5,poison@8", "--controller", "both",
+               "--dataset", "gsm8k", "--stream-size", "12", "--test-size", "4", "--encoder", "hashing:256",
+               "--no-cache", "--warmup", "3", "--coverage-size", "2", "--boundary-size", "1", "--fresh-size", "1",
+               "--quiet", "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    for step, kind in ((5, "wipe"), (8, "poison")):
+        assert f"[{updater}] step {step}: injected {kind} candidate -> deployed (no controller)" in text
+    for (step, kind), result in zip(((5, "wipe"), (8, "poison")), want["janus_lines"]):
+        assert f"[{updater}+janus] step {step}: injected {kind} candidate -> {result}" in text
+    s = json.loads((out / "summary.json").read_text())["methods"]
+    blind, guarded = s[updater]["injections"], s[f"{updater}+janus"]["injections"]
+    assert _counts(blind) == (2, 2, 0, 0) and blind["deployed_steps"] == [5, 8]
+    assert _counts(guarded) == want["counts"] and guarded["plan"] == "wipe@5,poison@8"
+    assert (s[updater]["test_accuracy"], s[f"{updater}+janus"]["test_accuracy"]) == want["test"]
+    for method in (updater, f"{updater}+janus"):
+        lines = _lines(out, method)
+        assert {x["step"]: x["injected"] for x in lines if "injected" in x} == {5: "wipe", 8: "poison"}
+        assert not any(str(x["decision"].get("reason", "")).startswith("evaluation_failed") for x in lines)
+        recs = _lines(out, method, "steps.jsonl")
+        assert [recs[i]["info"]["injected"]["kind"] for i in (4, 7)] == ["wipe", "poison"]
+        # the memory each step starts from is the one the previous step deployed (rollbacks restore it exactly)
+        assert all(a["deployed_memory_sha256"] == b["old_memory_sha256"] for a, b in zip(lines, lines[1:]))
+    planted = [p for p in templates()["poison"] if p in (out / updater / "final_memory.txt").read_text()]
+    assert len(planted) == 1  # blind deployment kept the poison to the end (both updaters only ever add)
+    assert (planted[0] in (out / f"{updater}+janus" / "final_memory.txt").read_text()) is (guarded["deployed"] == 2)
+    assert main(["memory", "diff", str(out), "4", "5", "--method", updater]) == 0
+    assert capsys.readouterr().out.count("\n-") >= 1  # the wipe removed memory
+    from janus_memory.runner.report import build_report
+
+    md = Path(build_report([str(out)])["report"]).read_text()
+    assert f"| {updater} | wipe@5,poison@8 | 2 | 2 | 0 |" in md
+    assert f"| {updater}+janus | wipe@5,poison@8 | 2 | {want['counts'][1]} | {want['counts'][2]} |" in md

@@ -243,8 +243,18 @@ def test_paired_numbers_exact():
     assert mcnemar_exact(2, 8) == 0.109375  # 2 * (1 + 10 + 45) / 1024
     assert mcnemar_exact(0, 6) == 0.03125
     assert mcnemar_exact(5, 5) == 1.0 and mcnemar_exact(0, 0) == 1.0
-    lo, hi = paired_ci(2, 8, 50)
-    assert (round(lo, 6), round(hi, 6)) == (0.000587, 0.239413)
+    # Newcombe's square-and-add interval (both right, only +Janus right, only base right, neither)
+    r6 = lambda ci: tuple(round(x, 6) for x in ci)  # noqa: E731
+    assert r6(paired_ci(20, 8, 2, 20)) == (-0.005089, 0.237269)
+    # published worked examples (Fagerland, Lydersen & Laake 2014): Cavo et al. and Bentur et al. tables
+    assert r6(paired_ci(59, 6, 16, 80)) == (-0.118621, -0.004625)
+    assert r6(paired_ci(1, 1, 7, 12)) == (-0.50692, -0.025559)
+    # the real-model run that showed the Wald interval's problem: n = 10, 3 vs 0 discordant, exact p = 0.25
+    assert r6(paired_ci(4, 3, 0, 3)) == (-0.046654, 0.550795) and mcnemar_exact(0, 3) == 0.25
+    assert r6(paired_ci(3, 0, 0, 7)) == (-0.200193, 0.200193)  # no item differs: not a degenerate [0, 0]
+    assert paired_ci(0, 0, 0, 0) == (0.0, 0.0)
+    lo, hi = paired_ci(0, 10, 0, 0)
+    assert hi == 1.0 and 0 < lo < 1  # truncated at the bounds
     base = {"a": True, "b": True, "c": False, "d": False, "e": True}
     jan = {"a": True, "b": False, "c": True, "d": True, "x": True}
     r = paired_compare(base, jan)
@@ -276,7 +286,7 @@ def test_report_paired_table_setup_caption_and_size_groups(tmp_path):
     assert [(x["n"], x["base_only"], x["janus_only"], x["diff"], x["p_mcnemar"]) for x in p] == [(5, 0, 2, 0.4, 0.5)]
     md = Path(rep["report"]).read_text()
     assert "These runs do not share one setup: 2 groups" in md
-    assert "| GSM8K | dc_rs vs dc_rs+janus | 0 | 5 | 40.0 | 80.0 | +40.0 | [-2.9, +82.9] | 2/0 | 0.5 |" in md  # d=.4, se=sqrt((2/5-.16)/5)
+    assert "| GSM8K | dc_rs vs dc_rs+janus | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | 0.5 |" in md  # Newcombe: both 2, Janus-only 2, base-only 0, neither 1
 
 
 def test_periodic_period_one_is_flagged(tmp_path):

@@ -346,6 +346,7 @@ def check_run(out, updater):
     dec = [json.loads(x) for x in (out / f"{updater}+janus" / "decisions.jsonl").read_text().splitlines()]
     assert len(dec) == 12 and j["triggers"] == sum(d["decision"]["triggered"] for d in dec) >= 1
     assert j["accepts"] + j["rollbacks"] == j["triggers"]
+    assert j["janus_stats"].get("evaluation_failures", 0) == 0  # every triggered step was really evaluated
     for d in dec:
         want = d["old_memory_sha256"] if d["deployed"] == "previous" else d["candidate_memory_sha256"]
         assert d["deployed_memory_sha256"] == want

@@ -161,6 +161,20 @@ def test_retrieval_order_top_k_and_replay_equals_stream_prompt():
     assert out.old_memory in llm.calls[1]["messages"][1]["content"]
 
 
+def test_replay_takes_the_evaluators_sample_index():
+    upd, llm = make(judge="ground_truth")
+    llm.push("solver", answer("5"))
+    llm.push("curator", item(1, "First"))
+    out = upd.step(task(1, "add two and three", "5"))
+    t = task(2, "add two and four", "6")
+    llm.push("janus", answer("6"), answer("6"))
+    upd.solve_with_memory(out.candidate_memory, [t])
+    upd.solve_with_memory(out.candidate_memory, [t], sample=3)  # a fresh draw (runner/evaluator.py)
+    first, fresh = llm.calls[-2:]
+    assert "sample" not in first["params"] and fresh["params"]["sample"] == 3
+    assert first["messages"] == fresh["messages"] and item(1, "First") in fresh["messages"][1]["content"]
+
+
 def test_rollback_removes_the_entry_and_snapshots_round_trip():
     upd, llm = make(judge="ground_truth")
     llm.push("solver", answer("5"), answer("5"))

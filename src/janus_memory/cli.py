@@ -149,10 +149,15 @@ def _sweep(args, console) -> int:
 
 def _print_results(results: list[dict], console) -> int:
     failed = [r for r in results if r.get("status") == "failed"]
+    stopped = [r for r in results if r.get("status") == "interrupted"]  # a worker alone got SIGINT
     say = _plain(console)
     for r in results:
         say(f"{r.get('status', '?'):<8} {r.get('cell', '')} {r.get('out', '')} {r.get('error', '') or ''}")
-    console.print(f"{len(results) - len(failed)} runs ok, {len(failed)} failed", markup=False)
+    console.print(f"{len(results) - len(failed) - len(stopped)} runs ok, {len(failed)} failed"
+                  + (f", {len(stopped)} interrupted (run the same command again to resume them)" if stopped else ""),
+                  markup=False)
+    if stopped and not failed:
+        return 130
     return 1 if failed else 0
 
 
@@ -176,12 +181,17 @@ def _grid(args, console) -> int:
         cells += stream_order_grid(base.dataset, base, updaters[:1])
     try:
         res = run_grid(cells=cells, executor=args.executor, workers=args.workers, address=args.address,
-                       log=_plain(console))
+                       log=_quiet(_plain(console)) if args.quiet else _plain(console))
     except (ValueError, ImportError) as e:
         raise ConfigError(str(e)) from e
     rc = _print_results(res["results"], console)
     console.print(f"grid root: {res['root']}  (janus report {res['root']})", markup=False)
     return rc
+
+
+def _quiet(say):
+    """--quiet: only warnings."""
+    return lambda m: say(m) if m.startswith("warning") else None
 
 
 def _report(args, console) -> int:
@@ -260,8 +270,12 @@ def main(argv: list[str] | None = None) -> int:
     from .registry import add_plugin_modules
 
     console = Console(stderr=False, width=None if sys.stdout.isatty() else 120)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the command starts (imports can take seconds on a busy machine)
+        print("interrupted before anything was started", file=sys.stderr)
+        return 130
     where = getattr(args, "resume", None) or (getattr(args, "out", None) if args.cmd in ("run", "demo", "grid") else None)
     try:
         add_plugin_modules(args.plugin)
@@ -271,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         return command(args, console)
     except KeyboardInterrupt:
-        if _resumable(where):
+        if args.cmd in ("grid", "sweep"):
+            print(_grid_hint(args.cmd, sys.argv[1:] if argv is None else argv), file=sys.stderr)
+        elif _resumable(where):
             print(f"interrupted: every committed step is kept; continue with `janus run --resume {where}`",
                   file=sys.stderr)
         else:
@@ -281,6 +297,14 @@ def main(argv: list[str] | None = None) -> int:
     except JanusError as e:
         print(f"error: {e.user_message(where if _resumable(where) else None)}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _grid_hint(cmd: str, argv: list[str]) -> str:
+    """The one line after Ctrl-C in `janus grid` / `janus sweep`: the same command continues the grid."""
+    import shlex
+
+    return (f"interrupted: every committed step is kept; run the same command again to continue (finished runs are "
+            f"skipped, unfinished ones resume): janus {shlex.join(argv)}")
 
 
 def _resumable(where: str | None) -> bool:

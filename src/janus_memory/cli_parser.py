@@ -77,33 +77,44 @@ def _names() -> dict[str, str]:
             "baselines": ", ".join(UPDATERS.names(lambda c: c.is_baseline))}
 
 
-def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, str]) -> None:
+def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, str], grid: bool = False) -> None:
+    """The options of `janus run` (``demo``: the demo's subset; ``grid``: without the options a grid sets per cell
+    or does itself: updater, controller, seed, resume, stream order, overwrite)."""
     from .runner.presets import SEED_HELP
 
     g = p.add_argument_group("data")
     if not demo:
-        g.add_argument("--dataset", help=f"dataset name ({names['datasets']})")
+        g.add_argument("--dataset", metavar="NAME", help=f"dataset name ({names['datasets']})")
         g.add_argument("--stream-size", type=int, help="number of stream (memory-building) tasks; default: the whole split")
         g.add_argument("--test-size", type=int, help="number of held-out test tasks; default: the whole split")
-        g.add_argument("--updater", help=f"memory updater: {names['updaters']}")
-        g.add_argument("--controller", choices=["janus", "none", "both"], help="run the updater with Janus, without, or both side by side")
-        g.add_argument("--config", help="YAML/JSON file with RunConfig keys (command-line options override it)")
-        g.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its last committed step")
-        g.add_argument("--checkpoints", type=fractions, help="also test the memory at these stream fractions, e.g. 0.2,0.4,0.6,0.8 (paper Fig. 4)")
-        g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split) for the stream-order study")
+        if not grid:
+            g.add_argument("--updater", metavar="NAME", help=f"memory updater: {names['updaters']}")
+            g.add_argument("--controller", choices=["janus", "none", "both"],
+                           help="run the updater with Janus, without, or both side by side")
+        g.add_argument("--config", metavar="FILE",
+                       help="YAML/JSON file with RunConfig keys (command-line options override it)")
+        if not grid:
+            g.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its last committed step")
+        g.add_argument("--checkpoints", type=fractions, metavar="FRACTIONS",
+                       help="also test the memory at these stream fractions, e.g. 0.2,0.4,0.6,0.8 (paper Fig. 4); "
+                            "default: none")
+        if not grid:
+            g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split) "
+                                                                 "for the stream-order study; default: the split order")
         g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
-    g.add_argument("--data-dir", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
-    g.add_argument("--seed", type=int, help=SEED_HELP)
+    g.add_argument("--data-dir", metavar="DIR", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
+    if not grid:
+        g.add_argument("--seed", type=int, help=SEED_HELP)
     g.add_argument("--preset", choices=["paper", "small"],
                    help=("paper = the authors' code rule for rule (default of run); small = our capped prompts, strict "
                          "parsers, frozen replays and JanusConfig.fast() for a 1.5B model (default of demo); explicit "
                          "options win. See docs/fidelity.md") if not demo else "small (default) or paper")
     m = p.add_argument_group("model")
-    m.add_argument("--backend", help=f"chat backend: {names['backends']} (local = embedded GGUF, the default; openai = any "
+    m.add_argument("--backend", metavar="NAME", help=f"chat backend: {names['backends']} (local = embedded GGUF, the default; openai = any "
                                      "OpenAI-compatible server; fake = scripted, plumbing only)")
-    m.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (API key from $OPENAI_API_KEY)")
-    m.add_argument("--model", help="model name at the endpoint")
-    m.add_argument("--model-path", help="GGUF file for the embedded backend (default: $JANUS_LOCAL_GGUF or the fetched model)")
+    m.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (API key from $OPENAI_API_KEY)")
+    m.add_argument("--model", metavar="NAME", help="model name at the endpoint (with --backend openai)")
+    m.add_argument("--model-path", metavar="FILE", help="GGUF file for the embedded backend (default: $JANUS_LOCAL_GGUF or the fetched model)")
     m.add_argument("--temperature", type=float, help="sampling temperature of every LLM call")
     m.add_argument("--solver-max-tokens", type=int, help="output token limit of each solving call (stream, replay, test)")
     m.add_argument("--curator-max-tokens", type=int, help="output token limit of each memory-update call")
@@ -118,19 +129,24 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                    help="run HumanEval code in the fallback sandbox (unshare) when bubblewrap is missing")
     m.add_argument("--n-parallel", type=int, help="embedded engine: llama.cpp slots decoded together (default 1; "
                                                   "docs/perf.md)")
-    m.add_argument("--encoder", help="memory/task encoder: minilm (default), hashing, st:<model>")
+    m.add_argument("--encoder", metavar="SPEC", help="memory/task encoder: minilm (default), hashing, st:<model>")
     m.add_argument("--no-cache", action="store_true", default=None, help="do not use the persistent LLM response cache")
-    m.add_argument("--cache-dir", help="LLM response cache folder")
+    m.add_argument("--cache-dir", metavar="DIR", help="LLM response cache folder (default: $JANUS_CACHE_DIR/llm-cache, "
+                                                      "else ~/.cache/janus-memory/llm-cache)")
     o = p.add_argument_group("output")
-    o.add_argument("--out", help="run folder to create")
-    o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
-    o.add_argument("--quiet", action="store_true", help="no progress bar and no per-step or per-trigger lines")
+    o.add_argument("--out", metavar="DIR", help="grid root: each cell runs in DIR/<dataset>/<cell>/seed<k>" if grid
+                   else "run folder to create")
+    if not grid:
+        o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
+    o.add_argument("--quiet", action="store_true", help="no per-run progress lines (warnings and the final list of runs "
+                   "are still printed)" if grid else "no progress bar and no per-step or per-trigger lines")
     _add_janus_options(p.add_argument_group("janus"))
     x = p.add_argument_group("injected harmful candidates")
     x.add_argument("--inject", metavar="KIND@STEP[,...]",
                    help="replace the updater's candidate at these stream steps with a harmful one (kinds: wipe, dump, "
-                        "overfit, poison, truncate), e.g. poison@5,wipe@12; every method of the run gets the same"
-                        + ("; the demo injects poison at its last stream step, '' for none" if demo else ""))
+                        "overfit, poison, truncate), e.g. poison@5,wipe@12; every method of the run gets the same injected "
+                        "candidates"
+                        + ("; the demo injects a dump at its last stream step, '' for none" if demo else ""))
 
 
 def _add_janus_options(j) -> None:
@@ -140,7 +156,10 @@ def _add_janus_options(j) -> None:
     j.add_argument("--fresh-size", type=int, help="fresh set size K_F (paper: 5)")
     j.add_argument("--tau", type=float, help="MMT threshold (paper: 0.0)")
     j.add_argument("--beta", type=float, help="momentum coefficient (paper: 0.9)")
-    j.add_argument("--trigger", help="trigger policy: mmt (default), never, always, random, periodic")
+    from .controller.trigger import TRIGGER_POLICIES
+
+    j.add_argument("--trigger", metavar="POLICY", help=f"trigger policy: {', '.join(TRIGGER_POLICIES)} (selective: "
+                                                       "docs/controller.md)")
     j.add_argument("--janus-preset", choices=["paper", "fast"],
                    help="controller switches: paper (JanusConfig.paper) or fast (early stop, dedup, incremental "
                         "k-means, identical-memory shortcut); default: the run preset's (paper -> paper, small -> fast)")
@@ -170,22 +189,38 @@ def _add_memory_and_report(sub, names: dict) -> None:
     md2.add_argument("--methods", nargs=2, metavar=("BASE", "OTHER"),
                      help="compare two methods at step_a, e.g. --methods dc_rs dc_rs+janus: what Janus kept out")
     md2.add_argument("--context", type=int, default=3, help="diff context lines")
-    rp = sub.add_parser("report", help="paper-style tables and PNG plots for one or more run folders (or a grid root)")
+    rp = sub.add_parser("report", help="paper-style tables and PNG plots for one or more run folders (or a grid root)",
+                        description="Write report.md (the paper's tables, with backend, model, sizes and n in each "
+                                    "caption) and PNG plots for finished run folders; folders above runs (a grid or "
+                                    "sweep root) are searched for runs.")
     rp.add_argument("dirs", nargs="+", help="run folders, or folders above them (e.g. a grid root)")
     rp.add_argument("--out", help="report folder (default: <first dir>/report)")
     rp.add_argument("--max-timelines", type=int, default=24, help="at most this many trigger-timeline/token plots")
 
 
 def _add_sweep_and_grid(sub, names: dict) -> None:
-    sw = sub.add_parser("sweep", help="expand a grid YAML (datasets x updaters x controllers x seeds ...) into runs")
+    sw = sub.add_parser("sweep", help="expand a grid YAML (datasets x updaters x controllers x seeds ...) into runs",
+                        description="Run every point of a grid file: 'base:' holds RunConfig keys (base.out is the "
+                                    "root), 'grid:' maps keys to lists of values (janus.<key> and updater_config.<key> "
+                                    "set one nested key); the runs are their cartesian product, one folder each "
+                                    "(<root>/<dataset>/<cell>/seed<k>). Example: docs/experiments.md. Running the same "
+                                    "command again skips finished runs and resumes unfinished ones (also after "
+                                    "Ctrl-C, which keeps every committed step).")
     sw.add_argument("grid", help="grid YAML file")
     add_executor_options(sw)
-    sw.add_argument("--overwrite", action="store_true", help="re-run finished runs")
+    sw.add_argument("--overwrite", action="store_true", help="start finished runs again from scratch (their run "
+                                                             "files are replaced); default: skip them")
     sw.add_argument("--dry-run", action="store_true", help="print the cells and their folders, run nothing")
-    gr = sub.add_parser("grid", help="the paper's method grid on one dataset (baselines, +/-Janus, trigger and eval-set ablations)")
-    add_run_options(gr, demo=False, names=names)
+    gr = sub.add_parser("grid", help="the paper's method grid on one dataset (baselines, +/-Janus, trigger and eval-set ablations)",
+                        description="Run the paper's method grid on one dataset, one run folder per cell under --out: "
+                                    "the baselines, each updater without and with Janus, the trigger ablation (random "
+                                    "and periodic matched to MMT's trigger count) and the evaluation-set ablation. The "
+                                    "run options below apply to every cell. Running the same command again skips "
+                                    "finished cells and resumes unfinished ones (also after Ctrl-C).")
+    add_run_options(gr, demo=False, names=names, grid=True)
     gr.add_argument("--updaters", default="dc_rs,expel", help="comma-separated updaters (default dc_rs,expel)")
-    gr.add_argument("--seeds", default="0", help="comma-separated seeds")
+    gr.add_argument("--seeds", default="0", help="comma-separated dataset split seeds, one set of cells each (see "
+                                                 "--seed of janus run)")
     gr.add_argument("--stream-order", action="store_true", help="also run the 5-shuffle stream-order study")
     gr.add_argument("--no-baselines", action="store_true", help=f"skip the baselines ({names['baselines']})")
     gr.add_argument("--no-trigger-ablation", action="store_true", help="skip the trigger-policy cells (Table 2)")
@@ -195,14 +230,13 @@ def _add_sweep_and_grid(sub, names: dict) -> None:
 
 def _defaults_for(cmd: str) -> dict:
     """The value each option takes when it is not given: RunConfig (or the demo preset) and JanusConfig defaults."""
-    from .controller import JanusConfig
     from .runner.config import RunConfig, demo_config
 
     cfg = demo_config() if cmd == "demo" else RunConfig()
     values = {**cfg.llm.model_dump(), **{k: getattr(cfg, k) for k in type(cfg).model_fields}}  # flags are flat
     out = {k: values[k] for k in CLI_TO_CFG if k in values}
-    jc = JanusConfig().to_dict()
-    out.update({k: {**jc, **cfg.janus}.get(k) for k in CLI_TO_JANUS})
+    jc = cfg.janus_config().to_dict()  # the preset's controller (demo: small -> JanusConfig.fast()) with overrides
+    out.update({k: jc.get(k) for k in CLI_TO_JANUS})
     if cmd == "demo":
         out.pop("out", None)  # the demo names its folder by time
     return out
@@ -211,18 +245,23 @@ def _defaults_for(cmd: str) -> dict:
 def _fmt_default(v) -> str:
     if v is None:
         return ""
+    if isinstance(v, bool):  # the on|off options
+        return "on" if v else "off"
     if isinstance(v, list):
         return ",".join(str(x) for x in v) if v else ""
     return str(v)
 
 
 def show_defaults(p: argparse.ArgumentParser, cmd: str) -> None:
-    """Append '(default: X)' to the help of every option that has a default and does not name it yet."""
+    """Append '(default: X)' to the help of every option that has a default and does not name it yet; numeric
+    options get the metavar N (int) or X (float)."""
     try:
         defaults = _defaults_for(cmd) if cmd in ("run", "demo", "grid") else {}
     except Exception:  # noqa: BLE001 - help must work even if a preset cannot be built
         defaults = {}
     for a in p._actions:
+        if a.option_strings and a.metavar is None and a.nargs is None and a.type in (int, float):
+            a.metavar = "N" if a.type is int else "X"  # `--stream-size N`, not `--stream-size STREAM_SIZE`
         if not a.option_strings or a.help in (None, argparse.SUPPRESS) or "default" in a.help:
             continue
         if isinstance(a, (argparse._StoreTrueAction, argparse._HelpAction, argparse._VersionAction)):
@@ -242,9 +281,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (it registers its own updaters/datasets/...); also $JANUS_PLUGINS")
     sub = p.add_subparsers(dest="cmd", parser_class=Parser)
-    d = sub.add_parser("demo", help="small real run: GSM8K, embedded model, DC-RS with and without Janus (~5 min on 2 cores)")
+    d = sub.add_parser("demo", help="small real run: GSM8K, embedded model, DC-RS with and without Janus (measured "
+                                    "5-10 min on 2 cores)",
+                       description="A small real run on the embedded model (fetched on first use): 6 GSM8K stream "
+                                   "tasks and 3 test tasks, DC-RS without and with Janus, one injected harmful "
+                                   "candidate at the last step. Prints an estimate first (LLM calls, and the time "
+                                   "measured by earlier runs on this machine). Measured 284-596 s on a 2-core machine.")
     add_run_options(d, demo=True, names=names)
-    r = sub.add_parser("run", help="run a stream + frozen test with explicit options")
+    r = sub.add_parser("run", help="run a stream + frozen test with explicit options",
+                       description="Run one memory updater over a stream of tasks, without and/or with Janus, then "
+                                   "test each method's frozen memory on held-out tasks. Before the first step it "
+                                   "prints an estimate: the LLM calls the run will make and, on the embedded model, "
+                                   "the time at the speed measured by earlier runs on this machine. Ctrl-C keeps every "
+                                   "committed step; --resume DIR continues.")
     add_run_options(r, demo=False, names=names)
     m = sub.add_parser("model", help="manage the embedded model")
     msub = m.add_subparsers(dest="model_cmd", parser_class=Parser)

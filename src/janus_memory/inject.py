@@ -15,12 +15,13 @@ from the run's own memory and task, deterministically from (seed, step, kind):
 Items of a cheatsheet: its blank-line separated paragraphs, each split further before every bullet (``-``, ``*``,
 ``+``), numbered (``1.``/``1)``) or heading (``#``) line; headings are kept only with the entry chosen by ``wipe``.
 An ExpeL memory is its rule list: injected rules keep the count of the rule they come from; new rules get count 2
-(an ADD), a poison rule the highest count plus one, so it is listed first.
+(an ADD), a poison rule the highest count plus one, so it is listed first. ACE's playbook and ReasoningBank's bank
+hold ids, counters and embeddings besides text: their candidates are built as states (``inject_state.py``).
 
 Consistency with the updater seam: :func:`inject_candidate` is called by the stream loop right after
 ``updater.step(task)`` and before Janus decides. It writes the harmful memory into the updater's state (DC: the
 cheatsheet string; ExpeL: the rules list with counts; the retrieval bank, success pool and ExpeL's ``recent_success``
-are left as the step made them), so ``memory_text()``, ``snapshot()`` and a later ``rollback(before)`` all see the
+are left as the step made them; ACE: playbook and id counter; ReasoningBank: the bank with its embeddings), so ``memory_text()``, ``snapshot()`` and a later ``rollback(before)`` all see the
 injected candidate exactly as they would see a genuine one. Note for DC-RS: the step's own stream answer was
 generated with the genuine candidate (the curator runs before the solver); the injection affects every later step
 and the frozen test.
@@ -33,76 +34,16 @@ import hashlib
 import random
 import re
 from importlib import resources
-from typing import Any
 
 import yaml
 
+from janus_memory.inject_plan import (  # noqa: F401 (the plan API is re-exported from here)
+    KINDS, InjectSpecError, Injection, check_plan, format_plan, parse_inject)
 from janus_memory.types import Task
 from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater, visible_text
 
-KINDS = ("wipe", "dump", "overfit", "poison", "truncate")
-UPDATER_KINDS = {"dc_rs": "cheatsheet", "dc_cu": "cheatsheet", "expel": "rules"}
-
-
-class InjectSpecError(ValueError):
-    """A malformed ``--inject`` value (one-line message)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Injection:
-    kind: str
-    step: int
-
-    def __str__(self) -> str:
-        return f"{self.kind}@{self.step}"
-
-
-# ------------------------------------------------------------------------------------------------ spec parsing
-def parse_inject(spec: Any) -> tuple[Injection, ...]:
-    """Parse ``"KIND@STEP[,KIND@STEP...]"`` (or a list of such strings, as YAML gives) into injections sorted by step.
-
-    None / "" / [] -> (). Raises :class:`InjectSpecError` (one line) for an empty item, a missing ``@``, an unknown
-    kind, a step that is not a positive integer, or a step named twice."""
-    if spec is None:
-        return ()
-    if isinstance(spec, (list, tuple)):
-        if not all(isinstance(s, str) for s in spec):
-            raise InjectSpecError(f"--inject list items must be strings like 'poison@5', got {spec!r:.80}")
-        spec = ",".join(spec)
-    if not isinstance(spec, str):
-        raise InjectSpecError(f"--inject must be a string like 'poison@5,wipe@12', got {type(spec).__name__}")
-    if not spec.strip():
-        return ()
-    out: dict[int, Injection] = {}
-    for raw in spec.split(","):
-        item = raw.strip()
-        if not item:
-            raise InjectSpecError(f"--inject {spec!r}: empty item (expected KIND@STEP[,KIND@STEP...])")
-        kind, at, step_s = item.partition("@")
-        kind, step_s = kind.strip().lower(), step_s.strip()
-        if not at:
-            raise InjectSpecError(f"--inject item {item!r}: expected KIND@STEP, e.g. poison@5")
-        if kind not in KINDS:
-            raise InjectSpecError(f"--inject item {item!r}: unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
-        if not step_s.isdigit() or int(step_s) < 1:
-            raise InjectSpecError(f"--inject item {item!r}: the step must be a positive integer (1 = first stream task)")
-        step = int(step_s)
-        if step in out:
-            raise InjectSpecError(f"--inject: step {step} is named twice ({out[step]} and {item})")
-        out[step] = Injection(kind, step)
-    return tuple(out[s] for s in sorted(out))
-
-
-def check_plan(plan: tuple[Injection, ...], n_steps: int) -> None:
-    """Refuse injections past the stream's last step (one-line :class:`InjectSpecError`)."""
-    late = [str(i) for i in plan if i.step > n_steps]
-    if late:
-        raise InjectSpecError(f"--inject {','.join(late)}: the stream has only {n_steps} steps")
-
-
-def format_plan(plan: tuple[Injection, ...]) -> str:
-    """Canonical text of a plan (what a run's config records): ``"poison@5,wipe@12"``."""
-    return ",".join(str(i) for i in plan)
+UPDATER_KINDS = {"dc_rs": "cheatsheet", "dc_cu": "cheatsheet", "expel": "rules", "ace": "playbook",
+                 "reasoning_bank": "bank"}
 
 
 # ------------------------------------------------------------------------------------------------ templates
@@ -169,6 +110,13 @@ def task_specifics(task: Task) -> dict[str, str]:
     return out
 
 
+def overfit_rules(task: Task, rng: random.Random) -> list[str]:
+    """Up to three overfit templates filled with the task's specifics (a template lacking a value is skipped)."""
+    vals = task_specifics(task)
+    usable = [s for s in templates()["overfit"] if all(k in vals for k in re.findall(r"\{(\w+)\}", s))]
+    return [s.format(**vals) for s in rng.sample(usable, min(3, len(usable)))]
+
+
 def _cut_mid_word(text: str, rng: random.Random) -> str:
     n = len(text)
     pos = max(1, int(n * rng.uniform(0.35, 0.65)))
@@ -206,10 +154,7 @@ def _harmful_items(kind: str, items: list[tuple[str, int]], task: Task, *, struc
         block = examples.strip() or t["dump_cu"].format(question=task.question.strip(), answer=answer.strip() or "(none)")
         return [(block, 0)]
     if kind == "overfit":
-        vals = task_specifics(task)
-        usable = [s for s in t["overfit"] if all(k in vals for k in re.findall(r"\{(\w+)\}", s))]
-        chosen = rng.sample(usable, min(3, len(usable)))
-        rules = [(s.format(**vals), new_count) for s in chosen]
+        rules = [(r, new_count) for r in overfit_rules(task, rng)]
         if structure == "rules":
             return rules
         return [(t["dc_overfit_header"], 0)] + [(f"- {r}", 0) for r, _ in rules]
@@ -234,6 +179,9 @@ def harmful_candidate(kind: str, memory: str, task: Task, *, updater_kind: str, 
     ``memory``: the current memory text (M_{t-1}); ``updater_kind``: dc_rs, dc_cu or expel. Deterministic in
     (kind, memory, task, updater_kind, seed, step, examples, answer)."""
     structure = _structure(updater_kind)
+    if structure in ("playbook", "bank"):
+        raise ValueError(f"updater {updater_kind!r}: its candidate depends on its state (ids, counters, embeddings); "
+                         "build it with inject_candidate")
     items = _items_of(memory, structure)
     if structure == "cheatsheet" and kind in ("truncate", "poison"):
         if kind == "poison":
@@ -296,8 +244,13 @@ def inject_candidate(updater: Updater, outcome: StepOutcome, kind: str, *, task:
     ``info["injected"]`` = {kind, step, seed, genuine_candidate_sha256, genuine_candidate_rejected, noop}."""
     structure = _structure(updater.name)
     answer = visible_text(outcome.output)
-    examples = _examples_for(updater, outcome) if kind == "dump" else ""
-    if structure == "rules":
+    dumps_examples = kind == "dump" and structure in ("cheatsheet", "rules")
+    examples = _examples_for(updater, outcome) if dumps_examples else ""
+    if structure in ("playbook", "bank"):  # ACE / ReasoningBank: janus_memory/inject_state.py
+        from janus_memory.inject_state import inject_state
+
+        inject_state(updater, outcome, kind, task=task, step=step, seed=seed, before=before)
+    elif structure == "rules":
         items = [(r[0], int(r[1])) for r in before["state"]["rules"]]
         new = _harmful_items(kind, items, task, structure="rules", seed=seed, step=step, examples=examples, answer=answer)
         updater.rules = [[txt, int(c)] for txt, c in new]

@@ -10,325 +10,41 @@ Usage::
     d = janus.decide(StepInput(task, task_emb, old_text, new_text, old_emb, new_emb))
     if not d.accept:
         updater.rollback(snapshot)
+
+This module holds the step logic (warm-up, trigger, decision). Its parts live next to it and are re-exported here:
+JanusConfig in ``config.py``, StepInput / Decision / task_id_of in ``step.py``, the evaluation set of one trigger in
+``evalplan.py``, the comparison and its counters in ``comparison.py``, state_dict()/load_state_dict() in ``state.py``.
 """
 from __future__ import annotations
 
-import dataclasses
-import math
-import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from janus_memory.types import Task
-
-from .decision import EvaluationError, compare, n_correct
-from .trigger_options import SelectiveOptions, SelectiveTrigger
+from .changes import change_stats
+from .comparison import announce, new_stats, run_comparison
+from .config import JanusConfig
+from .decision import Comparison
 from .equivalence import trivially_equal
+from .evalplan import flips_of, plan_trigger, plan_warmup
 from .evalset import (
     EmbeddingStore,
     FullCoverage,
     IncrementalCoverage,
     bootstrap_boundary,
-    build_entries,
-    decode_array,
-    encode_array,
     refresh_boundary,
     sample_fresh,
 )
-from .changes import change_stats
-from .trigger import TRIGGER_POLICIES, TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction
+from .state import STATE_FORMAT, StateMixin
+from .step import Decision, StepInput, task_id_of
+from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction
+from .trigger_options import SelectiveOptions, SelectiveTrigger
 
-STATE_FORMAT = "janus-controller/1"
-
-
-# ----------------------------------------------------------------------------- config
-
-
-@dataclass(frozen=True)
-class JanusConfig:
-    """Controller hyper-parameters. Defaults are the paper's (spec §4, §8.6): the faithful configuration.
-
-    Paper: warmup=20 (steps always accepted, momentum untouched), coverage_size K'=12, boundary_size K_b=8
-    (support size K = K' + K_b = 20), fresh_size K_F=5, beta=0.9, tau=0.0, seed=0, trigger="mmt".
-    Ablations (spec §8.3/8.4): trigger in never|always|random|periodic|mmt with trigger_rate / trigger_period;
-    use_coverage / use_boundary / use_fresh drop a role from the evaluation entries (the role is still maintained).
-    Beyond the paper (all off here; ``JanusConfig.fast()`` turns the speed options on):
-      early_stop (+ early_stop_round tasks per round), dedup, clustering="incremental" (+ pool_size),
-      decision_rule="sign_test" (+ alpha, min_margin).
-    same_memory_shortcut (off in the paper preset, on in ``fast()``; C23): identical old/new texts are evaluated
-      once, so evaluator noise cannot create flips. The authors always evaluate both memories, so with a stochastic
-      evaluator noise can flip and roll back identical memories (this matters for the Always/Random/Periodic and
-      tau=0.2 ablations); with a deterministic evaluator both settings decide the same.
-    replay_limit (None = off, as in the paper): cap |E| by ``random.Random(seed + trigger_count + 17).sample``
-      over the planned entries (trigger_count after the increment), as the authors' optional cap does.
-    trigger="selective" (issue 16, opt-in): item gate (retention_min, shrink_max) or MMT with a magnitude gate
-      (magnitude_ratio, magnitude_window) and an optional calibrated threshold (tau_quantile, tau_window);
-      arm_warmup lets the item gate compare during warm-up; use_mmt=False keeps the item gate only. These fields
-      are ignored by every other trigger (docs/controller.md, "Selective trigger").
-    skip_trivially_equal (off; not in the paper): when the trigger fires on a candidate that differs from the old
-      memory only in bookkeeping (version counter, whitespace, entry order; ``controller/equivalence.py``), accept
-      it without evaluation: reason "trivially_equal", triggered False, no evaluator call, and the trigger's
-      bookkeeping (fresh window, trigger count, coverage refresh, boundary) is left to the next real trigger.
-
-    Raises:
-        ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
-    """
-
-    warmup: int = 20
-    coverage_size: int = 12
-    boundary_size: int = 8
-    fresh_size: int = 5
-    beta: float = 0.9
-    tau: float = 0.0
-    seed: int = 0
-    trigger: str = "mmt"
-    trigger_rate: float = 0.3
-    trigger_period: int = 3
-    use_coverage: bool = True
-    use_boundary: bool = True
-    use_fresh: bool = True
-    early_stop: bool = False
-    early_stop_round: int = 5
-    dedup: bool = False
-    clustering: str = "full"
-    pool_size: int = 32
-    decision_rule: str = "paper"
-    min_margin: int = 0
-    alpha: float = 0.05
-    same_memory_shortcut: bool = False
-    replay_limit: int | None = None
-    # selective trigger (issue 16): read only when trigger == "selective" (trigger_options.py); defaults = the
-    # measured recommendation in docs/controller.md. 0 switches a gate off.
-    retention_min: float = 0.25
-    shrink_max: float = 0.5
-    magnitude_ratio: float = 1.5
-    magnitude_window: int = 10
-    tau_quantile: float = 0.0
-    tau_window: int = 20
-    arm_warmup: bool = True
-    use_mmt: bool = True
-    skip_trivially_equal: bool = False
-
-    def __post_init__(self):
-        ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
-                "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window")
-        for name in ints:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise ValueError(f"{name} must be an int, got {v!r}")
-            if name != "seed" and v < 0:
-                raise ValueError(f"{name} must be >= 0, got {v}")
-        for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
-        for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
-                     "arm_warmup", "use_mmt", "skip_trivially_equal"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be a bool")
-        for name in ("beta", "tau", "trigger_rate", "alpha", "retention_min", "shrink_max", "magnitude_ratio",
-                     "tau_quantile"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"{name} must be a finite number, got {v!r}")
-        if not 0.0 <= self.beta < 1.0:
-            raise ValueError(f"beta must be in [0, 1), got {self.beta}")
-        if not 0.0 <= self.trigger_rate <= 1.0:
-            raise ValueError(f"trigger_rate must be in [0, 1], got {self.trigger_rate}")
-        for name in ("retention_min", "shrink_max", "tau_quantile"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
-        if self.magnitude_ratio < 0:
-            raise ValueError(f"magnitude_ratio must be >= 0, got {self.magnitude_ratio}")
-        if not 0.0 < self.alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
-        rl = self.replay_limit
-        if rl is not None and (isinstance(rl, bool) or not isinstance(rl, (int, np.integer)) or rl < 1):
-            raise ValueError(f"replay_limit must be None or an int >= 1, got {rl!r}")
-        if self.trigger not in TRIGGER_POLICIES:
-            raise ValueError(f"trigger must be one of {TRIGGER_POLICIES}, got {self.trigger!r}")
-        if self.clustering not in ("full", "incremental"):
-            raise ValueError(f"clustering must be 'full' or 'incremental', got {self.clustering!r}")
-        if self.decision_rule not in ("paper", "sign_test"):
-            raise ValueError(f"decision_rule must be 'paper' or 'sign_test', got {self.decision_rule!r}")
-        if self.early_stop and self.decision_rule != "paper":
-            raise ValueError("early_stop is exact only for decision_rule='paper'")
-
-    @property
-    def support_size(self) -> int:
-        """K = coverage_size + boundary_size (spec §3.1)."""
-        return self.coverage_size + self.boundary_size
-
-    @classmethod
-    def paper(cls, **overrides) -> JanusConfig:
-        """The paper preset: the authors' code rule for rule (same as ``JanusConfig()``)."""
-        return cls(**overrides)
-
-    @classmethod
-    def faithful(cls, **overrides) -> JanusConfig:
-        """Alias of :meth:`paper` (older name)."""
-        return cls.paper(**overrides)
-
-    @classmethod
-    def fast(cls, **overrides) -> JanusConfig:
-        """Speed options on: exact early stopping, de-duplication, incremental clustering and the identical-memory
-        shortcut (identical texts are evaluated once: no noise flips)."""
-        base = dict(early_stop=True, dedup=True, clustering="incremental", same_memory_shortcut=True)
-        base.update(overrides)
-        return cls(**base)
-
-    @property
-    def preset(self) -> str:
-        """``"paper"`` or ``"fast"`` when the speed/fidelity switches equal that preset's, else ``"custom"``.
-
-        Only the switches that separate the presets are compared (sizes, tau, trigger policy, seed are settings
-        of either preset): early_stop, dedup, clustering, decision_rule, same_memory_shortcut, replay_limit."""
-        keys = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit")
-        mine = tuple(getattr(self, k) for k in keys)
-        for name, ref in (("paper", JanusConfig.paper()), ("fast", JanusConfig.fast())):
-            if mine == tuple(getattr(ref, k) for k in keys):
-                return name
-        return "custom"
-
-    def preset_line(self) -> str:
-        """One line for run headers, e.g. ``janus preset: paper (same_memory_shortcut=False, ...)``."""
-        return (f"janus preset: {self.preset} (trigger={self.trigger}, tau={self.tau}, "
-                f"same_memory_shortcut={self.same_memory_shortcut}, early_stop={self.early_stop}, "
-                f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit})")
-
-    @classmethod
-    def with_support_size(cls, k: int, *, coverage_size: int = 12, **overrides) -> JanusConfig:
-        """Support-size sweep as in the authors' CLI (spec §8.6): K' = min(coverage_size, K), K_b = K - K',
-        and the warm-up length equals K (the authors' warm-up is K steps)."""
-        if k < 1:
-            raise ValueError("support size K must be >= 1")
-        cov = min(coverage_size, k)
-        base = dict(coverage_size=cov, boundary_size=k - cov, warmup=k)
-        base.update(overrides)
-        return cls(**base)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> JanusConfig:
-        """Inverse of :meth:`to_dict`. Raises ValueError naming any unknown key."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        for key in d:
-            if key not in known:
-                raise ValueError(f"unknown JanusConfig key: {key!r}")
-        return cls(**d)
+__all__ = ["STATE_FORMAT", "Decision", "Janus", "JanusConfig", "StepInput", "task_id_of"]
 
 
-# ----------------------------------------------------------------------------- step input / decision
-
-
-@dataclass
-class StepInput:
-    """One stream step as seen by the controller.
-
-    task: the caller's task object; needs an ``id`` (attribute, or key for dicts). Passed back to the evaluator.
-    task_embedding: φ(question), shape (d,), same d for every task (L2-normalised in the paper).
-    old_memory / new_memory: texts of M_{t-1} and the candidate M̂_t (what the evaluator replays).
-    old_embedding / new_embedding: φ(old_memory), φ(new_memory), shape (d_m,).
-    """
-
-    task: Any
-    task_embedding: Any
-    old_memory: str
-    new_memory: str
-    old_embedding: Any
-    new_embedding: Any
-
-
-@dataclass
-class Decision:
-    """The controller's verdict for one step (JSON-serialisable through :meth:`to_dict`).
-
-    accept: deploy the candidate (False = restore M_{t-1}). cosine: cos(z_t, m_{t-1}) or None (warm-up / no momentum).
-    z_norm: ‖z_t‖; momentum_norm: ‖m_{t-1}‖ (None when absent). coverage/boundary/fresh: task ids of each role used
-    in the evaluation (empty when the role is ablated). eval_ids: planned entries in evaluation order (duplicates
-    kept unless dedup); old_correct/new_correct align with eval_ids[:len(...)] (all of them with full evaluation; a
-    prefix under early stopping, possibly of different lengths for the two memories). n_evaluated: entries scored
-    under both memories (the flip set is computed on them). old_score/new_score: accuracy over the entries each
-    memory was evaluated on (denominator max(1, n)). flips: ids where the memories disagree (coverage reps excluded). evaluator_calls: (memory, task) evaluations spent; evaluator_calls_full: cost of the full two-memory
-    evaluation. warnings: sanitised bad input and recovered failures.
-    """
-
-    step: int
-    task_id: str
-    phase: str
-    triggered: bool
-    accept: bool
-    reason: str
-    cosine: float | None = None
-    z_norm: float | None = None
-    momentum_norm: float | None = None
-    coverage: list[str] = field(default_factory=list)
-    boundary: list[str] = field(default_factory=list)
-    fresh: list[str] = field(default_factory=list)
-    eval_ids: list[str] = field(default_factory=list)
-    n_evaluated: int = 0
-    old_correct: list[bool] = field(default_factory=list)
-    new_correct: list[bool] = field(default_factory=list)
-    old_score: float | None = None
-    new_score: float | None = None
-    flips: list[str] = field(default_factory=list)
-    evaluator_calls: int = 0
-    evaluator_calls_full: int = 0
-    p_value: float | None = None
-    trigger_count: int = 0
-    warnings: list[str] = field(default_factory=list)
-    trigger_signals: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        """All fields; ``trigger_signals`` only when a trigger produced some (the selective trigger), so decision
-        logs of the other triggers keep their format."""
-        d = dataclasses.asdict(self)
-        if not d["trigger_signals"]:
-            del d["trigger_signals"]
-        return d
-
-
-# ----------------------------------------------------------------------------- task (de)serialisation
-
-
-def task_id_of(task: Any) -> str:
-    """The task's id as a string (``task.id`` or ``task["id"]``). Raises TypeError when absent."""
-    if isinstance(task, dict):
-        if "id" not in task:
-            raise TypeError("task dict has no 'id' key")
-        return str(task["id"])
-    tid = getattr(task, "id", None)
-    if tid is None:
-        raise TypeError(f"task of type {type(task).__name__} has no 'id' attribute")
-    return str(tid)
-
-
-def _default_task_to_dict(task: Any) -> dict:
-    if isinstance(task, Task):
-        return {"type": "Task", "data": dataclasses.asdict(task)}
-    if isinstance(task, dict):
-        return {"type": "dict", "data": task}
-    raise TypeError(
-        f"cannot serialise task of type {type(task).__name__}; pass task_to_dict/task_from_dict to Janus"
-    )
-
-
-def _default_task_from_dict(d: dict) -> Any:
-    if d["type"] == "Task":
-        return Task(**d["data"])
-    if d["type"] == "dict":
-        return d["data"]
-    raise ValueError(f"unknown stored task type {d['type']!r}; pass task_from_dict")
-
-
-# ----------------------------------------------------------------------------- controller
-
-
-class Janus:
+class Janus(StateMixin):
     """The Janus controller (spec §4). See module docstring.
 
     Args:
@@ -373,8 +89,7 @@ class Janus:
         self._momentum: np.ndarray | None = None
         self._coverage: list[int] = []
         self._boundary: list[tuple[int, str]] = []
-        self._stats = dict(steps=0, triggers=0, accepts=0, rollbacks=0, evaluator_calls=0,
-                           evaluator_calls_saved=0, evaluation_failures=0)
+        self._stats = new_stats()
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -420,6 +135,14 @@ class Janus:
             RuntimeError: a comparison is needed but no evaluator was given.
         Nothing is mutated when an exception is raised.
         """
+        tid, q, old_v, new_v, warnings = self._read_input(inp)
+        if self._step + 1 <= self.config.warmup:
+            return self._warmup_step(inp, tid, q, warnings)
+        return self._stream_step(inp, tid, q, old_v, new_v, warnings)
+
+    # ------------------------------------------------------------------ steps of decide()
+    def _read_input(self, inp: StepInput) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """Check ``inp`` without mutating anything: task id, task/old/new vectors and sanitising warnings."""
         if not isinstance(inp, StepInput):
             raise TypeError("decide() expects a StepInput")
         tid = task_id_of(inp.task)
@@ -433,39 +156,43 @@ class Janus:
         warnings += w
         new_v, w = as_vector(inp.new_embedding, "new_embedding")
         warnings += w
+        return tid, q, old_v, new_v, warnings
+
+    def _warmup_step(self, inp: StepInput, tid: str, q: np.ndarray, warnings: list[str]) -> Decision:
+        """Warm-up (spec §3.2): accept, store, initialise the support sets at the last warm-up step. Only the
+        selective trigger with ``arm_warmup`` may compare here."""
         c = self.config
+        verdict = signals = None
+        if c.trigger == "selective" and c.arm_warmup:
+            ch = change_stats(inp.old_memory, inp.new_memory)
+            verdict = self._selective.warmup_fires(ch)
+            signals = {**ch.to_dict(), **verdict.to_dict()}
+            if verdict.fire and self.evaluator is None:
+                raise RuntimeError("Janus needs an evaluator callback to compare memories")
+        self._append(q, inp.task, tid)
+        d = Decision(step=self._step, task_id=tid, phase="warmup", triggered=False, accept=True,
+                     reason="warmup", warnings=warnings, trigger_signals=signals or {})
+        if verdict is not None and verdict.fire:
+            d.triggered = True
+            self._warmup_trigger(d, inp.old_memory, inp.new_memory)
+        else:
+            self._stats["accepts"] += 1
+        if self._step == c.warmup and not self._warmup_initialized:
+            d.warnings += self._init_support()
+        d.trigger_count = self._trigger_count
+        return d
 
-        selective = c.trigger == "selective"
-        # ---- warm-up (spec §3.2): accept, store, initialise support sets at the last warm-up step
-        if self._step + 1 <= c.warmup:
-            verdict = signals = None
-            if selective and c.arm_warmup:
-                ch = change_stats(inp.old_memory, inp.new_memory)
-                verdict = self._selective.warmup_fires(ch)
-                signals = {**ch.to_dict(), **verdict.to_dict()}
-                if verdict.fire and self.evaluator is None:
-                    raise RuntimeError("Janus needs an evaluator callback to compare memories")
-            self._append(q, inp.task, tid)
-            d = Decision(step=self._step, task_id=tid, phase="warmup", triggered=False, accept=True,
-                         reason="warmup", warnings=warnings, trigger_signals=signals or {})
-            if verdict is not None and verdict.fire:
-                d.triggered = True
-                self._warmup_trigger(d, inp.old_memory, inp.new_memory)
-            else:
-                self._stats["accepts"] += 1
-            if self._step == c.warmup and not self._warmup_initialized:
-                d.warnings += self._init_support()
-            d.trigger_count = self._trigger_count
-            return d
-
-        # ---- post-warm-up
+    def _stream_step(self, inp: StepInput, tid: str, q: np.ndarray, old_v: np.ndarray, new_v: np.ndarray,
+                     warnings: list[str]) -> Decision:
+        """Post-warm-up: update direction z_t, trigger test, comparison when it fires, then the momentum update
+        (every post-warm-up step, with the candidate's z, after the decision: spec §2.2)."""
+        c = self.config
         z, w = update_direction(old_v, new_v)
         warnings += w
         prev = self._momentum
-        if self.config.trigger != "never" and self.evaluator is None:
+        if c.trigger != "never" and self.evaluator is None:
             raise RuntimeError("Janus needs an evaluator callback to compare memories")
         self._append(q, inp.task, tid)
-        step = self._step
         cos = None
         if prev is not None:
             if prev.shape != z.shape:
@@ -473,31 +200,37 @@ class Janus:
                                 "cosine 0 and momentum restarted from z")
             cos = cosine(z, prev)
         z_norm = exact_norm(z)
-        signals: dict = {}
-        if selective:
-            ch = change_stats(inp.old_memory, inp.new_memory)
-            verdict = self._selective.fires(cos, z_norm, ch)
-            fire = verdict.fire
-            signals = {**ch.to_dict(), **verdict.to_dict()}
-        else:
-            fire = self._policy.fires(step, cos)
-        d = Decision(step=step, task_id=tid, phase="stream", triggered=fire, accept=True, reason="not_triggered",
-                     cosine=cos, z_norm=z_norm, momentum_norm=None if prev is None else exact_norm(prev),
-                     warnings=warnings, trigger_signals=signals)
-        if fire and c.skip_trivially_equal and trivially_equal(inp.old_memory, inp.new_memory):
+        fire, signals = self._fires(cos, z_norm, inp)
+        d = Decision(step=self._step, task_id=tid, phase="stream", triggered=fire, accept=True,
+                     reason="not_triggered", cosine=cos, z_norm=z_norm,
+                     momentum_norm=None if prev is None else exact_norm(prev), warnings=warnings,
+                     trigger_signals=signals)
+        self._act(d, fire, inp.old_memory, inp.new_memory)
+        d.trigger_count = self._trigger_count
+        self._momentum = momentum_update(prev, z, c.beta)
+        if c.trigger == "selective":
+            self._selective.observe(cos, z_norm)
+        return d
+
+    def _fires(self, cos: float | None, z_norm: float, inp: StepInput) -> tuple[bool, dict]:
+        """The trigger test of a post-warm-up step and its signals (selective trigger only)."""
+        if self.config.trigger != "selective":
+            return self._policy.fires(self._step, cos), {}
+        ch = change_stats(inp.old_memory, inp.new_memory)
+        verdict = self._selective.fires(cos, z_norm, ch)
+        return verdict.fire, {**ch.to_dict(), **verdict.to_dict()}
+
+    def _act(self, d: Decision, fire: bool, old_text: str, new_text: str) -> None:
+        """Not fired: accept. Fired on a trivially-equal candidate (when enabled): accept without evaluation, the
+        trigger's bookkeeping left to the next real trigger. Fired otherwise: compare (``_trigger``)."""
+        if fire and self.config.skip_trivially_equal and trivially_equal(old_text, new_text):
             d.triggered = False
             d.reason = "trivially_equal"
             self._stats["accepts"] += 1
         elif fire:
-            self._trigger(d, inp.old_memory, inp.new_memory)
+            self._trigger(d, old_text, new_text)
         else:
             self._stats["accepts"] += 1
-        d.trigger_count = self._trigger_count
-        # momentum: every post-warm-up step, with the candidate's z, after the decision (spec §2.2)
-        self._momentum = momentum_update(prev, z, c.beta)
-        if selective:
-            self._selective.observe(cos, z_norm)
-        return d
 
     # ------------------------------------------------------------------ internals
     def _append(self, q: np.ndarray, task: Any, tid: str) -> None:
@@ -526,59 +259,24 @@ class Janus:
         """Selective trigger armed during warm-up: compare on up to K + K_F tasks seen so far (a seeded sample,
         role ``fresh``). Coverage, boundary and the seen/pending split are untouched (they start at the end of
         warm-up); the trigger count advances."""
-        c = self.config
-        n = self._store.n
-        entries = sample_fresh(0, n, c.support_size + c.fresh_size, c.seed, self._trigger_count)
+        plan = plan_warmup(self.config, self._store.n, self._trigger_count)
         self._trigger_count += 1
         self._stats["triggers"] += 1
-        d.fresh = [self._ids[i] for i in entries]
-        d.eval_ids = list(d.fresh)
-        d.evaluator_calls_full = 2 * len(entries)
-        comp = self._compare(d, entries, old_text, new_text)
+        plan.record(d, self._ids)
+        comp = self._compare(d, plan.entries, old_text, new_text)
         if comp is not None:
             self._stats["accepts" if comp.accept else "rollbacks"] += 1
 
-    def _compare(self, d: Decision, entries: list[int], old_text: str, new_text: str):
+    def _compare(self, d: Decision, entries: list[int], old_text: str, new_text: str) -> Comparison | None:
         """Evaluate both memories on ``entries``, fill ``d``; None (candidate kept) when the evaluator failed."""
-        c = self.config
-        begin = getattr(self.evaluator, "begin_comparison", None)
-        if callable(begin):  # lets a sampling evaluator draw fresh, resumable samples per (trigger, entry, memory)
-            begin(step=d.step, trigger=self._trigger_count)
-        expect = getattr(self.evaluator, "expect_pair", None)
-        if callable(expect) and entries and not (c.same_memory_shortcut and old_text == new_text):
-            # both memories will be evaluated on these entries (all of them unless early stopping ends the
-            # comparison sooner): a batching evaluator may solve them together (runner/eval_batch.py); the
-            # calls it receives and the decision are unchanged
-            expect(old_text, new_text, complete=not (c.early_stop and c.decision_rule == "paper"))
-        try:
-            comp = compare(self.evaluator, [self._tasks[i] for i in entries], old_text, new_text,
-                           rule=c.decision_rule, alpha=c.alpha, min_margin=c.min_margin,
-                           early_stop=c.early_stop, round_size=c.early_stop_round,
-                           same_memory_shortcut=c.same_memory_shortcut)
-        except EvaluationError as exc:
-            d.accept = True
-            d.reason = f"evaluation_failed:{exc}"
-            d.evaluator_calls = int(getattr(exc, "calls", 0))
-            self._stats["evaluator_calls"] += d.evaluator_calls
-            self._stats["evaluation_failures"] += 1
-            self._stats["accepts"] += 1
-            return None
-        d.accept = comp.accept
-        d.reason = comp.reason
-        d.n_evaluated = comp.n_evaluated
-        d.old_correct = comp.old_correct
-        d.new_correct = comp.new_correct
-        d.old_score = n_correct(comp.old_correct) / max(1, len(comp.old_correct))
-        d.new_score = n_correct(comp.new_correct) / max(1, len(comp.new_correct))
-        d.evaluator_calls = comp.calls
-        d.p_value = comp.p_value
-        self._stats["evaluator_calls"] += comp.calls
-        self._stats["evaluator_calls_saved"] += comp.calls_full - comp.calls
-        return comp
+        announce(self.evaluator, self.config, d, self._trigger_count, len(entries), old_text, new_text)
+        return run_comparison(self.evaluator, self.config, d, [self._tasks[i] for i in entries], old_text,
+                              new_text, self._stats)
 
     def _trigger(self, d: Decision, old_text: str, new_text: str) -> None:
+        """A post-warm-up trigger (spec §3.2): fresh sample, coverage refresh, planned entries, comparison,
+        boundary refresh from the flips."""
         c = self.config
-        ids = self._ids
         fresh = sample_fresh(self._seen_end, self._store.n, c.fresh_size, c.seed, self._trigger_count)
         self._seen_end = self._store.n
         self._trigger_count += 1
@@ -587,109 +285,13 @@ class Janus:
             self._coverage = self._cov_model.refresh(self._store, self._seen_end)
         except Exception as exc:  # spec §3.2 step 3: keep the previous coverage
             d.warnings.append(f"coverage refresh failed ({type(exc).__name__}: {exc}); previous coverage kept")
-        cov = list(self._coverage) if c.use_coverage else []
-        bnd = [i for i, _ in self._boundary] if c.use_boundary else []
-        fr = fresh if c.use_fresh else []
-        entries = build_entries(cov, bnd, fr, c.dedup)
-        if c.replay_limit is not None and len(entries) > c.replay_limit:
-            # the authors' optional cap (spec §3.2 step 4): trigger_count is already incremented here
-            entries = random.Random(c.seed + self._trigger_count + 17).sample(entries, c.replay_limit)
-        d.coverage = [ids[i] for i in cov]
-        d.boundary = [ids[i] for i in bnd]
-        d.fresh = [ids[i] for i in fr]
-        d.eval_ids = [ids[i] for i in entries]
-        d.evaluator_calls_full = 2 * len(entries)
-        comp = self._compare(d, entries, old_text, new_text)
+        plan = plan_trigger(c, self._coverage, self._boundary, fresh, self._trigger_count)
+        plan.record(d, self._ids)
+        comp = self._compare(d, plan.entries, old_text, new_text)
         if comp is None:
             return
-        cov_set = set(self._coverage)
-        # an indeterminate outcome (None, e.g. a timeout) under either memory is never a flip (C16-C)
-        flips = [entries[p] for p in range(comp.n_evaluated)
-                 if comp.old_correct[p] is not None and comp.new_correct[p] is not None
-                 and comp.old_correct[p] != comp.new_correct[p] and entries[p] not in cov_set]
-        d.flips = [ids[i] for i in flips]
+        flips = flips_of(plan.entries, comp, self._coverage)
+        d.flips = [self._ids[i] for i in flips]
         self._boundary = refresh_boundary(self._boundary, flips, self._coverage, c.boundary_size, c.seed,
                                           self._trigger_count)
         self._stats["accepts" if comp.accept else "rollbacks"] += 1
-
-    # ------------------------------------------------------------------ persistence
-    def state_dict(self) -> dict:
-        """Full controller state, JSON-serialisable (arrays as base64 little-endian bytes).
-
-        ``json.dumps(state, sort_keys=True)`` is byte-identical after a save -> load -> save round trip, and a
-        restored controller makes exactly the decisions the original would have made.
-        Raises TypeError when a task cannot be serialised (pass ``task_to_dict``).
-        """
-        to_d = self._task_to_dict
-        tasks = [({"type": "custom", "data": to_d(t)} if to_d else _default_task_to_dict(t)) for t in self._tasks]
-        return {
-            "format": STATE_FORMAT,
-            "config": self.config.to_dict(),
-            "step": self._step,
-            "trigger_count": self._trigger_count,
-            "seen_end": self._seen_end,
-            "warmup_initialized": self._warmup_initialized,
-            "momentum": encode_array(self._momentum),
-            "coverage": list(self._coverage),
-            "boundary": [[i, t] for i, t in self._boundary],
-            "coverage_model": self._cov_model.state_dict(),
-            "embeddings": self._store.state_dict(),
-            "ids": list(self._ids),
-            "tasks": tasks,
-            "stats": dict(self._stats),
-            "trigger_state": self._selective.state_dict(),
-        }
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore from :meth:`state_dict` (the config stored in the state replaces the current one).
-
-        Raises ValueError on an unknown format or inconsistent content.
-        """
-        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-            raise ValueError(f"not a Janus controller state (format {STATE_FORMAT!r} expected)")
-        fresh = Janus(JanusConfig.from_dict(state["config"]), self.evaluator,
-                      task_to_dict=self._task_to_dict, task_from_dict=self._task_from_dict)
-        store = EmbeddingStore.from_state_dict(state["embeddings"])
-        n = store.n
-        if len(state["ids"]) != n or len(state["tasks"]) != n:
-            raise ValueError("state has inconsistent numbers of tasks, ids and embeddings")
-        if state["coverage_model"]["kind"] != fresh._cov_model.kind:
-            raise ValueError("state coverage model does not match config.clustering")
-        fresh._cov_model.load_state_dict(state["coverage_model"])
-        fresh._store = store
-        fresh._ids = [str(i) for i in state["ids"]]
-        from_d = self._task_from_dict
-        tasks = []
-        for t in state["tasks"]:
-            if t["type"] == "custom":
-                if from_d is None:
-                    raise ValueError("state holds custom-serialised tasks: pass task_from_dict")
-                tasks.append(from_d(t["data"]))
-            else:
-                tasks.append(_default_task_from_dict(t))
-        fresh._tasks = tasks
-        fresh._step = int(state["step"])
-        fresh._trigger_count = int(state["trigger_count"])
-        fresh._seen_end = int(state["seen_end"])
-        fresh._warmup_initialized = bool(state["warmup_initialized"])
-        fresh._momentum = decode_array(state["momentum"])
-        fresh._coverage = [int(i) for i in state["coverage"]]
-        fresh._boundary = [(int(i), str(t)) for i, t in state["boundary"]]
-        fresh._stats = {k: int(v) for k, v in state["stats"].items()}
-        fresh._selective.load_state_dict(state.get("trigger_state"))  # absent in states saved before issue 16
-        self.__dict__.update(fresh.__dict__)
-
-    @classmethod
-    def from_state_dict(
-        cls,
-        state: dict,
-        evaluator: Callable[[str, list], list] | None = None,
-        *,
-        task_to_dict: Callable[[Any], dict] | None = None,
-        task_from_dict: Callable[[dict], Any] | None = None,
-    ) -> Janus:
-        """Build a controller from :meth:`state_dict` output."""
-        j = cls(JanusConfig.from_dict(state["config"]), evaluator,
-                task_to_dict=task_to_dict, task_from_dict=task_from_dict)
-        j.load_state_dict(state)
-        return j

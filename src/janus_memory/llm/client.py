@@ -22,6 +22,9 @@ is raised naming the attempts made and the last error. The per-attempt limit is 
 Silent prompt truncation (C22-B): when the server reports ``prompt_tokens`` below 90% of a conservative
 local lower bound (word count), the client raises :class:`ContextTruncated` (not retried, not cached, tokens
 still counted): the caller must raise the server's context window; the answer is never returned as valid.
+
+The retry/deadline loop itself is ``request_loop.py`` (LLMClient inherits it); this module holds the client's
+configuration, the response cache and in-flight sharing, the usage accounting of a reply, and the sync/async API.
 """
 from __future__ import annotations
 
@@ -34,18 +37,10 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from janus_memory.llm.base import (
-    ChatBackend,
-    ChatRequest,
-    ContextTruncated,
-    DeadlineExceeded,
-    FatalLLMError,
-    RetriesExhausted,
-    TransientLLMError,
-    validate_messages,
-)
+from janus_memory.llm.base import ChatBackend, ChatRequest, ContextTruncated, validate_messages
 from janus_memory.llm.cache import ResponseCache, request_key
 from janus_memory.llm.reasoning import is_context_truncated
+from janus_memory.llm.request_loop import RequestLoop
 from janus_memory.llm.usage import UsageMeter
 from janus_memory.types import ChatResult
 
@@ -72,10 +67,6 @@ def _run_sync(factory: Callable[[], Awaitable[Any]]) -> Any:
     return box["value"]
 
 
-class _DeadlineHit(Exception):
-    """Internal: the overall deadline ran out during an attempt."""
-
-
 def issue_order(reqs: list[ChatRequest]) -> list[int]:
     """Indices of ``reqs`` in the order to issue them so that requests sharing a prompt prefix run back to back.
 
@@ -90,7 +81,7 @@ def issue_order(reqs: list[ChatRequest]) -> list[int]:
     return sorted(range(len(reqs)), key=key)
 
 
-class LLMClient:
+class LLMClient(RequestLoop):
     """Front door of the LLM layer (see module docstring for the retry and truncation policies).
 
     Args:
@@ -150,13 +141,6 @@ class LLMClient:
                 s = self._sems[loop] = asyncio.Semaphore(self.concurrency)
             return s
 
-    def backoff_delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number ``attempt + 1`` (attempt counts from 0)."""
-        d = min(self.backoff_max_s, self.backoff_base_s * (2 ** attempt)) * self._rng.uniform(0.5, 1.0)
-        if retry_after is not None and retry_after > 0:
-            d = max(d, min(float(retry_after), self.max_retry_after_s))
-        return d
-
     @staticmethod
     def _request(messages: Any, params: dict) -> ChatRequest:
         msgs = validate_messages(messages)
@@ -201,63 +185,6 @@ class LLMClient:
                 if self._inflight.get(key, (None, None))[1] is task:
                     del self._inflight[key]
         return await self._fetch(req, role, key)
-
-    async def _fetch(self, req: ChatRequest, role: str, key: str | None) -> ChatResult:
-        """Backend attempts with retries, backoff and the overall deadline; the result is cached under ``key``."""
-        sem = self._sem()
-        last: BaseException | None = None
-        attempts = 0
-        deadline: float | None = None
-        for attempt in range(self.max_retries + 1):
-            attempts += 1
-            async with sem:
-                t0 = time.perf_counter()
-                if self.deadline_s is not None and deadline is None:
-                    deadline = time.monotonic() + self.deadline_s
-                try:
-                    res = await self._attempt(req, deadline)
-                except TransientLLMError as e:
-                    last = e
-                except FatalLLMError:
-                    self.usage.record_error(role)
-                    raise
-                except _DeadlineHit:
-                    self.usage.record_error(role)
-                    raise self._deadline_error(attempts, last, "attempt cancelled at the deadline") from None
-                else:
-                    return self._accept(res, req, role, key, t0)
-            if attempt < self.max_retries:
-                delay = self.backoff_delay(attempt, getattr(last, "retry_after", None))
-                if deadline is not None and time.monotonic() + delay >= deadline:
-                    self.usage.record_error(role)
-                    raise self._deadline_error(attempts, last, f"no time left for a retry after {delay:.2f}s backoff")
-                self.usage.record_retry(role)
-                await self._sleep(delay)
-        self.usage.record_error(role)
-        assert last is not None
-        raise RetriesExhausted(
-            f"LLM request failed after {attempts} attempts ({self.backend.identity}); last error: "
-            f"{type(last).__name__}: {last}", attempts=attempts, last_error=last)
-
-    async def _attempt(self, req: ChatRequest, deadline: float | None) -> ChatResult:
-        if deadline is None:
-            return await self.backend.acomplete(req)
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise _DeadlineHit
-        try:
-            return await asyncio.wait_for(self.backend.acomplete(req), remaining)
-        except TimeoutError as e:
-            if time.monotonic() < deadline:  # a TimeoutError from inside the backend, not ours: retryable
-                raise TransientLLMError(f"timeout: {e}") from e
-            raise _DeadlineHit from None
-
-    def _deadline_error(self, attempts: int, last: BaseException | None, what: str) -> DeadlineExceeded:
-        err = last if last is not None else TimeoutError(f"no reply within {self.deadline_s}s")
-        return DeadlineExceeded(
-            f"LLM request exceeded its {self.deadline_s:g}s deadline after {attempts} attempt(s) ({what}; "
-            f"{self.backend.identity}); last error: {type(err).__name__}: {err}",
-            attempts=attempts, last_error=err, deadline_s=float(self.deadline_s or 0.0))
 
     def _accept(self, res: ChatResult, req: ChatRequest, role: str, key: str | None, t0: float) -> ChatResult:
         res.latency_s = time.perf_counter() - t0

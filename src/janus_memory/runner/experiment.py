@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import ConfigError, JanusError, OutputError, StorageError
 from .build import Context, build_context, resolve_config, validate_names  # noqa: F401  (public re-exports)
 from .config import RunConfig, preset_summary
+from .estimate import log_estimate, record_timing
 from .events import EventBus, MethodStarted, StepFinished
 from .loop import Stopped, run_method
 from .provenance import environment_info, prompts_used, split_record, to_yaml
@@ -136,6 +137,7 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
             _preflight(ctx)
             store = RunStore.create(cfg.out, overwrite=overwrite)
             _start_new(store, cfg, ctx, __version__)
+        log_estimate(ctx, store.root, resume, log)  # LLM calls ahead (and time, embedded model): runner/estimate.py
         return _finish(ctx, store, EventBus(store.on_event, _legacy_on_step(on_step), on_event), log, stop_after, cfg, t0)
     except (OSError, sqlite3.OperationalError) as e:
         if _is_storage_error(e):
@@ -184,6 +186,7 @@ def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: 
                "dataset": cfg.dataset, "updater": cfg.updater, "backend": ctx.backend_info, "methods": methods,
                "usage_total": sum_method_usage(methods), "wall_s": round(time.time() - t0, 2)}
     store.finish(summary)
+    record_timing(ctx)  # the measured speed of the embedded model on this machine, for the next run's estimate
     return summary
 
 

@@ -2,13 +2,18 @@
 
 Both methods of one run folder answer the same frozen test split, so the comparison is paired: only the items where
 they disagree carry information. ``b`` = base right / Janus wrong, ``c`` = base wrong / Janus right. The exact McNemar
-test is a two-sided sign test on the b + c discordant items (binomial, p = 1/2); the 95% interval of the accuracy
-difference (c - b) / n uses the paired normal approximation (Agresti & Min's Wald interval with its variance of the
-difference of two correlated proportions).
+test is a two-sided sign test on the b + c discordant items (binomial, p = 1/2). The 95% interval of the accuracy
+difference (c - b) / n is Newcombe's square-and-add interval for paired proportions (Newcombe 1998, method 10): a
+Wilson score interval for each accuracy, combined with the estimated correlation of the two (phi, with Newcombe's
+adjustment: a positive ad - bc is reduced by n/2 and floored at 0). It replaced the paired Wald interval, which at
+the small n of real-model runs is too narrow and can exclude 0 while the exact test is far from significant (n = 10,
+3 vs 0 discordant: Wald [+1.6, +58.4] pp, McNemar p = 0.25; Newcombe [-4.7, +55.1] pp).
 """
 from __future__ import annotations
 
 import math
+
+Z95 = 1.959963984540054
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -21,14 +26,36 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def paired_ci(b: int, c: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """95% Wald interval of the paired accuracy difference (c - b) / n."""
+def wilson(x: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of the proportion x / n ((0, 1) when n = 0)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = x / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def paired_ci(both: int, janus_only: int, base_only: int, neither: int, z: float = Z95) -> tuple[float, float]:
+    """95% interval of the paired accuracy difference (janus_only - base_only) / n, Newcombe's square-and-add
+    (method 10) from the 2x2 table of the shared items: both right, only +Janus right, only base right, neither."""
+    n = both + janus_only + base_only + neither
     if n == 0:
         return (0.0, 0.0)
-    d = (c - b) / n
-    var = ((b + c) / n - d * d) / n
-    half = z * math.sqrt(max(var, 0.0))
-    return (d - half, d + half)
+    pj, pb = (both + janus_only) / n, (both + base_only) / n
+    lj, uj = wilson(both + janus_only, n, z)
+    lb, ub = wilson(both + base_only, n, z)
+    margins = (both + janus_only) * (base_only + neither) * (both + base_only) * (janus_only + neither)
+    cross = both * neither - janus_only * base_only
+    if margins == 0 or 0 <= cross <= n / 2:
+        phi = 0.0
+    else:
+        phi = (cross - n / 2 if cross > 0 else cross) / math.sqrt(margins)
+    d = pj - pb
+    lo = d - math.sqrt(max(0.0, (pj - lj) ** 2 - 2 * phi * (pj - lj) * (ub - pb) + (ub - pb) ** 2))
+    hi = d + math.sqrt(max(0.0, (pb - lb) ** 2 - 2 * phi * (pb - lb) * (uj - pj) + (uj - pj) ** 2))
+    return (max(-1.0, lo), min(1.0, hi))
 
 
 def paired_compare(base: dict[str, bool], janus: dict[str, bool]) -> dict:
@@ -39,7 +66,9 @@ def paired_compare(base: dict[str, bool], janus: dict[str, bool]) -> dict:
     c = sum(1 for i in ids if janus[i] and not base[i])
     return {"n": n, "base_acc": sum(base[i] for i in ids) / n if n else None,
             "janus_acc": sum(janus[i] for i in ids) / n if n else None, "base_only": b, "janus_only": c,
-            "diff": (c - b) / n if n else None, "ci95": paired_ci(b, c, n), "p_mcnemar": mcnemar_exact(b, c),
+            "diff": (c - b) / n if n else None,
+            "ci95": paired_ci(sum(1 for i in ids if base[i] and janus[i]), c, b,
+                              sum(1 for i in ids if not base[i] and not janus[i])), "p_mcnemar": mcnemar_exact(b, c),
             "unmatched": len(set(base) ^ set(janus))}
 
 

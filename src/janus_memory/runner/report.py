@@ -142,7 +142,7 @@ def _section_markdown(tables: dict, cap: str) -> list[str]:
                capline, ""]
     if tables["paired"]["markdown"]:
         md += ["## Base vs +Janus, paired on the same test items", "",
-               "Diff = +Janus minus base accuracy on the items both answered; 95% CI: paired Wald interval; p: exact "
+               "Diff = +Janus minus base accuracy on the items both answered; 95% CI: Newcombe's paired square-and-add interval; p: exact "
                "McNemar (two-sided sign test on the items where exactly one method is right).", "",
                tables["paired"]["markdown"], "", capline, ""]
     if tables["trigger"]["markdown"]:

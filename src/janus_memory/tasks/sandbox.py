@@ -25,59 +25,31 @@ Every sandbox process gets PR_SET_PDEATHSIG=SIGKILL, so it dies with the host pr
 Statuses: "passed" (exit 0; HumanEval uses the proof harness in harness.py instead), "failed" (non-zero exit, output
 past the cap), "timeout" (wall or CPU limit; distinct from failed, C16), "error" (the sandbox could not start).
 ``reason`` names why: passed, exit-code, output-limit, timeout, crash (killed by a signal), sandbox-error.
+
+The sandbox backends (bwrap, the unshare fallback, the choice between them and the weak-sandbox opt-in) and the
+command each builds live here; running one built command (limits, output tails, kill, status) is ``sandbox_job.py``.
 """
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
-import resource
-import selectors
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+
+from .sandbox_job import SandboxLimits, SandboxResult, SandboxStatus, execute, set_parent_death_signal
+
+__all__ = [
+    "ENV_ALLOW_WEAK", "FALLBACK_NOTICE", "NOBODY", "SandboxLimits", "SandboxResult", "SandboxStatus",
+    "WeakSandboxRefused", "build_command", "bwrap_path", "choose_backend", "require_strong_sandbox", "run_python",
+    "sandbox_notice", "set_parent_death_signal", "weak_sandbox_allowed",
+]
 
 log = logging.getLogger(__name__)
 
-SandboxStatus = Literal["passed", "failed", "timeout", "error"]
 NOBODY = 65534
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """wall_s: wall-clock timeout (s). cpu_s: RLIMIT_CPU (s). address_space: RLIMIT_AS (bytes).
-    file_size: RLIMIT_FSIZE (bytes). nproc: RLIMIT_NPROC (processes of the sandbox user). tmpfs_bytes: /tmp size.
-    output_bytes: total stdout+stderr allowed (more fails, reason output-limit). tail_bytes: kept per stream."""
-
-    wall_s: float = 10.0
-    cpu_s: int = 10
-    address_space: int = 1 << 30
-    file_size: int = 16 << 20
-    nproc: int = 64
-    tmpfs_bytes: int = 64 << 20
-    output_bytes: int = 1 << 20
-    tail_bytes: int = 16 << 10
-
-
-@dataclass(frozen=True)
-class SandboxResult:
-    status: SandboxStatus
-    returncode: int | None
-    stdout: str = ""
-    stderr: str = ""
-    wall_s: float = 0.0
-    backend: str = ""
-    reruns: int = 0
-    detail: dict = field(default_factory=dict)
-    reason: str = ""
-    output_bytes: int = 0
 
 
 _WARNED = False
@@ -158,36 +130,6 @@ def _rlimit_args(lim: SandboxLimits) -> list[str]:
             f"--nproc={lim.nproc}", "--core=0", "--"]
 
 
-_PR_SET_PDEATHSIG = 1
-try:
-    _LIBC = ctypes.CDLL(None, use_errno=True)
-except OSError:  # pragma: no cover - non-glibc platform
-    _LIBC = None
-
-
-def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
-    """prctl(PR_SET_PDEATHSIG, sig) for the calling process (Linux). True on success."""
-    if _LIBC is None:
-        return False
-    return _LIBC.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
-
-
-def _preexec(lim: SandboxLimits, use_prlimit: bool, host_pid: int, proof_fd: int | None = None):
-    def fn():
-        if proof_fd is not None:  # the proof pipe becomes fd 3 of the program (kept through close_fds)
-            os.dup2(proof_fd, 3)
-        set_parent_death_signal(signal.SIGKILL)
-        if os.getppid() != host_pid:  # the host died between fork and prctl
-            os._exit(1)
-        if not use_prlimit:
-            resource.setrlimit(resource.RLIMIT_AS, (lim.address_space, lim.address_space))
-            resource.setrlimit(resource.RLIMIT_CPU, (lim.cpu_s, lim.cpu_s))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))
-            resource.setrlimit(resource.RLIMIT_NPROC, (lim.nproc, lim.nproc))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    return fn
-
-
 def _drop_privs() -> list[str]:
     if os.geteuid() != 0:
         return []
@@ -251,126 +193,6 @@ def run_python(code: str, *, limits: SandboxLimits | None = None, backend: str =
         if os.geteuid() == 0:
             os.chown(scratch, NOBODY, NOBODY)
         cmd, cwd, env = build_command(be, tmp, lim)
-        return _execute(cmd, cwd, env, lim, be, stdin_data, proof)
+        return execute(cmd, cwd, env, lim, be, stdin_data, proof)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-class _Tail:
-    """The last ``keep`` bytes of a stream plus the total count."""
-
-    def __init__(self, keep: int):
-        self.keep, self.buf, self.total = keep, bytearray(), 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        self.buf += chunk[-self.keep:]
-        if len(self.buf) > self.keep:
-            del self.buf[:len(self.buf) - self.keep]
-
-    def text(self) -> str:
-        return self.buf.decode("utf-8", "replace")
-
-
-def _spawn(cmd, cwd, env, lim, stdin_data: bytes, proof: bool):
-    use_pl = bool(cmd and cmd[0].endswith("prlimit"))
-    pr = pw = None
-    if proof:
-        pr, pw = os.pipe()
-    try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True, pass_fds=(3,) if proof else (),
-                                preexec_fn=_preexec(lim, use_pl, os.getpid(), pw))
-    finally:
-        if pw is not None:
-            os.close(pw)
-    try:
-        proc.stdin.write(stdin_data)
-    except OSError:
-        pass
-    try:
-        proc.stdin.close()
-    except OSError:
-        pass
-    return proc, pr
-
-
-def _execute(cmd, cwd, env, lim: SandboxLimits, be: str, stdin_data: bytes, proof: bool) -> SandboxResult:
-    t0 = time.monotonic()
-    try:
-        proc, pr = _spawn(cmd, cwd, env, lim, stdin_data, proof)
-    except OSError as e:
-        return SandboxResult("error", None, "", f"sandbox failed to start: {e}", 0.0, be, reason="sandbox-error")
-    out, err, proof_buf = _Tail(lim.tail_bytes), _Tail(lim.tail_bytes), bytearray()
-    timed_out = over = False
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, out)
-    sel.register(proc.stderr, selectors.EVENT_READ, err)
-    if pr is not None:
-        sel.register(pr, selectors.EVENT_READ, None)
-    try:
-        deadline = t0 + lim.wall_s
-        while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            for key, _ in sel.select(timeout=min(left, 0.5)):
-                fd = key.fd
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                elif key.data is None:
-                    proof_buf += chunk[:4096 - len(proof_buf)]
-                else:
-                    key.data.add(chunk)
-            if out.total + err.total > lim.output_bytes:
-                over = True
-                break
-        if not (timed_out or over):
-            try:
-                proc.wait(timeout=max(0.05, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-    finally:
-        sel.close()
-        _kill_group(proc)  # on expiry, on the cap, and stragglers that outlived the main program
-        for f in (proc.stdout, proc.stderr):
-            f.close()
-        if pr is not None:
-            os.close(pr)
-    wall = time.monotonic() - t0
-    rc = proc.returncode
-    cpu_kill = rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU) or (rc in (-signal.SIGKILL, 128 + signal.SIGKILL)
-                                                                 and wall >= lim.cpu_s * 0.9)
-    err_s = err.text()
-    if over:
-        status, reason = "failed", "output-limit"
-    elif timed_out or cpu_kill:
-        status, reason = "timeout", "timeout"
-    elif rc == 0:
-        status, reason = "passed", "passed"
-    elif be == "bwrap" and rc == 1 and err_s.startswith("bwrap:"):
-        status, reason = "error", "sandbox-error"
-    else:
-        status, reason = "failed", "crash" if rc is not None and rc < 0 else "exit-code"
-    detail = {"stdout_bytes": out.total, "stderr_bytes": err.total}
-    if pr is not None:
-        detail["proof"] = bytes(proof_buf)
-    return SandboxResult(status, rc, out.text(), err_s, wall, be, detail=detail, reason=reason,
-                         output_bytes=out.total + err.total)
-
-
-def _kill_group(proc: subprocess.Popen, rounds: int = 100) -> None:
-    """SIGKILL the sandbox's whole process group, repeatedly until it is empty (a fork bomb keeps forking)."""
-    try:
-        proc.kill()
-    except ProcessLookupError:
-        pass
-    for _ in range(rounds):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return
-        proc.poll()  # reap our own child: a zombie leader would keep the group "non-empty"
-        time.sleep(0.005)

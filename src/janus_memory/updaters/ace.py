@@ -76,6 +76,16 @@ class ACE(Updater):
         "reflection_chars": 4000,  # cut the reflection shown to the generator/curator (None = full)
     }
 
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float | None]:
+        """Generator, reflector (a correct first answer is reflected on once; a wrong one gets up to
+        ``max_num_rounds`` reflect + retry rounds), the curator every ``curator_frequency`` steps and the
+        post-curation answer. ``refine: merge`` adds one call per merged group: no fixed bound."""
+        rounds = int(config["max_num_rounds"])
+        extra = 1 / int(config["curator_frequency"]) + (1 if config["post_curate_answer"] else 0)
+        most = None if config["refine"] == "merge" else 1 + max(1, 2 * rounds) + extra
+        return (1 if rounds == 0 else 2) + extra, most
+
     def __init__(self, **kw):
         super().__init__(**kw)
         for key in ("max_num_rounds", "curator_frequency"):

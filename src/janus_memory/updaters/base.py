@@ -13,231 +13,33 @@ Janus never changes how an updater proposes memory; it only decides whether the 
 
 A new updater is one subclass in one file: implement ``step``, ``memory_text``, ``solving_messages``,
 ``get_state`` and ``set_state``; register it with :func:`register_updater`. See ``docs/updaters.md``.
+Its parts live next to it and are re-exported here: the collaborator protocols and the records LLMCall /
+StepOutcome in ``records.py``, prompt-file and text helpers in ``texts.py``, RetrievalBank in ``bank.py``.
 """
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
-import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from importlib import resources
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from janus_memory.types import ChatResult, Score, Task
 
+from .bank import RetrievalBank
+from .records import ChatLLM, Encoder, Family, LLMCall, StepOutcome
+from .texts import fill, load_prompt, truncate, visible_text
+
+__all__ = [
+    "COMMON_DEFAULTS", "EMPTY_MEMORY", "SNAPSHOT_FORMAT", "ChatLLM", "Encoder", "Family", "LLMCall",
+    "RetrievalBank", "StepOutcome", "UPDATERS", "Updater", "fill", "load_prompt", "make_updater", "register_updater",
+    "truncate", "visible_text",
+]
+
 EMPTY_MEMORY = "(empty)"
 SNAPSHOT_FORMAT = 1
-
-
-# --------------------------------------------------------------------------------------------------
-# collaborators (structural protocols; the real ones live in janus_memory.llm / .tasks / .encoders)
-# --------------------------------------------------------------------------------------------------
-class ChatLLM(Protocol):
-    def chat(self, messages: list[dict], *, role: str, sample: int = 0, **params: Any) -> ChatResult: ...
-
-    def chat_many(self, list_of_messages: list[list[dict]], *, role: str, **params: Any) -> list[ChatResult]: ...
-
-
-class Family(Protocol):
-    def prompt(self, task: Task) -> str: ...
-
-    def score(self, task: Task, output: ChatResult | str) -> Score: ...
-
-
-class Encoder(Protocol):
-    def encode(self, texts: list[str]) -> np.ndarray: ...
-
-
-# --------------------------------------------------------------------------------------------------
-# records
-# --------------------------------------------------------------------------------------------------
-@dataclass
-class LLMCall:
-    """One LLM call made by an updater. ``role`` is "solver", "curator" or "reflection"."""
-
-    role: str
-    messages: list[dict]
-    result: ChatResult
-    params: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        r = self.result
-        return {
-            "role": self.role,
-            "messages": self.messages,
-            "params": self.params,
-            "result": {
-                "text": r.text,
-                "reasoning": r.reasoning,
-                "finish_reason": r.finish_reason,
-                "cached": r.cached,
-                "prompt_tokens": r.usage.prompt_tokens,
-                "completion_tokens": r.usage.completion_tokens,
-            },
-        }
-
-
-@dataclass
-class StepOutcome:
-    """What one ``Updater.step(task)`` produced.
-
-    output: the answer that was scored (for multi-try methods, the last try).
-    score: its Score against the ground truth (paper-spec §1.2: feedback = correctness).
-    old_memory / candidate_memory: ``memory_text()`` before and after the step (M_{t-1}, M̂_t).
-    candidate_rejected: None, or the reason the method's proposal was refused by our validation
-        (e.g. "missing block"); the memory is then unchanged (candidate_memory == old_memory).
-    calls: every LLM call made, in order.
-    info: method-specific log (branches taken, dropped operations with reasons, retrieved ids ...).
-    """
-
-    output: ChatResult
-    score: Score
-    old_memory: str
-    candidate_memory: str
-    candidate_rejected: str | None
-    calls: list[LLMCall]
-    info: dict = field(default_factory=dict)
-
-    @property
-    def rejected_candidate(self) -> str | None:  # spelling used in docs/architecture.md
-        return self.candidate_rejected
-
-    @property
-    def changed(self) -> bool:
-        return self.candidate_memory != self.old_memory
-
-
-# --------------------------------------------------------------------------------------------------
-# prompt files
-# --------------------------------------------------------------------------------------------------
-_PLACEHOLDER = re.compile(r"\[\[([A-Z0-9_]+)\]\]")
-_PROMPT_CACHE: dict[str, str] = {}
-
-
-def load_prompt(name: str) -> str:
-    """Text of ``updaters/prompts/<name>.txt`` (package data, read with importlib.resources).
-
-    The final newline of the file is removed. Raises FileNotFoundError for an unknown name.
-    """
-    if name not in _PROMPT_CACHE:
-        ref = resources.files("janus_memory.updaters").joinpath("prompts", f"{name}.txt")
-        if not ref.is_file():
-            raise FileNotFoundError(f"no updater prompt file {name!r}.txt")
-        _PROMPT_CACHE[name] = ref.read_text(encoding="utf-8").rstrip("\n")
-    return _PROMPT_CACHE[name]
-
-
-def fill(template: str, **values: str) -> str:
-    """Replace every ``[[NAME]]`` in ``template`` by ``values["NAME"]`` in one pass.
-
-    Values are inserted verbatim (a value that itself contains ``[[X]]`` is not expanded again).
-    Raises KeyError when a placeholder has no value and ValueError when a value is unused.
-    """
-    used: set[str] = set()
-
-    def sub(m: re.Match) -> str:
-        key = m.group(1)
-        if key not in values:
-            raise KeyError(f"prompt placeholder [[{key}]] has no value")
-        used.add(key)
-        return str(values[key])
-
-    out = _PLACEHOLDER.sub(sub, template)
-    unused = set(values) - used
-    if unused:
-        raise ValueError(f"values given for placeholders not in the template: {sorted(unused)}")
-    return out
-
-
-def truncate(text: str, limit: int | None) -> str:
-    """Cut ``text`` to ``limit`` characters (None = no limit), marking the cut."""
-    if limit is None or len(text) <= limit:
-        return text
-    return text[:limit] + " [...truncated]"
-
-
-# --------------------------------------------------------------------------------------------------
-# retrieval bank (a second memory for DC-RS / ExpeL / ExpRAG)
-# --------------------------------------------------------------------------------------------------
-class RetrievalBank:
-    """Append-only list of JSON records with one L2-normalised float32 embedding each.
-
-    Retrieval is cosine similarity (= dot product of normalised rows), top-k, ties broken by insertion order.
-    State is JSON-serialisable: embeddings are stored as base64 of little-endian float32 bytes (exact round trip).
-    """
-
-    def __init__(self) -> None:
-        self.records: list[dict] = []
-        self._buf: np.ndarray | None = None  # (capacity, d) float32, rows [0, len) are used; grows by doubling
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def add(self, record: dict, embedding: np.ndarray) -> None:
-        e = np.asarray(embedding, dtype=np.float32).reshape(-1)
-        n = len(self.records)
-        if self._buf is None:
-            self._buf = np.zeros((16, e.shape[0]), dtype=np.float32)
-        elif e.shape[0] != self._buf.shape[1]:
-            raise ValueError(f"embedding dim {e.shape[0]} differs from the bank's {self._buf.shape[1]}")
-        if n == self._buf.shape[0]:
-            self._buf = np.vstack([self._buf, np.zeros_like(self._buf)])
-        self._buf[n] = e
-        self.records.append(copy.deepcopy(record))
-
-    def matrix(self) -> np.ndarray | None:
-        """(n, d) float32 view of all embeddings (None when empty)."""
-        if self._buf is None or not self.records:
-            return None
-        return self._buf[: len(self.records)]
-
-    def top_k(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Indices and similarities of the ``k`` most similar records, best first."""
-        emb = self.matrix()
-        if k <= 0 or emb is None:
-            return []
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        sims = emb @ q
-        order = np.argsort(-sims, kind="stable")[:k]
-        return [(int(i), float(sims[i])) for i in order]
-
-    def state(self) -> dict:
-        emb = self.matrix()
-        if emb is None:
-            return {"records": [], "dim": 0, "emb_b64": ""}
-        emb = np.ascontiguousarray(emb, dtype="<f4")
-        return {
-            "records": copy.deepcopy(self.records),
-            "dim": int(emb.shape[1]),
-            "emb_b64": base64.b64encode(emb.tobytes()).decode("ascii"),
-        }
-
-    def set_state(self, state: dict) -> None:
-        self.records = copy.deepcopy(list(state.get("records", [])))
-        self._buf = None
-        if not self.records:
-            return
-        dim = int(state["dim"])
-        raw = base64.b64decode(state["emb_b64"])
-        self._buf = np.frombuffer(raw, dtype="<f4").astype(np.float32).reshape(len(self.records), dim).copy()
-
-
-# --------------------------------------------------------------------------------------------------
-# the seam
-# --------------------------------------------------------------------------------------------------
-def visible_text(result: ChatResult) -> str:
-    """What the model visibly wrote: the answer text, or for a reply cut off by max_tokens (whose partial text the
-    LLM layer moves to ``reasoning`` so it is never scored as an answer, C19) that partial text. Used where an
-    updater shows an earlier output to the model again (retrieval banks, ExpeL reflection on a failed try); scoring
-    always uses the ChatResult itself."""
-    if result.text:
-        return result.text
-    return result.reasoning if result.truncated else ""
 
 
 COMMON_DEFAULTS: dict[str, Any] = {
@@ -303,6 +105,15 @@ class Updater(ABC):
     @abstractmethod
     def set_state(self, state: dict) -> None:
         """Exact inverse of ``get_state``."""
+
+    # ---- registry fact: LLM calls per stream step (the run's time estimate, runner/estimate.py) -------------
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float | None] | None:
+        """(fewest, most) LLM calls one stream step makes, averaged over steps, with ``config`` (the updater's
+        settings with every default filled in); ``most`` is None when the method has no fixed bound. None (this
+        default): the updater does not declare it and the run prints no estimate. Janus replays and the held-out
+        test are counted by the runner (one call per task and memory)."""
+        return None
 
     # ---- provided --------------------------------------------------------------------------------
     def snapshot(self) -> dict:

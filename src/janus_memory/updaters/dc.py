@@ -181,6 +181,11 @@ class DCRetrievalSynthesis(_DCBase):
     (input, output) pairs is appended to unconditionally and a Janus rollback restores only the cheatsheet)."""
 
     DEFAULTS = {**_DCBase.DEFAULTS, "bank_under_controller": False, "curator_input": "task_prompt"}
+
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
+        """Curator + solver, and one follow-up generation when the reply asks to execute code."""
+        return 2, 2 + (1 if config.get("execute_code") else 0)
     _CHOICES = {**_DCBase._CHOICES, "curator_input": ("task_prompt", "question")}
 
     def __init__(self, **kw):
@@ -304,6 +309,10 @@ class DCRetrievalSynthesis(_DCBase):
 @register_updater("dc_cu")
 class DCCumulative(_DCBase):
     prompt_prefixes = ("dc_cu_", "dc_generator")
+
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
+        return 2, 2  # solver + curator
     """DC-Cu: answer with the current sheet, then the curator rewrites it from the task and the answer."""
 
     def step(self, task: Task) -> StepOutcome:

@@ -45,15 +45,7 @@ from janus_memory.updaters.base import (
     truncate,
     visible_text,
 )
-from janus_memory.updaters.expel_rules import (
-    apply_ops_faithful,
-    apply_ops_paper,
-    apply_ops_strict,
-    parse_ops_faithful,
-    parse_ops_paper,
-    parse_ops_strict,
-    render_rules,
-)
+from janus_memory.updaters.expel_rules import apply_curator_reply, render_rules
 
 SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scoring": "answer_block",
                       "presence_penalty": None, "retrieval": "question"}
@@ -84,6 +76,13 @@ class ExpeL(Updater):
                 "parse_reasoning": False, "retrieval": "multi_field", "buffer_retrieve_ratio": 5}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("multi_field", "question")}
+
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
+        """At least the first try; at most ``max_tries`` tries, a reflection after each failed one, a pair curation
+        per failed try when a later one succeeds, and one batch curation per ``batch_update_size`` successes."""
+        tries = int(config["max_tries"])
+        return 1, tries + 2 * (tries - 1) + 1 / int(config["batch_update_size"])
 
     def __init__(self, **kw):
         super().__init__(**kw)
@@ -141,15 +140,29 @@ class ExpeL(Updater):
             params.setdefault("presence_penalty", self.config["presence_penalty"])
         return params
 
-
     def step(self, task: Task) -> StepOutcome:
+        """Retrieve success cases, solve with up to ``max_tries`` tries (a reflection after each failed try), then
+        on success store the case and curate the rules (pair prompts for failed tries, a batch prompt every
+        ``batch_update_size`` successes)."""
         calls: list[LLMCall] = []
         old = self.memory_text()
         task_prompt = self.family.prompt(task)
         q_emb = self.embed([task.question])[0]
         hits = self._retrieve(q_emb)
-        examples = self._examples_block(hits)
         info: dict = {"retrieved": [{"id": self.pool.records[i]["id"], "similarity": round(s, 6)} for i, s in hits]}
+        out, score, attempts, reflections = self._solve_with_reflection(
+            task, old, self._examples_block(hits), task_prompt, calls)
+        info["attempts"] = attempts
+        info["reflections"] = list(reflections)
+        info["ops"] = []
+        if score.correct:
+            self._learn_success(task, task_prompt, out, attempts, reflections, q_emb, calls, info)
+        self.stats["steps"] += 1
+        return StepOutcome(out, score, old, self.memory_text(), None, calls, info)
+
+    def _solve_with_reflection(self, task: Task, old: str, examples: str, task_prompt: str,
+                               calls: list[LLMCall]) -> tuple[ChatResult, Score, list[dict], list[str]]:
+        """The tries of one step: (last output, its score, per-try log, reflections written)."""
         attempts: list[dict] = []
         reflections: list[str] = []
         out: ChatResult | None = None
@@ -165,49 +178,52 @@ class ExpeL(Updater):
             attempts.append({"attempt": attempt, "output": shown, "trajectory": traj, "correct": score.correct})
             if score.correct or attempt == max_tries:
                 break
-            ref_msgs = [
-                {
-                    "role": "user",
-                    "content": fill(
-                        load_prompt("expel_reflection"),
-                        REFLECTIONS=note,
-                        TASK=task_prompt,
-                        FAILED_OUTPUT=shown,
-                    ),
-                }
-            ]
-            params = self._pp(self._with_extra(
-                {
-                    "temperature": self.config["temperature"],
-                    "max_tokens": min(int(self.config["reflection_max_tokens"]), int(self.config["solver_max_tokens"])),
-                }
-            ))
-            ref = self._chat(ref_msgs, role="reflection", calls=calls, params=params)
-            text = _last_block(ref.text, "reflection") or ref.text.strip()
+            text = self._reflect(note, task_prompt, shown, calls)
             if text:
                 reflections.append(text)
         assert out is not None and score is not None
-        info["attempts"] = attempts
-        info["reflections"] = list(reflections)
-        info["ops"] = []
-        if score.correct:
-            case = {
-                "id": task.id,
-                "question": task.question,
-                "input": task_prompt,
-                "output": visible_text(out),
-                "trajectory": attempts[-1]["trajectory"],
-                "reflections": list(reflections),
+        return out, score, attempts, reflections
+
+    def _reflect(self, note: str, task_prompt: str, shown: str, calls: list[LLMCall]) -> str:
+        """One reflection call on a failed try; the ``<reflection>`` block (or the whole reply) stripped."""
+        ref_msgs = [
+            {
+                "role": "user",
+                "content": fill(
+                    load_prompt("expel_reflection"),
+                    REFLECTIONS=note,
+                    TASK=task_prompt,
+                    FAILED_OUTPUT=shown,
+                ),
             }
-            self._add_case(case, q_emb)
-            self.recent_success.append(case)
-            for failed in attempts[:-1]:
-                self._curate("pair", self._pair_prompt(case, failed), calls, info)
-            if len(self.recent_success) >= int(self.config["batch_update_size"]):
-                self._curate("batch", self._batch_prompt(self.recent_success), calls, info)
-                self.recent_success = []
-        self.stats["steps"] += 1
-        return StepOutcome(out, score, old, self.memory_text(), None, calls, info)
+        ]
+        params = self._pp(self._with_extra(
+            {
+                "temperature": self.config["temperature"],
+                "max_tokens": min(int(self.config["reflection_max_tokens"]), int(self.config["solver_max_tokens"])),
+            }
+        ))
+        ref = self._chat(ref_msgs, role="reflection", calls=calls, params=params)
+        return _last_block(ref.text, "reflection") or ref.text.strip()
+
+    def _learn_success(self, task: Task, task_prompt: str, out: ChatResult, attempts: list[dict],
+                       reflections: list[str], q_emb, calls: list[LLMCall], info: dict) -> None:
+        """A solved task: store the success case, curate on each failed try, and on a full batch of successes."""
+        case = {
+            "id": task.id,
+            "question": task.question,
+            "input": task_prompt,
+            "output": visible_text(out),
+            "trajectory": attempts[-1]["trajectory"],
+            "reflections": list(reflections),
+        }
+        self._add_case(case, q_emb)
+        self.recent_success.append(case)
+        for failed in attempts[:-1]:
+            self._curate("pair", self._pair_prompt(case, failed), calls, info)
+        if len(self.recent_success) >= int(self.config["batch_update_size"]):
+            self._curate("batch", self._batch_prompt(self.recent_success), calls, info)
+            self.recent_success = []
 
     def solve_frozen(self, tasks: Sequence[Task], *, role: str = "test") -> list[tuple[ChatResult, Score]]:
         """Frozen rules + top-k retrieved success cases; 1 try, no reflection (paper-spec §5.2)."""
@@ -228,17 +244,9 @@ class ExpeL(Updater):
 
         Public so tests and tools can drive the exact rule semantics without an LLM.
         """
-        max_rules = int(self.config["max_num_rules"])
-        if self.config["faithful"]:
-            ops, dropped = parse_ops_faithful(text)
-            self.rules, applied, dropped2 = apply_ops_faithful(self.rules, ops, max_rules)
-        elif self.config["rule_ops"] == "paper":
-            ops, dropped = parse_ops_paper(text)
-            self.rules, applied, dropped2 = apply_ops_paper(self.rules, ops, max_rules)
-        else:
-            ops, dropped = parse_ops_strict(text)
-            self.rules, applied, dropped2 = apply_ops_strict(self.rules, ops, max_rules)
-        dropped = dropped + dropped2
+        self.rules, applied, dropped = apply_curator_reply(
+            self.rules, text, int(self.config["max_num_rules"]),
+            faithful=self.config["faithful"], rule_ops=self.config["rule_ops"])
         for a in applied:
             self._count("ops_applied", a["applied_as"])
             if "note" in a:

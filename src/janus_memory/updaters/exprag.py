@@ -37,6 +37,10 @@ class ExpRAG(Updater):
     supports_janus, is_baseline, table_rank, display_name = False, True, 1, "ExpRAG"
     prompt_prefixes = ("exprag_",)
 
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
+        return 1, 1  # the solver (retrieval is the encoder's)
+
     def __init__(self, **kw):
         super().__init__(**kw)
         self.bank = RetrievalBank()

@@ -16,6 +16,10 @@ class MemoryFree(Updater):
 
     supports_janus, is_baseline, table_rank, display_name = False, True, 0, "Memory-free"  # no memory to judge
 
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
+        return 1, 1  # the solver
+
     def memory_text(self) -> str:
         return ""
 

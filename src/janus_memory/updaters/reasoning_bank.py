@@ -146,6 +146,11 @@ class ReasoningBank(Updater):
 
     DEFAULTS = {"top_k": 1, "max_items": 3, "judge": "self", "replay": "retrieve", "extraction_temperature": None}
 
+    @classmethod
+    def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
+        """Solver, the self-judgment (judge "self"), then the extraction (skipped when the judgment is unparseable)."""
+        return (2, 3) if config["judge"] == "self" else (2, 2)
+
     def __init__(self, **kw):
         super().__init__(**kw)
         if self.config["judge"] not in ("self", "ground_truth"):
@@ -169,14 +174,16 @@ class ReasoningBank(Updater):
         return [{"role": "system", "content": load_prompt("reasoning_bank_solver_system")},
                 {"role": "user", "content": user}]
 
-    def solve_with_memory(self, memory_text: str, tasks: Sequence[Task], *, role: str = "janus"
+    def solve_with_memory(self, memory_text: str, tasks: Sequence[Task], *, role: str = "janus", sample: int = 0
                           ) -> list[tuple[ChatResult, Score]]:
+        """Janus replay with the method's retrieval inside ``memory_text``; ``sample``: the LLM client's sample index
+        (the evaluator's fresh draws, as the base seam)."""
         tasks = list(tasks)
         if self.config["replay"] == "full":
             msgs = [self.solving_messages(memory_text, t) for t in tasks]
         else:
             msgs = self._retrieval_messages(parse_bank_text(memory_text), tasks)[0]
-        return self._solve_batch(msgs, tasks, role)
+        return self._solve_batch(msgs, tasks, role, sample=sample)
 
     def solve_frozen(self, tasks: Sequence[Task], *, role: str = "test") -> list[tuple[ChatResult, Score]]:
         """Top-k retrieval from the frozen bank (whatever ``replay`` says)."""

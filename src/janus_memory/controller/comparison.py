@@ -1,0 +1,66 @@
+"""One old-vs-new comparison on behalf of a Decision, and the controller's counters it moves.
+
+The evaluator is told what is coming (``begin_comparison`` for resumable sampling, ``expect_pair`` for a batching
+evaluator, both optional), ``decision.compare`` applies the rule, and the outcome is copied onto the Decision.
+A failing evaluator keeps the candidate (reason ``evaluation_failed:...``). Counter names are those of
+``Janus.stats``: steps, triggers, accepts, rollbacks, evaluator_calls, evaluator_calls_saved, evaluation_failures.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .config import JanusConfig
+from .decision import Comparison, EvaluationError, compare, n_correct
+from .step import Decision
+
+
+def new_stats() -> dict[str, int]:
+    """The controller's counters, all zero (this key order is the stored state's)."""
+    return dict(steps=0, triggers=0, accepts=0, rollbacks=0, evaluator_calls=0,
+                evaluator_calls_saved=0, evaluation_failures=0)
+
+
+def announce(evaluator: Any, c: JanusConfig, d: Decision, trigger_count: int, n_entries: int,
+             old_text: str, new_text: str) -> None:
+    """Call the evaluator's optional hooks before a comparison."""
+    begin = getattr(evaluator, "begin_comparison", None)
+    if callable(begin):  # lets a sampling evaluator draw fresh, resumable samples per (trigger, entry, memory)
+        begin(step=d.step, trigger=trigger_count)
+    expect = getattr(evaluator, "expect_pair", None)
+    if callable(expect) and n_entries and not (c.same_memory_shortcut and old_text == new_text):
+        # both memories will be evaluated on these entries (all of them unless early stopping ends the
+        # comparison sooner): a batching evaluator may solve them together (runner/eval_batch.py); the
+        # calls it receives and the decision are unchanged
+        expect(old_text, new_text, complete=not (c.early_stop and c.decision_rule == "paper"))
+
+
+def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old_text: str, new_text: str,
+                   stats: dict[str, int]) -> Comparison | None:
+    """Compare both memories on ``tasks`` (the planned entries), fill ``d`` and ``stats``; None (candidate kept,
+    counted as an accept) when the evaluator failed. Accept/rollback of a completed comparison is left to the
+    caller, which counts it after its own bookkeeping."""
+    try:
+        comp = compare(evaluator, tasks, old_text, new_text,
+                       rule=c.decision_rule, alpha=c.alpha, min_margin=c.min_margin,
+                       early_stop=c.early_stop, round_size=c.early_stop_round,
+                       same_memory_shortcut=c.same_memory_shortcut)
+    except EvaluationError as exc:
+        d.accept = True
+        d.reason = f"evaluation_failed:{exc}"
+        d.evaluator_calls = int(getattr(exc, "calls", 0))
+        stats["evaluator_calls"] += d.evaluator_calls
+        stats["evaluation_failures"] += 1
+        stats["accepts"] += 1
+        return None
+    d.accept = comp.accept
+    d.reason = comp.reason
+    d.n_evaluated = comp.n_evaluated
+    d.old_correct = comp.old_correct
+    d.new_correct = comp.new_correct
+    d.old_score = n_correct(comp.old_correct) / max(1, len(comp.old_correct))
+    d.new_score = n_correct(comp.new_correct) / max(1, len(comp.new_correct))
+    d.evaluator_calls = comp.calls
+    d.p_value = comp.p_value
+    stats["evaluator_calls"] += comp.calls
+    stats["evaluator_calls_saved"] += comp.calls_full - comp.calls
+    return comp

@@ -1,0 +1,188 @@
+"""JanusConfig: the controller's hyper-parameters, their validation and the paper / fast presets.
+
+Source: paper-spec.md §4 (defaults), §8.3/8.4/8.6 (ablations, sweeps). Re-exported by ``controller/janus.py``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .trigger import TRIGGER_POLICIES
+
+
+@dataclass(frozen=True)
+class JanusConfig:
+    """Controller hyper-parameters. Defaults are the paper's (spec §4, §8.6): the faithful configuration.
+
+    Paper: warmup=20 (steps always accepted, momentum untouched), coverage_size K'=12, boundary_size K_b=8
+    (support size K = K' + K_b = 20), fresh_size K_F=5, beta=0.9, tau=0.0, seed=0, trigger="mmt".
+    Ablations (spec §8.3/8.4): trigger in never|always|random|periodic|mmt with trigger_rate / trigger_period;
+    use_coverage / use_boundary / use_fresh drop a role from the evaluation entries (the role is still maintained).
+    Beyond the paper (all off here; ``JanusConfig.fast()`` turns the speed options on):
+      early_stop (+ early_stop_round tasks per round), dedup, clustering="incremental" (+ pool_size),
+      decision_rule="sign_test" (+ alpha, min_margin).
+    same_memory_shortcut (off in the paper preset, on in ``fast()``; C23): identical old/new texts are evaluated
+      once, so evaluator noise cannot create flips. The authors always evaluate both memories, so with a stochastic
+      evaluator noise can flip and roll back identical memories (this matters for the Always/Random/Periodic and
+      tau=0.2 ablations); with a deterministic evaluator both settings decide the same.
+    replay_limit (None = off, as in the paper): cap |E| by ``random.Random(seed + trigger_count + 17).sample``
+      over the planned entries (trigger_count after the increment), as the authors' optional cap does.
+    trigger="selective" (issue 16, opt-in): item gate (retention_min, shrink_max) or MMT with a magnitude gate
+      (magnitude_ratio, magnitude_window) and an optional calibrated threshold (tau_quantile, tau_window);
+      arm_warmup lets the item gate compare during warm-up; use_mmt=False keeps the item gate only. These fields
+      are ignored by every other trigger (docs/controller.md, "Selective trigger").
+    skip_trivially_equal (off; not in the paper): when the trigger fires on a candidate that differs from the old
+      memory only in bookkeeping (version counter, whitespace, entry order; ``controller/equivalence.py``), accept
+      it without evaluation: reason "trivially_equal", triggered False, no evaluator call, and the trigger's
+      bookkeeping (fresh window, trigger count, coverage refresh, boundary) is left to the next real trigger.
+
+    Raises:
+        ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
+    """
+
+    warmup: int = 20
+    coverage_size: int = 12
+    boundary_size: int = 8
+    fresh_size: int = 5
+    beta: float = 0.9
+    tau: float = 0.0
+    seed: int = 0
+    trigger: str = "mmt"
+    trigger_rate: float = 0.3
+    trigger_period: int = 3
+    use_coverage: bool = True
+    use_boundary: bool = True
+    use_fresh: bool = True
+    early_stop: bool = False
+    early_stop_round: int = 5
+    dedup: bool = False
+    clustering: str = "full"
+    pool_size: int = 32
+    decision_rule: str = "paper"
+    min_margin: int = 0
+    alpha: float = 0.05
+    same_memory_shortcut: bool = False
+    replay_limit: int | None = None
+    # selective trigger (issue 16): read only when trigger == "selective" (trigger_options.py); defaults = the
+    # measured recommendation in docs/controller.md. 0 switches a gate off.
+    retention_min: float = 0.25
+    shrink_max: float = 0.5
+    magnitude_ratio: float = 1.5
+    magnitude_window: int = 10
+    tau_quantile: float = 0.0
+    tau_window: int = 20
+    arm_warmup: bool = True
+    use_mmt: bool = True
+    skip_trivially_equal: bool = False
+
+    def __post_init__(self):
+        ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
+                "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window")
+        for name in ints:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"{name} must be an int, got {v!r}")
+            if name != "seed" and v < 0:
+                raise ValueError(f"{name} must be >= 0, got {v}")
+        for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
+                     "arm_warmup", "use_mmt", "skip_trivially_equal"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool")
+        for name in ("beta", "tau", "trigger_rate", "alpha", "retention_min", "shrink_max", "magnitude_ratio",
+                     "tau_quantile"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+        if not 0.0 <= self.beta < 1.0:
+            raise ValueError(f"beta must be in [0, 1), got {self.beta}")
+        if not 0.0 <= self.trigger_rate <= 1.0:
+            raise ValueError(f"trigger_rate must be in [0, 1], got {self.trigger_rate}")
+        for name in ("retention_min", "shrink_max", "tau_quantile"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.magnitude_ratio < 0:
+            raise ValueError(f"magnitude_ratio must be >= 0, got {self.magnitude_ratio}")
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        rl = self.replay_limit
+        if rl is not None and (isinstance(rl, bool) or not isinstance(rl, (int, np.integer)) or rl < 1):
+            raise ValueError(f"replay_limit must be None or an int >= 1, got {rl!r}")
+        if self.trigger not in TRIGGER_POLICIES:
+            raise ValueError(f"trigger must be one of {TRIGGER_POLICIES}, got {self.trigger!r}")
+        if self.clustering not in ("full", "incremental"):
+            raise ValueError(f"clustering must be 'full' or 'incremental', got {self.clustering!r}")
+        if self.decision_rule not in ("paper", "sign_test"):
+            raise ValueError(f"decision_rule must be 'paper' or 'sign_test', got {self.decision_rule!r}")
+        if self.early_stop and self.decision_rule != "paper":
+            raise ValueError("early_stop is exact only for decision_rule='paper'")
+
+    @property
+    def support_size(self) -> int:
+        """K = coverage_size + boundary_size (spec §3.1)."""
+        return self.coverage_size + self.boundary_size
+
+    @classmethod
+    def paper(cls, **overrides) -> JanusConfig:
+        """The paper preset: the authors' code rule for rule (same as ``JanusConfig()``)."""
+        return cls(**overrides)
+
+    @classmethod
+    def faithful(cls, **overrides) -> JanusConfig:
+        """Alias of :meth:`paper` (older name)."""
+        return cls.paper(**overrides)
+
+    @classmethod
+    def fast(cls, **overrides) -> JanusConfig:
+        """Speed options on: exact early stopping, de-duplication, incremental clustering and the identical-memory
+        shortcut (identical texts are evaluated once: no noise flips)."""
+        base = dict(early_stop=True, dedup=True, clustering="incremental", same_memory_shortcut=True)
+        base.update(overrides)
+        return cls(**base)
+
+    @property
+    def preset(self) -> str:
+        """``"paper"`` or ``"fast"`` when the speed/fidelity switches equal that preset's, else ``"custom"``.
+
+        Only the switches that separate the presets are compared (sizes, tau, trigger policy, seed are settings
+        of either preset): early_stop, dedup, clustering, decision_rule, same_memory_shortcut, replay_limit."""
+        keys = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit")
+        mine = tuple(getattr(self, k) for k in keys)
+        for name, ref in (("paper", JanusConfig.paper()), ("fast", JanusConfig.fast())):
+            if mine == tuple(getattr(ref, k) for k in keys):
+                return name
+        return "custom"
+
+    def preset_line(self) -> str:
+        """One line for run headers, e.g. ``janus preset: paper (same_memory_shortcut=False, ...)``."""
+        return (f"janus preset: {self.preset} (trigger={self.trigger}, tau={self.tau}, "
+                f"same_memory_shortcut={self.same_memory_shortcut}, early_stop={self.early_stop}, "
+                f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit})")
+
+    @classmethod
+    def with_support_size(cls, k: int, *, coverage_size: int = 12, **overrides) -> JanusConfig:
+        """Support-size sweep as in the authors' CLI (spec §8.6): K' = min(coverage_size, K), K_b = K - K',
+        and the warm-up length equals K (the authors' warm-up is K steps)."""
+        if k < 1:
+            raise ValueError("support size K must be >= 1")
+        cov = min(coverage_size, k)
+        base = dict(coverage_size=cov, boundary_size=k - cov, warmup=k)
+        base.update(overrides)
+        return cls(**base)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> JanusConfig:
+        """Inverse of :meth:`to_dict`. Raises ValueError naming any unknown key."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in d:
+            if key not in known:
+                raise ValueError(f"unknown JanusConfig key: {key!r}")
+        return cls(**d)

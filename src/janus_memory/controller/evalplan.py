@@ -1,0 +1,63 @@
+"""The evaluation set one trigger replays, as stream indices: which roles take part, in what order, how many.
+
+Source: paper-spec.md §3.2 steps 2-4 (and step 6 for the flips). The role sets themselves (coverage reps,
+boundary buffer, fresh sample) are maintained in ``evalset.py``; this module turns them into the planned entries
+of one comparison, records them on the :class:`~janus_memory.controller.step.Decision`, and reads the flips back.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .config import JanusConfig
+from .decision import Comparison
+from .evalset import build_entries, sample_fresh
+from .step import Decision
+
+
+@dataclass
+class EvalPlan:
+    """Stream indices per role (empty when the role is ablated) and the entries in evaluation order."""
+
+    coverage: list[int]
+    boundary: list[int]
+    fresh: list[int]
+    entries: list[int]
+
+    def record(self, d: Decision, ids: list[str]) -> None:
+        """Write the plan's task ids and the full two-memory cost onto ``d``."""
+        d.coverage = [ids[i] for i in self.coverage]
+        d.boundary = [ids[i] for i in self.boundary]
+        d.fresh = [ids[i] for i in self.fresh]
+        d.eval_ids = [ids[i] for i in self.entries]
+        d.evaluator_calls_full = 2 * len(self.entries)
+
+
+def plan_trigger(c: JanusConfig, coverage: list[int], boundary: list[tuple[int, str]], fresh: list[int],
+                 trigger_count: int) -> EvalPlan:
+    """Entries of a post-warm-up trigger: roles kept by use_coverage / use_boundary / use_fresh, concatenated
+    (de-duplicated when ``dedup``), then capped by ``replay_limit`` with ``trigger_count`` already incremented
+    (the authors' optional cap, spec §3.2 step 4)."""
+    cov = list(coverage) if c.use_coverage else []
+    bnd = [i for i, _ in boundary] if c.use_boundary else []
+    fr = fresh if c.use_fresh else []
+    entries = build_entries(cov, bnd, fr, c.dedup)
+    if c.replay_limit is not None and len(entries) > c.replay_limit:
+        entries = random.Random(c.seed + trigger_count + 17).sample(entries, c.replay_limit)
+    return EvalPlan(cov, bnd, fr, entries)
+
+
+def plan_warmup(c: JanusConfig, n_seen: int, trigger_count: int) -> EvalPlan:
+    """Entries of a selective trigger armed during warm-up: a seeded sample of up to K + K_F of the ``n_seen``
+    tasks so far, all in the role ``fresh`` (``trigger_count`` before the increment)."""
+    entries = sample_fresh(0, n_seen, c.support_size + c.fresh_size, c.seed, trigger_count)
+    return EvalPlan([], [], list(entries), entries)
+
+
+def flips_of(entries: list[int], comp: Comparison, coverage: list[int]) -> list[int]:
+    """Entries evaluated under both memories whose outcomes differ, coverage reps excluded. An indeterminate
+    outcome (None, e.g. a timeout) under either memory is never a flip (C16-C)."""
+    cov_set = set(coverage)
+    return [entries[p] for p in range(comp.n_evaluated)
+            if comp.old_correct[p] is not None and comp.new_correct[p] is not None
+            and comp.old_correct[p] != comp.new_correct[p] and entries[p] not in cov_set]

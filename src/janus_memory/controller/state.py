@@ -1,0 +1,124 @@
+"""Saving and restoring the controller: ``Janus.state_dict()`` / ``load_state_dict()`` / ``from_state_dict()``.
+
+The state is JSON (arrays as base64 little-endian bytes, format ``janus-controller/1``); tasks are stored through
+``task_to_dict`` / ``task_from_dict`` when the caller passes them, else as a ``Task`` dataclass or a plain dict.
+``StateMixin`` reads and writes the controller's private fields; ``Janus`` (controller/janus.py) inherits it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from janus_memory.types import Task
+
+from .config import JanusConfig
+from .evalset import EmbeddingStore, decode_array, encode_array
+
+STATE_FORMAT = "janus-controller/1"
+
+
+def _default_task_to_dict(task: Any) -> dict:
+    if isinstance(task, Task):
+        return {"type": "Task", "data": dataclasses.asdict(task)}
+    if isinstance(task, dict):
+        return {"type": "dict", "data": task}
+    raise TypeError(
+        f"cannot serialise task of type {type(task).__name__}; pass task_to_dict/task_from_dict to Janus"
+    )
+
+
+def _default_task_from_dict(d: dict) -> Any:
+    if d["type"] == "Task":
+        return Task(**d["data"])
+    if d["type"] == "dict":
+        return d["data"]
+    raise ValueError(f"unknown stored task type {d['type']!r}; pass task_from_dict")
+
+
+def _tasks_from_state(stored: list[dict], from_d: Callable[[dict], Any] | None) -> list[Any]:
+    tasks = []
+    for t in stored:
+        if t["type"] == "custom":
+            if from_d is None:
+                raise ValueError("state holds custom-serialised tasks: pass task_from_dict")
+            tasks.append(from_d(t["data"]))
+        else:
+            tasks.append(_default_task_from_dict(t))
+    return tasks
+
+
+class StateMixin:
+    """Persistence of a :class:`~janus_memory.controller.janus.Janus` (the fields it sets in ``__init__``)."""
+
+    def state_dict(self) -> dict:
+        """Full controller state, JSON-serialisable (arrays as base64 little-endian bytes).
+
+        ``json.dumps(state, sort_keys=True)`` is byte-identical after a save -> load -> save round trip, and a
+        restored controller makes exactly the decisions the original would have made.
+        Raises TypeError when a task cannot be serialised (pass ``task_to_dict``).
+        """
+        to_d = self._task_to_dict
+        tasks = [({"type": "custom", "data": to_d(t)} if to_d else _default_task_to_dict(t)) for t in self._tasks]
+        return {
+            "format": STATE_FORMAT,
+            "config": self.config.to_dict(),
+            "step": self._step,
+            "trigger_count": self._trigger_count,
+            "seen_end": self._seen_end,
+            "warmup_initialized": self._warmup_initialized,
+            "momentum": encode_array(self._momentum),
+            "coverage": list(self._coverage),
+            "boundary": [[i, t] for i, t in self._boundary],
+            "coverage_model": self._cov_model.state_dict(),
+            "embeddings": self._store.state_dict(),
+            "ids": list(self._ids),
+            "tasks": tasks,
+            "stats": dict(self._stats),
+            "trigger_state": self._selective.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore from :meth:`state_dict` (the config stored in the state replaces the current one).
+
+        Raises ValueError on an unknown format or inconsistent content.
+        """
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            raise ValueError(f"not a Janus controller state (format {STATE_FORMAT!r} expected)")
+        fresh = type(self)(JanusConfig.from_dict(state["config"]), self.evaluator,
+                           task_to_dict=self._task_to_dict, task_from_dict=self._task_from_dict)
+        store = EmbeddingStore.from_state_dict(state["embeddings"])
+        n = store.n
+        if len(state["ids"]) != n or len(state["tasks"]) != n:
+            raise ValueError("state has inconsistent numbers of tasks, ids and embeddings")
+        if state["coverage_model"]["kind"] != fresh._cov_model.kind:
+            raise ValueError("state coverage model does not match config.clustering")
+        fresh._cov_model.load_state_dict(state["coverage_model"])
+        fresh._store = store
+        fresh._ids = [str(i) for i in state["ids"]]
+        fresh._tasks = _tasks_from_state(state["tasks"], self._task_from_dict)
+        fresh._step = int(state["step"])
+        fresh._trigger_count = int(state["trigger_count"])
+        fresh._seen_end = int(state["seen_end"])
+        fresh._warmup_initialized = bool(state["warmup_initialized"])
+        fresh._momentum = decode_array(state["momentum"])
+        fresh._coverage = [int(i) for i in state["coverage"]]
+        fresh._boundary = [(int(i), str(t)) for i, t in state["boundary"]]
+        fresh._stats = {k: int(v) for k, v in state["stats"].items()}
+        fresh._selective.load_state_dict(state.get("trigger_state"))  # absent in states saved before issue 16
+        self.__dict__.update(fresh.__dict__)
+
+    @classmethod
+    def from_state_dict(
+        cls,
+        state: dict,
+        evaluator: Callable[[str, list], list] | None = None,
+        *,
+        task_to_dict: Callable[[Any], dict] | None = None,
+        task_from_dict: Callable[[dict], Any] | None = None,
+    ):
+        """Build a controller from :meth:`state_dict` output."""
+        j = cls(JanusConfig.from_dict(state["config"]), evaluator,
+                task_to_dict=task_to_dict, task_from_dict=task_from_dict)
+        j.load_state_dict(state)
+        return j

@@ -1,0 +1,119 @@
+"""The measured speed of the embedded model on this machine: ``$JANUS_CACHE_DIR/timings.json`` (default
+``~/.cache/janus-memory/timings.json``), written at the end of every finished local-backend run and read by the
+time estimate a run prints at its start (runner/estimate.py).
+
+One entry per (GGUF identity, llama.cpp slots, host name) keeps the last :data:`KEEP` runs, each as the backend
+calls it made (cache hits excluded), the seconds spent inside them and the tokens they generated. The measurement is
+the mean over those runs: seconds per call = total seconds / total calls, tokens/s = total tokens / total seconds.
+
+The file is a convenience: an unreadable, corrupt or foreign file is ignored (no measurement; the next run writes a
+fresh one), and a file that cannot be written is skipped without an error. Writers take an exclusive lock on
+``timings.json.lock`` for the read-modify-write and replace the file atomically, so concurrent runs (a sweep's
+workers) lose no record and a reader never sees half a file.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+FORMAT = 1
+KEEP = 5  # runs kept per model and machine (older ones are dropped: the machine's load changes)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Mean speed over ``runs`` earlier runs: ``s_per_call`` seconds per backend call, ``tokens_per_s`` generated
+    tokens per second, ``calls`` backend calls measured."""
+
+    s_per_call: float
+    tokens_per_s: float
+    runs: int
+    calls: int
+
+
+def record_path() -> Path:
+    base = os.environ.get("JANUS_CACHE_DIR")
+    return (Path(base) if base else Path.home() / ".cache" / "janus-memory") / "timings.json"
+
+
+def machine_key(identity: str, n_parallel: int) -> str:
+    """The entry of one model file (backend identity: name, size, fingerprint), slot count and host."""
+    return f"{identity}|n_parallel={int(n_parallel)}|host={platform.node()}"
+
+
+def _valid_run(r) -> bool:
+    if not isinstance(r, dict):
+        return False
+    calls, wall, tokens = r.get("calls"), r.get("wall_s"), r.get("completion_tokens")
+    ints = all(isinstance(x, int) and not isinstance(x, bool) for x in (calls, tokens))
+    return (ints and isinstance(wall, (int, float)) and not isinstance(wall, bool) and math.isfinite(wall)
+            and calls > 0 and wall > 0 and tokens >= 0)
+
+
+def _load(path: Path) -> dict:
+    """The record file's entries ``{key: [run, ...]}``; {} when missing, unreadable or not in this format."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("models"), dict):
+        return {}
+    return {k: [r for r in v if _valid_run(r)] for k, v in data["models"].items() if isinstance(v, list)}
+
+
+def read_measurement(identity: str, n_parallel: int = 1, path: Path | None = None) -> Measurement | None:
+    """The measured speed of this model on this machine, or None (no usable record)."""
+    runs = _load(path or record_path()).get(machine_key(identity, n_parallel), [])
+    runs = runs[-KEEP:]
+    if not runs:
+        return None
+    calls = sum(r["calls"] for r in runs)
+    wall = sum(float(r["wall_s"]) for r in runs)
+    tokens = sum(r["completion_tokens"] for r in runs)
+    return Measurement(s_per_call=wall / calls, tokens_per_s=tokens / wall, runs=len(runs), calls=calls)
+
+
+def record_run(identity: str, n_parallel: int, *, calls: int, wall_s: float, completion_tokens: int,
+               path: Path | None = None) -> bool:
+    """Add one finished run's measurement (True when written). Nothing is written for a run without backend calls
+    (served from the cache) or with invalid numbers; an unwritable folder returns False."""
+    run = {"calls": int(calls), "wall_s": round(float(wall_s), 3), "completion_tokens": int(completion_tokens),
+           "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if not _valid_run(run):
+        return False
+    path = path or record_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_name(path.name + ".lock"), "a+b") as lock:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+            models = _load(path)
+            key = machine_key(identity, n_parallel)
+            models[key] = (models.get(key, []) + [run])[-KEEP:]
+            _replace(path, json.dumps({"format": FORMAT, "models": models}, indent=1, sort_keys=True) + "\n")
+    except OSError:
+        return False
+    return True
+
+
+def _replace(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,72 @@
+"""The retrieval bank: a second memory of past records for DC-RS / ExpeL / ExpRAG (cosine top-k).
+Re-exported by ``updaters/base.py``."""
+
+from __future__ import annotations
+
+import base64
+import copy
+
+import numpy as np
+
+
+class RetrievalBank:
+    """Append-only list of JSON records with one L2-normalised float32 embedding each.
+
+    Retrieval is cosine similarity (= dot product of normalised rows), top-k, ties broken by insertion order.
+    State is JSON-serialisable: embeddings are stored as base64 of little-endian float32 bytes (exact round trip).
+    """
+
+    def __init__(self) -> None:
+        self.records: list[dict] = []
+        self._buf: np.ndarray | None = None  # (capacity, d) float32, rows [0, len) are used; grows by doubling
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def add(self, record: dict, embedding: np.ndarray) -> None:
+        e = np.asarray(embedding, dtype=np.float32).reshape(-1)
+        n = len(self.records)
+        if self._buf is None:
+            self._buf = np.zeros((16, e.shape[0]), dtype=np.float32)
+        elif e.shape[0] != self._buf.shape[1]:
+            raise ValueError(f"embedding dim {e.shape[0]} differs from the bank's {self._buf.shape[1]}")
+        if n == self._buf.shape[0]:
+            self._buf = np.vstack([self._buf, np.zeros_like(self._buf)])
+        self._buf[n] = e
+        self.records.append(copy.deepcopy(record))
+
+    def matrix(self) -> np.ndarray | None:
+        """(n, d) float32 view of all embeddings (None when empty)."""
+        if self._buf is None or not self.records:
+            return None
+        return self._buf[: len(self.records)]
+
+    def top_k(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """Indices and similarities of the ``k`` most similar records, best first."""
+        emb = self.matrix()
+        if k <= 0 or emb is None:
+            return []
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        sims = emb @ q
+        order = np.argsort(-sims, kind="stable")[:k]
+        return [(int(i), float(sims[i])) for i in order]
+
+    def state(self) -> dict:
+        emb = self.matrix()
+        if emb is None:
+            return {"records": [], "dim": 0, "emb_b64": ""}
+        emb = np.ascontiguousarray(emb, dtype="<f4")
+        return {
+            "records": copy.deepcopy(self.records),
+            "dim": int(emb.shape[1]),
+            "emb_b64": base64.b64encode(emb.tobytes()).decode("ascii"),
+        }
+
+    def set_state(self, state: dict) -> None:
+        self.records = copy.deepcopy(list(state.get("records", [])))
+        self._buf = None
+        if not self.records:
+            return
+        dim = int(state["dim"])
+        raw = base64.b64decode(state["emb_b64"])
+        self._buf = np.frombuffer(raw, dtype="<f4").astype(np.float32).reshape(len(self.records), dim).copy()

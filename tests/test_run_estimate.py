@@ -1,0 +1,214 @@
+"""The estimate line a run prints at its start (runner/estimate.py) and the measured-speed record it reads
+(runner/timing.py): exact call counts from the config, exact lines, a planted record, corrupt and unreadable record
+files (ignored, no traceback), concurrent writers (no lost record), and a run on the scripted fake backend standing
+in for the embedded one (no real model)."""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import platform
+
+import pytest
+
+from janus_memory.registry import BACKENDS
+from janus_memory.runner.build import resolve_config
+from janus_memory.runner.config import RunConfig
+from janus_memory.runner.estimate import CallCount, count_calls, estimate_line
+from janus_memory.runner.experiment import run_experiment
+from janus_memory.runner.timing import Measurement, machine_key, read_measurement, record_run
+
+JANUS = {"warmup": 4, "coverage_size": 2, "boundary_size": 1, "fresh_size": 2}
+IDENT = "local:tiny.gguf:123:abcdef"
+
+
+def _cfg(**kw) -> RunConfig:
+    base = dict(dataset="gsm8k", updater="dc_rs", controller="both", backend="openai", base_url="http://h/v1",
+                model="m", preset="paper", janus=dict(JANUS))
+    janus = kw.pop("janus", {})
+    base.update(kw)
+    base["janus"] = {**base["janus"], **janus}
+    return resolve_config(RunConfig(**base))
+
+
+@pytest.mark.parametrize("kw, done, want", [
+    # DC-RS paper preset: curator + solver (+ 1 code-execution follow-up); MMT from warm-up + 2 = step 6: 7 x |E| 5 x 2
+    ({}, None, CallCount(48, 72, 70, 6, 5)),
+    ({"checkpoints": [0.5]}, None, CallCount(48, 72, 70, 12, 5)),
+    ({"janus": {"trigger": "never"}}, None, CallCount(48, 72, 0, 6, 5)),
+    ({"janus": {"trigger": "always"}}, None, CallCount(48, 72, 80, 6, 5)),
+    ({"janus": {"trigger": "periodic", "trigger_period": 3}}, None, CallCount(48, 72, 30, 6, 5)),  # 5, 8, 11
+    ({"janus": {"trigger": "random", "trigger_rate": 0.5}}, None, CallCount(48, 72, 30, 6, 5)),  # 5, 6, 9
+    ({"janus": {"trigger": "selective"}}, None, CallCount(48, 72, 100, 6, 5)),  # warm-up 2+4+6+8, then 8 x 10
+    ({"janus": {"trigger": "selective", "arm_warmup": False}}, None, CallCount(48, 72, 80, 6, 5)),
+    ({"janus": {"replay_limit": 3}}, None, CallCount(48, 72, 42, 6, 3)),
+    ({"janus": {"use_coverage": False}}, None, CallCount(48, 72, 42, 6, 3)),
+    ({"controller": "none"}, None, CallCount(24, 36, 0, 3, 5)),
+    ({"preset": "small"}, None, CallCount(48, 48, 70, 6, 5)),  # no code execution in the small preset
+    ({"updater": "expel"}, None, CallCount(24, 172, 70, 6, 5)),  # 1 .. 3 + 2 + 2 + 1/8 per step
+    ({"updater": "ace"}, None, CallCount(96, 216, 70, 6, 5)),  # 2 + 1 + 1 .. 1 + 6 + 1 + 1 per step
+    ({"updater": "ace", "updater_config": {"refine": "merge"}}, None, CallCount(96, None, 70, 6, 5)),
+    ({"updater": "reasoning_bank"}, None, CallCount(48, 72, 70, 6, 5)),
+    ({"updater": "dc_cu"}, None, CallCount(48, 48, 70, 6, 5)),
+    ({"updater": "exprag", "controller": "none"}, None, CallCount(12, 12, 0, 3, 5)),
+    # resumed: the base method is finished, +janus continues after step 7 (steps 8..12 left, all MMT-eligible)
+    ({}, {"dc_rs": None, "dc_rs+janus": 7}, CallCount(10, 15, 50, 3, 5)),
+    ({}, {"dc_rs": None, "dc_rs+janus": None}, CallCount(0, 0, 0, 0, 5)),
+])
+def test_call_counts_are_exact(kw, done, want):
+    assert count_calls(_cfg(**kw), 12, 3, done) == want
+
+
+def test_lines_per_backend_and_measurement():
+    count = CallCount(48, 72, 70, 12, 5)
+    parts = ("calls = stream 48-72 + Janus evaluation 70 (upper bound: |E| 5 x 2 memories at each step the trigger "
+             "may fire) + test 12")
+    assert estimate_line(_cfg(backend="fake"), count) is None
+    assert estimate_line(_cfg(), count) == f"estimate: at most 154 LLM calls; {parts}"
+    local = _cfg(backend="local", base_url=None, model=None)
+    assert estimate_line(local, count) == ("estimate: at most 154 LLM calls (no measurement yet of this model on this "
+                                           f"machine: each finished run records one); {parts}")
+    m = Measurement(s_per_call=27.0, tokens_per_s=11.25, runs=3, calls=120)
+    assert estimate_line(local, count, m) == ("estimate: at most 154 LLM calls x ~27.0 s per call measured on this "
+                                              f"machine (11.2 tokens/s, last 3 runs) = at most ~69 min; {parts}")
+    assert estimate_line(local, CallCount(10, None, 0, 2, 5), Measurement(3.0, 5.0, 1, 9)) == (
+        "estimate: at least 12 LLM calls x ~3.0 s per call measured on this machine (5.0 tokens/s, last 1 run) = "
+        "at least ~36 s; calls = stream 10 or more + Janus evaluation 0 (upper bound: |E| 5 x 2 memories at each "
+        "step the trigger may fire) + test 2")
+    assert estimate_line(local, CallCount(0, 0, 0, 0, 5), m) is None  # nothing left to run
+    assert estimate_line(_cfg(controller="none"), CallCount(24, 24, 0, 6, 5)) == (
+        "estimate: at most 30 LLM calls; calls = stream 24 + test 6")
+
+
+def test_updater_without_declaration_gets_a_plain_line(monkeypatch):
+    from janus_memory.registry import UPDATERS
+    from janus_memory.updaters.dc import DCRetrievalSynthesis
+
+    class Quiet(DCRetrievalSynthesis):
+        llm_calls_per_step = classmethod(lambda cls, config: None)
+
+    monkeypatch.setitem(UPDATERS, "quiet_test", Quiet)
+    cfg = _cfg(updater="quiet_test")
+    assert count_calls(cfg, 12, 3) is None
+    assert estimate_line(cfg, None) == ("estimate: none (updater 'quiet_test' does not declare its LLM calls per "
+                                        "step: Quiet.llm_calls_per_step)")
+
+
+# ---------------------------------------------------------------------------------------------- the record file
+def _plant(path, runs, key=None):
+    path.write_text(json.dumps({"format": 1, "models": {key or machine_key(IDENT, 1): runs}}))
+
+
+def test_planted_record_is_the_mean_of_its_runs(tmp_path):
+    rec = tmp_path / "timings.json"
+    _plant(rec, [{"calls": 10, "wall_s": 200.0, "completion_tokens": 1000},
+                 {"calls": 30, "wall_s": 600.0, "completion_tokens": 5000}])
+    assert read_measurement(IDENT, 1, rec) == Measurement(s_per_call=20.0, tokens_per_s=7.5, runs=2, calls=40)
+    assert read_measurement(IDENT, 2, rec) is None  # another slot count: not measured
+    assert read_measurement("local:other.gguf:1:0", 1, rec) is None
+    assert machine_key(IDENT, 1) == f"{IDENT}|n_parallel=1|host={platform.node()}"
+
+
+@pytest.mark.parametrize("content", [
+    b"\xff\xfe not text", b"{ not json", b"[]", b'{"format": 2, "models": {}}', b'{"format": 1, "models": []}',
+    b"",
+])
+def test_corrupt_record_is_ignored_and_replaced(tmp_path, content):
+    rec = tmp_path / "timings.json"
+    rec.write_bytes(content)
+    assert read_measurement(IDENT, 1, rec) is None
+    assert record_run(IDENT, 1, calls=4, wall_s=8.0, completion_tokens=40, path=rec) is True
+    assert read_measurement(IDENT, 1, rec) == Measurement(2.0, 5.0, 1, 4)
+
+
+def test_invalid_entries_are_skipped(tmp_path):
+    rec = tmp_path / "timings.json"
+    _plant(rec, [{"calls": "10", "wall_s": 1.0, "completion_tokens": 1}, {"calls": 0, "wall_s": 1.0,
+               "completion_tokens": 1}, {"calls": 2, "wall_s": -1, "completion_tokens": 1}, {"calls": True,
+               "wall_s": 1.0, "completion_tokens": 1}, "junk", {"calls": 2, "wall_s": 4.0, "completion_tokens": 6}])
+    assert read_measurement(IDENT, 1, rec) == Measurement(2.0, 1.5, 1, 2)
+
+
+def test_unreadable_or_unwritable_record_gives_no_error(tmp_path):
+    rec = tmp_path / "timings.json"
+    rec.mkdir()  # a folder where the file should be: reading and writing both fail
+    assert read_measurement(IDENT, 1, rec) is None
+    assert record_run(IDENT, 1, calls=4, wall_s=8.0, completion_tokens=40, path=rec) is False
+    blocked = tmp_path / "file" / "timings.json"
+    (tmp_path / "file").write_text("a file, not a folder")
+    assert record_run(IDENT, 1, calls=4, wall_s=8.0, completion_tokens=40, path=blocked) is False
+
+
+def test_runs_without_calls_are_not_recorded(tmp_path):
+    rec = tmp_path / "timings.json"
+    assert record_run(IDENT, 1, calls=0, wall_s=0.5, completion_tokens=0, path=rec) is False  # all from the cache
+    assert not rec.exists()
+
+
+def test_only_the_last_runs_are_kept(tmp_path):
+    rec = tmp_path / "timings.json"
+    for i in range(1, 8):
+        assert record_run(IDENT, 1, calls=i, wall_s=float(i), completion_tokens=i, path=rec)
+    runs = json.loads(rec.read_text())["models"][machine_key(IDENT, 1)]
+    assert [r["calls"] for r in runs] == [3, 4, 5, 6, 7]
+
+
+def _writer(path: str, ident: str, n: int) -> None:
+    from pathlib import Path
+
+    for i in range(1, n + 1):
+        assert record_run(ident, 1, calls=i, wall_s=float(i), completion_tokens=i, path=Path(path))
+
+
+def test_concurrent_writers_lose_no_record(tmp_path):
+    rec = tmp_path / "timings.json"
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(rec), f"local:m{k}.gguf:1:0", 12)) for k in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    models = json.loads(rec.read_text())["models"]
+    assert {k: [r["calls"] for r in v] for k, v in models.items()} == {
+        machine_key(f"local:m{k}.gguf:1:0", 1): [8, 9, 10, 11, 12] for k in range(4)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["timings.json", "timings.json.lock"]  # no temp file left
+
+
+# ---------------------------------------------------------------------------------------------- in a run
+def test_a_local_run_prints_the_estimate_and_records_its_speed(tmp_path, monkeypatch):
+    """The scripted fake stands in for the embedded backend (registered as "local"): the first run has no
+    measurement, records one at its end, and the next run prints the time from it."""
+    from janus_memory.runner import backends  # noqa: F401  (registers the built-in "local" first)
+    from janus_memory.runner.fake_llm import scripted_backend
+
+    def fake_local(cfg, tasks):
+        b = scripted_backend(tasks)
+        b.identity = IDENT
+        return b
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setitem(BACKENDS, "local", fake_local)
+    cfg = RunConfig(dataset="gsm8k", updater="dc_rs", controller="both", backend="local", preset="small",
+                    stream_size=8, test_size=2, encoder="hashing", no_cache=True, janus=dict(JANUS),
+                    out=str(tmp_path / "run1"))
+    lines: list[str] = []
+    summary = run_experiment(cfg, log=lines.append)
+    parts = ("calls = stream 32 + Janus evaluation 30 (upper bound: |E| 5 x 2 memories at each step the trigger may "
+             "fire) + test 4")
+    assert [x for x in lines if x.startswith("estimate")] == [
+        f"estimate: at most 66 LLM calls (no measurement yet of this model on this machine: each finished run "
+        f"records one); {parts}"]
+    used = summary["usage_total"]
+    assert used["solver"]["calls"] + used["curator"]["calls"] == 32 and used["test"]["calls"] == 4
+    assert used["janus"]["calls"] <= 30
+    total = sum(r["calls"] for r in used.values())
+    rec = json.loads((tmp_path / "cache" / "timings.json").read_text())["models"][machine_key(IDENT, 1)]
+    assert [r["calls"] for r in rec] == [total]
+    m = read_measurement(IDENT, 1)
+    lines.clear()
+    run_experiment(cfg.model_copy(update={"out": str(tmp_path / "run2")}), log=lines.append)
+    from janus_memory.runner.estimate import _duration
+
+    assert [x for x in lines if x.startswith("estimate")] == [
+        f"estimate: at most 66 LLM calls x ~{m.s_per_call:.1f} s per call measured on this machine "
+        f"({m.tokens_per_s:.1f} tokens/s, last 1 run) = at most {_duration(66 * m.s_per_call)}; {parts}"]
