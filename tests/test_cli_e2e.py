@@ -45,7 +45,7 @@ def test_run_writes_complete_folder(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["methods"]) == {"dc_rs", "dc_rs+janus"}
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg["janus"]["warmup"] == 4 and cfg["solver_max_tokens"] == 8192  # every default written out
+    assert cfg["janus"]["warmup"] == 4 and cfg["llm"]["solver_max_tokens"] == 8192  # every default written out
     splits = json.loads((out / "splits.json").read_text())
     assert len(splits["stream"]["ids"]) == 14 and len(splits["test"]["ids"]) == 5
     assert not set(splits["stream"]["ids"]) & set(splits["test"]["ids"])
@@ -210,7 +210,7 @@ def test_disk_full_mid_run_is_clear_and_resumable(tmp_path, capsys, monkeypatch)
 
     n = _sq.connect(out / "run.sqlite").execute("SELECT COUNT(*) FROM candidates WHERE parent IS NOT NULL").fetchone()[0]
     assert n == 28
-    assert "\nbackend: fake\n" in (out / "config.yaml").read_text()
+    assert "\nllm:\n  backend: fake\n" in (out / "config.yaml").read_text()  # the backend section, nested
     assert (out / "prompts" / "task_math.txt").exists() and (out / "prompts" / "updater_dc_rs_curator_user.txt").exists()
 
 

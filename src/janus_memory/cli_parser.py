@@ -233,7 +233,8 @@ def _defaults_for(cmd: str) -> dict:
     from .runner.config import RunConfig, demo_config
 
     cfg = demo_config() if cmd == "demo" else RunConfig()
-    out = {k: getattr(cfg, k) for k in CLI_TO_CFG if hasattr(cfg, k)}
+    values = {**cfg.llm.model_dump(), **{k: getattr(cfg, k) for k in type(cfg).model_fields}}  # flags are flat
+    out = {k: values[k] for k in CLI_TO_CFG if k in values}
     jc = cfg.janus_config().to_dict()  # the preset's controller (demo: small -> JanusConfig.fast()) with overrides
     out.update({k: jc.get(k) for k in CLI_TO_JANUS})
     if cmd == "demo":

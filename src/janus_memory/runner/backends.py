@@ -46,7 +46,7 @@ def local_backend(cfg, tasks: list):
     from ..llm import LocalBackend
     from ..model_fetch import resolve_model_path
 
-    path = resolve_model_path(cfg.model_path)  # ModelNotFound is a JanusError naming the fix
+    path = resolve_model_path(cfg.llm.model_path)  # ModelNotFound is a JanusError naming the fix
     check_gguf(path)
     try:
         import xllamacpp  # noqa: F401
@@ -55,21 +55,23 @@ def local_backend(cfg, tasks: list):
     # sized from the request (max tokens + prompt budget) or refused when an explicit n_ctx is too small: an
     # embedded run never truncates silently (issue 13 item 11)
     return LocalBackend(str(path), n_ctx=cfg.context_window(), n_threads=min(os.cpu_count() or 2, 8),
-                        n_parallel=cfg.n_parallel)
+                        n_parallel=cfg.llm.n_parallel)
 
 
 @BACKENDS.register("openai")
 def openai_backend(cfg, tasks: list):
     from ..llm import OpenAIBackend
 
-    if not cfg.base_url or not cfg.model:
+    llm = cfg.llm
+    if not llm.base_url or not llm.model:
         raise ConfigError("--backend openai needs --base-url and --model")
-    check_endpoint(cfg.base_url)
-    return OpenAIBackend(cfg.base_url, cfg.model, timeout=float(cfg.request_timeout))
+    check_endpoint(llm.base_url)
+    return OpenAIBackend(llm.base_url, llm.model, timeout=float(llm.request_timeout))
 
 
 def make_llm_backend(cfg, tasks: list | None = None):
-    """The chat backend named by ``cfg.backend``. Raises ConfigError with the fix when it cannot be used."""
-    if cfg.backend not in BACKENDS:
-        raise ConfigError(f"unknown backend '{cfg.backend}'; choose {', '.join(BACKENDS.names())}")
-    return BACKENDS[cfg.backend](cfg, list(tasks or []))
+    """The chat backend named by ``cfg.llm.backend``. Raises ConfigError with the fix when it cannot be used."""
+    name = cfg.llm.backend
+    if name not in BACKENDS:
+        raise ConfigError(f"unknown backend '{name}'; choose {', '.join(BACKENDS.names())}")
+    return BACKENDS[name](cfg, list(tasks or []))

@@ -71,11 +71,11 @@ def validate_names(cfg: RunConfig) -> None:
         raise ConfigError(f"unknown dataset '{cfg.dataset}'; choose one of: {', '.join(sorted(DATASETS))}")
     if cfg.updater not in UPDATERS:
         raise ConfigError(f"unknown updater '{cfg.updater}'; choose one of: {', '.join(sorted(UPDATERS))}")
-    if cfg.backend not in BACKENDS:
-        raise ConfigError(f"unknown backend '{cfg.backend}'; choose one of: {', '.join(BACKENDS.names())}")
+    if cfg.llm.backend not in BACKENDS:
+        raise ConfigError(f"unknown backend '{cfg.llm.backend}'; choose one of: {', '.join(BACKENDS.names())}")
     cfg.janus_config()  # ConfigError naming the bad Janus setting
     check_updater_config(UPDATERS[cfg.updater], cfg.updater_config)
-    if cfg.backend == "local":
+    if cfg.llm.backend == "local":
         cfg.context_window()  # ConfigError when an explicit n_ctx cannot hold one request
     if not UPDATERS[cfg.updater].supports_janus and cfg.controller != "none":
         raise ConfigError(
@@ -95,14 +95,14 @@ def resolve_config(cfg: RunConfig) -> RunConfig:
     upd_cls = UPDATERS[cfg.updater]
     defaults = {**COMMON_DEFAULTS, **getattr(upd_cls, "DEFAULTS", {})}
     mirrored = {"temperature", "solver_max_tokens", "curator_max_tokens"}  # set by top-level options
-    if cfg.extra_body:
+    if cfg.llm.extra_body:
         mirrored.add("extra_body")
     upd_cfg = {k: v for k, v in defaults.items() if k not in mirrored}
     upd_cfg.update({k: v for k, v in presets.updater_overrides(cfg.preset, cfg.updater).items() if k in defaults})
     upd_cfg.update(cfg.updater_config)
     update = {"janus": cfg.janus_config().to_dict(), "updater_config": upd_cfg, "replay": cfg.replay_mode()}
-    if cfg.backend == "local":
-        update["n_ctx"] = cfg.context_window()
+    if cfg.llm.backend == "local":
+        update["llm"] = {**cfg.llm.model_dump(), "n_ctx": cfg.context_window()}
     return RunConfig.parse({**cfg.model_dump(), **update})
 
 
@@ -147,13 +147,14 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Cont
     if not cfg.no_cache:
         cache = ResponseCache(Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir())
     # at least one request in flight per engine slot, or the slots stay idle (docs/perf.md)
-    client = LLMClient(backend, cache=cache, concurrency=max(cfg.concurrency, cfg.n_parallel), max_retries=cfg.max_retries,
-                       deadline_s=cfg.request_deadline)
+    llm = cfg.llm
+    client = LLMClient(backend, cache=cache, concurrency=max(llm.concurrency, llm.n_parallel), max_retries=llm.max_retries,
+                       deadline_s=llm.request_deadline)
     try:
         encoder = get_encoder(cfg.encoder)
     except (ValueError, ImportError, FileNotFoundError) as e:
         raise ConfigError(f"encoder '{cfg.encoder}' unavailable: {e}") from e
-    info = {"identity": getattr(backend, "identity", cfg.backend)}
+    info = {"identity": getattr(backend, "identity", cfg.llm.backend)}
     sandbox = sandbox_info(family, bool(cfg.updater_settings().get("execute_code")))
     if sandbox is not None:
         info["sandbox"] = sandbox["backend"]

@@ -1,7 +1,8 @@
 """Run settings: one typed object (pydantic), validated once at the edge (CLI, YAML, Python) and passed down typed.
 
 ``RunConfig`` holds the top-level run settings, the nested :class:`JanusSettings` (controller overrides on the
-preset's JanusConfig) and the updater's own settings (``updater_config``, checked against the updater's declared
+preset's JanusConfig), the nested backend section ``llm`` (:class:`~.llm_settings.LLMSettings`; flat keys are lifted
+into it) and the updater's own settings (``updater_config``, checked against the updater's declared
 defaults by :func:`check_updater_config`). Unknown keys and wrong types raise one-line ConfigErrors naming the key
 (:meth:`RunConfig.parse`). ``<run>/config.json`` is the resolved settings' dump (build.resolve_config).
 
@@ -13,10 +14,12 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer,
+                      model_validator)
 
 from ..errors import ConfigError
 from . import presets
+from .llm_settings import LLMSettings, SettingsConflict, lift_llm, overlay
 
 
 class _JanusSettingsBase(BaseModel):
@@ -106,20 +109,9 @@ class RunConfig(BaseModel):
     janus_preset: Literal["paper", "fast"] | None = None  # controller preset; None = the run preset's (paper/fast)
     replay: Literal["fresh", "frozen"] | None = None  # Janus replay sampling; None = the preset's (paper fresh, small frozen)
 
-    backend: str = "local"  # a name in janus_memory.registry.BACKENDS: local, openai, fake (or a plugin's)
-    model: str | None = None  # model name for OpenAI-compatible servers
-    base_url: str | None = None
-    model_path: str | None = None  # GGUF for the embedded backend
-    n_ctx: int = Field(default=0, ge=0)  # embedded backend context window; 0 = sized from the request (presets.check_context)
-    n_parallel: int = Field(default=1, ge=1)  # embedded engine slots (docs/perf.md); the client sends >= this many at once
-    concurrency: int = Field(default=4, ge=1)
-    temperature: float = Field(default=0.7, ge=0.0)
-    solver_max_tokens: int = Field(default=8192, ge=1)
-    curator_max_tokens: int = Field(default=8192, ge=1)
-    extra_body: dict | None = None
-    request_timeout: float = Field(default=120.0, gt=0.0)  # seconds per HTTP request (openai backend)
-    max_retries: int = Field(default=6, ge=0)  # LLM client retries per request (transient errors)
-    request_deadline: float | None = Field(default=None, gt=0.0)  # seconds for one request including retries (None: no cap)
+    # the backend section (runner/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
+    # lifted into it before validation
+    llm: LLMSettings = Field(default_factory=LLMSettings)
     allow_weak_sandbox: bool = False  # HumanEval: accept the fallback sandbox (unshare) when bubblewrap is missing
 
     # harmful candidates injected at chosen stream steps (issue 15): "KIND@STEP[,KIND@STEP...]" or a YAML list of
@@ -133,6 +125,21 @@ class RunConfig(BaseModel):
     cache_dir: str | None = None  # LLM response cache folder; None = ~/.cache/janus-memory/llm-cache
     no_cache: bool = False
     out: str = "runs/latest"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_flat_llm_keys(cls, data):
+        """Flat backend keys into ``llm`` (llm_settings.lift_llm); config.json parses back to the same settings."""
+        from pydantic_core import PydanticCustomError
+
+        if not isinstance(data, dict):
+            return data
+        if isinstance(data.get("preset_summary"), dict):  # config.json's derived record: recomputed, not a setting
+            data = {k: v for k, v in data.items() if k != "preset_summary"}
+        try:
+            return lift_llm(data)
+        except SettingsConflict as e:  # one line, without pydantic's "Value error," prefix
+            raise PydanticCustomError("llm_conflict", "{text}", {"text": str(e)}) from None
 
     @field_validator("dataset", "updater")
     @classmethod
@@ -201,7 +208,8 @@ class RunConfig(BaseModel):
         """The embedded backend's context window: ``n_ctx`` when set (ConfigError when below what one request
         needs), else sized from the request: max(solver, curator max tokens) + a 2048-token prompt budget."""
         try:
-            return presets.check_context(self.n_ctx, max(self.solver_max_tokens, self.curator_max_tokens))
+            llm = self.llm
+            return presets.check_context(llm.n_ctx, max(llm.solver_max_tokens, llm.curator_max_tokens))
         except ValueError as e:
             raise ConfigError(f"n_ctx: {e}") from None
 
@@ -209,10 +217,11 @@ class RunConfig(BaseModel):
         """The updater's config: the preset's updater settings, the top-level sampling options, then
         ``updater_config`` (which wins)."""
         out = presets.updater_overrides(self.preset, self.updater)
-        out.update({"temperature": self.temperature, "solver_max_tokens": self.solver_max_tokens,
-                    "curator_max_tokens": self.curator_max_tokens})
-        if self.extra_body:
-            out["extra_body"] = self.extra_body
+        llm = self.llm
+        out.update({"temperature": llm.temperature, "solver_max_tokens": llm.solver_max_tokens,
+                    "curator_max_tokens": llm.curator_max_tokens})
+        if llm.extra_body:
+            out["extra_body"] = llm.extra_body
         out.update(self.updater_config)
         return out
 
@@ -234,8 +243,10 @@ def _janus_settings(data) -> JanusSettings:
 
 
 def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
-    """One line naming the first bad key of a pydantic error."""
+    """One line naming the first bad key of a pydantic error (a whole-settings error: its own line)."""
     err = e.errors()[0]
+    if not err["loc"] and not prefix:
+        return ConfigError(err["msg"])
     loc = ".".join(str(x) for x in ((prefix,) if prefix else ()) + tuple(err["loc"]))
     if err["type"] == "extra_forbidden":
         return ConfigError(f"unknown config key '{loc}'")
@@ -269,8 +280,9 @@ def check_updater_config(updater_cls, config: dict) -> None:
 
 def migrate_stored(data: dict) -> dict:
     """A config stored before the presets existed (no ``preset`` key) ran what is now ``preset: small`` with the
-    paper JanusConfig switches as stored and frozen (cached) replays: say so explicitly, so it resumes unchanged."""
-    data = dict(data)
+    paper JanusConfig switches as stored and frozen (cached) replays: say so explicitly, so it resumes unchanged.
+    A config stored before the ``llm`` section existed has its backend keys flat: they are lifted into it."""
+    data = lift_llm(dict(data))  # stored before the llm section existed: flat backend keys
     if "preset" not in data:
         data.update(preset="small", janus_preset="paper", replay="frozen")
         data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
@@ -320,5 +332,4 @@ def demo_config(**overrides) -> RunConfig:
         out=time.strftime("runs/demo-%Y%m%d-%H%M%S"),  # a new folder per demo run
     )
     base["inject"] = f"dump@{overrides.get('stream_size') or base['stream_size']}"
-    base.update(overrides)
-    return RunConfig.parse(base)
+    return RunConfig.parse(overlay(base, overrides))

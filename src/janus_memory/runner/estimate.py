@@ -101,7 +101,7 @@ def _duration(seconds: float) -> str:
 
 def estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None:
     """The estimate line of a run (module docstring); None for the fake backend or when nothing is left to do."""
-    if cfg.backend == "fake":
+    if cfg.llm.backend == "fake":
         return None
     if count is None:
         from ..registry import UPDATERS
@@ -117,7 +117,7 @@ def estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None:
     parts = f"calls = stream {stream}{janus} + test {count.test}"
     bound, calls = ("at most", count.most) if count.most is not None else ("at least", count.stream_low + count.test)
     head = f"estimate: {bound} {calls} LLM calls"
-    if cfg.backend != "local":
+    if cfg.llm.backend != "local":
         return f"{head}; {parts}"
     if measurement is None:
         return f"{head} (no measurement yet of this model on this machine: each finished run records one); {parts}"
@@ -129,11 +129,11 @@ def estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None:
 def run_estimate(ctx, done: dict[str, int | None] | None = None) -> str | None:
     """The estimate line of a built run context (resolved settings, loaded splits, backend not loaded yet)."""
     cfg = ctx.settings
-    if cfg.backend == "fake":
+    if cfg.llm.backend == "fake":
         return None
     count = count_calls(cfg, len(ctx.stream.tasks), len(ctx.test.tasks), done)
     measurement = None
-    if cfg.backend == "local":
+    if cfg.llm.backend == "local":
         from .timing import read_measurement
 
         ident = ctx.backend_info.get("identity", "")
@@ -169,7 +169,7 @@ def log_estimate(ctx, root, resume: bool, log) -> None:
 
 def record_timing(ctx) -> None:
     """After a finished embedded-model run: add its measured speed to the record (runner/timing.py)."""
-    if ctx.settings.backend != "local":
+    if ctx.settings.llm.backend != "local":
         return
     from .timing import record_run
 

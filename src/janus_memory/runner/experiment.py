@@ -5,98 +5,26 @@ store (store.py, a subscriber) -> reader (reader.py) -> report (report.py).
 """
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import ConfigError, JanusError, OutputError, RunFolderError, StorageError
+from ..errors import ConfigError, JanusError, OutputError, StorageError
 from .build import Context, build_context, resolve_config, validate_names  # noqa: F401  (public re-exports)
-from .config import RunConfig, migrate_stored, preset_summary
+from .config import RunConfig, preset_summary
 from .estimate import log_estimate, record_timing
 from .events import EventBus, MethodStarted, StepFinished
 from .loop import Stopped, run_method
 from .provenance import environment_info, prompts_used, split_record, to_yaml
 from .lock import RunLock, RunLocked
+from .resume import check_resumable, check_resume_state, load_run_config  # noqa: F401  (load_run_config: re-export)
 from .store import RunStore
 from .usage import sum_method_usage
 
 _Stopped = Stopped  # older name (tests)
 
-# keys that may differ on resume without changing results
-_RESUME_FREE_KEYS = {"out", "concurrency", "cache_dir", "no_cache", "base_url", "n_parallel"}  # the endpoint may move; the model may not
 _STORAGE_ERRNOS = {"ENOSPC", "EROFS", "EDQUOT", "EACCES", "EPERM"}
-
-
-def _config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
-    out = []
-    for k in sorted(set(a) | set(b)):
-        va, vb = a.get(k), b.get(k)
-        if isinstance(va, dict) and isinstance(vb, dict):
-            out += _config_diff(va, vb, prefix + k + ".")
-        elif va != vb:
-            out.append(f"{prefix}{k}: {va!r} -> {vb!r}")
-    return out
-
-
-def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
-    """The resolved config stored in an existing run folder (for `--resume`)."""
-    from .reader import RunReader
-
-    from pydantic import ValidationError
-
-    from .integrity import _first_error
-
-    reader = RunReader(run_dir)
-    if not reader.root.is_dir():
-        raise OutputError(f"{run_dir} does not exist; nothing to resume")
-    data = reader.meta("config")
-    if data is None:
-        raise ConfigError(f"{run_dir} has no stored config (the run stopped before it was set up); "
-                          "start it again without --resume")
-    try:
-        return RunConfig.parse(migrate_stored(data))  # a config from before the presets resumes as it ran
-    except (ConfigError, ValidationError, TypeError) as e:
-        ver = (reader.meta("environment") or {}).get("janus_memory", "?")
-        why = str(e).splitlines()[0] if isinstance(e, ConfigError) else _first_error(e)
-        raise ConfigError(f"cannot resume {run_dir}: its stored config is not valid here ({why}); "
-                          f"it was written by janus-memory {ver}") from None
-
-
-def _with_defaults(stored: dict) -> dict:
-    """A stored config with the defaults of settings added after it was written (they had their default then)."""
-    defaults = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()
-                if k not in stored and not f.is_required()}
-    return {**defaults, **stored}
-
-
-def _check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str) -> None:
-    """ConfigError unless the stored run has the same config (apart from _RESUME_FREE_KEYS), package version and
-    dataset split hashes (failure case C13)."""
-    from .reader import RunReader
-
-    reader = RunReader(store.root)
-    stored = migrate_stored(reader.meta("config") or {})
-    # a setting added after the run was written (absent from its stored config) had its default then
-    defaults = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()
-                if k not in stored and not f.is_required()}
-    stored = resolve_config(RunConfig.parse({**defaults, **stored})).model_dump()  # new updater keys: their defaults
-    diff = [d for d in _config_diff(stored, cfg.model_dump())
-            if d.split(":")[0] not in _RESUME_FREE_KEYS]
-    if diff:
-        raise ConfigError("cannot resume: the config differs from the stored run: " + "; ".join(diff))
-    old_ver = (reader.meta("environment") or {}).get("janus_memory")
-    if old_ver != version:
-        raise ConfigError(f"cannot resume: run was made by janus-memory {old_ver}, this is {version}")
-    old_splits = reader.meta("splits") or {}
-    for name, rec in splits.items():
-        o = old_splits.get(name, {})
-        if (o.get("source_sha256"), o.get("ids_sha256")) != (rec["source_sha256"], rec["ids_sha256"]):
-            raise ConfigError(
-                f"cannot resume: dataset hash mismatch for the {name} split of {cfg.dataset} "
-                f"(stored {o.get('source_sha256', '?')[:12]}…, now {rec['source_sha256'][:12]}…); "
-                "the data files changed since the run started")
 
 
 def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dict, env: dict) -> None:
@@ -151,69 +79,9 @@ def _preflight(ctx: Context) -> None:
         for key in ("solver_max_tokens", "curator_max_tokens"):
             LLMClient._request([{"role": "user", "content": "."}],
                                {"temperature": s.get("temperature"), "max_tokens": s.get(key)})
-        upd = ctx.make_updater()
+        ctx.make_updater()  # (updater_config keys and types were checked once: build.validate_names)
     except (ValueError, TypeError, KeyError) as e:
         raise ConfigError(f"invalid setting: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    _check_setting_types(upd, ctx.settings.updater_config)
-
-
-def _check_setting_types(upd, given: dict) -> None:
-    """A value of another JSON type than the updater's default (``"15"`` for a number, ``1`` for a flag)."""
-    from ..updaters.base import COMMON_DEFAULTS
-
-    defaults = {**COMMON_DEFAULTS, **getattr(type(upd), "DEFAULTS", {})}
-    kinds = ((bool,), (int, float), (str,), (list, tuple), (dict,))
-    for key, value in given.items():
-        default = defaults.get(key)
-        if default is None or value is None:
-            continue
-        want = next((k for k in kinds if isinstance(default, k)), None)
-        ok = want is None or (isinstance(value, want) and (isinstance(value, bool) == isinstance(default, bool)))
-        if not ok:
-            raise ConfigError(f"invalid setting: updater_config.{key} must be {type(default).__name__} like its "
-                              f"default {default!r}, got {type(value).__name__} {value!r}")
-
-
-def _check_resume_state(ctx: Context, store: RunStore) -> None:
-    """Refuse a resume that cannot end complete: step rows missing below the checkpoint, a checkpoint that does not
-    load, a config.json edited after the run started."""
-    from .integrity import gaps_message, missing_steps
-    from .reader import RunReader
-
-    reader = RunReader(store.root)
-    on_disk = reader.json_file("config.json")
-    stored = _with_defaults(reader.meta("config") or {})
-    if isinstance(on_disk, dict):  # config.json = the stored settings + the derived preset_summary
-        on_disk = {k: v for k, v in on_disk.items() if k != "preset_summary"}
-    stored.pop("preset_summary", None)
-    diff = _config_diff(stored, _with_defaults(on_disk)) if isinstance(on_disk, dict) else ["not a JSON object"]
-    if on_disk is not None and diff:
-        raise ConfigError(f"{store.root / 'config.json'} was edited after the run started ({'; '.join(diff[:3])}); "
-                          "the run's config is the one stored in run.sqlite: delete config.json to continue with it, "
-                          "or start a new run with --config")
-    for method, with_janus in ctx.settings.methods():
-        ck = reader.checkpoint(method)
-        done = reader.method_result(method)
-        upto = int(done["stream_tasks"]) if done else (ck[0] if ck else 0)
-        gaps = missing_steps(reader, method, upto)
-        if gaps:
-            raise RunFolderError(gaps_message(store.root, method, gaps))
-        if ck is not None and done is None:
-            _probe_checkpoint(ctx, store.root, method, with_janus, ck)
-
-
-def _probe_checkpoint(ctx: Context, root, method: str, with_janus: bool, ck: tuple[int, dict]) -> None:
-    from ..controller import Janus
-
-    try:
-        ctx.make_updater().load_snapshot(ck[1]["updater"])
-        if with_janus:
-            Janus.from_state_dict(ck[1]["janus"], lambda *a: [])
-        ck[1]["counters"]["n_correct"]  # noqa: B018
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
-        raise RunFolderError(f"{root}: the checkpoint of {method} at step {ck[0]} is damaged "
-                             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
-                             "the run cannot continue from it: start a new run") from None
 
 
 def _run_methods(ctx: Context, store: RunStore, bus: EventBus, log, stop_after) -> dict:
@@ -262,8 +130,8 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
         store = _open_store(cfg, resume, overwrite)
         ctx = _build(cfg, log)
         if resume:
-            _check_resumable(store, cfg, {s.split: split_record(s) for s in (ctx.stream, ctx.test)}, __version__)
-            _check_resume_state(ctx, store)
+            check_resumable(store, cfg, {s.split: split_record(s) for s in (ctx.stream, ctx.test)}, __version__)
+            check_resume_state(ctx, store)
             log(f"resuming {store.root}")
         else:
             _preflight(ctx)

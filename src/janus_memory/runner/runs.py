@@ -82,8 +82,9 @@ def _cell_suffix(run_dir: Path, methods: list[str]) -> str:
 def run_setup(cfg: dict, summary: dict) -> dict:
     """What a run measured with: backend, model, encoder, preset and the requested split sizes (None = whole split)."""
     ident = str((summary.get("backend") or {}).get("identity") or "")
-    backend = cfg.get("backend") or (ident.split(":", 1)[0] if ident else "?")
-    model = cfg.get("model") or (Path(cfg["model_path"]).name if cfg.get("model_path") else "")
+    llm = cfg["llm"] if isinstance(cfg.get("llm"), dict) else cfg  # runs written before the llm section: flat keys
+    backend = llm.get("backend") or (ident.split(":", 1)[0] if ident else "?")
+    model = llm.get("model") or (Path(llm["model_path"]).name if llm.get("model_path") else "")
     if not model and backend == "local" and ident.count(":") >= 1:
         model = ident.split(":")[1]  # local:<gguf file>:<size>:<fingerprint>
     return {"backend": backend, "model": model or ("scripted" if backend == "fake" else "?"),

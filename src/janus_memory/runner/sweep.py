@@ -12,7 +12,7 @@ Grid file (YAML)::
       updater: [dc_rs, expel]
       controller: [none, janus]
       seed: [0, 1]
-      janus.tau: [0.0, 0.2]     # "janus.<JanusConfig key>" and "updater_config.<key>" set one nested key
+      janus.tau: [0.0, 0.2]     # "janus.<JanusConfig key>", "llm.<key>" and "updater_config.<key>" set one nested key
 
 Each run gets its own folder ``<root>/<dataset>/<cell>/seed<k>`` where the cell name is the method name
 ("dc_rs", "dc_rs+janus"; controller "both" keeps the updater name) plus the other varied settings, e.g.
@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from .config import RunConfig
+from .llm_settings import LLM_KEYS, SettingsConflict, lift_llm
 
 TOP_KEYS = ("base", "grid")
-_NESTED = ("janus", "updater_config")
+_NESTED = ("janus", "updater_config", "llm")
 # grid keys that are part of the run's identity (folder layout), not of the cell suffix
 _IDENTITY_KEYS = ("dataset", "updater", "controller", "seed")
 
@@ -88,12 +89,16 @@ def _grid_key_ok(key: str) -> bool:
                 return tail in {f.name for f in dataclasses.fields(JanusConfig)}
             except ImportError:
                 return bool(tail)
+        if head == "llm":
+            return tail in LLM_KEYS
         return head == "updater_config" and bool(tail)
-    return key in RunConfig.model_fields and key not in ("out",) + _NESTED
+    return (key in RunConfig.model_fields or key in LLM_KEYS) and key not in ("out",) + _NESTED
 
 
 def _validation_message(e, prefix: str, lines: dict[str, int]) -> str:
     err = e.errors()[0]
+    if not err["loc"]:  # a whole-settings error (a key given flat and in llm): its own line
+        return f"{prefix.rstrip('.')}: {err['msg']}" if prefix else err["msg"]
     loc = ".".join(str(x) for x in err["loc"])
     line = lines.get(str(err["loc"][0])) if err["loc"] else None
     where = f" (line {line})" if line else ""
@@ -107,7 +112,7 @@ def cell_name(values: dict[str, Any]) -> str:
     dropped), e.g. {"updater": "dc_rs", "controller": "janus", "janus.tau": 0.2} -> "dc_rs+janus[tau=0.2]"."""
     upd = values.get("updater", "?")
     name = upd + ("+janus" if values.get("controller") == "janus" else "")
-    extra = [(k.removeprefix("janus."), v) for k, v in values.items()
+    extra = [(k.removeprefix("janus.").removeprefix("llm."), v) for k, v in values.items()
              if k not in _IDENTITY_KEYS]
     if extra:
         name += "[" + ",".join(f"{k}={_fmt(v)}" for k, v in extra) + "]"
@@ -132,7 +137,8 @@ def expand_grid(base: dict, grid: dict, *, lines: dict[str, int] | None = None) 
     for k, vals in grid.items():
         where = f" (line {lines[k]})" if k in lines else ""
         if not _grid_key_ok(k):
-            raise ValueError(f"unknown grid key '{k}'{where}; use RunConfig keys, 'janus.<key>' or 'updater_config.<key>'")
+            raise ValueError(f"unknown grid key '{k}'{where}; use RunConfig keys, 'janus.<key>', 'llm.<key>' or "
+                             "'updater_config.<key>'")
         if not isinstance(vals, list) or not vals:
             raise ValueError(f"grid key '{k}'{where} must map to a non-empty list, got {vals!r}")
     keys = list(grid)
@@ -142,7 +148,13 @@ def expand_grid(base: dict, grid: dict, *, lines: dict[str, int] | None = None) 
     for combo in itertools.product(*(grid[k] for k in keys)):
         values = dict(zip(keys, combo))
         d = json.loads(json.dumps(base))  # deep copy
+        try:
+            d = lift_llm(d)  # a base with flat backend keys: the grid's llm.<key> lands next to them
+        except SettingsConflict as e:
+            raise ValueError(f"base: {e}") from None
         for k, v in values.items():
+            if k in LLM_KEYS:  # a flat backend key varies the llm section's key
+                k = f"llm.{k}"
             if "." in k:
                 head, _, tail = k.partition(".")
                 d[head] = {**(d.get(head) or {}), tail: v}
