@@ -50,6 +50,8 @@ def _config_from_args(args, *, demo: bool):
 
         base = {**load_run_config(args.resume).model_dump(), **base, "out": args.resume}
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
+    if "batch_eval" in over:  # --batch-eval on|off|auto -> True / False / None (auto also undoes a config file's value)
+        over["batch_eval"] = {"on": True, "off": False}.get(over["batch_eval"])
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}
     cfg = demo_config(**over) if demo else RunConfig.parse({**base, **over})  # ConfigError naming the key
     return cfg.with_janus(**janus_over) if janus_over else cfg

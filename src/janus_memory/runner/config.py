@@ -113,6 +113,10 @@ class RunConfig(BaseModel):
     n_ctx: int = Field(default=0, ge=0)  # embedded backend context window; 0 = sized from the request (presets.check_context)
     n_parallel: int = Field(default=1, ge=1)  # embedded engine slots (docs/perf.md); the client sends >= this many at once
     concurrency: int = Field(default=4, ge=1)
+    # Janus evaluation as one batch per comparison (entries x {old, new} in one chat_many, runner/eval_batch.py):
+    # None = automatic (batched; early-stopping rounds prefetched only on a parallel engine), True = batched and
+    # always prefetched, False = each memory's replays sent on their own (docs/perf.md: slower batched on a CPU server)
+    batch_eval: bool | None = None
     temperature: float = Field(default=0.7, ge=0.0)
     solver_max_tokens: int = Field(default=8192, ge=1)
     curator_max_tokens: int = Field(default=8192, ge=1)
@@ -158,6 +162,12 @@ class RunConfig(BaseModel):
         from ..inject import parse_inject
 
         return {i.step: i.kind for i in parse_inject(self.inject)}
+
+    @field_validator("batch_eval", mode="before")
+    @classmethod
+    def _batch_eval(cls, v):
+        """``auto`` (as on the command line) is None; ``on``/``off`` and booleans as pydantic reads them."""
+        return None if isinstance(v, str) and v.strip().lower() == "auto" else v
 
     @field_validator("checkpoints")
     @classmethod
