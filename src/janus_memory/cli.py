@@ -51,6 +51,8 @@ def _config_from_args(args, *, demo: bool):
 
         base = overlay(load_run_config(args.resume).model_dump(), base, {"out": args.resume})
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
+    if "batch_eval" in over:  # --batch-eval on|off|auto -> True / False / None (auto also undoes a config file's value)
+        over["batch_eval"] = {"on": True, "off": False}.get(over["batch_eval"])
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}
     # flat flags fill the llm section key by key (a flag wins over the file's llm.<key>); ConfigError naming the key
     cfg = demo_config(**over) if demo else RunConfig.parse(overlay(base, over))

@@ -11,7 +11,7 @@ CLI_TO_CFG = (
     "dataset", "stream_size", "test_size", "updater", "controller", "data_dir", "seed", "backend", "base_url", "model",
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
     "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "preset", "replay", "janus_preset", "n_ctx",
-    "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel", "inject",
+    "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel", "inject", "batch_eval",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
                 "same_memory_shortcut")
@@ -129,6 +129,10 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                    help="run HumanEval code in the fallback sandbox (unshare) when bubblewrap is missing")
     m.add_argument("--n-parallel", type=int, help="embedded engine: llama.cpp slots decoded together (default 1; "
                                                   "docs/perf.md)")
+    m.add_argument("--batch-eval", choices=["on", "off", "auto"], type=str.lower,
+                   help="send a Janus comparison's replays (entries x old/new memory) as one batch: auto (default: "
+                        "batched, early-stopping rounds prefetched only with parallel slots/requests), on, or off "
+                        "(each memory's replays on their own; faster on a CPU llama.cpp server, docs/perf.md)")
     m.add_argument("--encoder", metavar="SPEC", help="memory/task encoder: minilm (default), hashing, st:<model>")
     m.add_argument("--no-cache", action="store_true", default=None, help="do not use the persistent LLM response cache")
     m.add_argument("--cache-dir", metavar="DIR", help="LLM response cache folder (default: $JANUS_CACHE_DIR/llm-cache, "

@@ -80,6 +80,7 @@ class Janus(StateMixin):
             else IncrementalCoverage(c.coverage_size, c.seed, c.pool_size)
         )
         self._store = EmbeddingStore()
+        self._grow_token = object()  # tasks / ids / embeddings only grow while this object stays (state_hints)
         self._tasks: list[Any] = []
         self._ids: list[str] = []
         self._step = 0

@@ -78,6 +78,14 @@ class StateMixin:
             "trigger_state": self._selective.state_dict(),
         }
 
+    def state_hints(self) -> dict:
+        """What of :meth:`state_dict` only grows: ``{key path: (token, stable)}``; while ``token`` is the same object,
+        the first ``stable`` items (tasks, ids) or base64 characters (the embedding matrix) stay as they are. The run
+        store uses it to write appends without comparing the whole state (runner/ckpt_log.py)."""
+        n, tok = self._store.n, self._grow_token
+        return {("tasks",): (tok, n), ("ids",): (tok, n),
+                ("embeddings", "data", "b64"): (tok, 4 * (n * (self._store.dim or 0) * 4 // 3))}
+
     def load_state_dict(self, state: dict) -> None:
         """Restore from :meth:`state_dict` (the config stored in the state replaces the current one).
 

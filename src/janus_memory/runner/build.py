@@ -49,9 +49,12 @@ class Context:
         s = self.settings
         # a server, or an embedded engine with several slots, runs a batch in parallel: entries x {old, new} are sent
         # as one batch (runner/eval_batch.py); a sequential engine still gets them grouped by memory
+        # (RunConfig.batch_eval: None = this automatic choice, True/False force batching with prefetch / no batching)
         backend = self.client.backend
         parallel = int(getattr(backend, "n_parallel", self.client.concurrency)) > 1
-        return PairedEvaluator(updater, parallel=parallel, replay=s.replay_mode(),
+        batch = True if s.batch_eval is None else s.batch_eval
+        parallel = parallel if s.batch_eval is None else s.batch_eval
+        return PairedEvaluator(updater, batch=batch, parallel=parallel, replay=s.replay_mode(),
                                salt=f"seed={s.seed};order={s.stream_order_seed}")
 
 

@@ -112,6 +112,10 @@ class RunConfig(BaseModel):
     # the backend section (runner/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
     # lifted into it before validation
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    # Janus evaluation as one batch per comparison (entries x {old, new} in one chat_many, runner/eval_batch.py):
+    # None = automatic (batched; early-stopping rounds prefetched only on a parallel engine), True = batched and
+    # always prefetched, False = each memory's replays sent on their own (docs/perf.md: slower batched on a CPU server)
+    batch_eval: bool | None = None
     allow_weak_sandbox: bool = False  # HumanEval: accept the fallback sandbox (unshare) when bubblewrap is missing
 
     # harmful candidates injected at chosen stream steps (issue 15): "KIND@STEP[,KIND@STEP...]" or a YAML list of
@@ -165,6 +169,12 @@ class RunConfig(BaseModel):
         from ..inject import parse_inject
 
         return {i.step: i.kind for i in parse_inject(self.inject)}
+
+    @field_validator("batch_eval", mode="before")
+    @classmethod
+    def _batch_eval(cls, v):
+        """``auto`` (as on the command line) is None; ``on``/``off`` and booleans as pydantic reads them."""
+        return None if isinstance(v, str) and v.strip().lower() == "auto" else v
 
     @field_validator("checkpoints")
     @classmethod

@@ -81,17 +81,25 @@ def _eq(a: Any, b: Any) -> bool:
     return False
 
 
-def diff(old: Any, new: Any) -> dict | None:
-    """The delta turning ``old`` into ``new``; None when they are equal."""
+def diff(old: Any, new: Any, pinned: dict | None = None, _path: tuple = ()) -> dict | None:
+    """The delta turning ``old`` into ``new``; None when they are equal.
+
+    ``pinned``: ``{key path: leaf op or None}`` decided by the caller without comparing (runner/ckpt_log.py: what a
+    producer declared appended); a key path in it is not compared, its op is taken as is. Only paths reached through
+    dicts present in both values are looked up."""
     if isinstance(old, dict) and isinstance(new, dict) and not any(SEP in k for k in new if isinstance(k, str)):
         changed: dict = {}
         for k, v in new.items():
             if k not in old:
                 changed[k] = {"s": v}
+                continue
+            if pinned:
+                sub = _path + (k,)
+                d = pinned[sub] if sub in pinned else diff(old[k], v, pinned, sub)
             else:
                 d = diff(old[k], v)
-                if d is not None:
-                    changed[k] = d
+            if d is not None:
+                changed[k] = d
         removed = [k for k in old if k not in new]
         if not changed and not removed:
             return None

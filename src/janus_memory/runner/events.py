@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class StepRecorded:
     deployed_memory: str
     candidate: tuple          # (candidate text, parent sha256, rejection reason or None)
     checkpoint: dict          # updater + controller state + counters, to resume after this step
+    hints: dict = field(default_factory=dict)  # {key path: (token, stable)}: what of the checkpoint only grew (ckpt_log)
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,17 @@ def _decide(m: _Method, guard, proposer, task, snap) -> tuple[Any, dict, bool]:
     return out, decision, bool(d.accept)
 
 
+def _checkpoint_hints(m: _Method) -> dict:
+    """What of the step's checkpoint only grew (runner/ckpt_log.py): the updater's and the controller's declared
+    appends, and the eval checkpoints (set once at their step, never changed)."""
+    hints = {("updater",) + p: h for p, h in m.updater.snapshot_hints().items()}
+    if m.janus is not None:
+        hints.update({("janus",) + p: h for p, h in m.janus.state_hints().items()})
+    for frac, ckp in m.counters["eval_checkpoints"].items():
+        hints[("counters", "eval_checkpoints", frac)] = (("eval_checkpoint", ckp["step"]), None)
+    return hints
+
+
 def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: int | None = None) -> None:
     """Run the stream from step ``m.start + 1``, emitting StepRecorded / Triggered / StepFinished per step.
     ``usage0``/``t0``: the client's usage snapshot and the time when this process started the method."""
@@ -124,7 +135,8 @@ def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: 
         checkpoint = {"updater": state, "janus": m.janus.state_dict() if m.janus is not None else None,
                       "counters": {**c, "usage": usage_now, "wall_s": c["wall_s"] + time.time() - t0}}
         bus.emit(StepRecorded(m.name, i, line, record, deployed,
-                              (out.candidate_memory, text_hash(out.old_memory), out.candidate_rejected), checkpoint))
+                              (out.candidate_memory, text_hash(out.old_memory), out.candidate_rejected), checkpoint,
+                              _checkpoint_hints(m)))
         if decision.get("triggered"):
             bus.emit(Triggered(m.name, i, bool(decision.get("accept")), str(decision.get("reason"))))
         bus.emit(StepFinished(m.name, i, n, bool(out.score.correct), decision, c["n_correct"] / i, c["triggers"],

@@ -22,68 +22,23 @@ is written to a temp file and renamed.
 Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
 then per step as the leaf operations of its structural delta (table ``checkpoint_ops``, runner/delta.py): appended
 list items and string tails are kept (they are the state's growth); a value set or removed at a path deletes the
-earlier operations at or below that path (SQLite reuses their pages), so a vector rewritten every step (the momentum,
-the k-means centroids, counters) occupies the database once, not once per step. The store keeps the last checkpoint
-(JSON round-tripped) in memory to diff against, so a step writes what changed, never the whole state;
-RunReader.checkpoint replays base + operations in (step, seq) order.
+earlier operations at or below that path, so a value rewritten every step occupies the database once. What a step
+writes is decided by runner/ckpt_log.py (from the parts the producers declare grown, without comparing the whole
+state); RunReader.checkpoint replays base + operations in (step, seq) order. The newest memory's sha256 is kept in
+memory, so a step runs no query whose cost grows with the run.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import delta as _delta
+from .ckpt_log import CheckpointLog, Hints
+from .jsonio import atomic_write_json, atomic_write_text, dumps, text_hash  # noqa: F401  (re-exported)
 
 from ..errors import OutputError, StorageError  # noqa: F401  (OutputError re-exported: the run folder's user error)
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def dumps(obj: Any) -> str:
-    """Canonical JSON used for every stored record (sorted keys, so exports are byte-stable)."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, default=_json_default)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=_json_default) + "\n")
-
-
-def _json_default(o: Any):
-    import dataclasses
-
-    import numpy as np
-
-    if dataclasses.is_dataclass(o):
-        return dataclasses.asdict(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (np.floating, np.integer, np.bool_)):
-        return o.item()
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
 
 
 _SCHEMA = """
@@ -116,7 +71,8 @@ class RunStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(_SCHEMA)
-        self._ck: dict[str, Any] = {}  # method -> last stored checkpoint (JSON round-tripped), the delta base
+        self.ckpt = CheckpointLog(self.db)  # the checkpoint base + per-step operations (runner/ckpt_log.py)
+        self._last_sha: dict[str, str | None] = {}  # method -> sha256 of its newest stored memory
 
     # ----------------------------------------------------------------- opening
     @staticmethod
@@ -232,26 +188,25 @@ class RunStore:
         return d
 
     def last_memory_sha(self, method: str) -> str | None:
-        row = self.db.execute("SELECT sha256 FROM memories WHERE method=? ORDER BY step DESC LIMIT 1", (method,)).fetchone()
-        return row[0] if row else None
+        """sha256 of the newest stored memory of ``method`` (kept in memory after the first look-up)."""
+        if method not in self._last_sha:
+            row = self.db.execute("SELECT sha256 FROM memories WHERE method=? ORDER BY step DESC LIMIT 1",
+                                  (method,)).fetchone()
+            self._last_sha[method] = row[0] if row else None
+        return self._last_sha[method]
 
     def commit_step(self, method: str, step: int, decision: dict, record: dict, deployed_memory: str, checkpoint: dict,
-                    *, candidate: tuple[str, str, str | None] | None = None) -> str | None:
+                    *, candidate: tuple[str, str, str | None] | None = None, hints: Hints | None = None) -> str | None:
         """Atomically store one step: its decision-log line, its full record, the candidate memory
         (``(text, parent_sha256, rejection_reason)``), the deployed memory (if it changed) and the method checkpoint
-        used for resuming. Returns the memory file name when a new version was deployed."""
+        used for resuming (``hints``: what of it only grew, see runner/ckpt_log.py). Returns the memory file name when
+        a new version was deployed."""
         sha = text_hash(deployed_memory)
         parent = self.last_memory_sha(method)
         fname = None
         if sha != parent:
             fname = self._write_memory_file(method, step, sha, deployed_memory)
-        prev = self._ck.get(method)
-        ck_json, ck_ops = None, []
-        if prev is None:
-            ck_json = dumps(checkpoint)
-        else:
-            ck_ops = [(keys, dumps(_delta.stored(op)), _delta.in_memory(op))
-                      for keys, op in _delta.ops(_delta.diff(prev, checkpoint))]
+        pending = self.ckpt.prepare(method, checkpoint, hints)
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("INSERT OR REPLACE INTO steps(method, step, decision, record) VALUES (?,?,?,?)",
@@ -263,37 +218,14 @@ class RunStore:
                 ctext, cparent, creason = candidate
                 self.db.execute("INSERT OR REPLACE INTO candidates(method, step, sha256, parent, rejected, text) "
                                 "VALUES (?,?,?,?,?,?)", (method, step, text_hash(ctext), cparent, creason, ctext))
-            if prev is None:  # first step this process commits for the method: a new base, older ops dropped
-                self.db.execute("INSERT OR REPLACE INTO checkpoints(method, step, state) VALUES (?,?,?)",
-                                (method, step, ck_json))
-                self.db.execute("DELETE FROM checkpoint_ops WHERE method=?", (method,))
-            else:
-                self._write_ops(method, step, ck_ops)
-            self.db.execute("INSERT OR REPLACE INTO checkpoint_head(method, step) VALUES (?,?)", (method, step))
+            self.ckpt.write(method, step, pending)
             self.db.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
-        if prev is None:
-            self._ck[method] = json.loads(ck_json)
-        else:
-            for keys, op, mem in ck_ops:  # JSON round trip: nothing aliases the caller's objects (strings may)
-                prev = _delta.apply_op(prev, keys, mem or json.loads(op))
-            self._ck[method] = prev
+        self._last_sha[method] = sha
+        self.ckpt.accept(method, pending)
         return fname
-
-    def _write_ops(self, method: str, step: int, ck_ops: list[tuple[list[str], str, Any]]) -> None:
-        """Insert one step's checkpoint operations; a set/remove first deletes the operations it supersedes."""
-        for seq, (keys, op, _) in enumerate(ck_ops):
-            path = "".join(k + _delta.SEP for k in keys)
-            if op.startswith(('{"s"', '{"x"')):
-                if path:
-                    self.db.execute("DELETE FROM checkpoint_ops WHERE method=? AND path>=? AND path<?",
-                                    (method, path, path[:-1] + chr(ord(_delta.SEP) + 1)))
-                else:
-                    self.db.execute("DELETE FROM checkpoint_ops WHERE method=?", (method,))
-            self.db.execute("INSERT INTO checkpoint_ops(method, step, seq, path, op) VALUES (?,?,?,?,?)",
-                            (method, step, seq, path, op))
 
     def _write_memory_file(self, method: str, step: int, sha: str, text: str) -> str:
         """``<method>/memories/SSSSS_<sha12>.txt``; named by step and content, so re-writing it on resume is harmless."""
@@ -307,6 +239,7 @@ class RunStore:
         fname = self._write_memory_file(method, 0, sha, text)
         self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,?)",
                         (method, 0, sha, None, text))
+        self._last_sha.pop(method, None)
         return fname
 
     def steps(self, method: str) -> Iterator[tuple[dict, dict]]:
@@ -322,7 +255,7 @@ class RunStore:
             self.save_initial_memory(ev.method, ev.initial_memory)
         elif isinstance(ev, E.StepRecorded):
             self.commit_step(ev.method, ev.step, ev.decision_line, ev.record, ev.deployed_memory, ev.checkpoint,
-                             candidate=ev.candidate)
+                             candidate=ev.candidate, hints=ev.hints)
         elif isinstance(ev, E.TestDone):
             self.commit_tests(ev.method, ev.records)
         elif isinstance(ev, E.MethodFinished):

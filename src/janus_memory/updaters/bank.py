@@ -19,6 +19,7 @@ class RetrievalBank:
     def __init__(self) -> None:
         self.records: list[dict] = []
         self._buf: np.ndarray | None = None  # (capacity, d) float32, rows [0, len) are used; grows by doubling
+        self._grow_token = object()  # replaced whenever the bank changes other than by ``add`` (state_hints)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -62,7 +63,14 @@ class RetrievalBank:
             "emb_b64": base64.b64encode(emb.tobytes()).decode("ascii"),
         }
 
+    def state_hints(self) -> dict:
+        """``{key path in state(): (token, stable)}``: while the token is the same object, the first ``stable``
+        records / base64 characters of ``emb_b64`` stay as they are (runner/ckpt_log.py)."""
+        n, d = len(self.records), (0 if self._buf is None else int(self._buf.shape[1]))
+        return {("records",): (self._grow_token, n), ("emb_b64",): (self._grow_token, 4 * (n * d * 4 // 3))}
+
     def set_state(self, state: dict) -> None:
+        self._grow_token = object()
         self.records = copy.deepcopy(list(state.get("records", [])))
         self._buf = None
         if not self.records:

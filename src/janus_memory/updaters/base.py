@@ -127,6 +127,15 @@ class Updater(ABC):
         json.dumps(snap, sort_keys=True)  # fail early if a subclass put a non-JSON value in its state
         return snap
 
+    def state_hints(self) -> dict:
+        """What of :meth:`get_state` only grows, ``{key path: (token, stable)}`` (see RetrievalBank.state_hints);
+        the run store writes those parts as appends without comparing them. Default: nothing declared."""
+        return {}
+
+    def snapshot_hints(self) -> dict:
+        """:meth:`state_hints` as paths in :meth:`snapshot`."""
+        return {("state",) + path: h for path, h in self.state_hints().items()}
+
     def load_snapshot(self, snap: dict) -> None:
         """Restore exactly the state of ``snapshot()``. Raises ValueError for another updater's snapshot."""
         self._check_snapshot(snap)

@@ -290,6 +290,9 @@ class DCRetrievalSynthesis(_DCBase):
         ]
         return self._solve_batch(msgs, tasks, role)
 
+    def state_hints(self) -> dict:
+        return {("bank",) + p: h for p, h in self.bank.state_hints().items()}
+
     def get_state(self) -> dict:
         return {"cheatsheet": self.cheatsheet, "bank": self.bank.state()}
 

@@ -326,6 +326,12 @@ class ExpeL(Updater):
         return list(best.items())[:k]
 
     # ---- state -------------------------------------------------------------------------------
+    def state_hints(self) -> dict:
+        hints: dict = {}
+        hints.update({("pool",) + p: h for p, h in self.pool.state_hints().items()})
+        hints.update({("docs",) + p: h for p, h in self.docs.state_hints().items()})
+        return hints
+
     def get_state(self) -> dict:
         return {
             "rules": [[r[0], int(r[1])] for r in self.rules],

@@ -95,6 +95,9 @@ class ExpRAG(Updater):
         ]
         return self._solve_batch(msgs, tasks, role)
 
+    def state_hints(self) -> dict:
+        return {("bank",) + p: h for p, h in self.bank.state_hints().items()}
+
     def get_state(self) -> dict:
         return {"bank": self.bank.state()}
 

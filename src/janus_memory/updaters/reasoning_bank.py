@@ -191,6 +191,9 @@ class ReasoningBank(Updater):
         msgs = self._retrieval_messages(parse_bank_text(self.memory_text()), tasks)[0]
         return self._solve_batch(msgs, tasks, role)
 
+    def state_hints(self) -> dict:
+        return {("bank",) + p: h for p, h in self.bank.state_hints().items()}
+
     def get_state(self) -> dict:
         return {"bank": self.bank.state()}
 
