@@ -80,35 +80,7 @@ def _names() -> dict[str, str]:
 def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, str], grid: bool = False) -> None:
     """The options of `janus run` (``demo``: the demo's subset; ``grid``: without the options a grid sets per cell
     or does itself: updater, controller, seed, resume, stream order, overwrite)."""
-    from .runner.presets import SEED_HELP
-
-    g = p.add_argument_group("data")
-    if not demo:
-        g.add_argument("--dataset", metavar="NAME", help=f"dataset name ({names['datasets']})")
-        g.add_argument("--stream-size", type=int, help="number of stream (memory-building) tasks; default: the whole split")
-        g.add_argument("--test-size", type=int, help="number of held-out test tasks; default: the whole split")
-        if not grid:
-            g.add_argument("--updater", metavar="NAME", help=f"memory updater: {names['updaters']}")
-            g.add_argument("--controller", choices=["janus", "none", "both"],
-                           help="run the updater with Janus, without, or both side by side")
-        g.add_argument("--config", metavar="FILE",
-                       help="YAML/JSON file with RunConfig keys (command-line options override it)")
-        if not grid:
-            g.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its last committed step")
-        g.add_argument("--checkpoints", type=fractions, metavar="FRACTIONS",
-                       help="also test the memory at these stream fractions, e.g. 0.2,0.4,0.6,0.8 (paper Fig. 4); "
-                            "default: none")
-        if not grid:
-            g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split) "
-                                                                 "for the stream-order study; default: the split order")
-        g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
-    g.add_argument("--data-dir", metavar="DIR", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
-    if not grid:
-        g.add_argument("--seed", type=int, help=SEED_HELP)
-    g.add_argument("--preset", choices=["paper", "small"],
-                   help=("paper = the authors' code rule for rule (default of run); small = our capped prompts, strict "
-                         "parsers, frozen replays and JanusConfig.fast() for a 1.5B model (default of demo); explicit "
-                         "options win. See docs/fidelity.md") if not demo else "small (default) or paper")
+    _add_data_options(p.add_argument_group("data"), demo=demo, names=names, grid=grid)
     m = p.add_argument_group("model")
     m.add_argument("--backend", metavar="NAME", help=f"chat backend: {names['backends']} (local = embedded GGUF, the default; openai = any "
                                      "OpenAI-compatible server; fake = scripted, plumbing only)")
@@ -151,6 +123,38 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                         "overfit, poison, truncate), e.g. poison@5,wipe@12; every method of the run gets the same injected "
                         "candidates"
                         + ("; the demo injects a dump at its last stream step, '' for none" if demo else ""))
+
+
+def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> None:
+    """The "data" group of `janus run` / `demo` / `grid` (see add_run_options)."""
+    from .runner.presets import SEED_HELP
+
+    if not demo:
+        g.add_argument("--dataset", metavar="NAME", help=f"dataset name ({names['datasets']})")
+        g.add_argument("--stream-size", type=int, help="number of stream (memory-building) tasks; default: the whole split")
+        g.add_argument("--test-size", type=int, help="number of held-out test tasks; default: the whole split")
+        if not grid:
+            g.add_argument("--updater", metavar="NAME", help=f"memory updater: {names['updaters']}")
+            g.add_argument("--controller", choices=["janus", "none", "both"],
+                           help="run the updater with Janus, without, or both side by side")
+        g.add_argument("--config", metavar="FILE",
+                       help="YAML/JSON file with RunConfig keys (command-line options override it)")
+        if not grid:
+            g.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its last committed step")
+        g.add_argument("--checkpoints", type=fractions, metavar="FRACTIONS",
+                       help="also test the memory at these stream fractions, e.g. 0.2,0.4,0.6,0.8 (paper Fig. 4); "
+                            "default: none")
+        if not grid:
+            g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split) "
+                                                                 "for the stream-order study; default: the split order")
+        g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
+    g.add_argument("--data-dir", metavar="DIR", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
+    if not grid:
+        g.add_argument("--seed", type=int, help=SEED_HELP)
+    g.add_argument("--preset", choices=["paper", "small"],
+                   help=("paper = the authors' code rule for rule (default of run); small = our capped prompts, strict "
+                         "parsers, frozen replays and JanusConfig.fast() for a 1.5B model (default of demo); explicit "
+                         "options win. See docs/fidelity.md") if not demo else "small (default) or paper")
 
 
 def _add_janus_options(j) -> None:
