@@ -17,10 +17,11 @@ import json
 import math
 import os
 import platform
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from .jsonio import atomic_write_text
 
 FORMAT = 1
 KEEP = 5  # runs kept per model and machine (older ones are dropped: the machine's load changes)
@@ -97,23 +98,7 @@ def record_run(identity: str, n_parallel: int, *, calls: int, wall_s: float, com
             models = _load(path)
             key = machine_key(identity, n_parallel)
             models[key] = (models.get(key, []) + [run])[-KEEP:]
-            _replace(path, json.dumps({"format": FORMAT, "models": models}, indent=1, sort_keys=True) + "\n")
+            atomic_write_text(path, json.dumps({"format": FORMAT, "models": models}, indent=1, sort_keys=True) + "\n")
     except OSError:
         return False
     return True
-
-
-def _replace(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
