@@ -212,3 +212,26 @@ def test_a_local_run_prints_the_estimate_and_records_its_speed(tmp_path, monkeyp
     assert [x for x in lines if x.startswith("estimate")] == [
         f"estimate: at most 66 LLM calls x ~{m.s_per_call:.1f} s per call measured on this machine "
         f"({m.tokens_per_s:.1f} tokens/s, last 1 run) = at most {_duration(66 * m.s_per_call)}; {parts}"]
+
+
+def test_hostile_timing_records_are_ignored_and_never_end_a_run(tmp_path):
+    """Adversarial record files (a reviewer's findings): deep nesting, huge or absurd numbers, a bool format."""
+    import json
+
+    from janus_memory.runner import timing
+
+    p = tmp_path / "timings.json"
+    key = timing.machine_key("m.gguf", 1)
+
+    def one(**r):
+        return json.dumps({"format": 1, "models": {key: [r]}})
+
+    for text in ["[" * 100000, one(calls=10**400, wall_s=10.0, completion_tokens=5),
+                 one(calls=2, wall_s=1e308, completion_tokens=5), one(calls=2, wall_s=1e-300, completion_tokens=5),
+                 json.dumps({"format": True, "models": {key: [{"calls": 2, "wall_s": 20.0, "completion_tokens": 5}]}})]:
+        p.write_text(text)
+        assert timing.read_measurement("m.gguf", 1, path=p) is None
+    p.write_text("[" * 100000)
+    assert timing.record_run("m.gguf", 1, calls=2, wall_s=20.0, completion_tokens=40, path=p) is True
+    m = timing.read_measurement("m.gguf", 1, path=p)
+    assert (m.s_per_call, m.tokens_per_s, m.runs, m.calls) == (10.0, 2.0, 1, 2)

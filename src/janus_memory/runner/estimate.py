@@ -174,6 +174,13 @@ def record_timing(ctx) -> None:
     from .timing import record_run
 
     total = ctx.client.usage.total()
+    try:  # the run is already stored: a bad record file must not end it with a traceback
+        _record(record_run, ctx, total)
+    except (OSError, ValueError, OverflowError, RecursionError, TypeError):
+        pass
+
+
+def _record(record_run, ctx, total) -> None:
     record_run(str(ctx.backend_info.get("identity", "")), int(getattr(ctx.client.backend, "n_parallel", 1)),
                calls=int(total["calls"]), wall_s=float(total["wall_s"]),
                completion_tokens=int(total["completion_tokens"]))

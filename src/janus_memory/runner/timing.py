@@ -48,22 +48,29 @@ def machine_key(identity: str, n_parallel: int) -> str:
     return f"{identity}|n_parallel={int(n_parallel)}|host={platform.node()}"
 
 
+MAX_CALLS = 10_000_000  # per recorded run
+MIN_S_PER_CALL, MAX_S_PER_CALL = 1e-6, 86_400.0  # a recorded mean outside this is not a measurement
+
+
 def _valid_run(r) -> bool:
     if not isinstance(r, dict):
         return False
     calls, wall, tokens = r.get("calls"), r.get("wall_s"), r.get("completion_tokens")
     ints = all(isinstance(x, int) and not isinstance(x, bool) for x in (calls, tokens))
-    return (ints and isinstance(wall, (int, float)) and not isinstance(wall, bool) and math.isfinite(wall)
-            and calls > 0 and wall > 0 and tokens >= 0)
+    if not (ints and isinstance(wall, (int, float)) and not isinstance(wall, bool) and math.isfinite(wall)):
+        return False
+    # plausible bounds: a hand-edited or hostile record must not print "~inf h" or a 300-digit rate
+    return (0 < calls <= MAX_CALLS and 0 <= tokens <= MAX_CALLS * 1_000_000
+            and MIN_S_PER_CALL <= wall / calls <= MAX_S_PER_CALL)
 
 
 def _load(path: Path) -> dict:
     """The record file's entries ``{key: [run, ...]}``; {} when missing, unreadable or not in this format."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: hostile nesting
         return {}
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("models"), dict):
+    if not isinstance(data, dict) or type(data.get("format")) is not int or data["format"] != FORMAT or not isinstance(data.get("models"), dict):
         return {}
     return {k: [r for r in v if _valid_run(r)] for k, v in data["models"].items() if isinstance(v, list)}
 
