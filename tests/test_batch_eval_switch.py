@@ -20,6 +20,18 @@ def _isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
 
 
+@pytest.fixture(autouse=True)
+def _patient_math_scoring(monkeypatch):
+    """A scoring pool with a long per-answer timeout: on a loaded machine the default 5 s can expire, and a "timeout"
+    score in one run but not the other would differ for a reason that has nothing to do with batching."""
+    from janus_memory.tasks import verify_math
+
+    pool = verify_math.MathVerifier(timeout_s=300.0)
+    monkeypatch.setattr(verify_math, "_DEFAULT", pool)
+    yield
+    pool.close()
+
+
 def _cfg(out, **kw):
     base = dict(backend="fake", dataset="gsm8k", stream_size=8, test_size=3, encoder="hashing", out=str(out),
                 janus=JANUS, updater="dc_rs", controller="janus", no_cache=True)
