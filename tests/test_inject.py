@@ -217,3 +217,10 @@ def test_hook_refuses_updaters_without_a_memory_to_inject():
     out = upd.step(TASKS[0])
     with pytest.raises(ValueError, match="updater 'exprag' does not support injection"):
         inject_candidate(upd, out, "wipe", task=TASKS[0], step=1, seed=0, before=before)
+
+
+@pytest.mark.parametrize("spec", ["poison@²", "poison@٣"])
+def test_non_ascii_digits_are_not_steps(spec):
+    with pytest.raises(InjectSpecError) as ei:
+        parse_inject(spec)
+    assert str(ei.value) == f"--inject item {spec!r}: the step must be a positive integer (1 = first stream task)"

@@ -324,3 +324,13 @@ def test_cross_method_memory_diff_exact(mem_run, capsys):
         cross_method_diff(mem_run, 9, ("dc_rs", "dc_rs+janus"))
     with pytest.raises(ValueError, match="unknown method 'nope'"):
         cross_method_diff(mem_run, 1, ("dc_rs", "nope"))
+
+
+def test_paired_verdicts_only_count_real_booleans():
+    from janus_memory.runner.paired import _verdicts, paired_compare
+
+    recs = [{"task_id": "a", "correct": True}, {"task_id": "b", "correct": "false"}, {"task_id": "c"},
+            {"task_id": "d", "correct": None}, {"task_id": "e", "correct": False}, "junk", {"correct": True}]
+    assert _verdicts(recs) == {"a": True, "e": False}
+    r = paired_compare({"a": True}, {"z": True})  # nothing shared
+    assert (r["n"], r["base_acc"], r["diff"], r["unmatched"]) == (0, None, None, 2)

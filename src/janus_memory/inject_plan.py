@@ -49,7 +49,7 @@ def parse_inject(spec: Any) -> tuple[Injection, ...]:
             raise InjectSpecError(f"--inject item {item!r}: expected KIND@STEP, e.g. poison@5")
         if kind not in KINDS:
             raise InjectSpecError(f"--inject item {item!r}: unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
-        if not step_s.isdigit() or int(step_s) < 1:
+        if not (step_s.isascii() and step_s.isdigit()) or int(step_s) < 1:
             raise InjectSpecError(f"--inject item {item!r}: the step must be a positive integer (1 = first stream task)")
         step = int(step_s)
         if step in out:

@@ -86,12 +86,18 @@ def paired_rows(rows) -> list[dict]:
             if base is None:
                 continue
             reader = RunReader(run_dir)
-            tb = {x["task_id"]: bool(x["correct"]) for x in reader.jsonl(f"{base.method}/test.jsonl")}
-            tj = {x["task_id"]: bool(x["correct"]) for x in reader.jsonl(f"{jr.method}/test.jsonl")}
-            if tb and tj:
+            tb, tj = _verdicts(reader.jsonl(f"{base.method}/test.jsonl")), _verdicts(reader.jsonl(f"{jr.method}/test.jsonl"))
+            if set(tb) & set(tj):  # nothing shared: no paired comparison (the run's own integrity check reports it)
                 out.append({"dataset": jr.dataset, "label": jr.label, "base": base.label, "seed": jr.seed,
                             "run_dir": str(run_dir), **paired_compare(tb, tj)})
     return out
+
+
+def _verdicts(records: list[dict]) -> dict[str, bool]:
+    """{task_id: correct} of a test.jsonl; only real booleans count (a string "false" is not True, a missing or null
+    verdict is left out rather than counted as wrong)."""
+    return {str(x["task_id"]): x["correct"] for x in records
+            if isinstance(x, dict) and "task_id" in x and isinstance(x.get("correct"), bool)}
 
 
 def paired_markdown(prs: list[dict]) -> str:
