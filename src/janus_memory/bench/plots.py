@@ -55,7 +55,7 @@ def plot_trajectory(traj: dict[str, np.ndarray], path: Path, warmup: int | None 
                  fontsize=9)
     ax.legend(fontsize=7, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.13))
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_final(agg: dict, order: list[str], path: Path) -> Path:
@@ -71,7 +71,7 @@ def plot_final(agg: dict, order: list[str], path: Path) -> Path:
     ax.set_xlim(max(0.0, lo - 5), min(100.0, max(v + e for v, e in zip(m, h)) + 3))
     ax.set_xlabel("final true accuracy (%), mean and 95% CI over seeds")
     ax.grid(axis="x", alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_cost(agg: dict, order: list[str], path: Path) -> Path:
@@ -86,10 +86,11 @@ def plot_cost(agg: dict, order: list[str], path: Path) -> Path:
     ax.set_xlabel("evaluator calls per stream ((memory, task) evaluations)")
     ax.set_ylabel("final true accuracy (%)")
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
+    """Write ``fig`` to ``path`` (folders made, tight layout, 110 dpi) and close it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()

@@ -13,6 +13,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from .plots import save_figure
+
 KIND_COLORS = {"dump": "tab:red", "wipe": "tab:orange"}
 
 
@@ -48,9 +50,4 @@ def plot_timeline(path: Path, traj: str, records: dict, encoders: list[str], war
         ax.legend(loc="lower left", fontsize=7, ncol=4)
     axes[-1, 0].set_xlabel("step (shaded: red dump, orange wipe)")
     fig.suptitle(f"{traj} (warm-up {warmup})", fontsize=10)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
