@@ -51,7 +51,9 @@ def main() -> None:
     steps = {r["step"]: r for r in (json.loads(x) for x in (run / a.method / "steps.jsonl").open())}
     questions = _tasks(run, Path(a.data_dir))
     enc = get_encoder(a.encoder)
-    last = max(texts)
+    last = max(steps)
+    for s in range(1, last + 1):  # a step whose memory did not change stores no version: carry the previous one
+        texts.setdefault(s, texts[s - 1])
     vec = {s: enc.encode([texts[s]])[0] for s in range(last + 1)}
     m, fired = None, {k: 0 for k in ("genuine",) + KINDS}
     n = 0

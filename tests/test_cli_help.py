@@ -73,7 +73,7 @@ def test_help_reads_without_the_code():
     assert run["same_memory_shortcut"].help.endswith("(default: off)")  # paper preset
     demo = {a.dest: a for a in subs["demo"]._actions}
     assert demo["same_memory_shortcut"].help.endswith("(default: on)")  # small preset: JanusConfig.fast()
-    assert demo["warmup"].help.endswith("(default: 3)")
+    assert demo["warmup"].help.endswith("(default: 4)")
     grid = {a.dest for a in subs["grid"]._actions}
     assert not grid & {"updater", "controller", "seed", "resume", "stream_order_seed", "overwrite"}
     assert {"updaters", "seeds", "out", "workers"} <= grid

@@ -192,11 +192,11 @@ def test_plan_past_the_loaded_stream_is_refused_before_the_backend(tmp_path, mon
         run_experiment(cfg, log=lambda m: None)
 
 
-def test_demo_preset_injects_a_dump_at_the_last_stream_step_after_the_trigger_is_armed():
+def test_demo_preset_injects_a_poison_at_the_last_stream_step_after_warmup():
     cfg = demo_config()
-    assert cfg.inject == f"dump@{cfg.stream_size}" == "dump@6"
-    assert cfg.stream_size >= cfg.janus["warmup"] + 2  # MMT can fire from warm-up + 2 on
-    assert demo_config(stream_size=9).inject == "dump@9"
+    assert cfg.inject == f"poison@{cfg.stream_size}" == "poison@5"
+    assert cfg.janus["trigger"] == "always" and cfg.stream_size == cfg.janus["warmup"] + 1  # compared at step 5
+    assert demo_config(stream_size=9).inject == "poison@9"
     assert demo_config(inject="").inject is None and demo_config(inject="wipe@2").inject == "wipe@2"
 
 

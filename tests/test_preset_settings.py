@@ -47,8 +47,9 @@ def test_small_preset_settings_exact():
 def test_demo_uses_the_small_preset():
     cfg = demo_config(out="runs/d")
     assert cfg.preset == "small" and cfg.replay_mode() == "frozen"
-    assert cfg.janus_config() == JanusConfig.fast(warmup=3, coverage_size=2, boundary_size=1, fresh_size=1,
-                                                       skip_trivially_equal=True)  # demo only (issue 17)
+    assert cfg.janus_config() == JanusConfig.fast(warmup=4, coverage_size=2, boundary_size=1, fresh_size=1,
+                                                       skip_trivially_equal=True,  # demo only (issue 17)
+                                                       trigger="always")  # 5 steps give MMT no history (issue 15)
     assert demo_config(out="runs/d", preset="paper").replay_mode() == "fresh"
 
 

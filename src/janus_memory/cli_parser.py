@@ -122,7 +122,7 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                    help="replace the updater's candidate at these stream steps with a harmful one (kinds: wipe, dump, "
                         "overfit, poison, truncate), e.g. poison@5,wipe@12; every method of the run gets the same injected "
                         "candidates"
-                        + ("; the demo injects a dump at its last stream step, '' for none" if demo else ""))
+                        + ("; the demo injects a poison at its last stream step, '' for none" if demo else ""))
 
 
 def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> None:

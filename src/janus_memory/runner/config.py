@@ -305,41 +305,41 @@ def preset_summary(cfg: RunConfig) -> dict:
 
 
 def demo_config(**overrides) -> RunConfig:
-    """The `janus demo` preset: real GSM8K tasks, the embedded model, DC-RS with and without Janus, scaled down so it
-    finishes in about 5 minutes on 2 CPU cores (measured: 284 s; ~35 s per stream step, ~12 s per Janus evaluation call).
+    """The `janus demo` preset: real GSM8K tasks, the embedded model, DC-RS with and without Janus, scaled down to a
+    few minutes on 2 CPU cores (measured times: README and docs/experiments.md).
 
-    ``preset: small``: our capped prompts, frozen (cached) replays, JanusConfig.fast(). Stream 6 tasks, test 3
-    held-out tasks; DC-RS retrieves 1 earlier solution (paper: 3) cut to 300 characters.
+    ``preset: small``: our capped prompts, frozen (cached) replays, JanusConfig.fast(). Stream 5 tasks, test 3
+    held-out tasks; DC-RS retrieves 1 earlier solution (paper: 3) cut to 300 characters. Greedy decoding (temperature
+    0) and short outputs keep the small model fast and the demo reproducible.
 
-    Scaled-down Janus sizes (paper: warm-up 20, coverage 12, boundary 8, fresh 5): warm-up 3, coverage 2, boundary 1, fresh 1.
-    Greedy decoding (temperature 0) and short outputs keep the small model fast and the demo reproducible.
+    Scaled-down Janus sizes (paper: warm-up 20, coverage 12, boundary 8, fresh 5): warm-up 4, coverage 2, boundary 1,
+    fresh 1, and the trigger ``always`` (the paper's "without MMT" ablation: compare at every post-warm-up step). A
+    5-step stream gives the momentum no history: measured on real DC-RS runs, cos(z_t, m_{t-1}) of genuine and
+    harmful candidates alike is noise (|cos| < 0.15) until ~6 updates after warm-up and clearly negative for harmful
+    kinds only after that (docs/experiments.md, probe table). `janus run` keeps MMT; the demo shows what Janus's
+    comparison does with a harmful candidate, and says that it compares every step.
 
-    One injected harmful candidate (issue 15): ``dump`` (the retrieved-examples block deployed in place of the
-    cheatsheet, which is what the original DC-RS deploys when its curator reply cannot be parsed: the most frequent
-    destructive update in the recorded GPT-4o trajectories, ../shared/data/dc-trajectories) at the last stream step.
-    Chosen on principle: it is the harmful update real DC runs produce; the MMT trigger is armed there (its momentum
-    starts at the first post-warm-up step, so it can fire from warm-up + 2 on), and the injected candidate is what
-    each method takes to the held-out test. (``poison`` was the first choice; on the real model its candidate only adds
-    a line, so its embedding moves along the momentum and MMT did not fire: cos +0.083. That is a property of a
-    direction trigger, reported in docs/experiments.md, not something the demo should hide.) Both methods receive
-    it; the printed table shows what blind deployment deployed and what Janus blocked.
+    One injected harmful candidate (issue 15): ``poison`` (a planted instruction that makes answers wrong, the
+    memory-poisoning attack) at the last stream step, so that both final memories go to the held-out test: blind
+    deployment takes the poisoned sheet there, Janus the one it kept. Both methods receive the same candidate.
     """
     base = dict(
         preset="small",
         dataset="gsm8k",
-        stream_size=6,
+        stream_size=5,
         test_size=3,
         updater="dc_rs",
         updater_config={"top_k": 1, "retrieved_output_chars": 300},
         controller="both",
         # skip_trivially_equal: a candidate that only bumps DC's "Version:" line is accepted unevaluated (the issue-17
         # demo's only comparison was such a pair: 29% of the run); never in the paper preset
-        janus={"warmup": 3, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1, "skip_trivially_equal": True},
+        janus={"warmup": 4, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1, "skip_trivially_equal": True,
+               "trigger": "always"},
         backend="local",
         temperature=0.0,
         solver_max_tokens=448,
         curator_max_tokens=320,
         out=time.strftime("runs/demo-%Y%m%d-%H%M%S"),  # a new folder per demo run
     )
-    base["inject"] = f"dump@{overrides.get('stream_size') or base['stream_size']}"
+    base["inject"] = f"poison@{overrides.get('stream_size') or base['stream_size']}"
     return RunConfig.parse(overlay(base, overrides))
