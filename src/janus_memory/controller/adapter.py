@@ -76,7 +76,18 @@ class GuardedUpdate:
         the caller already holds it (e.g. the previous step's checkpoint), else taken here."""
         snap = self.updater.snapshot() if snapshot is None else snapshot
         outcome = self.updater.step(task)
+        _check_outcome(self.updater, outcome)
         decision = guarded_step(self.janus, task=task, task_text=self.question(task),
                                 old_text=outcome.old_memory, new_text=outcome.candidate_memory,
                                 embed=self.embed, snapshot=snap, restore=self.updater.rollback)
         return outcome, decision
+
+
+def _check_outcome(updater: Any, outcome: Any) -> None:
+    """One clear error when an updater's ``step`` does not return what GuardedUpdate reads (texts, not a bare string)."""
+    missing = [a for a in ("old_memory", "candidate_memory") if not isinstance(getattr(outcome, a, None), str)]
+    if missing:
+        raise TypeError(f"{type(updater).__name__}.step(task) must return an object whose .old_memory and "
+                        f".candidate_memory are the memory texts before and after the update (str); got "
+                        f"{type(outcome).__name__} without str {', '.join('.' + m for m in missing)} "
+                        "(janus_memory.updaters.base.StepOutcome is one such type)")
