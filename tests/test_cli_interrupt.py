@@ -48,3 +48,32 @@ def test_sigint_stops_with_resume_hint_and_resumes(tmp_path):
     assert summary["methods"]["dc_rs"]["stream_tasks"] == 120
     steps = [json.loads(x)["step"] for x in (out / "dc_rs" / "steps.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 121))
+
+
+def test_sigterm_to_a_background_run_that_ignores_sigint_stops_like_ctrl_c(tmp_path):
+    """A job started in the background by a non-interactive shell has SIGINT ignored; `kill PID` (SIGTERM, also a batch
+    scheduler's time limit) must stop it at the last committed step with the resume line, exit 143, and resume."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "janus_memory.cli", "run", *ARGS, "--out", str(out)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path),
+                         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        for line in p.stdout:
+            if line.startswith("[dc_rs] step 3/120 "):
+                break
+        os.killpg(p.pid, signal.SIGINT)  # ignored, as in a background job
+        p.send_signal(signal.SIGTERM)
+        rest, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 143
+    assert err == ("terminated (SIGTERM): stopping at the last committed step\n"
+                   f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n")
+    assert not (out / "COMPLETE").exists()
+    r = subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--resume", str(out), "--quiet"],
+                       capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stderr
+    steps = [json.loads(x)["step"] for x in (out / "dc_rs" / "steps.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 121))
