@@ -107,5 +107,7 @@ def test_config_values():
         [None, True, False, True, False, None]
     with pytest.raises(ConfigError) as e:
         RunConfig.parse({"batch_eval": "maybe"})
-    assert str(e.value) == ("invalid value for 'batch_eval': Input should be a valid boolean, unable to interpret "
-                            "input (got 'maybe')")
+    assert str(e.value) == "invalid value for 'batch_eval': choose auto, on or off (or true, false, null) (got 'maybe')"
+    with pytest.raises(ConfigError) as e:  # strict like every setting (issue 18): no 1 for true
+        RunConfig.parse({"batch_eval": 1})
+    assert str(e.value) == "invalid value for 'batch_eval': Input should be a valid boolean (got 1)"

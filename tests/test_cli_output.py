@@ -1,9 +1,12 @@
-"""Console output of `janus run`: plain per-step lines off a TTY, one line per trigger, honest cost remarks."""
+"""Console output of `janus run`: plain per-step lines off a TTY, one line per trigger, the test phase, honest cost
+remarks, tables that fit 80 columns on a terminal and are never cut off one."""
 from __future__ import annotations
+
+import pytest
 
 from janus_memory.cli_progress import ConsoleProgress, diff_summary, step_line, trigger_line
 from janus_memory.llm.usage import UsageMeter
-from janus_memory.runner.events import MethodStarted, StepFinished, StepRecorded
+from janus_memory.runner.events import MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress, TestStarted
 from janus_memory.runner.summary_table import cost_remarks, method_cost, overhead_pct
 from janus_memory.types import Usage
 
@@ -61,9 +64,9 @@ class _Bars:
     def __init__(self):
         self.calls = []
 
-    def add_task(self, name, total):
-        self.calls.append(("add", name, total))
-        return 7
+    def add_task(self, description, total, **fields):
+        self.calls.append(("add", description, total, fields))
+        return len([c for c in self.calls if c[0] == "add"]) + 6
 
     def update(self, task, completed, description):
         self.calls.append(("update", task, completed, description))
@@ -75,8 +78,124 @@ def test_console_progress_tty_bar_has_labels_and_no_step_lines():
     for ev in _events():
         prog(ev)
     assert len(lines) == 1 and lines[0].startswith("[m+janus] trigger at step 2")
-    assert bars.calls[0] == ("add", "m+janus", 2)
-    assert bars.calls[-1] == ("update", 7, 2, "m+janus          acc 0.50 trig 1 acc/rb 0/1 tokens paid 20")
+    assert bars.calls[0] == ("add", "m+janus stream: online acc 1.00, triggers 0 (accepted 0, rolled back 0), tokens "
+                                    "paid 10", 2, {"unit": "steps"})
+    assert bars.calls[-1] == ("update", 7, 2, "m+janus stream: online acc 0.50, triggers 1 (accepted 0, rolled back "
+                                              "1), tokens paid 20")
+    prog(StepFinished("m", 1, 3, True, {"reason": "no_controller"}, 1.0, 0, 0, 0, 0, 4))
+    assert bars.calls[-1] == ("update", 8, 1, "m stream: online acc 1.00, tokens paid 0 (4 responses from the "
+                                              "response cache)")
+
+
+TEST_RECORDS = [{"task_id": "t1", "correct": True, "status": "ok"},
+                {"task_id": "t2", "correct": False, "status": "unparsed"},
+                {"task_id": "t3", "correct": True, "status": "fallback"},
+                {"task_id": "t4", "correct": False, "status": "truncated"},
+                {"task_id": "t5", "correct": False, "status": "unparsed"}]
+
+
+def _test_events():
+    return [TestStarted("m", 5, 10), TestProgress("m", 1, 10, 120, 0), TestProgress("m", 2, 10, 120, 1),
+            TestDone("m", TEST_RECORDS, 2, 5, 1200, 3)]
+
+
+def test_test_phase_plain_lines():
+    """Off a terminal: one line when the test starts and one when it ends (n, accuracy, tokens paid in the test,
+    answers from the cache, answers that could not be scored); no line per answer."""
+    lines, t = [], iter([10.0, 14.5, 20.0, 20.0])
+    prog = ConsoleProgress(lines.append, None, clock=lambda: next(t))
+    for ev in _test_events():
+        prog(ev)
+    assert lines == [
+        "[m] test: 5 held-out tasks with the frozen memory and 1 checkpoint memory (10 answers)",
+        "[m] test done: 2/5 correct (acc 0.400), tokens paid 1,200 (3 answers from the response cache), 4.5s; 3 answers "
+        "could not be scored (listed at the end)"]
+    lines.clear()
+    prog(TestStarted("x", 3, 3))
+    prog(TestDone("x", [], 0, 0, 0, 0))
+    assert lines[0] == "[x] test: 3 held-out tasks with the frozen memory"
+    assert lines[1].startswith("[x] test done: 0/0 correct (acc -), tokens paid 0, ")
+
+
+def test_test_phase_has_its_own_bar():
+    """On a terminal: a bar of its own labelled "test", counting answers and the tokens paid in the test phase."""
+    lines, bars = [], _Bars()
+    prog = ConsoleProgress(lines.append, bars, clock=lambda: 0.0)
+    for ev in _test_events():
+        prog(ev)
+    assert lines == []
+    assert bars.calls == [
+        ("add", "m test (frozen memory): tokens paid 0", 10, {"unit": "answers"}),
+        ("update", 7, 1, "m test (frozen memory): tokens paid 120"),
+        ("update", 7, 2, "m test (frozen memory): tokens paid 120 (1 answers from the response cache)"),
+        ("update", 7, 10, "m test done: test acc 0.400 (2/5), tokens paid 1,200 (3 answers from the response cache)")]
+
+
+def test_unscored_test_answers_are_listed_with_ids_and_why():
+    from janus_memory.runner.summary_table import test_issue_lines
+
+    assert test_issue_lines("dc_rs", TEST_RECORDS) == [
+        "[dc_rs] test: 3 of 5 answers could not be scored (counted wrong): unparsed (no final answer found): t2, t5; "
+        "truncated (cut at the token limit before an answer): t4",
+        "[dc_rs] test: 1 of 5 answers had no final-answer marker and were scored from their last number or letter: "
+        "t3 (correct)"]
+    assert test_issue_lines("m", [{"task_id": 7, "status": "weird"}, "junk"]) == [
+        "[m] test: 1 of 1 answers could not be scored (counted wrong): weird (status weird): 7"]
+    assert test_issue_lines("m", TEST_RECORDS[:1]) == []
+
+
+def test_wall_time_line_names_start_up():
+    from janus_memory.cli_closing import wall_line
+
+    assert wall_line(100.04, 12.5, 8.25) == (
+        "wall time: 100.0 s from start to end = start-up 12.5 s (imports, dataset, encoder, before the first step) + "
+        "stream and test 87.5 s, including the model load 8.2 s")
+    assert wall_line(3.0, 1.0) == ("wall time: 3.0 s from start to end = start-up 1.0 s (imports, dataset, encoder, "
+                                   "before the first step) + stream and test 2.0 s")
+    assert wall_line(2.0, None) == "wall time: 2.0 s (start-up and writing the summary; no stream step or test was left)"
+
+
+def _summary(names):
+    usage = {"solver": {"calls": 1234, "cache_hits": 5, "prompt_tokens": 1234567, "completion_tokens": 765432,
+                        "wall_s": 12.5, "hit_prompt_tokens": 10, "hit_completion_tokens": 1}}
+    m = {"online_accuracy": 0.8125, "test_accuracy": 0.7, "test_correct": 350, "test_tasks": 500, "triggers": 120,
+         "accepts": 100, "rollbacks": 20, "usage": usage}
+    return {"dataset": "mmlu_pro_phy", "updater": names[0], "methods": {n: m for n in names}, "usage_total": usage,
+            "engine": None}
+
+
+@pytest.mark.parametrize("names", [["reasoning_bank", "reasoning_bank+janus"], ["dc_rs", "dc_rs+janus"]])
+def test_summary_tables_fit_80_columns_on_a_terminal(names):
+    from rich.console import Console
+
+    from janus_memory.runner.summary_table import print_summary
+
+    console = Console(width=80, force_terminal=True, record=True, color_system=None)
+    print_summary(_summary(names), console)
+    text = console.export_text()
+    table_lines = [line for line in text.splitlines() if line[:1] in "┏┃┡│└"]
+    assert len(table_lines) >= 20 and max(len(line) for line in table_lines) <= 80  # remarks wrap in the terminal
+    assert "…" not in text
+    for name in names:  # a method name is never cut or wrapped
+        assert any(line.startswith(f"│ {name} ") for line in text.splitlines())
+
+
+def test_summary_tables_are_never_cut_off_a_terminal(monkeypatch):
+    """`| cat` (no TTY, whatever $COLUMNS says): one line per table row, every header and number whole."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    from janus_memory.cli_closing import make_console
+    from janus_memory.runner.summary_table import print_summary
+
+    console = make_console()
+    with console.capture() as cap:
+        print_summary(_summary(["reasoning_bank", "reasoning_bank+janus"]), console)
+    text = cap.get()
+    assert "…" not in text
+    rows = [line for line in text.splitlines() if line.startswith("│ reasoning_bank+janus ")]
+    assert len(rows) == 2  # accuracy and cost tables, one line each
+    assert "0.700 (350/500)" in rows[0] and "completion tokens paid" in text and "1,234,567" in text
+    assert max(len(line) for line in text.splitlines()) > 80
 
 
 def test_usage_meter_keeps_cached_tokens_apart():

@@ -94,14 +94,14 @@ def test_updater_without_declaration_gets_a_plain_line(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------- the record file
-def _plant(path, runs, key=None):
-    path.write_text(json.dumps({"format": 1, "models": {key or machine_key(IDENT, 1): runs}}))
+def _plant(path, runs, key=None, fmt=2):
+    path.write_text(json.dumps({"format": fmt, "models": {key or machine_key(IDENT, 1): runs}}))
 
 
 def test_planted_record_is_the_mean_of_its_runs(tmp_path):
     rec = tmp_path / "timings.json"
-    _plant(rec, [{"calls": 10, "wall_s": 200.0, "completion_tokens": 1000},
-                 {"calls": 30, "wall_s": 600.0, "completion_tokens": 5000}])
+    _plant(rec, [{"calls": 10, "busy_s": 200.0, "completion_tokens": 1000},
+                 {"calls": 30, "busy_s": 600.0, "completion_tokens": 5000}])
     assert read_measurement(IDENT, 1, rec) == Measurement(s_per_call=20.0, tokens_per_s=7.5, runs=2, calls=40)
     assert read_measurement(IDENT, 2, rec) is None  # another slot count: not measured
     assert read_measurement("local:other.gguf:1:0", 1, rec) is None
@@ -109,54 +109,73 @@ def test_planted_record_is_the_mean_of_its_runs(tmp_path):
 
 
 @pytest.mark.parametrize("content", [
-    b"\xff\xfe not text", b"{ not json", b"[]", b'{"format": 2, "models": {}}', b'{"format": 1, "models": []}',
+    b"\xff\xfe not text", b"{ not json", b"[]", b'{"format": 3, "models": {}}', b'{"format": 2, "models": []}',
     b"",
 ])
 def test_corrupt_record_is_ignored_and_replaced(tmp_path, content):
     rec = tmp_path / "timings.json"
     rec.write_bytes(content)
     assert read_measurement(IDENT, 1, rec) is None
-    assert record_run(IDENT, 1, calls=4, wall_s=8.0, completion_tokens=40, path=rec) is True
-    assert read_measurement(IDENT, 1, rec) == Measurement(2.0, 5.0, 1, 4)
+    assert record_run(IDENT, 1, calls=40, busy_s=80.0, completion_tokens=400, path=rec) is True
+    assert read_measurement(IDENT, 1, rec) == Measurement(2.0, 5.0, 1, 40)
 
 
 def test_invalid_entries_are_skipped(tmp_path):
     rec = tmp_path / "timings.json"
-    _plant(rec, [{"calls": "10", "wall_s": 1.0, "completion_tokens": 1}, {"calls": 0, "wall_s": 1.0,
-               "completion_tokens": 1}, {"calls": 2, "wall_s": -1, "completion_tokens": 1}, {"calls": True,
-               "wall_s": 1.0, "completion_tokens": 1}, "junk", {"calls": 2, "wall_s": 4.0, "completion_tokens": 6}])
-    assert read_measurement(IDENT, 1, rec) == Measurement(2.0, 1.5, 1, 2)
+    _plant(rec, [{"calls": "10", "busy_s": 1.0, "completion_tokens": 1}, {"calls": 0, "busy_s": 1.0,
+               "completion_tokens": 1}, {"calls": 20, "busy_s": -1, "completion_tokens": 1}, {"calls": True,
+               "busy_s": 1.0, "completion_tokens": 1}, "junk", {"calls": 20, "wall_s": 40.0, "completion_tokens": 6},
+               {"calls": 20, "busy_s": 40.0, "completion_tokens": 60}])
+    assert read_measurement(IDENT, 1, rec) == Measurement(2.0, 1.5, 1, 20)
+
+
+def test_the_old_wall_time_record_and_runs_with_few_calls_are_ignored(tmp_path):
+    """The record an interrupted-then-resumed run left (issue 18): 3 uncached calls over 2311.8 s of wall time gave
+    ~770 s per call. Format 1 (wall time) is not read; a run with fewer than MIN_CALLS calls is neither read nor
+    written."""
+    from janus_memory.runner.timing import MIN_CALLS
+
+    rec = tmp_path / "timings.json"
+    _plant(rec, [{"calls": 3, "completion_tokens": 813, "wall_s": 2311.8}], fmt=1)
+    assert read_measurement(IDENT, 1, rec) is None
+    _plant(rec, [{"calls": 3, "completion_tokens": 813, "busy_s": 90.0}])
+    assert read_measurement(IDENT, 1, rec) is None
+    assert MIN_CALLS == 10
+    assert record_run(IDENT, 1, calls=9, busy_s=270.0, completion_tokens=900, path=rec) is False
+    assert record_run(IDENT, 1, calls=10, busy_s=300.0, completion_tokens=1000, path=rec) is True
+    assert read_measurement(IDENT, 1, rec) == Measurement(30.0, 1000 / 300.0, 1, 10)
+    assert [r["calls"] for r in json.loads(rec.read_text())["models"][machine_key(IDENT, 1)]] == [10]
 
 
 def test_unreadable_or_unwritable_record_gives_no_error(tmp_path):
     rec = tmp_path / "timings.json"
     rec.mkdir()  # a folder where the file should be: reading and writing both fail
     assert read_measurement(IDENT, 1, rec) is None
-    assert record_run(IDENT, 1, calls=4, wall_s=8.0, completion_tokens=40, path=rec) is False
+    assert record_run(IDENT, 1, calls=40, busy_s=80.0, completion_tokens=40, path=rec) is False
     blocked = tmp_path / "file" / "timings.json"
     (tmp_path / "file").write_text("a file, not a folder")
-    assert record_run(IDENT, 1, calls=4, wall_s=8.0, completion_tokens=40, path=blocked) is False
+    assert record_run(IDENT, 1, calls=40, busy_s=80.0, completion_tokens=40, path=blocked) is False
 
 
 def test_runs_without_calls_are_not_recorded(tmp_path):
     rec = tmp_path / "timings.json"
-    assert record_run(IDENT, 1, calls=0, wall_s=0.5, completion_tokens=0, path=rec) is False  # all from the cache
+    assert record_run(IDENT, 1, calls=0, busy_s=0.5, completion_tokens=0, path=rec) is False  # all from the cache
     assert not rec.exists()
 
 
 def test_only_the_last_runs_are_kept(tmp_path):
     rec = tmp_path / "timings.json"
-    for i in range(1, 8):
-        assert record_run(IDENT, 1, calls=i, wall_s=float(i), completion_tokens=i, path=rec)
+    for i in range(11, 18):
+        assert record_run(IDENT, 1, calls=i, busy_s=float(i), completion_tokens=i, path=rec)
     runs = json.loads(rec.read_text())["models"][machine_key(IDENT, 1)]
-    assert [r["calls"] for r in runs] == [3, 4, 5, 6, 7]
+    assert [r["calls"] for r in runs] == [13, 14, 15, 16, 17]
 
 
 def _writer(path: str, ident: str, n: int) -> None:
     from pathlib import Path
 
     for i in range(1, n + 1):
-        assert record_run(ident, 1, calls=i, wall_s=float(i), completion_tokens=i, path=Path(path))
+        assert record_run(ident, 1, calls=10 + i, busy_s=float(i), completion_tokens=i, path=Path(path))
 
 
 def test_concurrent_writers_lose_no_record(tmp_path):
@@ -170,48 +189,135 @@ def test_concurrent_writers_lose_no_record(tmp_path):
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     models = json.loads(rec.read_text())["models"]
     assert {k: [r["calls"] for r in v] for k, v in models.items()} == {
-        machine_key(f"local:m{k}.gguf:1:0", 1): [8, 9, 10, 11, 12] for k in range(4)}
+        machine_key(f"local:m{k}.gguf:1:0", 1): [18, 19, 20, 21, 22] for k in range(4)}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["timings.json", "timings.json.lock"]  # no temp file left
 
 
 # ---------------------------------------------------------------------------------------------- in a run
-def test_a_local_run_prints_the_estimate_and_records_its_speed(tmp_path, monkeypatch):
-    """The scripted fake stands in for the embedded backend (registered as "local"): the first run has no
-    measurement, records one at its end, and the next run prints the time from it."""
+class _Clock:
+    """A fake perf_counter for the LLM client: it moves only inside backend calls, 30 s per call."""
+
+    def __init__(self):
+        self.t = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.t
+
+
+def _clocked_local(monkeypatch, tmp_path, per_call: float = 30.0):
+    """The scripted fake registered as the embedded backend ("local"), each call taking ``per_call`` seconds on a
+    fake clock (so the recorded busy time is exact); a fresh JANUS_CACHE_DIR."""
+    import types
+
+    from janus_memory.llm import client as client_mod
+    from janus_memory.llm import request_loop
     from janus_memory.runner import backends  # noqa: F401  (registers the built-in "local" first)
     from janus_memory.runner.fake_llm import scripted_backend
+
+    clock = _Clock()
+    fake_time = types.SimpleNamespace(perf_counter=clock.perf_counter, monotonic=clock.perf_counter)
+    monkeypatch.setattr(client_mod, "time", fake_time)
+    monkeypatch.setattr(request_loop, "time", fake_time)
 
     def fake_local(cfg, tasks):
         b = scripted_backend(tasks)
         b.identity = IDENT
+        inner = b.acomplete
+
+        async def acomplete(req):
+            res = await inner(req)  # the scripted backend never waits: calls run one after the other
+            clock.t += per_call
+            return res
+
+        b.acomplete = acomplete
         return b
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setitem(BACKENDS, "local", fake_local)
-    cfg = RunConfig(dataset="gsm8k", updater="dc_rs", controller="both", backend="local", preset="small",
-                    stream_size=8, test_size=2, encoder="hashing", no_cache=True, janus=dict(JANUS),
-                    out=str(tmp_path / "run1"))
+    return clock
+
+
+def _local_cfg(tmp_path, out="run1", **kw) -> RunConfig:
+    return RunConfig(**{**dict(dataset="gsm8k", updater="dc_rs", controller="both", backend="local", preset="small",
+                               stream_size=8, test_size=2, encoder="hashing", no_cache=True, janus=dict(JANUS),
+                               out=str(tmp_path / out)), **kw})
+
+
+PARTS = ("calls = stream 32 + Janus evaluation 30 (upper bound: |E| 5 x 2 memories at each step the trigger may fire) "
+         "+ test 4")
+
+
+def test_a_local_run_prints_the_estimate_and_records_its_speed(tmp_path, monkeypatch):
+    """The first run has no measurement and records one at its end: its backend calls, the model's busy time over
+    them (30 s each on the fake clock; not the run's wall time) and their tokens; the next run prints the time."""
+    _clocked_local(monkeypatch, tmp_path)
     lines: list[str] = []
-    summary = run_experiment(cfg, log=lines.append)
-    parts = ("calls = stream 32 + Janus evaluation 30 (upper bound: |E| 5 x 2 memories at each step the trigger may "
-             "fire) + test 4")
+    summary = run_experiment(_local_cfg(tmp_path), log=lines.append)
     assert [x for x in lines if x.startswith("estimate")] == [
         f"estimate: at most 66 LLM calls (no measurement yet of this model on this machine: each finished run "
-        f"records one); {parts}"]
+        f"records one); {PARTS}"]
     used = summary["usage_total"]
     assert used["solver"]["calls"] + used["curator"]["calls"] == 32 and used["test"]["calls"] == 4
-    assert used["janus"]["calls"] <= 30
     total = sum(r["calls"] for r in used.values())
-    rec = json.loads((tmp_path / "cache" / "timings.json").read_text())["models"][machine_key(IDENT, 1)]
-    assert [r["calls"] for r in rec] == [total]
-    m = read_measurement(IDENT, 1)
+    tokens = sum(r["completion_tokens"] for r in used.values())
+    rec = json.loads((tmp_path / "cache" / "timings.json").read_text())
+    assert rec["format"] == 2
+    assert [{k: v for k, v in r.items() if k != "when"} for r in rec["models"][machine_key(IDENT, 1)]] == [
+        {"calls": total, "busy_s": 30.0 * total, "completion_tokens": tokens}]
+    assert read_measurement(IDENT, 1) == Measurement(30.0, tokens / (30.0 * total), 1, total)
     lines.clear()
-    run_experiment(cfg.model_copy(update={"out": str(tmp_path / "run2")}), log=lines.append)
-    from janus_memory.runner.estimate import _duration
-
+    run_experiment(_local_cfg(tmp_path, "run2"), log=lines.append)
     assert [x for x in lines if x.startswith("estimate")] == [
-        f"estimate: at most 66 LLM calls x ~{m.s_per_call:.1f} s per call measured on this machine "
-        f"({m.tokens_per_s:.1f} tokens/s, last 1 run) = at most {_duration(66 * m.s_per_call)}; {parts}"]
+        f"estimate: at most 66 LLM calls x ~30.0 s per call measured on this machine ({tokens / (30.0 * total):.1f} "
+        f"tokens/s, last 1 run) = at most ~33 min; {PARTS}"]
+
+
+def test_a_resumed_run_estimates_only_what_is_left(tmp_path, monkeypatch):
+    """Stopped right after the base method's last stream step (its test not run yet): the resumed run counts the
+    base method's test and the whole +janus method, and says so per method (issue 18: the estimate looked as if it
+    counted a finished stream)."""
+    from janus_memory.runner.experiment import Stopped
+
+    _clocked_local(monkeypatch, tmp_path)
+    cfg = _local_cfg(tmp_path, "r")
+    with pytest.raises(Stopped):
+        run_experiment(cfg, log=lambda m: None, stop_after=8)
+    lines: list[str] = []
+    run_experiment(cfg, log=lines.append, resume=True)
+    assert [x for x in lines if x.startswith("estimate")] == [
+        "estimate: at most 50 LLM calls (no measurement yet of this model on this machine: each finished run records "
+        "one); calls = stream 16 + Janus evaluation 30 (upper bound: |E| 5 x 2 memories at each step the trigger may "
+        "fire) + test 4; left after resume: dc_rs test only (stream done 8/8), dc_rs+janus steps 1-8 + test"]
+    with pytest.raises(Stopped):
+        run_experiment(_local_cfg(tmp_path, "r2"), log=lambda m: None, stop_after=3)
+    lines.clear()
+    run_experiment(_local_cfg(tmp_path, "r2"), log=lines.append, resume=True)
+    est = [x for x in lines if x.startswith("estimate")]
+    assert len(est) == 1 and est[0].startswith("estimate: at most 60 LLM calls x ~30.0 s per call")
+    assert est[0].endswith("calls = stream 26 + Janus evaluation 30 (upper bound: |E| 5 x 2 memories at each step the "
+                           "trigger may fire) + test 4; left after resume: dc_rs steps 4-8 + test, dc_rs+janus steps "
+                           "1-8 + test")
+
+
+def test_busy_time_is_the_union_of_reply_intervals():
+    """Overlapping calls count once; a call queued behind another adds only what runs past it (llm/usage.py)."""
+    import random
+
+    from janus_memory.llm.usage import UsageMeter
+
+    u = UsageMeter()
+    for a, b in [(0, 10), (2, 5), (8, 12), (20, 21), (21, 23), (30, 30), (15, 16), (-5, -1), (-1, 0)]:
+        u.add_busy(a, b)
+    assert u.busy_seconds() == 17 + 1 + 3  # [-5, 12] U [15, 16] U [20, 23]
+    rng = random.Random(7)
+    for _ in range(50):
+        u, ivs = UsageMeter(), []
+        for _ in range(30):
+            a = rng.randint(0, 100)
+            ivs.append((a, a + rng.randint(0, 15)))
+            u.add_busy(*ivs[-1])
+        covered = {t for a, b in ivs for t in range(a, b)}  # unit cells [t, t + 1)
+        assert u.busy_seconds() == len(covered)
 
 
 def test_hostile_timing_records_are_ignored_and_never_end_a_run(tmp_path):
@@ -224,14 +330,17 @@ def test_hostile_timing_records_are_ignored_and_never_end_a_run(tmp_path):
     key = timing.machine_key("m.gguf", 1)
 
     def one(**r):
-        return json.dumps({"format": 1, "models": {key: [r]}})
+        return json.dumps({"format": 2, "models": {key: [r]}})
 
-    for text in ["[" * 100000, one(calls=10**400, wall_s=10.0, completion_tokens=5),
-                 one(calls=2, wall_s=1e308, completion_tokens=5), one(calls=2, wall_s=1e-300, completion_tokens=5),
-                 json.dumps({"format": True, "models": {key: [{"calls": 2, "wall_s": 20.0, "completion_tokens": 5}]}})]:
+    for text in ["[" * 100000, one(calls=10**400, busy_s=10.0, completion_tokens=5),
+                 one(calls=20, busy_s=1e308, completion_tokens=5), one(calls=20, busy_s=1e-300, completion_tokens=5),
+                 one(calls=20, busy_s=float("nan"), completion_tokens=5),
+                 one(calls=20, busy_s=200.0, completion_tokens=-1), one(calls=20.0, busy_s=200.0, completion_tokens=5),
+                 json.dumps({"format": True, "models": {key: [{"calls": 20, "busy_s": 20.0, "completion_tokens": 5}]}}),
+                 json.dumps({"format": 2.0, "models": {key: [{"calls": 20, "busy_s": 20.0, "completion_tokens": 5}]}})]:
         p.write_text(text)
         assert timing.read_measurement("m.gguf", 1, path=p) is None
     p.write_text("[" * 100000)
-    assert timing.record_run("m.gguf", 1, calls=2, wall_s=20.0, completion_tokens=40, path=p) is True
+    assert timing.record_run("m.gguf", 1, calls=20, busy_s=200.0, completion_tokens=400, path=p) is True
     m = timing.read_measurement("m.gguf", 1, path=p)
-    assert (m.s_per_call, m.tokens_per_s, m.runs, m.calls) == (10.0, 2.0, 1, 2)
+    assert (m.s_per_call, m.tokens_per_s, m.runs, m.calls) == (10.0, 2.0, 1, 20)

@@ -25,7 +25,8 @@ def _isolated_cache(tmp_path, monkeypatch):
 
 
 def _one_error(capsys, rc: int) -> str:
-    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    """The one error line (`janus report` may first name the stage it was in: "report [   0.0 s]: reading ...")."""
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip() and not x.startswith("report [")]
     assert rc == 2 and len(err) == 1 and err[0].startswith("error: "), err
     return err[0]
 

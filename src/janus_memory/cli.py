@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from .cli_closing import closing_lines, make_console, process_started
 from .cli_parser import CLI_TO_CFG, CLI_TO_JANUS, EXIT_USAGE, build_parser
 from .errors import ConfigError, JanusError
 
@@ -26,11 +27,13 @@ def _plain(console):
 def _load_config_file(path: str) -> dict:
     import yaml
 
+    from .runner.yaml_load import load_unique
+
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config file not found: {p}")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = load_unique(p.read_text(encoding="utf-8"))  # a key given twice: an error naming it and its lines
     except UnicodeDecodeError as e:
         raise ConfigError(f"{p} is not UTF-8 text (byte offset {e.start}); save it as UTF-8") from None
     except yaml.YAMLError as e:
@@ -78,6 +81,7 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
     from .cli_checks import preflight
     from .cli_progress import ConsoleProgress, make_bars
     from .runner import injection
+    from .runner.events import MethodStarted
     from .runner.experiment import run_experiment, validate_names
     from .runner.summary_table import print_summary
 
@@ -88,22 +92,24 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
     say = _plain(console)
     say(f"run folder: {Path(cfg.out).expanduser().resolve()}")
     tty = console.is_terminal and not args.quiet
+    first_step: list[float] = []  # when the first method started: the end of start-up
     with make_bars(console, disable=not tty) as bars:
         progress = None if args.quiet else ConsoleProgress(say, bars if tty else None)
         injected = injection.console_subscriber(say)  # "step N: injected <kind> candidate" lines
 
         def on_event(ev) -> None:
+            if isinstance(ev, MethodStarted) and not first_step:
+                first_step.append(time.time())
             if progress is not None:
                 progress(ev)
             injected(ev)
 
         summary = run_experiment(cfg, log=say, on_event=on_event, overwrite=args.overwrite,
                                  resume=bool(getattr(args, "resume", None)))
-    print_summary(summary, console)
-    console.print(f"run folder: {summary['run_dir']}")
-    console.print(f"wall time: {time.time() - t0:.1f} s")
+    print_summary(summary, console)  # always printed, whatever --quiet says (it quiets the progress only)
+    closing_lines(summary, say, t0, first_step[0] if first_step else None)
     for line in injection.next_steps(summary):  # runs with --inject: where to look next
-        _plain(console)(line)
+        say(line)
     return 0
 
 
@@ -201,7 +207,12 @@ def _quiet(say):
 def _report(args, console) -> int:
     from .runner.report import build_report
 
-    res = build_report(args.dirs, args.out, max_timelines=args.max_timelines)
+    t0 = time.monotonic()
+
+    def stage(text: str) -> None:  # one line per stage on stderr: a big folder takes a minute or more
+        print(f"report [{time.monotonic() - t0:6.1f} s]: {text}", file=sys.stderr, flush=True)
+
+    res = build_report(args.dirs, args.out, max_timelines=args.max_timelines, log=stage)
     console.print(f"report: {res['report']}  ({len(res['plots'])} plots in {res['out_dir']})", markup=False)
     return 0
 
@@ -248,13 +259,13 @@ def _exit_if_threads_linger() -> None:
 
 def _dispatch(args, console):
     """The command function for ``args``, or None (print help)."""
+    t0 = getattr(args, "started", None)  # main(): when the process (or the in-process call) started
     if args.cmd == "demo":
-        t0 = time.time()
         cfg = _config_from_args(args, demo=True)
         _ensure_demo_model(cfg, console)
         return lambda a, c: _run(cfg, a, c, t0)
     if args.cmd == "run":
-        return lambda a, c: _run(_config_from_args(a, demo=False), a, c)
+        return lambda a, c: _run(_config_from_args(a, demo=False), a, c, t0)
     if args.cmd == "memory":
         return _memory if args.memory_cmd == "diff" else None
     if args.cmd == "model":
@@ -269,14 +280,14 @@ def _dispatch(args, console):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rich.console import Console
-
     from .registry import add_plugin_modules
 
-    console = Console(stderr=False, width=None if sys.stdout.isatty() else 120)
+    started = process_started() if argv is None else time.time()  # the `janus` command: from process start
+    console = make_console()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        args.started = started
     except KeyboardInterrupt:  # Ctrl-C while the command starts (imports can take seconds on a busy machine)
         print("interrupted before anything was started", file=sys.stderr)
         return 130

@@ -114,8 +114,10 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                    else "run folder to create")
     if not grid:
         o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
-    o.add_argument("--quiet", action="store_true", help="no per-run progress lines (warnings and the final list of runs "
-                   "are still printed)" if grid else "no progress bar and no per-step or per-trigger lines")
+    o.add_argument("-q", "--quiet", action="count", default=0,
+                   help="no per-run progress lines (warnings and the final list of runs are still printed)" if grid
+                   else "no progress bars and no per-step, per-trigger or test-phase lines; the summary tables and the "
+                        "run folder are always printed (giving it twice changes nothing more)")
     _add_janus_options(p.add_argument_group("janus"))
     x = p.add_argument_group("injected harmful candidates")
     x.add_argument("--inject", metavar="KIND@STEP[,...]",
@@ -130,7 +132,9 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
     from .runner.presets import SEED_HELP
 
     if not demo:
-        g.add_argument("--dataset", metavar="NAME", help=f"dataset name ({names['datasets']})")
+        g.add_argument("--dataset", metavar="NAME", help=f"dataset name ({names['datasets']}); required unless "
+                                                          "--config names one" if grid else
+                       f"dataset name ({names['datasets']})")
         g.add_argument("--stream-size", type=int, help="number of stream (memory-building) tasks; default: the whole split")
         g.add_argument("--test-size", type=int, help="number of held-out test tasks; default: the whole split")
         if not grid:
@@ -270,9 +274,10 @@ def show_defaults(p: argparse.ArgumentParser, cmd: str) -> None:
     for a in p._actions:
         if a.option_strings and a.metavar is None and a.nargs is None and a.type in (int, float):
             a.metavar = "N" if a.type is int else "X"  # `--stream-size N`, not `--stream-size STREAM_SIZE`
-        if not a.option_strings or a.help in (None, argparse.SUPPRESS) or "default" in a.help:
+        if not a.option_strings or a.help in (None, argparse.SUPPRESS) or "default" in a.help or "required" in a.help:
             continue
-        if isinstance(a, (argparse._StoreTrueAction, argparse._HelpAction, argparse._VersionAction)):
+        if isinstance(a, (argparse._StoreTrueAction, argparse._CountAction, argparse._HelpAction,
+                          argparse._VersionAction)):
             continue
         v = defaults.get(a.dest, a.default)
         text = _fmt_default(v)

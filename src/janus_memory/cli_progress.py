@@ -1,8 +1,11 @@
 """Console progress of `janus run`/`janus demo`, built on the typed run events (runner/events.py).
 
-- On a terminal: one rich bar per method with labelled counters (``acc``, ``trig``, ``tokens paid`` = uncached) and elapsed time.
+- On a terminal: per method and phase one labelled line plus a bar below it (two lines, so nothing is cut in an
+  80-column terminal): the stream (``online acc``, triggers, ``tokens paid`` in the stream) and then the held-out
+  test (answers so far, ``tokens paid`` in the test phase), each with steps/answers, elapsed and time left.
 - Not on a terminal (``| tee``, nohup, CI): one plain line per stream step, e.g.
-  ``[dc_rs+janus] step 22/30 correct  trig cos=-0.383 accepted   acc 0.818  12.3s``
+  ``[dc_rs+janus] step 22/30 correct  trig cos=-0.383 accepted   acc 0.818  12.3s``, and one line when a method's
+  test starts and one when it ends (n, accuracy, tokens paid in the test, answers that could not be scored).
 - Either way, one line per Janus trigger: step, cosine, |E| by role, old vs new score, decision and a one-line summary
   of the candidate's change to the memory (lines added / removed).
 """
@@ -49,6 +52,48 @@ def trigger_line(method: str, step: int, decision: dict, change: str) -> str:
             f"{scores} -> {verdict} ({decision.get('reason')}); candidate {change}")
 
 
+def test_start_line(method: str, tasks: int, answers: int) -> str:
+    """The plain line when a method's held-out test starts."""
+    k = answers // tasks - 1 if tasks else 0
+    extra = f" and {k} checkpoint memor{'y' if k == 1 else 'ies'} ({answers} answers)" if k > 0 else ""
+    return f"[{method}] test: {tasks} held-out tasks with the frozen memory{extra}"
+
+
+def paid(tokens: int, cached: int, what: str = "responses") -> str:
+    """'tokens paid 1,234' plus, when some came from the response cache, how many (they cost no tokens)."""
+    return f"tokens paid {tokens:,}" + (f" ({cached:,} {what} from the response cache)" if cached else "")
+
+
+def test_done_line(method: str, correct: int, total: int, tokens: int, unscored: int, elapsed: float,
+                   cached: int = 0) -> str:
+    """The plain line when a method's held-out test ends."""
+    acc = f"acc {correct / total:.3f}" if total else "acc -"
+    bad = f"; {unscored} answers could not be scored (listed at the end)" if unscored else ""
+    return (f"[{method}] test done: {correct}/{total} correct ({acc}), {paid(tokens, cached, 'answers')}, "
+            f"{elapsed:.1f}s{bad}")
+
+
+def stream_description(ev) -> str:
+    """The label above a method's stream bar (terminal)."""
+    trig = "" if (ev.decision or {}).get("reason") == "no_controller" else \
+        f", triggers {ev.triggers} (accepted {ev.accepts}, rolled back {ev.rollbacks})"
+    return f"{ev.method} stream: online acc {ev.online_acc:.2f}{trig}, {paid(ev.tokens, ev.cache_hits)}"
+
+
+def test_description(ev) -> str:
+    """The label above a method's test bar (terminal): answers so far, or the result once done."""
+    from .runner.events import TestDone
+
+    if not isinstance(ev, TestDone):
+        return f"{ev.method} test (frozen memory): {paid(ev.tokens, ev.cached, 'answers')}"
+    acc = f"test acc {ev.correct / ev.total:.3f} ({ev.correct}/{ev.total})" if ev.total else "no test tasks"
+    return f"{ev.method} test done: {acc}, {paid(ev.tokens, ev.cached, 'answers')}"
+
+
+def _unscored(records) -> int:
+    return sum(1 for r in records if isinstance(r, dict) and r.get("status") not in (None, "ok", "fallback"))
+
+
 class ConsoleProgress:
     """An event subscriber: rich bars (``bars`` = a rich Progress) or plain lines (``bars`` None) plus trigger lines.
 
@@ -56,26 +101,36 @@ class ConsoleProgress:
 
     def __init__(self, say, bars=None, *, plain_steps: bool = True, clock=time.monotonic):
         self.say, self.bars, self.plain_steps, self.clock = say, bars, plain_steps, clock
-        self._task: dict[str, int] = {}
+        self._task: dict[tuple[str, str], int] = {}
+        self._total: dict[tuple[str, str], int] = {}
         self._memory: dict[str, str] = {}
         self._t0: dict[str, float] = {}
         self._change: dict[tuple[str, int], str] = {}
 
     def __call__(self, ev) -> None:
-        from .runner.events import MethodStarted, StepFinished, StepRecorded
+        from .runner import events as E
 
-        if isinstance(ev, MethodStarted):
+        if isinstance(ev, E.MethodStarted):
             self._memory[ev.method] = ev.initial_memory
             self._t0[ev.method] = self.clock()
             if ev.resumed_after:
                 self.say(f"[{ev.method}] resuming after step {ev.resumed_after}/{ev.total}")
-        elif isinstance(ev, StepRecorded):
+        elif isinstance(ev, E.StepRecorded):
             old = self._memory.get(ev.method, "")
             if (ev.decision_line.get("decision") or {}).get("triggered"):
                 self._change[(ev.method, ev.step)] = diff_summary(old, ev.candidate[0] or "")
             self._memory[ev.method] = ev.deployed_memory
-        elif isinstance(ev, StepFinished):
+        elif isinstance(ev, E.StepFinished):
             self._finished(ev)
+        elif isinstance(ev, (E.TestStarted, E.TestProgress, E.TestDone)):
+            self._test(ev)
+
+    def _bar(self, method: str, phase: str, total: int, unit: str, description: str) -> int:
+        key = (method, phase)
+        if key not in self._task:
+            self._task[key] = self.bars.add_task(description, total=total, unit=unit)
+            self._total[key] = total
+        return self._task[key]
 
     def _finished(self, ev) -> None:
         now = self.clock()
@@ -87,17 +142,45 @@ class ConsoleProgress:
             if self.plain_steps:
                 self.say(step_line(ev.method, ev.step, ev.total, ev.correct, d, ev.online_acc, elapsed))
             return
-        if ev.method not in self._task:
-            self._task[ev.method] = self.bars.add_task(ev.method, total=ev.total)
-        desc = (f"{ev.method:<16} acc {ev.online_acc:.2f} trig {ev.triggers} acc/rb {ev.accepts}/{ev.rollbacks} "
-                f"tokens paid {ev.tokens:,}")
-        self.bars.update(self._task[ev.method], completed=ev.step, description=desc)
+        task = self._bar(ev.method, "stream", ev.total, "steps", stream_description(ev))
+        self.bars.update(task, completed=ev.step, description=stream_description(ev))
+
+    def _test(self, ev) -> None:
+        from .runner import events as E
+
+        key = (ev.method, "test")
+        if isinstance(ev, E.TestStarted):
+            self._t0[key] = self.clock()
+            if self.bars is None:
+                self.say(test_start_line(ev.method, ev.tasks, ev.answers))
+            else:
+                self._bar(ev.method, "test", ev.answers, "answers", test_description(E.TestProgress(ev.method, 0, 0, 0)))
+        elif isinstance(ev, E.TestProgress):
+            if self.bars is not None:
+                task = self._bar(ev.method, "test", ev.answers, "answers", test_description(ev))
+                self.bars.update(task, completed=ev.done, description=test_description(ev))
+        elif self.bars is None:
+            now = self.clock()
+            self.say(test_done_line(ev.method, ev.correct, ev.total, ev.tokens, _unscored(ev.records),
+                                    now - self._t0.get(key, now), ev.cached))
+        elif key in self._task:
+            self.bars.update(self._task[key], completed=self._total[key], description=test_description(ev))
 
 
 def make_bars(console, disable: bool):
-    """The rich Progress of a terminal run: labelled counters, 'elapsed' and 'left' times."""
+    """The rich Progress of a terminal run: per task a label line (folded, never cut) and a bar line with
+    steps/answers, 'elapsed' and 'left' times."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.text import Text
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                    TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
-                    console=console, disable=disable, transient=False)
+    class TwoLineProgress(Progress):
+        def get_renderables(self):
+            for task in self.tasks:
+                if task.visible:
+                    yield Text(task.description, overflow="fold")
+                    yield self.make_tasks_table([task])
+
+    return TwoLineProgress(TextColumn(" "), BarColumn(bar_width=None),
+                           TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
+                           TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+                           console=console, disable=disable, transient=False, expand=True)

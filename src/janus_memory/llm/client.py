@@ -188,6 +188,7 @@ class LLMClient(RequestLoop):
 
     def _accept(self, res: ChatResult, req: ChatRequest, role: str, key: str | None, t0: float) -> ChatResult:
         res.latency_s = time.perf_counter() - t0
+        self.usage.add_busy(t0, t0 + res.latency_s)  # the model's busy time (llm/usage.py; runner/timing.py)
         self.usage.record_call(role, res.usage, getattr(self.backend, "model", ""))
         if self.check_context and not res.usage.estimated:
             trunc, lb = is_context_truncated(res.usage.prompt_tokens, req.messages)

@@ -1,7 +1,7 @@
 """Embedded llama.cpp backend (``xllamacpp``, a GGUF file), same request/response shape as the HTTP backend.
 
 * The model is loaded lazily on the first call (``xllamacpp.Server``), with llama.cpp logging silenced
-  (``CommonParams.verbosity = -1``).
+  (``CommonParams.verbosity = -1``); ``load_s`` sums the seconds spent loading (inside that first call).
 * Requests set ``cache_prompt = True``: llama.cpp keeps the KV cache of the previous prompt in its slot and only
   evaluates the new suffix. Put the memory BEFORE the task in prompts (system message = memory), so Janus's
   evaluation of many tasks against one memory pays for the memory tokens once (measured with SmolLM2-135M:
@@ -33,6 +33,7 @@ import glob
 import hashlib
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,7 @@ class LocalBackend:
         self.identity = f"local:{p.name}:{p.stat().st_size}:{gguf_fingerprint(p)}"
         self.stats = BackendStats()
         self._srv: Any = None
+        self.load_s = 0.0  # seconds spent loading the model (inside the first call; runner/timing.py leaves it out)
         self._lock = threading.Lock()  # guards loading/closing and the stats
         self._gate = _FifoGate(self.n_parallel)
 
@@ -173,7 +175,9 @@ class LocalBackend:
             p.cont_batching = True
             p.cache_prompt = True
             p.verbosity = self.verbosity
+            t0 = time.perf_counter()
             self._srv = xlc.Server(p)
+            self.load_s += time.perf_counter() - t0
         return self._srv
 
     def request_body(self, req: ChatRequest) -> dict:

@@ -91,7 +91,9 @@ class RunConfig(BaseModel):
     Sizes are task counts; ``None`` means the whole split. Token limits are per LLM call.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # strict like the janus section: 5.0 or "5" for an integer, "true" for a boolean are refused with a one-line error
+    # (the command line's flags are converted by argparse before they get here)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
 
     preset: Literal["paper", "small"] = "paper"  # paper: the authors' code; small: janus demo (runner/presets.py)
     dataset: str = "gsm8k"
@@ -173,8 +175,15 @@ class RunConfig(BaseModel):
     @field_validator("batch_eval", mode="before")
     @classmethod
     def _batch_eval(cls, v):
-        """``auto`` (as on the command line) is None; ``on``/``off`` and booleans as pydantic reads them."""
-        return None if isinstance(v, str) and v.strip().lower() == "auto" else v
+        """The command line's words ``auto`` (None), ``on`` (True) and ``off`` (False); else a boolean or null."""
+        from pydantic_core import PydanticCustomError
+
+        words = {"auto": None, "on": True, "off": False}
+        if isinstance(v, str):
+            if v.strip().lower() not in words:
+                raise PydanticCustomError("batch_eval", "choose auto, on or off (or true, false, null)")
+            return words[v.strip().lower()]
+        return v
 
     @field_validator("checkpoints")
     @classmethod

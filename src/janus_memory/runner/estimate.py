@@ -13,7 +13,8 @@ Counted from the config, never guessed:
 * test: test tasks x (1 + stream-fraction checkpoints) per method.
 
 A resumed run counts what is left: methods already finished are skipped, the others continue after their last
-committed step. Printed for the embedded backend (with the measured time, or "no measurement yet") and for
+committed step (a method whose stream is complete has only its test left), and the line ends with what is left per
+method. Printed for the embedded backend (with the measured time, or "no measurement yet") and for
 servers (call count only); never for the scripted fake backend.
 """
 from __future__ import annotations
@@ -99,8 +100,29 @@ def _duration(seconds: float) -> str:
     return f"~{seconds / 3600:.1f} h"
 
 
-def estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None:
-    """The estimate line of a run (module docstring); None for the fake backend or when nothing is left to do."""
+def left_text(cfg, n_stream: int, done: dict[str, int | None]) -> str:
+    """What a resumed run has left, per method: 'dc_rs done, dc_rs+janus steps 8-12 + test' (``done`` as in
+    :func:`count_calls`)."""
+    parts = []
+    for method, _ in cfg.methods():
+        start = done.get(method, 0)
+        if start is None:
+            parts.append(f"{method} done")
+        elif start >= n_stream:
+            parts.append(f"{method} test only (stream done {n_stream}/{n_stream})")
+        else:
+            parts.append(f"{method} steps {start + 1}-{n_stream} + test")
+    return ", ".join(parts)
+
+
+def estimate_line(cfg, count: CallCount | None, measurement=None, left: str | None = None) -> str | None:
+    """The estimate line of a run (module docstring); None for the fake backend or when nothing is left to do.
+    ``left``: what a resumed run has left (:func:`left_text`), named at the end of the line."""
+    line = _estimate_line(cfg, count, measurement)
+    return f"{line}; left after resume: {left}" if line and left else line
+
+
+def _estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None:
     if cfg.llm.backend == "fake":
         return None
     if count is None:
@@ -138,7 +160,8 @@ def run_estimate(ctx, done: dict[str, int | None] | None = None) -> str | None:
 
         ident = ctx.backend_info.get("identity", "")
         measurement = read_measurement(ident, int(getattr(ctx.client.backend, "n_parallel", 1)))
-    return estimate_line(cfg, count, measurement)
+    left = left_text(cfg, len(ctx.stream.tasks), done) if done is not None else None
+    return estimate_line(cfg, count, measurement, left)
 
 
 def resume_progress(root, methods) -> dict[str, int | None]:
@@ -168,19 +191,21 @@ def log_estimate(ctx, root, resume: bool, log) -> None:
 
 
 def record_timing(ctx) -> None:
-    """After a finished embedded-model run: add its measured speed to the record (runner/timing.py)."""
+    """After a finished embedded-model run: add its measured speed to the record (runner/timing.py): the backend
+    calls this process made, the model's busy time over them (llm/usage.py, minus the model load) and their
+    generated tokens."""
     if ctx.settings.llm.backend != "local":
         return
     from .timing import record_run
 
-    total = ctx.client.usage.total()
     try:  # the run is already stored: a bad record file must not end it with a traceback
-        _record(record_run, ctx, total)
+        _record(record_run, ctx, ctx.client.usage.total())
     except (OSError, ValueError, OverflowError, RecursionError, TypeError):
         pass
 
 
 def _record(record_run, ctx, total) -> None:
-    record_run(str(ctx.backend_info.get("identity", "")), int(getattr(ctx.client.backend, "n_parallel", 1)),
-               calls=int(total["calls"]), wall_s=float(total["wall_s"]),
-               completion_tokens=int(total["completion_tokens"]))
+    backend = ctx.client.backend
+    busy = ctx.client.usage.busy_seconds() - float(getattr(backend, "load_s", 0.0) or 0.0)
+    record_run(str(ctx.backend_info.get("identity", "")), int(getattr(backend, "n_parallel", 1)),
+               calls=int(total["calls"]), busy_s=busy, completion_tokens=int(total["completion_tokens"]))

@@ -46,6 +46,7 @@ class StepFinished:
     accepts: int
     rollbacks: int
     tokens: int         # cumulative LLM tokens of this method so far
+    cache_hits: int = 0  # cumulative responses of this method served by the response cache (no tokens paid)
 
     def progress(self) -> dict:
         """The legacy ``on_step`` dict."""
@@ -64,13 +65,44 @@ class Triggered:
 
 
 @dataclass(frozen=True)
+class TestStarted:
+    """The held-out test of this method's frozen memory starts: ``tasks`` test tasks, ``answers`` test answers in all
+    (tasks x (1 + memory checkpoints))."""
+
+    __test__ = False  # not a pytest test class
+
+    method: str
+    tasks: int
+    answers: int
+
+
+@dataclass(frozen=True)
+class TestProgress:
+    """One more test answer arrived (``done`` of ``answers``); ``tokens``: test tokens paid so far in this phase
+    (cache hits cost none)."""
+
+    __test__ = False  # not a pytest test class
+
+    method: str
+    done: int
+    answers: int
+    tokens: int
+    cached: int = 0  # answers so far served by the response cache
+
+
+@dataclass(frozen=True)
 class TestDone:
-    """The frozen memory was evaluated on the held-out test split (``records``: the test.jsonl lines)."""
+    """The frozen memory was evaluated on the held-out test split (``records``: the test.jsonl lines); ``tokens``: the
+    tokens paid in the test phase (checkpoint memories included), ``cached``: test answers served by the cache."""
+
+    __test__ = False  # not a pytest test class
 
     method: str
     records: list
     correct: int
     total: int
+    tokens: int = 0
+    cached: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,7 +112,7 @@ class MethodFinished:
     final_memory: str
 
 
-Event = MethodStarted | StepRecorded | StepFinished | Triggered | TestDone | MethodFinished
+Event = MethodStarted | StepRecorded | StepFinished | Triggered | TestStarted | TestProgress | TestDone | MethodFinished
 
 
 class EventBus:

@@ -180,7 +180,8 @@ def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: 
         store.write_json("config.json", {**(RunReader(store.root).meta("config") or cfg.model_dump()),
                                          "preset_summary": preset_summary(cfg)})
     stats = getattr(ctx.client.backend, "stats", None)
-    engine = {**stats.as_dict(), "n_parallel": getattr(ctx.client.backend, "n_parallel", 1)} \
+    engine = {**stats.as_dict(), "n_parallel": getattr(ctx.client.backend, "n_parallel", 1),
+              "load_s": round(float(getattr(ctx.client.backend, "load_s", 0.0) or 0.0), 2)} \
         if hasattr(stats, "as_dict") else None
     summary = {"run_dir": str(store.root.resolve()), "engine": engine,
                "dataset": cfg.dataset, "updater": cfg.updater, "backend": ctx.backend_info, "methods": methods,

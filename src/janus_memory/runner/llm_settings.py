@@ -17,7 +17,7 @@ from ..errors import ConfigError
 class LLMSettings(BaseModel):
     """How the chat model is reached and sampled. Token limits are per LLM call."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)  # as RunConfig: no "5" for 5
 
     backend: str = "local"  # a name in janus_memory.registry.BACKENDS: local, openai, fake (or a plugin's)
     model: str | None = None  # model name for OpenAI-compatible servers

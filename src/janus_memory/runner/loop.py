@@ -13,7 +13,8 @@ from typing import Any
 
 from . import injection
 from .evaluator import UpdaterEvaluator
-from .events import EventBus, MethodFinished, MethodStarted, StepFinished, StepRecorded, TestDone, Triggered
+from .events import (EventBus, MethodFinished, MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress,
+                     TestStarted, Triggered)
 from .store import text_hash
 from .usage import add_usage, step_usage, total_tokens, usage_delta
 
@@ -140,7 +141,8 @@ def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: 
         if decision.get("triggered"):
             bus.emit(Triggered(m.name, i, bool(decision.get("accept")), str(decision.get("reason"))))
         bus.emit(StepFinished(m.name, i, n, bool(out.score.correct), decision, c["n_correct"] / i, c["triggers"],
-                              c["accepts"], c["rollbacks"], total_tokens(usage_now)))
+                              c["accepts"], c["rollbacks"], total_tokens(usage_now),
+                              sum(r.get("cache_hits") or 0 for r in usage_now.values())))
         if stop_after is not None and i >= stop_after:
             raise Stopped(i)
         snap = state
@@ -167,6 +169,33 @@ def checkpoint_tests(ctx, m: _Method, test_correct: int) -> list[dict]:
         out.append({"fraction": 1.0, "step": len(ctx.stream.tasks),
                     "test_accuracy": test_correct / len(ctx.test.tasks)})
     return out
+
+
+class TestPhase:
+    """The held-out test phase of one method as events: TestStarted on entry, then one TestProgress per test answer
+    (paid or from the cache; counted from the LLM client's usage listener, role ``test``), with the tokens paid in
+    this phase so far."""
+
+    def __init__(self, ctx, bus: EventBus, method: str, n_checkpoints: int):
+        self.usage, self.bus, self.method = ctx.client.usage, bus, method
+        self.tasks = len(ctx.test.tasks)
+        self.answers = self.tasks * (1 + n_checkpoints)
+        self.done, self.tokens, self.cached = 0, 0, 0
+
+    def __enter__(self) -> TestPhase:
+        self.bus.emit(TestStarted(self.method, self.tasks, self.answers))
+        self.usage.add_listener(self._reply)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.usage.remove_listener(self._reply)
+
+    def _reply(self, role: str, cached: bool, tokens: int) -> None:
+        if role != "test":
+            return
+        self.done, self.tokens = min(self.answers, self.done + 1), self.tokens + tokens
+        self.cached += int(cached)
+        self.bus.emit(TestProgress(self.method, self.done, self.answers, self.tokens, self.cached))
 
 
 def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[dict], final_memory: str,
@@ -205,11 +234,12 @@ def run_method(ctx, method: str, with_janus: bool, bus: EventBus, *, resume: tup
     usage0, t0 = ctx.client.usage.snapshot(), time.time()
     stream(ctx, m, bus, usage0, t0, stop_after)
     final_memory = m.updater.memory_text()
-    test_records = frozen_test(ctx, m.updater)
-    correct = sum(r["correct"] for r in test_records)
-    checkpoints = checkpoint_tests(ctx, m, correct)
+    with TestPhase(ctx, bus, method, len(m.counters["eval_checkpoints"])) as phase:
+        test_records = frozen_test(ctx, m.updater)
+        correct = sum(r["correct"] for r in test_records)
+        checkpoints = checkpoint_tests(ctx, m, correct)
     usage = add_usage(m.counters["usage"], usage_delta(ctx.client.usage.snapshot(), usage0))
-    bus.emit(TestDone(method, test_records, correct, len(test_records)))
+    bus.emit(TestDone(method, test_records, correct, len(test_records), phase.tokens, phase.cached))
     summary = method_summary(ctx, m, test_records, checkpoints, final_memory, usage,
                              m.counters["wall_s"] + time.time() - t0)
     bus.emit(MethodFinished(method, summary, final_memory))

@@ -29,12 +29,13 @@ from .tables import (  # noqa: F401  (re-exported)
 
 
 # ------------------------------------------------------------------------------------------------ entry point
-def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelines: int = 24) -> dict:
+def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelines: int = 24, log=None) -> dict:
     """Build ``report.md`` and PNG plots for the given run folders (or folders above them).
 
     ``out_dir`` defaults to ``<first DIR>/report``. Returns ``{"out_dir", "report", "plots": {name: path},
     "tables": {"accuracy", "trigger", "janus_cost", "evalset", "stream_order"}}``; every table holds its rows and
     markdown. At most ``max_timelines`` trigger-timeline and token plots are drawn (one per Janus method run).
+    ``log(text)`` is told of each stage as it starts (`janus report` prints them to stderr).
 
     Raises:
         ValueError: no run folder found, or a folder's summary.json is not a janus summary.
@@ -43,14 +44,20 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
         raise RunFolderError("give at least one run folder")
     from .report_setup import caption, sections
 
+    log = log or (lambda text: None)
+    log(f"reading the run folders in {', '.join(str(d) for d in run_dirs)}")
     rows = load_method_runs(run_dirs)
     out = Path(out_dir).expanduser() if out_dir else Path(run_dirs[0]).expanduser() / "report"
     out.mkdir(parents=True, exist_ok=True)
     groups = sections(rows)
+    log(f"building the tables: {len(rows)} method runs in {len({r.run_dir for r in rows})} run folders, "
+        f"{len(groups)} group(s) of comparable runs")
     secs = [{"caption": caption(g), "rows": g, "tables": _section_tables(g)} for g in groups]
     main = secs[0]["tables"] if secs else _section_tables([])
-    plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines)
+    log(f"drawing the plots into {out}: checkpoints and token overhead first")
+    plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines, log)
     plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject (issue 15)
+    log("writing report.md")
     md = _markdown(rows, secs, plot_paths)
     report = out / "report.md"
     report.write_text("\n".join(md), encoding="utf-8")
@@ -72,7 +79,7 @@ def _section_tables(rows: list[MethodRun]) -> dict:
             "paired": {"rows": paired, "markdown": paired_markdown(paired)}}
 
 
-def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: int) -> dict[str, str]:
+def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: int, log=None) -> dict[str, str]:
     from . import plots
 
     plot_paths: dict[str, str] = {}
@@ -88,6 +95,9 @@ def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: i
         # already in the base-vs-Janus overhead view
         candidates = ([r for r in rows if r.janus and r.janus_cfg.get("trigger") != "never"] if kind == "timeline"
                       else [r for r in rows if not r.suffix_keys and id(r) not in paired])
+        if candidates and log:
+            log(f"drawing {len(candidates[:max_timelines])} {'trigger timeline' if kind == 'timeline' else 'token'} "
+                f"plot(s)")
         for r in candidates[:max_timelines]:
             name = plots.safe_name(f"{kind}_{r.dataset}_{r.label}_seed{r.seed}")
             p = fn(r, out / f"{name}.png")

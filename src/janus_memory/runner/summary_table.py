@@ -1,4 +1,6 @@
-"""The tables `janus run` prints at the end (rich): one row per method, then LLM usage by role, then cost remarks.
+"""The tables `janus run` prints at the end (rich): accuracy per method, cost per method, LLM usage by role, then cost
+remarks. Each table fits an 80-column terminal (short headers that wrap at spaces, method names never cut); off a
+terminal the console is wide enough that nothing is wrapped (cli_closing.make_console).
 
 Cost is given twice per method: *needed* (standalone: every LLM response the method used, whether this run paid for it
 or the response cache served it; what the method costs on its own with an empty cache) and *paid* (backend calls this run
@@ -50,29 +52,61 @@ def cost_remarks(methods: dict) -> list[str]:
     return out
 
 
-def print_summary(summary: dict, console) -> None:
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in str(text).split()), default=0)
+
+
+def _table(title: str, header: tuple[str, ...], rows: list[list[str]], caption: str | None = None,
+           width: int | None = None):
+    """A rich table that fits ``width`` columns (a terminal's) without cutting anything: the first column (method or
+    role names) never wraps; the others are right-aligned and, when the table is too wide, get fixed widths between
+    their longest word and their longest cell (headers included), so they wrap at spaces only. Columns that can be
+    shown whole are chosen cheapest first. A number or a name is never cut or ellipsized."""
     from rich.table import Table
 
-    t = Table(title=f"{summary['dataset']} / {summary['updater']}")
-    cols = ("method", "online acc", "test acc", "triggers", "accepts", "rollbacks", "LLM calls needed", "tokens needed",
-            "calls paid", "tokens paid")
-    for col in cols:
-        t.add_column(col, justify="right" if col != "method" else "left")
-    for name, m in summary["methods"].items():
-        c = method_cost(m["usage"])
-        t.add_row(name, _fmt(m["online_accuracy"]), f"{_fmt(m['test_accuracy'])} ({m['test_correct']}/{m['test_tasks']})",
-                  *("-" if m[k] is None else str(m[k]) for k in ("triggers", "accepts", "rollbacks")),
-                  f"{c['needed_calls']:,}", f"{c['needed_tokens']:,}", f"{c['paid_calls']:,}", f"{c['paid_tokens']:,}")
-    console.print(t)
-    print_injections(summary, console)
-    u = Table(title="LLM usage by role (whole run)", caption="paid = backend calls; cache hits = served by the response cache")
-    for col in ("role", "calls paid", "cache hits", "prompt tokens paid", "completion tokens paid", "wall s"):
-        u.add_column(col, justify="right" if col != "role" else "left")
-    for role, r in summary["usage_total"].items():
-        u.add_row(role, str(r.get("calls", 0)), str(r.get("cache_hits", 0)), str(r.get("prompt_tokens", 0)),
-                  str(r.get("completion_tokens", 0)), f"{r.get('wall_s', 0):.1f}")
-    console.print(u)
-    for line in cost_remarks(summary["methods"]):
+    t = Table(title=title, caption=caption)
+    t.add_column(header[0], justify="left", no_wrap=True)
+    for col in header[1:]:
+        t.add_column(col, justify="right", overflow="fold")
+    for r in rows:
+        t.add_row(*r)
+    cells = list(zip(header, *rows))
+    least = [max(_longest_word(c) for c in col) for col in cells]
+    most = [max(len(str(c)) for c in col) for col in cells]
+    budget = (width or 0) - (3 * len(header) + 1) - most[0] - sum(least[1:])  # borders and padding: 3 per column + 1
+    if width is None or (3 * len(header) + 1) + sum(most) <= width:
+        return t
+    for i in sorted(range(1, len(header)), key=lambda i: most[i] - least[i]):
+        grow = most[i] - least[i] if most[i] - least[i] <= budget else 0
+        t.columns[i].width, budget = least[i] + grow, budget - grow
+    return t
+
+
+def print_summary(summary: dict, console) -> None:
+    """Print the end-of-run tables and remarks. Tables are never cropped (crop=False): on a terminal they are built
+    to its width, off a terminal the console is wide (cli_closing.make_console)."""
+    methods = summary["methods"]
+    width = console.width if console.is_terminal else None
+    rows = [[name, _fmt(m["online_accuracy"]), f"{_fmt(m['test_accuracy'])} ({m['test_correct']}/{m['test_tasks']})",
+             *("-" if m[k] is None else str(m[k]) for k in ("triggers", "accepts", "rollbacks"))]
+            for name, m in methods.items()]
+    console.print(_table(f"{summary['dataset']} / {summary['updater']}: accuracy",
+                         ("method", "online acc", "test acc", "triggers", "accepted", "rolled back"), rows, width=width),
+                  crop=False)
+    keys = ("needed_calls", "needed_tokens", "paid_calls", "paid_tokens", "cache_hits")
+    rows = [[name, *(f"{method_cost(m['usage'])[k]:,}" for k in keys)] for name, m in methods.items()]
+    console.print(_table("cost per method", ("method", "calls needed", "tokens needed", "calls paid", "tokens paid",
+                                             "cache hits"), rows,
+                         caption="needed = every response the method used (cache included); paid = calls this run made",
+                         width=width), crop=False)
+    print_injections(summary, console, width)
+    rows = [[role, *(f"{r.get(k, 0):,}" for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")),
+             f"{r.get('wall_s', 0):.1f}"] for role, r in summary["usage_total"].items()]
+    console.print(_table("LLM usage by role (whole run)", ("role", "calls paid", "cache hits", "prompt tokens paid",
+                                                           "completion tokens paid", "wall s"), rows,
+                         caption="paid = backend calls; cache hits = served by the response cache", width=width),
+                  crop=False)
+    for line in cost_remarks(methods):
         console.print(line, markup=False, soft_wrap=True)
     eng = summary.get("engine")
     if eng and eng.get("calls"):
@@ -81,21 +115,49 @@ def print_summary(summary: dict, console) -> None:
                       "prompt tokens reused from the KV cache", markup=False, soft_wrap=True)
 
 
-def print_injections(summary: dict, console) -> None:
+UNSCORED_WHY = {"unparsed": "no final answer found", "truncated": "cut at the token limit before an answer",
+                "timeout": "the checker timed out", "error": "the checker failed"}
+
+
+def test_issue_lines(method: str, records: list) -> list[str]:
+    """Lines naming the test answers of one method (test.jsonl records) that could not be scored (status unparsed,
+    truncated, timeout, error or any other non-ok status: counted wrong) and those scored only through the weak
+    fallback (no final-answer marker), with their task ids grouped by why; [] when every answer was scored."""
+    recs = [r for r in records if isinstance(r, dict)]
+    groups: dict[str, list[str]] = {}
+    fallback = []
+    for r in recs:
+        st = r.get("status")
+        if st == "fallback":
+            fallback.append(f"{r.get('task_id')} ({'correct' if r.get('correct') is True else 'wrong'})")
+        elif st not in (None, "ok"):
+            groups.setdefault(str(st), []).append(str(r.get("task_id")))
+    out = []
+    if groups:
+        n = sum(len(v) for v in groups.values())
+        parts = "; ".join(f"{st} ({UNSCORED_WHY.get(st, 'status ' + st)}): {', '.join(ids)}" for st, ids in groups.items())
+        out.append(f"[{method}] test: {n} of {len(recs)} answers could not be scored (counted wrong): {parts}")
+    if fallback:
+        out.append(f"[{method}] test: {len(fallback)} of {len(recs)} answers had no final-answer marker and were scored "
+                   f"from their last number or letter: {', '.join(fallback)}")
+    return out
+
+
+def print_injections(summary: dict, console, width: int | None = None) -> None:
     """Per method: injected harmful candidates, how many were deployed / blocked, and for each blocked one whether
     the trigger fired and how the evaluation set E scored the old and the injected memory (runs with --inject only)."""
-    from rich.table import Table
-
-    rows = {name: m["injections"] for name, m in summary["methods"].items() if m.get("injections")}
-    if not rows:
+    found = {name: m["injections"] for name, m in summary["methods"].items() if m.get("injections")}
+    if not found:
         return
-    t = Table(title=f"injected harmful candidates ({next(iter(rows.values()))['plan']})")
-    for col in ("method", "injected", "deployed", "blocked", "blocked: trigger fired, E score old vs injected"):
-        t.add_column(col, justify="left" if col == "method" or col.startswith("blocked:") else "right")
-    for name, s in rows.items():
+    rows = []
+    for name, s in found.items():
         detail = "; ".join(f"{b['kind']}@{b['step']}: " + ("fired" if b["triggered"] else "not fired")
                            + (f", {b['old_score']:.2f} vs {b['new_score']:.2f}"
                               if b["old_score"] is not None and b["new_score"] is not None else "")
                            for b in s["blocked_steps"]) or "-"
-        t.add_row(name, str(s["injected"]), str(s["deployed"]), str(s["blocked"]), detail)
-    console.print(t)
+        rows.append([name, str(s["injected"]), str(s["deployed"]), str(s["blocked"]), detail])
+    t = _table(f"injected harmful candidates ({next(iter(found.values()))['plan']})",
+               ("method", "injected", "deployed", "blocked", "blocked: trigger fired, E score old vs injected"), rows,
+               width=width)
+    t.columns[-1].justify = "left"
+    console.print(t, crop=False)

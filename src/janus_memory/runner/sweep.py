@@ -197,13 +197,15 @@ def load_grid_cells(path: str | Path) -> list[tuple[str, RunConfig]]:
     import yaml
     from pydantic import ValidationError
 
+    from .yaml_load import load_unique
+
     p = Path(path).expanduser()
     if not p.is_file():
         raise ValueError(f"grid file not found: {p}")
     text = p.read_text(encoding="utf-8")
     try:
         node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data = load_unique(text)  # a key given twice at any depth (also inside janus:): YAML error with its lines
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

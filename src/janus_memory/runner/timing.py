@@ -3,13 +3,17 @@
 time estimate a run prints at its start (runner/estimate.py).
 
 One entry per (GGUF identity, llama.cpp slots, host name) keeps the last :data:`KEEP` runs, each as the backend
-calls it made (cache hits excluded), the seconds spent inside them and the tokens they generated. The measurement is
-the mean over those runs: seconds per call = total seconds / total calls, tokens/s = total tokens / total seconds.
+calls it made (cache hits excluded), the model's busy time over those calls and the tokens they generated. The busy
+time is the union of the intervals of the calls that returned a reply (llm/usage.py ``busy_seconds``) minus the model
+load: not the run's wall time, which also holds start-up, the encoder, cache hits, scoring and waiting. A run with
+fewer than :data:`MIN_CALLS` calls (a resume that only finished a test, a re-run served by the cache) is not a
+measurement and is neither written nor read. The measurement is the mean over the kept runs: seconds per call =
+total busy seconds / total calls, tokens/s = total tokens / total busy seconds.
 
-The file is a convenience: an unreadable, corrupt or foreign file is ignored (no measurement; the next run writes a
-fresh one), and a file that cannot be written is skipped without an error. Writers take an exclusive lock on
-``timings.json.lock`` for the read-modify-write and replace the file atomically, so concurrent runs (a sweep's
-workers) lose no record and a reader never sees half a file.
+The file is a convenience: an unreadable, corrupt or foreign file (including format 1, which recorded wall time) is
+ignored (no measurement; the next run writes a fresh one), and a file that cannot be written is skipped without an
+error. Writers take an exclusive lock on ``timings.json.lock`` for the read-modify-write and replace the file
+atomically, so concurrent runs (a sweep's workers) lose no record and a reader never sees half a file.
 """
 from __future__ import annotations
 
@@ -23,8 +27,9 @@ from pathlib import Path
 
 from .jsonio import atomic_write_text
 
-FORMAT = 1
+FORMAT = 2  # 1 recorded the wall time inside LLM calls (cache hits and queueing included): not read any more
 KEEP = 5  # runs kept per model and machine (older ones are dropped: the machine's load changes)
+MIN_CALLS = 10  # fewer calls in one run are not a measurement (the first call's prompt processing dominates)
 
 
 @dataclass(frozen=True)
@@ -55,13 +60,13 @@ MIN_S_PER_CALL, MAX_S_PER_CALL = 1e-6, 86_400.0  # a recorded mean outside this 
 def _valid_run(r) -> bool:
     if not isinstance(r, dict):
         return False
-    calls, wall, tokens = r.get("calls"), r.get("wall_s"), r.get("completion_tokens")
+    calls, busy, tokens = r.get("calls"), r.get("busy_s"), r.get("completion_tokens")
     ints = all(isinstance(x, int) and not isinstance(x, bool) for x in (calls, tokens))
-    if not (ints and isinstance(wall, (int, float)) and not isinstance(wall, bool) and math.isfinite(wall)):
+    if not (ints and isinstance(busy, (int, float)) and not isinstance(busy, bool) and math.isfinite(busy)):
         return False
     # plausible bounds: a hand-edited or hostile record must not print "~inf h" or a 300-digit rate
-    return (0 < calls <= MAX_CALLS and 0 <= tokens <= MAX_CALLS * 1_000_000
-            and MIN_S_PER_CALL <= wall / calls <= MAX_S_PER_CALL)
+    return (MIN_CALLS <= calls <= MAX_CALLS and 0 <= tokens <= MAX_CALLS * 1_000_000
+            and MIN_S_PER_CALL <= busy / calls <= MAX_S_PER_CALL)
 
 
 def _load(path: Path) -> dict:
@@ -82,16 +87,17 @@ def read_measurement(identity: str, n_parallel: int = 1, path: Path | None = Non
     if not runs:
         return None
     calls = sum(r["calls"] for r in runs)
-    wall = sum(float(r["wall_s"]) for r in runs)
+    busy = sum(float(r["busy_s"]) for r in runs)
     tokens = sum(r["completion_tokens"] for r in runs)
-    return Measurement(s_per_call=wall / calls, tokens_per_s=tokens / wall, runs=len(runs), calls=calls)
+    return Measurement(s_per_call=busy / calls, tokens_per_s=tokens / busy, runs=len(runs), calls=calls)
 
 
-def record_run(identity: str, n_parallel: int, *, calls: int, wall_s: float, completion_tokens: int,
+def record_run(identity: str, n_parallel: int, *, calls: int, busy_s: float, completion_tokens: int,
                path: Path | None = None) -> bool:
-    """Add one finished run's measurement (True when written). Nothing is written for a run without backend calls
-    (served from the cache) or with invalid numbers; an unwritable folder returns False."""
-    run = {"calls": int(calls), "wall_s": round(float(wall_s), 3), "completion_tokens": int(completion_tokens),
+    """Add one finished run's measurement (True when written): ``calls`` backend calls (cache hits excluded) that
+    kept the model busy ``busy_s`` seconds and generated ``completion_tokens``. Nothing is written for a run with
+    fewer than MIN_CALLS calls or with invalid numbers; an unwritable folder returns False."""
+    run = {"calls": int(calls), "busy_s": round(float(busy_s), 3), "completion_tokens": int(completion_tokens),
            "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
     if not _valid_run(run):
         return False

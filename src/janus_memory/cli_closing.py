@@ -1,0 +1,70 @@
+"""What `janus run` / `janus demo` print after the summary tables, and the console every command prints to.
+
+- test answers that could not be scored, per method: their ids and why (``unparsed``: no final answer found,
+  ``truncated``: cut at the token limit, ``timeout`` / ``error``: the checker), and those scored only through the
+  weak fallback (no final-answer marker);
+- the run folder;
+- the wall time from the start of the command (process start: interpreter and imports included) to its end, split
+  into start-up (everything before the first step) and stream + test.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+_IMPORTED = time.time()
+
+
+def process_started() -> float:
+    """The time.time() at which this process started (Linux /proc), so the wall time printed at the end includes the
+    interpreter start and imports; elsewhere the time this module was imported."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22 (starttime), counted after "comm)"
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        started = time.time() - (uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return _IMPORTED
+    return started if started <= _IMPORTED else _IMPORTED
+
+
+def make_console():
+    """The console of every command. On a terminal: its width (tables are built to fit 80 columns). Not on a
+    terminal (``| cat``, ``| tee``, a file): so wide that no table cell, header or line is ever cut or wrapped."""
+    from rich.console import Console
+
+    return Console(stderr=False, width=None if sys.stdout.isatty() else 100_000)
+
+
+def closing_lines(summary: dict, say, t0: float, first_step: float | None) -> None:
+    """Test answers that could not be scored (per method, ids and why), the run folder and the wall time."""
+    from .runner.reader import RunReader
+    from .runner.summary_table import test_issue_lines
+
+    reader = RunReader(summary["run_dir"])
+    for method in summary["methods"]:
+        try:
+            records = reader.jsonl(f"{method}/test.jsonl")
+        except (OSError, ValueError):  # the summary above is what matters; an unreadable file is named, not fatal
+            say(f"[{method}] test: {method}/test.jsonl could not be read to list unscored answers")
+            continue
+        for line in test_issue_lines(method, records):
+            say(line)
+    say(f"run folder: {summary['run_dir']}")
+    say(wall_line(time.time() - t0, None if first_step is None else first_step - t0,
+                  (summary.get("engine") or {}).get("load_s")))
+
+
+def wall_line(total: float, startup: float | None, load_s: float | None = None) -> str:
+    """'wall time: ...' from the start of the command to its end, split into start-up (imports, dataset, encoder,
+    resume checks: everything before the first step) and stream + test (with the model load, which happens inside
+    the first LLM call of the embedded backend)."""
+    if startup is None:  # nothing was left to run (a resume of finished methods)
+        return f"wall time: {total:.1f} s (start-up and writing the summary; no stream step or test was left)"
+    load = f", including the model load {load_s:.1f} s" if load_s else ""
+    return (f"wall time: {total:.1f} s from start to end = start-up {startup:.1f} s (imports, dataset, encoder, "
+            f"before the first step) + stream and test {total - startup:.1f} s{load}")
+
+
