@@ -39,7 +39,7 @@ def _pct(x, std=None) -> str:
 
 
 def _rate(x) -> str:
-    """A rate as a percentage with its sign: 0.625 -> "62.5%"."""
+    """A rate in percent, with the % sign: 0.625 -> "62.5%"."""
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
