@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -97,8 +98,9 @@ def _check_finished(runs: list[Path], method_of) -> None:
 
 
 def _statuses(out: str) -> dict[str, str]:
-    """{run folder: status} from the sweep's "[i/n] status folder" lines."""
-    return {line.split()[2]: line.split()[1] for line in out.splitlines() if line.startswith("[") and "/2] " in line}
+    """{run folder: status} from the sweep's "[i/n] status cell seed<k> ... (folder)" lines."""
+    return {re.search(r"  \((/.*?)\)(?:  |$)", line).group(1): line.split()[1] for line in out.splitlines()
+            if line.startswith("[") and "/2] " in line}
 
 
 def _expected(runs: list[Path], finished: set[Path]) -> dict[str, str]:

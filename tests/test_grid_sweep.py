@@ -194,3 +194,33 @@ def test_grid_with_stream_order_study_has_separate_folders_and_tables(tmp_path):
     assert acc["dc_rs"]["gsm8k"]["n"] == 1 and acc["dc_rs+janus"]["gsm8k"]["n"] == 1  # seed-0 grid runs only
     order = {r["label"]: r["seeds"] for r in rep["tables"]["stream_order"]["rows"]}
     assert order == {"dc_rs": [0, 1], "dc_rs+janus": [0, 1]}
+
+
+def test_incomplete_cell_folder_is_named_and_left_alone_then_the_line_names_cell_and_test_acc(tmp_path):
+    import sqlite3
+
+    cfg = _base(tmp_path, stream_size=4, controller="none").model_copy(
+        update={"out": str(tmp_path / "grid" / "gsm8k" / "dc_rs" / "seed0")})
+    out = Path(cfg.out)
+    out.mkdir(parents=True)
+    with sqlite3.connect(out / "run.sqlite") as db:  # a run stopped before its settings were stored
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    before = (out / "run.sqlite").read_bytes()
+    logs: list[str] = []
+    res = run_sweep([("dc_rs", cfg)], workers=1, log=logs.append)
+    msg = ("incomplete cell folder: run.sqlite holds no settings (the run stopped before it was set up); "
+           "delete or rename the folder and run the same command again")
+    assert (res[0]["status"], res[0]["error"]) == ("failed", msg)
+    assert logs == [f"[1/1] failed   dc_rs seed0  ({out})  error: {msg}"]
+    assert (out / "run.sqlite").read_bytes() == before and not (out / "config.json").exists()
+    (out / "run.sqlite").rename(out.parent / "run.sqlite.old")  # the fix the message names
+    logs.clear()
+    res = run_sweep([("dc_rs", cfg)], workers=1, log=logs.append)
+    acc = res[0]["test_accuracy"]["dc_rs"]
+    assert res[0]["status"] == "done" and logs == [f"[1/1] done     dc_rs seed0  test acc {acc:.3f}  ({out})"]
+    both = cfg.model_copy(update={"controller": "both", "out": str(tmp_path / "b" / "seed0")})
+    logs.clear()
+    res = run_sweep([both], workers=1, log=logs.append)
+    a = res[0]["test_accuracy"]
+    assert logs == [f"[1/1] done     b seed0  test acc: dc_rs {a['dc_rs']:.3f}, dc_rs+janus {a['dc_rs+janus']:.3f}  "
+                    f"({tmp_path / 'b' / 'seed0'})"]

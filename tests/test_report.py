@@ -20,7 +20,8 @@ def _sha(t: str) -> str:
 
 
 def make_run(root: Path, dataset: str, updater: str, methods: dict, *, seed=0, janus=None, cell=None, memories=None):
-    """Write a minimal finished run folder. methods: {name: dict(test_accuracy, triggers, decisions=[...])}."""
+    """Write a minimal finished run folder. methods: {name: dict(test_accuracy, triggers, decisions=[...])}; optional
+    per method: "lines" {step: extra decision-log fields}, "summary" {extra summary fields, e.g. usage, injections}."""
     root.mkdir(parents=True)
     (root / "config.json").write_text(json.dumps({"dataset": dataset, "updater": updater, "seed": seed,
                                                   "janus": janus if janus is not None else JANUS}))
@@ -37,13 +38,14 @@ def make_run(root: Path, dataset: str, updater: str, methods: dict, *, seed=0, j
             "accepts": m.get("accepts") if is_j else None, "rollbacks": m.get("rollbacks") if is_j else None,
             "checkpoints": m.get("checkpoints", []),
             "usage": {"janus": {"calls": 10, "cache_hits": 0, "prompt_tokens": 900, "completion_tokens": 100}} if is_j else {},
+            **m.get("summary", {}),
         }
         d = root / name
         d.mkdir()
         lines, recs = [], []
         for i, dec in enumerate(decs, 1):
             line = {"step": i, "task_id": f"t{i}", "correct": True, "old_memory_sha256": _sha("(empty)" if i == 1 else "x"),
-                    "decision": dec}
+                    "decision": dec, **m.get("lines", {}).get(i, {})}
             rec = {"step": i, "task_id": f"t{i}", "correct": True,
                    "llm_calls": [{"role": "solver", "prompt_tokens": 100, "completion_tokens": 10},
                                  {"role": "curator", "prompt_tokens": 200, "completion_tokens": 20}]}
@@ -74,7 +76,7 @@ def _decs(pattern: str) -> list[dict]:
         else:
             trig = ch in "AR"
             out.append({"phase": "post", "triggered": trig, "accept": ch != "R", "cosine": -0.5 if trig else 0.5,
-                        "evaluator_calls": 10 if trig else 0})
+                        "evaluator_calls": 10 if trig else 0, "eval_ids": ["e1", "e2", "e3", "e4"] if trig else []})
     return out
 
 
@@ -127,7 +129,11 @@ def test_tables_exact_values(grid_root, tmp_path):
     assert [(r["label"], r["seeds"]) for r in so] == [("dc_rs", [0, 1])]
 
     md = Path(rep["report"]).read_text()
-    assert "| always | 70.0 | 6 | 3 | 100.0 | 5 | 30 | 30 | 6/0 |" in md  # MMT's 3 triggers beside
+    # MMT's 3 triggers beside; the rate in %; |E| = 4 members built per trigger of 5 configured; base: no trigger
+    assert "| always | 70.0 | 6 | 3 | 100.0% | 4.0 / 5 | 30 | 30 | 6/0 |" in md
+    assert "| base (no Janus) | 60.0 | — | — | — | — | — | — | — |" in md
+    assert "| Policy | Test acc | #Trig | MMT #Trig | Trig. rate | \\|E\\| used (mean) / configured |" in md
+    assert trig["mmt"]["eval_set_used"] == 4.0 and trig["always"]["eval_set_used"] == 4.0
     assert "## Seed sweep" in md and "## Stream order" not in md
 
 
@@ -286,7 +292,8 @@ def test_report_paired_table_setup_caption_and_size_groups(tmp_path):
     assert [(x["n"], x["base_only"], x["janus_only"], x["diff"], x["p_mcnemar"]) for x in p] == [(5, 0, 2, 0.4, 0.5)]
     md = Path(rep["report"]).read_text()
     assert "These runs do not share one setup: 2 groups" in md
-    assert "| GSM8K | dc_rs vs dc_rs+janus | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | 0.5 |" in md  # Newcombe: both 2, Janus-only 2, base-only 0, neither 1
+    assert ("| GSM8K | dc_rs vs dc_rs+janus | one run folder | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
+            "0.5 |") in md  # Newcombe: both 2, Janus-only 2, base-only 0, neither 1
 
 
 def test_periodic_period_one_is_flagged(tmp_path):

@@ -66,36 +66,37 @@ def plot_trajectories(rows: list[MethodRun], out: Path) -> dict[str, str]:
 def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     """Cumulative online accuracy per stream step for each method of one run folder; every injected step is a dotted
     vertical line labelled with its kind; on each method's curve a red down-triangle marks a deployed injection and a
-    green square a blocked one. The legend gives each method's final test accuracy."""
+    green square a blocked one. Curves that coincide stay visible: the first method is a wide pale line, the next ones
+    dashed on top (named "same curve as ..."), and their markers shrink so they sit inside each other."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    from .plots import _label_color, _save
+    from .plots import _label_color, mark_injected, save_figure
     from .reader import RunReader
 
     reader = RunReader(rs[0].run_dir)
     fig, ax = plt.subplots(figsize=(9, 4.0))
     kinds: dict[int, str] = {}
+    drawn: list[tuple[str, list[float]]] = []
+    sizes = [("large", 170), ("small", 45)] if len(rs) <= 2 else [("large", 170), ("medium", 80), ("small", 30)]
     for i, r in enumerate(rs):
         lines = sorted(reader.decisions(r.method), key=lambda x: x["step"])
-        steps, acc, ok = [], [], 0
-        for k, ln in enumerate(lines, 1):
-            ok += int(bool(ln.get("correct")))
-            steps.append(ln["step"])
-            acc.append(100 * ok / k)
-        color = _label_color(r.label, i)
+        steps, acc = [ln["step"] for ln in lines], _running_accuracy(lines)
+        color, (size, area) = _label_color(r.label, i), sizes[min(i, len(sizes) - 1)]
         test = "—" if r.test_accuracy is None else f"{100 * r.test_accuracy:.1f}%"
-        ax.plot(steps, acc, color=color, lw=1.5, label=f"{r.label} (final test accuracy {test})")
-        at = {s: a for s, a in zip(steps, acc)}
+        same = next((lab for lab, ys in drawn if ys == acc), None)
+        label = f"{r.label} (final test accuracy {test}; {size} markers)" + (f"; same curve as {same}" if same else "")
+        ax.plot(steps, acc, color=color, lw=3.2 if i == 0 else 1.5, alpha=0.5 if i == 0 else 1.0,
+                ls="-" if i == 0 else (0, (5, 3)), zorder=2 + i, label=label)
+        drawn.append((r.label, acc))
+        at = dict(zip(steps, acc))
         for ln in lines:
             if ln.get("injected"):
                 kinds[ln["step"]] = ln["injected"]
                 blocked = ln.get("deployed") != "candidate"
-                ax.scatter([ln["step"]], [at[ln["step"]]], marker="s" if blocked else "v", s=55, zorder=3,
-                           color="tab:green" if blocked else "tab:red", edgecolors=color, linewidths=1.2)
-    for step, kind in sorted(kinds.items()):
-        ax.axvline(step, color="0.5", ls=":", lw=1)
-        ax.text(step, 101, kind, rotation=90, ha="center", va="bottom", fontsize=7, color="0.3")
+                ax.scatter([ln["step"]], [at[ln["step"]]], marker="s" if blocked else "v", s=area,
+                           zorder=5 + i, color="tab:green" if blocked else "tab:red", edgecolors=color, linewidths=1.2)
+    mark_injected(ax, kinds)
     ax.scatter([], [], marker="v", color="tab:red", label="injected candidate deployed")
     ax.scatter([], [], marker="s", color="tab:green", label="injected candidate blocked")
     ax.set_ylim(-2, 112)
@@ -106,4 +107,12 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
                  fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower left")
-    return _save(fig, path)
+    return save_figure(fig, path)
+
+
+def _running_accuracy(lines: list[dict]) -> list[float]:
+    ok, out = 0, []
+    for k, ln in enumerate(lines, 1):
+        ok += int(bool(ln.get("correct")))
+        out.append(100 * ok / k)
+    return out

@@ -1,7 +1,8 @@
 """Paired comparison of a base updater and its +Janus variant on the same held-out test items.
 
-Both methods of one run folder answer the same frozen test split, so the comparison is paired: only the items where
-they disagree carry information. ``b`` = base right / Janus wrong, ``c`` = base wrong / Janus right. The exact McNemar
+Both methods of one run folder, or a grid's base cell and its +Janus cell (same dataset, seed and setup, so the same
+split), answer the same frozen test items, so the comparison is paired: only the items where they disagree carry
+information. ``b`` = base right / Janus wrong, ``c`` = base wrong / Janus right. The exact McNemar
 test is a two-sided sign test on the b + c discordant items (binomial, p = 1/2). The 95% interval of the accuracy
 difference (c - b) / n is Newcombe's square-and-add interval for paired proportions (Newcombe 1998, method 10): a
 Wilson score interval for each accuracy, combined with the estimated correlation of the two (phi, with Newcombe's
@@ -72,24 +73,40 @@ def paired_compare(base: dict[str, bool], janus: dict[str, bool]) -> dict:
             "unmatched": len(set(base) ^ set(janus))}
 
 
+def _pair_key(r) -> tuple:
+    return (r.dataset, r.updater, r.seed, r.stream_order, r.label.replace("+janus", ""),
+            tuple(sorted(r.setup.items(), key=str)))
+
+
+def base_janus_pairs(rows) -> list[tuple]:
+    """(base row, +Janus row) with the same dataset, updater, seed, label suffix and setup (backend, model, encoder,
+    preset, sizes), hence the same test split: the two methods of one run folder (``--controller both``) or two
+    grid cells (``<u>/seed<k>`` and ``<u>+janus/seed<k>``). A base in the +Janus row's own folder is preferred."""
+    bases: dict[tuple, list] = {}
+    for r in rows:
+        if not r.janus:
+            bases.setdefault(_pair_key(r), []).append(r)
+    out = []
+    for j in rows:
+        cands = bases.get(_pair_key(j), []) if j.janus else []
+        if cands:
+            out.append((min(cands, key=lambda b: (b.run_dir != j.run_dir, str(b.run_dir))), j))
+    return out
+
+
 def paired_rows(rows) -> list[dict]:
-    """One paired comparison per run folder holding both X and X+janus (same label suffix), from test.jsonl."""
+    """One paired comparison per (base, +Janus) pair (:func:`base_janus_pairs`), from both test.jsonl files; pairs
+    with no shared test item are left out."""
     from .reader import RunReader
 
-    by_dir: dict = {}
-    for r in rows:
-        by_dir.setdefault((r.run_dir, r.label.replace("+janus", "")), {})[r.method] = r
     out = []
-    for (run_dir, _), ms in sorted(by_dir.items(), key=lambda kv: str(kv[0])):
-        for name, jr in ms.items():
-            base = ms.get(name[: -len("+janus")]) if name.endswith("+janus") else None
-            if base is None:
-                continue
-            reader = RunReader(run_dir)
-            tb, tj = _verdicts(reader.jsonl(f"{base.method}/test.jsonl")), _verdicts(reader.jsonl(f"{jr.method}/test.jsonl"))
-            if set(tb) & set(tj):  # nothing shared: no paired comparison (the run's own integrity check reports it)
-                out.append({"dataset": jr.dataset, "label": jr.label, "base": base.label, "seed": jr.seed,
-                            "run_dir": str(run_dir), **paired_compare(tb, tj)})
+    for b, j in sorted(base_janus_pairs(rows), key=lambda p: (p[1].dataset, p[1].seed, str(p[1].run_dir), p[1].label)):
+        tb = _verdicts(RunReader(b.run_dir).jsonl(f"{b.method}/test.jsonl"))
+        tj = _verdicts(RunReader(j.run_dir).jsonl(f"{j.method}/test.jsonl"))
+        if set(tb) & set(tj):  # nothing shared: no paired comparison (the run's own integrity check reports it)
+            out.append({"dataset": j.dataset, "label": j.label, "base": b.label, "seed": j.seed,
+                        "run_dir": str(j.run_dir), "base_run_dir": str(b.run_dir),
+                        "same_folder": b.run_dir == j.run_dir, **paired_compare(tb, tj)})
     return out
 
 
@@ -106,10 +123,11 @@ def paired_markdown(prs: list[dict]) -> str:
     body = []
     for p in prs:
         lo, hi = p["ci95"]
-        body.append([display_name(p["dataset"]), f"{p['base']} vs {p['label']}", str(p["seed"]), str(p["n"]),
+        body.append([display_name(p["dataset"]), f"{p['base']} vs {p['label']}",
+                     "one run folder" if p["same_folder"] else "two grid cells", str(p["seed"]), str(p["n"]),
                      f"{100 * p['base_acc']:.1f}", f"{100 * p['janus_acc']:.1f}", f"{100 * p['diff']:+.1f}",
                      f"[{100 * lo:+.1f}, {100 * hi:+.1f}]", f"{p['janus_only']}/{p['base_only']}",
                      f"{p['p_mcnemar']:.3g}"])
-    header = ["Dataset", "Comparison", "Seed", "n", "Base acc", "+Janus acc", "Diff (pp)", "95% CI (pp)",
+    header = ["Dataset", "Comparison", "Runs", "Seed", "n", "Base acc", "+Janus acc", "Diff (pp)", "95% CI (pp)",
               "Janus-only/base-only correct", "McNemar exact p"]
     return markdown_table(header, body) if body else ""

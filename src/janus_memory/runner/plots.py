@@ -2,15 +2,19 @@
 
 - checkpoints: test accuracy of the memory after 20/40/60/80/100% of the stream, base (red) vs Janus (blue) (paper Fig. 4);
 - trigger timeline: cos(z_t, m_{t-1}) per stream step with the threshold tau, warm-up shaded, accepted candidates and
-  rollbacks marked (paper §2, Algorithm 1);
+  rollbacks marked (paper §2, Algorithm 1), triggers without a cosine in an "n/a" band, injected candidates as
+  labelled vertical lines;
 - tokens by role: cumulative LLM tokens (prompt + completion) per stream step for solver / curator / janus;
 - eval-set ablation bars (Fig. 3) and stream-order spread (Fig. 5).
-Every function returns the written path (or None when the run has nothing to plot).
+- token overhead: base vs +Janus cumulative stream tokens on one scale, the overhead as `janus run` prints it.
+Every function returns the written path (or None when the run has nothing to plot); every PNG of the package (bench
+included) is written by :func:`save_figure`.
 """
 from __future__ import annotations
 
 import math
 import re
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -34,7 +38,8 @@ def _label_color(label: str, i: int) -> str:
     return f"C{(i + 2) % 10}"
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
+    """Write ``fig`` to ``path`` (folders made, tight layout, 110 dpi) and close it; every PNG of the package."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -82,15 +87,17 @@ def plot_checkpoints(rows, path: Path) -> Path | None:
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     fig.suptitle("Test accuracy of memory checkpoints (base vs Janus)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_trigger_timeline(r, path: Path) -> Path | None:
-    """Cosine per step (line), tau (dashed), warm-up (shaded), accepted triggers (green ^), rollbacks (red v).
-    Triggered steps without a cosine (e.g. policy "always" before the momentum exists) are marked on the tau line."""
+    """Cosine per step (line), tau (dashed), warm-up (shaded), accepted triggers (green ^), rollbacks (red v),
+    injected candidates (dotted vertical line labelled with the kind). A triggered step without a cosine (no momentum
+    yet, e.g. policy "always" right after the warm-up) is drawn in a separate "n/a" band below the cosine axis."""
     from .reader import RunReader
 
-    lines = RunReader(r.run_dir).jsonl(f"{r.method}/decisions.jsonl")
+    reader = RunReader(r.run_dir)
+    lines = reader.jsonl(f"{r.method}/decisions.jsonl")
     if not lines:
         return None
     tau = float(r.janus_cfg.get("tau", 0.0))
@@ -104,27 +111,69 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
     ax.axhline(tau, color="k", ls="--", lw=1, label=f"τ = {tau:g}")
     if warmup:
         ax.axvspan(0.5, min(warmup, max(steps)) + 0.5, color="0.85", alpha=0.6, label=f"warm-up ({warmup})")
-    acc_x, acc_y, rb_x, rb_y = [], [], [], []
+    lo, hi = cosine_ylim([c for c in cos if c is not None], tau)
+    ax.set_ylim(lo, hi)
+    y_na = _na_band(ax, lo, hi) if any(c is None and (ln.get("decision") or {}).get("triggered")
+                                       for c, ln in zip(cos, lines)) else None
+    marks: dict[bool, tuple[list, list]] = {True: ([], []), False: ([], [])}
     for s, c, ln in zip(steps, cos, lines):
         d = ln.get("decision") or {}
-        if not d.get("triggered"):
-            continue
-        y = c if c is not None else tau
-        (acc_x if d.get("accept") else rb_x).append(s)
-        (acc_y if d.get("accept") else rb_y).append(y)
+        if d.get("triggered"):
+            marks[bool(d.get("accept"))][0].append(s)
+            marks[bool(d.get("accept"))][1].append(c if c is not None else y_na)
     size = 18 if many else 60
-    ax.scatter(acc_x, acc_y, marker="^", s=size, color="tab:green", zorder=3, label=f"triggered: accepted ({len(acc_x)})")
-    ax.scatter(rb_x, rb_y, marker="v", s=size, color="tab:red", zorder=3, label=f"triggered: rolled back ({len(rb_x)})")
+    for ok, marker, color, what in ((True, "^", "tab:green", "accepted"), (False, "v", "tab:red", "rolled back")):
+        ax.scatter(*marks[ok], marker=marker, s=size, color=color, zorder=3,
+                   label=f"triggered: {what} ({len(marks[ok][0])})")
+    mark_injected(ax, injected_steps(r))
     ax.set_xlim(0.5, max(steps) + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylim(*cosine_ylim([c for c in cos if c is not None], tau))
     ax.set_xlabel("stream step")
     ax.set_ylabel("cosine")
     trig = r.janus_cfg.get("trigger", "mmt")
     ax.set_title(f"Trigger timeline: {r.label} on {r.dataset} (seed {r.seed}, trigger={trig})")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return _save(fig, path)
+    return save_figure(fig, path)
+
+
+def _na_band(ax, lo: float, hi: float) -> float:
+    """A band below the cosine range for triggered steps that have no cosine; returns its y and fixes the y-axis
+    (cosine ticks inside [lo, hi] plus an "n/a" tick)."""
+    gap = 0.14 * (hi - lo)
+    y_na, bottom = lo - gap, lo - 1.8 * gap
+    ax.axhspan(bottom, lo - 0.5 * gap, color="0.93", zorder=0)
+    ax.set_ylim(bottom, hi)
+    ticks = [t for t in MaxNLocator(nbins=6).tick_values(lo, hi) if lo <= t <= hi]
+    ax.set_yticks([y_na, *ticks], ["n/a", *(f"{t:g}" for t in ticks)])
+    ax.text(0.01, y_na, " no cosine yet (no momentum)", transform=ax.get_yaxis_transform(), fontsize=7,
+            va="center", ha="left", color="0.35")
+    return y_na
+
+
+def injected_steps(r) -> dict[int, str]:
+    """{step: kind} of the injected harmful candidates of a method run (``--inject``): the decision log's
+    ``"injected"``, else the step records' ``info.injected.kind``; {} for a run without injections."""
+    from .reader import RunReader
+
+    if not r.summary.get("injections"):
+        return {}
+    reader = RunReader(r.run_dir)
+    out = {ln["step"]: str(ln["injected"]) for ln in reader.jsonl(f"{r.method}/decisions.jsonl") if ln.get("injected")}
+    if not out:
+        for rec in reader.jsonl(f"{r.method}/steps.jsonl"):
+            inj = (rec.get("info") or {}).get("injected")
+            if isinstance(inj, dict) and inj.get("kind"):
+                out[rec["step"]] = str(inj["kind"])
+    return out
+
+
+def mark_injected(ax, kinds: dict[int, str]) -> None:
+    """A dotted vertical line at each injected step, labelled with the kind at the top of the panel."""
+    for i, (step, kind) in enumerate(sorted(kinds.items())):
+        ax.axvline(step, color="0.4", ls=":", lw=1.2, zorder=1, label="injected candidate" if i == 0 else None)
+        ax.text(step, 0.98, f" {kind}", transform=ax.get_xaxis_transform(), rotation=90, ha="right", va="top",
+                fontsize=7, color="0.25")
 
 
 def cosine_ylim(values: list[float], tau: float) -> tuple[float, float]:
@@ -202,7 +251,7 @@ def plot_tokens_by_role(r, path: Path) -> Path | None:
     ax.set_title(f"Cumulative LLM tokens by role: {r.label} on {r.dataset} (seed {r.seed})", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_evalset(rows: list[dict], path: Path) -> Path:
@@ -222,7 +271,7 @@ def plot_evalset(rows: list[dict], path: Path) -> Path:
         ax.set_ylabel("test accuracy (%)")
         ax.tick_params(axis="x", labelsize=8)
     fig.suptitle("Evaluation-set ablation")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_stream_order(rows: list[dict], path: Path) -> Path:
@@ -245,25 +294,22 @@ def plot_stream_order(rows: list[dict], path: Path) -> Path:
         ax.grid(alpha=0.3, axis="y")
         ax.set_xlim(-0.6, len(rs) - 0.4)
     fig.suptitle("Stream-order sensitivity (dots: one per order; square: mean ± sample std)", fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def token_pairs(rows) -> list[tuple]:
-    """(base row, +janus row) pairs of main labels with the same dataset, updater, seed and setup."""
-    base = {(r.dataset, r.updater, r.seed, tuple(sorted(r.setup.items(), key=str))): r
-            for r in rows if not r.janus and not r.suffix_keys}
-    out = []
-    for r in rows:
-        if r.janus and not r.suffix_keys:
-            b = base.get((r.dataset, r.updater, r.seed, tuple(sorted(r.setup.items(), key=str))))
-            if b is not None:
-                out.append((b, r))
-    return out
+    """(base row, +janus row) pairs of main labels (runner/paired.py: same dataset, updater, seed and setup)."""
+    from .paired import base_janus_pairs
+
+    return [(b, j) for b, j in base_janus_pairs(rows) if not j.suffix_keys and not b.suffix_keys]
 
 
 def plot_token_overhead(rows, path: Path, max_panels: int = 6) -> Path | None:
     """One view of Janus's token overhead: per base/+Janus pair, both methods' cumulative stream tokens on one scale
-    (the +Janus line split into the updater's own tokens and the controller's evaluation tokens)."""
+    (the +Janus line split into the updater's own tokens and the controller's evaluation tokens). The overhead in each
+    title is :func:`summary_table.janus_overhead` of the two summaries, the number `janus run` prints."""
+    from .summary_table import OVERHEAD_BASIS, janus_overhead
+
     pairs = token_pairs(rows)[:max_panels]
     if not pairs:
         return None
@@ -279,12 +325,13 @@ def plot_token_overhead(rows, path: Path, max_panels: int = 6) -> Path | None:
         tb = [sum(v[i] for v in cb.values()) for i in range(len(sb))]
         tj = [sum(v[i] for v in cj.values()) for i in range(len(sj))]
         own = [t - cj.get("janus", [0] * len(sj))[i] for i, t in enumerate(tj)]
-        ax.plot(sb, tb, color="tab:red", lw=1.6, label=f"{b.label}")
+        ax.plot(sb, tb, color="tab:red", lw=2.8, alpha=0.55, label=f"{b.label}")  # wide: stays visible under +Janus
         ax.plot(sj, tj, color="tab:blue", lw=1.6, ls="--", label=f"{j.label} (total)")
         ax.fill_between(sj, own, tj, color="tab:green", alpha=0.25,
                         label="Janus evaluation" + (" (estimated)" if est.get("janus") else ""))
-        pct = 100 * (tj[-1] - tb[-1]) / tb[-1] if tb[-1] else float("nan")
-        ax.set_title(f"{j.dataset} / {j.updater} seed {j.seed}: overhead {pct:+.0f}%", fontsize=9)
+        pct = janus_overhead(b.summary.get("usage"), j.summary.get("usage"))["pct"]  # the console's definition
+        ax.set_title(f"{j.dataset} / {j.updater} seed {j.seed}: Janus overhead "
+                     + ("n/a" if pct is None else f"{pct:+.1f}%"), fontsize=9)
         ax.set_xlabel("stream step")
         ax.set_ylabel("cumulative tokens (cache hits included)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -292,5 +339,6 @@ def plot_token_overhead(rows, path: Path, max_panels: int = 6) -> Path | None:
         ax.legend(fontsize=7, loc="upper left")
     for ax in list(axes.flat)[len(pairs):]:
         ax.axis("off")
-    fig.suptitle("Token cost: base vs +Janus (same scale)", fontsize=10)
-    return _save(fig, path)
+    fig.suptitle(textwrap.fill(f"Token cost: base vs +Janus (same scale); Janus overhead = extra tokens in % of the base's ({OVERHEAD_BASIS})",
+                               width=int(14 * 4.8 * cols)), fontsize=9)
+    return save_figure(fig, path)

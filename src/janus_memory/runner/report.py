@@ -12,6 +12,7 @@ folder name ``<cell>/seed<k>``. Runs with the same label and dataset but differe
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..errors import RunFolderError
@@ -111,17 +112,53 @@ def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: i
     return plot_paths
 
 
+def _preset_fields(ps) -> dict[str, str]:
+    """A config.json ``preset_summary`` as ordered fields; each ``k=v`` of the Janus line is a field of its own
+    (``janus.k``), so cells that differ in one setting (a trigger ablation) share everything else."""
+    if not isinstance(ps, dict):
+        return {"Preset": "not recorded (run made before the presets)"}
+    out = {"Preset": f"{ps.get('name')} (replay {ps.get('replay')})"}
+    m = re.fullmatch(r"janus preset: (.*?) \((.*)\)", str(ps.get("janus")))
+    if m:
+        out["janus preset"] = m.group(1)
+        out.update({f"janus.{k}": v for k, _, v in (p.partition("=") for p in m.group(2).split(", "))})
+    else:
+        out["janus"] = str(ps.get("janus"))
+    out["encoder"] = str(ps.get("encoder"))
+    return out
+
+
+def _preset_text(fields: dict[str, str], varying: set[str]) -> str:
+    val = {k: "(per cell, below)" if k in varying else v for k, v in fields.items()}
+    parts = [f"Preset: {val['Preset']}"]
+    if "janus preset" in val:
+        sets = ", ".join(f"{k[6:]}={v}" for k, v in val.items() if k.startswith("janus."))
+        parts.append(f"janus preset: {val['janus preset']} ({sets})")
+    parts += [val[k] for k in ("janus", "encoder") if k in val]
+    return "; ".join(parts)
+
+
 def _preset_lines(rows: list[MethodRun]) -> list[str]:
-    """The presets of the runs (config.json ``preset_summary``), one line each, for the report header."""
+    """The runs' presets (config.json ``preset_summary``) for the report header: one line when every run folder has
+    the same; otherwise the shared part once and, per differing value, the row labels that have it."""
     from .reader import RunReader
 
-    seen: dict[str, None] = {}
-    for d in dict.fromkeys(r.run_dir for r in rows):
-        ps = RunReader(d).config().get("preset_summary")
-        line = (f"Preset: {ps.get('name')} (replay {ps.get('replay')}); {ps.get('janus')}; {ps.get('encoder')}"
-                if isinstance(ps, dict) else "Preset: not recorded (run made before the presets)")
-        seen.setdefault(line)
-    return [*seen, ""] if seen else []
+    by_dir = {d: _preset_fields(RunReader(d).config().get("preset_summary")) for d in dict.fromkeys(r.run_dir for r in rows)}
+    if not by_dir:
+        return []
+    keys = list(dict.fromkeys(k for f in by_dir.values() for k in f))
+    varying = {k for k in keys if len({f.get(k, "not recorded") for f in by_dir.values()}) > 1}
+    first = max(by_dir.values(), key=len)
+    lines = [_preset_text(first, varying)]
+    groups: dict[str, list[str]] = {}
+    for d, f in by_dir.items():
+        what = ", ".join(f"{k.removeprefix('janus.')}={f.get(k, 'not recorded')}" for k in keys if k in varying)
+        groups.setdefault(what, []).extend(r.label for r in rows if r.run_dir == d)
+    if varying:
+        labels = {what: sorted(dict.fromkeys(labs), key=label_key) for what, labs in groups.items()}
+        lines += ["", *(f"- {what}: {', '.join(labs)}" for what, labs in sorted(labels.items(),
+                                                                              key=lambda kv: label_key(kv[1][0])))]
+    return [*lines, ""]
 
 
 def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str]) -> list[str]:
@@ -152,13 +189,18 @@ def _section_markdown(tables: dict, cap: str) -> list[str]:
                capline, ""]
     if tables["paired"]["markdown"]:
         md += ["## Base vs +Janus, paired on the same test items", "",
-               "Diff = +Janus minus base accuracy on the items both answered; 95% CI: Newcombe's paired square-and-add interval; p: exact "
-               "McNemar (two-sided sign test on the items where exactly one method is right).", "",
+               "Diff = +Janus minus base accuracy on the items both answered; 95% CI: Newcombe's paired square-and-add "
+               "interval; p: exact McNemar (two-sided sign test on the items where exactly one method is right). Runs: "
+               "both methods in one run folder, or a grid's base cell and +Janus cell with the same dataset, seed and "
+               "setup (the same test split).", "",
                tables["paired"]["markdown"], "", capline, ""]
     if tables["trigger"]["markdown"]:
         md += ["## Table 2: trigger-policy ablation", "",
                "Trig. rate = triggers / post-warm-up steps; MMT #Trig = the MMT run's triggers (random and periodic are "
-               "matched to it); |E| = coverage + boundary + fresh sizes; evaluated tasks = sum of evaluator calls / 2.",
+               "matched to it); |E| used = mean size of the evaluation set built at a trigger (smaller than configured "
+               "while few tasks are seen or few answers flipped), configured = coverage + boundary + fresh sizes; cost "
+               "uses the configured |E| (the paper's measure); evaluated tasks = sum of evaluator calls / 2. The base "
+               "row has no trigger (—).",
                "", tables["trigger"]["markdown"], "", capline, ""]
         md += [f"> warning: {n}" for n in tables["trigger"].get("notes", [])] + [""]
     if tables["janus_cost"]["markdown"]:

@@ -114,15 +114,35 @@ def load_method_runs(run_dirs: list[str | Path]) -> list[MethodRun]:
     return rows
 
 
+def _decision_totals(r: MethodRun) -> dict:
+    """Read the method's decision log once: evaluator calls (when logged) and the evaluation-set size at each trigger."""
+    if "evaluated" not in r.extra:
+        total, seen, sizes = 0, False, []
+        for line in RunReader(r.run_dir).jsonl(f"{r.method}/decisions.jsonl"):
+            d = line.get("decision") or {}
+            if d.get("evaluator_calls") is not None:
+                seen = True
+                total += d["evaluator_calls"]
+            if d.get("triggered"):
+                ids = d.get("eval_ids")
+                roles = [d.get(k) for k in ("coverage", "boundary", "fresh")]
+                if isinstance(ids, list) and ids:
+                    sizes.append(len(ids))
+                elif any(isinstance(x, list) and x for x in roles):
+                    sizes.append(sum(len(x) for x in roles if isinstance(x, list)))
+        r.extra["evaluated"] = total / 2 if seen else None
+        r.extra["eval_used"] = (sum(sizes), len(sizes)) if sizes else None
+    return r.extra
+
+
 def evaluated_tasks(r: MethodRun) -> float | None:
     """Evaluation-set tasks actually solved: sum of decision["evaluator_calls"] / 2 (two memories per task).
     None when the decision log has no evaluator_calls."""
-    if "evaluated" not in r.extra:
-        total, seen = 0, False
-        for line in RunReader(r.run_dir).jsonl(f"{r.method}/decisions.jsonl"):
-            calls = (line.get("decision") or {}).get("evaluator_calls")
-            if calls is not None:
-                seen = True
-                total += calls
-        r.extra["evaluated"] = total / 2 if seen else None
-    return r.extra["evaluated"]
+    return _decision_totals(r)["evaluated"]
+
+
+def eval_set_used(r: MethodRun) -> tuple[int, int] | None:
+    """(sum of the evaluation-set sizes actually built, number of triggers that logged one): the set at a trigger can
+    be smaller than configured (few tasks seen yet, few flips for the boundary role, a short fresh window). None when
+    no trigger logged its set."""
+    return _decision_totals(r)["eval_used"]

@@ -249,7 +249,9 @@ def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False) -
     Returns ``{"out", "cell", "status": "done"|"skipped"|"resumed"|"failed", "error", "test_accuracy": {method: acc}}``.
     Writes ``<out>/cell.json`` ({"cell", "suffix", ...cell info}) and appends progress to ``<out>/sweep.log``.
     """
+    from ..errors import JanusError, RunFolderError
     from .experiment import run_experiment
+    from .reader import RunReader
 
     cfg = RunConfig(**cfg_dict)
     out = Path(cfg.out)
@@ -260,11 +262,12 @@ def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False) -
     try:
         if (out / "COMPLETE").exists() and not overwrite:
             res["status"] = "skipped"
-            from .reader import RunReader
-
             summary = RunReader(out).summary() or {}
         else:
             resume = (out / "run.sqlite").exists() and not (out / "COMPLETE").exists()
+            if resume and RunReader(out).meta("config") is None:  # stopped before its settings were stored
+                raise RunFolderError("incomplete cell folder: run.sqlite holds no settings (the run stopped before "
+                                     "it was set up); delete or rename the folder and run the same command again")
             out.mkdir(parents=True, exist_ok=True)
             with open(out / "sweep.log", "a", encoding="utf-8") as logf:
                 summary = run_experiment(cfg, log=lambda m: print(m, file=logf, flush=True), overwrite=overwrite,
@@ -276,7 +279,7 @@ def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False) -
         res["test_accuracy"] = {m: s.get("test_accuracy") for m, s in summary.get("methods", {}).items()}
     except Exception as e:  # noqa: BLE001 - a sweep reports failures per run and carries on
         res["status"] = "failed"
-        res["error"] = f"{type(e).__name__}: {e}"
+        res["error"] = str(e) if isinstance(e, JanusError) else f"{type(e).__name__}: {e}"
         try:
             out.mkdir(parents=True, exist_ok=True)
             with open(out / "sweep.log", "a", encoding="utf-8") as logf:
@@ -284,6 +287,14 @@ def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False) -
         except OSError:
             pass
     return res
+
+
+def _acc_text(accs: dict) -> str:
+    """"  test acc 0.667" (one method) or "  test acc: dc_rs 0.667, dc_rs+janus 1.000" ("" when none finished)."""
+    accs = {m: a for m, a in accs.items() if a is not None}
+    if len(accs) == 1:
+        return f"  test acc {next(iter(accs.values())):.3f}"
+    return ("  test acc: " + ", ".join(f"{m} {a:.3f}" for m, a in accs.items())) if accs else ""
 
 
 def _items(configs: Iterable) -> list[tuple[dict, dict]]:
@@ -331,9 +342,8 @@ def run_sweep(configs: Iterable, executor: str = "local", workers: int = 2, addr
     def _done(i: int, r: dict) -> None:
         results[i] = r
         n = sum(x is not None for x in results)
-        acc = ", ".join(f"{m} {a:.3f}" for m, a in r["test_accuracy"].items() if a is not None)
-        log(f"[{n}/{len(items)}] {r['status']:<8} {r['out']}" + (f"  {acc}" if acc else "")
-            + (f"  {r['error']}" if r["error"] else ""))
+        log(f"[{n}/{len(items)}] {r['status']:<8} {r['cell']} {Path(r['out']).name}{_acc_text(r['test_accuracy'])}"
+            f"  ({r['out']})" + (f"  error: {r['error']}" if r["error"] else ""))
 
     from .executors import run_in_processes, run_on_ray
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from .runs import MethodRun, evaluated_tasks
+from .runs import MethodRun, eval_set_used, evaluated_tasks
 
 TRIGGER_KEYS = {"trigger", "trigger_rate", "trigger_period"}
 EVALSET_KEYS = {"use_coverage", "use_boundary", "use_fresh"}
@@ -36,6 +36,15 @@ def _pct(x, std=None) -> str:
         return "—"
     s = f"{100 * x:.1f}"
     return s + (f" ± {100 * std:.1f}" if std is not None else "")
+
+
+def _rate(x) -> str:
+    """A rate in percent, with the % sign: 0.625 -> "62.5%"."""
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _used(x) -> str:
+    return "—" if x is None else f"{x:.1f}"
 
 
 def _num(x, nd=1) -> str:
@@ -121,6 +130,13 @@ def accuracy_table(rows: list[MethodRun]) -> dict:
     return {"datasets": datasets, "labels": labels, "cells": cells, "markdown": markdown_table(header, body)}
 
 
+def _used_mean(rs: list[MethodRun]) -> float | None:
+    """Mean size of the evaluation set actually built at a trigger, pooled over the runs' triggers."""
+    used = [u for u in (eval_set_used(r) for r in rs) if u is not None]
+    n = sum(k for _, k in used)
+    return sum(t for t, _ in used) / n if n else None
+
+
 def _janus_row(rs: list[MethodRun]) -> dict:
     trig = _mean([r.summary.get("triggers") for r in rs])
     e = rs[0].eval_set_size
@@ -128,15 +144,16 @@ def _janus_row(rs: list[MethodRun]) -> dict:
         "test_accuracy": _mean([r.test_accuracy for r in rs]), "std": _std([r.test_accuracy for r in rs]), "n": len(rs),
         "triggers": trig, "trigger_rate": _mean([r.summary.get("trigger_rate") for r in rs]),
         "accepts": _mean([r.summary.get("accepts") for r in rs]), "rollbacks": _mean([r.summary.get("rollbacks") for r in rs]),
-        "eval_set_size": e, "cost": trig * e if trig is not None else None,
+        "eval_set_size": e, "eval_set_used": _used_mean(rs), "cost": trig * e if trig is not None else None,
         "evaluated": _mean([evaluated_tasks(r) for r in rs]),
     }
 
 
 def trigger_table(rows: list[MethodRun]) -> dict:
     """Table 2: per (dataset, updater), the base updater and each trigger policy (never/always/random/periodic/mmt) with
-    test accuracy, #triggers, trigger rate (post-warm-up), |E|, cost = #triggers x |E| and tasks actually evaluated.
-    Only the seeds shared by every row of a group are used."""
+    test accuracy, #triggers, trigger rate (post-warm-up, in %), |E| (mean size actually used at a trigger / configured
+    size), cost = #triggers x configured |E| and tasks actually evaluated. The base row has no trigger: its trigger
+    cells, MMT's count included, are "—". Only the seeds shared by every row of a group are used."""
     groups: dict[tuple, dict[str, list[MethodRun]]] = {}
     for r in rows:
         if not r.janus and not r.suffix_keys:
@@ -144,8 +161,8 @@ def trigger_table(rows: list[MethodRun]) -> dict:
         elif r.janus and set(r.suffix_keys) <= TRIGGER_KEYS:
             groups.setdefault((r.dataset, r.updater), {}).setdefault(r.janus_cfg["trigger"], []).append(r)
     out, md, notes = [], [], []
-    header = ["Policy", "Test acc", "#Trig", "MMT #Trig", "Trig. rate", "|E|", "Cost (#Trig×|E|)", "Evaluated tasks",
-              "Accepts/Rollbacks"]
+    header = ["Policy", "Test acc", "#Trig", "MMT #Trig", "Trig. rate", "|E| used (mean) / configured",
+              "Cost (#Trig×configured |E|)", "Evaluated tasks", "Accepts/Rollbacks"]
     for (ds, upd), pol in sorted(groups.items(), key=lambda kv: (dataset_key(kv[0][0]), kv[0][1])):
         if not any(k != "base" for k in pol):
             continue
@@ -164,12 +181,12 @@ def trigger_table(rows: list[MethodRun]) -> dict:
             if name == "base":
                 row = {"policy": "base (no Janus)", "test_accuracy": _mean([r.test_accuracy for r in rs]),
                        "std": _std([r.test_accuracy for r in rs]), "n": len(rs)}
-                body.append([row["policy"], _pct(row["test_accuracy"], row["std"]), "—", mmt_trig, "—", "—", "—", "—",
-                             "—"])
+                body.append([row["policy"], _pct(row["test_accuracy"], row["std"]), "—", "—", "—", "—", "—", "—", "—"])
             else:
                 row = {"policy": name, **_janus_row(rs)}
                 body.append([name, _pct(row["test_accuracy"], row["std"]), _num(row["triggers"]), mmt_trig,
-                             _pct(row["trigger_rate"]), str(row["eval_set_size"]), _num(row["cost"]),
+                             _rate(row["trigger_rate"]), f"{_used(row['eval_set_used'])} / {row['eval_set_size']}",
+                             _num(row["cost"]),
                              _num(row["evaluated"]), f"{_num(row['accepts'])}/{_num(row['rollbacks'])}"])
             out.append({"dataset": ds, "updater": upd, **row})
         md.append(f"**{display_name(ds)} / {upd}**\n\n" + markdown_table(header, body))
@@ -187,7 +204,7 @@ def janus_cost_table(rows: list[MethodRun]) -> dict:
                "K_F": int(c["fresh_size"]), "trigger": c["trigger"], **_janus_row(rs)}
         out.append(row)
         body.append([display_name(ds), lab, f"{row['tau']:g}", str(row["K"]), str(row["K_F"]),
-                     _pct(row["test_accuracy"], row["std"]), _num(row["triggers"]), _pct(row["trigger_rate"]),
+                     _pct(row["test_accuracy"], row["std"]), _num(row["triggers"]), _rate(row["trigger_rate"]),
                      _num(row["cost"]), _num(row["evaluated"])])
     header = ["Dataset", "Method", "τ", "K", "K_F", "Test acc", "#Trig", "Trig. rate", "Cost (#Trig×|E|)", "Evaluated tasks"]
     return {"rows": out, "markdown": markdown_table(header, body) if body else ""}

@@ -1,0 +1,169 @@
+"""What a report shows at a glance (issue 18): grid pairs with their interval, one preset line, the n/a cosine band,
+injected steps on the timeline and the trajectory, coinciding curves kept visible, one overhead definition."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from test_report import JANUS, _decs, _with_tests, make_run
+
+from janus_memory.runner import plots
+from janus_memory.runner.report import build_report, load_method_runs
+
+PRESET = {"name": "paper", "janus_preset": "paper", "replay": "fresh", "encoder": "triggers decided by encoder hashing",
+          "janus": "janus preset: paper (trigger=TRIG, tau=0.0, same_memory_shortcut=False, early_stop=False, "
+                   "dedup=False, clustering=full, replay_limit=None)"}
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """Figures handed to save_figure, kept open for inspection instead of written."""
+    figs = []
+
+    def keep(fig, path):
+        figs.append(fig)
+        return Path(path)
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    yield figs
+    plt.close("all")
+
+
+def _set_preset(run: Path, trigger: str) -> None:
+    cfg = json.loads((run / "config.json").read_text())
+    ps = {**PRESET, "janus": PRESET["janus"].replace("TRIG", trigger)}
+    (run / "config.json").write_text(json.dumps({**cfg, "preset_summary": ps}))
+
+
+def _grid(root: Path) -> Path:
+    g = root / "grid" / "gsm8k"
+    base = make_run(g / "dc_rs" / "seed0", "gsm8k", "dc_rs", {"dc_rs": {"test_accuracy": 0.4}})
+    jan = make_run(g / "dc_rs+janus" / "seed0", "gsm8k", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.8, "triggers": 2, "decisions": _decs("ww.AA.")}})
+    alw = make_run(g / "dc_rs+janus[trigger=always]" / "seed0", "gsm8k", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.6, "triggers": 4, "decisions": _decs("wwAAAA")}}, janus={**JANUS, "trigger": "always"},
+        cell="dc_rs+janus[trigger=always]")
+    make_run(g / "dc_rs" / "seed1", "gsm8k", "dc_rs", {"dc_rs": {"test_accuracy": 0.2}}, seed=1)  # no +Janus partner
+    _with_tests(base, "dc_rs", [True, True, False, False, False])
+    _with_tests(jan, "dc_rs+janus", [True, True, True, True, False])
+    for run, trig in ((base, "mmt"), (jan, "mmt"), (alw, "always"), (g / "dc_rs" / "seed1", "mmt")):
+        _set_preset(run, trig)
+    return root / "grid"
+
+
+def test_grid_report_pairs_cells_and_prints_the_preset_once(tmp_path):
+    rep = build_report([str(_grid(tmp_path))], str(tmp_path / "rep"))
+    rows = rep["tables"]["paired"]["rows"]
+    assert [(r["base"], r["label"], r["seed"], r["same_folder"], r["n"], r["janus_only"], r["base_only"], r["diff"],
+             r["p_mcnemar"]) for r in rows] == [("dc_rs", "dc_rs+janus", 0, False, 5, 2, 0, 0.4, 0.5)]
+    assert rows[0]["base_run_dir"].endswith("gsm8k/dc_rs/seed0") and rows[0]["run_dir"].endswith("dc_rs+janus/seed0")
+    md = Path(rep["report"]).read_text().splitlines()
+    assert ("| GSM8K | dc_rs vs dc_rs+janus | two grid cells | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
+            "0.5 |") in md
+    assert sum(line.startswith("Preset:") for line in md) == 1
+    i = md.index(next(line for line in md if line.startswith("Preset:")))
+    assert md[i:i + 5] == [
+        "Preset: paper (replay fresh); janus preset: paper (trigger=(per cell, below), tau=0.0, "
+        "same_memory_shortcut=False, early_stop=False, dedup=False, clustering=full, replay_limit=None); "
+        "triggers decided by encoder hashing", "",
+        "- trigger=mmt: dc_rs, dc_rs+janus",
+        "- trigger=always: dc_rs+janus[trigger=always]", ""]
+
+
+def test_one_preset_line_when_every_run_has_the_same(tmp_path):
+    root = _grid(tmp_path)
+    _set_preset(root / "gsm8k" / "dc_rs+janus[trigger=always]" / "seed0", "mmt")
+    md = Path(build_report([str(root)], str(tmp_path / "rep"))["report"]).read_text().splitlines()
+    i = md.index(next(line for line in md if line.startswith("Preset:")))
+    assert md[i] == ("Preset: paper (replay fresh); janus preset: paper (trigger=mmt, tau=0.0, same_memory_shortcut=False, "
+                     "early_stop=False, dedup=False, clustering=full, replay_limit=None); triggers decided by encoder "
+                     "hashing")
+    assert md[i + 1] == "" and not md[i + 2].startswith("- ")
+
+
+def _injected_run(tmp_path: Path) -> Path:
+    decs = _decs("wwAAR.")
+    decs[2]["cosine"] = None  # "always" right after the warm-up: no momentum yet
+    inj = {"plan": "poison@4", "injected": 1, "deployed": 1, "blocked": 0, "blocked_steps": []}
+    return make_run(tmp_path / "run", "gsm8k", "dc_rs", {
+        "dc_rs": {"test_accuracy": 0.5, "decisions": _decs("wwwwww"), "lines": {4: {"injected": "poison",
+                                                                                   "deployed": "candidate"}},
+                  "summary": {"injections": inj}},
+        "dc_rs+janus": {"test_accuracy": 0.5, "triggers": 3, "decisions": decs,
+                        "lines": {4: {"injected": "poison", "deployed": "previous"}},
+                        "summary": {"injections": {**inj, "deployed": 0, "blocked": 1}}}},
+        janus={**JANUS, "trigger": "always"})
+
+
+def test_timeline_puts_missing_cosines_in_an_na_band_and_marks_injections(tmp_path, captured):
+    run = _injected_run(tmp_path)
+    r = next(x for x in load_method_runs([run]) if x.janus)
+    plots.plot_trigger_timeline(r, tmp_path / "t.png")
+    ax = captured[0].axes[0]
+    # cosines -0.5, -0.5, 0.5 and tau 0 -> cosine range [-0.6, 0.6]; the n/a band sits 0.168 below it
+    assert [t.get_text() for t in ax.get_yticklabels()][0] == "n/a"
+    assert round(ax.get_yticks()[0], 6) == -0.768 and round(ax.get_ylim()[0], 4) == -0.9024
+    accepted = next(c for c in ax.collections if c.get_label().startswith("triggered: accepted"))
+    assert [(int(x), round(float(y), 3)) for x, y in accepted.get_offsets()] == [(3, -0.768), (4, -0.5)]
+    inj = [ln for ln in ax.lines if ln.get_label() == "injected candidate"]
+    assert len(inj) == 1 and list(inj[0].get_xdata()) == [4, 4] and inj[0].get_linestyle() == ":"
+    assert [t.get_text() for t in ax.texts if t.get_text().strip() == "poison"] == [" poison"]
+
+
+def test_trajectory_keeps_coinciding_curves_and_markers_visible(tmp_path, captured):
+    from janus_memory.runner.inject_report import plot_trajectories
+
+    run = _injected_run(tmp_path)
+    plot_trajectories(load_method_runs([run]), tmp_path / "rep")
+    ax = captured[0].axes[0]
+    curves = [ln for ln in ax.lines if ln.get_label().startswith("dc_rs")]
+    assert [c.get_label() for c in curves] == [
+        "dc_rs (final test accuracy 50.0%; large markers)",
+        "dc_rs+janus (final test accuracy 50.0%; small markers); same curve as dc_rs"]
+    assert [(c.get_linewidth(), c.get_linestyle(), c.get_zorder()) for c in curves] == [(3.2, "-", 2), (1.5, "--", 3)]
+    marks = [c for c in ax.collections if len(c.get_offsets())]
+    assert [(list(c.get_sizes()), c.get_zorder()) for c in marks] == [([170.0], 5), ([45.0], 6)]
+    assert [ln.get_label() for ln in ax.lines if list(ln.get_xdata()) == [4, 4]] == ["injected candidate"]
+
+
+def test_overhead_has_one_definition_in_console_and_plot(tmp_path, captured):
+    from janus_memory.runner.summary_table import cost_remarks, janus_overhead
+
+    test = {"calls": 5, "cache_hits": 0, "prompt_tokens": 4500, "completion_tokens": 500}
+    base_u = {"solver": {"calls": 10, "cache_hits": 0, "prompt_tokens": 900, "completion_tokens": 100}, "test": test}
+    jan_u = {"solver": {"calls": 4, "cache_hits": 6, "prompt_tokens": 360, "completion_tokens": 40,
+                        "hit_prompt_tokens": 540, "hit_completion_tokens": 60},
+             "janus": {"calls": 8, "cache_hits": 0, "prompt_tokens": 450, "completion_tokens": 50}, "test": test}
+    o = janus_overhead(base_u, jan_u)  # test excluded, cache hits included: 1500 vs 1000 stream tokens
+    assert (o["base"]["needed_tokens"], o["janus"]["needed_tokens"], o["pct"]) == (1000, 1500, 50.0)
+    assert cost_remarks({"dc_rs": {"usage": base_u}, "dc_rs+janus": {"usage": jan_u}})[0] == (
+        "Janus overhead: +50.0% (stream tokens, cache hits included, held-out test excluded): dc_rs+janus needed "
+        "1,500 vs 1,000 for dc_rs (18 vs 10 LLM responses)")
+    make_run(tmp_path / "run", "gsm8k", "dc_rs", {
+        "dc_rs": {"test_accuracy": 0.5, "decisions": _decs("wwww"), "summary": {"usage": base_u}},
+        "dc_rs+janus": {"test_accuracy": 0.5, "triggers": 0, "decisions": _decs("wwww"), "summary": {"usage": jan_u}}})
+    plots.plot_token_overhead(load_method_runs([tmp_path / "run"]), tmp_path / "o.png")
+    fig = captured[0]
+    assert fig.axes[0].get_title() == "gsm8k / dc_rs seed 0: Janus overhead +50.0%"
+    assert fig._suptitle.get_text() == ("Token cost: base vs +Janus (same scale); Janus overhead = extra\n"
+                                        "tokens in % of the base's (stream tokens, cache hits included,\n"
+                                        "held-out test excluded)")
+
+
+def test_bench_trajectory_dashes_a_curve_equal_to_an_earlier_one(tmp_path, monkeypatch):
+    from janus_memory.bench import plots as bplots
+    from janus_memory.bench import replay_plot
+
+    assert bplots.save_figure is plots.save_figure and replay_plot.save_figure is plots.save_figure
+    figs = []
+    monkeypatch.setattr(bplots, "save_figure", lambda fig, path: figs.append(fig) or Path(path))
+    blind = np.array([[0.5, 0.6, 0.7], [0.5, 0.4, 0.3]])
+    bplots.plot_trajectory({"blind": blind, "janus": blind + 0.1, "janus-sign": blind.copy()}, tmp_path / "t.png", 1)
+    lines = {ln.get_label(): ln for ln in figs[0].axes[0].lines}
+    assert list(lines) == ["blind", "janus", "janus-sign (= blind)"]
+    assert lines["janus-sign (= blind)"].get_linestyle() == "--" and lines["janus-sign (= blind)"].get_zorder() == 3
+    assert lines["blind"].get_linestyle() == "-"
+    plt.close("all")
