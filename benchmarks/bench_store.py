@@ -4,16 +4,21 @@ Measurements, printed as ratios measured in this one run (no thresholds are asse
 average at the start, after the synthetic part and at the end (the machine may be shared):
 
 1. ``synthetic``: RunStore.commit_step with a checkpoint shaped like the real one (controller state: one task + one
-   384-d float32 embedding appended per step as base64, momentum and k-means centroids rewritten every step; updater
-   state: a retrieval bank gaining one record + embedding per step, a rewritten cheatsheet; counters) and the hints
-   the real producers give (Janus.state_hints, RetrievalBank.state_hints; runner/ckpt_log.py). Median commit time and
-   database bytes per step in a window of 21 steps around step 10, 1,000 and 10,000. Each window has its own run
-   folder, first advanced untimed to the window; the windows' steps are then committed interleaved, so a load change
-   on the machine hits every window alike. The same is measured without hints (every part compared: the store before
-   this change) and for the pre-issue-17 behaviour (whole checkpoint rewritten every step) at smaller step counts.
-2. ``fake backend``: a real ``janus run --backend fake`` (DC-RS + Janus, hashing encoder, trigger=always) of N steps,
-   timing the store's event handler per step (``--real-steps``, default 300; 0 skips it). Sequential: early and late
-   steps run at different times, so a load change shows in this ratio.
+   384-d float32 embedding appended per step, momentum and k-means centroids rewritten every step; updater state: a
+   retrieval bank gaining one record + embedding per step, a rewritten cheatsheet; counters) and the hints the real
+   producers give (Janus.state_hints, RetrievalBank.state_hints; runner/ckpt_log.py). The embedding matrices are
+   handed over as the stream loop hands them (``rows``: RowsRef handles from a real EmbeddingStore and
+   RetrievalBank, stored as new rows per step, runner/ckpt_rows.py). Median commit time and database bytes per step
+   in a window of 21 steps around step 10, 1,000 and 10,000. Each window has its own run folder, first advanced
+   untimed to the window; the windows' steps are then committed interleaved, so a load change on the machine hits
+   every window alike. For comparison, at smaller step counts: the matrices as growing base64 strings (``b64``: the
+   store before store format 2), the same without hints (every part compared), and the pre-issue-17 behaviour (whole
+   checkpoint rewritten every step).
+2. ``fake backend``: a real ``janus run --backend fake`` (DC-RS + Janus, hashing encoder, trigger=always) of N steps
+   (``--real-steps``, default 300; 0 skips it), timing per step everything the store costs: building the checkpoint
+   (``Updater.snapshot(by_reference=True)``, ``Janus.state_dict(by_reference=True)``) plus the store's event
+   handler, and the database bytes per step. Sequential: early and late steps run at different times, so a load
+   change shows in this ratio.
 
 Usage: PYTHONPATH=src python benchmarks/bench_store.py [--steps 10000] [--real-steps 300]
 """
@@ -30,7 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
+from janus_memory.controller.evalset import EmbeddingStore
+from janus_memory.rows import by_reference
 from janus_memory.runner.store import RunStore
+from janus_memory.updaters.bank import RetrievalBank
 
 DIM = 384
 
@@ -40,28 +48,43 @@ def _b64(a: np.ndarray) -> dict:
 
 
 class _State:
-    """A growing checkpoint with the real one's shape (see the module docstring), and the producers' hints."""
+    """A growing checkpoint with the real one's shape (see the module docstring), and the producers' hints.
+    ``rows``: the matrices by reference (RowsRef from a real EmbeddingStore / RetrievalBank), as runner/loop.py hands
+    them over; else as growing base64 strings (the form before store format 2)."""
 
-    def __init__(self, seed: int = 0):
-        self.rng = np.random.default_rng(seed)
-        self.rows: list[str] = []  # base64 of each 384-d float32 row (1,536 bytes: concatenation is exact base64)
+    def __init__(self, rows: bool, seed: int = 0):
+        self.rng, self.use_rows = np.random.default_rng(seed), rows
+        self.rows: list[str] = []  # b64 form: base64 of each 384-d float32 row (1,536 bytes: concatenation is exact)
+        self.store, self.bank = EmbeddingStore(), RetrievalBank()
         self.tasks: list[dict] = []
-        self.bank: list[dict] = []
+        self.records: list[dict] = []
         self.token = object()  # the producers' "only grew" token (runner/ckpt_log.py); constant: nothing is restored
 
-    def _emb(self) -> dict:
+    def _b64(self) -> dict:
         return {"dtype": "<f4", "shape": [len(self.rows), DIM], "b64": "".join(self.rows)}
 
+    def _matrices(self, i: int, rec: dict) -> tuple[dict, dict]:
+        """(controller embeddings, bank state) after appending step ``i``'s rows."""
+        v = self.rng.standard_normal(DIM).astype("<f4")
+        if self.use_rows:
+            self.store.append(v)
+            self.bank.add(rec, v)
+            with by_reference():
+                return self.store.state_dict(self.token), self.bank.state()
+        self.rows.append(base64.b64encode(v.tobytes()).decode("ascii"))
+        self.records.append(rec)
+        return ({"dim": DIM, "n": i, "data": self._b64()},
+                {"records": list(self.records), "dim": DIM, "emb_b64": self._b64()["b64"]})
+
     def step(self, i: int) -> tuple[dict, dict, dict, str]:
-        self.rows.append(base64.b64encode(self.rng.standard_normal(DIM).astype("<f4").tobytes()).decode("ascii"))
         self.tasks.append({"type": "task", "id": f"gsm8k:{i}", "question": f"question {i} " * 12, "answer": str(i)})
-        self.bank.append({"task_id": f"gsm8k:{i}", "question": f"question {i} " * 12, "answer": f"answer {i} " * 20})
+        emb, bank = self._matrices(i, {"task_id": f"gsm8k:{i}", "question": f"question {i} " * 12,
+                                       "answer": f"answer {i} " * 20})
         cheatsheet = f"Version: {i}\n" + "strategy line\n" * 40
         ck = {"updater": {"format": 1, "updater": "dc_rs", "stats": {"steps": i},
-                          "state": {"cheatsheet": cheatsheet, "bank": {"records": list(self.bank), "emb": self._emb()}}},
+                          "state": {"cheatsheet": cheatsheet, "bank": bank}},
               "janus": {"format": 1, "step": i, "tasks": list(self.tasks), "ids": [t["id"] for t in self.tasks],
-                        "embeddings": {"dim": DIM, "n": i, "data": self._emb()},
-                        "momentum": _b64(self.rng.standard_normal(DIM)),
+                        "embeddings": emb, "momentum": _b64(self.rng.standard_normal(DIM)),
                         "coverage_model": {"kind": "kmeans", "centroids": _b64(self.rng.standard_normal((12, DIM)))},
                         "stats": {"triggers": i // 3, "accepts": i // 5}},
               "counters": {"n_correct": i // 2, "triggers": i // 3, "usage": {"solver": {"calls": i, "wall_s": i * 0.1}},
@@ -73,7 +96,9 @@ class _State:
     def hints(self, i: int) -> dict:
         """What Janus.state_hints and RetrievalBank.state_hints declare for this state."""
         t, chars = self.token, 4 * (i * DIM * 4 // 3)
-        return {("updater", "state", "bank", "records"): (t, i), ("updater", "state", "bank", "emb", "b64"): (t, chars),
+        bank_t = self.bank.state_hints()[("records",)][0] if self.use_rows else t
+        return {("updater", "state", "bank", "records"): (bank_t, i),
+                ("updater", "state", "bank", "emb_b64"): (bank_t, chars),
                 ("janus", "tasks"): (t, i), ("janus", "ids"): (t, i), ("janus", "embeddings", "data", "b64"): (t, chars)}
 
 
@@ -85,7 +110,7 @@ class _Run:
     """One synthetic run folder advanced step by step."""
 
     def __init__(self, root: Path, mode: str):
-        self.store, self.state, self.mode, self.i = RunStore.create(root), _State(), mode, 0
+        self.store, self.state, self.mode, self.i = RunStore.create(root), _State(rows=mode == "rows"), mode, 0
 
     def commit(self) -> tuple[float, float]:
         """Commit the next step; returns its store (wall, CPU) seconds (the state's own construction excluded)."""
@@ -93,7 +118,7 @@ class _Run:
         ck, dec, rec, mem = self.state.step(self.i)
         if self.mode == "whole":
             self.store.ckpt.forget()  # the pre-issue-17 behaviour: the whole checkpoint every step
-        hints = self.state.hints(self.i) if self.mode == "hints" else None
+        hints = self.state.hints(self.i) if self.mode in ("rows", "b64") else None
         t, c = time.perf_counter(), time.process_time()
         self.store.commit_step("m", self.i, dec, rec, mem, ck, candidate=(mem, "p", None), hints=hints)
         return time.perf_counter() - t, time.process_time() - c
@@ -140,21 +165,39 @@ def synthetic(windows: list[int], mode: str, half: int = 10) -> dict[int, tuple[
                 (sizes[w][-1] - sizes[w][1]) / (len(sizes[w]) - 2)) for w in windows}
 
 
-def real_run(n: int) -> tuple[float, float, int]:
-    """(median store ms per step over steps 5-15, over the last 10 steps, db bytes) of a fake-backend run of n steps."""
-    from janus_memory.runner.config import RunConfig
+def real_run(n: int) -> dict:
+    """A fake-backend run of n steps: per step, the store's cost (building the checkpoint + the store's event handler,
+    ms) and the database's growth (bytes); medians over steps 5-15 ("early") and the last 10 ("late")."""
+    from janus_memory.controller.janus import Janus
     from janus_memory.runner import experiment, store as store_mod
+    from janus_memory.runner.config import RunConfig
+    from janus_memory.updaters.base import Updater
 
-    times: dict[int, float] = {}
-    orig = store_mod.RunStore.on_event
+    cost: dict[int, float] = {}
+    size: dict[int, int] = {}
+    pending = [0.0]
+    originals = (store_mod.RunStore.on_event, Updater.snapshot, Janus.state_dict)
 
-    def timed(self, ev):
+    def timing(fn):
+        def wrapped(*a, **kw):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                pending[0] += time.perf_counter() - t
+        return wrapped
+
+    def on_event(self, ev):
         t = time.perf_counter()
-        orig(self, ev)
+        originals[0](self, ev)
         if type(ev).__name__ == "StepRecorded":
-            times[ev.step] = time.perf_counter() - t
+            cost[ev.step] = pending[0] + time.perf_counter() - t
+            db = self.db
+            size[ev.step] = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+        pending[0] = 0.0
 
-    store_mod.RunStore.on_event = timed
+    store_mod.RunStore.on_event, Updater.snapshot, Janus.state_dict = (
+        on_event, timing(originals[1]), timing(originals[2]))
     with tempfile.TemporaryDirectory(dir=".") as tmp:
         cfg = RunConfig(dataset="gsm8k", updater="dc_rs", controller="janus", backend="fake", encoder="hashing",
                         stream_size=n, test_size=2, out=str(Path(tmp) / "run"), cache_dir=str(Path(tmp) / "cache"),
@@ -162,11 +205,14 @@ def real_run(n: int) -> tuple[float, float, int]:
         try:
             experiment.run_experiment(cfg, log=lambda m: None)
         finally:
-            store_mod.RunStore.on_event = orig
-        size = _file_bytes(Path(tmp) / "run")
-    early = statistics.median(times[i] for i in range(5, 16))
-    late = statistics.median(times[i] for i in range(n - 9, n + 1))
-    return early * 1e3, late * 1e3, size
+            store_mod.RunStore.on_event, Updater.snapshot, Janus.state_dict = originals
+        total = _file_bytes(Path(tmp) / "run")
+    n = max(cost)
+    early, late = range(5, 16), range(n - 9, n + 1)
+    growth = lambda r: statistics.median(size[i] - size[i - 1] for i in r)  # noqa: E731
+    return {"n": n, "early_ms": statistics.median(cost[i] for i in early) * 1e3,
+            "late_ms": statistics.median(cost[i] for i in late) * 1e3,
+            "early_bytes": growth(early), "late_bytes": growth(late), "total": total}
 
 
 def _load() -> str:
@@ -186,26 +232,33 @@ def _print(title: str, res: dict[int, tuple[float, float, float]]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=10_000)
+    ap.add_argument("--b64-steps", type=int, default=2_000,
+                    help="also measure the store before format 2 (matrices as base64 strings, with hints) up to this step")
     ap.add_argument("--whole-steps", type=int, default=1_000)
-    ap.add_argument("--no-hints-steps", type=int, default=3_000,
-                    help="also measure the store without the producers' hints (full comparison) up to this step")
+    ap.add_argument("--no-hints-steps", type=int, default=0,
+                    help="also measure the base64 form without the producers' hints (full comparison) up to this step")
     ap.add_argument("--real-steps", type=int, default=300)
     a = ap.parse_args()
     print(f"start: {_load()}", flush=True)
     hi = a.steps - 10
-    _print(f"synthetic, delta store with the producers' hints ({a.steps} steps, windows interleaved):",
-           synthetic(sorted({w for w in (10, 1000, hi) if w <= hi}), "hints"))
+    _print(f"synthetic, rows store: matrices as new rows, producers' hints ({a.steps} steps, windows interleaved):",
+           synthetic(sorted({w for w in (10, 1000, hi) if w <= hi}), "rows"))
+    if a.b64_steps:
+        _print(f"synthetic, matrices as growing base64 strings, hints (before store format 2; {a.b64_steps} steps):",
+               synthetic([10, a.b64_steps - 10], "b64"))
     if a.no_hints_steps:
-        _print(f"synthetic, delta store without hints (every part compared; {a.no_hints_steps} steps):",
+        _print(f"synthetic, base64 strings without hints (every part compared; {a.no_hints_steps} steps):",
                synthetic([10, a.no_hints_steps - 10], "compare"))
     if a.whole_steps:
         _print(f"synthetic, whole-checkpoint rewrite (before issue 17, {a.whole_steps} steps):",
                synthetic([10, a.whole_steps - 10], "whole"))
     print(f"after synthetic: {_load()}", flush=True)
     if a.real_steps:
-        e, l, size = real_run(a.real_steps)
-        print(f"fake backend run, DC-RS + Janus, hashing encoder, {a.real_steps} steps: store {e:.2f} ms/step at steps "
-              f"5-15, {l:.2f} ms/step at the last 10; RATIO {l / e:.2f}; run.sqlite {size / 2**20:.1f} MiB")
+        r = real_run(a.real_steps)
+        print(f"fake backend run, DC-RS + Janus, hashing encoder (16,384-d), {r['n']} steps: store cost (checkpoint "
+              f"built + stored) {r['early_ms']:.2f} ms/step at steps 5-15, {r['late_ms']:.2f} at the last 10; RATIO "
+              f"{r['late_ms'] / r['early_ms']:.2f}; database {r['early_bytes'] / 1024:.1f} -> {r['late_bytes'] / 1024:.1f}"
+              f" KiB/step, RATIO {r['late_bytes'] / r['early_bytes']:.2f}; run.sqlite {r['total'] / 2**20:.1f} MiB")
     print(f"end: {_load()}")
     sys.stdout.flush()
 

@@ -34,6 +34,8 @@ import warnings as _warnings
 import numpy as np
 from sklearn.cluster import KMeans
 
+from janus_memory.rows import RowsRef
+
 # ----------------------------------------------------------------------------- array (de)serialisation
 
 
@@ -50,10 +52,12 @@ def encode_array(a: np.ndarray | None) -> dict | None:
     }
 
 
-def decode_array(d: dict | None) -> np.ndarray | None:
-    """Inverse of :func:`encode_array`."""
+def decode_array(d: dict | RowsRef | None) -> np.ndarray | None:
+    """Inverse of :func:`encode_array` (a RowsRef, the run store's form of the embedding matrix, gives a copy)."""
     if d is None:
         return None
+    if isinstance(d, RowsRef):
+        return d.copy_array()
     raw = base64.b64decode(d["b64"].encode("ascii"))
     return np.frombuffer(raw, dtype=np.dtype(d["dtype"])).reshape(d["shape"]).copy()
 
@@ -99,7 +103,10 @@ class EmbeddingStore:
             return np.zeros((0, 0), dtype=np.float32)
         return self._data[start:end]
 
-    def state_dict(self) -> dict:
+    def state_dict(self, token: object | None = None) -> dict:
+        """``token``: the owner's "only grew" token; given, the matrix is a RowsRef (the run store's form, rows.py)."""
+        if token is not None and self.n:
+            return {"dim": self.dim, "n": self.n, "data": RowsRef(self.view(0, self.n), token, "array")}
         return {"dim": self.dim, "n": self.n, "data": encode_array(self.view(0, self.n) if self.n else None)}
 
     @classmethod

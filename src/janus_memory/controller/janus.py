@@ -82,6 +82,7 @@ class Janus(StateMixin):
         self._store = EmbeddingStore()
         self._grow_token = object()  # tasks / ids / embeddings only grow while this object stays (state_hints)
         self._tasks: list[Any] = []
+        self._task_cache: list[dict] = []  # the stored form of _tasks[:len], filled by state_dict(by_reference=True)
         self._ids: list[str] = []
         self._step = 0
         self._trigger_count = 0

@@ -51,15 +51,21 @@ def _tasks_from_state(stored: list[dict], from_d: Callable[[dict], Any] | None) 
 class StateMixin:
     """Persistence of a :class:`~janus_memory.controller.janus.Janus` (the fields it sets in ``__init__``)."""
 
-    def state_dict(self) -> dict:
+    def state_dict(self, *, by_reference: bool = False) -> dict:
         """Full controller state, JSON-serialisable (arrays as base64 little-endian bytes).
 
         ``json.dumps(state, sort_keys=True)`` is byte-identical after a save -> load -> save round trip, and a
         restored controller makes exactly the decisions the original would have made.
         Raises TypeError when a task cannot be serialised (pass ``task_to_dict``).
+
+        ``by_reference=True``: the run store's form (its cost does not grow with the stream): the embedding matrix is
+        a :class:`~janus_memory.rows.RowsRef` (``.encode()`` gives the plain form) and the task entries are the
+        controller's cached ones (serialised once per task; read-only: shared with later calls).
         """
-        to_d = self._task_to_dict
-        tasks = [({"type": "custom", "data": to_d(t)} if to_d else _default_task_to_dict(t)) for t in self._tasks]
+        if by_reference:
+            tasks = self._task_entries()
+        else:
+            tasks = [self._task_entry(t) for t in self._tasks]
         return {
             "format": STATE_FORMAT,
             "config": self.config.to_dict(),
@@ -71,12 +77,24 @@ class StateMixin:
             "coverage": list(self._coverage),
             "boundary": [[i, t] for i, t in self._boundary],
             "coverage_model": self._cov_model.state_dict(),
-            "embeddings": self._store.state_dict(),
+            "embeddings": self._store.state_dict(self._grow_token if by_reference else None),
             "ids": list(self._ids),
             "tasks": tasks,
             "stats": dict(self._stats),
             "trigger_state": self._selective.state_dict(),
         }
+
+    def _task_entry(self, task: Any) -> dict:
+        to_d = self._task_to_dict
+        return {"type": "custom", "data": to_d(task)} if to_d else _default_task_to_dict(task)
+
+    def _task_entries(self) -> list[dict]:
+        """The stored form of every task, serialised once per task (tasks are only appended; a restore starts a new
+        cache); a new list of the shared entries."""
+        cache = self._task_cache
+        for t in self._tasks[len(cache):]:
+            cache.append(self._task_entry(t))
+        return list(cache)
 
     def state_hints(self) -> dict:
         """What of :meth:`state_dict` only grows: ``{key path: (token, stable)}``; while ``token`` is the same object,

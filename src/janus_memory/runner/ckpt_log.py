@@ -15,7 +15,10 @@ When the token of a path equals the one of the previous commit, the op for that 
 (appended items, or the string after its stable prefix) without comparing the rest; any other path, or a path whose
 token changed (a bank restored by a rollback, a resumed controller), is compared as before (delta.diff). The on-disk
 format is the same either way. ``JANUS_STORE_VERIFY=1`` (the tests set it) checks after every commit that the kept
-state equals the checkpoint, so a wrong hint fails loudly instead of being stored.
+state equals the checkpoint (and the stored rows the matrices), so a wrong hint fails loudly instead of being stored.
+
+Embedding matrices handed over as ``RowsRef`` (janus_memory/rows.py) never enter the JSON: each becomes a small
+placeholder and its new rows go to ``checkpoint_rows`` in the same transaction (runner/ckpt_rows.py).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import ckpt_rows as _rows
 from . import delta as _delta
 from .jsonio import dumps as _dumps
 
@@ -35,10 +39,13 @@ Hints = dict  # {key path tuple: (token, stable items/characters or None)}
 class Pending:
     """One step's checkpoint write, computed before the transaction: a new base (``base_json``) or ``ops``."""
 
-    checkpoint: dict
+    checkpoint: dict  # as stored: embedding matrices replaced by rows placeholders (runner/ckpt_rows.py)
     hints: Hints
     base_json: str | None = None
     ops: list = field(default_factory=list)  # [(key path, stored op JSON, in-memory op or None)]
+    refs: dict = field(default_factory=dict)  # {key path: RowsRef} of the checkpoint
+    row_deletes: list = field(default_factory=list)  # [(path key, from idx)]
+    row_inserts: list = field(default_factory=list)  # [(path key, idx, bytes)]
 
 
 def _resolve(root: Any, path: tuple) -> Any:
@@ -78,21 +85,25 @@ class CheckpointLog:
         self.verify = os.environ.get("JANUS_STORE_VERIFY") == "1" if verify is None else verify
         self._ck: dict[str, Any] = {}      # method -> last stored checkpoint (JSON round-tripped; strings shared)
         self._hints: dict[str, Hints] = {}  # method -> the hints that came with it
+        self._rows: dict[str, _rows.Seen] = {}  # method -> its matrices as last stored (token, n, array)
 
     def forget(self, method: str | None = None) -> None:
         """Start a new base at the next commit (of ``method``, or of every method)."""
-        for d in (self._ck, self._hints):
+        for d in (self._ck, self._hints, self._rows):
             d.pop(method, None) if method is not None else d.clear()
 
     def prepare(self, method: str, checkpoint: dict, hints: Hints | None = None) -> Pending:
-        p = Pending(checkpoint, dict(hints or {}))
+        refs = _rows.find(checkpoint)
+        ck = _rows.substitute(checkpoint, refs) if refs else checkpoint
+        p = Pending(ck, dict(hints or {}), refs=refs)
         prev = self._ck.get(method)
+        p.row_deletes, p.row_inserts = _rows.plan(None if prev is None else self._rows.get(method, {}), refs)
         if prev is None:
-            p.base_json = _dumps(checkpoint)
+            p.base_json = _dumps(ck)
             return p
-        pinned = pinned_ops(prev, checkpoint, p.hints, self._hints.get(method, {})) if p.hints else None
+        pinned = pinned_ops(prev, ck, p.hints, self._hints.get(method, {})) if p.hints else None
         p.ops = [(keys, _dumps(_delta.stored(op)), _delta.in_memory(op))
-                 for keys, op in _delta.ops(_delta.diff(prev, checkpoint, pinned))]
+                 for keys, op in _delta.ops(_delta.diff(prev, ck, pinned))]
         return p
 
     def write(self, method: str, step: int, p: Pending) -> None:
@@ -111,6 +122,7 @@ class CheckpointLog:
                     self.db.execute("DELETE FROM checkpoint_ops WHERE method=?", (method,))
             self.db.execute("INSERT INTO checkpoint_ops(method, step, seq, path, op) VALUES (?,?,?,?,?)",
                             (method, step, seq, path, op))
+        _rows.write(self.db, method, p.base_json is not None, p.row_deletes, p.row_inserts)
         self.db.execute("INSERT OR REPLACE INTO checkpoint_head(method, step) VALUES (?,?)", (method, step))
 
     def accept(self, method: str, p: Pending) -> None:
@@ -121,8 +133,17 @@ class CheckpointLog:
             prev = self._ck[method]
             for keys, op, mem in p.ops:  # JSON round trip: nothing aliases the caller's objects (strings may)
                 prev = _delta.apply_op(prev, keys, mem or json.loads(op))
-        self._ck[method], self._hints[method] = prev, p.hints
-        if self.verify and _dumps(prev) != _dumps(p.checkpoint):
+        self._ck[method], self._hints[method], self._rows[method] = prev, p.hints, _rows.seen_after(p.refs)
+        if self.verify and (_dumps(prev) != _dumps(p.checkpoint) or not self._rows_match(method, p.refs)):
             self.forget(method)
             raise AssertionError(f"checkpoint of {method}: the stored delta does not rebuild the state (wrong hint?)")
+
+    def _rows_match(self, method: str, refs: dict) -> bool:
+        """Verify mode: the stored rows of every matrix are its rows (and no more)."""
+        for path, ref in refs.items():
+            got = self.db.execute("SELECT data FROM checkpoint_rows WHERE method=? AND path=? ORDER BY idx",
+                                  (method, _rows.path_key(path))).fetchall()
+            if b"".join(d for (d,) in got) != ref.array.astype("<f4").tobytes():
+                return False
+        return True
 

@@ -28,7 +28,8 @@ class StepRecorded:
     record: dict              # the steps.jsonl line
     deployed_memory: str
     candidate: tuple          # (candidate text, parent sha256, rejection reason or None)
-    checkpoint: dict          # updater + controller state + counters, to resume after this step
+    checkpoint: dict          # updater + controller state + counters, to resume after this step; in the store's form:
+                              # embedding matrices as janus_memory.rows.RowsRef (.encode() is the JSON), read-only
     hints: dict = field(default_factory=dict)  # {key path: (token, stable)}: what of the checkpoint only grew (ckpt_log)
 
 

@@ -42,6 +42,10 @@ def _json_default(o: Any):
 
     import numpy as np
 
+    from ..rows import RowsRef
+
+    if isinstance(o, RowsRef):  # an embedding matrix by reference (the store writes its rows; here: the plain form)
+        return o.encode()
     if dataclasses.is_dataclass(o):
         return dataclasses.asdict(o)
     if isinstance(o, np.ndarray):

@@ -118,14 +118,16 @@ def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: 
     plan = ctx.settings.inject_plan()  # {step: kind}: the same injections for every method of the run
     proposer = injection.Proposer(m.updater, plan, ctx.settings.seed)
     guard = GuardedUpdate(m.janus, proposer, ctx.encoder.encode) if m.janus is not None else None
-    snap = m.updater.snapshot()  # state before the step; afterwards each step's own snapshot serves the next step
+    # state before the step; afterwards each step's own snapshot serves the next step. By reference (bank matrices as
+    # RowsRef, records shared): its cost does not grow with the run, and the store writes only the new rows
+    snap = m.updater.snapshot(by_reference=True)
     for i, task in enumerate(tasks[m.start:], m.start + 1):
         out, decision, deployed_candidate = _decide(m, guard, proposer.at(i, snap), task, snap)
         if guard is None:
             decision["step"] = i
         c["n_correct"] += int(out.score.correct)
         deployed = m.updater.memory_text()
-        state = m.updater.snapshot()  # rollback/load_snapshot deep-copy, so one snapshot serves all three uses
+        state = m.updater.snapshot(by_reference=True)  # rollback/load_snapshot deep-copy: one serves all three uses
         if i in ck_steps:
             c["eval_checkpoints"][str(ck_steps[i])] = {"step": i, "state": state}
         line, record = _step_records(i, task, out, decision, deployed_candidate, deployed)
@@ -133,7 +135,7 @@ def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: 
             line["injected"] = plan[i]
             injection.note(c, line)
         usage_now = add_usage(c["usage"], usage_delta(ctx.client.usage.snapshot(), usage0))
-        checkpoint = {"updater": state, "janus": m.janus.state_dict() if m.janus is not None else None,
+        checkpoint = {"updater": state, "janus": m.janus.state_dict(by_reference=True) if m.janus is not None else None,
                       "counters": {**c, "usage": usage_now, "wall_s": c["wall_s"] + time.time() - t0}}
         bus.emit(StepRecorded(m.name, i, line, record, deployed,
                               (out.candidate_memory, text_hash(out.old_memory), out.candidate_rejected), checkpoint,

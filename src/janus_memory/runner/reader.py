@@ -89,12 +89,26 @@ class RunReader:
             except (ValueError, TypeError, KeyError) as e:
                 raise RunFolderError(f"{self.root / DB}: checkpoint op of {method} at step {s} does not apply ({e}); "
                                      "the database is damaged") from None
+        state = self._rebuild_rows(method, state)
         head = self._query("SELECT step FROM checkpoint_head WHERE method=?", (method,))
         if head:  # absent in databases written before the flat store (their base is the whole checkpoint)
             step = int(head[0][0])
         if not isinstance(state, dict):
             raise RunFolderError(f"{self.root / DB}: checkpoint of {method} is not an object; the database is damaged")
         return step, state
+
+    def _rebuild_rows(self, method: str, state: Any) -> Any:
+        """The embedding matrices stored as rows (store format 2, runner/ckpt_rows.py) back in their JSON form."""
+        from .ckpt_rows import rebuild
+
+        if not isinstance(state, dict):
+            return state
+        fetch = lambda key, n: self._query(  # noqa: E731
+            "SELECT idx, data FROM checkpoint_rows WHERE method=? AND path=? AND idx<? ORDER BY idx", (method, key, n))
+        try:
+            return rebuild(state, fetch)
+        except ValueError as e:
+            raise RunFolderError(f"{self.root / DB}: checkpoint of {method}: {e}; the database is damaged") from None
 
     def _loads(self, text: str, what: str) -> Any:
         try:

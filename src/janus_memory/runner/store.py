@@ -24,8 +24,11 @@ then per step as the leaf operations of its structural delta (table ``checkpoint
 list items and string tails are kept (they are the state's growth); a value set or removed at a path deletes the
 earlier operations at or below that path, so a value rewritten every step occupies the database once. What a step
 writes is decided by runner/ckpt_log.py (from the parts the producers declare grown, without comparing the whole
-state); RunReader.checkpoint replays base + operations in (step, seq) order. The newest memory's sha256 is kept in
-memory, so a step runs no query whose cost grows with the run.
+state); RunReader.checkpoint replays base + operations in (step, seq) order. The embedding matrices (controller and
+retrieval banks) arrive by reference (janus_memory/rows.py) and are stored as rows in table ``checkpoint_rows``, only
+the new rows per step (runner/ckpt_rows.py; store format 2, meta ``store_format``; format 1 folders, with the matrices
+inline as base64, still load). The newest memory's sha256 is kept in memory, so a step runs no query whose cost grows
+with the run.
 """
 from __future__ import annotations
 
@@ -36,9 +39,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .ckpt_log import CheckpointLog, Hints
+from .ckpt_rows import STORE_FORMAT
 from .jsonio import atomic_write_json, atomic_write_text, dumps, text_hash  # noqa: F401  (re-exported)
 
-from ..errors import OutputError, StorageError  # noqa: F401  (OutputError re-exported: the run folder's user error)
+from ..errors import OutputError, RunFolderError, StorageError  # noqa: F401  (OutputError re-exported)
 
 
 _SCHEMA = """
@@ -54,6 +58,8 @@ CREATE TABLE IF NOT EXISTS checkpoint_ops (method TEXT NOT NULL, step INTEGER NO
                                            path TEXT NOT NULL, op TEXT NOT NULL, PRIMARY KEY (method, step, seq));
 CREATE INDEX IF NOT EXISTS checkpoint_ops_path ON checkpoint_ops (method, path);
 CREATE TABLE IF NOT EXISTS checkpoint_head (method TEXT PRIMARY KEY, step INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoint_rows (method TEXT NOT NULL, path TEXT NOT NULL, idx INTEGER NOT NULL,
+                                            data BLOB NOT NULL, PRIMARY KEY (method, path, idx));
 CREATE TABLE IF NOT EXISTS tests (method TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (method, idx));
 CREATE TABLE IF NOT EXISTS method_results (method TEXT PRIMARY KEY, summary TEXT NOT NULL);
 """
@@ -71,6 +77,7 @@ class RunStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(_SCHEMA)
+        self._set_format()
         self.ckpt = CheckpointLog(self.db)  # the checkpoint base + per-step operations (runner/ckpt_log.py)
         self._last_sha: dict[str, str | None] = {}  # method -> sha256 of its newest stored memory
 
@@ -166,6 +173,17 @@ class RunStore:
                 for f in d.iterdir():
                     if f.is_file() and pat.match(f.name):
                         f.unlink()
+
+    def _set_format(self) -> None:
+        """Record the store format (ckpt_rows.STORE_FORMAT); a folder written by a newer format is refused."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone()
+        have = json.loads(row[0]) if row else 1
+        if not isinstance(have, int) or have > STORE_FORMAT:
+            self.db.close()
+            raise RunFolderError(f"{self.root / self.DB} has store format {have!r}; this janus-memory reads formats "
+                                 f"1-{STORE_FORMAT}: continue it with the version that wrote it")
+        if have < STORE_FORMAT:
+            self.set_meta("store_format", STORE_FORMAT)
 
     # ----------------------------------------------------------------- meta
     def set_meta(self, key: str, value: Any) -> None:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 
 import numpy as np
 
+from .. import rows
+
 
 class RetrievalBank:
-    """Append-only list of JSON records with one L2-normalised float32 embedding each.
+    """Append-only list of JSON records with one L2-normalised float32 embedding each. Records are not changed
+    after ``add`` (snapshots taken by reference share them).
 
     Retrieval is cosine similarity (= dot product of normalised rows), top-k, ties broken by insertion order.
     State is JSON-serialisable: embeddings are stored as base64 of little-endian float32 bytes (exact round trip).
@@ -33,8 +37,10 @@ class RetrievalBank:
             raise ValueError(f"embedding dim {e.shape[0]} differs from the bank's {self._buf.shape[1]}")
         if n == self._buf.shape[0]:
             self._buf = np.vstack([self._buf, np.zeros_like(self._buf)])
+        rec = copy.deepcopy(record)
+        json.dumps(rec)  # fail early on a non-JSON record (Updater.snapshot checks the bank's records only here)
         self._buf[n] = e
-        self.records.append(copy.deepcopy(record))
+        self.records.append(rec)
 
     def matrix(self) -> np.ndarray | None:
         """(n, d) float32 view of all embeddings (None when empty)."""
@@ -53,9 +59,15 @@ class RetrievalBank:
         return [(int(i), float(sims[i])) for i in order]
 
     def state(self) -> dict:
+        """``{"records", "dim", "emb_b64"}`` (JSON). Inside ``rows.by_reference()`` (the run store's form, see
+        Updater.snapshot) the matrix is a RowsRef and the records are the bank's own (read-only), so the cost does
+        not grow with the bank."""
         emb = self.matrix()
         if emb is None:
             return {"records": [], "dim": 0, "emb_b64": ""}
+        if rows.wanted():
+            return {"records": list(self.records), "dim": int(emb.shape[1]),
+                    "emb_b64": rows.RowsRef(emb, self._grow_token, "b64")}
         emb = np.ascontiguousarray(emb, dtype="<f4")
         return {
             "records": copy.deepcopy(self.records),
@@ -75,6 +87,9 @@ class RetrievalBank:
         self._buf = None
         if not self.records:
             return
-        dim = int(state["dim"])
-        raw = base64.b64decode(state["emb_b64"])
+        dim, emb = int(state["dim"]), state["emb_b64"]
+        if isinstance(emb, rows.RowsRef):  # a snapshot taken by reference (the stream loop's rollback)
+            self._buf = emb.copy_array().reshape(len(self.records), dim)
+            return
+        raw = base64.b64decode(emb)
         self._buf = np.frombuffer(raw, dtype="<f4").astype(np.float32).reshape(len(self.records), dim).copy()

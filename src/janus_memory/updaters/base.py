@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from janus_memory import rows
 from janus_memory.types import ChatResult, Score, Task
 
 from .bank import RetrievalBank
@@ -116,15 +117,19 @@ class Updater(ABC):
         return None
 
     # ---- provided --------------------------------------------------------------------------------
-    def snapshot(self) -> dict:
-        """Full state incl. banks and stats; ``json.dumps(snapshot(), sort_keys=True)`` is deterministic."""
-        snap = {
-            "format": SNAPSHOT_FORMAT,
-            "updater": self.name,
-            "state": self.get_state(),
-            "stats": copy.deepcopy(self.stats),
-        }
-        json.dumps(snap, sort_keys=True)  # fail early if a subclass put a non-JSON value in its state
+    def snapshot(self, *, by_reference: bool = False) -> dict:
+        """Full state incl. banks and stats; ``json.dumps(snapshot(), sort_keys=True)`` is deterministic.
+
+        ``by_reference=True``: the run store's form, whose cost does not grow with the banks (runner/loop.py): bank
+        matrices are :class:`~janus_memory.rows.RowsRef` handles and bank records are shared (read-only); the JSON
+        check skips what :meth:`state_hints` declares append-only (RetrievalBank.add checks each record). It
+        restores (``load_snapshot``, ``rollback``) like the plain form."""
+        with rows.by_reference(by_reference):
+            state = self.get_state()
+        snap = {"format": SNAPSHOT_FORMAT, "updater": self.name, "state": state, "stats": copy.deepcopy(self.stats)}
+        # fail early if a subclass put a non-JSON value in its state
+        json.dumps(_without(snap, self.snapshot_hints()) if by_reference else snap, sort_keys=True,
+                   default=_rows_only)
         return snap
 
     def state_hints(self) -> dict:
@@ -235,6 +240,28 @@ class Updater(ABC):
             raise ValueError(f"snapshot is not a {self.name!r} updater snapshot (got {got!r})")
         if snap.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(f"unsupported snapshot format {snap.get('format')!r} (expected {SNAPSHOT_FORMAT})")
+
+
+def _rows_only(o: Any) -> None:
+    """json.dumps default of the snapshot check: a RowsRef is fine (the store encodes it), anything else is not."""
+    if isinstance(o, rows.RowsRef):
+        return None
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
+def _without(snap: dict, paths: dict) -> dict:
+    """``snap`` with the value at each key path of ``paths`` replaced by None (dicts on the way shallow-copied)."""
+    out = dict(snap)
+    for path in paths:
+        node = out
+        for k in path[:-1]:
+            if not isinstance(node.get(k), dict):
+                break
+            node[k] = node = dict(node[k])
+        else:
+            if path and path[-1] in node:
+                node[path[-1]] = None
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
