@@ -6,13 +6,13 @@ exit with code 2 (never a traceback). The parser is in cli_parser.py.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
 from .cli_closing import closing_lines, make_console, process_started
+from . import cli_signals
 from .cli_parser import CLI_TO_CFG, CLI_TO_JANUS, EXIT_USAGE, build_parser
 from .errors import ConfigError, JanusError
 
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted before anything was started", file=sys.stderr)
         return 130
     where = getattr(args, "resume", None) or (getattr(args, "out", None) if args.cmd in ("run", "demo", "grid") else None)
-    previous_term = _stop_on_sigterm(args.cmd)
+    restore_signals = cli_signals.install(args.cmd)
     try:
         add_plugin_modules(args.plugin)
         command = _dispatch(args, console)
@@ -309,35 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print("interrupted before the run was set up; nothing to resume: start it again", file=sys.stderr)
         _exit_if_threads_linger()
-        return 143 if _TERMINATED else 130
+        return 143 if cli_signals.terminated() else 130
     except JanusError as e:
         print(f"error: {e.user_message(where if _resumable(where) else None)}", file=sys.stderr)
         return EXIT_USAGE
     finally:
-        if previous_term is not None:
-            signal.signal(signal.SIGTERM, previous_term)
-
-
-_TERMINATED = False
-
-
-def _stop_on_sigterm(cmd: str):
-    """`kill PID` (SIGTERM: a batch scheduler's time limit, a job started in the background, where a non-interactive
-    shell makes SIGINT ignored) stops a run the way Ctrl-C does: at the last committed step, with the resume line,
-    exit 143. Returns the previous handler (restored on return), or None when not installed."""
-    global _TERMINATED
-    _TERMINATED = False
-    if cmd not in ("run", "demo", "grid", "sweep") or threading.current_thread() is not threading.main_thread():
-        return None
-
-    def on_term(signum, frame):
-        global _TERMINATED
-        if not _TERMINATED:
-            _TERMINATED = True
-            print("terminated (SIGTERM): stopping at the last committed step", file=sys.stderr)
-            raise KeyboardInterrupt
-
-    return signal.signal(signal.SIGTERM, on_term)
+        restore_signals()
 
 
 def _grid_hint(cmd: str, argv: list[str]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Callable
 
 _STOP_WAIT_S = 60.0  # how long the parent waits for interrupted workers to leave before killing them
@@ -21,9 +22,22 @@ def _worker_sigint(signum, frame) -> None:
     an idle worker starts no further run (one may already sit in its queue); the parent shuts the pool down."""
     if _worker["stopping"]:
         return
+    if _in_finalizer(frame):  # an exception raised in a __del__ is printed and dropped: ask again in 50 ms
+        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return
     _worker["stopping"] = True
     if _worker["busy"]:
         raise KeyboardInterrupt
+
+
+def _in_finalizer(frame, depth: int = 12) -> bool:
+    """Whether the signal landed inside an object finalizer (e.g. asyncio's ``BaseEventLoop.__del__`` during garbage
+    collection), where Python prints "Exception ignored in ..." and swallows the KeyboardInterrupt."""
+    while frame is not None and depth > 0:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame, depth = frame.f_back, depth - 1
+    return False
 
 
 def _worker_init() -> None:
