@@ -284,3 +284,13 @@ def test_cli_inject_on_ace_and_reasoning_bank_both_methods(tmp_path, capsys, upd
     md = Path(build_report([str(out)])["report"]).read_text()
     assert f"| {updater} | wipe@5,poison@8 | 2 | 2 | 0 |" in md
     assert f"| {updater}+janus | wipe@5,poison@8 | 2 | {want['counts'][1]} | {want['counts'][2]} |" in md
+
+
+def test_demo_says_why_it_compares_every_step_and_blocks_the_poison_on_the_fake_backend(tmp_path, capsys):
+    rc = main(["demo", "--backend", "fake", "--encoder", "hashing:256", "--no-cache", "--out", str(tmp_path / "d")])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert ("demo: Janus compares old and new memory at every step after warm-up (trigger always, the paper's "
+            "ablation without MMT): 5 steps give the momentum trigger no history; `janus run` uses MMT") in text
+    assert "[dc_rs] step 5: injected poison candidate -> deployed (no controller)" in text
+    assert "[dc_rs+janus] step 5: injected poison candidate -> blocked (trigger fired, E: old memory" in text

@@ -64,7 +64,7 @@ def _config_from_args(args, *, demo: bool):
     return cfg.with_janus(**janus_over) if janus_over else cfg
 
 
-def _print_preset(cfg, console) -> None:
+def _print_preset(cfg, console, demo: bool = False) -> None:
     from .runner.presets import encoder_line
 
     jc = cfg.janus_config()
@@ -74,6 +74,9 @@ def _print_preset(cfg, console) -> None:
     say(f"preset: {cfg.preset} (replay {cfg.replay_mode()}); {jc.preset_line()}")
     say(f"Janus: warm-up {jc.warmup}, coverage {jc.coverage_size} + boundary {jc.boundary_size} + fresh {jc.fresh_size}, "
         f"beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} (paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)")
+    if demo and jc.trigger == "always":
+        say(f"demo: Janus compares old and new memory at every step after warm-up (trigger always, the paper's "
+            f"ablation without MMT): {cfg.stream_size} steps give the momentum trigger no history; `janus run` uses MMT")
     say(encoder_line(cfg.encoder))
 
 
@@ -88,7 +91,7 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
     t0 = t0 or time.time()
     validate_names(cfg)  # unknown names or invalid Janus settings: one error line before anything is printed or made
     preflight(cfg)  # missing data folder or model file: also before the header
-    _print_preset(cfg, console)
+    _print_preset(cfg, console, demo=getattr(args, "cmd", None) == "demo")
     say = _plain(console)
     say(f"run folder: {Path(cfg.out).expanduser().resolve()}")
     tty = console.is_terminal and not args.quiet
