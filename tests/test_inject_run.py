@@ -294,3 +294,18 @@ def test_demo_says_why_it_compares_every_step_and_blocks_the_poison_on_the_fake_
             "ablation without MMT): 5 steps give the momentum trigger no history; `janus run` uses MMT") in text
     assert "[dc_rs] step 5: injected poison candidate -> deployed (no controller)" in text
     assert "[dc_rs+janus] step 5: injected poison candidate -> blocked (trigger fired, E: old memory" in text
+
+
+def test_a_stream_within_the_warmup_and_an_injection_inside_it_are_warned_about(tmp_path, capsys):
+    rc = main(["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "5", "--test-size", "1",
+               "--controller", "janus", "--encoder", "hashing:64", "--inject", "poison@3", "--no-cache", "--quiet",
+               "--out", str(tmp_path / "w")])
+    assert rc == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert ("warning: the stream has 5 steps and Janus's warm-up is 20: Janus never compares in this run (every "
+            "candidate is deployed unexamined); give --warmup below 5") in lines
+    assert "warning: poison@3 inside Janus's warm-up (20 steps): Janus deploys it unexamined" in lines
+    rc = main(["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "6", "--test-size", "1",
+               "--controller", "janus", "--encoder", "hashing:64", "--warmup", "3", "--inject", "poison@5",
+               "--no-cache", "--quiet", "--out", str(tmp_path / "w2")])
+    assert rc == 0 and "warning:" not in capsys.readouterr().out

@@ -341,3 +341,20 @@ def test_paired_verdicts_only_count_real_booleans():
     assert _verdicts(recs) == {"a": True, "e": False}
     r = paired_compare({"a": True}, {"z": True})  # nothing shared
     assert (r["n"], r["base_acc"], r["diff"], r["unmatched"]) == (0, None, None, 2)
+
+
+def test_periodic_period_one_with_no_post_warmup_step_names_that_cause(tmp_path):
+    from janus_memory.runner.report import load_method_runs
+    from janus_memory.runner.tables import trigger_table
+
+    root = tmp_path / "g"
+    make_run(root / "dc_rs" / "seed0", "gpqa", "dc_rs", {"dc_rs": {"test_accuracy": 0.5}})
+    make_run(root / "dc_rs+janus" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.5, "triggers": 0, "decisions": _decs("wwwww")}})
+    make_run(root / "dc_rs+janus[trigger=periodic]" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
+        "test_accuracy": 0.5, "triggers": 0, "decisions": _decs("wwwww")}},
+        janus={**JANUS, "trigger": "periodic", "trigger_period": 1}, cell="dc_rs+janus[trigger=periodic]")
+    t = trigger_table(load_method_runs([str(root)]))
+    assert t["notes"] == ["GPQA / dc_rs seed 0: the matched periodic trigger degenerated to period 1 (= always) because "
+                          "the stream has no step after the Janus warm-up (no trigger could fire); its row is not a "
+                          "distinct policy"]

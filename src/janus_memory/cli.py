@@ -78,6 +78,12 @@ def _print_preset(cfg, console, demo: bool = False) -> None:
         say(f"demo: Janus compares old and new memory at every step after warm-up (trigger always, the paper's "
             f"ablation without MMT): {cfg.stream_size} steps give the momentum trigger no history; `janus run` uses MMT")
     say(encoder_line(cfg.encoder))
+    if cfg.controller in ("janus", "both") and cfg.stream_size and cfg.stream_size <= jc.warmup:
+        say(f"warning: the stream has {cfg.stream_size} steps and Janus's warm-up is {jc.warmup}: Janus never compares "
+            f"in this run (every candidate is deployed unexamined); give --warmup below {cfg.stream_size}")
+    early = [p for p in (cfg.inject or "").split(",") if p and int(p.split("@")[1]) <= jc.warmup]
+    if cfg.controller in ("janus", "both") and early:
+        say(f"warning: {', '.join(early)} inside Janus's warm-up ({jc.warmup} steps): Janus deploys it unexamined")
 
 
 def _run(cfg, args, console, t0: float | None = None) -> int:

@@ -295,11 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="import MODULE first (it registers its own updaters/datasets/...); also $JANUS_PLUGINS")
     sub = p.add_subparsers(dest="cmd", parser_class=Parser)
     d = sub.add_parser("demo", help="small real run: GSM8K, embedded model, DC-RS with and without Janus (measured "
-                                    "5-10 min on 2 cores)",
-                       description="A small real run on the embedded model (fetched on first use): 6 GSM8K stream "
+                                    "~11 min on 2 cores)",
+                       description="A small real run on the embedded model (fetched on first use): 5 GSM8K stream "
                                    "tasks and 3 test tasks, DC-RS without and with Janus, one injected harmful "
                                    "candidate at the last step. Prints an estimate first (LLM calls, and the time "
-                                   "measured by earlier runs on this machine). Measured 284-596 s on a 2-core machine.")
+                                   "measured by earlier runs on this machine). Measured 645 s on a shared 2-core machine (README).")
     add_run_options(d, demo=True, names=names)
     r = sub.add_parser("run", help="run a stream + frozen test with explicit options",
                        description="Run one memory updater over a stream of tasks, without and/or with Janus, then "

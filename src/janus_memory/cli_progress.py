@@ -175,10 +175,12 @@ def make_bars(console, disable: bool):
 
     class TwoLineProgress(Progress):
         def get_renderables(self):
-            for task in self.tasks:
-                if task.visible:
-                    yield Text(task.description, overflow="fold")
-                    yield self.make_tasks_table([task])
+            shown = [t for t in self.tasks if t.visible]
+            if not shown:  # before the first task (start-up): one stable empty line, redrawn in place (an empty
+                yield Text("")  # render made rich's live display add a fresh blank line at every refresh)
+            for task in shown:
+                yield Text(task.description, overflow="fold")
+                yield self.make_tasks_table([task])
 
     return TwoLineProgress(TextColumn(" "), BarColumn(bar_width=None),
                            TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),

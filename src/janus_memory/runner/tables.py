@@ -170,9 +170,10 @@ def trigger_table(rows: list[MethodRun]) -> dict:
         mmt_trig = _num(_mean([r.summary.get("triggers") for r in pol.get("mmt", [])])) if pol.get("mmt") else "—"
         for r in pol.get("periodic", []):
             if int(r.janus_cfg.get("trigger_period") or 0) == 1:
+                why = ("the stream has no step after the Janus warm-up (no trigger could fire)" if mmt_trig in ("0", 0)
+                       else f"MMT fired on most post-warm-up steps ({mmt_trig} triggers)")
                 notes.append(f"{display_name(ds)} / {upd} seed {r.seed}: the matched periodic trigger degenerated to "
-                             f"period 1 (= always) because MMT fired on most post-warm-up steps ({mmt_trig} triggers); "
-                             "its row is not a distinct policy")
+                             f"period 1 (= always) because {why}; its row is not a distinct policy")
         body = []
         for name in ["base"] + TRIGGER_ORDER:
             rs = pol.get(name)
