@@ -296,21 +296,25 @@ def test_report_paired_table_setup_caption_and_size_groups(tmp_path):
             "0.5 |") in md  # Newcombe: both 2, Janus-only 2, base-only 0, neither 1
 
 
-def test_periodic_period_one_is_flagged(tmp_path):
+@pytest.mark.parametrize("triggers, decisions, cause", [
+    (5, "wwAAAAA", "MMT fired on most post-warm-up steps (5 triggers)"),
+    (0, "wwwww", "the stream has no step after the Janus warm-up (no trigger could fire)"),
+])
+def test_periodic_period_one_is_flagged_with_its_cause(tmp_path, triggers, decisions, cause):
     from janus_memory.runner.report import load_method_runs
     from janus_memory.runner.tables import trigger_table
 
     root = tmp_path / "g"
     make_run(root / "dc_rs" / "seed0", "gpqa", "dc_rs", {"dc_rs": {"test_accuracy": 0.5}})
-    make_run(root / "dc_rs+janus" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
-        "test_accuracy": 0.6, "triggers": 5, "decisions": _decs("wwAAAAA")}})
-    make_run(root / "dc_rs+janus[trigger=periodic]" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
-        "test_accuracy": 0.6, "triggers": 5, "decisions": _decs("wwAAAAA")}},
-        janus={**JANUS, "trigger": "periodic", "trigger_period": 1}, cell="dc_rs+janus[trigger=periodic]")
+    for cell, janus in (("dc_rs+janus", JANUS), ("dc_rs+janus[trigger=periodic]",
+                                                 {**JANUS, "trigger": "periodic", "trigger_period": 1})):
+        make_run(root / cell / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
+            "test_accuracy": 0.6, "triggers": triggers, "decisions": _decs(decisions)}}, janus=janus,
+            cell=None if cell == "dc_rs+janus" else cell)
     t = trigger_table(load_method_runs([str(root)]))
-    assert t["notes"] == ["GPQA / dc_rs seed 0: the matched periodic trigger degenerated to period 1 (= always) because "
-                          "MMT fired on most post-warm-up steps (5 triggers); its row is not a distinct policy"]
-    assert "| periodic | 60.0 | 5 | 5 |" in t["markdown"]
+    assert t["notes"] == [f"GPQA / dc_rs seed 0: the matched periodic trigger degenerated to period 1 (= always) "
+                          f"because {cause}; its row is not a distinct policy"]
+    assert f"| periodic | 60.0 | {triggers} | {triggers} |" in t["markdown"]
 
 
 def test_cross_method_memory_diff_exact(mem_run, capsys):
@@ -342,19 +346,3 @@ def test_paired_verdicts_only_count_real_booleans():
     r = paired_compare({"a": True}, {"z": True})  # nothing shared
     assert (r["n"], r["base_acc"], r["diff"], r["unmatched"]) == (0, None, None, 2)
 
-
-def test_periodic_period_one_with_no_post_warmup_step_names_that_cause(tmp_path):
-    from janus_memory.runner.report import load_method_runs
-    from janus_memory.runner.tables import trigger_table
-
-    root = tmp_path / "g"
-    make_run(root / "dc_rs" / "seed0", "gpqa", "dc_rs", {"dc_rs": {"test_accuracy": 0.5}})
-    make_run(root / "dc_rs+janus" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
-        "test_accuracy": 0.5, "triggers": 0, "decisions": _decs("wwwww")}})
-    make_run(root / "dc_rs+janus[trigger=periodic]" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
-        "test_accuracy": 0.5, "triggers": 0, "decisions": _decs("wwwww")}},
-        janus={**JANUS, "trigger": "periodic", "trigger_period": 1}, cell="dc_rs+janus[trigger=periodic]")
-    t = trigger_table(load_method_runs([str(root)]))
-    assert t["notes"] == ["GPQA / dc_rs seed 0: the matched periodic trigger degenerated to period 1 (= always) because "
-                          "the stream has no step after the Janus warm-up (no trigger could fire); its row is not a "
-                          "distinct policy"]
