@@ -181,6 +181,10 @@ def test_an_old_flat_run_folder_refuses_another_model_but_not_another_endpoint(t
     with pytest.raises(Stopped):
         run_experiment(_config_from_args(args, demo=False), log=lambda m: None, stop_after=2)
     _flatten_stored_config(out)
-    assert _one_error(capsys, main(["run", "--resume", str(out), "--temperature", "0.1", "--quiet"])) == (
-        "error: cannot resume: the config differs from the stored run: llm.temperature: 0.7 -> 0.1")
+    rc = main(["run", "--resume", str(out), "--temperature", "0.1", "--quiet"])
+    assert "janus dataset=" not in capsys.readouterr().out  # refused before the header (fresh-user pass, issue 18)
+    rc = main(["run", "--resume", str(out), "--temperature", "0.1", "--quiet"])
+    assert _one_error(capsys, rc) == (
+        "error: cannot resume: the config differs from the stored run: llm.temperature: 0.7 -> 0.1 (a resumed run "
+        "keeps its stored settings: leave those options out)")
     assert main(["run", "--resume", str(out), "--concurrency", "2", "--quiet"]) == 0

@@ -96,7 +96,7 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
 
     t0 = t0 or time.time()
     validate_names(cfg)  # unknown names or invalid Janus settings: one error line before anything is printed or made
-    preflight(cfg)  # missing data folder or model file: also before the header
+    preflight(cfg, resume=bool(getattr(args, "resume", None)))  # data, model, changed resume settings: before the header
     _print_preset(cfg, console, demo=getattr(args, "cmd", None) == "demo")
     say = _plain(console)
     say(f"run folder: {Path(cfg.out).expanduser().resolve()}")

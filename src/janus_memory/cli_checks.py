@@ -5,9 +5,18 @@ from __future__ import annotations
 from .errors import ConfigError
 
 
-def preflight(cfg) -> None:
-    """ConfigError / ModelNotFound (JanusErrors) for a missing data folder or a missing embedded model file."""
+def preflight(cfg, resume: bool = False) -> None:
+    """ConfigError / ModelNotFound (JanusErrors) for a missing data folder or a missing embedded model file, and for a
+    resume whose options change a stored setting."""
     from .tasks.data import resolve_data_dir
+
+    if resume:
+        from .runner.reader import RunReader
+        from .runner.resume import refuse_changed_config
+
+        reader = RunReader(cfg.out)
+        if reader.has_db and reader.meta("config") is not None:  # anything else: the runner's own message
+            refuse_changed_config(reader, cfg)
 
     try:
         resolve_data_dir(cfg.data_dir)

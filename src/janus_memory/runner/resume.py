@@ -75,14 +75,8 @@ def _with_defaults(stored: dict) -> dict:
 def check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str) -> None:
     """ConfigError unless the stored run has the same config (apart from RESUME_FREE_KEYS), package version and
     dataset split hashes (failure case C13)."""
-    from .build import resolve_config
-
     reader = RunReader(store.root)
-    stored = _with_defaults(migrate_stored(reader.meta("config") or {}))
-    stored = resolve_config(RunConfig.parse(stored)).model_dump()  # new updater keys: their defaults
-    diff = [d for d in config_diff(stored, cfg.model_dump()) if d.split(":")[0] not in RESUME_FREE_KEYS]
-    if diff:
-        raise ConfigError("cannot resume: the config differs from the stored run: " + "; ".join(diff))
+    refuse_changed_config(reader, cfg)
     old_ver = (reader.meta("environment") or {}).get("janus_memory")
     if old_ver != version:
         raise ConfigError(f"cannot resume: run was made by janus-memory {old_ver}, this is {version}")
@@ -94,6 +88,20 @@ def check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str)
                 f"cannot resume: dataset hash mismatch for the {name} split of {cfg.dataset} "
                 f"(stored {o.get('source_sha256', '?')[:12]}…, now {rec['source_sha256'][:12]}…); "
                 "the data files changed since the run started")
+
+
+def refuse_changed_config(reader: RunReader, cfg: RunConfig) -> None:
+    """ConfigError naming every setting (apart from RESUME_FREE_KEYS) that differs from the stored run's; ``cfg`` is
+    resolved here. Also called by the CLI before it prints anything (cli_checks.preflight)."""
+    from .build import resolve_config
+
+    stored = _with_defaults(migrate_stored(reader.meta("config") or {}))
+    stored = resolve_config(RunConfig.parse(stored)).model_dump()  # new updater keys: their defaults
+    now = resolve_config(cfg).model_dump()
+    diff = [d for d in config_diff(stored, now) if d.split(":")[0] not in RESUME_FREE_KEYS]
+    if diff:
+        raise ConfigError("cannot resume: the config differs from the stored run: " + "; ".join(diff)
+                          + " (a resumed run keeps its stored settings: leave those options out)")
 
 
 def check_resume_state(ctx: Context, store: RunStore) -> None:
