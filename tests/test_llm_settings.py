@@ -188,3 +188,14 @@ def test_an_old_flat_run_folder_refuses_another_model_but_not_another_endpoint(t
         "error: cannot resume: the config differs from the stored run: llm.temperature: 0.7 -> 0.1 (a resumed run "
         "keeps its stored settings: leave those options out)")
     assert main(["run", "--resume", str(out), "--concurrency", "2", "--quiet"]) == 0
+
+
+def test_an_unknown_encoder_is_one_line_before_the_header_and_makes_no_folder(tmp_path, capsys):
+    out = tmp_path / "e"
+    rc = main(["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "3", "--test-size", "1",
+               "--encoder", "foo", "--out", str(out)])
+    assert capsys.readouterr().out == ""
+    assert rc == 2 and not out.exists()
+    rc = main(["run", "--backend", "fake", "--dataset", "gsm8k", "--encoder", "foo", "--out", str(out)])
+    assert _one_error(capsys, rc) == ("error: unknown encoder 'foo': choose one of hashing, minilm, st ('minilm', "
+                                      "'hashing[:n]' or 'st:<name-or-path>')")

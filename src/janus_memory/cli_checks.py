@@ -10,6 +10,13 @@ def preflight(cfg, resume: bool = False) -> None:
     resume whose options change a stored setting."""
     from .tasks.data import resolve_data_dir
 
+    import janus_memory.encoders  # noqa: F401  (registers the built-in encoder kinds)
+    from .registry import ENCODERS
+
+    kind = str(cfg.encoder or "").partition(":")[0]
+    if cfg.encoder and kind not in ENCODERS:
+        raise ConfigError(f"unknown encoder {cfg.encoder!r}: choose one of {', '.join(ENCODERS.names())} "
+                          "('minilm', 'hashing[:n]' or 'st:<name-or-path>')")
     if resume:
         from .runner.reader import RunReader
         from .runner.resume import refuse_changed_config
