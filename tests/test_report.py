@@ -346,3 +346,14 @@ def test_paired_verdicts_only_count_real_booleans():
     r = paired_compare({"a": True}, {"z": True})  # nothing shared
     assert (r["n"], r["base_acc"], r["diff"], r["unmatched"]) == (0, None, None, 2)
 
+
+
+def test_timelines_of_several_folders_with_one_dataset_label_and_seed_do_not_overwrite_each_other(tmp_path):
+    root = tmp_path / "runs"
+    for folder in ("clean", "inj"):
+        make_run(root / folder, "gsm8k", "dc_rs", {"dc_rs+janus": {"test_accuracy": 0.5, "triggers": 5,
+                                                                   "decisions": _decs("wwAAAAA")}})
+    rep = build_report([str(root)], str(tmp_path / "rep"))
+    timelines = sorted(k for k in rep["plots"] if k.startswith("timeline_"))
+    assert timelines == ["timeline_gsm8k_dc_rs+janus_seed0", "timeline_gsm8k_dc_rs+janus_seed0_inj"]
+    assert all(Path(rep["plots"][k]).is_file() for k in timelines)

@@ -101,6 +101,11 @@ def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: i
                 f"plot(s)")
         for r in candidates[:max_timelines]:
             name = plots.safe_name(f"{kind}_{r.dataset}_{r.label}_seed{r.seed}")
+            if name in plot_paths:  # several run folders with one dataset/label/seed: name each by its folder
+                name = plots.safe_name(f"{name}_{r.run_dir.name}")
+            n = 2
+            while name in plot_paths:
+                name, n = plots.safe_name(f"{name}_{n}"), n + 1
             p = fn(r, out / f"{name}.png")
             if p:
                 plot_paths[name] = str(p)
