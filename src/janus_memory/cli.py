@@ -65,6 +65,7 @@ def _config_from_args(args, *, demo: bool):
 
 
 def _print_preset(cfg, console, demo: bool = False) -> None:
+    from .inject_plan import parse_inject
     from .runner.presets import encoder_line
 
     jc = cfg.janus_config()
@@ -81,7 +82,7 @@ def _print_preset(cfg, console, demo: bool = False) -> None:
     if cfg.controller in ("janus", "both") and cfg.stream_size and cfg.stream_size <= jc.warmup:
         say(f"warning: the stream has {cfg.stream_size} steps and Janus's warm-up is {jc.warmup}: Janus never compares "
             f"in this run (every candidate is deployed unexamined); give --warmup below {cfg.stream_size}")
-    early = [p for p in (cfg.inject or "").split(",") if p and int(p.split("@")[1]) <= jc.warmup]
+    early = [str(i) for i in parse_inject(cfg.inject) if i.step <= jc.warmup]
     if cfg.controller in ("janus", "both") and early:
         say(f"warning: {', '.join(early)} inside Janus's warm-up ({jc.warmup} steps): Janus deploys it unexamined")
 

@@ -9,12 +9,11 @@
 """
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
 
-from .runner.executors import _in_finalizer
+from .runner.executors import resent_from_finalizer
 
 _state = {"terminated": False}
 
@@ -27,8 +26,7 @@ def terminated() -> bool:
 def _on_term(signum, frame) -> None:
     if _state["terminated"]:
         return
-    if _in_finalizer(frame):
-        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    if resent_from_finalizer(frame, signal.SIGTERM):
         return
     _state["terminated"] = True
     print("terminated (SIGTERM): stopping at the last committed step", file=sys.stderr)
@@ -36,8 +34,7 @@ def _on_term(signum, frame) -> None:
 
 
 def _on_int(signum, frame) -> None:
-    if _in_finalizer(frame):
-        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+    if resent_from_finalizer(frame, signal.SIGINT):
         return
     raise KeyboardInterrupt
 

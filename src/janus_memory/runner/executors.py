@@ -22,12 +22,20 @@ def _worker_sigint(signum, frame) -> None:
     an idle worker starts no further run (one may already sit in its queue); the parent shuts the pool down."""
     if _worker["stopping"]:
         return
-    if _in_finalizer(frame):  # an exception raised in a __del__ is printed and dropped: ask again in 50 ms
-        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+    if resent_from_finalizer(frame, signal.SIGINT):
         return
     _worker["stopping"] = True
     if _worker["busy"]:
         raise KeyboardInterrupt
+
+
+def resent_from_finalizer(frame, signum: int) -> bool:
+    """For a signal handler: when the signal landed inside an object finalizer, send it to this process again in
+    50 ms and return True (the handler then returns); an exception raised in a ``__del__`` is printed and dropped."""
+    if not _in_finalizer(frame):
+        return False
+    threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+    return True
 
 
 def _in_finalizer(frame, depth: int = 12) -> bool:
