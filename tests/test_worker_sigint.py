@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from janus_memory import interrupts
 from janus_memory.runner import executors
 
 
@@ -25,7 +26,7 @@ def _frame_in_del():
 
 def test_sigint_inside_a_finalizer_is_deferred_not_swallowed(monkeypatch):
     sent = []
-    monkeypatch.setattr(executors.os, "kill", lambda pid, sig: sent.append(sig))
+    monkeypatch.setattr(interrupts.os, "kill", lambda pid, sig: sent.append(sig))
     monkeypatch.setattr(executors, "_worker", {"busy": True, "stopping": False})
     executors._worker_sigint(signal.SIGINT, _frame_in_del())  # no KeyboardInterrupt raised inside __del__
     assert executors._worker == {"busy": True, "stopping": False}
@@ -40,6 +41,6 @@ def test_sigint_inside_a_finalizer_is_deferred_not_swallowed(monkeypatch):
 
 
 def test_in_finalizer_looks_up_the_call_chain_only():
-    assert executors._in_finalizer(_frame_in_del()) is True
-    assert executors._in_finalizer(sys._getframe()) is False
-    assert executors._in_finalizer(None) is False
+    assert interrupts.in_finalizer(_frame_in_del()) is True
+    assert interrupts.in_finalizer(sys._getframe()) is False
+    assert interrupts.in_finalizer(None) is False

@@ -6,6 +6,8 @@
 * SIGINT that lands inside an object finalizer (asyncio's ``BaseEventLoop.__del__`` during garbage collection): an
   exception raised there is printed as "Exception ignored in ..." and dropped, so that Ctrl-C would be lost. It is
   re-sent 50 ms later instead (grid/sweep workers do the same, runner/executors.py).
+* Either signal while an LLM call's asyncio loop runs: the KeyboardInterrupt is raised at the loop's next callback,
+  not in the middle of asyncio's task bookkeeping (interrupts.py says why).
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import signal
 import sys
 import threading
 
-from .runner.executors import resent_from_finalizer
+from .interrupts import raise_interrupt, resent_from_finalizer
 
 _state = {"terminated": False}
 
@@ -30,13 +32,13 @@ def _on_term(signum, frame) -> None:
         return
     _state["terminated"] = True
     print("terminated (SIGTERM): stopping at the last committed step", file=sys.stderr)
-    raise KeyboardInterrupt
+    raise_interrupt()
 
 
 def _on_int(signum, frame) -> None:
     if resent_from_finalizer(frame, signal.SIGINT):
         return
-    raise KeyboardInterrupt
+    raise_interrupt()
 
 
 def install(cmd: str):

@@ -40,6 +40,7 @@ from typing import Any
 from janus_memory.llm.base import ChatBackend, ChatRequest, ContextTruncated, validate_messages
 from janus_memory.llm.cache import ResponseCache, request_key
 from janus_memory.llm.reasoning import is_context_truncated
+from janus_memory.interrupts import raise_if_deferred
 from janus_memory.llm.request_loop import RequestLoop
 from janus_memory.llm.usage import UsageMeter
 from janus_memory.types import ChatResult
@@ -50,7 +51,9 @@ def _run_sync(factory: Callable[[], Awaitable[Any]]) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(factory())
+        value = asyncio.run(factory())
+        raise_if_deferred()  # a Ctrl-C that arrived as the loop was ending (janus_memory/interrupts.py)
+        return value
     box: dict[str, Any] = {}
 
     def target() -> None:

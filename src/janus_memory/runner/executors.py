@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 from collections.abc import Callable
+
+from janus_memory.interrupts import raise_interrupt, resent_from_finalizer
 
 _STOP_WAIT_S = 60.0  # how long the parent waits for interrupted workers to leave before killing them
 _worker = {"busy": False, "stopping": False}  # per worker process
@@ -26,26 +27,7 @@ def _worker_sigint(signum, frame) -> None:
         return
     _worker["stopping"] = True
     if _worker["busy"]:
-        raise KeyboardInterrupt
-
-
-def resent_from_finalizer(frame, signum: int) -> bool:
-    """For a signal handler: when the signal landed inside an object finalizer, send it to this process again in
-    50 ms and return True (the handler then returns); an exception raised in a ``__del__`` is printed and dropped."""
-    if not _in_finalizer(frame):
-        return False
-    threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
-    return True
-
-
-def _in_finalizer(frame, depth: int = 12) -> bool:
-    """Whether the signal landed inside an object finalizer (e.g. asyncio's ``BaseEventLoop.__del__`` during garbage
-    collection), where Python prints "Exception ignored in ..." and swallows the KeyboardInterrupt."""
-    while frame is not None and depth > 0:
-        if frame.f_code.co_name == "__del__":
-            return True
-        frame, depth = frame.f_back, depth - 1
-    return False
+        raise_interrupt()  # now, or at the event loop's next callback (interrupts.py)
 
 
 def _worker_init() -> None:

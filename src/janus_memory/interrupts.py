@@ -1,0 +1,72 @@
+"""Turning a signal into KeyboardInterrupt at a point where Python and asyncio can unwind cleanly.
+
+Our SIGINT/SIGTERM handlers (cli_signals.py for the CLI, runner/executors.py for grid/sweep workers) stop a run by
+raising KeyboardInterrupt. A signal handler runs between two bytecodes of whatever the main thread is doing, and two
+places there cannot take an exception:
+
+* an object finalizer (``__del__``, e.g. asyncio's ``BaseEventLoop.__del__`` during garbage collection): Python
+  prints "Exception ignored in ..." and drops it, so the Ctrl-C is lost. :func:`resent_from_finalizer` sends the
+  signal again 50 ms later instead.
+* asyncio's own bookkeeping inside a running event loop: a KeyboardInterrupt raised while a Task is being created
+  (its constructor calls the Python-level ``loop.call_soon`` before registering the task) leaves a half-made task
+  that nobody cancels; at exit Python prints "Task was destroyed but it is pending!" and "coroutine ... was never
+  awaited" (seen on CI in test_cli_interrupt_grid). :func:`raise_interrupt` therefore raises at once only outside
+  an event loop; inside one it schedules the raise as the loop's next callback, where the exception leaves the loop
+  between two callbacks and ``asyncio.run`` cancels every task properly (the way asyncio's own Runner handles
+  Ctrl-C). :func:`raise_if_deferred` raises one that the loop ended before delivering (called after every
+  ``asyncio.run`` of the LLM client), so no interrupt is lost.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+_deferred = {"pending": False}
+
+
+def resent_from_finalizer(frame, signum: int) -> bool:
+    """For a signal handler: when the signal landed inside an object finalizer, send it to this process again in
+    50 ms and return True (the handler then returns); an exception raised in a ``__del__`` is printed and dropped."""
+    if not in_finalizer(frame):
+        return False
+    threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+    return True
+
+
+def in_finalizer(frame, depth: int = 12) -> bool:
+    """Whether the signal landed inside an object finalizer (e.g. asyncio's ``BaseEventLoop.__del__`` during garbage
+    collection), where Python prints "Exception ignored in ..." and swallows the KeyboardInterrupt."""
+    while frame is not None and depth > 0:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame, depth = frame.f_back, depth - 1
+    return False
+
+
+def raise_interrupt() -> None:
+    """From a signal handler: raise KeyboardInterrupt now, or, when this thread is running an asyncio event loop,
+    at that loop's next callback (module docstring). Returns only in the second case."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        raise KeyboardInterrupt from None
+    _deferred["pending"] = True
+    loop.call_soon_threadsafe(_fire)  # safe from a signal handler: asyncio's Runner does the same on Ctrl-C
+
+
+def _fire() -> None:
+    if _deferred["pending"]:
+        _deferred["pending"] = False
+        raise KeyboardInterrupt
+
+
+def raise_if_deferred() -> None:
+    """Raise the KeyboardInterrupt that :func:`raise_interrupt` deferred when its event loop stopped before running
+    the callback (a signal in the last instants of ``asyncio.run``)."""
+    _fire()
+
+
+def clear_deferred() -> None:
+    """Forget a deferred interrupt (tests; a CLI command that starts afresh in the same process)."""
+    _deferred["pending"] = False
