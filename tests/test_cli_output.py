@@ -11,7 +11,8 @@ from janus_memory.runner.summary_table import cost_remarks, method_cost, overhea
 from janus_memory.types import Usage
 
 TRIG = {"triggered": True, "accept": False, "reason": "new_lt_old", "cosine": -0.38261600234886267,
-        "coverage": ["a"] * 12, "boundary": ["b"] * 8, "fresh": ["c"] * 2, "eval_ids": ["x"] * 22,
+        "coverage": [f"a{i}" for i in range(12)], "boundary": [f"b{i}" for i in range(8)], "fresh": ["c0", "c1"],
+        "eval_ids": ["x"] * 22,
         "old_score": 0.8181818181818182, "new_score": 0.5454545454545454}
 
 
@@ -28,6 +29,18 @@ def test_trigger_line_exact():
     assert trigger_line("dc_rs+janus", 22, TRIG, "+2 -1 lines (10 -> 12 chars)") == (
         "[dc_rs+janus] trigger at step 22: cos=-0.383 |E|=22 (coverage+boundary+fresh 12+8+2) old 0.818 vs new 0.545 "
         "-> ROLLBACK (new_lt_old); candidate +2 -1 lines (10 -> 12 chars)")
+
+
+def test_trigger_line_names_a_task_drawn_in_two_roles():
+    """The demo's E: the current task is both a coverage representative and the fresh sample (2+1+1 = 4 roles,
+    3 distinct tasks); the line says so instead of an |E| that does not add up."""
+    d = dict(TRIG, coverage=["t1", "t2"], boundary=["t3"], fresh=["t2"], eval_ids=["t1", "t2", "t3"],
+             accept=True, reason="new_ge_old", old_score=0.0, new_score=0.0)
+    assert trigger_line("m+janus", 5, d, "+2 -0 lines (5 -> 9 chars)") == (
+        "[m+janus] trigger at step 5: cos=-0.383 |E|=3 (coverage+boundary+fresh 2+1+1; 1 task in two roles, solved "
+        "once) old 0.000 vs new 0.000 -> ACCEPT (new_ge_old); candidate +2 -0 lines (5 -> 9 chars)")
+    d2 = dict(d, boundary=["t1"], eval_ids=["t1", "t2"])
+    assert "2+1+1; 2 tasks in two roles, solved once)" in trigger_line("m", 5, d2, "x")
 
 
 def test_diff_summary_counts_lines():

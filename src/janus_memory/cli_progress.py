@@ -43,8 +43,12 @@ def step_line(method: str, step: int, total: int, correct: bool, decision: dict,
 
 def trigger_line(method: str, step: int, decision: dict, change: str) -> str:
     """One line per trigger: step, cosine, |E| by role, old vs new score, decision, one-line diff summary."""
-    sizes = "+".join(str(len(decision.get(k) or [])) for k in ("coverage", "boundary", "fresh"))
+    roles = [list(decision.get(k) or []) for k in ("coverage", "boundary", "fresh")]
+    sizes = "+".join(str(len(r)) for r in roles)
     n = len(decision.get("eval_ids") or [])
+    shared = sum(len(r) for r in roles) - len({t for r in roles for t in r})  # a task drawn in two roles
+    if shared:
+        sizes += f"; {shared} task{'s' if shared > 1 else ''} in two roles, solved once"
     old, new = decision.get("old_score"), decision.get("new_score")
     scores = "old ? vs new ?" if old is None or new is None else f"old {old:.3f} vs new {new:.3f}"
     verdict = "ACCEPT" if decision.get("accept") else "ROLLBACK"
