@@ -6,7 +6,10 @@ import pytest
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
 from janus_memory.controller.equivalence import (
+    ACE_COUNTERS,
     COUNT_LINE,
+    COUNTER_BOOKKEEPING,
+    COUNTER_INLINE,
     DEFAULT_BOOKKEEPING,
     VERSION_LINE,
     Unit,
@@ -111,6 +114,44 @@ def test_usage_counts_are_kept_by_default_and_ignorable_on_request():
     assert trivially_equal(DC_OLD, bumped, DEFAULT_BOOKKEEPING + (COUNT_LINE,)) is True
 
 
+ACE = ("## STRATEGIES & INSIGHTS\n\n## OTHERS\n"
+       "[misc-00001] helpful=0 harmful=18 :: Subtract both known distances from the total.\n"
+       "[misc-00002] helpful=2 harmful=0 :: Check which quantity the question asks for.")
+
+
+def test_ace_counters_are_content_by_default_and_bookkeeping_on_request():
+    """The real ACE run's candidates: one bullet's harmful= counter moved (docs/updaters.md)."""
+    moved = ACE.replace("harmful=18", "harmful=19")
+    both = moved.replace("helpful=2 harmful=0", "helpful=3 harmful=1")
+    assert trivially_equal(ACE, moved) is False
+    assert trivially_equal(ACE, moved, COUNTER_BOOKKEEPING, COUNTER_INLINE) is True
+    assert trivially_equal(ACE, both, COUNTER_BOOKKEEPING, COUNTER_INLINE) is True
+    assert canonical_text(ACE, COUNTER_BOOKKEEPING, COUNTER_INLINE) == (
+        "## STRATEGIES & INSIGHTS\n## OTHERS\n[misc-00001] :: Subtract both known distances from the total.\n"
+        "[misc-00002] :: Check which quantity the question asks for.")
+
+
+@pytest.mark.parametrize("new", [
+    ACE.replace("the total.", "the sum."),  # content edited
+    ACE.replace("[misc-00002]", "[misc-00003]"),  # another bullet
+    ACE + "\n[misc-00003] helpful=0 harmful=0 :: A new bullet.",  # ADD
+    ACE.replace("## OTHERS\n", ""),  # heading removed
+    ACE.replace("total.", "total helpful=1 harmful=2 :: x."),  # counter-like words in the content are content
+])
+def test_real_ace_changes_stay_different_with_counters_ignored(new):
+    assert trivially_equal(ACE, new, COUNTER_BOOKKEEPING, COUNTER_INLINE) is False
+
+
+def test_ace_counter_pattern_is_anchored_to_the_bullet_head():
+    assert ACE_COUNTERS.match("[a-1] helpful=3 harmful=0 :: x").group("keep") == "[a-1]"
+    assert ACE_COUNTERS.match("- [a-1] helpful=3 harmful=0 :: x").group("keep") == "- [a-1]"
+    assert ACE_COUNTERS.match("note: [a-1] helpful=3 harmful=0 :: x") is None
+    assert ACE_COUNTERS.match("[a-1] helpful=3 :: x") is None  # both counters, as ACE writes them
+    assert ACE_COUNTERS.match("[a-1] helpful=3 harmful=0") is None  # no '::': not a bullet head
+    dc = "<memory_item>\n<description>\nX\n</description>\n** Count: 2\n</memory_item>"
+    assert trivially_equal(dc, dc.replace("Count: 2", "Count: 5"), COUNTER_BOOKKEEPING, COUNTER_INLINE) is True
+
+
 def test_list_continuation_lines_move_with_their_entry():
     a = "- first\n  detail of first\n- second\n  detail of second"
     b = "- second\n  detail of second\n- first\n  detail of first"
@@ -159,7 +200,13 @@ def test_option_off_by_default_and_in_the_paper_preset():
     assert JanusConfig.faithful().skip_trivially_equal is False
     with pytest.raises(ValueError):
         JanusConfig(skip_trivially_equal=1)
-    assert list(JanusConfig().to_dict())[-1] == "skip_trivially_equal"
+    assert list(JanusConfig().to_dict())[-2:] == ["skip_trivially_equal", "ignore_usage_counters"]
+    assert JanusConfig().ignore_usage_counters is False and JanusConfig.paper().ignore_usage_counters is False
+    with pytest.raises(ValueError, match="^ignore_usage_counters refines skip_trivially_equal: set "
+                                         "skip_trivially_equal: true too$"):
+        JanusConfig(ignore_usage_counters=True)
+    with pytest.raises(ValueError, match="^ignore_usage_counters must be a bool$"):
+        JanusConfig(skip_trivially_equal=True, ignore_usage_counters="yes")
 
 
 def test_controller_accepts_trivially_equal_candidate_without_evaluation():
@@ -183,6 +230,24 @@ def test_controller_still_evaluates_real_changes_and_option_off():
     _, d_off = _run(JanusConfig(warmup=2, coverage_size=1, boundary_size=1, fresh_size=1),
                     OURS.replace("Version: 3", "Version: 4"), ev_off)
     assert d_off.triggered and d_off.accept and len(ev_off.calls) == 2
+
+
+def test_controller_counter_only_candidate_skipped_only_with_ignore_usage_counters():
+    moved = ACE.replace("harmful=18", "harmful=19")
+
+    def run(**opt):
+        cfg = JanusConfig(warmup=2, coverage_size=1, boundary_size=1, fresh_size=1, skip_trivially_equal=True, **opt)
+        ev = Ev(lambda m, tid: True)
+        j = Janus(cfg, ev)
+        for i in range(2):
+            j.decide(StepInput(mk_task(i), np.ones(3), "A", "B", np.zeros(2), np.array([1.0, 0.0])))
+        j.decide(StepInput(mk_task(2), np.ones(3) * 2, ACE, ACE, np.zeros(2), np.array([-1.0, 0.0])))
+        return ev, j.decide(StepInput(mk_task(3), np.ones(3) * 3, ACE, moved, np.zeros(2), np.array([1.0, 0.0])))
+
+    ev, d = run(ignore_usage_counters=True)
+    assert (d.triggered, d.accept, d.reason, d.evaluator_calls, ev.calls) == (False, True, "trivially_equal", 0, [])
+    ev, d = run()
+    assert d.triggered is True and d.reason != "trivially_equal" and len(ev.calls) == 2
 
 
 def test_state_round_trip_keeps_the_option():

@@ -38,6 +38,10 @@ class JanusConfig:
       memory only in bookkeeping (version counter, whitespace, entry order; ``controller/equivalence.py``), accept
       it without evaluation: reason "trivially_equal", triggered False, no evaluator call, and the trigger's
       bookkeeping (fresh window, trigger count, coverage refresh, boundary) is left to the next real trigger.
+    ignore_usage_counters (off; not in the paper; needs skip_trivially_equal): usage counters are bookkeeping too:
+      DC's ``** Count: N`` lines and ACE's ``helpful=N harmful=N`` in a bullet. A candidate that only moves a
+      counter is then accepted unevaluated. Off by default because the solver reads the counters (ACE's generator
+      sees them); measured on a real ACE run in docs/updaters.md, where every compared candidate was of that kind.
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -77,6 +81,7 @@ class JanusConfig:
     arm_warmup: bool = True
     use_mmt: bool = True
     skip_trivially_equal: bool = False
+    ignore_usage_counters: bool = False
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
@@ -91,9 +96,11 @@ class JanusConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
-                     "arm_warmup", "use_mmt", "skip_trivially_equal"):
+                     "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool")
+        if self.ignore_usage_counters and not self.skip_trivially_equal:
+            raise ValueError("ignore_usage_counters refines skip_trivially_equal: set skip_trivially_equal: true too")
         for name in ("beta", "tau", "trigger_rate", "alpha", "retention_min", "shrink_max", "magnitude_ratio",
                      "tau_quantile"):
             v = getattr(self, name)

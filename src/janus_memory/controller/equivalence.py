@@ -15,6 +15,11 @@ Canonical form (:func:`canonical_memory`), applied to both texts:
    ``version = 2`` (case-insensitive). Other counters are kept unless the caller passes more patterns
    (``COUNT_LINE`` matches DC's per-item usage counters ``** Count: 3``; it is *not* in the default, because
    the solver reads those counts).
+   In-line counters (``inline`` patterns, none by default) are cut out of every line before the rest:
+   ``ACE_COUNTERS`` matches ACE's ``helpful=3 harmful=1`` between a bullet's ``[id]`` (at the start of the line)
+   and its ``::`` (the same words inside a bullet's content are content).
+   ``COUNTER_BOOKKEEPING`` / ``COUNTER_INLINE`` (both kinds of counter) are what
+   ``JanusConfig.ignore_usage_counters`` adds.
 3. Whitespace: outside fenced code blocks every run of whitespace inside a line becomes one space, lines are
    stripped and blank lines are dropped. Inside a fenced block (between two lines starting with three
    backticks or tildes) the leading indentation is kept (it can matter to code) and only trailing whitespace
@@ -41,7 +46,11 @@ from dataclasses import dataclass
 
 VERSION_LINE = re.compile(r"version\s*[:=#-]?\s*v?\d+(?:\.\d+)*", re.IGNORECASE)
 COUNT_LINE = re.compile(r"(?:usage\s+)?count\s*[:=]?\s*\d+", re.IGNORECASE)
+# ACE's counters where ACE writes them: between a bullet's ``[id]`` at the start of a line and its ``::``
+ACE_COUNTERS = re.compile(r"^(?P<keep>\s*(?:[-*]\s+)?\[[^\]\n]+\])\s+helpful=\d+\s+harmful=\d+(?=\s+::)")
 DEFAULT_BOOKKEEPING: tuple[re.Pattern, ...] = (VERSION_LINE,)
+COUNTER_BOOKKEEPING: tuple[re.Pattern, ...] = (VERSION_LINE, COUNT_LINE)
+COUNTER_INLINE: tuple[re.Pattern, ...] = (ACE_COUNTERS,)
 
 _ITEM_BLOCK = re.compile(r"(<memory_item>.*?</memory_item>)", re.IGNORECASE | re.DOTALL)
 _LIST_MARKER = re.compile(r"^(?:[-*+\u2022]|\d{1,4}[.)])\s+")
@@ -62,11 +71,14 @@ def _is_bookkeeping(line: str, patterns: Iterable[re.Pattern]) -> bool:
     return bool(core) and any(p.fullmatch(core) for p in patterns)
 
 
-def _norm_lines(raw: str, patterns: tuple[re.Pattern, ...]) -> list[tuple[str, int, bool]]:
+def _norm_lines(raw: str, patterns: tuple[re.Pattern, ...],
+                inline: tuple[re.Pattern, ...] = ()) -> list[tuple[str, int, bool]]:
     """(normalised line, indentation width, inside-fence) for every kept line of ``raw``."""
     out: list[tuple[str, int, bool]] = []
     in_fence = False
     for line in raw.split("\n"):
+        for p in inline:  # an in-line pattern's match is cut out, except its group "keep" if it has one
+            line = p.sub(r"\g<keep>" if "keep" in p.groupindex else "", line)
         if _FENCE.match(line):
             out.append((line.strip(), len(line) - len(line.lstrip()), True))
             in_fence = not in_fence
@@ -82,12 +94,12 @@ def _norm_lines(raw: str, patterns: tuple[re.Pattern, ...]) -> list[tuple[str, i
     return out
 
 
-def _segment(raw: str, patterns: tuple[re.Pattern, ...]) -> list[Unit]:
+def _segment(raw: str, patterns: tuple[re.Pattern, ...], inline: tuple[re.Pattern, ...] = ()) -> list[Unit]:
     """Cut a text without ``<memory_item>`` blocks into list-entry items and structural lines."""
     units: list[Unit] = []
     item: list[str] | None = None
     item_indent = 0
-    for text, indent, fenced in _norm_lines(raw, patterns):
+    for text, indent, fenced in _norm_lines(raw, patterns, inline):
         m = None if fenced else _LIST_MARKER.match(text)
         if m is not None and (item is None or indent <= item_indent):
             if item is not None:
@@ -105,19 +117,20 @@ def _segment(raw: str, patterns: tuple[re.Pattern, ...]) -> list[Unit]:
     return units
 
 
-def canonical_memory(text: str, patterns: Iterable[re.Pattern] = DEFAULT_BOOKKEEPING) -> tuple[Unit, ...]:
+def canonical_memory(text: str, patterns: Iterable[re.Pattern] = DEFAULT_BOOKKEEPING,
+                     inline: Iterable[re.Pattern] = ()) -> tuple[Unit, ...]:
     """The canonical form of a memory text (see the module docstring). Raises TypeError for a non-str."""
     if not isinstance(text, str):
         raise TypeError(f"memory text must be a str, got {type(text).__name__}")
-    pats = tuple(patterns)
+    pats, inl = tuple(patterns), tuple(inline)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     units: list[Unit] = []
     for k, part in enumerate(_ITEM_BLOCK.split(text)):
         if k % 2 == 1:
             inner = part[len("<memory_item>"):-len("</memory_item>")]
-            units.append(Unit("item", tuple(t for t, _, _ in _norm_lines(inner, pats))))
+            units.append(Unit("item", tuple(t for t, _, _ in _norm_lines(inner, pats, inl))))
         else:
-            units.extend(_segment(part, pats))
+            units.extend(_segment(part, pats, inl))
     out: list[Unit] = []
     run: list[Unit] = []
     for u in units + [Unit("text", ())]:  # sentinel flushes the last run
@@ -131,17 +144,19 @@ def canonical_memory(text: str, patterns: Iterable[re.Pattern] = DEFAULT_BOOKKEE
     return tuple(out)
 
 
-def canonical_text(text: str, patterns: Iterable[re.Pattern] = DEFAULT_BOOKKEEPING) -> str:
+def canonical_text(text: str, patterns: Iterable[re.Pattern] = DEFAULT_BOOKKEEPING,
+                   inline: Iterable[re.Pattern] = ()) -> str:
     """Human-readable rendering of :func:`canonical_memory` (for logs and docs; not used for the decision)."""
     rows = []
-    for u in canonical_memory(text, patterns):
+    for u in canonical_memory(text, patterns, inline):
         rows.append(("- " if u.kind == "item" else "") + " / ".join(u.lines))
     return "\n".join(rows)
 
 
-def trivially_equal(old: str, new: str, patterns: Iterable[re.Pattern] = DEFAULT_BOOKKEEPING) -> bool:
+def trivially_equal(old: str, new: str, patterns: Iterable[re.Pattern] = DEFAULT_BOOKKEEPING,
+                    inline: Iterable[re.Pattern] = ()) -> bool:
     """True iff ``old`` and ``new`` have the same canonical form (differ only in bookkeeping)."""
-    pats = tuple(patterns)
+    pats, inl = tuple(patterns), tuple(inline)
     if old == new:
         return True
-    return canonical_memory(old, pats) == canonical_memory(new, pats)
+    return canonical_memory(old, pats, inl) == canonical_memory(new, pats, inl)

@@ -26,7 +26,7 @@ from .changes import change_stats
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
 from .decision import Comparison
-from .equivalence import trivially_equal
+from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
 from .evalplan import flips_of, plan_trigger, plan_warmup
 from .evalset import (
     EmbeddingStore,
@@ -222,10 +222,16 @@ class Janus(StateMixin):
         verdict = self._selective.fires(cos, z_norm, ch)
         return verdict.fire, {**ch.to_dict(), **verdict.to_dict()}
 
+    def _bookkeeping(self) -> tuple:
+        """(line patterns, in-line patterns) that skip_trivially_equal ignores (equivalence.py)."""
+        if self.config.ignore_usage_counters:
+            return COUNTER_BOOKKEEPING, COUNTER_INLINE
+        return DEFAULT_BOOKKEEPING, ()
+
     def _act(self, d: Decision, fire: bool, old_text: str, new_text: str) -> None:
         """Not fired: accept. Fired on a trivially-equal candidate (when enabled): accept without evaluation, the
         trigger's bookkeeping left to the next real trigger. Fired otherwise: compare (``_trigger``)."""
-        if fire and self.config.skip_trivially_equal and trivially_equal(old_text, new_text):
+        if fire and self.config.skip_trivially_equal and trivially_equal(old_text, new_text, *self._bookkeeping()):
             d.triggered = False
             d.reason = "trivially_equal"
             self._stats["accepts"] += 1
