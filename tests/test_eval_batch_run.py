@@ -113,7 +113,7 @@ def test_trivially_equal_counted_in_summary(tmp_path, monkeypatch):
     from janus_memory.controller import janus as janus_mod
 
     # every candidate counts as trivially equal: the count is the number of post-warm-up steps that fired
-    monkeypatch.setattr(janus_mod, "trivially_equal", lambda a, b: True)
+    monkeypatch.setattr(janus_mod, "trivially_equal", lambda a, b, *bookkeeping: True)
     cfg = _cfg(tmp_path / "t", janus={"warmup": 3, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1,
                                       "trigger": "always", "skip_trivially_equal": True})
     s = run_experiment(cfg, log=lambda m: None)["methods"]["dc_rs+janus"]
