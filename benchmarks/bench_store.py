@@ -185,27 +185,30 @@ def real_run(n: int) -> dict:
     from janus_memory.updaters.base import Updater
 
     cost: dict[int, float] = {}
+    cpu: dict[int, float] = {}
     size: dict[int, int] = {}
-    pending = [0.0]
+    pending = [0.0, 0.0]  # wall, CPU
     originals = (store_mod.RunStore.on_event, Updater.snapshot, Janus.state_dict)
 
     def timing(fn):
         def wrapped(*a, **kw):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             try:
                 return fn(*a, **kw)
             finally:
                 pending[0] += time.perf_counter() - t
+                pending[1] += time.process_time() - c
         return wrapped
 
     def on_event(self, ev):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         originals[0](self, ev)
         if type(ev).__name__ == "StepRecorded":
             cost[ev.step] = pending[0] + time.perf_counter() - t
+            cpu[ev.step] = pending[1] + time.process_time() - c
             db = self.db
             size[ev.step] = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
-        pending[0] = 0.0
+        pending[:] = [0.0, 0.0]
 
     store_mod.RunStore.on_event, Updater.snapshot, Janus.state_dict = (
         on_event, timing(originals[1]), timing(originals[2]))
@@ -223,6 +226,8 @@ def real_run(n: int) -> dict:
     growth = lambda r: statistics.median(size[i] - size[i - 1] for i in r)  # noqa: E731
     return {"n": n, "early_ms": statistics.median(cost[i] for i in early) * 1e3,
             "late_ms": statistics.median(cost[i] for i in late) * 1e3,
+            "early_cpu": statistics.median(cpu[i] for i in early) * 1e3,
+            "late_cpu": statistics.median(cpu[i] for i in late) * 1e3,
             "early_bytes": growth(early), "late_bytes": growth(late), "total": total}
 
 
@@ -390,6 +395,8 @@ def _checkpoint_parts(a) -> None:
               f"built + stored) {r['early_ms']:.2f} ms/step at steps 5-15, {r['late_ms']:.2f} at the last 10; RATIO "
               f"{r['late_ms'] / r['early_ms']:.2f}; database {r['early_bytes'] / 1024:.1f} -> {r['late_bytes'] / 1024:.1f}"
               f" KiB/step, RATIO {r['late_bytes'] / r['early_bytes']:.2f}; run.sqlite {r['total'] / 2**20:.1f} MiB")
+        print(f"  same, CPU time (not slowed by other load on the machine): {r['early_cpu']:.2f} ms/step at steps 5-15, "
+              f"{r['late_cpu']:.2f} at the last 10; RATIO {r['late_cpu'] / r['early_cpu']:.2f}")
 
 
 if __name__ == "__main__":
