@@ -20,7 +20,18 @@ average at the start, after the synthetic part and at the end (the machine may b
    handler, and the database bytes per step. Sequential: early and late steps run at different times, so a load
    change shows in this ratio.
 
-Usage: PYTHONPATH=src python benchmarks/bench_store.py [--steps 10000] [--real-steps 300]
+3. ``memory text``: RunStore.commit_step with a memory text that grows by one ~1 KB item per step, appended
+   (``append``: ReasoningBank's bank, ExpRAG, ACE ADDs) or inserted before the item nearest the middle (``middle``);
+   the candidate is the memory plus the new item, deployed at 4 of 5 steps (the 5th is a rollback: the candidate is
+   stored, the memory stays). The checkpoint is a constant small dict, so this measures the memory and candidate
+   texts and the per-version memory files only. One run folder per window, started from the memory text a run has
+   at that step (the database's earlier history is not built: with whole texts it would be ~100 GB at step 10,000),
+   windows interleaved; each window is ``--text-window`` steps (80 = one whole cycle of the delta chain at 4 of 5
+   deployed: every window holds the same number of keyframes). Printed per window: commit wall/CPU ms/step (median
+   and mean), of which the sha256 of the deployed and candidate texts (measured apart, the floor every store pays),
+   and the memory file written per deployed version (mean ms/step and bytes/step), and database bytes/step.
+
+Usage: PYTHONPATH=src python benchmarks/bench_store.py [--steps 10000] [--real-steps 300] [--text-modes append,middle]
 """
 from __future__ import annotations
 
@@ -174,27 +185,30 @@ def real_run(n: int) -> dict:
     from janus_memory.updaters.base import Updater
 
     cost: dict[int, float] = {}
+    cpu: dict[int, float] = {}
     size: dict[int, int] = {}
-    pending = [0.0]
+    pending = [0.0, 0.0]  # wall, CPU
     originals = (store_mod.RunStore.on_event, Updater.snapshot, Janus.state_dict)
 
     def timing(fn):
         def wrapped(*a, **kw):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             try:
                 return fn(*a, **kw)
             finally:
                 pending[0] += time.perf_counter() - t
+                pending[1] += time.process_time() - c
         return wrapped
 
     def on_event(self, ev):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         originals[0](self, ev)
         if type(ev).__name__ == "StepRecorded":
             cost[ev.step] = pending[0] + time.perf_counter() - t
+            cpu[ev.step] = pending[1] + time.process_time() - c
             db = self.db
             size[ev.step] = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
-        pending[0] = 0.0
+        pending[:] = [0.0, 0.0]
 
     store_mod.RunStore.on_event, Updater.snapshot, Janus.state_dict = (
         on_event, timing(originals[1]), timing(originals[2]))
@@ -212,7 +226,112 @@ def real_run(n: int) -> dict:
     growth = lambda r: statistics.median(size[i] - size[i - 1] for i in r)  # noqa: E731
     return {"n": n, "early_ms": statistics.median(cost[i] for i in early) * 1e3,
             "late_ms": statistics.median(cost[i] for i in late) * 1e3,
+            "early_cpu": statistics.median(cpu[i] for i in early) * 1e3,
+            "late_cpu": statistics.median(cpu[i] for i in late) * 1e3,
             "early_bytes": growth(early), "late_bytes": growth(late), "total": total}
+
+
+def _item(i: int) -> str:
+    """One memory item of ~1 KB (10 lines), as a ReasoningBank/ExpRAG entry would add."""
+    lines = [f"## Memory item {i}: what worked on task gsm8k:{i}\n"]
+    lines += [f"- lesson {k} of item {i}: restate the question, write each quantity with its unit, compute, check {k}\n"
+              for k in range(9)]
+    return "".join(lines)
+
+
+class _TextRun:
+    """A run folder whose memory text grows by one item per step (module docstring, part 3)."""
+
+    def __init__(self, root: Path, mode: str, start: int):
+        self.mode, self.i = mode, start
+        self.text = "# Memory\n" + "".join(_item(j) for j in range(1, start + 1))
+        self.store = RunStore.create(root)
+        self.store.save_initial_memory("m", self.text)
+        self.file_s, self.file_bytes = [0.0, 0.0], [0]  # memory files: wall s, CPU s; bytes
+        real = self.store._write_memory_file
+
+        def timed(method, step, sha, text):
+            t, c = time.perf_counter(), time.process_time()
+            try:
+                return real(method, step, sha, text)
+            finally:
+                self.file_s[0] += time.perf_counter() - t
+                self.file_s[1] += time.process_time() - c
+                self.file_bytes[0] += len(text.encode("utf-8"))
+        self.store._write_memory_file = timed
+
+    def commit(self) -> tuple[float, ...]:
+        """The next step: commit (wall s, CPU s), sha256 of its two texts (wall s, CPU s), memory file (wall s, CPU s,
+        bytes)."""
+        from janus_memory.runner.jsonio import text_hash
+
+        self.i += 1
+        old = self.text
+        if self.mode == "append":
+            cand = old + _item(self.i)
+        else:
+            at = old.find("\n## ", len(old) // 2) + 1 or len(old)
+            cand = old[:at] + _item(self.i) + old[at:]
+        deploy = self.i % 5 != 0
+        mem = cand if deploy else old
+        dec = {"step": self.i, "accept": deploy, "triggered": True}
+        rec = {"step": self.i, "output": "the answer is 42"}
+        parent = text_hash(old)
+        t, c = time.perf_counter(), time.process_time()
+        text_hash(mem), text_hash(cand)
+        h, hc = time.perf_counter() - t, time.process_time() - c
+        self.file_s[:], self.file_bytes[0] = [0.0, 0.0], 0
+        t, c = time.perf_counter(), time.process_time()
+        self.store.commit_step("m", self.i, dec, rec, mem, {"step": self.i}, candidate=(cand, parent, None))
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        self.text = mem
+        return wall, cpu, h, hc, self.file_s[0], self.file_s[1], self.file_bytes[0]
+
+    def db_bytes(self) -> int:
+        db = self.store.db
+        return db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+
+
+def text_growth(starts: list[int], mode: str, window: int) -> dict[int, dict]:
+    """Per window start: medians and means over ``window`` steps (module docstring, part 3)."""
+    with tempfile.TemporaryDirectory(dir=".") as tmp:
+        runs = {w: _TextRun(Path(tmp) / f"run{w}", mode, w) for w in starts}
+        got: dict[int, list[tuple]] = {w: [] for w in starts}
+        size0 = {w: r.db_bytes() for w, r in runs.items()}
+        for _ in range(window):
+            for w, r in runs.items():
+                got[w].append(r.commit())
+        out = {}
+        for w, r in runs.items():
+            g = got[w]
+            col = lambda k: [x[k] for x in g]  # noqa: E731
+            out[w] = {"chars": len(r.text), "wall_med": statistics.median(col(0)) * 1e3,
+                      "wall_mean": statistics.fmean(col(0)) * 1e3, "cpu_med": statistics.median(col(1)) * 1e3,
+                      "cpu_mean": statistics.fmean(col(1)) * 1e3, "sha_mean": statistics.fmean(col(2)) * 1e3,
+                      "sha_cpu": statistics.fmean(col(3)) * 1e3, "file_mean": statistics.fmean(col(4)) * 1e3,
+                      "file_cpu": statistics.fmean(col(5)) * 1e3, "file_bytes": sum(col(6)) / window,
+                      "db_bytes": (r.db_bytes() - size0[w]) / window}
+            r.store.close()
+    return out
+
+
+def _print_text(mode: str, window: int, res: dict[int, dict]) -> None:
+    lo, hi = min(res), max(res)
+    print(f"memory text, {mode} (~1 KB item per step, deployed at 4 of 5 steps; windows of {window} steps, interleaved):")
+    for w, r in res.items():
+        print(f"  steps {w + 1:>6}-{w + window:<6} (memory ~{r['chars'] / 2**20:6.2f} MiB): commit {r['wall_med']:8.2f} "
+              f"ms/step wall median ({r['wall_mean']:8.2f} mean), CPU {r['cpu_med']:7.2f} median ({r['cpu_mean']:7.2f} "
+              f"mean); of which sha256 of the 2 texts {r['sha_mean']:6.2f} wall {r['sha_cpu']:6.2f} CPU, memory file "
+              f"{r['file_mean']:7.2f} wall {r['file_cpu']:6.2f} CPU ms/step ({r['file_bytes'] / 1024:9.1f} KiB/step); "
+              f"database {r['db_bytes'] / 1024:9.1f} KiB/step")
+    a, b = res[lo], res[hi]
+    rest = lambda r, k, h, f: r[k] - r[h] - r[f]  # noqa: E731  (the store's cost without sha256 and memory file)
+    print(f"  RATIO per-step store cost step {hi + window} / step {lo + window}: wall median {b['wall_med'] / a['wall_med']:.2f}"
+          f", CPU mean {b['cpu_mean'] / a['cpu_mean']:.2f}; without sha256 and memory file (means): wall "
+          f"{rest(b, 'wall_mean', 'sha_mean', 'file_mean') / rest(a, 'wall_mean', 'sha_mean', 'file_mean'):.2f}, CPU "
+          f"{rest(b, 'cpu_mean', 'sha_cpu', 'file_cpu') / rest(a, 'cpu_mean', 'sha_cpu', 'file_cpu'):.2f}")
+    print(f"  RATIO database bytes/step step {hi + window} / step {lo + window}: {b['db_bytes'] / a['db_bytes']:.2f}; "
+          f"memory files bytes/step: {b['file_bytes'] / max(a['file_bytes'], 1):.2f}")
 
 
 def _load() -> str:
@@ -238,8 +357,25 @@ def main() -> None:
     ap.add_argument("--no-hints-steps", type=int, default=0,
                     help="also measure the base64 form without the producers' hints (full comparison) up to this step")
     ap.add_argument("--real-steps", type=int, default=300)
+    ap.add_argument("--text-modes", default="append,middle",
+                    help="memory-text growth modes to measure (append, middle; empty: none)")
+    ap.add_argument("--text-steps", type=int, default=None, help="last step of the memory-text windows (default --steps)")
+    ap.add_argument("--text-window", type=int, default=80)
+    ap.add_argument("--only-text", action="store_true", help="skip parts 1 and 2 (checkpoint measurements)")
     a = ap.parse_args()
     print(f"start: {_load()}", flush=True)
+    if not a.only_text:
+        _checkpoint_parts(a)
+    last = a.text_steps or a.steps
+    for mode in [m for m in a.text_modes.split(",") if m]:
+        starts = sorted({w for w in (10, 1000, last - a.text_window) if 0 <= w <= last - a.text_window})
+        _print_text(mode, a.text_window, text_growth(starts, mode, a.text_window))
+        print(f"after memory text ({mode}): {_load()}", flush=True)
+    print(f"end: {_load()}")
+    sys.stdout.flush()
+
+
+def _checkpoint_parts(a) -> None:
     hi = a.steps - 10
     _print(f"synthetic, rows store: matrices as new rows, producers' hints ({a.steps} steps, windows interleaved):",
            synthetic(sorted({w for w in (10, 1000, hi) if w <= hi}), "rows"))
@@ -259,8 +395,8 @@ def main() -> None:
               f"built + stored) {r['early_ms']:.2f} ms/step at steps 5-15, {r['late_ms']:.2f} at the last 10; RATIO "
               f"{r['late_ms'] / r['early_ms']:.2f}; database {r['early_bytes'] / 1024:.1f} -> {r['late_bytes'] / 1024:.1f}"
               f" KiB/step, RATIO {r['late_bytes'] / r['early_bytes']:.2f}; run.sqlite {r['total'] / 2**20:.1f} MiB")
-    print(f"end: {_load()}")
-    sys.stdout.flush()
+        print(f"  same, CPU time (not slowed by other load on the machine): {r['early_cpu']:.2f} ms/step at steps 5-15, "
+              f"{r['late_cpu']:.2f} at the last 10; RATIO {r['late_cpu'] / r['early_cpu']:.2f}")
 
 
 if __name__ == "__main__":

@@ -151,14 +151,14 @@ def test_disk_full_inside_the_commit_keeps_every_committed_step(tmp_path, capsys
         transaction is already rolled back when the error arrives (a second ROLLBACK raised "no transaction")."""
 
         def __init__(self, db):
-            self._db, self.commits = db, 0
+            self._db, self.step = db, None
 
         def execute(self, sql, *a):
-            if sql == "COMMIT":
-                self.commits += 1
-                if self.commits == 4:
-                    self._db.execute("ROLLBACK")
-                    raise sqlite3.OperationalError("database or disk is full")
+            if sql.startswith("INSERT OR REPLACE INTO steps"):
+                self.step = a[0][1]
+            if sql == "COMMIT" and self.step == 4:
+                self._db.execute("ROLLBACK")
+                raise sqlite3.OperationalError("database or disk is full")
             return self._db.execute(sql, *a)
 
         def __getattr__(self, name):

@@ -36,3 +36,12 @@ class StorageError(JanusError, OSError):
             return f"cannot write the run folder ({self}); free space or fix permissions, then start the run again"
         return (f"cannot write {run_dir} ({self}); every committed step is kept: free space or fix permissions, then "
                 f"continue with `janus run --resume {run_dir}`")
+
+
+class DamagedStoreError(StorageError, RunFolderError):
+    """A stored row of the run database does not read back (a memory or candidate text whose delta chain is broken
+    or whose sha256 does not match): the database is damaged. Also a RunFolderError, so the readers' callers (report,
+    memory diff, resume checks) treat it as an unusable folder."""
+
+    def user_message(self, run_dir: str | None = None) -> str:
+        return JanusError.user_message(self, run_dir)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,21 +142,21 @@ def load_jsonl(path: Path) -> Trajectory:
 
 def load_run_folder(root: Path) -> list[Trajectory]:
     """One trajectory per method of a run folder: (old memory, candidate) of every committed step."""
-    db = root / "run.sqlite"
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        texts = {h: t for h, t in con.execute("SELECT sha256, text FROM memories")}
-        cands = con.execute("SELECT method, step, parent, text FROM candidates ORDER BY method, step").fetchall()
-        tids = {(m, s): json.loads(r).get("task_id") for m, s, r in con.execute("SELECT method, step, record FROM steps")}
-        con.close()
-    except sqlite3.Error as e:
-        raise ReplayInputError(f"{db}: not a readable run database ({e})") from None
-    from janus_memory.runner.store import text_hash
+    from janus_memory.errors import RunFolderError
+    from janus_memory.runner.reader import RunReader
 
-    for _, _, _, t in cands:
-        texts.setdefault(text_hash(t), t)
+    db = root / "run.sqlite"
+    reader = RunReader(root)
+    try:  # texts read back and checked by the run folder's reader (store format 3: stored once, as deltas)
+        texts = {r["sha256"]: r["text"] for r in reader.texts("memories")}
+        cands = reader.texts("candidates")
+        tids = {(m, s): json.loads(r).get("task_id") for m, s, r in reader._query("SELECT method, step, record FROM steps")}
+    except RunFolderError as e:  # not a readable database, or a text that does not read back (damaged)
+        raise ReplayInputError(str(e).splitlines()[0]) from None
+    for c in cands:
+        texts.setdefault(c["sha256"], c["text"])
     out: dict[str, Trajectory] = {}
-    for method, step, parent, text in cands:
+    for method, step, parent, text in ((c["method"], c["step"], c["parent"], c["text"]) for c in cands):
         if parent not in texts:
             raise ReplayInputError(f"{db}: {method} step {step}: old memory {str(parent)[:12]} not stored")
         tid = str(tids.get((method, step)) or f"step{step}")

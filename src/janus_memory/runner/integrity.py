@@ -76,6 +76,9 @@ def problems(root: str | Path) -> list[str]:
         gaps = missing_steps(reader, method, n)
         if gaps:
             out.append(gaps_message(reader.root, method, gaps))
+        for table, step in reader.unstored_texts(method)[:1]:
+            out.append(f"{reader.root}: the database lacks the {'memory' if table == 'memories' else 'candidate'} text "
+                       f"of {method} at step {step} (rows deleted?); the database is damaged: start a new run")
         out += _export_problems(reader, method, result)
     if reader.summary() is None:
         out.append("summary.json is missing")
@@ -99,9 +102,9 @@ def _export_problems(reader: RunReader, method: str, result: dict) -> list[str]:
         out.append(f"{method}/test.jsonl has {n_test} lines, the result says {result.get('test_tasks')}")
     if _sha((d / "final_memory.txt").read_text(encoding="utf-8")) != result.get("final_memory_sha256"):
         out.append(f"{method}/final_memory.txt does not match the result's sha256")
-    for v in reader._query("SELECT step, sha256 FROM memories WHERE method=?", (method,)):
-        f = d / "memories" / f"{int(v[0]):05d}_{v[1][:12]}.txt"
-        if not f.is_file() or _sha(f.read_text(encoding="utf-8")) != v[1]:
+    for v in reader.texts("memories", method, text=False):
+        f = d / "memories" / f"{v['step']:05d}_{v['sha256'][:12]}.txt"
+        if not f.is_file() or _sha(f.read_text(encoding="utf-8")) != v["sha256"]:
             out.append(f"{method}/memories/{f.name} is missing or altered")
             break
     return out

@@ -34,19 +34,53 @@ class RunReader:
         return (self.root / "COMPLETE").exists()
 
     def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        return self._with_db(lambda query: query(sql, args), [])
+
+    def _with_db(self, fn, default=None):
+        """``fn(query)`` with ``query(sql, args) -> rows`` on one read-only connection (a missing table reads as no
+        rows); ``default`` without a database. RunFolderError when the database is not readable."""
         if not self.has_db:
-            return []
+            return default
+
+        def query(sql: str, args: tuple = ()) -> list[tuple]:
+            try:
+                return con.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as e:
+                if "no such table" in str(e):
+                    return []
+                raise
         try:
             with closing(sqlite3.connect(f"file:{self.root / DB}?mode=ro", uri=True)) as con:
-                try:
-                    return con.execute(sql, args).fetchall()
-                except sqlite3.OperationalError as e:
-                    if "no such table" in str(e):
-                        return []
-                    raise
+                return fn(query)
         except sqlite3.DatabaseError as e:  # truncated, not SQLite, or otherwise unreadable
             raise RunFolderError(f"{self.root / DB} is not a readable run database ({e}); "
                                  "restore it or start a new run") from None
+
+    def texts(self, table: str, method: str | None = None, *, last: bool = False, text: bool = True) -> list[dict]:
+        """The rows of ``table`` ("memories": deployed versions, "candidates") in (method, step) order: ``method,
+        step, sha256, parent`` (candidates: + ``rejected``) and, with ``text``, the text, read back through
+        runner/texts.py and checked against its sha256 (DamagedStoreError naming the row when it does not read back).
+        ``last``: only the newest row of ``method``. [] without a database."""
+        from .texts import damage_error, read_versions
+
+        return self._with_db(lambda query: list(read_versions(
+            query, table, method=method, last=last, text=text, on_damage=damage_error(self.root / DB))), [])
+
+    def candidates(self, method: str) -> list[dict]:
+        """Every stored candidate memory of ``method`` (step, sha256, parent, rejected, text), by step."""
+        return self.texts("candidates", method)
+
+    def unstored_texts(self, method: str) -> list[tuple[str, int]]:
+        """(table, step) of the memory/candidate rows of ``method`` whose text is missing from the database (checked
+        without rebuilding texts: runner/texts.py unstored)."""
+        from .texts import unstored
+
+        return self._with_db(lambda query: unstored(query, method), [])
+
+    def last_memory(self, method: str) -> dict | None:
+        """The newest stored memory version of ``method`` (step, sha256, parent, text), read back and checked."""
+        rows = self.texts("memories", method, last=True)
+        return rows[0] if rows else None
 
     def json_file(self, name: str, default: Any = None) -> Any:
         """A JSON file of the folder (``summary.json``, ``config.json``, ``cell.json`` ...); ``default`` if absent.
@@ -144,9 +178,9 @@ class RunReader:
         ``<method>/memories/SSSSS_<sha12>.txt`` files and decisions.jsonl."""
         if self.has_db:
             versions: dict[str, list[dict]] = {}
-            for method, step, sha, text in self._query(
-                    "SELECT method, step, sha256, text FROM memories ORDER BY method, step"):
-                versions.setdefault(method, []).append({"step": int(step), "sha256": sha, "text": text})
+            for row in self.texts("memories"):
+                versions.setdefault(row["method"], []).append(
+                    {"step": row["step"], "sha256": row["sha256"], "text": row["text"]})
             last = {m: int(s) for m, s in self._query("SELECT method, MAX(step) FROM steps GROUP BY method")}
             first = {m: json.loads(d).get("old_memory_sha256")
                      for m, d in self._query("SELECT method, decision FROM steps WHERE step=1")}

@@ -106,7 +106,7 @@ def refuse_changed_config(reader: RunReader, cfg: RunConfig) -> None:
 
 def check_resume_state(ctx: Context, store: RunStore) -> None:
     """Refuse a resume that cannot end complete: step rows missing below the checkpoint, a checkpoint that does not
-    load, a config.json edited after the run started."""
+    load, a newest memory version that does not read back, a config.json edited after the run started."""
     from .integrity import gaps_message, missing_steps
 
     reader = RunReader(store.root)
@@ -129,6 +129,7 @@ def check_resume_state(ctx: Context, store: RunStore) -> None:
             raise RunFolderError(gaps_message(store.root, method, gaps))
         if ck is not None and done is None:
             _probe_checkpoint(ctx, store.root, method, with_janus, ck)
+        reader.last_memory(method)  # the base of the next stored version reads back (DamagedStoreError if not)
 
 
 def _probe_checkpoint(ctx: Context, root, method: str, with_janus: bool, ck: tuple[int, dict]) -> None:

@@ -27,8 +27,22 @@ writes is decided by runner/ckpt_log.py (from the parts the producers declare gr
 state); RunReader.checkpoint replays base + operations in (step, seq) order. The embedding matrices (controller and
 retrieval banks) arrive by reference (janus_memory/rows.py) and are stored as rows in table ``checkpoint_rows``, only
 the new rows per step (runner/ckpt_rows.py; store format 2, meta ``store_format``; format 1 folders, with the matrices
-inline as base64, still load). The newest memory's sha256 is kept in memory, so a step runs no query whose cost grows
-with the run.
+inline as base64, still load).
+
+Memory and candidate texts (store format 3, runner/texts.py): the rows of ``memories`` (one per deployed version)
+and ``candidates`` (one per step) hold sha256 and parent, their ``text`` is ``''``; each distinct text is stored once
+in table ``texts``, as a delta on the version it came from (common prefix and suffix lengths + the new middle) or,
+every 64 versions along a chain, as a keyframe: a list of content-defined chunks (table ``text_chunks``, each chunk
+stored once). So an appending memory costs its new item per step, not its whole length, and any version reads back
+from one keyframe and at most 63 deltas. Every reader goes through texts.read_versions (RunReader.texts), which
+checks each text against its sha256 (DamagedStoreError naming the row otherwise). Rows of format 1 and 2 folders
+keep their text inline and read as they are; a resumed old folder is marked format 3 and writes new rows this way.
+The newest memory (sha256, text) is kept in memory, so a step runs no query whose cost grows with the run; what
+still grows with the memory's length is hashing it (sha256, as before) and finding the common prefix/suffix with
+its parent (~0.1 ms per MB), plus the per-version export file (written whole). Measured with a memory growing ~1 KB
+per step (benchmarks/bench_store.py --only-text, docs/experiments.md): database 2.7 KiB/step at step 10 and 2.8 at
+step 10,000 (format 2: 70.7 and 16,494.5); at 9 MB the two sha256 cost 16 ms per step, the store's own work 3.6 ms,
+the export file 7.2 MiB and 88 ms (the non-flat cost left).
 """
 from __future__ import annotations
 
@@ -38,6 +52,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import texts as T
 from .ckpt_log import CheckpointLog, Hints
 from .ckpt_rows import STORE_FORMAT
 from .jsonio import atomic_write_json, atomic_write_text, dumps, text_hash  # noqa: F401  (re-exported)
@@ -62,7 +77,9 @@ CREATE TABLE IF NOT EXISTS checkpoint_rows (method TEXT NOT NULL, path TEXT NOT 
                                             data BLOB NOT NULL, PRIMARY KEY (method, path, idx));
 CREATE TABLE IF NOT EXISTS tests (method TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (method, idx));
 CREATE TABLE IF NOT EXISTS method_results (method TEXT PRIMARY KEY, summary TEXT NOT NULL);
-"""
+""" + T.SCHEMA
+
+Memory = tuple  # (sha256, text, depth in table texts or None when the text is stored inline, before format 3)
 
 
 class RunStore:
@@ -79,7 +96,8 @@ class RunStore:
         self.db.executescript(_SCHEMA)
         self._set_format()
         self.ckpt = CheckpointLog(self.db)  # the checkpoint base + per-step operations (runner/ckpt_log.py)
-        self._last_sha: dict[str, str | None] = {}  # method -> sha256 of its newest stored memory
+        self.texts = T.TextLog(self.db)  # memory and candidate texts, once each, as deltas (runner/texts.py)
+        self._mem: dict[str, Memory | None] = {}  # method -> its newest stored memory (loaded once per process)
 
     # ----------------------------------------------------------------- opening
     @staticmethod
@@ -207,41 +225,61 @@ class RunStore:
 
     def last_memory_sha(self, method: str) -> str | None:
         """sha256 of the newest stored memory of ``method`` (kept in memory after the first look-up)."""
-        if method not in self._last_sha:
-            row = self.db.execute("SELECT sha256 FROM memories WHERE method=? ORDER BY step DESC LIMIT 1",
-                                  (method,)).fetchone()
-            self._last_sha[method] = row[0] if row else None
-        return self._last_sha[method]
+        mem = self._last_memory(method)
+        return mem[0] if mem else None
+
+    def _query(self, sql: str, args: tuple = ()) -> list:
+        return self.db.execute(sql, args).fetchall()
+
+    def _versions(self, table: str, method: str, **kw):
+        """The rows of ``table`` with their texts, read back and checked (runner/texts.py read_versions)."""
+        return T.read_versions(self._query, table, method=method, on_damage=T.damage_error(self.root / self.DB), **kw)
+
+    def _last_memory(self, method: str) -> Memory | None:
+        """The newest stored memory of ``method``: read back once per process (a bounded delta chain), then the one
+        each commit deploys (the base of the next version's delta)."""
+        if method not in self._mem:
+            row = next(iter(self._versions("memories", method, last=True)), None)
+            self._mem[method] = None if row is None else (row["sha256"], row["text"], self.texts.depth(row["sha256"]))
+        return self._mem[method]
 
     def commit_step(self, method: str, step: int, decision: dict, record: dict, deployed_memory: str, checkpoint: dict,
                     *, candidate: tuple[str, str, str | None] | None = None, hints: Hints | None = None) -> str | None:
         """Atomically store one step: its decision-log line, its full record, the candidate memory
         (``(text, parent_sha256, rejection_reason)``), the deployed memory (if it changed) and the method checkpoint
         used for resuming (``hints``: what of it only grew, see runner/ckpt_log.py). Returns the memory file name when
-        a new version was deployed."""
+        a new version was deployed. The texts go to table ``texts`` (runner/texts.py), once each: the deployed one as
+        a delta on the previous version, the candidate on its parent when the store has it in hand (else on the
+        deployed memory)."""
         sha = text_hash(deployed_memory)
-        parent = self.last_memory_sha(method)
+        csha = None if candidate is None else text_hash(candidate[0])
+        prev = self._last_memory(method)
+        parent = prev[0] if prev else None
         fname = None
         if sha != parent:
             fname = self._write_memory_file(method, step, sha, deployed_memory)
         pending = self.ckpt.prepare(method, checkpoint, hints)
+        mem = prev
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("INSERT OR REPLACE INTO steps(method, step, decision, record) VALUES (?,?,?,?)",
                             (method, step, dumps(decision), dumps(record)))
             if sha != parent:
-                self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,?)",
-                                (method, step, sha, parent, deployed_memory))
+                mem = (sha, deployed_memory, self.texts.put(sha, deployed_memory, prev))
+                self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,'')",
+                                (method, step, sha, parent))
             if candidate is not None:
                 ctext, cparent, creason = candidate
+                base = next((m for m in (mem, prev) if m and m[0] == cparent), mem)
+                self.texts.put(csha, ctext, base)
                 self.db.execute("INSERT OR REPLACE INTO candidates(method, step, sha256, parent, rejected, text) "
-                                "VALUES (?,?,?,?,?,?)", (method, step, text_hash(ctext), cparent, creason, ctext))
+                                "VALUES (?,?,?,?,?,'')", (method, step, csha, cparent, creason))
             self.ckpt.write(method, step, pending)
             self.db.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
-        self._last_sha[method] = sha
+        self._mem[method] = mem
         self.ckpt.accept(method, pending)
         return fname
 
@@ -255,9 +293,16 @@ class RunStore:
         """Record the memory deployed before the first step (step 0). Idempotent."""
         sha = text_hash(text)
         fname = self._write_memory_file(method, 0, sha, text)
-        self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,?)",
-                        (method, 0, sha, None, text))
-        self._last_sha.pop(method, None)
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.texts.put(sha, text, None)
+            self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,'')",
+                            (method, 0, sha, None))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        self._mem.pop(method, None)
         return fname
 
     def steps(self, method: str) -> Iterator[tuple[dict, dict]]:
@@ -323,10 +368,11 @@ class RunStore:
     def rebuild_exports(self, method: str) -> None:
         """Re-write a finished method's memories/ files and exports from the database (resume of a folder whose
         files were deleted or altered). Byte-identical to what the run wrote."""
-        rows = self.db.execute("SELECT step, sha256, text FROM memories WHERE method=? ORDER BY step", (method,)).fetchall()
-        for step, sha, text in rows:
-            self._write_memory_file(method, int(step), sha, text)
-        self.export_method(method, rows[-1][2] if rows else "")
+        text = ""
+        for row in self._versions("memories", method):
+            text = row["text"]
+            self._write_memory_file(method, row["step"], row["sha256"], text)
+        self.export_method(method, text)
 
     def finish(self, summary: dict) -> None:
         """Write summary.json, then the COMPLETE marker (last, so an interrupted run never looks complete)."""
