@@ -61,7 +61,7 @@ def test_grid_report_pairs_cells_and_prints_the_preset_once(tmp_path):
              r["p_mcnemar"]) for r in rows] == [("dc_rs", "dc_rs+janus", 0, False, 5, 2, 0, 0.4, 0.5)]
     assert rows[0]["base_run_dir"].endswith("gsm8k/dc_rs/seed0") and rows[0]["run_dir"].endswith("dc_rs+janus/seed0")
     md = Path(rep["report"]).read_text().splitlines()
-    assert ("| GSM8K | dc_rs vs dc_rs+janus | two grid cells | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
+    assert ("| GSM8K | dc_rs vs dc_rs+janus | dc_rs/seed0 vs dc_rs+janus/seed0 | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
             "0.5 |") in md
     assert sum(line.startswith("Preset:") for line in md) == 1
     i = md.index(next(line for line in md if line.startswith("Preset:")))

@@ -28,7 +28,9 @@ ROLE_COLORS = {"solver": "tab:blue", "curator": "tab:orange", "janus": "tab:gree
 
 
 def safe_name(s: str) -> str:
-    """A file-name-safe version of a label: "dc_rs+janus[trigger=random]" -> "dc_rs+janus_trigger-random"."""
+    """A file-name-safe version of a label: "dc_rs+janus[trigger=random]" -> "dc_rs+janus_trigger-random",
+    "dc_rs+janus (tau=0.2, a)" -> "dc_rs+janus_tau-0.2_a"."""
+    s = s.replace(" (", "_").replace(")", "").replace(", ", "_")
     s = s.replace("=", "-").replace("[", "_").replace("]", "").replace(",", "_")
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", s)
 
