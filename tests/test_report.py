@@ -292,8 +292,8 @@ def test_report_paired_table_setup_caption_and_size_groups(tmp_path):
     assert [(x["n"], x["base_only"], x["janus_only"], x["diff"], x["p_mcnemar"]) for x in p] == [(5, 0, 2, 0.4, 0.5)]
     md = Path(rep["report"]).read_text()
     assert "These runs do not share one setup: 2 groups" in md
-    assert ("| GSM8K | dc_rs vs dc_rs+janus | one run folder | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
-            "0.5 |") in md  # Newcombe: both 2, Janus-only 2, base-only 0, neither 1
+    assert ("| GSM8K | dc_rs vs dc_rs+janus | a | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
+            "0.5 |") in md  # the run folder by its name; Newcombe: both 2, Janus-only 2, base-only 0, neither 1
 
 
 @pytest.mark.parametrize("triggers, decisions, cause", [
@@ -355,5 +355,6 @@ def test_timelines_of_several_folders_with_one_dataset_label_and_seed_do_not_ove
                                                                    "decisions": _decs("wwAAAAA")}})
     rep = build_report([str(root)], str(tmp_path / "rep"))
     timelines = sorted(k for k in rep["plots"] if k.startswith("timeline_"))
-    assert timelines == ["timeline_gsm8k_dc_rs+janus_seed0", "timeline_gsm8k_dc_rs+janus_seed0_inj"]
+    # the same settings and seed in two folders: two rows named by folder, so two timelines named by folder
+    assert timelines == ["timeline_gsm8k_dc_rs+janus_clean_seed0", "timeline_gsm8k_dc_rs+janus_inj_seed0"]
     assert all(Path(rep["plots"][k]).is_file() for k in timelines)

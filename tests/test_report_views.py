@@ -61,7 +61,7 @@ def test_grid_report_pairs_cells_and_prints_the_preset_once(tmp_path):
              r["p_mcnemar"]) for r in rows] == [("dc_rs", "dc_rs+janus", 0, False, 5, 2, 0, 0.4, 0.5)]
     assert rows[0]["base_run_dir"].endswith("gsm8k/dc_rs/seed0") and rows[0]["run_dir"].endswith("dc_rs+janus/seed0")
     md = Path(rep["report"]).read_text().splitlines()
-    assert ("| GSM8K | dc_rs vs dc_rs+janus | two grid cells | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
+    assert ("| GSM8K | dc_rs vs dc_rs+janus | dc_rs/seed0 vs dc_rs+janus/seed0 | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
             "0.5 |") in md
     assert sum(line.startswith("Preset:") for line in md) == 1
     i = md.index(next(line for line in md if line.startswith("Preset:")))
@@ -166,4 +166,58 @@ def test_bench_trajectory_dashes_a_curve_equal_to_an_earlier_one(tmp_path, monke
     assert list(lines) == ["blind", "janus", "janus-sign (= blind)"]
     assert lines["janus-sign (= blind)"].get_linestyle() == "--" and lines["janus-sign (= blind)"].get_zorder() == 3
     assert lines["blind"].get_linestyle() == "-"
+    plt.close("all")
+
+
+# ------------------------------------------------------------------------------------ legends: only what is drawn
+def _legend(fig) -> list[str]:
+    return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def _injections(tmp_path: Path, janus_deploys: bool) -> Path:
+    inj = {"plan": "poison@4", "injected": 1, "deployed": 1, "blocked": 0, "blocked_steps": []}
+    return make_run(tmp_path / "run", "gsm8k", "dc_rs", {
+        "dc_rs": {"test_accuracy": 0.5, "decisions": _decs("wwwwww"),
+                  "lines": {4: {"injected": "poison", "deployed": "candidate"}}, "summary": {"injections": inj}},
+        "dc_rs+janus": {"test_accuracy": 0.5, "triggers": 2, "decisions": _decs("ww.A.."),
+                        "lines": {4: {"injected": "poison", "deployed": "candidate" if janus_deploys else "previous"}},
+                        "summary": {"injections": inj if janus_deploys else {**inj, "deployed": 0, "blocked": 1}}}})
+
+
+@pytest.mark.parametrize("janus_deploys, entries", [
+    (True, ["injected candidate", "injected candidate deployed"]),
+    (False, ["injected candidate", "injected candidate deployed", "injected candidate blocked"]),
+])
+def test_trajectory_legend_lists_only_the_marks_drawn(tmp_path, captured, janus_deploys, entries):
+    from janus_memory.runner.inject_report import plot_trajectories
+
+    plot_trajectories(load_method_runs([_injections(tmp_path, janus_deploys)]), tmp_path / "rep")
+    legend = _legend(captured[0])
+    assert legend[2:] == entries
+    drawn = {tuple(c.get_facecolor()[0][:3]) for c in captured[0].axes[0].collections if len(c.get_offsets())}
+    assert ((0.17254901960784313, 0.6274509803921569, 0.17254901960784313) in drawn) is (not janus_deploys)
+
+
+def test_timeline_and_overhead_legends_have_no_entry_for_nothing(tmp_path, captured):
+    run = make_run(tmp_path / "run", "gsm8k", "dc_rs", {
+        "dc_rs": {"test_accuracy": 0.5, "decisions": _decs("wwww")},
+        "dc_rs+janus": {"test_accuracy": 0.5, "triggers": 0, "decisions": _decs("ww..")}})
+    rows = load_method_runs([run])
+    plots.plot_trigger_timeline(next(r for r in rows if r.janus), tmp_path / "t.png")
+    assert _legend(captured[0]) == ["cos(z_t, m_{t-1})", "τ = 0", "warm-up (2)"]  # no "(0)" accepted / rolled back
+    plots.plot_token_overhead(rows, tmp_path / "o.png")
+    assert _legend(captured[1]) == ["dc_rs", "dc_rs+janus (total)"]  # no Janus evaluation band: it evaluated nothing
+
+
+def test_replay_timeline_legend_has_no_fired_entry_when_nothing_fired(tmp_path, monkeypatch):
+    from janus_memory.bench import replay_plot
+
+    figs = []
+    monkeypatch.setattr(replay_plot, "save_figure", lambda fig, path: figs.append(fig) or Path(path))
+    rec = [{"step": s, "cosine": 0.1 * s, "destructive": None, "fired": False} for s in (1, 2, 3)]
+    replay_plot.plot_timeline(tmp_path / "t.png", "traj", {("traj", "hashing", "memory", "mmt", 2): rec}, ["hashing"], 2)
+    assert _legend(figs[0]) == ["cos(z_t, m_t-1)", "tau = 0"]
+    rec[2]["fired"] = True
+    replay_plot.plot_timeline(tmp_path / "t.png", "traj", {("traj", "hashing", "memory", "mmt", 2): rec}, ["hashing"], 2)
+    assert _legend(figs[1]) == ["cos(z_t, m_t-1)", "tau = 0", "MMT fired"]
     plt.close("all")

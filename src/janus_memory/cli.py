@@ -216,14 +216,18 @@ def _quiet(say):
 
 def _report(args, console) -> int:
     from .runner.report import build_report
+    from .runner.report_console import print_report
 
     t0 = time.monotonic()
 
     def stage(text: str) -> None:  # one line per stage on stderr: a big folder takes a minute or more
-        print(f"report [{time.monotonic() - t0:6.1f} s]: {text}", file=sys.stderr, flush=True)
+        if not args.quiet:
+            print(f"report [{time.monotonic() - t0:6.1f} s]: {text}", file=sys.stderr, flush=True)
 
     res = build_report(args.dirs, args.out, max_timelines=args.max_timelines, log=stage)
-    console.print(f"report: {res['report']}  ({len(res['plots'])} plots in {res['out_dir']})", markup=False)
+    print_report(res, console)  # the accuracy table(s), always (--quiet quiets the stage lines only)
+    console.print(f"report: {res['report']}  ({len(res['plots'])} plots in {res['out_dir']})", markup=False,
+                  soft_wrap=True)
     return 0
 
 

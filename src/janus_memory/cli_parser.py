@@ -203,11 +203,16 @@ def _add_memory_and_report(sub, names: dict) -> None:
     md2.add_argument("--context", type=int, default=3, help="diff context lines")
     rp = sub.add_parser("report", help="paper-style tables and PNG plots for one or more run folders (or a grid root)",
                         description="Write report.md (the paper's tables, with backend, model, sizes and n in each "
-                                    "caption) and PNG plots for finished run folders; folders above runs (a grid or "
-                                    "sweep root) are searched for runs.")
+                                    "caption) and PNG plots for finished run folders, then print the accuracy table; "
+                                    "folders above runs (a grid or sweep root) are searched for runs. Only runs whose "
+                                    "settings are the same apart from the seed are averaged; rows that share a method "
+                                    "name are told apart by setting or folder. Unfinished run folders are left out, "
+                                    "each named in one line with how to continue it (janus run --resume DIR).")
     rp.add_argument("dirs", nargs="+", help="run folders, or folders above them (e.g. a grid root)")
     rp.add_argument("--out", help="report folder (default: <first dir>/report)")
     rp.add_argument("--max-timelines", type=int, default=24, help="at most this many trigger-timeline/token plots")
+    rp.add_argument("-q", "--quiet", action="count", default=0,
+                    help="no stage lines on stderr; the tables, warnings and the report's path are always printed")
 
 
 def _add_sweep_and_grid(sub, names: dict) -> None:

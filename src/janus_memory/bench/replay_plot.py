@@ -33,13 +33,15 @@ def plot_timeline(path: Path, traj: str, records: dict, encoders: list[str], war
         for r in rec:
             if r["destructive"]:
                 ax.axvspan(r["step"] - 0.4, r["step"] + 0.4, color=KIND_COLORS[r["destructive"]], alpha=0.25)
-        ax.scatter([r["step"] for r in rec if r["fired"]], [1.08] * sum(r["fired"] for r in rec), marker="v",
-                   color="tab:blue", s=14, clip_on=False, label="MMT fired")
+        fired = [r["step"] for r in rec if r["fired"]]
+        if fired:  # legend entries only for marks that are drawn
+            ax.scatter(fired, [1.08] * len(fired), marker="v", color="tab:blue", s=14, clip_on=False, label="MMT fired")
         sel = records.get((traj, enc, "memory", "selective", warmup))
         if sel:
             fired = [r["step"] for r in sel if r["fired"]]
-            ax.scatter(fired, [1.18] * len(fired), marker="v", color="tab:green", s=14, clip_on=False,
-                       label="selective fired")
+            if fired:
+                ax.scatter(fired, [1.18] * len(fired), marker="v", color="tab:green", s=14, clip_on=False,
+                           label="selective fired")
             ax2 = ax.twinx()
             ax2.plot(steps, [r["retention"] if r["retention"] is not None else float("nan") for r in sel],
                      color="0.5", lw=1, label="retention")

@@ -66,8 +66,9 @@ def plot_trajectories(rows: list[MethodRun], out: Path) -> dict[str, str]:
 def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     """Cumulative online accuracy per stream step for each method of one run folder; every injected step is a dotted
     vertical line labelled with its kind; on each method's curve a red down-triangle marks a deployed injection and a
-    green square a blocked one. Curves that coincide stay visible: the first method is a wide pale line, the next ones
-    dashed on top (named "same curve as ..."), and their markers shrink so they sit inside each other."""
+    green square a blocked one (the legend lists only the kinds of mark drawn: no "blocked" entry when none was).
+    Curves that coincide stay visible: the first method is a wide pale line, the next ones dashed on top (named "same
+    curve as ..."), and their markers shrink so they sit inside each other (the legend names each curve's size)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
@@ -78,14 +79,18 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(9, 4.0))
     kinds: dict[int, str] = {}
     drawn: list[tuple[str, list[float]]] = []
+    shown = {"deployed": False, "blocked": False}  # legend entries only for the marks drawn
     sizes = [("large", 170), ("small", 45)] if len(rs) <= 2 else [("large", 170), ("medium", 80), ("small", 30)]
-    for i, r in enumerate(rs):
-        lines = sorted(reader.decisions(r.method), key=lambda x: x["step"])
+    logs = [sorted(reader.decisions(r.method), key=lambda x: x["step"]) for r in rs]
+    with_marks = sum(1 for lines in logs if any(ln.get("injected") for ln in lines))
+    for i, (r, lines) in enumerate(zip(rs, logs)):
         steps, acc = [ln["step"] for ln in lines], _running_accuracy(lines)
         color, (size, area) = _label_color(r.label, i), sizes[min(i, len(sizes) - 1)]
         test = "—" if r.test_accuracy is None else f"{100 * r.test_accuracy:.1f}%"
         same = next((lab for lab, ys in drawn if ys == acc), None)
-        label = f"{r.label} (final test accuracy {test}; {size} markers)" + (f"; same curve as {same}" if same else "")
+        marked = any(ln.get("injected") for ln in lines)
+        label = (f"{r.label} (final test accuracy {test}" + (f"; {size} markers" if marked and with_marks > 1 else "")
+                 + ")" + (f"; same curve as {same}" if same else ""))
         ax.plot(steps, acc, color=color, lw=3.2 if i == 0 else 1.5, alpha=0.5 if i == 0 else 1.0,
                 ls="-" if i == 0 else (0, (5, 3)), zorder=2 + i, label=label)
         drawn.append((r.label, acc))
@@ -94,11 +99,14 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
             if ln.get("injected"):
                 kinds[ln["step"]] = ln["injected"]
                 blocked = ln.get("deployed") != "candidate"
+                shown["blocked" if blocked else "deployed"] = True
                 ax.scatter([ln["step"]], [at[ln["step"]]], marker="s" if blocked else "v", s=area,
                            zorder=5 + i, color="tab:green" if blocked else "tab:red", edgecolors=color, linewidths=1.2)
     mark_injected(ax, kinds)
-    ax.scatter([], [], marker="v", color="tab:red", label="injected candidate deployed")
-    ax.scatter([], [], marker="s", color="tab:green", label="injected candidate blocked")
+    if shown["deployed"]:
+        ax.scatter([], [], marker="v", color="tab:red", label="injected candidate deployed")
+    if shown["blocked"]:
+        ax.scatter([], [], marker="s", color="tab:green", label="injected candidate blocked")
     ax.set_ylim(-2, 112)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("stream step")

@@ -1,7 +1,7 @@
 """Paired comparison of a base updater and its +Janus variant on the same held-out test items.
 
-Both methods of one run folder, or a grid's base cell and its +Janus cell (same dataset, seed and setup, so the same
-split), answer the same frozen test items, so the comparison is paired: only the items where they disagree carry
+Both methods of one run folder, or a grid's base cell and its +Janus cell (same dataset, seed and settings apart from
+the Janus ones, so the same split), answer the same frozen test items, so the comparison is paired: only the items where they disagree carry
 information. ``b`` = base right / Janus wrong, ``c`` = base wrong / Janus right. The exact McNemar
 test is a two-sided sign test on the b + c discordant items (binomial, p = 1/2). The 95% interval of the accuracy
 difference (c - b) / n is Newcombe's square-and-add interval for paired proportions (Newcombe 1998, method 10): a
@@ -74,14 +74,17 @@ def paired_compare(base: dict[str, bool], janus: dict[str, bool]) -> dict:
 
 
 def _pair_key(r) -> tuple:
-    return (r.dataset, r.updater, r.seed, r.stream_order, r.label.replace("+janus", ""),
-            tuple(sorted(r.setup.items(), key=str)))
+    return (r.dataset, r.updater, r.seed, r.stream_order, r.cell_label.replace("+janus", ""),
+            tuple(sorted(r.setup.items(), key=str)), r.base_ident)
 
 
 def base_janus_pairs(rows) -> list[tuple]:
-    """(base row, +Janus row) with the same dataset, updater, seed, label suffix and setup (backend, model, encoder,
-    preset, sizes), hence the same test split: the two methods of one run folder (``--controller both``) or two
-    grid cells (``<u>/seed<k>`` and ``<u>+janus/seed<k>``). A base in the +Janus row's own folder is preferred."""
+    """(base row, +Janus row) with the same dataset, updater, seed, label suffix and settings apart from the Janus
+    ones (variants.base_identity: backend, model, sampling, data, sizes ...), hence the same test split: the two
+    methods of one run folder (``--controller both``) or two grid cells (``<u>/seed<k>`` and ``<u>+janus/seed<k>``).
+    A base in the +Janus row's own folder is preferred, then one from the same grid (variants.origin)."""
+    from .variants import origin
+
     bases: dict[tuple, list] = {}
     for r in rows:
         if not r.janus:
@@ -90,23 +93,43 @@ def base_janus_pairs(rows) -> list[tuple]:
     for j in rows:
         cands = bases.get(_pair_key(j), []) if j.janus else []
         if cands:
-            out.append((min(cands, key=lambda b: (b.run_dir != j.run_dir, str(b.run_dir))), j))
+            out.append((min(cands, key=lambda b: (b.run_dir != j.run_dir, origin(b.run_dir) != origin(j.run_dir),
+                                                  str(b.run_dir))), j))
     return out
 
 
-def paired_rows(rows) -> list[dict]:
-    """One paired comparison per (base, +Janus) pair (:func:`base_janus_pairs`), from both test.jsonl files; pairs
-    with no shared test item are left out."""
-    from .reader import RunReader
+def base_for(j, bases):
+    """The base run (from ``bases``) that a +Janus run of any cell (an ablation too) is compared with: same dataset,
+    updater, seed and settings apart from the Janus ones; from its own folder, else its grid, else the first by path.
+    None when there is none."""
+    from .variants import origin
 
+    key = lambda r: (r.dataset, r.updater, r.seed, r.stream_order, tuple(sorted(r.setup.items(), key=str)),  # noqa: E731
+                     r.base_ident)
+    cands = [b for b in bases if not b.janus and key(b) == key(j)]
+    if not cands:
+        return None
+    return min(cands, key=lambda b: (b.run_dir != j.run_dir, origin(b.run_dir) != origin(j.run_dir), str(b.run_dir)))
+
+
+def paired_rows(rows, names: dict | None = None) -> list[dict]:
+    """One paired comparison per (base, +Janus) pair (:func:`base_janus_pairs`), from both test.jsonl files; pairs
+    with no shared test item are left out. ``folders`` names the run folder(s) by ``names`` ({run folder: short
+    name}; default variants.short_names of the rows' folders)."""
+    from .reader import RunReader
+    from .variants import short_names
+
+    names = names or short_names([r.run_dir for r in rows])
     out = []
     for b, j in sorted(base_janus_pairs(rows), key=lambda p: (p[1].dataset, p[1].seed, str(p[1].run_dir), p[1].label)):
         tb = _verdicts(RunReader(b.run_dir).jsonl(f"{b.method}/test.jsonl"))
         tj = _verdicts(RunReader(j.run_dir).jsonl(f"{j.method}/test.jsonl"))
         if set(tb) & set(tj):  # nothing shared: no paired comparison (the run's own integrity check reports it)
+            same = b.run_dir == j.run_dir
             out.append({"dataset": j.dataset, "label": j.label, "base": b.label, "seed": j.seed,
-                        "run_dir": str(j.run_dir), "base_run_dir": str(b.run_dir),
-                        "same_folder": b.run_dir == j.run_dir, **paired_compare(tb, tj)})
+                        "run_dir": str(j.run_dir), "base_run_dir": str(b.run_dir), "same_folder": same,
+                        "folders": names[j.run_dir] if same else f"{names[b.run_dir]} vs {names[j.run_dir]}",
+                        **paired_compare(tb, tj)})
     return out
 
 
@@ -123,11 +146,10 @@ def paired_markdown(prs: list[dict]) -> str:
     body = []
     for p in prs:
         lo, hi = p["ci95"]
-        body.append([display_name(p["dataset"]), f"{p['base']} vs {p['label']}",
-                     "one run folder" if p["same_folder"] else "two grid cells", str(p["seed"]), str(p["n"]),
+        body.append([display_name(p["dataset"]), f"{p['base']} vs {p['label']}", p["folders"], str(p["seed"]), str(p["n"]),
                      f"{100 * p['base_acc']:.1f}", f"{100 * p['janus_acc']:.1f}", f"{100 * p['diff']:+.1f}",
                      f"[{100 * lo:+.1f}, {100 * hi:+.1f}]", f"{p['janus_only']}/{p['base_only']}",
                      f"{p['p_mcnemar']:.3g}"])
-    header = ["Dataset", "Comparison", "Runs", "Seed", "n", "Base acc", "+Janus acc", "Diff (pp)", "95% CI (pp)",
+    header = ["Dataset", "Comparison", "Run folder(s)", "Seed", "n", "Base acc", "+Janus acc", "Diff (pp)", "95% CI (pp)",
               "Janus-only/base-only correct", "McNemar exact p"]
     return markdown_table(header, body) if body else ""

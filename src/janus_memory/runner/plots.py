@@ -7,6 +7,7 @@
 - tokens by role: cumulative LLM tokens (prompt + completion) per stream step for solver / curator / janus;
 - eval-set ablation bars (Fig. 3) and stream-order spread (Fig. 5).
 - token overhead: base vs +Janus cumulative stream tokens on one scale, the overhead as `janus run` prints it.
+Legends list only what is drawn (no "rolled back (0)" entry, no evaluation band when Janus evaluated nothing).
 Every function returns the written path (or None when the run has nothing to plot); every PNG of the package (bench
 included) is written by :func:`save_figure`.
 """
@@ -27,7 +28,9 @@ ROLE_COLORS = {"solver": "tab:blue", "curator": "tab:orange", "janus": "tab:gree
 
 
 def safe_name(s: str) -> str:
-    """A file-name-safe version of a label: "dc_rs+janus[trigger=random]" -> "dc_rs+janus_trigger-random"."""
+    """A file-name-safe version of a label: "dc_rs+janus[trigger=random]" -> "dc_rs+janus_trigger-random",
+    "dc_rs+janus (tau=0.2, a)" -> "dc_rs+janus_tau-0.2_a"."""
+    s = s.replace(" (", "_").replace(")", "").replace(", ", "_")
     s = s.replace("=", "-").replace("[", "_").replace("]", "").replace(",", "_")
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", s)
 
@@ -123,8 +126,9 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
             marks[bool(d.get("accept"))][1].append(c if c is not None else y_na)
     size = 18 if many else 60
     for ok, marker, color, what in ((True, "^", "tab:green", "accepted"), (False, "v", "tab:red", "rolled back")):
-        ax.scatter(*marks[ok], marker=marker, s=size, color=color, zorder=3,
-                   label=f"triggered: {what} ({len(marks[ok][0])})")
+        if marks[ok][0]:  # a legend entry only for marks that are drawn
+            ax.scatter(*marks[ok], marker=marker, s=size, color=color, zorder=3,
+                       label=f"triggered: {what} ({len(marks[ok][0])})")
     mark_injected(ax, injected_steps(r))
     ax.set_xlim(0.5, max(steps) + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -327,8 +331,9 @@ def plot_token_overhead(rows, path: Path, max_panels: int = 6) -> Path | None:
         own = [t - cj.get("janus", [0] * len(sj))[i] for i, t in enumerate(tj)]
         ax.plot(sb, tb, color="tab:red", lw=2.8, alpha=0.55, label=f"{b.label}")  # wide: stays visible under +Janus
         ax.plot(sj, tj, color="tab:blue", lw=1.6, ls="--", label=f"{j.label} (total)")
-        ax.fill_between(sj, own, tj, color="tab:green", alpha=0.25,
-                        label="Janus evaluation" + (" (estimated)" if est.get("janus") else ""))
+        if any(o != t for o, t in zip(own, tj)):  # no evaluation tokens (no trigger fired): no empty legend entry
+            ax.fill_between(sj, own, tj, color="tab:green", alpha=0.25,
+                            label="Janus evaluation" + (" (estimated)" if est.get("janus") else ""))
         pct = janus_overhead(b.summary.get("usage"), j.summary.get("usage"))["pct"]  # the console's definition
         ax.set_title(f"{j.dataset} / {j.updater} seed {j.seed}: Janus overhead "
                      + ("n/a" if pct is None else f"{pct:+.1f}%"), fontsize=9)

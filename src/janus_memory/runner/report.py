@@ -8,7 +8,11 @@ cumulative LLM tokens by role, eval-set ablation bars, stream-order spread.
 Input folders are run folders (holding summary.json) or any folder above them (searched recursively), e.g. the root of a
 grid ``<root>/<dataset>/<cell>/seed<k>``. A row label is the method name plus the cell's setting suffix, e.g.
 ``dc_rs+janus[trigger=random]``: the suffix comes from ``cell.json`` (written by grid/sweep) or, failing that, from the
-folder name ``<cell>/seed<k>``. Runs with the same label and dataset but different seeds are averaged.
+folder name ``<cell>/seed<k>``. Runs with the same label and dataset are averaged only when they are seeds of one
+configuration: the same stored settings apart from the seed (runner/variants.py). Rows that would share a label get
+what tells them apart (``dc_rs+janus (tau=0.2)``; the same run made twice: its folder, ``dc_rs (a)``) and the report
+lists their folders. Unfinished run folders (run.sqlite without COMPLETE) are left out, each named in one line with how
+far it got and how to continue it (runner/unfinished.py).
 """
 from __future__ import annotations
 
@@ -17,7 +21,15 @@ from pathlib import Path
 
 from ..errors import RunFolderError
 from . import inject_report
-from .runs import MethodRun, evaluated_tasks, find_run_dirs, load_method_runs, parse_suffix, resolved_janus  # noqa: F401
+from .runs import (  # noqa: F401  (re-exported)
+    MethodRun,
+    evaluated_tasks,
+    find_run_dirs,
+    load_method_runs,
+    load_runs,
+    parse_suffix,
+    resolved_janus,
+)
 from .tables import (  # noqa: F401  (re-exported)
     accuracy_table,
     evalset_table,
@@ -47,33 +59,47 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
 
     log = log or (lambda text: None)
     log(f"reading the run folders in {', '.join(str(d) for d in run_dirs)}")
-    rows = load_method_runs(run_dirs)
+    from .reader import scan_run_dirs
+    from .unfinished import note
+    from .variants import assign_tags, short_names
+
+    finished, unfinished = scan_run_dirs(run_dirs)
+    if not finished:
+        find_run_dirs(run_dirs)  # raises: no finished run, naming the unfinished ones and how to continue them
+    rows = load_runs(finished)
+    left_out = [note(d) for d in unfinished]
     out = Path(out_dir).expanduser() if out_dir else Path(run_dirs[0]).expanduser() / "report"
     out.mkdir(parents=True, exist_ok=True)
     groups = sections(rows)
     log(f"building the tables: {len(rows)} method runs in {len({r.run_dir for r in rows})} run folders, "
         f"{len(groups)} group(s) of comparable runs")
-    secs = [{"caption": caption(g), "rows": g, "tables": _section_tables(g)} for g in groups]
-    main = secs[0]["tables"] if secs else _section_tables([])
+    names = short_names([r.run_dir for r in rows])
+    secs = []
+    for g in groups:
+        tags = assign_tags(g)  # rows that share a label get what tells them apart; before any table is built
+        secs.append({"caption": caption(g), "rows": g, "tables": _section_tables(g, names), **tags})
+    main = secs[0]["tables"] if secs else _section_tables([], names)
     log(f"drawing the plots into {out}: checkpoints and token overhead first")
     plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines, log)
     plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject (issue 15)
     log("writing report.md")
-    md = _markdown(rows, secs, plot_paths)
+    md = _markdown(rows, secs, plot_paths, left_out)
     report = out / "report.md"
     report.write_text("\n".join(md), encoding="utf-8")
-    return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": main,
-            "sections": [{"caption": x["caption"], "tables": x["tables"]} for x in secs]}
+    return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": main, "unfinished": left_out,
+            "sections": [{"caption": x["caption"], "tables": x["tables"], "duplicates": x["duplicates"],
+                          "sources": x["sources"]} for x in secs]}
 
 
-def _section_tables(rows: list[MethodRun]) -> dict:
+def _section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
     """The tables of one group of comparable runs. Stream-order runs (Fig. 5) vary only the order of the same stream:
-    they feed the stream-order table alone; a seed sweep (each seed is another split and order) gets its own table."""
+    they feed the stream-order table alone; a seed sweep (each seed is another split and order) gets its own table.
+    ``names``: {run folder: short name} for the paired table's folder column."""
     from .paired import paired_markdown, paired_rows
 
     main_rows = [r for r in rows if not r.stream_order]
     order_rows = [r for r in rows if r.stream_order]
-    paired = paired_rows([r for r in main_rows if not r.suffix_keys])
+    paired = paired_rows([r for r in main_rows if not r.suffix_keys], names)
     return {"accuracy": accuracy_table(main_rows), "trigger": trigger_table(main_rows),
             "janus_cost": janus_cost_table(main_rows), "evalset": evalset_table(main_rows),
             "stream_order": stream_order_table(order_rows), "seeds": stream_order_table(main_rows),
@@ -166,10 +192,15 @@ def _preset_lines(rows: list[MethodRun]) -> list[str]:
     return [*lines, ""]
 
 
-def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str]) -> list[str]:
+def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str], left_out: list[str]) -> list[str]:
     md = ["# Janus experiment report", "",
           f"{len({r.run_dir for r in rows})} run folder(s), {len(rows)} method run(s). Accuracies in %; "
-          "± is the sample std over seeds when a label has several.", ""] + _preset_lines(rows)
+          "± is the sample std over seeds when a label has several. Only runs whose settings are the same apart from "
+          "the seed are averaged; rows that share a method name say what tells them apart.", ""]
+    if left_out:
+        md += ["**Unfinished runs, not in this report:**", "", *(f"- {x.removeprefix('not in the report: ')}"
+                                                                for x in left_out), ""]
+    md += _preset_lines(rows)
     if len(secs) > 1:
         md += [f"**These runs do not share one setup: {len(secs)} groups of comparable runs are reported separately "
                "(backend, model, encoder, preset and requested sizes differ).**", ""]
@@ -177,7 +208,8 @@ def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str
         if len(secs) > 1:
             md += [f"# Group {i + 1}", ""]
         md += [f"Setup: {sec['caption']}", ""]
-        md += _section_markdown(sec["tables"], sec["caption"])
+        md += [f"> {w}" for w in sec["duplicates"]] + ([""] if sec["duplicates"] else [])
+        md += _section_markdown(sec["tables"], sec["caption"], sec["sources"])
     md += inject_report.markdown_section(inject_report.injection_table(rows))  # runs with --inject (issue 15)
     md += ["## Plots", "", f"Plots show group 1 ({secs[0]['caption']})." if len(secs) > 1 else "", ""]
     for name, path in plot_paths.items():
@@ -186,12 +218,15 @@ def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str
     return md
 
 
-def _section_markdown(tables: dict, cap: str) -> list[str]:
+def _section_markdown(tables: dict, cap: str, sources: list[str] = ()) -> list[str]:
     capline = f"*{cap}*"
     md = []
     if tables["accuracy"]["labels"]:  # a sweep of variants only (every label has a [..] suffix) has no Table 1 rows
         md += ["## Table 1: test accuracy (frozen memory, held-out split)", "", tables["accuracy"]["markdown"], "",
                capline, ""]
+    if sources:
+        md += ["Rows that share a method name, by what tells them apart, and their run folders:", "",
+               *(f"- {x}" for x in sources), ""]
     if tables["paired"]["markdown"]:
         md += ["## Base vs +Janus, paired on the same test items", "",
                "Diff = +Janus minus base accuracy on the items both answered; 95% CI: Newcombe's paired square-and-add "

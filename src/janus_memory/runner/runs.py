@@ -30,6 +30,20 @@ class MethodRun:
     extra: dict = field(default_factory=dict)
     stream_order: bool = False  # a stream-order study run (config stream_order_seed set): only in the Fig. 5 table
     setup: dict = field(default_factory=dict)  # backend, model, encoder, preset, requested sizes (run_setup)
+    ident: dict = field(default_factory=dict)  # every setting that makes this run what it is, seed excepted (variants.py)
+    cell_label: str = ""  # the label without the tag that tells apart rows sharing it (variants.assign_tags)
+    tag: str = ""  # "tau=0.2", "a", "setup 1": what tells this row from others with its cell_label ("" if none)
+    settings: str = ""  # a "setup N" tag's settings, spelled out
+
+    def __post_init__(self):
+        self.cell_label = self.cell_label or self.label
+
+    @property
+    def base_ident(self) -> str:
+        """What this run shares with its base (or +Janus) partner: the identity without Janus-only settings."""
+        from .variants import base_identity
+
+        return base_identity(self.ident)
 
     @property
     def test_accuracy(self) -> float | None:
@@ -93,9 +107,17 @@ def run_setup(cfg: dict, summary: dict) -> dict:
 
 
 def load_method_runs(run_dirs: list[str | Path]) -> list[MethodRun]:
-    """One MethodRun per (run folder, method). Raises ValueError on unreadable folders."""
+    """One MethodRun per (run folder, method) of the finished run folders at or below ``run_dirs`` (unfinished ones are
+    left out: reader.scan_run_dirs). Raises ValueError on unreadable folders."""
+    return load_runs(find_run_dirs(run_dirs))
+
+
+def load_runs(folders: list[Path]) -> list[MethodRun]:
+    """One MethodRun per (run folder, method) of these finished run folders."""
+    from .variants import identity
+
     rows = []
-    for d in find_run_dirs(run_dirs):
+    for d in folders:
         reader = RunReader(d)
         summary, cfg = reader.summary(), reader.config()
         if not isinstance(summary, dict) or not isinstance(summary.get("methods"), dict):
@@ -103,14 +125,20 @@ def load_method_runs(run_dirs: list[str | Path]) -> list[MethodRun]:
         suffix = _cell_suffix(d, list(summary["methods"]))
         stream_order = cfg.get("stream_order_seed") is not None
         seed = cfg["stream_order_seed"] if stream_order else cfg.get("seed", 0)
+        cell = reader.json_file("cell.json")
+        matched = isinstance(cell, dict) and bool(cell.get("matched"))
+        splits = reader.json_file("splits.json")
+        dataset = summary.get("dataset") or cfg.get("dataset", "?")
         for method, ms in summary["methods"].items():
             is_janus = bool(ms.get("janus", method.endswith("+janus")))
+            updater = summary.get("updater") or cfg.get("updater", method.split("+")[0])
+            ident = identity(cfg, splits, janus=is_janus, stream_order=stream_order, matched=matched)
             rows.append(MethodRun(
-                run_dir=d, dataset=summary.get("dataset") or cfg.get("dataset", "?"),
-                updater=summary.get("updater") or cfg.get("updater", method.split("+")[0]),
+                run_dir=d, dataset=dataset, updater=updater,
                 method=method, label=method + suffix, suffix_keys=parse_suffix(suffix), seed=int(seed or 0),
                 janus=is_janus, janus_cfg=resolved_janus(cfg.get("janus")), summary=ms, stream_order=stream_order,
-                setup=run_setup(cfg, summary)))
+                setup=run_setup(cfg, summary),
+                ident={**ident, "dataset": dataset, "updater": updater}))
     return rows
 
 

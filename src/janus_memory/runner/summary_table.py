@@ -69,20 +69,23 @@ def _longest_word(text: str) -> int:
     return max((len(w) for w in str(text).split()), default=0)
 
 
-def _table(title: str, header: tuple[str, ...], rows: list[list[str]], caption: str | None = None,
+def fit_table(title: str, header: tuple[str, ...], rows: list[list[str]], caption: str | None = None,
            width: int | None = None):
     """A rich table that fits ``width`` columns (a terminal's) without cutting anything: the first column (method or
-    role names) never wraps; the others are right-aligned and, when the table is too wide, get fixed widths between
-    their longest word and their longest cell (headers included), so they wrap at spaces only. Columns that can be
-    shown whole are chosen cheapest first. A number or a name is never cut or ellipsized."""
+    role names) does not wrap unless it cannot fit whole beside the others at their narrowest (then it wraps at
+    spaces, e.g. a report row "dc_rs+janus (tau=0.2, my-long-folder)"); the others are right-aligned and, when the
+    table is too wide, get fixed widths between their longest word and their longest cell (headers included), so they
+    wrap at spaces only. Columns that can be shown whole are chosen cheapest first. A number or a name is never cut or
+    ellipsized. Every text is plain (no rich markup): a label like ``dc_rs+janus[tau=0.2]`` keeps its brackets."""
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=title, caption=caption)
-    t.add_column(header[0], justify="left", no_wrap=True)
+    t = Table(title=Text(title), caption=None if caption is None else Text(caption))
+    t.add_column(Text(header[0]), justify="left", no_wrap=True)
     for col in header[1:]:
-        t.add_column(col, justify="right", overflow="fold")
+        t.add_column(Text(col), justify="right", overflow="fold")
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*(Text(str(c)) for c in r))
     cells = list(zip(header, *rows))
     least = [max(_longest_word(c) for c in col) for col in cells]
     most = [max(len(str(c)) for c in col) for col in cells]
@@ -92,6 +95,10 @@ def _table(title: str, header: tuple[str, ...], rows: list[list[str]], caption: 
     for i in sorted(range(1, len(header)), key=lambda i: most[i] - least[i]):
         grow = most[i] - least[i] if most[i] - least[i] <= budget else 0
         t.columns[i].width, budget = least[i] + grow, budget - grow
+    if budget < 0:  # the names do not fit whole beside the narrowest columns: they wrap at spaces instead of being cut
+        first = t.columns[0]
+        first.no_wrap, first.overflow = False, "fold"
+        first.width = max(least[0], width - (3 * len(header) + 1) - sum(least[1:]))
     return t
 
 
@@ -103,19 +110,19 @@ def print_summary(summary: dict, console) -> None:
     rows = [[name, _fmt(m["online_accuracy"]), f"{_fmt(m['test_accuracy'])} ({m['test_correct']}/{m['test_tasks']})",
              *("-" if m[k] is None else str(m[k]) for k in ("triggers", "accepts", "rollbacks"))]
             for name, m in methods.items()]
-    console.print(_table(f"{summary['dataset']} / {summary['updater']}: accuracy",
+    console.print(fit_table(f"{summary['dataset']} / {summary['updater']}: accuracy",
                          ("method", "online acc", "test acc", "triggers", "accepted", "rolled back"), rows, width=width),
                   crop=False)
     keys = ("needed_calls", "needed_tokens", "paid_calls", "paid_tokens", "cache_hits")
     rows = [[name, *(f"{method_cost(m['usage'])[k]:,}" for k in keys)] for name, m in methods.items()]
-    console.print(_table("cost per method", ("method", "calls needed", "tokens needed", "calls paid", "tokens paid",
+    console.print(fit_table("cost per method", ("method", "calls needed", "tokens needed", "calls paid", "tokens paid",
                                              "cache hits"), rows,
                          caption="needed = every response the method used (cache included); paid = calls this run made",
                          width=width), crop=False)
     print_injections(summary, console, width)
     rows = [[role, *(f"{r.get(k, 0):,}" for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")),
              f"{r.get('wall_s', 0):.1f}"] for role, r in summary["usage_total"].items()]
-    console.print(_table("LLM usage by role (whole run)", ("role", "calls paid", "cache hits", "prompt tokens paid",
+    console.print(fit_table("LLM usage by role (whole run)", ("role", "calls paid", "cache hits", "prompt tokens paid",
                                                            "completion tokens paid", "wall s"), rows,
                          caption="paid = backend calls; cache hits = served by the response cache", width=width),
                   crop=False)
@@ -169,7 +176,7 @@ def print_injections(summary: dict, console, width: int | None = None) -> None:
                               if b["old_score"] is not None and b["new_score"] is not None else "")
                            for b in s["blocked_steps"]) or "-"
         rows.append([name, str(s["injected"]), str(s["deployed"]), str(s["blocked"]), detail])
-    t = _table(f"injected harmful candidates ({next(iter(found.values()))['plan']})",
+    t = fit_table(f"injected harmful candidates ({next(iter(found.values()))['plan']})",
                ("method", "injected", "deployed", "blocked", "blocked: trigger fired, E score old vs injected"), rows,
                width=width)
     t.columns[-1].justify = "left"

@@ -4,6 +4,7 @@ rows' order, are facts of the datasets and updaters themselves (janus_memory.reg
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 
 from .runs import MethodRun, eval_set_used, evaluated_tasks
 
@@ -69,7 +70,7 @@ def label_key(label: str):
     from ..registry import UPDATERS, ensure_builtins
 
     ensure_builtins()
-    base = label.split("[", 1)[0]
+    base = label.split("[", 1)[0].split(" (", 1)[0]  # without a cell suffix and a tag ("dc_rs (a)", variants.py)
     upd = base.split("+", 1)[0]
     rank = getattr(UPDATERS.get(upd), "table_rank", 2)
     return (rank, upd, "[" in label, "+janus" in base, label)
@@ -127,7 +128,8 @@ def accuracy_table(rows: list[MethodRun]) -> dict:
         line.append(_pct(avg))
         body.append(line)
     header = ["Method"] + [display_name(d) for d in datasets] + ["Avg"]
-    return {"datasets": datasets, "labels": labels, "cells": cells, "markdown": markdown_table(header, body)}
+    return {"datasets": datasets, "labels": labels, "cells": cells, "header": header, "body": body,
+            "markdown": markdown_table(header, body)}
 
 
 def _used_mean(rs: list[MethodRun]) -> float | None:
@@ -154,31 +156,42 @@ def trigger_table(rows: list[MethodRun]) -> dict:
     test accuracy, #triggers, trigger rate (post-warm-up, in %), |E| (mean size actually used at a trigger / configured
     size), cost = #triggers x configured |E| and tasks actually evaluated. The base row has no trigger: its trigger
     cells, MMT's count included, are "—". Only the seeds shared by every row of a group are used."""
-    groups: dict[tuple, dict[str, list[MethodRun]]] = {}
+    from .paired import base_for
+
+    by_label: dict[tuple, dict[str, list[MethodRun]]] = {}
     for r in rows:
-        if not r.janus and not r.suffix_keys:
-            groups.setdefault((r.dataset, r.updater), {}).setdefault("base", []).append(r)
-        elif r.janus and set(r.suffix_keys) <= TRIGGER_KEYS:
-            groups.setdefault((r.dataset, r.updater), {}).setdefault(r.janus_cfg["trigger"], []).append(r)
+        if r.janus and set(r.suffix_keys) <= TRIGGER_KEYS:
+            by_label.setdefault((r.dataset, r.updater, r.tag), {}).setdefault(r.cell_label, []).append(r)
+    bases = [r for r in rows if not r.janus and not r.suffix_keys]
+    groups: dict[tuple, dict[str, list[MethodRun]]] = {}
+    for key, labels in by_label.items():
+        pol = groups.setdefault(key, {})
+        count = Counter(rs[0].janus_cfg["trigger"] for rs in labels.values())
+        for lab, rs in labels.items():
+            trig = rs[0].janus_cfg["trigger"]  # two cells with one trigger (a rate sweep): a row each, by suffix
+            pol[trig if count[trig] == 1 else f"{trig} {lab[lab.index('['):] if '[' in lab else '(default)'}"] = rs
+            for r in rs:
+                b = base_for(r, bases)  # the base run of this seed with these settings, not any base of the updater
+                if b is not None and not any(b is x for x in pol.get("base", [])):
+                    pol.setdefault("base", []).append(b)
     out, md, notes = [], [], []
     header = ["Policy", "Test acc", "#Trig", "MMT #Trig", "Trig. rate", "|E| used (mean) / configured",
               "Cost (#Trig×configured |E|)", "Evaluated tasks", "Accepts/Rollbacks"]
-    for (ds, upd), pol in sorted(groups.items(), key=lambda kv: (dataset_key(kv[0][0]), kv[0][1])):
+    for (ds, upd, tag), pol in sorted(groups.items(), key=lambda kv: (dataset_key(kv[0][0]), kv[0][1], kv[0][2])):
         if not any(k != "base" for k in pol):
             continue
         pol = common_seeds(pol)
         mmt_trig = _num(_mean([r.summary.get("triggers") for r in pol.get("mmt", [])])) if pol.get("mmt") else "—"
-        for r in pol.get("periodic", []):
+        for r in (r for k, rs in pol.items() if k.split(" ")[0] == "periodic" for r in rs):
             if int(r.janus_cfg.get("trigger_period") or 0) == 1:
                 why = ("the stream has no step after the Janus warm-up (no trigger could fire)" if mmt_trig in ("0", 0)
                        else f"MMT fired on most post-warm-up steps ({mmt_trig} triggers)")
                 notes.append(f"{display_name(ds)} / {upd} seed {r.seed}: the matched periodic trigger degenerated to "
                              f"period 1 (= always) because {why}; its row is not a distinct policy")
         body = []
-        for name in ["base"] + TRIGGER_ORDER:
-            rs = pol.get(name)
-            if not rs:
-                continue
+        order = {t: i for i, t in enumerate(["base"] + TRIGGER_ORDER)}
+        for name in sorted(pol, key=lambda k: (order.get(k.split(" ")[0], len(order)), k)):
+            rs = pol[name]
             if name == "base":
                 row = {"policy": "base (no Janus)", "test_accuracy": _mean([r.test_accuracy for r in rs]),
                        "std": _std([r.test_accuracy for r in rs]), "n": len(rs)}
@@ -189,8 +202,9 @@ def trigger_table(rows: list[MethodRun]) -> dict:
                              _rate(row["trigger_rate"]), f"{_used(row['eval_set_used'])} / {row['eval_set_size']}",
                              _num(row["cost"]),
                              _num(row["evaluated"]), f"{_num(row['accepts'])}/{_num(row['rollbacks'])}"])
-            out.append({"dataset": ds, "updater": upd, **row})
-        md.append(f"**{display_name(ds)} / {upd}**\n\n" + markdown_table(header, body))
+            out.append({"dataset": ds, "updater": upd, "tag": tag, **row})
+        title = f"{display_name(ds)} / {upd}" + (f" ({tag})" if tag else "")
+        md.append(f"**{title}**\n\n" + markdown_table(header, body))
     return {"rows": out, "markdown": "\n\n".join(md), "notes": notes}
 
 
@@ -221,18 +235,19 @@ def evalset_table(rows: list[MethodRun]) -> dict:
             continue
         off = [k[4:] for k in ("use_coverage", "use_boundary", "use_fresh") if not r.janus_cfg[k]]
         variant = "full" if not off else "w/o " + "+".join(off)
-        g.setdefault((r.dataset, r.updater), {}).setdefault(variant, []).append(r)
+        g.setdefault((r.dataset, r.updater, r.tag), {}).setdefault(variant, []).append(r)
     body = []
-    for (ds, upd), var in sorted(g.items(), key=lambda kv: (dataset_key(kv[0][0]), kv[0][1])):
+    for (ds, upd, tag), var in sorted(g.items(), key=lambda kv: (dataset_key(kv[0][0]), kv[0][1], kv[0][2])):
         if len(var) < 2:
             continue
         var = common_seeds(var)
         for name in sorted(var, key=lambda v: (v != "full", v)):
             rs = var[name]
-            row = {"dataset": ds, "updater": upd, "variant": name, "test_accuracy": _mean([r.test_accuracy for r in rs]),
+            row = {"dataset": ds, "updater": upd, "tag": tag, "variant": name,
+                   "test_accuracy": _mean([r.test_accuracy for r in rs]),
                    "std": _std([r.test_accuracy for r in rs]), "n": len(rs), "eval_set_size": rs[0].eval_set_size}
             out.append(row)
-            body.append([display_name(ds), upd + "+janus", name, str(row["eval_set_size"]),
+            body.append([display_name(ds), upd + "+janus" + (f" ({tag})" if tag else ""), name, str(row["eval_set_size"]),
                          _pct(row["test_accuracy"], row["std"])])
     header = ["Dataset", "Method", "Evaluation set", "|E|", "Test acc"]
     return {"rows": out, "markdown": markdown_table(header, body) if body else ""}

@@ -1,0 +1,74 @@
+"""What `janus report` prints after writing report.md: per group of comparable runs the headline accuracy table (the
+rows of the report's Table 1; for a sweep of variant cells only, Table 3's accuracy columns) and its setup line, the
+warnings about runs made twice, where rows that share a method name come from, the base vs +Janus paired comparisons
+with their run folders (one line each), then one line per unfinished run folder left out. Tables are `janus run`'s
+(summary_table.fit_table): on a terminal they fit its width (80 columns), off one (``| cat``) nothing is wrapped or cut.
+"""
+from __future__ import annotations
+
+from .summary_table import fit_table
+
+
+def _print(console, text: str) -> None:
+    console.print(text, markup=False, soft_wrap=True)
+
+
+def print_report(res: dict, console) -> None:
+    """Print the console view of a :func:`report.build_report` result."""
+    width = console.width if console.is_terminal else None
+    secs = res["sections"]
+    for i, sec in enumerate(secs):
+        acc = sec["tables"]["accuracy"]
+        spread = any(" ± " in c for row in acc["body"] for c in row)
+        setup = sec["caption"] + (" (± = sample std over seeds)" if spread else "")
+        group = f"group {i + 1} of {len(secs)}: " if len(secs) > 1 else ""
+        if group:
+            _print(console, f"{group}{setup}")
+        if acc["labels"]:
+            t = fit_table("Table 1: test accuracy (%)", tuple(acc["header"]), acc["body"], width=width)
+            console.print(t, crop=False)
+        else:
+            _print_cost_rows(sec, group, console, width)
+        if not group:  # the setup as a line of its own: a caption would wrap to the table's width
+            _print(console, f"setup: {setup}")
+        for line in sec["duplicates"]:
+            _print(console, line)
+        if sec["sources"]:
+            _print(console, "rows that share a method name, and their run folders:")
+            for line in sec["sources"]:
+                _print(console, f"  {line}")
+        _print_paired(sec["tables"]["paired"]["rows"], group, console)
+    for line in res.get("unfinished", []):
+        _print(console, line)
+
+
+def _print_cost_rows(sec: dict, group: str, console, width) -> None:
+    """A sweep of variant cells (every label has a [..] suffix): Table 3's rows, the accuracy of every Janus label."""
+    from .tables import _num, _pct, display_name
+
+    rows = sec["tables"]["janus_cost"]["rows"]
+    if not rows:
+        _print(console, f"{group}no Table 1 row (every run is a variant cell); the tables are in report.md")
+        return
+    body = [[r["label"], display_name(r["dataset"]), _pct(r["test_accuracy"], r["std"]), _num(r["triggers"]),
+             _num(r["cost"])] for r in rows]
+    t = fit_table("test accuracy (%) of every Janus label (Table 3)",
+                  ("Method", "Dataset", "Test acc", "#Trig", "Cost (#Trig×|E|)"), body, width=width)
+    console.print(t, crop=False)
+
+
+def paired_line(p: dict) -> str:
+    """One paired comparison in one line (any width: a terminal wraps it, nothing is cut)."""
+    from .tables import display_name
+
+    lo, hi = p["ci95"]
+    return (f"  {p['base']} vs {p['label']}, {display_name(p['dataset'])} seed {p['seed']}, run folder(s) "
+            f"{p['folders']}: n={p['n']}, diff {100 * p['diff']:+.1f} pp, 95% CI [{100 * lo:+.1f}, {100 * hi:+.1f}], "
+            f"McNemar p={p['p_mcnemar']:.3g}")
+
+
+def _print_paired(prs: list[dict], group: str, console) -> None:
+    if prs:
+        _print(console, f"{group}base vs +Janus, paired on the same test items (+Janus minus base accuracy):")
+        for p in prs:
+            _print(console, paired_line(p))
