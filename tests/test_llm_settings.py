@@ -81,8 +81,7 @@ def test_flat_and_nested_yaml_give_equal_configs():
      "'backend' is given twice with different values: 'fake' (flat) and 'openai' (llm.backend); give it once"),
     ({"llm": {"temprature": 0.0}}, "unknown config key 'llm.temprature'"),
     ({"llm": {"backend": "fake", "n_threads": 4}}, "unknown config key 'llm.n_threads'"),
-    ({"llm": {"max_retries": -1}}, "invalid value for 'llm.max_retries': Input should be greater than or equal to 0 "
-                                   "(got -1)"),
+    ({"llm": {"max_retries": -1}}, "invalid value for 'llm.max_retries': must be >= 0, got -1"),
     ({"llm": 3}, "invalid value for 'llm': Input should be a valid dictionary or instance of LLMSettings (got 3)"),
     ({"llm": 3, "temperature": 0.1},
      "invalid value for 'llm': Input should be a valid dictionary or instance of LLMSettings (got 3)"),
@@ -197,5 +196,5 @@ def test_an_unknown_encoder_is_one_line_before_the_header_and_makes_no_folder(tm
     assert capsys.readouterr().out == ""
     assert rc == 2 and not out.exists()
     rc = main(["run", "--backend", "fake", "--dataset", "gsm8k", "--encoder", "foo", "--out", str(out)])
-    assert _one_error(capsys, rc) == ("error: unknown encoder 'foo': choose one of hashing, minilm, st ('minilm', "
+    assert _one_error(capsys, rc) == ("error: unknown encoder 'foo'; choose one of: hashing, minilm, st ('minilm', "
                                       "'hashing[:n]' or 'st:<name-or-path>')")
