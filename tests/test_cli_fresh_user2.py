@@ -434,8 +434,8 @@ def test_run_help_shows_the_default_stream_size_and_output_folder(capsys):
             "500 tasks for gsm8k, the default dataset; every dataset's split sizes: docs/tasks.md)") in text
     assert ("--test-size N number of held-out test tasks, >= 1 (default: the dataset's whole test split: 500 tasks for "
             "gsm8k)") in text
-    assert ("--out DIR run folder to create, made with its parents; relative to the current folder (default: "
-            "runs/latest; a finished run there needs --overwrite or another --out)") in text
+    assert ("--out DIR run folder to create, made with its parents, relative to the current folder; a finished run "
+            "there needs --overwrite or another --out (default: runs/latest)") in text
     assert "--dataset NAME dataset name (gsm8k, " in text and "(default: gsm8k)" in text
     assert "--tau X MMT threshold in [-1, 1]" in text
     assert len(load_split("gsm8k", "stream").tasks) == 500 and len(load_split("gsm8k", "test").tasks) == 500

@@ -145,8 +145,8 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     o.add_argument("--out", metavar="DIR", help="grid root: each cell runs in DIR/<dataset>/<cell>/seed<k>" if grid
                    else "run folder to create, made with its parents (default: runs/demo-<date>-<time>, a new folder "
                         "per demo)" if demo else
-                   "run folder to create, made with its parents; relative to the current folder (default: runs/latest; "
-                   "a finished run there needs --overwrite or another --out)")
+                   "run folder to create, made with its parents, relative to the current folder; a finished run there "
+                   "needs --overwrite or another --out")  # show_defaults appends (default: runs/latest)
     if not grid:
         o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
     o.add_argument("-q", "--quiet", action="count", default=0,
