@@ -83,7 +83,7 @@ def test_resolved_config_writes_every_preset_choice_out():
 # ------------------------------------------------------------------ typed settings: one-line errors naming the key
 @pytest.mark.parametrize("data, msg", [
     ({"bogus": 1}, "unknown config key 'bogus'"),
-    ({"janus": {"warmupp": 3}}, "unknown config key 'janus.warmupp'"),
+    ({"janus": {"warmupp": 3}}, "unknown config key 'janus.warmupp' (did you mean warmup?)"),
     ({"janus": {"warmup": "3"}}, "invalid value for 'janus.warmup': Input should be a valid integer (got '3')"),
     ({"janus": {"same_memory_shortcut": "yes"}},
      "invalid value for 'janus.same_memory_shortcut': Input should be a valid boolean (got 'yes')"),
@@ -282,7 +282,7 @@ def test_yaml_config_file_errors_are_one_line(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
     bad.write_text("backend: fake\npreset: small\njanus:\n  warmup: 2\n  tau_x: 0.1\n")
     assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
-    assert capsys.readouterr().err.strip().splitlines() == ["error: unknown config key 'janus.tau_x'"]
+    assert capsys.readouterr().err.strip().splitlines() == ["error: unknown config key 'janus.tau_x' (did you mean tau?)"]
     bad.write_text("backend: fake\nupdater_config:\n  top_k: three\n")
     assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
