@@ -339,7 +339,9 @@ def main(argv: list[str] | None = None) -> int:
         if command is None:  # `janus`, `janus memory`, `janus model` without a subcommand: that level's help
             parser._janus_subparsers.get(args.cmd, parser).print_help()
             return EXIT_USAGE
-        return command(args, console)
+        rc = command(args, console)
+        sys.stdout.flush()  # the last buffered output: a closed pipe shows here, not as "Exception ignored" at exit
+        return rc
     except (KeyboardInterrupt, BrokenPipeError) as e:
         where = getattr(args, "run_folder", None) or where  # the run folder, also when --out was left at its default
         closed = not isinstance(e, KeyboardInterrupt) or isinstance(e, OutputClosed)
