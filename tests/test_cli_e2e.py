@@ -246,10 +246,10 @@ def test_resume_refuses_changed_answer_key_c13(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--beta", "2"], "invalid Janus setting: beta must be in [0, 1), got 2.0"),
-    (["--tau", "nan"], "invalid Janus setting: tau must be a finite number, got nan"),
-    (["--warmup", "-1"], "invalid Janus setting: warmup must be >= 0, got -1"),
-    (["--trigger", "foo"], "invalid Janus setting: trigger must be one of"),
+    (["--beta", "2"], "error: --beta must be in [0, 1), got 2.0"),
+    (["--tau", "nan"], "error: --tau must be a finite number, got nan"),
+    (["--warmup", "-1"], "error: --warmup must be >= 0, got -1"),
+    (["--trigger", "foo"], "error: --trigger must be one of"),
     (["--dataset", "math500"], "math500 is test-only"),
     (["--updater", "exprag"], "'exprag' is a baseline without a rewritable text memory"),
 ])

@@ -79,10 +79,9 @@ def test_flat_and_nested_yaml_give_equal_configs():
      "'temperature' is given twice with different values: 0.5 (flat) and 0.0 (llm.temperature); give it once"),
     ({"backend": "fake", "llm": {"backend": "openai", "model": "m"}},
      "'backend' is given twice with different values: 'fake' (flat) and 'openai' (llm.backend); give it once"),
-    ({"llm": {"temprature": 0.0}}, "unknown config key 'llm.temprature'"),
+    ({"llm": {"temprature": 0.0}}, "unknown config key 'llm.temprature' (did you mean temperature?)"),
     ({"llm": {"backend": "fake", "n_threads": 4}}, "unknown config key 'llm.n_threads'"),
-    ({"llm": {"max_retries": -1}}, "invalid value for 'llm.max_retries': Input should be greater than or equal to 0 "
-                                   "(got -1)"),
+    ({"llm": {"max_retries": -1}}, "invalid value for 'llm.max_retries': must be >= 0, got -1"),
     ({"llm": 3}, "invalid value for 'llm': Input should be a valid dictionary or instance of LLMSettings (got 3)"),
     ({"llm": 3, "temperature": 0.1},
      "invalid value for 'llm': Input should be a valid dictionary or instance of LLMSettings (got 3)"),
@@ -101,7 +100,7 @@ def test_cli_conflict_and_unknown_nested_key_are_one_line_exit_2(tmp_path, capsy
     typo = tmp_path / "typo.yaml"
     typo.write_text("llm:\n  backend: fake\n  temprature: 0.0\n")
     assert _one_error(capsys, main(["run", "--config", str(typo), "--out", str(tmp_path / "r")])) == (
-        "error: unknown config key 'llm.temprature'")
+        "error: unknown config key 'llm.temprature' (did you mean temperature?)")
     assert not (tmp_path / "r").exists()
 
 
@@ -197,5 +196,5 @@ def test_an_unknown_encoder_is_one_line_before_the_header_and_makes_no_folder(tm
     assert capsys.readouterr().out == ""
     assert rc == 2 and not out.exists()
     rc = main(["run", "--backend", "fake", "--dataset", "gsm8k", "--encoder", "foo", "--out", str(out)])
-    assert _one_error(capsys, rc) == ("error: unknown encoder 'foo': choose one of hashing, minilm, st ('minilm', "
+    assert _one_error(capsys, rc) == ("error: unknown encoder 'foo'; choose one of: hashing, minilm, st ('minilm', "
                                       "'hashing[:n]' or 'st:<name-or-path>')")

@@ -83,7 +83,7 @@ def test_resolved_config_writes_every_preset_choice_out():
 # ------------------------------------------------------------------ typed settings: one-line errors naming the key
 @pytest.mark.parametrize("data, msg", [
     ({"bogus": 1}, "unknown config key 'bogus'"),
-    ({"janus": {"warmupp": 3}}, "unknown config key 'janus.warmupp'"),
+    ({"janus": {"warmupp": 3}}, "unknown config key 'janus.warmupp' (did you mean warmup?)"),
     ({"janus": {"warmup": "3"}}, "invalid value for 'janus.warmup': Input should be a valid integer (got '3')"),
     ({"janus": {"same_memory_shortcut": "yes"}},
      "invalid value for 'janus.same_memory_shortcut': Input should be a valid boolean (got 'yes')"),
@@ -93,10 +93,10 @@ def test_resolved_config_writes_every_preset_choice_out():
     ({"janus": {"replay_limit": 0}}, "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
     ({"preset": "fast"}, "invalid value for 'preset': Input should be 'paper' or 'small' (got 'fast')"),
     ({"replay": "warm"}, "invalid value for 'replay': Input should be 'fresh' or 'frozen' (got 'warm')"),
-    ({"max_retries": -1}, "invalid value for 'llm.max_retries': Input should be greater than or equal to 0 (got -1)"),
-    ({"request_timeout": 0}, "invalid value for 'llm.request_timeout': Input should be greater than 0 (got 0)"),
-    ({"request_deadline": -5.0}, "invalid value for 'llm.request_deadline': Input should be greater than 0 (got -5.0)"),
-    ({"n_ctx": -1}, "invalid value for 'llm.n_ctx': Input should be greater than or equal to 0 (got -1)"),
+    ({"max_retries": -1}, "invalid value for 'llm.max_retries': must be >= 0, got -1"),
+    ({"request_timeout": 0}, "invalid value for 'llm.request_timeout': must be > 0, got 0"),
+    ({"request_deadline": -5.0}, "invalid value for 'llm.request_deadline': must be > 0, got -5.0"),
+    ({"n_ctx": -1}, "invalid value for 'llm.n_ctx': must be >= 0, got -1"),
 ])
 def test_bad_settings_are_one_line_config_errors(data, msg):
     with pytest.raises(ConfigError) as e:
@@ -218,9 +218,9 @@ def test_cli_seed_help_and_new_options(capsys):
     (["--preset", "large"], "argument --preset: invalid choice: 'large' (choose from 'paper', 'small')"),
     (["--replay", "warm"], "argument --replay: invalid choice: 'warm' (choose from 'fresh', 'frozen')"),
     (["--same-memory-shortcut", "maybe"], "argument --same-memory-shortcut: expected on or off, got 'maybe'"),
-    (["--max-retries", "-1"], "invalid value for 'llm.max_retries': Input should be greater than or equal to 0 (got -1)"),
-    (["--replay-limit", "0"], "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
-    (["--request-timeout", "0"], "invalid value for 'llm.request_timeout': Input should be greater than 0 (got 0.0)"),
+    (["--max-retries", "-1"], "--max-retries must be >= 0, got -1"),
+    (["--replay-limit", "0"], "--replay-limit must be None or an int >= 1, got 0"),
+    (["--request-timeout", "0"], "--request-timeout must be > 0, got 0.0"),
     (["--backend", "local", "--n-ctx", "1024"], "n_ctx: n_ctx 1024 is below max_tokens 8192 + a 2048-token prompt "
                                                  "budget (10240); raise n_ctx (or leave it 0 to size it) or lower the "
                                                  "max tokens"),
@@ -282,7 +282,7 @@ def test_yaml_config_file_errors_are_one_line(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
     bad.write_text("backend: fake\npreset: small\njanus:\n  warmup: 2\n  tau_x: 0.1\n")
     assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
-    assert capsys.readouterr().err.strip().splitlines() == ["error: unknown config key 'janus.tau_x'"]
+    assert capsys.readouterr().err.strip().splitlines() == ["error: unknown config key 'janus.tau_x' (did you mean tau?)"]
     bad.write_text("backend: fake\nupdater_config:\n  top_k: three\n")
     assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [

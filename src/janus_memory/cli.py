@@ -2,6 +2,10 @@
 
 User-facing errors (janus_memory.errors.JanusError and its subclasses) print one line ``error: ...`` naming the fix and
 exit with code 2 (never a traceback). The parser is in cli_parser.py.
+
+Exit codes: 0 done, 1 a grid/sweep cell failed, 2 a user error, 130 Ctrl-C, 143 SIGTERM, 141 standard output closed
+by its reader (``| head``): a run then stops like Ctrl-C at its next line of output, keeping every committed step and
+printing the resume line on stderr (cli_closing.OutputClosed says why it stops rather than runs on unseen).
 """
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from .cli_closing import closing_lines, make_console, process_started
+from .cli_closing import OutputClosed, closing_lines, make_console, process_started, silence_stdout
 from . import cli_signals
 from .cli_parser import CLI_TO_CFG, CLI_TO_JANUS, EXIT_USAGE, build_parser
 from .errors import ConfigError, JanusError
@@ -60,8 +64,23 @@ def _config_from_args(args, *, demo: bool):
         over["batch_eval"] = {"on": True, "off": False}.get(over["batch_eval"])
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}
     # flat flags fill the llm section key by key (a flag wins over the file's llm.<key>); ConfigError naming the key
-    cfg = demo_config(**over) if demo else RunConfig.parse(overlay(base, over))
-    return cfg.with_janus(**janus_over) if janus_over else cfg
+    try:
+        cfg = demo_config(**over) if demo else RunConfig.parse(overlay(base, over))
+        return cfg.with_janus(**janus_over) if janus_over else cfg
+    except ConfigError as e:
+        raise _named_by_option(e, args) from None
+
+
+def _named_by_option(e: ConfigError, args) -> ConfigError:
+    """A value out of range that came from a command-line option: the error names the option (``--tau must be in
+    [-1, 1], got 2.0``) instead of the settings key; a value from a config file keeps the key's name."""
+    if not (e.key and e.rule):
+        return e
+    section, _, key = e.key.rpartition(".")
+    names = CLI_TO_JANUS if section == "janus" else CLI_TO_CFG if section in ("", "llm") else ()
+    if key not in names or getattr(args, key, None) is None:
+        return e
+    return ConfigError(f"--{key.replace('_', '-')} {e.rule}", key=e.key, rule=e.rule)
 
 
 def _print_preset(cfg, console, demo: bool = False) -> None:
@@ -96,8 +115,10 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
     from .runner.summary_table import print_summary
 
     t0 = t0 or time.time()
+    args.run_folder = cfg.out  # for the interrupt and error lines: the folder, also when --out was not given
     validate_names(cfg)  # unknown names or invalid Janus settings: one error line before anything is printed or made
-    preflight(cfg, resume=bool(getattr(args, "resume", None)))  # data, model, changed resume settings: before the header
+    # data, output folder, model, changed resume settings: before the header and before any folder is made
+    splits = preflight(cfg, resume=bool(getattr(args, "resume", None)), overwrite=args.overwrite)
     _print_preset(cfg, console, demo=getattr(args, "cmd", None) == "demo")
     say = _plain(console)
     say(f"run folder: {Path(cfg.out).expanduser().resolve()}")
@@ -115,7 +136,7 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
             injected(ev)
 
         summary = run_experiment(cfg, log=say, on_event=on_event, overwrite=args.overwrite,
-                                 resume=bool(getattr(args, "resume", None)))
+                                 resume=bool(getattr(args, "resume", None)), splits=splits)
     print_summary(summary, console)  # always printed, whatever --quiet says (it quiets the progress only)
     closing_lines(summary, say, t0, first_step[0] if first_step else None)
     for line in injection.next_steps(summary):  # runs with --inject: where to look next
@@ -195,6 +216,9 @@ def _grid(args, console) -> int:
         raise ConfigError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
     for u in updaters:
         validate_names(base.model_copy(update={"updater": u}))
+    from .cli_checks import grid_preflight
+
+    grid_preflight(base, seeds)  # data of every seed and a writable --out root, before any cell starts
     cells = paper_grid(base.dataset, base, updaters, seeds, baselines=not args.no_baselines,
                        trigger_ablation=not args.no_trigger_ablation, evalset_ablation=not args.no_evalset_ablation)
     if args.stream_order:
@@ -258,7 +282,7 @@ def _bench_world(args, console) -> int:
     return run_world(args)
 
 
-def _exit_if_threads_linger() -> None:
+def _exit_if_threads_linger(code: int = 130) -> None:
     """After Ctrl-C, an embedded llama.cpp generation may still run in a worker thread that cannot be aborted; joining it
     at interpreter exit would hang for minutes. Every committed step is in SQLite already (one transaction per step) and
     the run-folder lock is released by the kernel, so leave at once."""
@@ -266,9 +290,12 @@ def _exit_if_threads_linger() -> None:
 
     if any(t.is_alive() and t is not threading.main_thread() and not t.daemon for t in threading.enumerate()) or any(
             t.is_alive() and t.name.startswith("janus-llama") for t in threading.enumerate()):
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except OSError:  # a closed pipe (silenced already): nothing more to say there
+            pass
         sys.stderr.flush()
-        os._exit(130)
+        os._exit(code)
 
 
 def _dispatch(args, console):
@@ -305,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C while the command starts (imports can take seconds on a busy machine)
         print("interrupted before anything was started", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `janus run --help | head`
+        silence_stdout()
+        return EXIT_PIPE
     where = getattr(args, "resume", None) or (getattr(args, "out", None) if args.cmd in ("run", "demo", "grid") else None)
     restore_signals = cli_signals.install(args.cmd)
     try:
@@ -313,30 +343,61 @@ def main(argv: list[str] | None = None) -> int:
         if command is None:  # `janus`, `janus memory`, `janus model` without a subcommand: that level's help
             parser._janus_subparsers.get(args.cmd, parser).print_help()
             return EXIT_USAGE
-        return command(args, console)
-    except KeyboardInterrupt:
-        if args.cmd in ("grid", "sweep"):
-            print(_grid_hint(args.cmd, sys.argv[1:] if argv is None else argv), file=sys.stderr)
-        elif _resumable(where):
-            print(f"interrupted: every committed step is kept; continue with `janus run --resume {where}`",
-                  file=sys.stderr)
-        else:
-            print("interrupted before the run was set up; nothing to resume: start it again", file=sys.stderr)
-        _exit_if_threads_linger()
-        return 143 if cli_signals.terminated() else 130
+        rc = command(args, console)
+        sys.stdout.flush()  # the last buffered output: a closed pipe shows here, not as "Exception ignored" at exit
+        return rc
+    except (KeyboardInterrupt, BrokenPipeError) as e:
+        where = getattr(args, "run_folder", None) or where  # the run folder, also when --out was left at its default
+        closed = not isinstance(e, KeyboardInterrupt) or isinstance(e, OutputClosed)
+        if closed:
+            silence_stdout()  # a plain print() into the closed pipe raises BrokenPipeError itself
+        line = _stop_line(args, argv, where, closed)
+        if line:
+            print(line, file=sys.stderr)
+        code = EXIT_PIPE if closed else 143 if cli_signals.terminated() else 130
+        _exit_if_threads_linger(code)
+        return code
     except JanusError as e:
+        where = getattr(args, "run_folder", None) or where
         print(f"error: {e.user_message(where if _resumable(where) else None)}", file=sys.stderr)
         return EXIT_USAGE
     finally:
         restore_signals()
 
 
-def _grid_hint(cmd: str, argv: list[str]) -> str:
+EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer stopped by a closed pipe
+
+
+def _stop_line(args, argv, where: str | None, closed: bool) -> str | None:
+    """The stderr line after Ctrl-C/SIGTERM (``closed`` False) or a closed stdout (``| head``: ``closed``)."""
+    why = "stdout was closed (broken pipe)" if closed else "interrupted"
+    if args.cmd in ("grid", "sweep"):
+        return _grid_hint(args.cmd, sys.argv[1:] if argv is None else argv, why)
+    if args.cmd not in ("run", "demo"):
+        return None if closed else "interrupted"  # report, memory diff ...: nothing to keep or resume
+    if _resumable(where):
+        return f"{why}: every committed step is kept; continue with `janus run --resume {where}`"
+    if closed and _finished(where):
+        return f"{why}: the run finished; its results are in {where} (`janus report {where}`)"
+    return f"{why} before the run was set up; nothing to resume: start it again"
+
+
+def _grid_hint(cmd: str, argv: list[str], why: str = "interrupted") -> str:
     """The one line after Ctrl-C in `janus grid` / `janus sweep`: the same command continues the grid."""
     import shlex
 
-    return (f"interrupted: every committed step is kept; run the same command again to continue (finished runs are "
+    return (f"{why}: every committed step is kept; run the same command again to continue (finished runs are "
             f"skipped, unfinished ones resume): janus {shlex.join(argv)}")
+
+
+def _finished(where: str | None) -> bool:
+    """Whether ``where`` holds a finished run (COMPLETE written)."""
+    try:
+        from .runner.reader import RunReader
+
+        return bool(where) and RunReader(where).finished
+    except Exception:  # noqa: BLE001 - an unreadable folder: no claim
+        return False
 
 
 def _resumable(where: str | None) -> bool:

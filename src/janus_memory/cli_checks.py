@@ -1,22 +1,20 @@
 """Checks `janus run`/`janus demo` make before printing anything: every user-fixable problem that can be seen without
-loading a model or a dataset gives its one error line before the preset header (cli.py)."""
+loading a model gives its one error line before the preset header (cli.py), and before any folder is made."""
 from __future__ import annotations
 
 from .errors import ConfigError
 
 
-def preflight(cfg, resume: bool = False) -> None:
-    """ConfigError / ModelNotFound (JanusErrors) for a missing data folder or a missing embedded model file, and for a
-    resume whose options change a stored setting."""
+def preflight(cfg, resume: bool = False, overwrite: bool = False):
+    """ConfigError / OutputError / ModelNotFound (JanusErrors) for an unknown encoder, a resume whose options change
+    a stored setting, a data folder or dataset file that is missing or unreadable, an output folder that cannot be
+    created or written (or already holds a run) and a missing embedded model file. Nothing is created.
+
+    Returns the loaded (stream, test) splits, for run_experiment(splits=...)."""
+    from .runner.build import check_encoder, load_splits
     from .tasks.data import resolve_data_dir
 
-    import janus_memory.encoders  # noqa: F401  (registers the built-in encoder kinds)
-    from .registry import ENCODERS
-
-    kind = str(cfg.encoder or "").partition(":")[0]
-    if cfg.encoder and kind not in ENCODERS:
-        raise ConfigError(f"unknown encoder {cfg.encoder!r}: choose one of {', '.join(ENCODERS.names())} "
-                          "('minilm', 'hashing[:n]' or 'st:<name-or-path>')")
+    check_encoder(cfg.encoder)
     if resume:
         from .runner.reader import RunReader
         from .runner.resume import refuse_changed_config
@@ -24,12 +22,29 @@ def preflight(cfg, resume: bool = False) -> None:
         reader = RunReader(cfg.out)
         if reader.has_db and reader.meta("config") is not None:  # anything else: the runner's own message
             refuse_changed_config(reader, cfg)
+    else:
+        from .runner.store import RunStore
 
+        RunStore.check_new_uncreated(cfg.out, overwrite=overwrite)  # a probe, removed at once
     try:
         resolve_data_dir(cfg.data_dir)
     except FileNotFoundError as e:
         raise ConfigError(str(e)) from None
+    splits = load_splits(cfg)  # the dataset files themselves: found, readable, parsable
     if cfg.llm.backend == "local":
         from .model_fetch import resolve_model_path
 
         resolve_model_path(cfg.llm.model_path)  # raises ModelNotFound naming the path and the fix (`janus model fetch`)
+    return splits
+
+
+def grid_preflight(base, seeds) -> None:
+    """`janus grid`: the dataset files of every split seed load and the grid root can be created or written (a probe,
+    removed at once), before any cell starts; ConfigError / OutputError otherwise."""
+    from .runner.build import check_encoder, load_splits
+    from .runner.store import RunStore
+
+    check_encoder(base.encoder)
+    RunStore.check_new_uncreated(base.out, run=False)
+    for seed in seeds:
+        load_splits(base.model_copy(update={"seed": seed}))

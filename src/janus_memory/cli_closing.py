@@ -30,12 +30,45 @@ def process_started() -> float:
     return started if started <= _IMPORTED else _IMPORTED
 
 
+class OutputClosed(KeyboardInterrupt):
+    """Standard output was closed by its reader (``janus run ... | head -3``: head exits after three lines). A run
+    stops the way Ctrl-C stops it (every committed step is kept; the resume line goes to stderr; exit code 141,
+    what a shell reports for a writer killed by SIGPIPE): a reader that has gone away wants no more output, and a
+    run that went on would spend LLM calls for nobody, with the shell waiting for it."""
+
+
+def silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null, so no later write or the interpreter's last flush fails again
+    ("Exception ignored ... BrokenPipeError"); Python's own advice for a closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture): nothing to redirect
+        pass
+
+
+def output_closed() -> None:
+    """After a write to a closed stdout: silence it and raise OutputClosed (inside an LLM call's event loop: at the
+    loop's next callback, like a signal, interrupts.py)."""
+    from .interrupts import raise_interrupt
+
+    silence_stdout()
+    raise_interrupt(OutputClosed)
+
+
 def make_console():
     """The console of every command. On a terminal: its width (tables are built to fit 80 columns). Not on a
-    terminal (``| cat``, ``| tee``, a file): so wide that no table cell, header or line is ever cut or wrapped."""
+    terminal (``| cat``, ``| tee``, a file): so wide that no table cell, header or line is ever cut or wrapped.
+    A closed stdout (``| head``) raises OutputClosed instead of rich's SystemExit(1)."""
     from rich.console import Console
 
-    return Console(stderr=False, width=None if sys.stdout.isatty() else 100_000)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich >= 13.4 calls it on BrokenPipeError
+            self.quiet = True
+            output_closed()
+
+    return _Console(stderr=False, width=None if sys.stdout.isatty() else 100_000)
 
 
 def closing_lines(summary: dict, say, t0: float, first_step: float | None) -> None:

@@ -17,16 +17,21 @@ CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau",
                 "same_memory_shortcut")
 
 
-def did_you_mean(word: str, options: list[str]) -> str:
-    """' (did you mean --stream-size?)' for the closest option/name, or ''."""
-    import difflib
-
-    key = word.split("=", 1)[0]
-    close = difflib.get_close_matches(key, options, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
+from .names import did_you_mean  # noqa: E402  (' (did you mean --stream-size?)': one helper for every name)
 
 
 class Parser(argparse.ArgumentParser):
+    def _check_value(self, action, value):
+        """A value outside an option's choices (or a mistyped subcommand) gets the closest choice named."""
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as e:
+            hint = did_you_mean(value, list(action.choices)) if action.choices is not None else ""
+            if hint and e.message.startswith("invalid choice: "):
+                head, sep, tail = e.message.partition(" (choose from")
+                raise argparse.ArgumentError(action, f"{head}{hint}{sep}{tail}") from None
+            raise
+
     def error(self, message):
         """One line (no usage block), a 'did you mean' for a mistyped option, the help command, exit 2."""
         if message.startswith("unrecognized arguments: "):
@@ -45,6 +50,33 @@ class Parser(argparse.ArgumentParser):
             sub = getattr(self, "_janus_subparsers", {}).get(getattr(ns, "cmd", None))
             (sub or self).error("unrecognized arguments: " + " ".join(extra))
         return ns
+
+
+def int_at_least(lo: int):
+    """An argparse type: an integer >= ``lo`` (one line naming the range otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {text!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {lo}, got {v}")
+        return v
+
+    parse.__name__ = f"int >= {lo}"
+    return parse
+
+
+def seed_list(text: str) -> str:
+    """--seeds: one or more comma-separated integers, as --seed takes (kept as the text; cli._grid splits it)."""
+    parts = [x.strip() for x in text.split(",") if x.strip()]
+    try:
+        [int(x) for x in parts]
+    except ValueError:
+        parts = []
+    if not parts:
+        raise argparse.ArgumentTypeError(f"expected one or more comma-separated integers like 0,1,2, got {text!r}")
+    return text
 
 
 def fractions(text: str) -> list[float]:
@@ -87,7 +119,7 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     m.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (API key from $OPENAI_API_KEY)")
     m.add_argument("--model", metavar="NAME", help="model name at the endpoint (with --backend openai)")
     m.add_argument("--model-path", metavar="FILE", help="GGUF file for the embedded backend (default: $JANUS_LOCAL_GGUF or the fetched model)")
-    m.add_argument("--temperature", type=float, help="sampling temperature of every LLM call")
+    m.add_argument("--temperature", type=float, help="sampling temperature of every LLM call, in [0, 2]")
     m.add_argument("--solver-max-tokens", type=int, help="output token limit of each solving call (stream, replay, test)")
     m.add_argument("--curator-max-tokens", type=int, help="output token limit of each memory-update call")
     m.add_argument("--concurrency", type=int, help="parallel LLM requests for OpenAI-compatible servers")
@@ -111,7 +143,10 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                                                       "else ~/.cache/janus-memory/llm-cache)")
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="DIR", help="grid root: each cell runs in DIR/<dataset>/<cell>/seed<k>" if grid
-                   else "run folder to create")
+                   else "run folder to create, made with its parents (default: runs/demo-<date>-<time>, a new folder "
+                        "per demo)" if demo else
+                   "run folder to create, made with its parents, relative to the current folder; a finished run there "
+                   "needs --overwrite or another --out")  # show_defaults appends (default: runs/latest)
     if not grid:
         o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
     o.add_argument("-q", "--quiet", action="count", default=0,
@@ -135,8 +170,11 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
         g.add_argument("--dataset", metavar="NAME", help=f"dataset name ({names['datasets']}); required unless "
                                                           "--config names one" if grid else
                        f"dataset name ({names['datasets']})")
-        g.add_argument("--stream-size", type=int, help="number of stream (memory-building) tasks; default: the whole split")
-        g.add_argument("--test-size", type=int, help="number of held-out test tasks; default: the whole split")
+        g.add_argument("--stream-size", type=int, help="number of stream (memory-building) tasks, >= 1 (default: the "
+                                                        "dataset's whole stream split: 500 tasks for gsm8k, the default "
+                                                        "dataset; every dataset's split sizes: docs/tasks.md)")
+        g.add_argument("--test-size", type=int, help="number of held-out test tasks, >= 1 (default: the dataset's whole "
+                                                      "test split: 500 tasks for gsm8k)")
         if not grid:
             g.add_argument("--updater", metavar="NAME", help=f"memory updater: {names['updaters']}")
             g.add_argument("--controller", choices=["janus", "none", "both"],
@@ -166,8 +204,9 @@ def _add_janus_options(j) -> None:
     j.add_argument("--coverage-size", type=int, help="coverage set size K' (paper: 12)")
     j.add_argument("--boundary-size", type=int, help="boundary set size K-K' (paper: 8)")
     j.add_argument("--fresh-size", type=int, help="fresh set size K_F (paper: 5)")
-    j.add_argument("--tau", type=float, help="MMT threshold (paper: 0.0)")
-    j.add_argument("--beta", type=float, help="momentum coefficient (paper: 0.9)")
+    j.add_argument("--tau", type=float, help="MMT threshold in [-1, 1]: compare when the cosine is below it (paper: "
+                                             "0.0; --trigger always compares at every step)")
+    j.add_argument("--beta", type=float, help="momentum coefficient in [0, 1) (paper: 0.9)")
     from .controller.trigger import TRIGGER_POLICIES
 
     j.add_argument("--trigger", metavar="POLICY", help=f"trigger policy: {', '.join(TRIGGER_POLICIES)} (selective: "
@@ -186,7 +225,8 @@ def _add_janus_options(j) -> None:
 
 def add_executor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", choices=["local", "ray"], default="local", help="local processes (default) or a Ray cluster")
-    p.add_argument("--workers", type=int, default=2, help="parallel runs (local) / CPUs for a local Ray instance")
+    p.add_argument("--workers", type=int_at_least(1), default=2, metavar="N",
+                   help="parallel runs (local) / CPUs for a local Ray instance")
     p.add_argument("--address", help="Ray cluster address (e.g. auto or ray://head:10001)")
 
 
@@ -195,12 +235,13 @@ def _add_memory_and_report(sub, names: dict) -> None:
     memsub = mem.add_subparsers(dest="memory_cmd", parser_class=Parser)
     md2 = memsub.add_parser("diff", help="unified diff of the memories deployed at two steps of a run")
     md2.add_argument("run_dir", help="run folder")
-    md2.add_argument("step_a", type=int, help="stream step of the first memory (0 = initial memory)")
-    md2.add_argument("step_b", type=int, nargs="?", help="stream step of the second memory (not with --methods)")
+    md2.add_argument("step_a", type=int_at_least(0), help="stream step of the first memory (0 = initial memory)")
+    md2.add_argument("step_b", type=int_at_least(0), nargs="?",
+                     help="stream step of the second memory (not with --methods)")
     md2.add_argument("--method", help="method folder (default: the +janus one, or the only one)")
     md2.add_argument("--methods", nargs=2, metavar=("BASE", "OTHER"),
                      help="compare two methods at step_a, e.g. --methods dc_rs dc_rs+janus: what Janus kept out")
-    md2.add_argument("--context", type=int, default=3, help="diff context lines")
+    md2.add_argument("--context", type=int_at_least(0), default=3, metavar="N", help="diff context lines")
     rp = sub.add_parser("report", help="paper-style tables and PNG plots for one or more run folders (or a grid root)",
                         description="Write report.md (the paper's tables, with backend, model, sizes and n in each "
                                     "caption) and PNG plots for finished run folders, then print the accuracy table; "
@@ -210,7 +251,8 @@ def _add_memory_and_report(sub, names: dict) -> None:
                                     "each named in one line with how to continue it (janus run --resume DIR).")
     rp.add_argument("dirs", nargs="+", help="run folders, or folders above them (e.g. a grid root)")
     rp.add_argument("--out", help="report folder (default: <first dir>/report)")
-    rp.add_argument("--max-timelines", type=int, default=24, help="at most this many trigger-timeline/token plots")
+    rp.add_argument("--max-timelines", type=int_at_least(0), default=24, metavar="N",
+                    help="at most this many trigger-timeline/token plots")
     rp.add_argument("-q", "--quiet", action="count", default=0,
                     help="no stage lines on stderr; the tables, warnings and the report's path are always printed")
 
@@ -236,7 +278,7 @@ def _add_sweep_and_grid(sub, names: dict) -> None:
                                     "finished cells and resumes unfinished ones (also after Ctrl-C).")
     add_run_options(gr, demo=False, names=names, grid=True)
     gr.add_argument("--updaters", default="dc_rs,expel", help="comma-separated updaters (default dc_rs,expel)")
-    gr.add_argument("--seeds", default="0", help="comma-separated dataset split seeds, one set of cells each (see "
+    gr.add_argument("--seeds", default="0", type=seed_list, metavar="LIST", help="comma-separated dataset split seeds, one set of cells each (see "
                                                  "--seed of janus run)")
     gr.add_argument("--stream-order", action="store_true", help="also run the 5-shuffle stream-order study")
     gr.add_argument("--no-baselines", action="store_true", help=f"skip the baselines ({names['baselines']})")

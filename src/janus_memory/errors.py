@@ -16,7 +16,15 @@ class JanusError(Exception):
 
 
 class ConfigError(JanusError, ValueError):
-    """A configuration problem: unknown name, invalid value, missing file, unreachable endpoint."""
+    """A configuration problem: unknown name, invalid value, missing file, unreachable endpoint.
+
+    A value out of its allowed range also carries ``key`` (the settings key, e.g. ``llm.temperature`` or
+    ``janus.tau``) and ``rule`` (``must be in [0, 2], got 5.0``), so the CLI can name the option that set it."""
+
+    def __init__(self, message: str = "", *, key: str | None = None, rule: str | None = None):
+        super().__init__(message)
+        self.key = key
+        self.rule = rule
 
 
 class OutputError(JanusError, RuntimeError):

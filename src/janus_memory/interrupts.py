@@ -44,21 +44,22 @@ def in_finalizer(frame, depth: int = 12) -> bool:
     return False
 
 
-def raise_interrupt() -> None:
-    """From a signal handler: raise KeyboardInterrupt now, or, when this thread is running an asyncio event loop,
-    at that loop's next callback (module docstring). Returns only in the second case."""
+def raise_interrupt(kind: type[KeyboardInterrupt] = KeyboardInterrupt) -> None:
+    """From a signal handler: raise KeyboardInterrupt (or ``kind``, a subclass) now, or, when this thread is running
+    an asyncio event loop, at that loop's next callback (module docstring). Returns only in the second case."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        raise KeyboardInterrupt from None
-    _deferred["pending"] = True
+        raise kind from None
+    _deferred["pending"] = kind
     loop.call_soon_threadsafe(_fire)  # safe from a signal handler: asyncio's Runner does the same on Ctrl-C
 
 
 def _fire() -> None:
-    if _deferred["pending"]:
+    kind = _deferred["pending"]
+    if kind:
         _deferred["pending"] = False
-        raise KeyboardInterrupt
+        raise (kind if isinstance(kind, type) else KeyboardInterrupt)
 
 
 def raise_if_deferred() -> None:

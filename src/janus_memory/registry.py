@@ -62,10 +62,21 @@ class Registry(dict):
     def items(self):  # noqa: D102
         return [(k, self[k]) for k in self]
 
-    def lookup(self, name: str) -> Any:
-        """The plugin named ``name``; ConfigError naming the choices when there is none."""
+    def unknown(self, name: str, note: str = "") -> str:
+        """The one-line message for a name that is not registered: the closest name ("did you mean"), then every
+        registered name (names.unknown_name, the form every name lookup uses)."""
+        from .names import unknown_name
+
+        return unknown_name(self.kind, name, self.names(), note)
+
+    def check(self, name: str, note: str = "") -> None:
+        """ConfigError (:meth:`unknown`) unless ``name`` is registered."""
         if name not in self:
-            raise ConfigError(f"unknown {self.kind} '{name}'; choose one of: {', '.join(sorted(self))}")
+            raise ConfigError(self.unknown(name, note))
+
+    def lookup(self, name: str) -> Any:
+        """The plugin named ``name``; ConfigError naming the closest name and the choices when there is none."""
+        self.check(name)
         return self[name]
 
     def names(self, where: Callable[[Any], bool] | None = None) -> list[str]:

@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..names import did_you_mean
 from .trigger import TRIGGER_POLICIES
+
+SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range
 
 
 @dataclass(frozen=True)
@@ -92,9 +95,11 @@ class JanusConfig:
                 raise ValueError(f"{name} must be an int, got {v!r}")
             if name != "seed" and v < 0:
                 raise ValueError(f"{name} must be >= 0, got {v}")
+        if not 0 <= self.seed <= SEED_MAX:  # it seeds scikit-learn's KMeans, which takes no other seed
+            raise ValueError(f"seed must be in [0, {SEED_MAX}], got {self.seed}")
         for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
                      "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters"):
             if not isinstance(getattr(self, name), bool):
@@ -106,6 +111,10 @@ class JanusConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise ValueError(f"{name} must be a finite number, got {v!r}")
+        if not -1.0 <= self.tau <= 1.0:
+            fix = ("to compare at every step use the trigger policy always: --trigger always" if self.tau > 1 else
+                   "to never compare use the trigger policy never: --trigger never")
+            raise ValueError(f"tau must be in [-1, 1], got {self.tau} (MMT compares it with a cosine; {fix})")
         if not 0.0 <= self.beta < 1.0:
             raise ValueError(f"beta must be in [0, 1), got {self.beta}")
         if not 0.0 <= self.trigger_rate <= 1.0:
@@ -121,11 +130,14 @@ class JanusConfig:
         if rl is not None and (isinstance(rl, bool) or not isinstance(rl, (int, np.integer)) or rl < 1):
             raise ValueError(f"replay_limit must be None or an int >= 1, got {rl!r}")
         if self.trigger not in TRIGGER_POLICIES:
-            raise ValueError(f"trigger must be one of {TRIGGER_POLICIES}, got {self.trigger!r}")
+            raise ValueError(f"trigger must be one of {TRIGGER_POLICIES}, got {self.trigger!r}"
+                             f"{did_you_mean(self.trigger, TRIGGER_POLICIES)}")
         if self.clustering not in ("full", "incremental"):
-            raise ValueError(f"clustering must be 'full' or 'incremental', got {self.clustering!r}")
+            raise ValueError(f"clustering must be 'full' or 'incremental', got {self.clustering!r}"
+                             f"{did_you_mean(self.clustering, ('full', 'incremental'))}")
         if self.decision_rule not in ("paper", "sign_test"):
-            raise ValueError(f"decision_rule must be 'paper' or 'sign_test', got {self.decision_rule!r}")
+            raise ValueError(f"decision_rule must be 'paper' or 'sign_test', got {self.decision_rule!r}"
+                             f"{did_you_mean(self.decision_rule, ('paper', 'sign_test'))}")
         if self.early_stop and self.decision_rule != "paper":
             raise ValueError("early_stop is exact only for decision_rule='paper'")
 

@@ -160,8 +160,7 @@ def _inner(spec: str) -> Encoder:
 
     kind, _, arg = spec.partition(":")
     if kind not in ENCODERS:
-        raise ValueError(f"unknown encoder spec {spec!r}: expected one of {', '.join(ENCODERS.names())} "
-                         "('minilm', 'hashing[:n]' or 'st:<name-or-path>')")
+        ENCODERS.check(spec, " ('minilm', 'hashing[:n]' or 'st:<name-or-path>')")  # ConfigError (a ValueError)
     return ENCODERS[kind](arg)
 
 

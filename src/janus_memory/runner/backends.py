@@ -72,6 +72,5 @@ def openai_backend(cfg, tasks: list):
 def make_llm_backend(cfg, tasks: list | None = None):
     """The chat backend named by ``cfg.llm.backend``. Raises ConfigError with the fix when it cannot be used."""
     name = cfg.llm.backend
-    if name not in BACKENDS:
-        raise ConfigError(f"unknown backend '{name}'; choose {', '.join(BACKENDS.names())}")
+    BACKENDS.check(name)
     return BACKENDS[name](cfg, list(tasks or []))

@@ -70,12 +70,10 @@ def validate_names(cfg: RunConfig) -> None:
 
     ensure_builtins()
     load_plugins()
-    if cfg.dataset not in DATASETS:
-        raise ConfigError(f"unknown dataset '{cfg.dataset}'; choose one of: {', '.join(sorted(DATASETS))}")
-    if cfg.updater not in UPDATERS:
-        raise ConfigError(f"unknown updater '{cfg.updater}'; choose one of: {', '.join(sorted(UPDATERS))}")
-    if cfg.llm.backend not in BACKENDS:
-        raise ConfigError(f"unknown backend '{cfg.llm.backend}'; choose one of: {', '.join(BACKENDS.names())}")
+    DATASETS.check(cfg.dataset)  # ConfigError with the closest name ("did you mean") and the choices
+    UPDATERS.check(cfg.updater)
+    BACKENDS.check(cfg.llm.backend)
+    check_encoder(cfg.encoder)
     cfg.janus_config()  # ConfigError naming the bad Janus setting
     check_updater_config(UPDATERS[cfg.updater], cfg.updater_config)
     if cfg.llm.backend == "local":
@@ -87,6 +85,19 @@ def validate_names(cfg: RunConfig) -> None:
     from .injection import validate as validate_injection
 
     validate_injection(cfg)  # --inject: supported updater, steps within --stream-size
+
+
+def check_encoder(spec: str | None) -> None:
+    """ConfigError for an encoder spec whose kind (before ':') is not registered."""
+    import janus_memory.encoders  # noqa: F401  (registers the built-in encoder kinds)
+    from ..registry import ENCODERS
+
+    kind = str(spec or "").partition(":")[0]
+    if spec and kind not in ENCODERS:
+        raise ConfigError(ENCODERS.unknown(str(spec), ENCODER_FORMS))
+
+
+ENCODER_FORMS = " ('minilm', 'hashing[:n]' or 'st:<name-or-path>')"
 
 
 def resolve_config(cfg: RunConfig) -> RunConfig:
@@ -110,37 +121,47 @@ def resolve_config(cfg: RunConfig) -> RunConfig:
 
 
 
-def _load_splits(cfg: RunConfig, log: Callable[[str], None]):
+def load_splits(cfg: RunConfig):
+    """The run's (stream, test) splits, the stream re-ordered by ``stream_order_seed``. ConfigError (one line with the
+    fix) when the data folder or a dataset file is missing or unreadable, or an --inject step lies past the stream.
+    The CLI calls it before printing anything and hands the splits to run_experiment."""
     from ..tasks import load_split
+    from .injection import check_stream
 
     try:
         stream = load_split(cfg.dataset, "stream", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.stream_size)
         test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size)
-    except (FileNotFoundError, ValueError) as e:
-        raise ConfigError(str(e).splitlines()[0]) from e
-    for s, want in ((stream, cfg.stream_size), (test, cfg.test_size)):
-        if want is not None and len(s.tasks) < want:
-            log(f"note: the {s.split} split of {cfg.dataset} has {len(s.tasks)} tasks; using all of them (asked for {want})")
+    except (OSError, ValueError) as e:  # a missing file, a folder where a file belongs, unparsable records
+        raise ConfigError((str(e).splitlines() or [type(e).__name__])[0]) from e
+    if not stream.tasks:
+        files = ", ".join(f["path"] for f in stream.info.get("files", [])) or stream.dataset
+        raise ConfigError(f"the stream split of {stream.dataset} has no tasks ({files}); check the data file")
     if cfg.stream_order_seed is not None:  # same tasks, another order (paper §8.7)
         order = list(stream.tasks)
         random.Random(cfg.stream_order_seed).shuffle(order)
         stream.tasks = order
         stream.ids_sha256 = hashlib.sha256("\n".join(t.id for t in order).encode()).hexdigest()
         stream.info = {**getattr(stream, "info", {}), "stream_order_seed": cfg.stream_order_seed}
+    check_stream(cfg, len(stream.tasks))  # --inject steps within the loaded stream (before any model is loaded)
     return stream, test
 
 
-def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print) -> Context:
-    """Load the splits, the task family, the LLM client and the encoder for an already validated config."""
+def _split_notes(cfg: RunConfig, splits, log: Callable[[str], None]) -> None:
+    for s, want in zip(splits, (cfg.stream_size, cfg.test_size)):
+        if want is not None and len(s.tasks) < want:
+            log(f"note: the {s.split} split of {cfg.dataset} has {len(s.tasks)} tasks; using all of them (asked for {want})")
+
+
+def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=None) -> Context:
+    """Load the splits (unless ``splits``, :func:`load_splits` of the same settings, are given), the task family,
+    the LLM client and the encoder for an already validated config."""
     from ..encoders import get_encoder
     from ..llm import LLMClient, ResponseCache
     from ..tasks import get_family
     from .backends import make_llm_backend
 
-    stream, test = _load_splits(cfg, log)
-    from .injection import check_stream
-
-    check_stream(cfg, len(stream.tasks))  # --inject steps within the loaded stream (before any model is loaded)
+    stream, test = splits if splits is not None else load_splits(cfg)
+    _split_notes(cfg, (stream, test), log)
     family = get_family(cfg.dataset, faithful=cfg.faithful)
     if cfg.allow_weak_sandbox and hasattr(family, "allow_weak_sandbox"):
         family = copy.copy(family)  # get_family caches one instance per (family, faithful): don't change it

@@ -93,7 +93,7 @@ class RunConfig(BaseModel):
 
     # strict like the janus section: 5.0 or "5" for an integer, "true" for a boolean are refused with a one-line error
     # (the command line's flags are converted by argparse before they get here)
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
 
     preset: Literal["paper", "small"] = "paper"  # paper: the authors' code; small: janus demo (runner/presets.py)
     dataset: str = "gsm8k"
@@ -188,9 +188,11 @@ class RunConfig(BaseModel):
     @field_validator("checkpoints")
     @classmethod
     def _fractions(cls, v: list[float]) -> list[float]:
+        from pydantic_core import PydanticCustomError
+
         for f in v:
-            if not 0.0 < f <= 1.0:
-                raise ValueError(f"checkpoint fraction {f} is not in (0, 1]")
+            if not 0.0 < f <= 1.0:  # nan and inf fail here too
+                raise PydanticCustomError("range", "{rule}", {"rule": f"must be stream fractions in (0, 1], got {f}"})
         return sorted(set(v))
 
     @classmethod
@@ -221,7 +223,10 @@ class RunConfig(BaseModel):
         try:
             return (JanusConfig.paper if base == "paper" else JanusConfig.fast)(**janus.overrides())
         except (TypeError, ValueError) as e:
-            raise ConfigError(f"invalid Janus setting: {e}") from e
+            name, _, rule = str(e).partition(" ")  # JanusConfig's messages: "<key> must be ..., got <value>"
+            structured = name in type(janus).model_fields and rule.startswith("must ")
+            raise ConfigError(f"invalid Janus setting: {e}", key=f"janus.{name}" if structured else None,
+                              rule=rule if structured else None) from e
 
     def context_window(self) -> int:
         """The embedded backend's context window: ``n_ctx`` when set (ConfigError when below what one request
@@ -261,15 +266,78 @@ def _janus_settings(data) -> JanusSettings:
         raise config_error(e, prefix="janus") from None
 
 
+_RANGE_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+
+
+def _model_at(path: tuple) -> tuple[type[BaseModel] | None, str]:
+    """The settings model holding the key at ``path`` (RunConfig, its ``llm`` or ``janus`` section) and the key."""
+    sections = {"llm": LLMSettings, "janus": JanusSettings}
+    if len(path) == 2 and path[0] in sections:
+        return sections[path[0]], str(path[1])
+    if len(path) == 1:
+        return RunConfig, str(path[0])
+    return None, str(path[-1]) if path else ""
+
+
+def allowed_range(model: type[BaseModel], key: str) -> str | None:
+    """The whole allowed range of a numeric settings key from its bounds, e.g. ``in [0, 2]`` or ``>= 1``."""
+    field = model.model_fields.get(key)
+    if field is None:
+        return None
+    lo = hi = None
+    lo_sym, hi_sym = "[", "]"
+    for m in field.metadata:
+        if getattr(m, "ge", None) is not None:
+            lo, lo_sym = m.ge, "["
+        if getattr(m, "gt", None) is not None:
+            lo, lo_sym = m.gt, "("
+        if getattr(m, "le", None) is not None:
+            hi, hi_sym = m.le, "]"
+        if getattr(m, "lt", None) is not None:
+            hi, hi_sym = m.lt, ")"
+    if lo is not None and hi is not None:
+        return f"in {lo_sym}{lo:g}, {hi:g}{hi_sym}"
+    if lo is not None:
+        return f"{'>=' if lo_sym == '[' else '>'} {lo:g}"
+    if hi is not None:
+        return f"{'<=' if hi_sym == ']' else '<'} {hi:g}"
+    return None
+
+
 def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
-    """One line naming the first bad key of a pydantic error (a whole-settings error: its own line)."""
+    """One line naming the first bad key of a pydantic error (a whole-settings error: its own line). A number out
+    of range names the whole allowed range (``must be in [0, 2], got 5.0``; the error's ``key`` and ``rule`` let
+    the CLI name the option instead); an unknown key or a name outside a fixed set gets the closest valid one."""
+    from ..names import did_you_mean
+
     err = e.errors()[0]
     if not err["loc"] and not prefix:
         return ConfigError(err["msg"])
-    loc = ".".join(str(x) for x in ((prefix,) if prefix else ()) + tuple(err["loc"]))
+    path = ((prefix,) if prefix else ()) + tuple(err["loc"])
+    loc = ".".join(str(x) for x in path)
+    model, key = _model_at(path)
     if err["type"] == "extra_forbidden":
-        return ConfigError(f"unknown config key '{loc}'")
-    return ConfigError(f"invalid value for '{loc}': {err['msg']} (got {err.get('input')!r})")
+        known = list(model.model_fields) if model is not None else []
+        if model is RunConfig:
+            known += list(LLMSettings.model_fields)  # flat backend keys are allowed at the top
+        return ConfigError(f"unknown config key '{loc}'{did_you_mean(key, known)}")
+    got = err.get("input")
+    rule = None
+    if err["type"] in _RANGE_ERRORS and model is not None:
+        span = allowed_range(model, key)
+        rule = f"must be {span}, got {got!r}" if span else None
+    elif err["type"] == "finite_number":
+        rule = f"must be a finite number, got {got!r}"
+    elif err["type"] == "range":
+        rule = err["ctx"]["rule"]
+    if rule is not None:
+        return ConfigError(f"invalid value for '{loc}': {rule}", key=loc, rule=rule)
+    hint = ""
+    if err["type"] == "literal_error" and isinstance(got, str):  # "Input should be 'paper' or 'small'"
+        import re
+
+        hint = did_you_mean(got, re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", ""))))
+    return ConfigError(f"invalid value for '{loc}': {err['msg']} (got {got!r}){hint}")
 
 
 def check_updater_config(updater_cls, config: dict) -> None:

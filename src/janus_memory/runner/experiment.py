@@ -109,12 +109,19 @@ def _legacy_on_step(on_step):
 
 
 def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_step=None, on_event=None,
-                   overwrite: bool = False, resume: bool = False, stop_after: int | None = None) -> dict:
+                   overwrite: bool = False, resume: bool = False, stop_after: int | None = None,
+                   splits=None) -> dict:
     """Validate, build, run every method of ``cfg`` and write the run folder. Returns the summary dict.
 
     ``on_event(ev)`` receives every typed event (runner/events.py); ``on_step(dict)`` the older progress dicts. With
     ``resume=True`` the folder ``cfg.out`` must hold an unfinished run with the same config (apart from
     out/concurrency/cache settings), package version and split hashes; each method continues after its last step.
+
+    ``splits``: the (stream, test) splits of ``cfg`` already loaded by build.load_splits (the CLI loads them before
+    printing anything); None loads them here.
+
+    A new run that stops before it wrote anything (an error or an interrupt while the model, encoder or cache is
+    set up) leaves no folder behind: the folder this call created is removed with its lock file.
 
     Raises:
         JanusError subclasses (ConfigError, OutputError, StorageError, ...): user-facing problems (CLI: exit 2).
@@ -124,11 +131,13 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
     t0 = time.time()
     validate_names(cfg)
     cfg = resolve_config(cfg)
+    created = None if resume else _top_missing(Path(cfg.out).expanduser())
     lock = _lock(cfg, resume)
     store = None
+    ok = False
     try:
         store = _open_store(cfg, resume, overwrite)
-        ctx = _build(cfg, log)
+        ctx = _build(cfg, log, splits)
         if resume:
             check_resumable(store, cfg, {s.split: split_record(s) for s in (ctx.stream, ctx.test)}, __version__)
             check_resume_state(ctx, store)
@@ -138,7 +147,10 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
             store = RunStore.create(cfg.out, overwrite=overwrite)
             _start_new(store, cfg, ctx, __version__)
         log_estimate(ctx, store.root, resume, log)  # LLM calls ahead (and time, embedded model): runner/estimate.py
-        return _finish(ctx, store, EventBus(store.on_event, _legacy_on_step(on_step), on_event), log, stop_after, cfg, t0)
+        summary = _finish(ctx, store, EventBus(store.on_event, _legacy_on_step(on_step), on_event), log, stop_after,
+                          cfg, t0)
+        ok = True
+        return summary
     except (OSError, sqlite3.OperationalError) as e:
         if _is_storage_error(e):
             raise StorageError(getattr(e, "strerror", None) or str(e)) from e
@@ -154,14 +166,26 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
     finally:
         if store is not None:
             store.close()
+        if not ok and created is not None:
+            lock.release_and_remove(created)  # only a folder that holds nothing but the lock file
         lock.release()
 
 
-def _build(cfg: RunConfig, log) -> Context:
+def _top_missing(path: Path) -> Path | None:
+    """The highest folder of ``path`` (itself or a parent) that does not exist yet: what creating it makes."""
+    if path.exists():
+        return None
+    top = path
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    return top
+
+
+def _build(cfg: RunConfig, log, splits=None) -> Context:
     from ..llm.cache import CacheError
 
     try:
-        return build_context(cfg, log=log)
+        return build_context(cfg, log=log, splits=splits)
     except CacheError as e:  # the cache, not the run folder: its own one-line message (issue 12 item 8)
         raise ConfigError(str(e).splitlines()[0]) from None
 

@@ -17,7 +17,8 @@ from ..errors import ConfigError
 class LLMSettings(BaseModel):
     """How the chat model is reached and sampled. Token limits are per LLM call."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)  # as RunConfig: no "5" for 5
+    # as RunConfig: no "5" for 5, no inf/nan for a number
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
 
     backend: str = "local"  # a name in janus_memory.registry.BACKENDS: local, openai, fake (or a plugin's)
     model: str | None = None  # model name for OpenAI-compatible servers
@@ -26,7 +27,7 @@ class LLMSettings(BaseModel):
     n_ctx: int = Field(default=0, ge=0)  # embedded backend context window; 0 = sized from the request (presets.check_context)
     n_parallel: int = Field(default=1, ge=1)  # embedded engine slots (docs/perf.md); the client sends >= this many at once
     concurrency: int = Field(default=4, ge=1)
-    temperature: float = Field(default=0.7, ge=0.0)
+    temperature: float = Field(default=0.7, ge=0.0, le=2.0)  # the range every chat call accepts (LLMClient)
     solver_max_tokens: int = Field(default=8192, ge=1)
     curator_max_tokens: int = Field(default=8192, ge=1)
     extra_body: dict | None = None

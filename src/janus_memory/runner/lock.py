@@ -87,6 +87,7 @@ class RunLock:
         self.run_dir = Path(run_dir).expanduser()
         self.path = self.run_dir / LOCK_NAME
         self._fd: int | None = None
+        self._made_parent_lock = False
 
     @property
     def held(self) -> bool:
@@ -98,7 +99,11 @@ class RunLock:
         parent = self.run_dir.parent
         parent.mkdir(parents=True, exist_ok=True)
         try:
-            pfd: int | None = _open_lock_file(parent / LOCK_NAME)
+            try:  # O_EXCL first: whether this process made the parent's lock file (release_and_remove takes it away)
+                pfd: int | None = os.open(parent / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                self._made_parent_lock = True
+            except FileExistsError:
+                pfd = _open_lock_file(parent / LOCK_NAME)
         except OSError:
             if not self.run_dir.is_dir():
                 raise
@@ -155,6 +160,43 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+    def release_and_remove(self, top: Path) -> bool:
+        """Release the lock and remove the run folder, and its parents up to ``top`` (the highest folder that this
+        process created for it), when the run folder holds nothing but its lock file: a run that failed before it
+        wrote anything leaves no folder behind. The parent lock is held meanwhile (as while creating), so no other
+        process is between creating and locking the folder. Returns whether the folder was removed; anything left
+        in it (another file, a folder another process made) keeps it, and the lock is released either way."""
+        if self._fd is None:
+            return False
+        removed = False
+        try:
+            pfd: int | None = os.open(self.run_dir.parent / LOCK_NAME, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            pfd = None
+        try:
+            if pfd is not None:
+                fcntl.flock(pfd, fcntl.LOCK_EX)
+            run_dir, top = self.run_dir.absolute(), Path(top).expanduser().absolute()
+            if {p.name for p in run_dir.iterdir()} == {LOCK_NAME}:
+                self.path.unlink()
+                run_dir.rmdir()
+                removed = True
+                d = run_dir.parent
+                while (d == top or top in d.parents) and not {p.name for p in d.iterdir()} - {LOCK_NAME}:
+                    if (d / LOCK_NAME).exists():
+                        (d / LOCK_NAME).unlink()  # the parent lock made along with the folder
+                    d.rmdir()
+                    d = d.parent
+                if self._made_parent_lock and (run_dir.parent / LOCK_NAME).exists():
+                    (run_dir.parent / LOCK_NAME).unlink()  # made by this process in a folder that was there
+        except OSError:
+            pass  # whatever could not be removed stays; the run's own error is what the user needs to see
+        finally:
+            if pfd is not None:
+                os.close(pfd)
+            self.release()
+        return removed
 
     def _forget_in_child(self) -> None:
         fd, self._fd = self._fd, None

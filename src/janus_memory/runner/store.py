@@ -120,6 +120,34 @@ class RunStore:
         as empty. Raises OutputError like :meth:`create`."""
         root = Path(root).expanduser()
         cls._check_writable(root)
+        return cls._check_no_run(root, overwrite)
+
+    @classmethod
+    def check_new_uncreated(cls, root: str | os.PathLike, *, overwrite: bool = False, run: bool = True) -> None:
+        """:meth:`check_new` without creating the folder (the CLI's check before it prints anything): an existing
+        folder gets a probe file written and removed; a missing one a probe folder in its nearest existing parent,
+        removed at once. Raises OutputError naming the folder and the fix."""
+        import tempfile
+
+        root = Path(root).expanduser()
+        if root.exists() and not root.is_dir():
+            raise OutputError(f"output folder {root} is a file, not a folder; choose another with --out")
+        if root.is_dir():
+            cls._check_writable(root)
+            if run:  # ``run=False``: a grid root, whose earlier cells are skipped or resumed
+                cls._check_no_run(root, overwrite)
+            return
+        parent = root.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".janus-probe-", dir=parent))
+        except OSError as e:
+            raise OutputError(f"output folder {root} is not writable: a folder cannot be created in {parent} "
+                              f"({e.strerror or e}); choose another with --out") from None
+
+    @classmethod
+    def _check_no_run(cls, root: Path, overwrite: bool) -> Path:
         if (root / cls.DB).exists() and not (root / "COMPLETE").exists() and not overwrite:
             db = sqlite3.connect(root / cls.DB)
             try:

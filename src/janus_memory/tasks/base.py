@@ -20,6 +20,8 @@ from janus_memory.types import ChatResult, Score, Task
 
 from janus_memory.registry import DATASETS as DATASET_REGISTRY
 from janus_memory.registry import FAMILIES
+from janus_memory.errors import ConfigError
+from janus_memory.names import unknown_name
 
 from .data import sha256_file, sha256_text
 
@@ -108,7 +110,7 @@ for _name, _disp, _rank in (("math500", "MATH500", 0), ("gpqa", "GPQA", 1), ("mm
 
 def _check_dataset(dataset: str) -> DatasetSpec:
     if dataset not in DATASETS:
-        raise ValueError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
+        raise ConfigError(unknown_name("dataset", dataset, DATASETS))  # a ValueError; the closest name first
     return DATASETS[dataset]
 
 
@@ -221,7 +223,7 @@ def get_family(dataset: str, *, faithful: bool = False) -> TaskFamily:
     """
     fam = DATASETS[dataset].family if dataset in DATASETS else dataset
     if fam not in FAMILIES:
-        raise ValueError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
+        raise ConfigError(unknown_name("dataset", dataset, DATASETS))
     key = (fam, bool(faithful))
     if key not in _FAMILY_CACHE or type(_FAMILY_CACHE[key]) is not FAMILIES[fam]:
         _FAMILY_CACHE[key] = FAMILIES[fam](faithful=faithful)

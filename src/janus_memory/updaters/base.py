@@ -291,6 +291,5 @@ def make_updater(
     Raises ValueError listing the known names for an unknown ``name``, and ValueError naming the key for an
     unknown config key.
     """
-    if name not in UPDATERS:
-        raise ValueError(f"unknown updater {name!r}; known updaters: {', '.join(sorted(UPDATERS))}")
+    UPDATERS.check(name)  # ConfigError (a ValueError) with the closest name and the choices
     return UPDATERS[name](llm=llm, family=family, encoder=encoder, config=config)
