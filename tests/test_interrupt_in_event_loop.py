@@ -118,7 +118,7 @@ def test_a_deferred_interrupt_the_loop_never_ran_is_raised_after_the_loop():
     finally:
         loop.close()
     assert loop_result == ["done"]
-    assert interrupts._deferred == {"pending": True}
+    assert interrupts._deferred == {"pending": KeyboardInterrupt}
     with pytest.raises(KeyboardInterrupt):
         interrupts.raise_if_deferred()
     assert interrupts._deferred == {"pending": False}
