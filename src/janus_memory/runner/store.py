@@ -55,6 +55,7 @@ from typing import Any, Iterator
 from . import texts as T
 from .ckpt_log import CheckpointLog, Hints
 from .ckpt_rows import STORE_FORMAT
+from .lock import LOCK_NAME
 from .jsonio import atomic_write_json, atomic_write_text, dumps, text_hash  # noqa: F401  (re-exported)
 
 from ..errors import OutputError, RunFolderError, StorageError  # noqa: F401  (OutputError re-exported)
@@ -161,6 +162,15 @@ class RunStore:
         if ((root / cls.DB).exists() or (root / "COMPLETE").exists()) and not overwrite:
             state = "a finished run" if (root / "COMPLETE").exists() else "an unfinished run (continue it with --resume)"
             raise OutputError(f"output folder {root} already holds {state}; choose another --out or pass --overwrite")
+        if not (root / cls.DB).exists() and not (root / "COMPLETE").exists():
+            # not a run folder: a run writes a dozen files and folders into it, so it must be new or empty (a
+            # careless --out . or --out /usr would otherwise mix them into the user's files; --overwrite is for runs)
+            others = sorted(p.name for p in root.iterdir() if p.name != LOCK_NAME
+                            and not p.name.startswith(".janus-probe-")) if root.is_dir() else []
+            if others:
+                shown = ", ".join(repr(n) for n in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+                raise OutputError(f"output folder {root} is not empty and holds no janus run ({shown}); a run needs a "
+                                  f"new or empty folder: choose another --out")
         return root
 
     @classmethod
