@@ -150,13 +150,31 @@ class RunReader:
         except (json.JSONDecodeError, TypeError) as e:
             raise RunFolderError(f"{self.root / DB}: {what} is not valid JSON ({e}); the database is damaged") from None
 
+    _RESULT_KEYS = ("method", "stream_tasks", "online_accuracy", "test_tasks", "test_correct", "test_accuracy")
+
     def method_result(self, method: str) -> dict | None:
+        """The stored summary of a finished method; None when the method has not finished, or when its stored
+        summary is incomplete (a damaged row: the method then counts as unfinished, and a resume, which finds
+        every step committed, runs its test again and stores a complete one)."""
         rows = self._query("SELECT summary FROM method_results WHERE method=?", (method,))
-        return json.loads(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        result = self._loads(rows[0][0], f"result of {method}")
+        if not isinstance(result, dict) or any(k not in result for k in self._RESULT_KEYS):
+            return None
+        return result
 
     def steps(self, method: str) -> Iterator[tuple[dict, dict]]:
-        for d, r in self._query("SELECT decision, record FROM steps WHERE method=? ORDER BY step", (method,)):
-            yield json.loads(d), json.loads(r)
+        """(decision line, step record) of every committed step; RunFolderError (one line) for a row that is not
+        a JSON object."""
+        for step, d, r in self._query("SELECT step, decision, record FROM steps WHERE method=? ORDER BY step",
+                                      (method,)):
+            dec, rec = self._loads(d, f"decision of {method} at step {step}"), self._loads(
+                r, f"record of {method} at step {step}")
+            if not isinstance(dec, dict) or not isinstance(rec, dict):
+                raise RunFolderError(f"{self.root / DB}: the row of {method} at step {step} is not a JSON object; "
+                                     "the database is damaged")
+            yield dec, rec
 
     def decisions(self, method: str) -> list[dict]:
         """The decision log of ``method``: from the database, else decisions.jsonl."""
