@@ -240,3 +240,11 @@ def test_method_cost_and_overhead():
         "run with the same requests, and 'needed' is what it costs with an empty cache",
         "dc_rs+janus: 6 of 20 responses came from the response cache",
     ]
+
+
+def test_console_prints_colon_words_as_written(capsys):
+    """`--encoder hashing:abc:` was shown as 'hashing🔤' (rich's emoji codes): user text is printed as written."""
+    from janus_memory.cli_closing import make_console
+
+    make_console().print("encoder hashing:abc: and st:/models/:smile:")
+    assert capsys.readouterr().out == "encoder hashing:abc: and st:/models/:smile:\n"

@@ -60,7 +60,8 @@ def output_closed() -> None:
 def make_console():
     """The console of every command. On a terminal: its width (tables are built to fit 80 columns). Not on a
     terminal (``| cat``, ``| tee``, a file): so wide that no table cell, header or line is ever cut or wrapped.
-    A closed stdout (``| head``) raises OutputClosed instead of rich's SystemExit(1)."""
+    A closed stdout (``| head``) raises OutputClosed instead of rich's SystemExit(1). No emoji codes: user text such
+    as ``--encoder hashing:abc:`` is printed as written (rich turned ``:abc:`` into an emoji)."""
     from rich.console import Console
 
     class _Console(Console):
@@ -68,7 +69,7 @@ def make_console():
             self.quiet = True
             output_closed()
 
-    return _Console(stderr=False, width=None if sys.stdout.isatty() else 100_000)
+    return _Console(stderr=False, width=None if sys.stdout.isatty() else 100_000, emoji=False)
 
 
 def closing_lines(summary: dict, say, t0: float, first_step: float | None) -> None:
