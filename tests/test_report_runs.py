@@ -213,7 +213,9 @@ def _unfinished(root: Path, steps: dict[str, int], tested=("dc_rs",), *, config=
     for m, k in steps.items():
         db.executemany("INSERT INTO steps VALUES (?,?,?,?)", [(m, s, "{}", "{}") for s in range(1, k + 1)])
     for m in tested:
-        db.execute("INSERT INTO method_results VALUES (?, ?)", (m, json.dumps({"test_accuracy": 0.5})))
+        db.execute("INSERT INTO method_results VALUES (?, ?)", (m, json.dumps(  # a complete result (reader.py)
+            {"method": m, "stream_tasks": steps[m], "online_accuracy": 0.5, "test_tasks": 2, "test_correct": 1,
+             "test_accuracy": 0.5})))
     db.commit()
     db.close()
     if summary:  # a repair (resume of a damaged COMPLETE folder) that did not end: an old summary, no COMPLETE

@@ -147,6 +147,10 @@ class RunStore:
             raise OutputError(f"output folder {root} is not writable: a folder cannot be created in {parent} "
                               f"({e.strerror or e}); choose another with --out") from None
 
+    # what janus itself puts in a run folder before the run starts: its lock, and a grid/sweep cell's cell.json and
+    # sweep.log (runner/sweep.py)
+    OWN_FILES = frozenset({LOCK_NAME, "cell.json", "sweep.log"})
+
     @classmethod
     def _check_no_run(cls, root: Path, overwrite: bool) -> Path:
         if (root / cls.DB).exists() and not (root / "COMPLETE").exists() and not overwrite:
@@ -165,7 +169,7 @@ class RunStore:
         if not (root / cls.DB).exists() and not (root / "COMPLETE").exists():
             # not a run folder: a run writes a dozen files and folders into it, so it must be new or empty (a
             # careless --out . or --out /usr would otherwise mix them into the user's files; --overwrite is for runs)
-            others = sorted(p.name for p in root.iterdir() if p.name != LOCK_NAME
+            others = sorted(p.name for p in root.iterdir() if p.name not in cls.OWN_FILES
                             and not p.name.startswith(".janus-probe-")) if root.is_dir() else []
             if others:
                 shown = ", ".join(repr(n) for n in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
