@@ -19,9 +19,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import sys
 from pathlib import Path
+
+from janus_memory.runner.paired import wilson
 
 
 def _key(*parts) -> str:
@@ -52,16 +53,6 @@ def collect(run_dirs: list[Path]) -> tuple[list[tuple[int, bool, str]], list[int
                               e.get("extracted"), e.get("status"))] = (
                         int(e["completion_tokens"]), bool(e["correct"]), e.get("status", ""))
     return list(rows.values()), caps
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (float("nan"), float("nan"))
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (c - h, c + h)
 
 
 def at_cap(rows: list[tuple[int, bool, str]], cap: int) -> dict:

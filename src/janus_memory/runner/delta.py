@@ -31,9 +31,10 @@ def _same_scalar(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
     """Length of the longest common prefix of ``a`` and ``b``. Cheap in the case that matters, a string that grew by
-    appending (possibly after rewriting its last base64 padding group): one C-level comparison, no bisection."""
+    appending (possibly after rewriting its last base64 padding group): one C-level comparison, no bisection. Also
+    the prefix of the run store's text deltas (runner/texts.py)."""
     n = min(len(a), len(b))
     if b.startswith(a if n == len(a) else a[:n]):
         return n
@@ -116,7 +117,7 @@ def diff(old: Any, new: Any, pinned: dict | None = None, _path: tuple = ()) -> d
     if isinstance(old, str) and isinstance(new, str):
         if old == new:
             return None
-        k = _common_prefix(old, new)
+        k = common_prefix(old, new)
         if k > 64 and len(new) - k <= len(new) // 2:  # a growing string (base64 matrix), not a rewritten one
             return {"k": k, "t": new[k:], NEW: new}
         return {"s": new}

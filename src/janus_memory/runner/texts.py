@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .delta import common_prefix
 from .jsonio import text_hash
 
 MAX_CHAIN = 64           # a stored version is at most MAX_CHAIN - 1 deltas away from a keyframe
@@ -59,26 +60,6 @@ class Damaged(ValueError):
 
 
 # ------------------------------------------------------------------ the delta
-def _prefix_len(a: str, b: str) -> int:
-    """Length of the common prefix of ``a`` and ``b``, compared in growing slices (C memcmp, O(length))."""
-    n = min(len(a), len(b))
-    if a.startswith(b) or b.startswith(a):
-        return n
-    lo, step = 0, 256
-    while lo < n:
-        hi = min(n, lo + step)
-        if a[lo:hi] != b[lo:hi]:
-            while hi - lo > 1:  # a[lo:hi] differs from b[lo:hi], a[:lo] == b[:lo]: halve
-                mid = (lo + hi) // 2
-                if a[lo:mid] == b[lo:mid]:
-                    lo = mid
-                else:
-                    hi = mid
-            return lo
-        lo, step = hi, min(step * 2, 1 << 20)
-    return n
-
-
 def _suffix_len(a: str, b: str, limit: int) -> int:
     """Length of the common suffix of ``a`` and ``b``, at most ``limit``."""
     la, lb = len(a), len(b)
@@ -101,7 +82,7 @@ def _suffix_len(a: str, b: str, limit: int) -> int:
 def split(base: str, text: str) -> tuple[int, int, str]:
     """``(prefix, suffix, middle)`` with ``text == base[:prefix] + middle + base[len(base) - suffix:]``; prefix and
     suffix are the longest common prefix and then the longest common suffix of what remains (they never overlap)."""
-    p = _prefix_len(base, text)
+    p = common_prefix(base, text)
     s = _suffix_len(base, text, min(len(base), len(text)) - p)
     return p, s, text[p:len(text) - s]
 
