@@ -160,7 +160,7 @@ def test_local_process_pool_and_failures(tmp_path):
             base.model_copy(update={"out": str(tmp_path / "b"), "controller": "none"}),
             base.model_copy(update={"out": str(tmp_path / "c"), "dataset": "no_such_dataset"})]
     res = run_sweep(cfgs, executor="local", workers=2, log=lambda m: None)
-    assert [r["status"] for r in res] == ["done", "done", "failed"]
+    assert [r["status"] for r in res] == ["done", "done", "failed"], [r["error"] for r in res]
     assert "unknown dataset 'no_such_dataset'" in res[2]["error"]
     assert (tmp_path / "a" / "COMPLETE").exists() and (tmp_path / "b" / "COMPLETE").exists()
     # the process-pool run is byte-identical to an in-process run of the same config

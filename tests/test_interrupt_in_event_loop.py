@@ -141,3 +141,105 @@ def test_the_client_raises_a_deferred_interrupt_after_its_loop(monkeypatch, tmp_
     with pytest.raises(KeyboardInterrupt):
         client.chat([{"role": "user", "content": "x"}])
     assert interrupts._deferred == {"pending": False}
+
+
+def _interrupt_before_the_loop_starts(monkeypatch, handler):
+    """Run the handler at the instant ``asyncio.run`` has been handed its coroutine but no loop runs yet."""
+    original = asyncio.run
+    fired = []
+
+    def run(main, **kw):
+        if not fired:
+            fired.append(main.__qualname__)
+            handler()
+        return original(main, **kw)
+
+    monkeypatch.setattr(asyncio, "run", run)
+    return fired
+
+
+@pytest.mark.parametrize("handler", ["cli_sigint", "cli_sigterm", "worker_sigint"])
+def test_interrupt_before_the_loop_starts_drops_no_coroutine(monkeypatch, caplog, tmp_path, handler):
+    """CI (test_cli_interrupt) printed "coroutine 'LLMClient._with_close' was never awaited" and "... 'LLMClient.achat'
+    ...": the Ctrl-C landed after chat() had made its coroutines and before asyncio.run started them. Now the handler
+    only records it there, and the entry coroutine raises it at the loop's first callback, before chat's coroutines
+    exist."""
+    interrupts.clear_deferred()
+    monkeypatch.setattr(cli_signals, "_state", {"terminated": False})
+    monkeypatch.setattr(executors, "_worker", {"busy": True, "stopping": False})
+    call = {"cli_sigint": lambda: cli_signals._on_int(signal.SIGINT, sys._getframe()),
+            "cli_sigterm": lambda: cli_signals._on_term(signal.SIGTERM, sys._getframe()),
+            "worker_sigint": lambda: executors._worker_sigint(signal.SIGINT, sys._getframe())}[handler]
+    client = _client(tmp_path)
+    calls = []
+    original = client.backend.acomplete
+
+    async def acomplete(req):
+        calls.append(req)
+        return await original(req)
+
+    monkeypatch.setattr(client.backend, "acomplete", acomplete)
+    fired = _interrupt_before_the_loop_starts(monkeypatch, call)
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyboardInterrupt):
+            client.chat([{"role": "user", "content": "q"}])
+        gc.collect()
+    assert fired == ["_entered"]
+    assert calls == []  # stopped before any request was made
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+    assert [r.getMessage() for r in caplog.records] == []  # no "Task exception was never retrieved" either
+    assert interrupts._deferred == {"pending": False} and interrupts._entry == {"depth": 0}
+    monkeypatch.undo()
+    assert client.chat([{"role": "user", "content": "again"}]).text == "The answer is 4."
+
+
+def test_raising_before_the_loop_starts_is_what_drops_the_coroutines(monkeypatch, tmp_path):
+    """The CI failure reproduced: chat's coroutines made, KeyboardInterrupt raised before asyncio.run starts them."""
+    client = _client(tmp_path)
+    seen = []  # messages only: a recorded WarningMessage keeps its coroutine (and the one inside it) alive
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "showwarning", lambda message, *a, **k: seen.append(str(message)))
+
+        def chat_interrupted_before_run():
+            coro = client._with_close(client.achat([{"role": "user", "content": "q"}]))  # as chat() makes it
+            raise KeyboardInterrupt  # ... and the old handler raised here, before asyncio.run(coro)
+
+        with pytest.raises(KeyboardInterrupt):
+            chat_interrupted_before_run()
+        gc.collect()
+    assert sorted(m for m in seen if "never awaited" in m) == [
+        "coroutine 'LLMClient._with_close' was never awaited", "coroutine 'LLMClient.achat' was never awaited"]
+
+
+def test_an_interrupt_outside_sync_entry_in_another_thread_is_not_held(monkeypatch):
+    """sync_entry counts only in the main thread: a worker thread inside it must not make the main thread's Ctrl-C
+    wait for a loop that is not there."""
+    import threading
+    interrupts.clear_deferred()
+    inside, release = threading.Event(), threading.Event()
+
+    def worker():
+        with interrupts.sync_entry():
+            inside.set()
+            release.wait(5)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    try:
+        assert inside.wait(5)
+        assert interrupts._entry == {"depth": 0}
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.raise_interrupt()
+    finally:
+        release.set()
+        t.join()
+    with interrupts.sync_entry():
+        assert interrupts._entry == {"depth": 1}
+        interrupts.raise_interrupt()  # main thread, no loop: recorded, not raised
+        assert interrupts._deferred == {"pending": KeyboardInterrupt}
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.raise_if_deferred()
+    assert interrupts._entry == {"depth": 0} and interrupts._deferred == {"pending": False}

@@ -15,14 +15,24 @@ places there cannot take an exception:
   between two callbacks and ``asyncio.run`` cancels every task properly (the way asyncio's own Runner handles
   Ctrl-C). :func:`raise_if_deferred` raises one that the loop ended before delivering (called after every
   ``asyncio.run`` of the LLM client), so no interrupt is lost.
+* the instants around an event loop in sync code, when no loop is running yet (or any more) but coroutine objects
+  already exist: raised after ``coro = self.achat(...)`` and before ``asyncio.run`` has made it a task, the
+  coroutine is dropped unstarted and Python prints "coroutine 'LLMClient.achat' was never awaited" (seen on CI in
+  test_cli_interrupt). The LLM client wraps each ``asyncio.run`` in :func:`sync_entry`; inside it the main thread's
+  handlers only record the interrupt; :func:`deliver_deferred`, awaited first thing in the coroutine handed to
+  ``asyncio.run``, raises it at the loop's next callback (before any other coroutine exists), and
+  :func:`raise_if_deferred` right after ``asyncio.run`` returns.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 
 _deferred = {"pending": False}
+_entry = {"depth": 0}  # sync_entry() nesting in the main thread (signal handlers only ever run there)
 
 
 def resent_from_finalizer(frame, signum: int) -> bool:
@@ -50,6 +60,10 @@ def raise_interrupt(kind: type[KeyboardInterrupt] = KeyboardInterrupt) -> None:
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
+        _deferred["pending"] = kind
+        if _entry["depth"] > 0:
+            return  # raised by raise_if_deferred: the entry coroutine's first step, or after asyncio.run
+        _deferred["pending"] = False
         raise kind from None
     _deferred["pending"] = kind
     loop.call_soon_threadsafe(_fire)  # safe from a signal handler: asyncio's Runner does the same on Ctrl-C
@@ -60,6 +74,30 @@ def _fire() -> None:
     if kind:
         _deferred["pending"] = False
         raise (kind if isinstance(kind, type) else KeyboardInterrupt)
+
+
+@contextlib.contextmanager
+def sync_entry() -> Iterator[None]:
+    """Around ``asyncio.run`` in sync code (module docstring): while inside, an interrupt that arrives when no loop
+    is running is recorded instead of raised. The coroutine handed to ``asyncio.run`` awaits ``deliver_deferred()``
+    first, and the caller runs ``raise_if_deferred()`` after ``asyncio.run`` returns. Counts only in the main
+    thread."""
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        _entry["depth"] += 1
+    try:
+        yield
+    finally:
+        if main:
+            _entry["depth"] -= 1
+
+
+async def deliver_deferred() -> None:
+    """In a coroutine: when an interrupt was recorded before this loop ran, raise it at the loop's next callback and
+    stay suspended until then, so the caller's task is cancelled cleanly by ``asyncio.run`` (never resumed)."""
+    if _deferred["pending"]:
+        asyncio.get_running_loop().call_soon(_fire)
+        await asyncio.sleep(0)
 
 
 def raise_if_deferred() -> None:

@@ -40,10 +40,15 @@ from typing import Any
 from janus_memory.llm.base import ChatBackend, ChatRequest, ContextTruncated, validate_messages
 from janus_memory.llm.cache import ResponseCache, request_key
 from janus_memory.llm.reasoning import is_context_truncated
-from janus_memory.interrupts import raise_if_deferred
+from janus_memory.interrupts import deliver_deferred, raise_if_deferred, sync_entry
 from janus_memory.llm.request_loop import RequestLoop
 from janus_memory.llm.usage import UsageMeter
 from janus_memory.types import ChatResult
+
+
+async def _entered(factory: Callable[[], Awaitable[Any]]) -> Any:
+    await deliver_deferred()  # an interrupt recorded before the loop ran stops it here, before factory() runs
+    return await factory()
 
 
 def _run_sync(factory: Callable[[], Awaitable[Any]]) -> Any:
@@ -51,8 +56,12 @@ def _run_sync(factory: Callable[[], Awaitable[Any]]) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        value = asyncio.run(factory())
-        raise_if_deferred()  # a Ctrl-C that arrived as the loop was ending (janus_memory/interrupts.py)
+        # A Ctrl-C between making a coroutine and asyncio.run starting it would drop the coroutine unstarted
+        # ("never awaited"): inside sync_entry the handler only records it; it is raised at the loop's first
+        # callback (before factory() makes any coroutine) or after the loop (janus_memory/interrupts.py)
+        with sync_entry():
+            value = asyncio.run(_entered(factory))
+        raise_if_deferred()
         return value
     box: dict[str, Any] = {}
 
