@@ -185,11 +185,17 @@ def harmful_candidate(kind: str, memory: str, task: Task, *, updater_kind: str, 
     items = _items_of(memory, structure)
     if structure == "cheatsheet" and kind in ("truncate", "poison"):
         if kind == "poison":
-            entry = f"{templates()['dc_poison_header']}\n- {_rng(seed, step, kind).choice(templates()['poison'])}"
-            return entry + (f"\n\n{memory.strip()}" if items else "")
+            return poisoned_cheatsheet(memory, _rng(seed, step, kind).choice(templates()["poison"]))
         return _cut_mid_word(memory.strip(), _rng(seed, step, kind)) if items else EMPTY_MEMORY
     out = _harmful_items(kind, items, task, structure=structure, seed=seed, step=step, examples=examples, answer=answer)
     return _render(out, structure)
+
+
+def poisoned_cheatsheet(memory: str, instruction: str) -> str:
+    """A cheatsheet (DC-RS, DC-Cu) with ``instruction`` planted on top under the poison header, as ``poison`` writes
+    it (benchmarks/poison_follow.py plants each template this way)."""
+    entry = f"{templates()['dc_poison_header']}\n- {instruction}"
+    return entry + (f"\n\n{memory.strip()}" if _items_of(memory, "cheatsheet") else "")
 
 
 def supports(updater_name: str) -> bool:
