@@ -69,7 +69,8 @@ def instructions(which: str | None, extra: str | None) -> list[tuple[str, str]]:
 
 
 def measure(run: Path, *, method: str = "dc_rs", step: int | None = None, split: str = "test", n_tasks: int = 3,
-            which: str | None = None, extra: str | None = None, cache_dir: str | None = None, log=print) -> dict:
+            which: str | None = None, extra: str | None = None, cache_dir: str | None = None, log=None) -> dict:
+    log = log or (lambda m: print(m, flush=True))  # one line per instruction as it is measured, also into a file
     cfg = load_run_config(run)
     if cache_dir:
         cfg = cfg.model_copy(update={"cache_dir": cache_dir})

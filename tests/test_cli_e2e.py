@@ -152,6 +152,7 @@ def test_resume_refuses_changed_config(tmp_path):
         run_experiment(_cfg(out, seed=1), log=lambda m: None, resume=True)
 
 
+@pytest.mark.timeout(900)  # seven CLI processes (1 reference, 3 killed, 3 resumes), each ~10 s of start-up under load
 def test_sigkill_then_resume_is_byte_identical(tmp_path):
     ref = tmp_path / "ref"
     args = [sys.executable, "-m", "janus_memory.cli", "run", *SMALL]

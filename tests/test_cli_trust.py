@@ -125,7 +125,7 @@ def test_config_file_numbers_are_strict_at_every_level(tmp_path, capsys, line, m
     cfg.write_text(f"dataset: gsm8k\nbackend: fake\n{line}\n")
     assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "r")]) == 2
     captured = capsys.readouterr()
-    assert captured.err == f"error: {message}\n" and captured.out == ""
+    assert captured.err == f"error: {message} (line 3 of {cfg})\n" and captured.out == ""
 
 
 def test_strict_settings_still_take_what_yaml_and_flags_give():
@@ -164,3 +164,27 @@ def test_grid_help_names_dataset_as_required(capsys):
         main(["run", "--help"])
     out = re.sub(r"\s+", " ", capsys.readouterr().out)
     assert "-q, --quiet no progress bars" in out and "apibench_hf) (default: gsm8k)" in out
+
+
+def test_config_file_errors_name_the_line_of_the_key(tmp_path, capsys):
+    """A bad key or value written in --config names its line; an option that set it names the option instead; a key
+    not written in the file (a default) gets no line."""
+    from janus_memory.runner.yaml_load import key_line
+
+    text = "backend: fake\ntemperature: 0.5\njanus:\n  warmup: 3\n  beta: 2.0\nllm: {max_retries: 1}\n"
+    assert [key_line(text, k) for k in ("backend", "janus.warmup", "janus.beta", "llm.temperature",
+                                        "llm.max_retries", "janus.tau", "seed", "janus.warmup.x")] == [
+        1, 4, 5, 2, 6, None, None, None]
+    assert key_line("- a\n- b\n", "a") is None and key_line("a: [\n", "a") is None
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("backend: fake\njanus:\n  warmup: 3\n  beta: 2.0\n")
+    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err == f"error: invalid Janus setting: beta must be in [0, 1), got 2.0 (line 4 of {cfg})\n"
+    assert main(["run", "--config", str(cfg), "--beta", "3", "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err == "error: --beta must be in [0, 1), got 3.0\n"
+    cfg.write_text("backend: fake\nstream_size: 2\nupdater: dc_cu\nupdater_config: {bogus: 2}\n")
+    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown config key 'updater_config.bogus' for updater dc_cu; allowed: ")
+    assert err.endswith(f" (line 4 of {cfg})\n")
+    assert not (tmp_path / "r").exists()

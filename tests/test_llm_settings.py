@@ -100,7 +100,7 @@ def test_cli_conflict_and_unknown_nested_key_are_one_line_exit_2(tmp_path, capsy
     typo = tmp_path / "typo.yaml"
     typo.write_text("llm:\n  backend: fake\n  temprature: 0.0\n")
     assert _one_error(capsys, main(["run", "--config", str(typo), "--out", str(tmp_path / "r")])) == (
-        "error: unknown config key 'llm.temprature' (did you mean temperature?)")
+        f"error: unknown config key 'llm.temprature' (did you mean temperature?) (line 3 of {typo})")
     assert not (tmp_path / "r").exists()
 
 

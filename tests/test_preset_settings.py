@@ -282,11 +282,12 @@ def test_yaml_config_file_errors_are_one_line(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
     bad.write_text("backend: fake\npreset: small\njanus:\n  warmup: 2\n  tau_x: 0.1\n")
     assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
-    assert capsys.readouterr().err.strip().splitlines() == ["error: unknown config key 'janus.tau_x' (did you mean tau?)"]
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: unknown config key 'janus.tau_x' (did you mean tau?) (line 5 of {bad})"]
     bad.write_text("backend: fake\nupdater_config:\n  top_k: three\n")
     assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "error: invalid value for 'updater_config.top_k': expected int, got 'three'"]
+        f"error: invalid value for 'updater_config.top_k': expected int, got 'three' (line 3 of {bad})"]
     assert not (tmp_path / "r").exists()
 
 

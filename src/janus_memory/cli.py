@@ -63,12 +63,32 @@ def _config_from_args(args, *, demo: bool):
     if "batch_eval" in over:  # --batch-eval on|off|auto -> True / False / None (auto also undoes a config file's value)
         over["batch_eval"] = {"on": True, "off": False}.get(over["batch_eval"])
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}
+    if janus_over and isinstance(base.get("janus"), dict):  # an option replaces the file's value before it is checked
+        base = {**base, "janus": {**base["janus"], **janus_over}}
     # flat flags fill the llm section key by key (a flag wins over the file's llm.<key>); ConfigError naming the key
     try:
         cfg = demo_config(**over) if demo else RunConfig.parse(overlay(base, over))
         return cfg.with_janus(**janus_over) if janus_over else cfg
     except ConfigError as e:
-        raise _named_by_option(e, args) from None
+        named = _named_by_option(e, args)
+        if named is e and not demo and getattr(args, "config", None):
+            named = _with_file_line(e, args.config)
+        raise named from None
+
+
+def _with_file_line(e: ConfigError, path: str) -> ConfigError:
+    """An error about a key written in the ``--config`` file names the file and line (``(line 4 of run.yaml)``)."""
+    from .runner.yaml_load import key_line
+
+    if not e.key:
+        return e
+    try:
+        line = key_line(Path(path).read_text(encoding="utf-8"), e.key)
+    except (OSError, UnicodeDecodeError):
+        return e
+    if line is None:
+        return e
+    return ConfigError(f"{e} (line {line} of {path})", key=e.key, rule=e.rule)
 
 
 def _named_by_option(e: ConfigError, args) -> ConfigError:
@@ -116,7 +136,10 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
 
     t0 = t0 or time.time()
     args.run_folder = cfg.out  # for the interrupt and error lines: the folder, also when --out was not given
-    validate_names(cfg)  # unknown names or invalid Janus settings: one error line before anything is printed or made
+    try:  # unknown names or invalid Janus settings: one error line before anything is printed or made
+        validate_names(cfg)
+    except ConfigError as e:
+        raise (_with_file_line(e, args.config) if getattr(args, "config", None) else e) from None
     # data, output folder, model, changed resume settings: before the header and before any folder is made
     splits = preflight(cfg, resume=bool(getattr(args, "resume", None)), overwrite=args.overwrite)
     _print_preset(cfg, console, demo=getattr(args, "cmd", None) == "demo")

@@ -320,7 +320,7 @@ def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
         known = list(model.model_fields) if model is not None else []
         if model is RunConfig:
             known += list(LLMSettings.model_fields)  # flat backend keys are allowed at the top
-        return ConfigError(f"unknown config key '{loc}'{did_you_mean(key, known)}")
+        return ConfigError(f"unknown config key '{loc}'{did_you_mean(key, known)}", key=loc)
     got = err.get("input")
     rule = None
     if err["type"] in _RANGE_ERRORS and model is not None:
@@ -337,7 +337,7 @@ def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
         import re
 
         hint = did_you_mean(got, re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", ""))))
-    return ConfigError(f"invalid value for '{loc}': {err['msg']} (got {got!r}){hint}")
+    return ConfigError(f"invalid value for '{loc}': {err['msg']} (got {got!r}){hint}", key=loc)
 
 
 def check_updater_config(updater_cls, config: dict) -> None:
@@ -351,9 +351,10 @@ def check_updater_config(updater_cls, config: dict) -> None:
     for key, value in config.items():
         if key not in allowed:
             raise ConfigError(f"unknown config key 'updater_config.{key}' for updater {name}; "
-                              f"allowed: {', '.join(sorted(allowed))}")
+                              f"allowed: {', '.join(sorted(allowed))}", key=f"updater_config.{key}")
         if key in choices and value not in choices[key]:
-            raise ConfigError(f"invalid value for 'updater_config.{key}': {value!r}; choose one of {list(choices[key])}")
+            raise ConfigError(f"invalid value for 'updater_config.{key}': {value!r}; choose one of {list(choices[key])}",
+                              key=f"updater_config.{key}")
         default = allowed[key]
         if default is None or value is None:
             continue
@@ -362,7 +363,7 @@ def check_updater_config(updater_cls, config: dict) -> None:
               isinstance(value, type(default)))
         if not ok:
             raise ConfigError(f"invalid value for 'updater_config.{key}': expected {type(default).__name__}, "
-                              f"got {value!r}")
+                              f"got {value!r}", key=f"updater_config.{key}")
 
 
 def migrate_stored(data: dict) -> dict:

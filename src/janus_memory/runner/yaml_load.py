@@ -32,3 +32,32 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def load_unique(text: str):
     """The YAML document in ``text`` (safe types only); raises yaml.YAMLError, also for a duplicate key."""
     return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def key_line(text: str, dotted: str) -> int | None:
+    """1-based line of the key ``dotted`` ("janus.warmup", "llm.temperature", "stream_size") in the YAML mapping
+    ``text``, or None when that key is not written there (or the text is not a mapping). A flat backend key given at
+    the top level ("temperature") is found for "llm.temperature" too."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    parts = dotted.split(".")
+    found = _walk(node, parts)
+    if found is None and len(parts) == 2 and parts[0] == "llm":
+        found = _walk(node, parts[1:])
+    return found
+
+
+def _walk(node, parts: list[str]) -> int | None:
+    line = None
+    for part in parts:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == part:
+                node, line = v, k.start_mark.line + 1
+                break
+        else:
+            return None
+    return line
