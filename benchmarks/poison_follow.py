@@ -13,8 +13,10 @@ Usage:
 
 RUN_DIR is a finished or interrupted DC-RS / DC-Cu run: its stored settings give the backend, prompts and dataset
 (the response cache is the run's own, so repeated calls are free); the sheet is the method's memory at step K
-(default: its last). Tasks are the first N of the split (default: the 3 held-out test tasks); solving is frozen (the
-test phase's prompt, without retrieved examples). ``--extra FILE``: more instructions to try, one per line.
+(default: its last; a sheet that already holds an injected poison is refused). Tasks are the first N of the split
+(default: the 3 held-out test tasks). Solving is frozen with the run's final updater state restored, so the prompt is
+the test phase's (DC-RS: with the examples retrieved from the run's bank); with the last sheet and the test split the
+clean answers are the run's own test answers, read from its response cache. ``--extra FILE``: more instructions to try, one per line.
 
 Prints one row per instruction: of the tasks the clean sheet answered correctly (only those are solved again, with
 the poisoned sheet), how many are still correct and how many the planted line turned wrong ("followed"); then the
@@ -26,6 +28,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from janus_memory.errors import ConfigError, OutputError, RunFolderError
 from janus_memory.inject import poisoned_cheatsheet, templates
 from janus_memory.runner.build import build_context, load_splits
 from janus_memory.runner.paired import wilson
@@ -37,14 +40,30 @@ CHEATSHEET_UPDATERS = ("dc_rs", "dc_cu")
 
 def sheet_at(run: Path, method: str, step: int | None) -> tuple[int, str]:
     """(step, text) of the method's memory version in force at ``step`` (None: the last one)."""
-    versions = RunReader(run).memory_versions()[0].get(method)
+    try:
+        all_versions = RunReader(run).memory_versions()[0]
+    except RunFolderError as e:
+        raise SystemExit(f"error: {e}") from None
+    versions = all_versions.get(method)
     if not versions:
-        raise SystemExit(f"error: {run} has no memory versions of method {method!r}")
+        raise SystemExit(f"error: {run} has no memory versions of method {method!r}; it has: "
+                         f"{', '.join(sorted(all_versions)) or 'none'}")
+    last = max(v["step"] for v in versions)
+    if step is not None and step > last:
+        raise SystemExit(f"error: {method} has no step {step}; its last memory version is of step {last}")
     chosen = [v for v in versions if step is None or v["step"] <= step]
     if not chosen:
         raise SystemExit(f"error: {method} has no memory version at or before step {step}")
     v = max(chosen, key=lambda v: v["step"])
     return v["step"], v["text"]
+
+
+def injected_steps(reader: RunReader, method: str) -> list[int]:
+    """Steps whose decision-log line is marked as an injected candidate."""
+    try:
+        return sorted(d["step"] for d in reader.decisions(method) if d.get("injected"))
+    except (RunFolderError, KeyError, TypeError):
+        return []
 
 
 def instructions(which: str | None, extra: str | None) -> list[tuple[str, str]]:
@@ -63,7 +82,13 @@ def instructions(which: str | None, extra: str | None) -> list[tuple[str, str]]:
         idx = list(range(len(pool)))
     out = [(f"template {i}", pool[i]) for i in idx]
     if extra:
-        lines = [ln.strip() for ln in Path(extra).read_text(encoding="utf-8").splitlines() if ln.strip()]
+        try:
+            text = Path(extra).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise SystemExit(f"error: cannot read --extra {extra}: {e}") from None
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        if not lines:
+            raise SystemExit(f"error: --extra {extra} holds no instruction (one per line)")
         out += [(f"extra {n}", ln) for n, ln in enumerate(lines)]
     return out
 
@@ -71,19 +96,36 @@ def instructions(which: str | None, extra: str | None) -> list[tuple[str, str]]:
 def measure(run: Path, *, method: str = "dc_rs", step: int | None = None, split: str = "test", n_tasks: int = 3,
             which: str | None = None, extra: str | None = None, cache_dir: str | None = None, log=None) -> dict:
     log = log or (lambda m: print(m, flush=True))  # one line per instruction as it is measured, also into a file
-    cfg = load_run_config(run)
-    if cache_dir:
-        cfg = cfg.model_copy(update={"cache_dir": cache_dir})
+    if not (Path(run) / "config.json").is_file() and not (Path(run) / "run.sqlite").is_file():
+        raise SystemExit(f"error: {run} is not a janus run folder (no config.json or run.sqlite)")
+    try:
+        cfg = load_run_config(run)
+    except (ConfigError, OutputError, RunFolderError) as e:
+        raise SystemExit(f"error: {e}") from None
     if cfg.updater not in CHEATSHEET_UPDATERS:
         raise SystemExit(f"error: {run} runs updater {cfg.updater!r}; this probe plants a line in a cheatsheet "
                          f"({', '.join(CHEATSHEET_UPDATERS)})")
+    todo = instructions(which, extra)  # argument errors before any model call
+    reader = RunReader(run)
     at, clean = sheet_at(run, method, step)
+    injected = injected_steps(reader, method)
+    planted = templates()["dc_poison_header"]
+    if planted in clean:
+        before = [s for s in injected if s <= at]
+        raise SystemExit(f"error: the {method} sheet of step {at} already holds an injected poison "
+                         f"(injected at step {before[-1] if before else '?'}); choose --step before that step")
     stream, test = load_splits(cfg)
     tasks = list((test if split == "test" else stream).tasks)[:n_tasks]
     if not tasks:
         raise SystemExit(f"error: the run's {split} split has no tasks")
     ctx = build_context(cfg, log=lambda m: None, splits=(stream, test))
     up = ctx.make_updater()
+    try:
+        ck = reader.checkpoint(method)
+    except RunFolderError as e:
+        raise SystemExit(f"error: {e}") from None
+    if ck is not None:  # the run's retrieval bank: the same prompt as its test phase (retrieved examples included)
+        up.load_snapshot(ck[1]["updater"])
 
     def solve(sheet: str, which: list) -> list[bool]:
         up.cheatsheet = sheet
