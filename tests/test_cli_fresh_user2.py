@@ -338,7 +338,7 @@ def test_closed_pipe_stops_the_run_like_an_interrupt_and_it_resumes(tmp_path, ca
     seen = []
     for line in iter(p.stdout.readline, b""):
         seen.append(line.decode())
-        if line.startswith(b"[dc_rs] step 1/30 "):
+        if line.startswith(b"[dc_rs] step  1/30 "):
             break
     p.stdout.close()  # the reader is gone, as when `head` exits
     err = p.stderr.read().decode()

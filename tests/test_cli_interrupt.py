@@ -28,7 +28,7 @@ def test_sigint_stops_with_resume_hint_and_resumes(tmp_path):
         seen = []
         for line in p.stdout:  # stdout is a pipe: one plain progress line per step
             seen.append(line)
-            if line.startswith("[dc_rs] step 3/120 "):
+            if line.startswith("[dc_rs] step   3/120 "):
                 break
         os.killpg(p.pid, signal.SIGINT)
         rest, err = p.communicate(timeout=120)
@@ -36,7 +36,7 @@ def test_sigint_stops_with_resume_hint_and_resumes(tmp_path):
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-    assert any(s.startswith("[dc_rs] step 3/120 ") for s in seen)
+    assert any(s.startswith("[dc_rs] step   3/120 ") for s in seen)
     assert p.returncode == 130
     assert err == f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n"
     assert not (out / "COMPLETE").exists()
@@ -59,7 +59,7 @@ def test_sigterm_to_a_background_run_that_ignores_sigint_stops_like_ctrl_c(tmp_p
                          start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         for line in p.stdout:
-            if line.startswith("[dc_rs] step 3/120 "):
+            if line.startswith("[dc_rs] step   3/120 "):
                 break
         os.killpg(p.pid, signal.SIGINT)  # ignored, as in a background job
         p.send_signal(signal.SIGTERM)

@@ -20,9 +20,22 @@ def test_step_line_exact():
     assert step_line("dc_rs+janus", 22, 30, True, TRIG, 0.8181818, 12.345) == (
         "[dc_rs+janus] step 22/30 correct trig cos=-0.383 rolled back        acc 0.818  12.3s")
     assert step_line("dc_rs", 3, 30, False, {"reason": "no_controller"}, 2 / 3, 0.04) == (
-        "[dc_rs] step 3/30 wrong   no controller                      acc 0.667  0.0s")
+        "[dc_rs] step  3/30 wrong   no controller                      acc 0.667  0.0s")
     assert step_line("m", 5, 9, True, {"reason": "warmup", "cosine": None}, 1.0, 1.0) == (
         "[m] step 5/9 correct skip cos=n/a (warmup)              acc 1.000  1.0s")
+
+
+def test_step_lines_keep_their_columns_when_the_step_gains_a_digit():
+    """Piped output: step 9/30 and step 10/30 (and 1/120 .. 120/120) line up column for column."""
+    nc = {"reason": "no_controller"}
+    assert step_line("dc_rs", 9, 30, True, nc, 1.0, 0.5) == (
+        "[dc_rs] step  9/30 correct no controller                      acc 1.000  0.5s")
+    assert step_line("dc_rs", 10, 30, True, nc, 1.0, 0.5) == (
+        "[dc_rs] step 10/30 correct no controller                      acc 1.000  0.5s")
+    lines = [step_line("dc_rs", k, 120, True, nc, 1.0, 0.5) for k in (1, 10, 100, 120)]
+    assert [ln[:20] for ln in lines] == ["[dc_rs] step   1/120", "[dc_rs] step  10/120", "[dc_rs] step 100/120",
+                                         "[dc_rs] step 120/120"]
+    assert len({len(ln) for ln in lines}) == 1
 
 
 def test_trigger_line_exact():
@@ -41,6 +54,26 @@ def test_trigger_line_names_a_task_drawn_in_two_roles():
         "once) old 0.000 vs new 0.000 -> ACCEPT (new_ge_old); candidate +2 -0 lines (5 -> 9 chars)")
     d2 = dict(d, boundary=["t1"], eval_ids=["t1", "t2"])
     assert "2+1+1; 2 tasks in two roles, solved once)" in trigger_line("m", 5, d2, "x")
+
+
+def test_trigger_line_says_a_shared_task_was_solved_in_each_role_when_E_keeps_duplicates():
+    """The paper preset (dedup=False) keeps a task drawn in two roles twice in E: it is solved twice, and |E|
+    counts both copies (12+8+2 = 22 entries, 21 distinct tasks)."""
+    cov, bnd = [f"a{i}" for i in range(12)], [f"b{i}" for i in range(8)]
+    d = dict(TRIG, coverage=cov, boundary=bnd, fresh=["c0", "a3"], eval_ids=cov + bnd + ["c0", "a3"])
+    assert trigger_line("dc_rs+janus", 22, d, "+2 -2 lines (136 -> 135 chars)") == (
+        "[dc_rs+janus] trigger at step 22: cos=-0.383 |E|=22 (coverage+boundary+fresh 12+8+2; 1 task in two roles, "
+        "solved in each role) old 0.818 vs new 0.545 -> ROLLBACK (new_lt_old); candidate +2 -2 lines "
+        "(136 -> 135 chars)")
+    dedup = dict(d, eval_ids=cov + bnd + ["c0"])
+    assert "|E|=21 (coverage+boundary+fresh 12+8+2; 1 task in two roles, solved once)" in \
+        trigger_line("m", 1, dedup, "x")
+    two = dict(d, fresh=["a3", "b2"], eval_ids=cov + bnd + ["a3", "b2"])
+    assert "|E|=22 (coverage+boundary+fresh 12+8+2; 2 tasks in two roles, solved in each role)" in \
+        trigger_line("m", 1, two, "x")
+    part = dict(two, eval_ids=cov + bnd + ["a3"])  # a replay_limit sample kept one of the two copies
+    assert "|E|=21 (coverage+boundary+fresh 12+8+2; 2 tasks in two roles, 1 of them solved in each role)" in \
+        trigger_line("m", 1, part, "x")
 
 
 def test_diff_summary_counts_lines():

@@ -163,7 +163,8 @@ def test_python_yaml_and_cli_settings_agree(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--inject", "posion@5"], "error: invalid value for 'inject': --inject item 'posion@5': unknown kind 'posion'"),
+    (["--inject", "posion@5"], "error: invalid value for 'inject': --inject item 'posion@5': unknown kind 'posion' "
+                               "(did you mean poison?); kinds: wipe, dump, overfit, poison, truncate"),
     (["--inject", "poison@0"], "the step must be a positive integer"),
     (["--inject", "poison"], "expected KIND@STEP"),
     (["--inject", "poison@3,wipe@3"], "step 3 is named twice"),
@@ -215,12 +216,15 @@ def test_printed_table_closing_lines_and_report(tmp_path, capsys):
     tail = text[text.index("where to look next:"):].splitlines()
     assert tail[1] == f"  the rollback of step 7 (poison): line 7 of {out.resolve()}/dc_rs+janus/decisions.jsonl"
     assert tail[2:] == [f"  janus report {out.resolve()}", f"  janus memory diff {out.resolve()} 6 7 --method dc_rs",
-                        f"  janus memory diff {out.resolve()} 6 7 --method dc_rs+janus"]
+                        f"  janus memory diff {out.resolve()} 7 --methods dc_rs dc_rs+janus"]
     line7 = _lines(out, "dc_rs+janus")[6]
     assert line7["injected"] == "poison" and line7["deployed"] == "previous"
     assert main(["memory", "diff", str(out), "6", "7", "--method", "dc_rs"]) == 0
     diff = capsys.readouterr().out
     assert "+## Grading note (confirmed on earlier problems)" in diff
+    assert main(["memory", "diff", str(out), "7", "--methods", "dc_rs", "dc_rs+janus"]) == 0  # what Janus kept out
+    kept_out = capsys.readouterr().out
+    assert "-## Grading note (confirmed on earlier problems)" in kept_out and "no change" not in kept_out
     from janus_memory.runner.report import build_report
 
     res = build_report([str(out)])
@@ -309,3 +313,37 @@ def test_a_stream_within_the_warmup_and_an_injection_inside_it_are_warned_about(
                "--controller", "janus", "--encoder", "hashing:64", "--warmup", "3", "--inject", "poison@5",
                "--no-cache", "--quiet", "--out", str(tmp_path / "w2")])
     assert rc == 0 and "warning:" not in capsys.readouterr().out
+
+
+def _inj(plan, deployed, blocked):
+    return {"injections": {"plan": plan, "deployed_steps": deployed,
+                           "blocked_steps": [{"step": s, "kind": "poison"} for s in blocked]}}
+
+
+def test_next_steps_gives_a_step_diff_only_where_the_memory_changed():
+    """A method that blocked the first injection deployed nothing at that step: its step diff would print
+    'no change', so it gets the diff against a method that deployed it (what it kept out) instead."""
+    from janus_memory.runner.injection import next_steps
+
+    both = {"run_dir": "/r", "methods": {"dc_rs": _inj("poison@25,wipe@28", [25, 28], []),
+                                         "dc_rs+janus": {**_inj("poison@25,wipe@28", [28], [25]), "janus": True}}}
+    assert next_steps(both) == ["where to look next:",
+                                "  the rollback of step 25 (poison): line 25 of /r/dc_rs+janus/decisions.jsonl",
+                                "  janus report /r",
+                                "  janus memory diff /r 24 25 --method dc_rs",
+                                "  janus memory diff /r 25 --methods dc_rs dc_rs+janus"]
+    # Janus alone, blocked: no method took the candidate, so no diff is suggested at all
+    alone = {"run_dir": "/r", "methods": {"dc_rs+janus": {**_inj("poison@5", [], [5]), "janus": True}}}
+    assert next_steps(alone) == ["where to look next:",
+                                 "  the rollback of step 5 (poison): line 5 of /r/dc_rs+janus/decisions.jsonl",
+                                 "  janus report /r"]
+    # both deployed it: a step diff for each
+    took = {"run_dir": "/r", "methods": {"dc_rs": _inj("wipe@3", [3], []),
+                                         "dc_rs+janus": {**_inj("wipe@3", [3], []), "janus": True}}}
+    assert next_steps(took) == ["where to look next:",
+                                "  why dc_rs+janus deployed the injected candidate of step 3: line 3 of "
+                                "/r/dc_rs+janus/decisions.jsonl (its decision: triggered, cosine, scores)",
+                                "  janus report /r",
+                                "  janus memory diff /r 2 3 --method dc_rs",
+                                "  janus memory diff /r 2 3 --method dc_rs+janus"]
+    assert next_steps({"run_dir": "/r", "methods": {"dc_rs": {}}}) == []

@@ -1,6 +1,6 @@
-"""The README's library examples run as written (with a small stream, the hashing encoder and a toy scorer), and an
-updater whose ``step`` returns the wrong thing gets one clear TypeError (issue 18: it was an AttributeError deep in
-controller/adapter.py)."""
+"""The README's library examples: the blocks marked runnable run on their own in a fresh interpreter (a toy stream, the
+hashing encoder and a toy scorer), and an updater whose ``step`` returns the wrong thing gets one clear TypeError
+(issue 18: it was an AttributeError deep in controller/adapter.py)."""
 from __future__ import annotations
 
 import re
@@ -19,19 +19,56 @@ def _python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
 
 
-def test_readme_guarded_update_example_runs_as_written(capsys):
-    block = next(b for b in _python_blocks() if "class MyUpdater" in b)
-    stream = [Task(f"t{i}", "toy", f"question number {i}", str(i)) for i in range(25)]
-    # a toy evaluator: shorter memories solve everything, so every post-warm-up candidate is rolled back
-    janus = Janus(JanusConfig(trigger="always", warmup=20), evaluator=lambda m, ts: [m.count("\n") <= 20] * len(ts))
-    from janus_memory.encoders import get_encoder
-    ns = {"janus": janus, "stream": stream, "enc": get_encoder("hashing:64")}
-    exec(compile(block, "README.md", "exec"), ns)  # our own README text, not model output
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "1 False True warmup"
+def _runnable_blocks() -> list[str]:
+    """The README's python blocks marked to run as they stand (first line ``# runnable``)."""
+    return [b for b in _python_blocks() if b.startswith("# runnable")]
+
+
+def _run_alone(block: str, tmp_path: Path):
+    """``block`` saved as loop.py and run by a fresh interpreter from an empty folder, with only src/ on the path."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "loop.py").write_text(block, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(README.parent / "src")
+    return subprocess.run([sys.executable, "loop.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_every_python_block_is_either_runnable_or_called_a_sketch():
+    firsts = [b.splitlines()[0] for b in _python_blocks()]
+    assert firsts == ["# a sketch: `agent`, `stream` and `my_score` are yours (a complete loop that runs as it "
+                      "stands follows below)", "# runnable: the whole loop, nothing else needed"]
+
+
+@pytest.mark.parametrize("i", range(len(_runnable_blocks())))
+def test_readme_runnable_blocks_run_on_their_own(tmp_path, i):
+    r = _run_alone(_runnable_blocks()[i], tmp_path)
+    assert (r.returncode, r.stderr) == (0, "")
+
+
+def test_readme_guarded_update_example_prints_its_decisions(tmp_path):
+    """The toy scorer fails every memory with more than 20 notes: the 20 warm-up steps deploy unexamined, each later
+    candidate (a 21st note) is compared and rolled back."""
+    block = next(b for b in _runnable_blocks() if "class MyUpdater" in b)
+    r = _run_alone(block, tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:20] == [f"{k} False True warmup" for k in range(1, 21)]
     assert lines[20:] == ["21 True False old_better", "22 True False old_better", "23 True False old_better",
-                          "24 True False old_better", "25 True False old_better"]
-    assert ns["guard"].updater.memory.count("\n") == 20  # the 5 rejected notes were rolled back
+                          "24 True False old_better", "25 True False old_better", "20 notes kept"]
+
+
+def test_the_task_the_readme_names_takes_the_fields_it_lists():
+    """The sketch names janus_memory.types.Task(id, dataset, question, gold); meta is optional, and a Task without
+    gold is refused."""
+    t = Task("gsm8k/test/1", "gsm8k", "What is 2 + 3?", "5")
+    assert (t.id, t.dataset, t.question, t.gold, t.meta) == ("gsm8k/test/1", "gsm8k", "What is 2 + 3?", "5", {})
+    assert "Task(id, dataset, question, gold)" in _python_blocks()[0]
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'gold'"):
+        Task(id="t1", dataset="toy", question="q")
 
 
 def test_an_updater_returning_a_bare_string_gets_one_clear_type_error():
@@ -55,3 +92,25 @@ def test_an_updater_returning_a_bare_string_gets_one_clear_type_error():
     assert str(e.value) == ("Bad.step(task) must return an object whose .old_memory and .candidate_memory are the "
                             "memory texts before and after the update (str); got str without str .old_memory, "
                             ".candidate_memory (janus_memory.updaters.base.StepOutcome is one such type)")
+
+
+def test_readme_run_folder_section_names_everything_a_run_folder_holds(tmp_path, monkeypatch):
+    """A finished fake run plus `janus report`: every file and folder in it (the method folders by example) is named in
+    the README's run-folder section, in backticks."""
+    from janus_memory.cli import main
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    assert main(["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "4", "--test-size", "1",
+                 "--encoder", "hashing:64", "--warmup", "2", "--quiet", "--out", str(out)]) == 0
+    assert main(["report", str(out)]) == 0
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## The run folder"):text.index("## Reports, memory diffs")]
+    named = set(re.findall(r"`([^`\s]+)`", section))
+    top = {p.name + ("/" if p.is_dir() else "") for p in out.iterdir() if not p.name.endswith(("-wal", "-shm"))}
+    assert top == {".janus.lock", "COMPLETE", "config.json", "config.yaml", "environment.json", "prompts/",
+                   "run.sqlite", "splits.json", "summary.json", "report/", "dc_rs/", "dc_rs+janus/"}
+    assert top <= named, sorted(top - named)
+    inside = {p.name + ("/" if p.is_dir() else "") for p in (out / "dc_rs+janus").iterdir()}
+    assert inside == {"decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt", "memories/"}
+    assert inside <= named and "report.md" in named

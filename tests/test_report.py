@@ -137,6 +137,18 @@ def test_tables_exact_values(grid_root, tmp_path):
     assert "## Seed sweep" in md and "## Stream order" not in md
 
 
+def test_table_3_says_what_its_columns_mean(grid_root, tmp_path):
+    """K and K_F (and τ, cost, evaluated tasks) are named in a legend between the heading and the table, as the
+    other tables' legends are."""
+    md = Path(build_report([str(grid_root)], str(tmp_path / "rep"))["report"]).read_text().splitlines()
+    at = md.index("## Table 3: Janus cost (#triggers × |E|)")
+    assert md[at + 1:at + 4] == [
+        "", "τ = cosine threshold of the trigger; K = support size (coverage + boundary sizes); K_F = fresh-set size; "
+            "cost = #Trig × the configured |E| (the sizes of the roles in use, K + K_F with all three); evaluated "
+            "tasks = sum of evaluator calls / 2.", ""]
+    assert md[at + 4].startswith("| Dataset | Method | τ | K | K_F | Test acc |")
+
+
 def test_plots_are_pngs(grid_root, tmp_path):
     rep = build_report([str(grid_root)], str(tmp_path / "rep"))
     names = set(rep["plots"])

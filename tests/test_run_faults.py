@@ -229,6 +229,21 @@ def test_deleted_memories_refused_by_report_and_rebuilt_by_resume(tmp_path, caps
     assert _one_error(capsys, main(["run", "--resume", str(bad)])).endswith("holds a finished run; nothing to resume")
 
 
+def test_resume_of_a_finished_run_is_refused_before_the_header(tmp_path, capsys, ref):
+    """The run is whole and marked COMPLETE: one error line on stderr, nothing on stdout (no preset header, no
+    'run folder:' line), exit 2, and the folder is left as it was."""
+    capsys.readouterr()
+    def files():  # SQLite's -wal/-shm side files come and go with any reader
+        return sorted(p.name for p in ref.iterdir() if not p.name.endswith(("-wal", "-shm")))
+
+    before = files()
+    rc = main(["run", "--resume", str(ref)])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert err == f"error: {ref} holds a finished run; nothing to resume\n"
+    assert files() == before and "COMPLETE" in before
+
+
 def test_deleted_step_rows_are_detected(tmp_path, capsys, ref):
     import shutil
 

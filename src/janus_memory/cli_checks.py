@@ -6,9 +6,10 @@ from .errors import ConfigError
 
 
 def preflight(cfg, resume: bool = False, overwrite: bool = False):
-    """ConfigError / OutputError / ModelNotFound (JanusErrors) for an unknown encoder, a resume whose options change
-    a stored setting, a data folder or dataset file that is missing or unreadable, an output folder that cannot be
-    created or written (or already holds a run) and a missing embedded model file. Nothing is created.
+    """ConfigError / OutputError / ModelNotFound (JanusErrors) for an unknown encoder, a resume of a finished run or
+    whose options change a stored setting, a data folder or dataset file that is missing or unreadable, an output
+    folder that cannot be created or written (or already holds a run) and a missing embedded model file. Nothing is
+    created.
 
     Returns the loaded (stream, test) splits, for run_experiment(splits=...)."""
     from .runner.build import check_encoder, load_splits
@@ -16,9 +17,16 @@ def preflight(cfg, resume: bool = False, overwrite: bool = False):
 
     check_encoder(cfg.encoder)
     if resume:
+        from pathlib import Path
+
+        from .runner.integrity import problems
         from .runner.reader import RunReader
         from .runner.resume import refuse_changed_config
+        from .runner.store import RunStore
 
+        if (Path(cfg.out).expanduser() / RunStore.DB).exists():  # a finished run (COMPLETE and whole): refused here,
+            complete = (Path(cfg.out).expanduser() / "COMPLETE").exists()  # before the header is printed
+            RunStore.check_resumable(cfg.out, repair=complete and bool(problems(cfg.out)))
         reader = RunReader(cfg.out)
         if reader.has_db and reader.meta("config") is not None:  # anything else: the runner's own message
             refuse_changed_config(reader, cfg)

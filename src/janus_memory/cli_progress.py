@@ -7,7 +7,8 @@
   ``[dc_rs+janus] step 22/30 correct  trig cos=-0.383 accepted   acc 0.818  12.3s``, and one line when a method's
   test starts and one when it ends (n, accuracy, tokens paid in the test, answers that could not be scored).
 - Either way, one line per Janus trigger: step, cosine, |E| by role, old vs new score, decision and a one-line summary
-  of the candidate's change to the memory (lines added / removed).
+  of the candidate's change to the memory (lines added / removed). A task drawn in two roles is named, with whether it
+  was solved once (E de-duplicated) or once per role (the paper preset keeps duplicates).
 """
 from __future__ import annotations
 
@@ -31,13 +32,14 @@ def _cos(d: dict) -> str:
 
 
 def step_line(method: str, step: int, total: int, correct: bool, decision: dict, acc: float, elapsed: float) -> str:
-    """The plain per-step line (non-TTY)."""
+    """The plain per-step line (non-TTY); the step number is right-aligned to the width of the total, so the
+    columns stay put from step 9/30 to step 10/30."""
     if not decision.get("triggered"):
         reason = decision.get("reason")
         what = "no controller" if reason == "no_controller" else f"skip {_cos(decision)} ({reason})"
     else:
         what = f"trig {_cos(decision)} {'accepted' if decision.get('accept') else 'rolled back'}"
-    return (f"[{method}] step {step}/{total} {'correct' if correct else 'wrong':<7} {what:<34} "
+    return (f"[{method}] step {step:>{len(str(total))}}/{total} {'correct' if correct else 'wrong':<7} {what:<34} "
             f"acc {acc:.3f}  {elapsed:.1f}s")
 
 
@@ -45,10 +47,16 @@ def trigger_line(method: str, step: int, decision: dict, change: str) -> str:
     """One line per trigger: step, cosine, |E| by role, old vs new score, decision, one-line diff summary."""
     roles = [list(decision.get(k) or []) for k in ("coverage", "boundary", "fresh")]
     sizes = "+".join(str(len(r)) for r in roles)
-    n = len(decision.get("eval_ids") or [])
+    eval_ids = list(decision.get("eval_ids") or [])
+    n = len(eval_ids)
     shared = sum(len(r) for r in roles) - len({t for r in roles for t in r})  # a task drawn in two roles
     if shared:
-        sizes += f"; {shared} task{'s' if shared > 1 else ''} in two roles, solved once"
+        # E is de-duplicated (JanusConfig.dedup) or not (the paper preset): eval_ids then holds such a task once
+        # per role, and each copy was solved under both memories
+        repeats = n - len(set(eval_ids))
+        how = ("solved once" if not repeats else "solved in each role" if repeats >= shared
+               else f"{repeats} of them solved in each role")
+        sizes += f"; {shared} task{'s' if shared > 1 else ''} in two roles, {how}"
     old, new = decision.get("old_score"), decision.get("new_score")
     scores = "old ? vs new ?" if old is None or new is None else f"old {old:.3f} vs new {new:.3f}"
     verdict = "ACCEPT" if decision.get("accept") else "ROLLBACK"

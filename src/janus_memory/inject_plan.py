@@ -48,7 +48,10 @@ def parse_inject(spec: Any) -> tuple[Injection, ...]:
         if not at:
             raise InjectSpecError(f"--inject item {item!r}: expected KIND@STEP, e.g. poison@5")
         if kind not in KINDS:
-            raise InjectSpecError(f"--inject item {item!r}: unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+            from .names import did_you_mean
+
+            raise InjectSpecError(f"--inject item {item!r}: unknown kind {kind!r}{did_you_mean(kind, KINDS)}; "
+                                  f"kinds: {', '.join(KINDS)}")
         if not (step_s.isascii() and step_s.isdigit()) or int(step_s) < 1:
             raise InjectSpecError(f"--inject item {item!r}: the step must be a positive integer (1 = first stream task)")
         step = int(step_s)

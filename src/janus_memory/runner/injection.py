@@ -126,7 +126,8 @@ def console_subscriber(say: Callable[[str], None]) -> Callable[[Any], None]:
 
 def next_steps(summary_: dict) -> list[str]:
     """Closing lines of a run with injections: where to look next (the rollback's decision-log line, the report,
-    the memory diff of the steps around the first injection)."""
+    and for the first injection: the memory diff of the steps around it for each method that deployed it, and for
+    each method that blocked it the diff at that step against a method that deployed it, i.e. what was kept out)."""
     run, methods = summary_["run_dir"], summary_["methods"]
     inj = {m: s.get("injections") for m, s in methods.items() if s.get("injections")}
     if not inj:
@@ -142,8 +143,12 @@ def next_steps(summary_: dict) -> list[str]:
                        f"{run}/{method}/decisions.jsonl (its decision: triggered, cosine, scores)")
     first = parse_inject(next(iter(inj.values()))["plan"])[0].step  # sorted by step; the same plan for every method
     out.append(f"  janus report {run}")
+    took = [m for m, s in inj.items() if first in s["deployed_steps"]]  # methods that deployed the first injection
     for method in inj:
-        out.append(f"  janus memory diff {run} {first - 1} {first} --method {method}")
+        if method in took:  # its memory changed at that step: the step diff shows the injected lines
+            out.append(f"  janus memory diff {run} {first - 1} {first} --method {method}")
+        elif took:  # blocked: its memory did not change; show what it kept out next to a method that took it
+            out.append(f"  janus memory diff {run} {first} --methods {took[0]} {method}")
     return out
 
 

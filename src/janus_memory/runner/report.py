@@ -244,7 +244,11 @@ def _section_markdown(tables: dict, cap: str, sources: list[str] = ()) -> list[s
                "", tables["trigger"]["markdown"], "", capline, ""]
         md += [f"> warning: {n}" for n in tables["trigger"].get("notes", [])] + [""]
     if tables["janus_cost"]["markdown"]:
-        md += ["## Table 3: Janus cost (#triggers × |E|)", "", tables["janus_cost"]["markdown"], "", capline, ""]
+        md += ["## Table 3: Janus cost (#triggers × |E|)", "",
+               "τ = cosine threshold of the trigger; K = support size (coverage + boundary sizes); K_F = fresh-set "
+               "size; cost = #Trig × the configured |E| (the sizes of the roles in use, K + K_F with all three); "
+               "evaluated tasks = sum of evaluator calls / 2.",
+               "", tables["janus_cost"]["markdown"], "", capline, ""]
     if tables["evalset"]["markdown"]:
         md += ["## Evaluation-set ablation (Fig. 3)", "", tables["evalset"]["markdown"], "", capline, "",
                "![evaluation-set ablation](evalset_ablation.png)", ""]

@@ -206,14 +206,21 @@ class RunStore:
                 shutil.rmtree(d)
 
     @classmethod
-    def open_existing(cls, root: str | os.PathLike, *, repair: bool = False) -> "RunStore":
-        """Open an unfinished run for resuming. Raises OutputError if it is missing or finished (unless ``repair``:
-        a folder marked COMPLETE whose artefacts are not is unmarked and reopened), StorageError if not writable."""
+    def check_resumable(cls, root: str | os.PathLike, *, repair: bool = False) -> None:
+        """OutputError if ``root`` holds no run database, or a finished run (COMPLETE; unless ``repair``). Reads
+        only: `janus run --resume` asks it before printing anything, open_existing again under the run lock."""
         root = Path(root).expanduser()
         if not (root / cls.DB).exists():
             raise OutputError(f"{root} is not a run folder (no {cls.DB}); nothing to resume")
         if (root / "COMPLETE").exists() and not repair:
             raise OutputError(f"{root} holds a finished run; nothing to resume")
+
+    @classmethod
+    def open_existing(cls, root: str | os.PathLike, *, repair: bool = False) -> "RunStore":
+        """Open an unfinished run for resuming. Raises OutputError if it is missing or finished (unless ``repair``:
+        a folder marked COMPLETE whose artefacts are not is unmarked and reopened), StorageError if not writable."""
+        root = Path(root).expanduser()
+        cls.check_resumable(root, repair=repair)
         cls._check_writable(root, resume=True)
         if (root / "COMPLETE").exists():
             (root / "COMPLETE").unlink()
