@@ -212,7 +212,7 @@ def test_out_of_range_config_key_is_one_line_naming_the_key(tmp_path, capsys, ya
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"backend: fake\n{yaml_text}\n")
     rc = main(["run", "--config", str(cfg), "--out", str(tmp_path / "r")])
-    _only_error(capsys, rc, f"error: {expect}")
+    _only_error(capsys, rc, f"error: {expect} (line 2 of {cfg})")
     assert not (tmp_path / "r").exists()
 
 
@@ -299,7 +299,13 @@ def test_a_mistyped_command_and_config_names_get_the_closest_one(tmp_path, capsy
                                              "mmlu_pro_phy")):
         cfg = tmp_path / "c.yaml"
         cfg.write_text(f"backend: fake\n{text}\n")
-        _only_error(capsys, main(["run", "--config", str(cfg), "--out", str(tmp_path / "r")]), f"error: {expect}")
+        _only_error(capsys, main(["run", "--config", str(cfg), "--out", str(tmp_path / "r")]),
+                    f"error: {expect} (line 2 of {cfg})")
+    # a name set by an option is the option's: no file line, even when the file has the key too
+    cfg.write_text("backend: fake\ndataset: gsm8k\n")
+    _only_error(capsys, main(["run", "--config", str(cfg), "--dataset", "gsm8kk", "--out", str(tmp_path / "r")]),
+                "error: unknown dataset 'gsm8kk' (did you mean gsm8k?); choose one of: aime, apibench_hf, gpqa, gsm8k, "
+                "humaneval, math, math500, mmlu_pro_eng, mmlu_pro_phy")
 
 
 def test_every_registry_lookup_suggests(tmp_path):

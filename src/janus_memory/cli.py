@@ -72,15 +72,20 @@ def _config_from_args(args, *, demo: bool):
     except ConfigError as e:
         named = _named_by_option(e, args)
         if named is e and not demo and getattr(args, "config", None):
-            named = _with_file_line(e, args.config)
+            named = _with_file_line(e, args.config, args)
         raise named from None
 
 
-def _with_file_line(e: ConfigError, path: str) -> ConfigError:
-    """An error about a key written in the ``--config`` file names the file and line (``(line 4 of run.yaml)``)."""
+def _with_file_line(e: ConfigError, path: str, args) -> ConfigError:
+    """An error about a key written in the ``--config`` file names the file and line (``(line 4 of run.yaml)``),
+    unless an option set that key (the option's value is the one that failed)."""
     from .runner.yaml_load import key_line
 
     if not e.key:
+        return e
+    section, _, key = e.key.rpartition(".")
+    names = CLI_TO_JANUS if section == "janus" else CLI_TO_CFG if section in ("", "llm") else ()
+    if key in names and getattr(args, key, None) is not None:
         return e
     try:
         line = key_line(Path(path).read_text(encoding="utf-8"), e.key)
@@ -139,7 +144,7 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
     try:  # unknown names or invalid Janus settings: one error line before anything is printed or made
         validate_names(cfg)
     except ConfigError as e:
-        raise (_with_file_line(e, args.config) if getattr(args, "config", None) else e) from None
+        raise (_with_file_line(e, args.config, args) if getattr(args, "config", None) else e) from None
     # data, output folder, model, changed resume settings: before the header and before any folder is made
     splits = preflight(cfg, resume=bool(getattr(args, "resume", None)), overwrite=args.overwrite)
     _print_preset(cfg, console, demo=getattr(args, "cmd", None) == "demo")

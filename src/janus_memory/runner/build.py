@@ -70,10 +70,13 @@ def validate_names(cfg: RunConfig) -> None:
 
     ensure_builtins()
     load_plugins()
-    DATASETS.check(cfg.dataset)  # ConfigError with the closest name ("did you mean") and the choices
-    UPDATERS.check(cfg.updater)
-    BACKENDS.check(cfg.llm.backend)
-    check_encoder(cfg.encoder)
+    for key, check in (("dataset", lambda: DATASETS.check(cfg.dataset)), ("updater", lambda: UPDATERS.check(cfg.updater)),
+                       ("llm.backend", lambda: BACKENDS.check(cfg.llm.backend)),
+                       ("encoder", lambda: check_encoder(cfg.encoder))):
+        try:  # ConfigError with the closest name ("did you mean") and the choices
+            check()
+        except ConfigError as e:
+            raise (e if e.key else ConfigError(str(e), key=key)) from None  # the key: the CLI names the file's line
     cfg.janus_config()  # ConfigError naming the bad Janus setting
     check_updater_config(UPDATERS[cfg.updater], cfg.updater_config)
     if cfg.llm.backend == "local":
