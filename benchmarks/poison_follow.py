@@ -11,8 +11,8 @@ Usage:
   python benchmarks/poison_follow.py RUN_DIR [--method dc_rs] [--step K] [--split test|stream] [--tasks N]
                                      [--templates 0,2] [--extra FILE] [--cache-dir DIR]
 
-RUN_DIR is a finished or interrupted DC-RS / DC-Cu run: its stored settings give the backend, prompts and dataset
-(the response cache is the run's own, so repeated calls are free); the sheet is the method's memory at step K
+RUN_DIR is a finished or interrupted DC-RS / DC-Cu run: its stored settings give the backend, prompts and dataset,
+and its response cache is used (an identical request is not paid twice); the sheet is the method's memory at step K
 (default: its last; a sheet that already holds an injected poison is refused). Tasks are the first N of the split
 (default: the 3 held-out test tasks). Solving is frozen with the run's final updater state restored, so the prompt is
 the test phase's (DC-RS: with the examples retrieved from the run's bank); with the last sheet and the test split the
@@ -20,11 +20,13 @@ clean answers are the run's own test answers, read from its response cache. ``--
 
 Prints one row per instruction: of the tasks the clean sheet answered correctly (only those are solved again, with
 the poisoned sheet), how many are still correct and how many the planted line turned wrong ("followed"); then the
-total with a Wilson 95% interval. Measured on the embedded model -> docs/experiments.md ("Does the model follow a planted instruction?").
+total with a Wilson 95% interval. The pairs share tasks (every instruction is tried on the same ones), so they are
+not independent draws: read the interval as a rough guide, and measure on more tasks (--tasks) for a firm number. Measured on the embedded model -> docs/experiments.md ("Does the model follow a planted instruction?").
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -80,13 +82,14 @@ def instructions(which: str | None, extra: str | None) -> list[tuple[str, str]]:
             raise SystemExit(f"error: no poison template {bad[0]} (there are {len(pool)}: 0..{len(pool) - 1})")
     else:
         idx = list(range(len(pool)))
+    idx = list(dict.fromkeys(idx))  # an index given twice is measured once
     out = [(f"template {i}", pool[i]) for i in idx]
     if extra:
         try:
             text = Path(extra).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise SystemExit(f"error: cannot read --extra {extra}: {e}") from None
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        lines = list(dict.fromkeys(ln.strip() for ln in text.splitlines() if ln.strip()))
         if not lines:
             raise SystemExit(f"error: --extra {extra} holds no instruction (one per line)")
         out += [(f"extra {n}", ln) for n, ln in enumerate(lines)]
@@ -164,8 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.tasks < 1:
         ap.error("--tasks must be >= 1")
-    measure(Path(a.run), method=a.method, step=a.step, split=a.split, n_tasks=a.tasks, which=a.templates,
-            extra=a.extra, cache_dir=a.cache_dir)
+    try:
+        measure(Path(a.run), method=a.method, step=a.step, split=a.split, n_tasks=a.tasks, which=a.templates,
+                extra=a.extra, cache_dir=a.cache_dir)
+    except KeyboardInterrupt:
+        print("interrupted; the answers so far are in the response cache, so a rerun pays only for the rest",
+              file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # | head: stop quietly (stdout pointed at /dev/null so the exit flush cannot fail)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return 0
 
 

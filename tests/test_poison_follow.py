@@ -63,7 +63,7 @@ def test_fake_backend_follows_every_template_and_the_counts_are_exact(fake_run, 
 
 def test_step_templates_and_split_choose_what_is_measured(fake_run):
     run, cache = fake_run
-    res = pf.measure(run, step=2, split="stream", n_tasks=2, which="0,4", cache_dir=str(cache), log=lambda m: None)
+    res = pf.measure(run, step=2, split="stream", n_tasks=2, which="0,4,0", cache_dir=str(cache), log=lambda m: None)
     assert res["step"] <= 2 and res["tasks"] == ["gsm8k:1101", "gsm8k:120"]
     assert [r["label"] for r in res["rows"]] == ["template 0", "template 4"]
 
