@@ -15,7 +15,16 @@ import threading
 import time
 from pathlib import Path
 
-from .cli_closing import OutputClosed, closing_lines, make_console, process_started, silence_stdout
+from .cli_closing import (
+    GuardedStdout,
+    OutputClosed,
+    closing_lines,
+    make_console,
+    process_started,
+    reset_stdout_problem,
+    silence_stdout,
+    stdout_problem,
+)
 from . import cli_signals
 from .cli_parser import CLI_TO_CFG, CLI_TO_JANUS, EXIT_USAGE, build_parser
 from .errors import ConfigError, JanusError
@@ -349,6 +358,15 @@ def _dispatch(args, console):
 
 
 def main(argv: list[str] | None = None) -> int:
+    guard = GuardedStdout.install()  # a closed or unwritable stdout ends as a closed pipe does (cli_closing)
+    try:
+        return _main(argv)
+    finally:
+        guard.uninstall()
+        reset_stdout_problem()
+
+
+def _main(argv: list[str] | None) -> int:
     from .registry import add_plugin_modules
 
     started = process_started() if argv is None else time.time()  # the `janus` command: from process start
@@ -357,12 +375,14 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         args.started = started
+    except (OutputClosed, BrokenPipeError):  # `janus run --help | head`, or `>/dev/full`
+        silence_stdout()
+        if stdout_problem():
+            print(f"error: {stdout_problem()}", file=sys.stderr)
+        return _closed_code()
     except KeyboardInterrupt:  # Ctrl-C while the command starts (imports can take seconds on a busy machine)
         print("interrupted before anything was started", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `janus run --help | head`
-        silence_stdout()
-        return EXIT_PIPE
     where = getattr(args, "resume", None) or (getattr(args, "out", None) if args.cmd in ("run", "demo", "grid") else None)
     restore_signals = cli_signals.install(args.cmd)
     try:
@@ -382,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         line = _stop_line(args, argv, where, closed)
         if line:
             print(line, file=sys.stderr)
-        code = EXIT_PIPE if closed else 143 if cli_signals.terminated() else 130
+        code = _closed_code() if closed else 143 if cli_signals.terminated() else 130
         _exit_if_threads_linger(code)
         return code
     except JanusError as e:
@@ -396,13 +416,21 @@ def main(argv: list[str] | None = None) -> int:
 EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer stopped by a closed pipe
 
 
+def _closed_code() -> int:
+    """The exit code after stdout stopped taking output: 141 for a closed pipe or a closed stdout (what a shell
+    reports for a writer killed by SIGPIPE); 2, an error, when writing to it failed (``>/dev/full``, disk full)."""
+    problem = stdout_problem()
+    return EXIT_USAGE if problem and problem.startswith("cannot write") else EXIT_PIPE
+
+
 def _stop_line(args, argv, where: str | None, closed: bool) -> str | None:
     """The stderr line after Ctrl-C/SIGTERM (``closed`` False) or a closed stdout (``| head``: ``closed``)."""
-    why = "stdout was closed (broken pipe)" if closed else "interrupted"
+    problem = stdout_problem() if closed else None  # stdout closed from the start, or not writable (disk full)
+    why = problem or ("stdout was closed (broken pipe)" if closed else "interrupted")
     if args.cmd in ("grid", "sweep"):
         return _grid_hint(args.cmd, sys.argv[1:] if argv is None else argv, why)
-    if args.cmd not in ("run", "demo"):
-        return None if closed else "interrupted"  # report, memory diff ...: nothing to keep or resume
+    if args.cmd not in ("run", "demo"):  # report, memory diff ...: nothing to keep or resume
+        return f"error: {problem}" if problem else None if closed else "interrupted"
     if _resumable(where):
         return f"{why}: every committed step is kept; continue with `janus run --resume {where}`"
     if closed and _finished(where):

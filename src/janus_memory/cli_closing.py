@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
@@ -37,9 +38,99 @@ class OutputClosed(KeyboardInterrupt):
     run that went on would spend LLM calls for nobody, with the shell waiting for it."""
 
 
+_STDOUT = {"problem": None}  # why stdout stopped taking output, when not a closed pipe (stdout_problem)
+
+
+def stdout_problem() -> str | None:
+    """After OutputClosed / BrokenPipeError: the words for what went wrong with stdout when it was not a pipe whose
+    reader went away (``stdout is closed``: no file descriptor 1 at start; ``cannot write to stdout (No space left
+    on device)``: /dev/full, a full disk); None for a closed pipe."""
+    return _STDOUT["problem"]
+
+
+def reset_stdout_problem() -> None:
+    _STDOUT["problem"] = None
+
+
+class GuardedStdout:
+    """What sys.stdout is while a command runs: the real stdout, with its failures turned into the closed-pipe path.
+
+    * Started with file descriptor 1 closed (``janus run ... >&-``: Python then sets sys.stdout to None): fd 1 is
+      pointed at /dev/null, so no file the run opens later takes it, and every write raises BrokenPipeError, as a
+      pipe whose reader has gone would.
+    * A write or flush that fails with any other OSError (``>/dev/full``, a full disk, an I/O error): the error is
+      recorded for the stderr line and the command stops as on a closed pipe (output_closed: a run keeps its
+      committed steps and can be resumed). Errors of files other than stdout are not touched, as they never pass
+      through here.
+    """
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.silenced = False
+
+    @classmethod
+    def install(cls) -> "GuardedStdout":
+        inner = sys.stdout
+        if inner is None:
+            _STDOUT["problem"] = "stdout is closed"
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                if devnull != 1:
+                    os.dup2(devnull, 1)
+                    os.close(devnull)
+            except OSError:
+                pass
+        guard = cls(inner)
+        sys.stdout = guard
+        return guard
+
+    def uninstall(self) -> None:
+        if sys.stdout is self:
+            sys.stdout = self._inner
+
+    def write(self, text: str) -> int:
+        if self.silenced:
+            return len(text)
+        if self._inner is None:
+            raise BrokenPipeError(errno.EPIPE, "stdout is closed")
+        return self._guarded(self._inner.write, text) or len(text)
+
+    def flush(self) -> None:
+        if self._inner is not None and not self.silenced:
+            self._guarded(self._inner.flush)
+
+    def _guarded(self, call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            _STDOUT["problem"] = f"cannot write to stdout ({e.strerror or e})"
+            output_closed()  # returns only inside an event loop, where the stop comes at the loop's next callback
+            return None
+
+    def fileno(self) -> int:
+        return 1 if self._inner is None else self._inner.fileno()
+
+    def isatty(self) -> bool:
+        return self._inner is not None and self._inner.isatty()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._inner, "encoding", None) or "utf-8"
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+
 def silence_stdout() -> None:
     """Point file descriptor 1 at /dev/null, so no later write or the interpreter's last flush fails again
     ("Exception ignored ... BrokenPipeError"); Python's own advice for a closed pipe."""
+    if isinstance(sys.stdout, GuardedStdout):
+        sys.stdout.silenced = True
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -69,7 +160,7 @@ def make_console():
             self.quiet = True
             output_closed()
 
-    return _Console(stderr=False, width=None if sys.stdout.isatty() else 100_000, emoji=False)
+    return _Console(stderr=False, width=None if sys.stdout is not None and sys.stdout.isatty() else 100_000, emoji=False)
 
 
 def closing_lines(summary: dict, say, t0: float, first_step: float | None) -> None:

@@ -102,8 +102,22 @@ class RunReader:
 
     # ------------------------------------------------------------------ run state (database)
     def meta(self, key: str, default: Any = None) -> Any:
+        """The stored value of ``key`` (``config``, ``splits``, ``environment`` ...); ``default`` when absent. A value
+        that is not JSON (a damaged database) raises RunFolderError naming the run folder."""
         rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
-        return json.loads(rows[0][0]) if rows else default
+        if not rows:
+            return default
+        try:
+            value = json.loads(rows[0][0])
+        except (json.JSONDecodeError, TypeError) as e:
+            raise RunFolderError(f"{self.root}: the stored {key} is damaged (its row in {DB} is not valid JSON: {e})"
+                                 ) from None
+        if key in self._OBJECT_META and not isinstance(value, dict):
+            raise RunFolderError(f"{self.root}: the stored {key} is damaged (its row in {DB} holds a JSON "
+                                 f"{type(value).__name__}, not an object)")
+        return value
+
+    _OBJECT_META = ("config", "splits", "environment")  # meta rows that the store always writes as JSON objects
 
     def checkpoint(self, method: str) -> tuple[int, dict] | None:
         """``(last committed step, checkpoint)``: the stored base replayed with its per-step deltas (store.py).

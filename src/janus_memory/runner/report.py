@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import RunFolderError
+from ..errors import OutputError, RunFolderError
 from . import inject_report
 from .runs import (  # noqa: F401  (re-exported)
     MethodRun,
@@ -69,7 +69,7 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     rows = load_runs(finished)
     left_out = [note(d) for d in unfinished]
     out = Path(out_dir).expanduser() if out_dir else Path(run_dirs[0]).expanduser() / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    _check_out_folder(out)
     groups = sections(rows)
     log(f"building the tables: {len(rows)} method runs in {len({r.run_dir for r in rows})} run folders, "
         f"{len(groups)} group(s) of comparable runs")
@@ -80,15 +80,48 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
         secs.append({"caption": caption(g), "rows": g, "tables": _section_tables(g, names), **tags})
     main = secs[0]["tables"] if secs else _section_tables([], names)
     log(f"drawing the plots into {out}: checkpoints and token overhead first")
-    plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines, log)
-    plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject (issue 15)
-    log("writing report.md")
-    md = _markdown(rows, secs, plot_paths, left_out)
     report = out / "report.md"
-    report.write_text("\n".join(md), encoding="utf-8")
+    try:
+        plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines, log)
+        plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject (issue 15)
+        log("writing report.md")
+        _write_whole(report, "\n".join(_markdown(rows, secs, plot_paths, left_out)))
+    except OSError as e:  # the folder filled up or turned read-only after the check
+        raise OutputError(_cannot_write(out, e)) from None
     return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": main, "unfinished": left_out,
             "sections": [{"caption": x["caption"], "tables": x["tables"], "duplicates": x["duplicates"],
                           "sources": x["sources"]} for x in secs]}
+
+
+def _cannot_write(out: Path, e: OSError) -> str:
+    return f"cannot write the report to {out}: {e.strerror or e}"
+
+
+def _check_out_folder(out: Path) -> None:
+    """Make the report folder and check that a file can be created in it, before anything is drawn: OutputError
+    (one line) when ``out`` is a file, sits under a file, or is on a read-only or unwritable file system."""
+    import tempfile
+
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"cannot write the report to {out}: it is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".janus-write-check-"):
+            pass
+    except OSError as e:
+        raise OutputError(_cannot_write(out, e)) from None
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``path`` through a temporary file in the same folder, renamed over it when complete, so a failed write
+    (disk full) leaves the previous report.md, or none, rather than a cut one."""
+    tmp = path.with_name(f".{path.name}.part")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
