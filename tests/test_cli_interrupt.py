@@ -77,3 +77,49 @@ def test_sigterm_to_a_background_run_that_ignores_sigint_stops_like_ctrl_c(tmp_p
     assert r.returncode == 0, r.stderr
     steps = [json.loads(x)["step"] for x in (out / "dc_rs" / "steps.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 121))
+
+
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def test_sigterm_to_the_process_group_with_a_math_verify_worker_is_one_terminated_line(tmp_path):
+    """`timeout`, `kill -TERM -- -PGID` and Slurm send SIGTERM to the whole group, math-verify's scoring worker (a
+    forked child) included: the worker ignores it (the parent ends it), so stderr has one "terminated" line, no
+    traceback, exit 143, and the run resumes to completion."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "janus_memory.cli", "run", *ARGS, "--out", str(out)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path),
+                         start_new_session=True)
+    try:
+        for line in p.stdout:
+            if line.startswith("[dc_rs] step   3/120 "):
+                break
+        workers = _children(p.pid)
+        os.killpg(p.pid, signal.SIGTERM)
+        rest, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert len(workers) >= 1  # GSM8K answers are scored by math-verify in a worker process
+    assert p.returncode == 143
+    assert err == ("terminated (SIGTERM): stopping at the last committed step\n"
+                   f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n")
+    assert not (out / "COMPLETE").exists()
+    r = subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--resume", str(out), "--quiet"],
+                       capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    steps = [json.loads(x)["step"] for x in (out / "dc_rs" / "steps.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 121))

@@ -219,6 +219,29 @@ def test_memory_diff_files_fallback(mem_run):
     assert memory_diff(mem_run, 2, 4) == with_db
 
 
+def test_memory_diff_files_fallback_refuses_a_file_whose_content_is_not_its_name(mem_run, capsys):
+    """Without run.sqlite the memories/ files are the only record: one whose content does not hash to the sha256
+    prefix in its name (edited or damaged) is named in one error line, never shown under that name's hash."""
+    from janus_memory.cli import main
+    from janus_memory.errors import RunFolderError
+
+    (mem_run / "run.sqlite").unlink()
+    kept, evil = _sha("rule a\nrule c\n")[:12], _sha("EVIL LINE\n")[:12]
+    name = f"00003_{kept}.txt"
+    bad = mem_run / "dc_rs+janus" / "memories" / name
+    assert bad.exists()
+    bad.write_text("EVIL LINE\n", encoding="utf-8")
+    expect = (f"{bad} is damaged: its content's sha256 begins {evil}, not {kept} as its "
+              "name says (the file was edited or damaged after the run wrote it)")
+    with pytest.raises(RunFolderError) as e:
+        memory_diff(mem_run, 2, 4)
+    assert str(e.value) == expect
+    capsys.readouterr()
+    rc = main(["memory", "diff", str(mem_run), "2", "4"])
+    out = capsys.readouterr()
+    assert (rc, out.out, out.err) == (2, "", f"error: {expect}\n")
+
+
 def test_memory_diff_bad_input(mem_run, tmp_path):
     with pytest.raises(ValueError, match=r"step_b=5 is out of range .* to 4"):
         memory_diff(mem_run, 0, 5)

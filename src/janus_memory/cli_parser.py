@@ -187,7 +187,7 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
                        help="also test the memory at these stream fractions, e.g. 0.2,0.4,0.6,0.8 (paper Fig. 4); "
                             "default: none")
         if not grid:
-            g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split) "
+            g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split; a seed in [0, 4294967295]) "
                                                                  "for the stream-order study; default: the split order")
         g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
     g.add_argument("--data-dir", metavar="DIR", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer,
                       model_validator)
 
+from ..controller.config import SEED_MAX
 from ..errors import ConfigError
 from . import presets
 from .llm_settings import LLMSettings, SettingsConflict, lift_llm, overlay
@@ -100,9 +101,11 @@ class RunConfig(BaseModel):
     data_dir: str | None = None
     stream_size: int | None = Field(default=None, ge=1)
     test_size: int | None = Field(default=None, ge=1)
-    seed: int = 0  # dataset split/shuffle seed (presets.SEED_HELP); Janus's own seed is janus.seed
+    # dataset split/shuffle seed (presets.SEED_HELP); Janus's own seed is janus.seed. Same range as janus.seed:
+    # random.Random drops the sign, so -1 would give seed 1's split and count as a second seed in `janus report`
+    seed: int = Field(default=0, ge=0, le=SEED_MAX)
     faithful: bool = False  # score with the paper's own checker where it differs (math: exact match of the last box)
-    stream_order_seed: int | None = None  # if set, re-orders the stream (same tasks) for the stream-order study (paper §8.7)
+    stream_order_seed: int | None = Field(default=None, ge=0, le=SEED_MAX)  # if set, re-orders the stream (same tasks) for the stream-order study (paper §8.7)
 
     updater: str = "dc_rs"
     updater_config: dict = Field(default_factory=dict)  # the updater's own settings (checked: check_updater_config)
@@ -295,12 +298,13 @@ def allowed_range(model: type[BaseModel], key: str) -> str | None:
             hi, hi_sym = m.le, "]"
         if getattr(m, "lt", None) is not None:
             hi, hi_sym = m.lt, ")"
+    num = lambda x: str(x) if isinstance(x, int) else f"{x:g}"  # noqa: E731 - 4294967295, not 4.29497e+09
     if lo is not None and hi is not None:
-        return f"in {lo_sym}{lo:g}, {hi:g}{hi_sym}"
+        return f"in {lo_sym}{num(lo)}, {num(hi)}{hi_sym}"
     if lo is not None:
-        return f"{'>=' if lo_sym == '[' else '>'} {lo:g}"
+        return f"{'>=' if lo_sym == '[' else '>'} {num(lo)}"
     if hi is not None:
-        return f"{'<=' if hi_sym == ']' else '<'} {hi:g}"
+        return f"{'<=' if hi_sym == ']' else '<'} {num(hi)}"
     return None
 
 

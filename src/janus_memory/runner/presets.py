@@ -20,7 +20,7 @@ DEFAULT_ENCODER = "minilm"  # offline default: all-MiniLM-L6-v2 int8 ONNX, 384-d
 
 SEED_HELP = ("dataset split/shuffle seed (which tasks form the stream and the test split, and their order); "
              "it does not change Janus's own seed (JanusConfig.seed, 0 as in the paper: fresh-set, boundary and "
-             "random-trigger sampling) nor the LLM's sampling")
+             "random-trigger sampling) nor the LLM's sampling; in [0, 4294967295]")
 
 _ENCODER_NOTES = {
     "minilm": "all-MiniLM-L6-v2 int8 ONNX, 384-d, texts cut into 254-token windows and averaged (offline default; "

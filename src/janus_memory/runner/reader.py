@@ -5,6 +5,7 @@ Reads ``run.sqlite`` read-only when it is there (a finished or an interrupted ru
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sqlite3
@@ -229,7 +230,7 @@ class RunReader:
                 m = _MEMORY_FILE.match(f.name)
                 if m:
                     versions.setdefault(method, []).append(
-                        {"step": int(m.group(1)), "sha256": m.group(2), "text": f.read_text(encoding="utf-8")})
+                        {"step": int(m.group(1)), "sha256": m.group(2), "text": _checked_memory_file(f, m.group(2))})
             lines = self.jsonl(f"{method}/decisions.jsonl")
             if lines:
                 last[method] = max(x["step"] for x in lines)
@@ -238,6 +239,21 @@ class RunReader:
         for v in versions.values():
             v.sort(key=lambda r: r["step"])
         return versions, last, first
+
+
+def _checked_memory_file(path: Path, sha12: str) -> str:
+    """The text of a ``memories/SSSSS_<sha12>.txt`` file, whose name promises the first 12 hex digits of its content's
+    sha256 (store.py writes it so): RunFolderError when the content does not match (an edited or damaged file), so a
+    diff never shows a text under a hash it does not have."""
+    data = path.read_bytes()
+    actual = hashlib.sha256(data).hexdigest()
+    if not actual.startswith(sha12):
+        raise RunFolderError(f"{path} is damaged: its content's sha256 begins {actual[:12]}, not {sha12} as its name "
+                             "says (the file was edited or damaged after the run wrote it)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:  # the store writes UTF-8 only; a file named for non-UTF-8 bytes was put there
+        raise RunFolderError(f"{path} is damaged: not UTF-8 text") from None
 
 
 def find_run_dirs(paths: list[str | Path]) -> list[Path]:

@@ -57,5 +57,8 @@ def caption(rows: list) -> str:
         rs = [r for r in rows if r.dataset == ds]
         parts.append(f"{display_name(ds)}: stream n={_n(r.summary.get('stream_tasks') for r in rs)}, "
                      f"test n={_n(r.summary.get('test_tasks') for r in rs)}")
-    seeds = ", ".join(str(s) for s in sorted({r.seed for r in rows}))
+    # a negative seed (stored before seeds were range-checked) ran the split of its absolute value: random.Random
+    # drops the sign, so "-1, 1" are one seed twice, which the caption says
+    seeds = ", ".join(f"{s} (ran as seed {-s})" if s < 0 else str(s)
+                      for s in sorted({r.seed for r in rows}, key=lambda s: (abs(s), s)))
     return f"{head}; {'; '.join(parts)}; seeds {seeds}"

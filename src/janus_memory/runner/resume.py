@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from ..errors import ConfigError, OutputError, RunFolderError
+from ..controller.config import SEED_MAX
 from .config import RunConfig, migrate_stored
 from .llm_settings import SettingsConflict, lift_llm
 from .reader import RunReader
@@ -50,6 +51,13 @@ def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
     if data is None:
         raise ConfigError(f"{run_dir} has no stored config (the run stopped before it was set up); "
                           "start it again without --resume")
+    for key in ("seed", "stream_order_seed"):  # accepted before the range check; random.Random dropped the sign
+        v = data.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and v < 0:
+            flag = "--" + key.replace("_", "-")
+            raise ConfigError(f"cannot resume {run_dir}: its stored {key} {v} is no longer accepted (seeds are in "
+                              f"[0, {SEED_MAX}]; it ran what {flag} {-v} runs); start a new run with {flag} {-v}",
+                              key=key)
     try:
         return RunConfig.parse(migrate_stored(data))  # a config from before the presets resumes as it ran
     except (ConfigError, ValidationError, TypeError) as e:

@@ -161,9 +161,17 @@ def _tie_to_parent(parent_pid: int, from_main_thread: bool) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="janus-parent-watch").start()
 
 
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
 def _worker_main(conn, comparator, parent_pid: int = 0, from_main_thread: bool = False):
-    # Ctrl-C reaches the whole process group: the parent handles it (and ends this worker); no worker traceback
+    # Ctrl-C, and SIGTERM sent to the whole process group (`timeout`, `kill -TERM -- -PGID`, a batch scheduler), reach
+    # this worker too: the parent handles them (and ends this worker). Left to the handlers inherited from the CLI,
+    # the worker would print a second "terminated" line and a KeyboardInterrupt traceback. Both signals are blocked
+    # across the fork (_Worker) so that none lands before they are ignored here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     if parent_pid:
         _tie_to_parent(parent_pid, from_main_thread)
     logging.getLogger("math_verify").setLevel(logging.ERROR)
@@ -182,12 +190,24 @@ def _worker_main(conn, comparator, parent_pid: int = 0, from_main_thread: bool =
             conn.send(("error", f"{type(e).__name__}: {e}"[:300]))
 
 
+class _WorkerProcess(mp.context.ForkProcess):
+    """The worker ignores SIGTERM (_worker_main), so ending it is SIGKILL, also when multiprocessing's own exit
+    handler ends the daemon children still running at interpreter exit (it calls terminate(), then join())."""
+
+    def terminate(self) -> None:
+        self.kill()
+
+
 class _Worker:
     def __init__(self, ctx, comparator):
         self.conn, child = ctx.Pipe()
         main = threading.current_thread() is threading.main_thread()
-        self.proc = ctx.Process(target=_worker_main, args=(child, comparator, os.getpid(), main), daemon=True)
-        self.proc.start()
+        self.proc = _WorkerProcess(target=_worker_main, args=(child, comparator, os.getpid(), main), daemon=True)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # the fork copies this thread's mask
+        try:
+            self.proc.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a signal held meanwhile reaches the parent now
         child.close()
 
     def kill(self):
