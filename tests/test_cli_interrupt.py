@@ -95,7 +95,7 @@ def _children(pid: int) -> list[int]:
 
 def test_sigterm_to_the_process_group_with_a_math_verify_worker_is_one_terminated_line(tmp_path):
     """`timeout`, `kill -TERM -- -PGID` and Slurm send SIGTERM to the whole group, math-verify's scoring worker (a
-    forked child) included: the worker ignores it (the parent ends it), so stderr has one "terminated" line, no
+    forked child) included: the worker exits silently on it (default action), so stderr has one "terminated" line, no
     traceback, exit 143, and the run resumes to completion."""
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "janus_memory.cli", "run", *ARGS, "--out", str(out)]

@@ -166,11 +166,13 @@ _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 def _worker_main(conn, comparator, parent_pid: int = 0, from_main_thread: bool = False):
     # Ctrl-C, and SIGTERM sent to the whole process group (`timeout`, `kill -TERM -- -PGID`, a batch scheduler), reach
-    # this worker too: the parent handles them (and ends this worker). Left to the handlers inherited from the CLI,
-    # the worker would print a second "terminated" line and a KeyboardInterrupt traceback. Both signals are blocked
-    # across the fork (_Worker) so that none lands before they are ignored here.
+    # this worker too. Left to the handlers inherited from the CLI, the worker would print a second "terminated" line
+    # and a KeyboardInterrupt traceback. SIGINT is ignored (the parent handles Ctrl-C and ends this worker); SIGTERM
+    # gets the default action, a silent exit: ignoring it would make multiprocessing's exit handler, which sends
+    # SIGTERM to daemon children through Popen.terminate and then joins them, wait forever (a grid worker hung so).
+    # Both signals are blocked across the fork (_Worker) so that none lands before they are set here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     if parent_pid:
         _tie_to_parent(parent_pid, from_main_thread)
@@ -191,8 +193,8 @@ def _worker_main(conn, comparator, parent_pid: int = 0, from_main_thread: bool =
 
 
 class _WorkerProcess(mp.context.ForkProcess):
-    """The worker ignores SIGTERM (_worker_main), so ending it is SIGKILL, also when multiprocessing's own exit
-    handler ends the daemon children still running at interpreter exit (it calls terminate(), then join())."""
+    """Ending a worker is SIGKILL: it may be inside a long math-verify call (SIGTERM would also end it, see
+    _worker_main, which multiprocessing's own exit handler relies on: it calls ``_popen.terminate()`` directly)."""
 
     def terminate(self) -> None:
         self.kill()
