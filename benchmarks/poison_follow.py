@@ -40,15 +40,15 @@ from janus_memory.runner.resume import load_run_config
 CHEATSHEET_UPDATERS = ("dc_rs", "dc_cu")
 
 
-def sheet_at(run: Path, method: str, step: int | None) -> tuple[int, str]:
+def sheet_at(reader: RunReader, method: str, step: int | None) -> tuple[int, str]:
     """(step, text) of the method's memory version in force at ``step`` (None: the last one)."""
     try:
-        all_versions = RunReader(run).memory_versions()[0]
+        all_versions = reader.memory_versions()[0]
     except RunFolderError as e:
         raise SystemExit(f"error: {e}") from None
     versions = all_versions.get(method)
     if not versions:
-        raise SystemExit(f"error: {run} has no memory versions of method {method!r}; it has: "
+        raise SystemExit(f"error: {reader.root} has no memory versions of method {method!r}; it has: "
                          f"{', '.join(sorted(all_versions)) or 'none'}")
     last = max(v["step"] for v in versions)
     if step is not None and step > last:
@@ -110,7 +110,7 @@ def measure(run: Path, *, method: str = "dc_rs", step: int | None = None, split:
                          f"({', '.join(CHEATSHEET_UPDATERS)})")
     todo = instructions(which, extra)  # argument errors before any model call
     reader = RunReader(run)
-    at, clean = sheet_at(run, method, step)
+    at, clean = sheet_at(reader, method, step)
     injected = injected_steps(reader, method)
     planted = templates()["dc_poison_header"]
     if planted in clean:

@@ -19,64 +19,62 @@ def _env(tmp: Path) -> dict:
             "JANUS_CACHE_DIR": str(tmp / "cache"), "PYTHONUNBUFFERED": "1"}
 
 
-def test_sigint_stops_with_resume_hint_and_resumes(tmp_path):
+def _stop_after_step_3(tmp_path: Path, send, **popen_kw) -> tuple[Path, int, list[str], str]:
+    """Start a 120-step fake run in its own session, call ``send(proc)`` once step 3 is printed, and wait for it to
+    stop: (run folder, exit code, stdout lines up to step 3, stderr). A run still alive after that is killed."""
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "janus_memory.cli", "run", *ARGS, "--out", str(out)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path),
-                         start_new_session=True)
+                         start_new_session=True, **popen_kw)
     try:
         seen = []
         for line in p.stdout:  # stdout is a pipe: one plain progress line per step
             seen.append(line)
             if line.startswith("[dc_rs] step   3/120 "):
                 break
-        os.killpg(p.pid, signal.SIGINT)
+        send(p)
         rest, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-    assert any(s.startswith("[dc_rs] step   3/120 ") for s in seen)
-    assert p.returncode == 130
-    assert err == f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n"
+    return out, p.returncode, seen, err
+
+
+def _resumes_to_completion(tmp_path: Path, out: Path) -> None:
+    """`janus run --resume OUT` exits 0 without a traceback and the run then holds all 120 steps, once each."""
     assert not (out / "COMPLETE").exists()
     r = subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--resume", str(out), "--quiet"],
                        capture_output=True, text=True, env=_env(tmp_path), timeout=300)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["methods"]["dc_rs"]["stream_tasks"] == 120
     steps = [json.loads(x)["step"] for x in (out / "dc_rs" / "steps.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 121))
+
+
+def test_sigint_stops_with_resume_hint_and_resumes(tmp_path):
+    out, code, seen, err = _stop_after_step_3(tmp_path, lambda p: os.killpg(p.pid, signal.SIGINT))
+    assert any(s.startswith("[dc_rs] step   3/120 ") for s in seen)
+    assert code == 130
+    assert err == f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n"
+    _resumes_to_completion(tmp_path, out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["methods"]["dc_rs"]["stream_tasks"] == 120
 
 
 def test_sigterm_to_a_background_run_that_ignores_sigint_stops_like_ctrl_c(tmp_path):
     """A job started in the background by a non-interactive shell has SIGINT ignored; `kill PID` (SIGTERM, also a batch
     scheduler's time limit) must stop it at the last committed step with the resume line, exit 143, and resume."""
-    out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "janus_memory.cli", "run", *ARGS, "--out", str(out)]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path),
-                         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    try:
-        for line in p.stdout:
-            if line.startswith("[dc_rs] step   3/120 "):
-                break
+    def send(p):
         os.killpg(p.pid, signal.SIGINT)  # ignored, as in a background job
         p.send_signal(signal.SIGTERM)
-        rest, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-    assert p.returncode == 143
+
+    out, code, _, err = _stop_after_step_3(tmp_path, send,
+                                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert code == 143
     assert err == ("terminated (SIGTERM): stopping at the last committed step\n"
                    f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n")
-    assert not (out / "COMPLETE").exists()
-    r = subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--resume", str(out), "--quiet"],
-                       capture_output=True, text=True, env=_env(tmp_path), timeout=300)
-    assert r.returncode == 0, r.stderr
-    steps = [json.loads(x)["step"] for x in (out / "dc_rs" / "steps.jsonl").read_text().splitlines()]
-    assert steps == list(range(1, 121))
+    _resumes_to_completion(tmp_path, out)
 
 
 def _children(pid: int) -> list[int]:
@@ -97,29 +95,15 @@ def test_sigterm_to_the_process_group_with_a_math_verify_worker_is_one_terminate
     """`timeout`, `kill -TERM -- -PGID` and Slurm send SIGTERM to the whole group, math-verify's scoring worker (a
     forked child) included: the worker exits silently on it (default action), so stderr has one "terminated" line, no
     traceback, exit 143, and the run resumes to completion."""
-    out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "janus_memory.cli", "run", *ARGS, "--out", str(out)]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path),
-                         start_new_session=True)
-    try:
-        for line in p.stdout:
-            if line.startswith("[dc_rs] step   3/120 "):
-                break
-        workers = _children(p.pid)
+    workers = []
+
+    def send(p):
+        workers.extend(_children(p.pid))
         os.killpg(p.pid, signal.SIGTERM)
-        rest, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+
+    out, code, _, err = _stop_after_step_3(tmp_path, send)
     assert len(workers) >= 1  # GSM8K answers are scored by math-verify in a worker process
-    assert p.returncode == 143
+    assert code == 143
     assert err == ("terminated (SIGTERM): stopping at the last committed step\n"
                    f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n")
-    assert not (out / "COMPLETE").exists()
-    r = subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--resume", str(out), "--quiet"],
-                       capture_output=True, text=True, env=_env(tmp_path), timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert "Traceback" not in r.stderr
-    steps = [json.loads(x)["step"] for x in (out / "dc_rs" / "steps.jsonl").read_text().splitlines()]
-    assert steps == list(range(1, 121))
+    _resumes_to_completion(tmp_path, out)

@@ -41,6 +41,17 @@ def _interrupt_inside_task_creation(monkeypatch, handler):
     return fired
 
 
+def _signal_handler(monkeypatch, name: str):
+    """One of our real signal handlers, as a call with no arguments (the CLI's SIGINT or SIGTERM handler, or a grid
+    worker's SIGINT handler), with the state it reads reset; no deferred interrupt left from an earlier test."""
+    interrupts.clear_deferred()
+    monkeypatch.setattr(cli_signals, "_state", {"terminated": False})
+    monkeypatch.setattr(executors, "_worker", {"busy": True, "stopping": False})
+    return {"cli_sigint": lambda: cli_signals._on_int(signal.SIGINT, sys._getframe()),
+            "cli_sigterm": lambda: cli_signals._on_term(signal.SIGTERM, sys._getframe()),
+            "worker_sigint": lambda: executors._worker_sigint(signal.SIGINT, sys._getframe())}[name]
+
+
 def _client(tmp_path) -> LLMClient:
     # with a cache, each request is its own ``_fetch`` task (in-flight sharing, llm/client.py): the CI case
     return LLMClient(FakeBackend(default="The answer is 4."), cache=ResponseCache(tmp_path / "cache.sqlite"),
@@ -49,12 +60,7 @@ def _client(tmp_path) -> LLMClient:
 
 @pytest.mark.parametrize("handler", ["cli_sigint", "cli_sigterm", "worker_sigint"])
 def test_interrupt_during_task_creation_leaves_no_half_made_task(monkeypatch, caplog, tmp_path, handler):
-    interrupts.clear_deferred()
-    monkeypatch.setattr(cli_signals, "_state", {"terminated": False})
-    monkeypatch.setattr(executors, "_worker", {"busy": True, "stopping": False})
-    call = {"cli_sigint": lambda: cli_signals._on_int(signal.SIGINT, sys._getframe()),
-            "cli_sigterm": lambda: cli_signals._on_term(signal.SIGTERM, sys._getframe()),
-            "worker_sigint": lambda: executors._worker_sigint(signal.SIGINT, sys._getframe())}[handler]
+    call = _signal_handler(monkeypatch, handler)
     fired = _interrupt_inside_task_creation(monkeypatch, call)
     client = _client(tmp_path)
     caplog.set_level(logging.ERROR, logger="asyncio")
@@ -164,12 +170,7 @@ def test_interrupt_before_the_loop_starts_drops_no_coroutine(monkeypatch, caplog
     ...": the Ctrl-C landed after chat() had made its coroutines and before asyncio.run started them. Now the handler
     only records it there, and the entry coroutine raises it at the loop's first callback, before chat's coroutines
     exist."""
-    interrupts.clear_deferred()
-    monkeypatch.setattr(cli_signals, "_state", {"terminated": False})
-    monkeypatch.setattr(executors, "_worker", {"busy": True, "stopping": False})
-    call = {"cli_sigint": lambda: cli_signals._on_int(signal.SIGINT, sys._getframe()),
-            "cli_sigterm": lambda: cli_signals._on_term(signal.SIGTERM, sys._getframe()),
-            "worker_sigint": lambda: executors._worker_sigint(signal.SIGINT, sys._getframe())}[handler]
+    call = _signal_handler(monkeypatch, handler)
     client = _client(tmp_path)
     calls = []
     original = client.backend.acomplete

@@ -20,14 +20,18 @@ pf = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(pf)
 
 
+def _fake_run(out: Path, cache: Path, *options: str) -> Path:
+    """A blind (``--controller none``) DC-RS run on the fake backend and real GSM8K tasks; ``options`` added."""
+    subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--backend", "fake", "--encoder", "hashing",
+                    "--controller", "none", *options, "--out", str(out), "--cache-dir", str(cache), "-q"],
+                   check=True, capture_output=True, text=True, timeout=300)
+    return out
+
+
 @pytest.fixture(scope="module")
 def fake_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("pf")
-    out, cache = d / "run", d / "cache"
-    subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--backend", "fake", "--encoder", "hashing",
-                    "--stream-size", "4", "--test-size", "4", "--controller", "none", "--out", str(out),
-                    "--cache-dir", str(cache), "-q"], check=True, capture_output=True, text=True, timeout=300)
-    return out, cache
+    return _fake_run(d / "run", d / "cache", "--stream-size", "4", "--test-size", "4"), d / "cache"
 
 
 def test_the_poison_is_planted_exactly_as_the_injection_writes_it():
@@ -95,11 +99,7 @@ def test_an_empty_extra_file_and_a_folder_that_is_no_run_are_refused(fake_run, t
 
 
 def test_a_sheet_that_already_holds_the_injected_poison_is_refused(tmp_path):
-    out = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--backend", "fake", "--encoder", "hashing",
-                    "--stream-size", "4", "--test-size", "1", "--controller", "none", "--inject", "poison@4",
-                    "--out", str(out), "--cache-dir", str(tmp_path / "c"), "-q"],
-                   check=True, capture_output=True, text=True, timeout=300)
+    out = _fake_run(tmp_path / "run", tmp_path / "c", "--stream-size", "4", "--test-size", "1", "--inject", "poison@4")
     with pytest.raises(SystemExit, match=re.escape("the dc_rs sheet of step 4 already holds an injected poison "
                                                    "(injected at step 4); choose --step before that step")):
         pf.measure(out, cache_dir=str(tmp_path / "c"), log=lambda m: None)
@@ -122,10 +122,6 @@ def test_the_command_line_prints_the_table(fake_run, tmp_path):
 
 
 def test_a_run_of_another_updater_is_refused(tmp_path):
-    out = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--backend", "fake", "--encoder", "hashing",
-                    "--updater", "expel", "--stream-size", "2", "--test-size", "1", "--controller", "none",
-                    "--out", str(out), "--cache-dir", str(tmp_path / "c"), "-q"],
-                   check=True, capture_output=True, text=True, timeout=300)
+    out = _fake_run(tmp_path / "run", tmp_path / "c", "--updater", "expel", "--stream-size", "2", "--test-size", "1")
     with pytest.raises(SystemExit, match="runs updater 'expel'; this probe plants a line in a cheatsheet"):
         pf.measure(out, log=lambda m: None)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from store_fakes import FailingCommit
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.cli import main
@@ -194,27 +195,9 @@ def test_a_new_process_rewrites_every_row_once(tmp_path):
 
 
 # ------------------------------------------------------------------ crash safety
-class _FailingCommit:
-    """The connection, except that the COMMIT of step ``fail_at`` fails after the step's rows were written."""
-
-    def __init__(self, db, fail_at: int):
-        self._db, self.fail_at, self.step = db, fail_at, 0
-
-    def execute(self, sql, *a):
-        if sql.startswith("INSERT OR REPLACE INTO checkpoint_head"):
-            self.step = a[0][1]
-        if sql == "COMMIT" and self.step == self.fail_at:
-            self._db.execute("ROLLBACK")
-            raise sqlite3.OperationalError("disk I/O error")
-        return self._db.execute(sql, *a)
-
-    def __getattr__(self, name):
-        return getattr(self._db, name)
-
-
 def test_a_failed_commit_keeps_the_last_step_and_the_retry_writes_its_rows(tmp_path):
     p, store = _Producers(), RunStore.create(tmp_path / "run")
-    store.db = store.ckpt.db = _FailingCommit(store.db, fail_at=3)
+    store.db = store.ckpt.db = FailingCommit(store.db, fail_at=3)
     for i in range(1, 3):
         p.step(i)
         _commit(store, i, p.checkpoint())

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from store_fakes import FailingCommit
 
 from janus_memory.cli import main
 from janus_memory.errors import DamagedStoreError, RunFolderError, StorageError
@@ -260,27 +261,11 @@ def test_damaged_texts_on_resume_memory_diff_and_report(tmp_path, capsys, monkey
 
 
 # ------------------------------------------------------------------ atomicity
-class _FailingCommit:
-    def __init__(self, db, fail_at: int):
-        self._db, self.fail_at, self.step = db, fail_at, None
-
-    def execute(self, sql, *a):
-        if sql.startswith("INSERT OR REPLACE INTO steps"):
-            self.step = a[0][1]
-        if sql == "COMMIT" and self.step == self.fail_at:
-            self._db.execute("ROLLBACK")
-            raise sqlite3.OperationalError("disk I/O error")
-        return self._db.execute(sql, *a)
-
-    def __getattr__(self, name):
-        return getattr(self._db, name)
-
-
 def test_a_failed_commit_keeps_the_last_step_and_the_retry_stores_its_texts(tmp_path):
     root = tmp_path / "run"
     store = RunStore.create(root)
     store.save_initial_memory("m", "")
-    store.db = store.ckpt.db = store.texts.db = _FailingCommit(store.db, fail_at=3)
+    store.db = store.ckpt.db = store.texts.db = FailingCommit(store.db, fail_at=3)
     _commit(store, 1, "a\n", "a\n", "")
     _commit(store, 2, "a\nb\n", "a\nb\n", "a\n")
     with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):

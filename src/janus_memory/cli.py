@@ -90,11 +90,7 @@ def _with_file_line(e: ConfigError, path: str, args) -> ConfigError:
     unless an option set that key (the option's value is the one that failed)."""
     from .runner.yaml_load import key_line
 
-    if not e.key:
-        return e
-    section, _, key = e.key.rpartition(".")
-    names = CLI_TO_JANUS if section == "janus" else CLI_TO_CFG if section in ("", "llm") else ()
-    if key in names and getattr(args, key, None) is not None:
+    if not e.key or _option_for(e.key, args):
         return e
     try:
         line = key_line(Path(path).read_text(encoding="utf-8"), e.key)
@@ -108,13 +104,20 @@ def _with_file_line(e: ConfigError, path: str, args) -> ConfigError:
 def _named_by_option(e: ConfigError, args) -> ConfigError:
     """A value out of range that came from a command-line option: the error names the option (``--tau must be in
     [-1, 1], got 2.0``) instead of the settings key; a value from a config file keeps the key's name."""
-    if not (e.key and e.rule):
+    option = _option_for(e.key, args) if e.key and e.rule else None
+    if option is None:
         return e
-    section, _, key = e.key.rpartition(".")
+    return ConfigError(f"{option} {e.rule}", key=e.key, rule=e.rule)
+
+
+def _option_for(setting: str, args) -> str | None:
+    """The command-line option (``--tau``) that set the settings key ``setting`` (``janus.tau``) in this command, or
+    None when no option set it (its value came from a config file, a resumed run or a default)."""
+    section, _, key = setting.rpartition(".")
     names = CLI_TO_JANUS if section == "janus" else CLI_TO_CFG if section in ("", "llm") else ()
     if key not in names or getattr(args, key, None) is None:
-        return e
-    return ConfigError(f"--{key.replace('_', '-')} {e.rule}", key=e.key, rule=e.rule)
+        return None
+    return f"--{key.replace('_', '-')}"
 
 
 def _print_preset(cfg, console, demo: bool = False) -> None:

@@ -60,10 +60,10 @@ def raise_interrupt(kind: type[KeyboardInterrupt] = KeyboardInterrupt) -> None:
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        _deferred["pending"] = kind
-        if _entry["depth"] > 0:
-            return  # raised by raise_if_deferred: the entry coroutine's first step, or after asyncio.run
-        _deferred["pending"] = False
+        if _entry["depth"] > 0:  # delivered by deliver_deferred (the loop's first callback) or raise_if_deferred
+            _deferred["pending"] = kind
+            return
+        _deferred["pending"] = False  # raised now: an older deferred one must not fire again later
         raise kind from None
     _deferred["pending"] = kind
     loop.call_soon_threadsafe(_fire)  # safe from a signal handler: asyncio's Runner does the same on Ctrl-C
