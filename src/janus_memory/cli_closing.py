@@ -74,10 +74,7 @@ class GuardedStdout:
         if inner is None:
             _STDOUT["problem"] = "stdout is closed"
             try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                if devnull != 1:
-                    os.dup2(devnull, 1)
-                    os.close(devnull)
+                _devnull_on(1)
             except OSError:
                 pass
         guard = cls(inner)
@@ -132,11 +129,17 @@ def silence_stdout() -> None:
     if isinstance(sys.stdout, GuardedStdout):
         sys.stdout.silenced = True
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        _devnull_on(sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture): nothing to redirect
         pass
+
+
+def _devnull_on(fd: int) -> None:
+    """Point file descriptor ``fd`` at /dev/null. When ``fd`` is closed, opening /dev/null takes its number itself."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    if devnull != fd:
+        os.dup2(devnull, fd)
+        os.close(devnull)
 
 
 def output_closed() -> None:

@@ -164,7 +164,7 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
 
 def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> None:
     """The "data" group of `janus run` / `demo` / `grid` (see add_run_options)."""
-    from .runner.presets import SEED_HELP
+    from .runner.presets import SEED_HELP, SEED_MAX
 
     if not demo:
         g.add_argument("--dataset", metavar="NAME", help=f"dataset name ({names['datasets']}); required unless "
@@ -187,7 +187,7 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
                        help="also test the memory at these stream fractions, e.g. 0.2,0.4,0.6,0.8 (paper Fig. 4); "
                             "default: none")
         if not grid:
-            g.add_argument("--stream-order-seed", type=int, help="re-order the stream (same tasks, same test split; a seed in [0, 4294967295]) "
+            g.add_argument("--stream-order-seed", type=int, help=f"re-order the stream (same tasks, same test split; a seed in [0, {SEED_MAX}]) "
                                                                  "for the stream-order study; default: the split order")
         g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
     g.add_argument("--data-dir", metavar="DIR", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")

@@ -11,6 +11,7 @@ Every rule and the option that switches it: docs/fidelity.md.
 from __future__ import annotations
 
 from janus_memory.controller import JanusConfig
+from janus_memory.controller.config import SEED_MAX
 from janus_memory.updaters.dc import SMALL_MODEL_CONFIG as _DC_SMALL
 from janus_memory.updaters.expel import SMALL_MODEL_CONFIG as _EXPEL_SMALL
 
@@ -20,7 +21,7 @@ DEFAULT_ENCODER = "minilm"  # offline default: all-MiniLM-L6-v2 int8 ONNX, 384-d
 
 SEED_HELP = ("dataset split/shuffle seed (which tasks form the stream and the test split, and their order); "
              "it does not change Janus's own seed (JanusConfig.seed, 0 as in the paper: fresh-set, boundary and "
-             "random-trigger sampling) nor the LLM's sampling; in [0, 4294967295]")
+             f"random-trigger sampling) nor the LLM's sampling; in [0, {SEED_MAX}]")
 
 _ENCODER_NOTES = {
     "minilm": "all-MiniLM-L6-v2 int8 ONNX, 384-d, texts cut into 254-token windows and averaged (offline default; "

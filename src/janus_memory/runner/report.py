@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..errors import OutputError, RunFolderError
 from . import inject_report
+from .jsonio import atomic_write_text
 from .runs import (  # noqa: F401  (re-exported)
     MethodRun,
     evaluated_tasks,
@@ -85,7 +86,7 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
         plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines, log)
         plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject (issue 15)
         log("writing report.md")
-        _write_whole(report, "\n".join(_markdown(rows, secs, plot_paths, left_out)))
+        atomic_write_text(report, "\n".join(_markdown(rows, secs, plot_paths, left_out)))  # no cut report.md
     except OSError as e:  # the folder filled up or turned read-only after the check
         raise OutputError(_cannot_write(out, e)) from None
     return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": main, "unfinished": left_out,
@@ -110,18 +111,6 @@ def _check_out_folder(out: Path) -> None:
             pass
     except OSError as e:
         raise OutputError(_cannot_write(out, e)) from None
-
-
-def _write_whole(path: Path, text: str) -> None:
-    """Write ``path`` through a temporary file in the same folder, renamed over it when complete, so a failed write
-    (disk full) leaves the previous report.md, or none, rather than a cut one."""
-    tmp = path.with_name(f".{path.name}.part")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
