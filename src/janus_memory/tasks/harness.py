@@ -1,13 +1,19 @@
 """HumanEval proof harness: a pass is proven by the harness, never by the exit code or by anything printed.
 
 Design (issue 11): the completion and the tests run in two different processes inside the sandbox.
-- The *supervisor* starts first. It moves stdin (holding a fresh per-run nonce from the host, unread) and the host's
+- The *supervisor* starts first. It moves stdin (the host channel: the test code, length-prefixed, then a fresh per-run
+  nonce; both unread) and the host's
   proof pipe (fd 3) to random close-on-exec descriptors, makes itself non-dumpable (so ``/proc/<pid>/fd`` and
   ``/proc/<pid>/mem`` are closed to the sandbox user, and ptrace is refused), then forks the *worker*.
 - The worker closes its copies of the nonce and proof descriptors before any task code runs, then executes prompt +
   completion and serves calls of the entry point over a private pipe: arguments in, the return value out, both as
   ``marshal`` data of plain types (numpy values are converted with ``tolist``). A value that is not plain data (an
   "always equal" object) cannot cross: ``bad-return``.
+- The test code is in no file of the sandbox (``task.json`` holds only the prompt, the completion and the entry
+  point) and not in the supervisor's memory when it forks: the supervisor reads it from the host channel only after
+  the worker has loaded the completion and reported "ready". Whatever the completion left running in the worker
+  (threads, child processes, import hooks, patched builtins) lives in processes that never held that channel, so it can
+  neither read the tests nor feed the supervisor other ones (issue 26).
 - The supervisor never runs completion code: it executes the dataset prompt (its helpers) and test code in its own
   namespace and calls ``check(candidate)``, where ``candidate`` forwards each call to the worker. Only when ``check``
   has *returned* does it read the nonce and write ``PASS <nonce>`` to the proof pipe, kill the worker and exit.
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import struct
 
 from .sandbox import SandboxLimits, SandboxResult, run_python
 
@@ -41,19 +48,19 @@ def _send(fd, obj):
     data = struct.pack(">I", len(data)) + data
     while data:
         data = data[os.write(fd, data):]
+def _exact(fd, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return buf
 def _recv(fd):
-    def exact(n):
-        buf = b""
-        while len(buf) < n:
-            chunk = os.read(fd, n - len(buf))
-            if not chunk:
-                raise EOFError
-            buf += chunk
-        return buf
-    (n,) = struct.unpack(">I", exact(4))
+    (n,) = struct.unpack(">I", _exact(fd, 4))
     if n > (64 << 20):
         raise EOFError
-    return marshal.loads(exact(n))
+    return marshal.loads(_exact(fd, n))
 def _plain(v, depth=0):
     # worker side: the candidate's return value as plain data only (an "always equal" object cannot cross)
     t = type(v)
@@ -123,7 +130,7 @@ def _supervisor():
         n = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64 + int.from_bytes(os.urandom(2), "big") % 900)
         os.close(fd)
         return n
-    nonce_fd, proof_fd = hide(0), hide(3)
+    host_fd, proof_fd = hide(0), hide(3)  # host_fd: the test code (length-prefixed), then the nonce; unread yet
     null = os.open("/dev/null", os.O_RDONLY)
     if null != 0:
         os.dup2(null, 0)
@@ -139,7 +146,7 @@ def _supervisor():
     sys.stdout.flush(); sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        for fd in (nonce_fd, proof_fd, req_w, resp_r):
+        for fd in (host_fd, proof_fd, req_w, resp_r):
             os.close(fd)
         _worker(spec, req_r, resp_w)
         os._exit(0)
@@ -194,9 +201,16 @@ def _supervisor():
     try:
         if answer()[0] != "ready":
             raise Stop("tampered")
+        # only now, with the completion loaded in the worker (a separate process that never held the host channel),
+        # is the test code read from the host
+        try:
+            (n,) = struct.unpack(">I", _exact(host_fd, 4))
+            test = _exact(host_fd, n).decode("utf-8")
+        except Exception:
+            raise Stop("tampered")
         gt = {"__name__": "__janus_test__", "__builtins__": builtins}
         exec(compile(spec["prompt"], "prompt.py", "exec"), gt)  # the dataset's own helpers (trusted text)
-        exec(compile(spec["test"], "test.py", "exec"), gt)
+        exec(compile(test, "test.py", "exec"), gt)
         candidate.__name__ = spec["entry_point"]
         gt[spec["entry_point"]] = candidate
         gt["check"](candidate)
@@ -208,7 +222,7 @@ def _supervisor():
     except BaseException:
         import traceback; traceback.print_exc()
         verdict(b"FAIL exception")
-    verdict(b"PASS " + os.read(nonce_fd, 64))
+    verdict(b"PASS " + os.read(host_fd, 64))
 _supervisor()
 '''
 
@@ -224,9 +238,10 @@ def run_humaneval(head: str, prompt: str, test: str, entry_point: str, *, limits
     Returns a SandboxResult whose status is "passed" only with a valid proof; ``reason`` says why otherwise.
     """
     nonce = secrets.token_hex(16)
-    task = json.dumps({"head": head, "prompt": prompt, "test": test, "entry_point": entry_point})
+    task = json.dumps({"head": head, "prompt": prompt, "entry_point": entry_point})  # never the tests (see above)
+    tb = test.encode("utf-8")
     res = run_python(HARNESS, limits=limits, backend=backend, files={"task.json": task},
-                     stdin_data=nonce.encode() + b"\n", proof=True)
+                     stdin_data=struct.pack(">I", len(tb)) + tb + nonce.encode() + b"\n", proof=True)
     return judge(res, nonce)
 
 

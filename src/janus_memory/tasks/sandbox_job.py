@@ -108,6 +108,12 @@ def _spawn(cmd, cwd, env, lim, stdin_data: bytes, proof: bool):
     finally:
         if pw is not None:
             os.close(pw)
+    if len(stdin_data) > 60000:  # more than a default pipe holds: enlarge it, so the write cannot block the host
+        try:
+            import fcntl
+            fcntl.fcntl(proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, min(1 << 20, len(stdin_data) + 4096))
+        except (OSError, AttributeError):
+            pass
     try:
         proc.stdin.write(stdin_data)
     except OSError:
