@@ -7,8 +7,8 @@ Debian package ``bubblewrap``) with
 - a private tmpfs /tmp (mode 1777) and a read-only /sandbox holding only the program;
 - a cleared environment; ``--die-with-parent`` and ``--new-session``;
 - rlimits (via ``prlimit`` or a pre-exec hook): address space 1 GiB, CPU seconds, file size, process count;
-- when we run as root, the program runs as uid/gid 65534 (``setpriv``) so the process-count limit applies and
-  host files are not writable even through a bind;
+- when we run as root, the program runs under a uid/gid of its own (``setpriv``; see "One process limit per
+  sandbox" below), so the process-count limit applies to it alone and host files are not writable even through a bind;
 - a wall-clock timeout; the whole process group is killed on expiry.
 
 Fallback when bwrap is missing (a warning is logged once): ``unshare -n -p -f --kill-child`` (no network; a pid
@@ -22,6 +22,19 @@ output is read (a program cannot buy time by printing).
 
 Every sandbox process gets PR_SET_PDEATHSIG=SIGKILL, so it dies with the host process however the host dies.
 
+One process limit per sandbox (issue 26): RLIMIT_NPROC counts the processes of a *uid*, so sandboxes sharing one uid
+share one limit, and a fork bomb in one made ``fork`` fail in the others (correct HumanEval solutions then failed as
+early-exit). As root (here and in CI) every sandbox runs under a uid leased from a pool of ``UID_SLOTS`` uids starting
+at ``UID_BASE``: a lease is an exclusive ``flock`` on ``<tmp>/janus-sandbox-uids/<slot>.lock`` (a root-owned 0700
+folder), so concurrent sandboxes - threads of one run or different runs on the machine - never share a uid, and a
+slot whose uid still owns a process (a fork bomb being torn down) is skipped. When the job ends, every process still
+running under the leased uid is killed by pid and waited for (at most ``RELEASE_WAIT_S``), so ``run_python`` returns
+with nothing of the program left. Other mechanisms this machine class offers were weighed: a cgroup ``pids.max`` needs
+a writable, delegated cgroup tree (here only cgroup v1 ``pids`` is writable, CI machines differ), and a pid namespace
+(bwrap ``--unshare-pid``, already used) does not limit process counts. Without root (no setuid) or without
+``setpriv`` the sandboxes share the caller's uid and so one process limit; ``uid_isolation()`` says which case applies
+and a warning is logged once.
+
 Statuses: "passed" (exit 0; HumanEval uses the proof harness in harness.py instead), "failed" (non-zero exit, output
 past the cap), "timeout" (wall or CPU limit; distinct from failed, C16), "error" (the sandbox could not start).
 ``reason`` names why: passed, exit-code, output-limit, timeout, crash (killed by a signal), sandbox-error.
@@ -31,12 +44,16 @@ command each builds live here; running one built command (limits, output tails, 
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
+import re
 import shutil
+import signal
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from .sandbox_job import SandboxLimits, SandboxResult, SandboxStatus, execute, set_parent_death_signal
@@ -44,7 +61,7 @@ from .sandbox_job import SandboxLimits, SandboxResult, SandboxStatus, execute, s
 __all__ = [
     "ENV_ALLOW_WEAK", "FALLBACK_NOTICE", "NOBODY", "SandboxLimits", "SandboxResult", "SandboxStatus",
     "WeakSandboxRefused", "build_command", "bwrap_path", "choose_backend", "require_strong_sandbox", "run_python",
-    "sandbox_notice", "set_parent_death_signal", "weak_sandbox_allowed",
+    "sandbox_notice", "set_parent_death_signal", "uid_isolation", "weak_sandbox_allowed", "UID_BASE", "UID_SLOTS",
 ]
 
 log = logging.getLogger(__name__)
@@ -130,16 +147,114 @@ def _rlimit_args(lim: SandboxLimits) -> list[str]:
             f"--nproc={lim.nproc}", "--core=0", "--"]
 
 
-def _drop_privs() -> list[str]:
+def _drop_privs(uid: int = NOBODY) -> list[str]:
     if os.geteuid() != 0:
         return []
     sp = shutil.which("setpriv")
     if not sp:
         return []
-    return [sp, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    return [sp, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
 
 
-def build_command(backend: str, workdir: Path, lim: SandboxLimits) -> tuple[list[str], str | None, dict]:
+# ------------------------------------------------------------------------------ one uid (and process limit) per sandbox
+
+UID_BASE = 1_610_000_000  # far above login uids and the usual subordinate-uid ranges
+UID_SLOTS = 512
+RELEASE_WAIT_S = 3.0
+_UID_LOCK = threading.Lock()
+_next_slot = 0
+_SHARED_WARNED = False
+
+
+def uid_isolation() -> str:
+    """"per-sandbox-uid" when each sandbox gets a uid (and so a process limit) of its own, else "shared-uid"."""
+    return "per-sandbox-uid" if os.geteuid() == 0 and shutil.which("setpriv") else "shared-uid"
+
+
+def _lease_dir() -> Path | None:
+    d = Path(tempfile.gettempdir()) / "janus-sandbox-uids"
+    try:
+        d.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+    except OSError:
+        return None
+    import stat as _stat
+    if not _stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return None  # not ours, or writable by others: a lease there proves nothing
+    return d
+
+
+def uid_processes(uid: int) -> list[int]:
+    """Pids of the processes whose real uid is ``uid`` (read from /proc/<pid>/status)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", "rb") as f:
+                st = f.read(4096)
+        except OSError:
+            continue
+        m = re.search(rb"^Uid:\s+(\d+)", st, re.M)
+        if m and int(m.group(1)) == uid:
+            out.append(int(name))
+    return out
+
+
+def _lease_uid() -> tuple[int, int] | None:
+    """(uid, lock fd) of a free slot, or None when isolation is not available (warning logged once)."""
+    global _next_slot, _SHARED_WARNED
+    d = _lease_dir() if uid_isolation() == "per-sandbox-uid" else None
+    if d is None:
+        with _WARN_LOCK:
+            if not _SHARED_WARNED:
+                _SHARED_WARNED = True
+                log.warning("sandboxes share one uid and so one process limit (not root, no setpriv, or no private "
+                            "lease folder): a fork bomb in one sandbox can make fork fail in a concurrent one")
+        return None
+    with _UID_LOCK:
+        start = _next_slot
+        _next_slot = (_next_slot + 1) % UID_SLOTS
+    for k in range(UID_SLOTS):
+        slot = (start + k) % UID_SLOTS
+        try:
+            fd = os.open(d / f"{slot}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        uid = UID_BASE + slot
+        if uid_processes(uid):  # a previous job's processes are still being torn down: take another slot
+            os.close(fd)
+            continue
+        return uid, fd
+    log.warning("all %d sandbox uids are busy; this sandbox shares uid %d", UID_SLOTS, NOBODY)
+    return None
+
+
+def _release_uid(uid: int, fd: int) -> None:
+    """Kill (by pid) whatever still runs under the leased uid, wait until none is left, then free the slot."""
+    end = time.monotonic() + RELEASE_WAIT_S
+    try:
+        while True:
+            pids = uid_processes(uid)
+            if not pids or time.monotonic() > end:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.01)
+    finally:
+        os.close(fd)  # closing the descriptor drops the flock
+
+
+def build_command(backend: str, workdir: Path, lim: SandboxLimits,
+                  uid: int = NOBODY) -> tuple[list[str], str | None, dict]:
     """The argv, cwd and env for running ``workdir/prog.py`` (exposed for inspection in tests)."""
     exe, prefix = _python()
     py = [exe, "-I", "-B", "-X", "utf8"]
@@ -161,13 +276,13 @@ def build_command(backend: str, workdir: Path, lim: SandboxLimits) -> tuple[list
                 "--setenv", "PATH", "/usr/bin:/bin"]
         if os.geteuid() != 0:
             cmd += ["--unshare-user"]
-        cmd += _drop_privs() + py + ["/sandbox/prog.py"]
+        cmd += _drop_privs(uid) + py + ["/sandbox/prog.py"]
         return _rlimit_args(lim) + cmd, None, {}
     # fallback: unshare -n (network) + rlimits + nobody + private cwd
     un = shutil.which("unshare")
     ns = ["-n", "-p", "-f", "--kill-child"]  # new net + pid namespace: the whole tree dies with its init
     pre = [un, *ns, "--"] if un and os.geteuid() == 0 else ([un, "-r", *ns, "--"] if un else [])
-    cmd = _rlimit_args(lim) + pre + _drop_privs() + py + [str(workdir / "prog.py")]
+    cmd = _rlimit_args(lim) + pre + _drop_privs(uid) + py + [str(workdir / "prog.py")]
     return cmd, str(workdir / "scratch"), {"HOME": str(workdir / "scratch"), "PATH": "/usr/bin:/bin"}
 
 
@@ -183,6 +298,8 @@ def run_python(code: str, *, limits: SandboxLimits | None = None, backend: str =
     lim = limits or SandboxLimits()
     be = choose_backend(backend)
     tmp = Path(tempfile.mkdtemp(prefix="janus-sbx-"))
+    lease = _lease_uid()
+    uid = lease[0] if lease else NOBODY
     try:
         os.chmod(tmp, 0o755)
         for name, text in {"prog.py": code, **(files or {})}.items():
@@ -191,8 +308,12 @@ def run_python(code: str, *, limits: SandboxLimits | None = None, backend: str =
         scratch = tmp / "scratch"
         scratch.mkdir()
         if os.geteuid() == 0:
-            os.chown(scratch, NOBODY, NOBODY)
-        cmd, cwd, env = build_command(be, tmp, lim)
-        return execute(cmd, cwd, env, lim, be, stdin_data, proof)
+            os.chown(scratch, uid, uid)
+        cmd, cwd, env = build_command(be, tmp, lim, uid)
+        res = execute(cmd, cwd, env, lim, be, stdin_data, proof)
+        res.detail["uid"] = uid
+        return res
     finally:
+        if lease:
+            _release_uid(*lease)
         shutil.rmtree(tmp, ignore_errors=True)
