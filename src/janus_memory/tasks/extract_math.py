@@ -11,13 +11,15 @@ Order (failure-cases C01, C03, C05; issue 11):
    "The answer is 18 apples." -> 18, "The answer is $29.00." -> 29, "is 1,200 dollars" -> 1200 (the forms of
    lm-evaluation-harness's GSM8K filters); text with LaTeX or several numbers is kept whole;
 3. else (weak, status "fallback" in the score) the last number in the text.
+A reply that ends inside an unclosed ``\\boxed{`` opened after every complete box/tag is cut off: the extraction still
+reports what came before, with ``cut=True``, and the math family scores it "truncated" (issue 26).
 Markdown emphasis is removed first; thousands separators (``8,000``, ``9{,}500``) are removed inside numbers, and a
 plain decimal with a zero fraction loses it (``29.00`` -> ``29``).
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _TAG_RE = re.compile(r"<(answer|final_answer)>\s*(.*?)\s*</\1>", re.S | re.I)
@@ -42,6 +44,7 @@ class MathExtraction:
     source: str | None
     strong: bool
     parts: tuple = ()
+    cut: bool = False  # the reply ends inside an unclosed \boxed{ written after every complete answer (issue 26)
 
 
 def strip_markdown(text: str) -> str:
@@ -80,15 +83,32 @@ def _plain_number(num: str) -> str:
     return n
 
 
-def label_value(ans: str) -> str:
-    """A labelled answer reduced to its number when it is one plain number among words/units/currency (see above)."""
-    a = ans.strip()
+# a labelled answer followed by its justification: "72, since each box holds 8." / "18 apples. Each box ..." /
+# "5; because ..." - the clause after the break starts with a word (never "and"/"or", which join several answers)
+_CLAUSE_RE = re.compile(r"^(?P<head>(?:[^,;]|(?<=\d),(?=\d{3}(?!\d)))*?)\s*(?:[,;]|\.(?=\s)|\s-\s|(?=\s+(?:since|because|as|so|which|given|"
+                        r"due|where|for|from|by)\b))\s*(?P<tail>(?!(?:and|or)\b)[A-Za-z][A-Za-z'’]+\b.*)$", re.S)
+
+
+def _one_number(a: str) -> str | None:
     if _MATHY.search(a.replace("\\$", "").replace("\\%", "")) or last_boxed(a) is not None:
-        return a
+        return None
     nums = list(_NUM_RE.finditer(a.replace("{,}", ",")))
-    if len(nums) != 1:
-        return a
-    return _plain_number(nums[0].group(0))
+    return _plain_number(nums[0].group(0)) if len(nums) == 1 else None
+
+
+def label_value(ans: str) -> str:
+    """A labelled answer reduced to its number when it is one plain number among words/units/currency, or when its
+    first clause is one such number followed by a justification ("72, since each box holds 8." -> 72)."""
+    a = ans.strip()
+    one = _one_number(a)
+    if one is not None:
+        return one
+    m = _CLAUSE_RE.match(a)
+    head = m.group("head").strip() if m else ""
+    if head and all(head.count(o) == head.count(c) for o, c in ("()", "[]", "{}")):
+        one = _one_number(head)
+        return one if one is not None else head  # "2\sqrt{3}, since the side is 2" -> 2\sqrt{3}
+    return a
 
 
 def box_group(boxes: list[tuple[int, int, str]], text: str) -> list[str]:
@@ -130,6 +150,18 @@ def extract_math_answer(text: str) -> MathExtraction:
     if not text:
         return MathExtraction(None, None, False)
     t = strip_markdown(text)
+    ex = _extract(t)
+    opened = [m.start() for m in _BOX_RE.finditer(t)]
+    closed = {b[0] for b in find_boxes(t)}
+    unclosed = [o for o in opened if o not in closed]
+    if unclosed:
+        ends = [b[1] for b in find_boxes(t) if b[2].strip()] + [m.end() for m in _TAG_RE.finditer(t)]
+        if unclosed[-1] >= max(ends, default=-1):  # the final answer was being written when the reply stopped
+            return replace(ex, cut=True)
+    return ex
+
+
+def _extract(t: str) -> MathExtraction:
     boxes = [b for b in find_boxes(t) if b[2].strip()]
     cands: list[tuple[int, str, str]] = [(e, c, "boxed") for _, e, c in boxes]
     cands += [(m.end(), m.group(2), "tag") for m in _TAG_RE.finditer(t)]

@@ -54,10 +54,16 @@ def normalize_for_verify(ans: str) -> str:
     a = a.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     a = re.sub(r"\\left(?![A-Za-z])|\\right(?![A-Za-z])", "", a)
     a = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", a)
+    # thousands groups written with a negative thin space or braces (MATH: "10,\\!080", "9{,}500") are one number
+    a = re.sub(r"(?<=\d)(?:,\s*\\!\s*|\{,\})(?=\d{3}(?!\d))", "", a)
     a = a.replace("\\%", "").replace("%", "").replace("\\$", "")
-    a = re.sub(r"\\[,!;: ]", "", a)
-    a = a.replace("{,}", ",")
-    return a.strip()
+    # LaTeX spaces (\, \! \; \: "\ ") go, but a row break \\ stays whole: scanning pairs first keeps
+    # "-2 \\ -14" from being read as "-2 \" + "\ -14" (issue 26: vectors lost every entry after the first)
+    a = re.sub(r"\\\\|\\[,!;: ]", lambda m: m.group(0) if m.group(0) == "\\\\" else "", a)
+    a = a.replace("{,}", ",").strip()
+    if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", a):  # "58,500" is a number (as the extractor reads it)
+        a = a.replace(",", "")
+    return a
 
 
 def _plain(a: str) -> str:
@@ -102,6 +108,11 @@ def _num_equal(a, b) -> bool | None:
 
 def _strict_ok(g, p) -> bool:
     """False when math-verify's "equal" must be overridden (C07): set vs scalar, set sizes, inexact numbers."""
+    gm, pm = isinstance(g, sympy.MatrixBase), isinstance(p, sympy.MatrixBase)
+    if gm or pm:  # vectors and matrices: same shape, every entry exactly equal (issue 26)
+        if not (gm and pm) or g.shape != p.shape:
+            return False
+        return all(_num_equal(x, y) is not False for x, y in zip(g, p))
     gs, ps = isinstance(g, sympy.FiniteSet), isinstance(p, sympy.FiniteSet)
     if gs != ps:
         return False
