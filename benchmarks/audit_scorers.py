@@ -129,7 +129,12 @@ def audit_humaneval(data_dir, w):
 
 
 def _invent(call: str) -> str | None:
-    m = re.search(r"""(['"])([\w.@\-]+/[\w.@\-]+|[\w.@\-]{3,})\1""", call.split("(", 1)[1] if "(" in call else "")
+    args = call.split("(", 1)[1] if "(" in call else ""
+    m = re.search(r"""(['"])([\w.@\-]+/[\w.@\-]+|[\w.@\-]{3,})\1""", args)
+    # an identifier the database stores unquoted (``source=speechbrain/sepformer-...``) comes first when it does
+    u = re.search(r"""(?<=[(=,])(\s*)([\w.\-]+/[\w.\-]+)(?=\s*[,)])""", args)
+    if u and (not m or u.start() < m.start()):
+        return call.replace(u.group(2), "invented-org/" + u.group(2).split("/")[-1] + "-x9", 1)
     if not m:
         return None
     return call.replace(m.group(0), m.group(1) + "invented-org/" + m.group(2).split("/")[-1] + "-x9" + m.group(1), 1)

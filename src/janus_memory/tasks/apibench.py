@@ -3,7 +3,8 @@
 Sources: shared/data/apibench/huggingface_eval.jsonl (911 questions with gold ``api_call`` and ``api_data``) and
 huggingface_api.jsonl (936 API-doc records = the API database). Scoring follows the Gorilla AST evaluator as the paper's
 code uses it (paper-spec section 6.2), re-implemented with Python's ``ast`` instead of tree-sitter:
-- take the text after the last ``<<<api_call>>>:`` up to the next ``<<<`` field (no field -> unparsed, C18);
+- take the text after the last ``<<<api_call>>>:`` up to the next ``<<<`` field (no field -> unparsed, C18); Markdown
+  emphasis around the markers (``**<<<api_call>>>**:``, ``**<<<api_call>>>:**``) and list bullets are tolerated;
 - parse it (with small repairs for what tree-sitter tolerates: a trailing period, wrapping quotes, trailing prose after
   the call, an unquoted ``org/model`` argument); every ``ast.Call`` in it is a candidate;
 - a database entry matches a candidate when the dotted function names agree (the candidate may add a module prefix),
@@ -12,7 +13,9 @@ code uses it (paper-spec section 6.2), re-implemented with Python's ``ast`` inst
   for ``pipeline``) - the entry names that same identifier. So ``pipeline('text-generation', model='no/such')`` does
   not match the entry ``pipeline('text-generation')`` (issue 11: Gorilla's intent is function + model identifier);
 - a model/repo identifier, passed to a database function, that no database entry names is a hallucination, even if
-  another call in the same reply matches;
+  another call in the same reply matches; an identifier passed through a variable (``model_id = '...';
+  X.from_pretrained(model_id)``) is resolved first, and one written in its 2024 spelling (``FacebookAI/roberta-base``,
+  see RENAMED_2024) is read as the database's (``roberta-base``);
 - correct iff some matching entry has the gold question's domain; hallucination iff no entry matches at all.
 Text that is not Python (shell commands such as ``mlagents-load-from-hf ...``) matches an entry only by identical
 whitespace-normalised text. Unparseable text -> correct=False, hallucination=False, status "unparsed".
@@ -101,35 +104,95 @@ def _dotted(node) -> str | None:
     return None
 
 
+# Hugging Face moved its org-less "canonical" models into organisations in 2024 (the old names still redirect), so a
+# model written today as ``FacebookAI/roberta-base`` is the database's ``roberta-base``. Explicit table, new -> old:
+# organisation (lower case) -> the org-less names it took over (a name ending in "-" is a prefix of a family).
+RENAMED_2024: dict[str, tuple[str, ...]] = {
+    "google-bert": ("bert-",),
+    "facebookai": ("roberta-base", "roberta-large", "roberta-large-mnli", "xlm-"),
+    "openai-community": ("gpt2", "gpt2-", "openai-gpt", "roberta-base-openai-detector",
+                         "roberta-large-openai-detector"),
+    "distilbert": ("distilbert-", "distilgpt2", "distilroberta-"),
+    "google-t5": ("t5-",),
+    "albert": ("albert-",),
+    "xlnet": ("xlnet-",),
+    "almanach": ("camembert-",),
+    "salesforce": ("ctrl",),
+    "transfo-xl": ("transfo-xl-",),
+}
+# whole-id moves of 2024: runwayml removed its Stable Diffusion repositories; the community mirror kept the names
+RENAMED_REPOS_2024: dict[str, str] = {
+    "stable-diffusion-v1-5/stable-diffusion-v1-5": "runwayml/stable-diffusion-v1-5",
+    "stable-diffusion-v1-5/stable-diffusion-inpainting": "runwayml/stable-diffusion-inpainting",
+}
+
+
+def canonical_id(i: str) -> str:
+    """The database spelling of a model/repo identifier renamed in 2024 (see RENAMED_2024), else ``i`` unchanged."""
+    if i in RENAMED_REPOS_2024:
+        return RENAMED_REPOS_2024[i]
+    org, sep, name = i.partition("/")
+    if not sep or "/" in name:
+        return i
+    for old in RENAMED_2024.get(org.lower(), ()):
+        if (name == old and not old.endswith("-")) or (old.endswith("-") and name.startswith(old) and len(name) > len(old)):
+            return name
+    return i
+
+
 def _slashed(node) -> bool:
-    """An unquoted ``org/model-name`` (parsed by Python as divisions and subtractions of names)."""
+    """An unquoted ``org/model-name`` (parsed by Python as divisions and subtractions of names and numbers:
+    ``runwayml/stable-diffusion-v1-5`` is ``((runwayml / stable) - diffusion) - v1) - 5``)."""
     def leaves_ok(n):
         if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.Sub)):
             return leaves_ok(n.left) and leaves_ok(n.right)
         return isinstance(n, (ast.Name, ast.Attribute)) or (isinstance(n, ast.Constant) and isinstance(n.value, (int, float)))
-    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and leaves_ok(node) and "/" in ast.unparse(node)
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Sub)) and leaves_ok(node)):
+        return False
+    return sum(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) for n in ast.walk(node)) == 1
 
 
-def _lit(node) -> str | None:
+def _lit(node, env: dict | None = None) -> str | None:
+    """A literal argument value: a constant, an unquoted ``org/name``, or a variable bound to one (``env``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool)):
-        return str(node.value)
+        return canonical_id(str(node.value)) if isinstance(node.value, str) else str(node.value)
     if _slashed(node):
-        return ast.unparse(node).replace(" ", "")
+        return canonical_id(ast.unparse(node).replace(" ", ""))
+    if env and isinstance(node, ast.Name) and node.id in env:
+        return env[node.id]
     return None
 
 
-def _ids(node: ast.Call, name: str) -> frozenset:
+def _ids(node: ast.Call, name: str, env: dict | None = None) -> frozenset:
     """The model/repo identifiers a call names: ID_KEYWORDS values, else the first (pipeline: second) positional
-    argument, when they are literals (or an unquoted ``org/name``)."""
-    ids = [_lit(k.value) for k in node.keywords if k.arg in ID_KEYWORDS]
+    argument, when they are literals (or an unquoted ``org/name``, or a variable assigned one of those)."""
+    ids = [_lit(k.value, env) for k in node.keywords if k.arg in ID_KEYWORDS]
     pos = 1 if name.split(".")[-1] in _TASK_FIRST else 0
     if len(node.args) > pos and not any(k.arg in ID_KEYWORDS for k in node.keywords):
-        ids.append(_lit(node.args[pos]))
+        ids.append(_lit(node.args[pos], env))
     return frozenset(i for i in ids if i)
+
+
+def _bindings(tree) -> dict:
+    """Variables assigned a string literal (``model_id = 'org/name'``), the last assignment in source order winning:
+    the diffusers idiom ``model_id = '...'; X.from_pretrained(model_id)`` names its model through one (issue 26)."""
+    env: dict = {}
+    assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+    for n in sorted(assigns, key=lambda n: (n.lineno, n.col_offset)):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+        val = _lit(n.value)
+        for t in targets:
+            if isinstance(t, ast.Name):
+                if val is None:
+                    env.pop(t.id, None)
+                else:
+                    env[t.id] = val
+    return env
 
 
 def _calls(tree) -> list[CallSig]:
     out = []
+    env = _bindings(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             name = _dotted(node.func)
@@ -140,9 +203,9 @@ def _calls(tree) -> list[CallSig]:
             vals, ids = [], set()
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call):
-                    vals += [_lit(a) for a in sub.args] + [_lit(k.value) for k in sub.keywords]
+                    vals += [_lit(a, env) for a in sub.args] + [_lit(k.value, env) for k in sub.keywords]
                     sub_name = _dotted(sub.func)
-                    ids |= _ids(sub, sub_name) if sub_name else set()
+                    ids |= _ids(sub, sub_name, env) if sub_name else set()
             out.append(CallSig(name, frozenset(v for v in vals if v is not None), frozenset(ids)))
     return out
 
@@ -269,7 +332,8 @@ def load_api_database(api_path: str, eval_path: str | None = None) -> APIDatabas
     return APIDatabase(recs)
 
 
-_FIELD = re.compile(r"<<<\s*api_call\s*>>>\s*:?\s*(.*?)(?=<<<|\Z)", re.S | re.I)
+_MD = r"(?:\*{1,2}|_{1,2})?"  # Markdown emphasis around a field marker: **<<<api_call>>>**: / **<<<api_call>>>:**
+_FIELD = re.compile(rf"<<<\s*api_call\s*>>>\s*{_MD}\s*:?\s*{_MD}\s*(.*?)(?={_MD}\s*<<<|\Z)", re.S | re.I)
 
 
 def extract_api_call(text: str) -> str | None:
@@ -278,7 +342,7 @@ def extract_api_call(text: str) -> str | None:
     found = [f for f in found if f]
     if not found:
         return None
-    s = found[-1]
+    s = re.sub(r"(?:\s|\n[ \t]*[-*+•])+$", "", found[-1])  # a Markdown list's bullet of the next field
     m = re.match(r"^```(?:python)?\s*(.*?)\s*```$", s, re.S)
     return (m.group(1) if m else s).strip()
 
