@@ -2,10 +2,16 @@
 
 1. Remove reasoning that leaked into the text (``<think>...</think>``, or everything before a lone ``</think>``).
 2. Fenced blocks with 3 or more backticks (or tildes); the closing fence must be at least as long as the opening one.
-   Only blocks tagged python/py/python3 or untagged are considered. The LAST complete block wins if it compiles,
-   else the longest block that compiles, else the last block.
+   Only blocks tagged python/py/python3 or untagged are considered; an untagged block that holds no statement but bare
+   expressions (``[1, 2, 3]``, ``True``: output shown to the reader) or does not parse (``>>> f(1)``) is not code.
+   Among complete blocks, the LAST one that defines the entry point (a top-level ``def <entry_point>``; without an
+   entry point: any top-level function or class) wins, so a trailing "example usage" block or a block of the model's
+   own asserts is never taken instead of the solution (issue 26). When no block defines one, the last complete block
+   wins if it compiles (a completion-style body - indented lines continuing the prompt's signature - counts as
+   compiling), else the longest block that compiles, else the last block.
 3. No fence: the longest run of lines starting at a top-level ``def``/``class``/``import``/``from``/``@`` line
-   (continuing through indented or blank lines) that compiles, with trailing prose dropped.
+   (continuing through indented or blank lines) that compiles, with trailing prose dropped; else a completion-style
+   bare function body (the reply's first code line is indented and the lines compile as a function body).
 Returns None when nothing code-like is found.
 """
 from __future__ import annotations
@@ -80,17 +86,71 @@ def _unfenced(text: str) -> str | None:
     return best
 
 
-def extract_python(text: str) -> str | None:
-    """The Python program the model wrote (see module docstring), or None."""
+def is_body(src: str) -> bool:
+    """A completion-style function body: its first code line is indented and it compiles inside a function."""
+    first = next((ln for ln in src.splitlines() if ln.strip()), "")
+    return first[:1] in (" ", "\t") and compiles("def _janus_body():\n" + src.rstrip() + "\n")
+
+
+def _parses(src: str) -> bool:
+    return compiles(src) or is_body(src)
+
+
+def _is_code(lang: str, body: str) -> bool:
+    """Tagged python is code; an untagged block is code only if it parses and is more than bare expressions."""
+    if lang:
+        return True
+    if is_body(body):
+        return True
+    try:
+        tree = ast.parse(body)
+    except (SyntaxError, ValueError):
+        return False
+    return any(not isinstance(n, ast.Expr) for n in tree.body)
+
+
+def defines(src: str, entry_point: str | None = None) -> bool:
+    """True when ``src`` defines ``entry_point`` at top level (without one: any top-level function or class)."""
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError):
+        return False
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef) if entry_point else (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                         ast.ClassDef)
+    return any(isinstance(n, kinds) and (entry_point is None or n.name == entry_point) for n in tree.body)
+
+
+def _bare_body(text: str) -> str | None:
+    """Unfenced completion-style body: from the first indented line, the longest run that compiles as a body."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if start is None or lines[start][:1] not in (" ", "\t"):
+        return None
+    for k in range(len(lines), start, -1):
+        src = "\n".join(lines[start:k]).rstrip()
+        if src and is_body(src):
+            return src + "\n"
+    return None
+
+
+def extract_python(text: str, entry_point: str | None = None) -> str | None:
+    """The Python program the model wrote (see module docstring), or None. ``entry_point``: the function the task
+    asks for (HumanEval), used to prefer the block that defines it."""
     t = strip_reasoning(text)
-    blocks = [(lang, body, closed) for lang, body, closed in fenced_blocks(t) if lang in _PY_TAGS]
-    complete = [b for _, b, closed in blocks if closed and b.strip()]
+    blocks = [(lang, body, closed) for lang, body, closed in fenced_blocks(t)
+              if lang in _PY_TAGS and body.strip() and _is_code(lang, body)]
+    complete = [b for _, b, closed in blocks if closed]
     if complete:
-        if compiles(complete[-1]):
+        defining = [b for b in complete if defines(b, entry_point)]
+        if not defining and entry_point:
+            defining = [b for b in complete if defines(b)]
+        if defining:
+            return defining[-1]
+        if _parses(complete[-1]):
             return complete[-1]
-        good = [b for b in complete if compiles(b)]
+        good = [b for b in complete if _parses(b)]
         return max(good, key=len) if good else complete[-1]
-    partial = [b for _, b, _ in blocks if b.strip()]
-    if partial and compiles(partial[-1]):
+    partial = [b for _, b, _ in blocks]
+    if partial and _parses(partial[-1]):
         return partial[-1]
-    return _unfenced(t)
+    return _unfenced(t) or _bare_body(t)

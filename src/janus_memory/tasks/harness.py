@@ -87,7 +87,8 @@ def _reply(fd, obj):
     _send(fd, obj)
 def _worker(spec, req, resp):
     # runs the completion; it holds no secret and no descriptor of the supervisor's proof channel
-    g = {"__name__": "__main__", "__builtins__": builtins, "__file__": os.path.abspath(__file__)}
+    # not "__main__": code under `if __name__ == "__main__":` never runs, as in the reference harness (issue 26)
+    g = {"__name__": "solution", "__builtins__": builtins, "__file__": os.path.abspath(__file__)}
     try:
         code = compile(spec["head"], "solution.py", "exec")
     except SyntaxError:

@@ -74,7 +74,7 @@ class HumanEvalFamily(TaskFamily):
 
     def _prepare(self, task: Task, output) -> tuple[tuple | None, Score | None]:
         text, truncated = output_text(output)
-        code = extract_python(text)
+        code = extract_python(text, task.meta.get("entry_point"))
         if truncated and not any(closed and lang in _PY_TAGS for lang, _, closed in fenced_blocks(strip_reasoning(text))):
             code = None  # a cut-off reply counts only with a complete fenced block
         if code is None:
