@@ -1,9 +1,11 @@
 """Multiple-choice extraction: model text -> option letter (no scoring here).
 
 Strong forms (the one that ends LAST wins, C11): ``<answer>X</answer>`` / ``<final_answer>X``, "answer is (X)",
-"Answer: X" / "Final answer: X" / "Option X" / "Choice X" (no line break between the label and the letter),
+"Answer: X" / "Final answer: X" / "Option X" / "Choice X" (no line break between the label and the letter; "Answer:
+Option D" too), "the correct option is D" / "the best choice is (B)", "Option D is correct" / "C is the right answer",
 ``\\boxed{X}`` / ``\\boxed{\\text{X}}`` / ``\\boxed{(x)}``, a reply that is just the letter, and a reply whose first or
-last line is an option line "(D) <option text>" / "D) <option text>". Markdown bold/italic is removed first, so
+last line is an option line "(D) <option text>" / "D) <option text>". A letter in math mode or ``\\text{}`` (``$\\text{D}$``, ``$D$``, ``\\(D\\)``) reads as the plain letter, so
+"The answer is $\\text{D}$." is D and a reply that is just ``$D$`` is D (issue 26). Markdown bold/italic is removed first, so
 ``**B**`` and ``**Answer:** (c)`` read as usual. Lowercase letters count in parentheses ``(b)``, in a box, or when
 nothing but punctuation follows them (``Answer: c.``).
 Never a letter (issue 11): an article or pronoun. A bare ``a``/``i`` followed by a word ("Answer: a force of 10 N",
@@ -30,22 +32,44 @@ class MCExtraction:
     strong: bool
 
 
+_OPT = r"(?:(?:option|choice)[ \t]+)?"  # "Answer: Option D", "the answer is choice (B)"
+_CONFIRMED = ("confirmed",)  # sources whose letter is confirmed by the words after it: no article check
+
+
 def _patterns(labels: str):
     up = re.escape(labels)
     L = f"(?-i:[{up}{up.lower()}])"
     return [
         ("tag", re.compile(rf"<(?:answer|final_answer)>\s*(\(?)\s*({L}){_END}\s*\)?[^<]*</(?:answer|final_answer)>", re.I)),
         ("tag", re.compile(rf"<final_answer>\s*(\(?)({L}){_END}", re.I)),
-        ("answer_is", re.compile(rf"answer\s+is\s*[:：]?[ \t]*(?:option|choice)?[ \t]*(\(?)\s*({L}){_END}", re.I)),
-        ("label", re.compile(rf"(?:final\s+answer|answer|option|choice)\s*(?:is)?\s*[:：][ \t]*(\(?)\s*({L}){_END}",
+        ("answer_is", re.compile(rf"answer\s+is\s*[:：]?[ \t]*{_OPT}(\(?)\s*({L}){_END}", re.I)),
+        # "the correct option is D.", "the best choice is (B)", "the right answer would be C"
+        ("correct_is", re.compile(rf"(?:correct|right|best|final)\s+(?:option|choice|answer|letter)\s+"
+                                  rf"(?:is|would\s+be|must\s+be)\s*[:：]?[ \t]*{_OPT}(\(?)\s*({L}){_END}", re.I)),
+        ("label", re.compile(rf"(?:final\s+answer|answer|option|choice)\s*(?:is)?\s*[:：][ \t]*{_OPT}(\(?)\s*({L}){_END}",
                              re.I)),
         ("boxed", re.compile(rf"\\boxed\s*\{{\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{{)?\s*(\(?)({L})\)?\s*\}}?\s*\}}")),
+        # "Option D is correct", "(B) is the right answer", "C is the correct choice"
+        ("confirmed", re.compile(rf"(?<![A-Za-z0-9'’]){_OPT}(\(?)({L})\)?[ \t]+is[ \t]+(?:the[ \t]+)?"
+                                 rf"(?:correct|right|best)(?:[ \t]+(?:answer|option|choice))?{_END}", re.I)),
     ]
 
 
-def _is_letter(text: str, m: re.Match, paren: bool) -> bool:
+# a letter written in math mode or \text{}: "$\text{D}$", "$D$", "\(D\)", "\textbf{D}" -> "D" (issue 26)
+_MATH_LETTER = re.compile(r"\$\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{\s*([A-Za-z])\s*\}|([A-Za-z]))\s*\$"
+                          r"|\\\(\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{\s*([A-Za-z])\s*\}|([A-Za-z]))\s*\\\)"
+                          r"|(?<!\\boxed\{)\\(?:text|textbf|mathrm|mathbf)\s*\{\s*([A-Za-z])\s*\}")
+
+
+def _unwrap_math_letters(t: str) -> str:
+    return _MATH_LETTER.sub(lambda m: next(g for g in m.groups() if g), t)
+
+
+def _is_letter(text: str, m: re.Match, paren: bool, src: str = "") -> bool:
     """False when the matched letter is really an article or pronoun (see the module docstring)."""
     letter = m.group(2)
+    if src in _CONFIRMED and not paren:
+        return letter.isupper()  # "a is the best" is an article; "A is the correct answer" a letter
     if paren or m.re.pattern.startswith(("\\boxed", "<")):
         return True
     nxt = re.match(r"[ \t]+([A-Za-z][A-Za-z'’]*)", text[m.end():])
@@ -70,7 +94,7 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
     """Extract the chosen option letter from ``text``; ``labels`` are the valid letters (e.g. "ABCD", "ABCDEFGHIJ")."""
     if not text:
         return MCExtraction(None, None, False)
-    t = re.sub(r"\*\*|__", "", text)
+    t = _unwrap_math_letters(re.sub(r"\*\*|__", "", text))
     stripped = t.strip()
     m = re.fullmatch(rf"\(?([{re.escape(labels)}])\)?[.)]?", stripped)
     if m:
@@ -81,7 +105,7 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
     best: tuple[int, str, str] | None = None
     for src, pat in _patterns(labels):
         for m in pat.finditer(t):
-            if _is_letter(t, m, bool(m.group(1))) and (best is None or m.end() > best[0]):
+            if _is_letter(t, m, bool(m.group(1)), src) and (best is None or m.end() > best[0]):
                 best = (m.end(), m.group(2).upper(), src)
     if best:
         return MCExtraction(best[1], best[2], True)
