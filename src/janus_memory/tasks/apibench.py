@@ -135,7 +135,8 @@ def canonical_id(i: str) -> str:
     if not sep or "/" in name:
         return i
     for old in RENAMED_2024.get(org.lower(), ()):
-        if (name == old and not old.endswith("-")) or (old.endswith("-") and name.startswith(old) and len(name) > len(old)):
+        prefix = old.endswith("-")
+        if (name == old and not prefix) or (prefix and name.startswith(old) and len(name) > len(old)):
             return name
     return i
 
@@ -146,7 +147,8 @@ def _slashed(node) -> bool:
     def leaves_ok(n):
         if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.Sub)):
             return leaves_ok(n.left) and leaves_ok(n.right)
-        return isinstance(n, (ast.Name, ast.Attribute)) or (isinstance(n, ast.Constant) and isinstance(n.value, (int, float)))
+        return isinstance(n, (ast.Name, ast.Attribute)) or (isinstance(n, ast.Constant)
+                                                            and isinstance(n.value, (int, float)))
     if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Sub)) and leaves_ok(node)):
         return False
     return sum(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) for n in ast.walk(node)) == 1

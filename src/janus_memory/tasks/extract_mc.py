@@ -4,9 +4,10 @@ Strong forms (the one that ends LAST wins, C11): ``<answer>X</answer>`` / ``<fin
 "Answer: X" / "Final answer: X" / "Option X" / "Choice X" (no line break between the label and the letter; "Answer:
 Option D" too), "the correct option is D" / "the best choice is (B)", "Option D is correct" / "C is the right answer",
 ``\\boxed{X}`` / ``\\boxed{\\text{X}}`` / ``\\boxed{(x)}``, a reply that is just the letter, and a reply whose first or
-last line is an option line "(D) <option text>" / "D) <option text>". A letter in math mode or ``\\text{}`` (``$\\text{D}$``, ``$D$``, ``\\(D\\)``) reads as the plain letter, so
-"The answer is $\\text{D}$." is D and a reply that is just ``$D$`` is D (issue 26). Markdown bold/italic is removed first, so
-``**B**`` and ``**Answer:** (c)`` read as usual. Lowercase letters count in parentheses ``(b)``, in a box, or when
+last line is an option line "(D) <option text>" / "D) <option text>". A letter in math mode or ``\\text{}``
+(``$\\text{D}$``, ``$D$``, ``\\(D\\)``) reads as the plain letter, so "The answer is $\\text{D}$." is D and a reply
+that is just ``$D$`` is D (issue 26). Markdown bold/italic is removed first, so ``**B**`` and ``**Answer:** (c)`` read
+as usual. Lowercase letters count in parentheses ``(b)``, in a box, or when
 nothing but punctuation follows them (``Answer: c.``).
 Never a letter (issue 11): an article or pronoun. A bare ``a``/``i`` followed by a word ("Answer: a force of 10 N",
 "answer: i think"), and a bare ``A``/``I`` followed by a word that is not a connective ("Answer: I think it is B",
@@ -46,8 +47,8 @@ def _patterns(labels: str):
         # "the correct option is D.", "the best choice is (B)", "the right answer would be C"
         ("correct_is", re.compile(rf"(?:correct|right|best|final)\s+(?:option|choice|answer|letter)\s+"
                                   rf"(?:is|would\s+be|must\s+be)\s*[:：]?[ \t]*{_OPT}(\(?)\s*({L}){_END}", re.I)),
-        ("label", re.compile(rf"(?:final\s+answer|answer|option|choice)\s*(?:is)?\s*[:：][ \t]*{_OPT}(\(?)\s*({L}){_END}",
-                             re.I)),
+        ("label", re.compile(rf"(?:final\s+answer|answer|option|choice)\s*(?:is)?\s*[:：][ \t]*{_OPT}"
+                             rf"(\(?)\s*({L}){_END}", re.I)),
         ("boxed", re.compile(rf"\\boxed\s*\{{\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{{)?\s*(\(?)({L})\)?\s*\}}?\s*\}}")),
         # "Option D is correct", "(B) is the right answer", "C is the correct choice"
         ("confirmed", re.compile(rf"(?<![A-Za-z0-9'’]){_OPT}(\(?)({L})\)?[ \t]+is[ \t]+(?:the[ \t]+)?"

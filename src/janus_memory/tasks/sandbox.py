@@ -25,15 +25,15 @@ Every sandbox process gets PR_SET_PDEATHSIG=SIGKILL, so it dies with the host pr
 One process limit per sandbox (issue 26): RLIMIT_NPROC counts the processes of a *uid*, so sandboxes sharing one uid
 share one limit, and a fork bomb in one made ``fork`` fail in the others (correct HumanEval solutions then failed as
 early-exit). As root (here and in CI) every sandbox runs under a uid leased from a pool of ``UID_SLOTS`` uids starting
-at ``UID_BASE``: a lease is an exclusive ``flock`` on ``<tmp>/janus-sandbox-uids/<slot>.lock`` (a root-owned 0700
-folder), so concurrent sandboxes - threads of one run or different runs on the machine - never share a uid, and a
-slot whose uid still owns a process (a fork bomb being torn down) is skipped. When the job ends, every process still
-running under the leased uid is killed by pid and waited for (at most ``RELEASE_WAIT_S``), so ``run_python`` returns
-with nothing of the program left. Other mechanisms this machine class offers were weighed: a cgroup ``pids.max`` needs
-a writable, delegated cgroup tree (here only cgroup v1 ``pids`` is writable, CI machines differ), and a pid namespace
-(bwrap ``--unshare-pid``, already used) does not limit process counts. Without root (no setuid) or without
-``setpriv`` the sandboxes share the caller's uid and so one process limit; ``uid_isolation()`` says which case applies
-and a warning is logged once.
+at ``UID_BASE``. A lease is an exclusive ``flock`` on ``/run/janus-sandbox-uids/<slot>.lock`` (else under /tmp; a
+fixed path, so every process agrees whatever its $TMPDIR; a root-owned 0700 folder), so concurrent sandboxes - threads
+of one run or different runs on the machine - never share a uid; a slot whose uid still owns a process (a fork bomb
+being torn down) is skipped. When the job ends, every process still running under the leased uid is killed by pid and
+waited for (at most ``RELEASE_WAIT_S``), so ``run_python`` returns with nothing of the program left. Other mechanisms
+were weighed: a cgroup ``pids.max`` needs a writable, delegated cgroup tree (on this machine only the cgroup v1
+``pids`` hierarchy is writable, and CI machines differ), and a pid namespace (bwrap ``--unshare-pid``, already used)
+does not limit process counts. Without root (no setuid) or without ``setpriv`` the sandboxes share the caller's uid and
+so one process limit; ``uid_isolation()`` says which case applies and a warning is logged once.
 
 Statuses: "passed" (exit 0; HumanEval uses the proof harness in harness.py instead), "failed" (non-zero exit, output
 past the cap), "timeout" (wall or CPU limit; distinct from failed, C16), "error" (the sandbox could not start).
@@ -171,8 +171,15 @@ def uid_isolation() -> str:
     return "per-sandbox-uid" if os.geteuid() == 0 and shutil.which("setpriv") else "shared-uid"
 
 
+LEASE_DIRS = ("/run/janus-sandbox-uids", "/tmp/janus-sandbox-uids")  # fixed paths (not $TMPDIR): every process agrees
+
+
 def _lease_dir() -> Path | None:
-    d = Path(tempfile.gettempdir()) / "janus-sandbox-uids"
+    base = next((d for d in LEASE_DIRS if os.path.isdir(os.path.dirname(d)) and os.access(os.path.dirname(d), os.W_OK)),
+                None)
+    if base is None:
+        return None
+    d = Path(base)
     try:
         d.mkdir(mode=0o700, exist_ok=True)
         st = os.lstat(d)
