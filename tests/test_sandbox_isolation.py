@@ -1,6 +1,7 @@
 """Issue 26 item 6: one sandbox's processes never change another sandbox's verdict (one process limit per sandbox).
 
-Bounded on purpose: a 12-process limit, 2-3 s wall clocks, and bombs that sleep between failed forks.
+Bounded on purpose: a 12-process limit, bombs that stop by themselves after 1-1.5 s (or a 1.5 s wall clock) and sleep
+between failed forks.
 """
 from __future__ import annotations
 
@@ -19,9 +20,14 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BACKENDS = [pytest.param("bwrap", marks=pytest.mark.skipif(not shutil.which("bwrap"), reason="bwrap missing")),
             pytest.param("unshare", marks=pytest.mark.skipif(not shutil.which("unshare"), reason="unshare missing"))]
 ISOLATED = pytest.mark.skipif(uid_isolation() != "per-sandbox-uid", reason="needs root and setpriv (uid per sandbox)")
-LIM = SandboxLimits(wall_s=3.0, cpu_s=3, nproc=12)
+LIM = SandboxLimits(wall_s=8.0, cpu_s=8, nproc=12)  # no job of the batch needs the wall clock: load cannot flip them
 
 RIGHT = "```python\ndef truncate_number(number: float) -> float:\n    return number % 1.0\n```"
+# a real fork bomb (every child forks too) for 1.5 s, sleeping between failed forks; then every copy but the
+# first exits and the first answers wrongly: ends as an assertion
+DEADLINE_BOMB = ("```python\nimport os, time\nme = os.getpid()\nend = time.time() + 1.5\nwhile time.time() < end:\n"
+                 "    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.02)\n"
+                 "if os.getpid() != me:\n    os._exit(0)\ndef truncate_number(number):\n    return 0.25\n```")
 # a real fork bomb (every child forks too), sleeping between failed forks: ends as a timeout
 BOMB = ("```python\nimport os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
         "        time.sleep(0.02)\n```")
@@ -37,10 +43,10 @@ HOLD = ("```python\nimport os, time\nfor _ in range(200):\n    try:\n        if 
 def test_fork_bombs_beside_correct_solutions_in_one_batch(backend):
     task = next(t for t in load_split("humaneval", "all").tasks if t.id == "HumanEval/2")
     fam = HumanEvalFamily(limits=LIM, backend=backend, allow_weak_sandbox=True)
-    outs = [BOMB, RIGHT, RIGHT, HOLD, RIGHT, RIGHT, RIGHT]
+    outs = [DEADLINE_BOMB, RIGHT, RIGHT, HOLD, RIGHT, RIGHT, RIGHT]
     scores = fam.score_many([task] * len(outs), outs, workers=2)
     verdicts = [(s.correct, s.status, s.detail["reason"]) for s in scores]
-    assert verdicts == [(False, "timeout", "timeout"), *[(True, "ok", "passed")] * 2, (False, "ok", "assertion"),
+    assert verdicts == [(False, "ok", "assertion"), *[(True, "ok", "passed")] * 2, (False, "ok", "assertion"),
                         *[(True, "ok", "passed")] * 3], verdicts
     # nothing of any sandbox is left: no process runs under any uid of the pool
     assert not [p for p in _pool_pids()], _pool_pids()
