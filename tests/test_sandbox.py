@@ -4,8 +4,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -18,17 +16,6 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BACKENDS = [pytest.param("bwrap", marks=pytest.mark.skipif(not shutil.which("bwrap"), reason="bwrap missing")),
             pytest.param("unshare", marks=pytest.mark.skipif(not shutil.which("unshare"), reason="unshare missing"))]
 SHORT = SandboxLimits(wall_s=2.0, cpu_s=2)
-
-
-def _nobody_procs(settle_s: float = 5.0) -> int:
-    """Processes of the sandbox user, after letting the kernel finish tearing down a killed pid namespace."""
-    deadline = time.monotonic() + settle_s
-    while True:
-        out = subprocess.run(["ps", "-u", "65534", "--no-headers"], capture_output=True, text=True).stdout
-        n = len([l for l in out.splitlines() if l.strip()])
-        if n == 0 or time.monotonic() > deadline:
-            return n
-        time.sleep(0.1)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -31,7 +31,7 @@ Limits, stated plainly: arguments are copies, so a test that relied on the candi
 change (none of the 164 does); a return value of a non-plain type such as ``fractions.Fraction`` fails as
 ``bad-return``. The worker can still signal the supervisor (same uid): that ends as a failure or a timeout, never a
 pass. The isolation between the two rests on the sandbox user having no capabilities (true as root, where the program
-runs as uid 65534, and under bubblewrap, which drops them; not under ``unshare -r`` as a non-root user).
+runs under an unprivileged uid of its own, and under bubblewrap, which drops them; not under ``unshare -r`` as a non-root user).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ Debian package ``bubblewrap``) with
 
 Fallback when bwrap is missing (a warning is logged once): ``unshare -n -p -f --kill-child`` (no network; a pid
 namespace so the whole process tree dies with it) + the same rlimits, cleared environment, a private temporary working
-directory, and uid 65534 when root. It has no mount namespace, so file isolation rests on file permissions. ``backend="unshare"`` forces it (tests cover both paths).
+directory, and a uid of its own when root. It has no mount namespace, so file isolation rests on file permissions. ``backend="unshare"`` forces it (tests cover both paths).
 
 Output (issue 12 item 3): stdout and stderr are read by the host as they arrive; only the last ``tail_bytes`` of each
 are kept and the rest is counted, so the host's memory stays bounded whatever the program prints. A program whose total
@@ -97,7 +97,7 @@ def choose_backend(backend: str = "auto") -> str:
 
 ENV_ALLOW_WEAK = "JANUS_ALLOW_WEAK_SANDBOX"
 FALLBACK_NOTICE = ("WARNING: bubblewrap (bwrap) is not installed, so model-written code runs in the fallback sandbox "
-                   "(unshare -n + rlimits + uid nobody): no network, but it can READ the project tree and other "
+                   "(unshare -n + rlimits + an unprivileged uid): no network, but it can READ the project tree and other "
                    "world-readable host files and WRITE the host's /tmp and /dev/shm. Install the Debian package "
                    "'bubblewrap' for the full sandbox.")
 
