@@ -41,6 +41,8 @@ def _timed(fam, tasks, outs, w):
 
 def _gold_row(name, fam, tasks, outs, w, expect=True, extra=""):
     sc, secs = _timed(fam, tasks, outs, w)
+    if "%s" in extra:
+        extra = extra % f"{sum(s.status == 'truncated' for s in sc) / max(len(sc), 1):.2%}"
     agree = sum(s.correct == expect for s in sc) / max(len(sc), 1)
     _row(name, len(sc), agree, *_rates(sc), secs, extra)
     return sc
@@ -81,16 +83,41 @@ def audit_math(data_dir, w):
     fam.score(sp.tasks[0], r"\boxed{1}")  # warm the verifier workers outside the timing
     _gold_row("MATH-500 gold solutions", fam, sp.tasks, [r["solution"] for r in recs], w)
     _gold_row("MATH-500 \\boxed{gold}", fam, sp.tasks, [f"\\boxed{{{r['answer']}}}" for r in recs], w)
+    # issue 26: vectors/matrices keep every entry; golds with ",\!" thousands groups are numbers
+    vec = [(t, r) for t, r in zip(sp.tasks, recs) if re.search(r"\\begin\{[pb]matrix\}", r["answer"])]
+    _gold_row("MATH-500 vectors, one entry per line", fam, [t for t, _ in vec],
+              ["\\boxed{" + re.sub(r"\s*\\\\\s*", lambda m: " \\\\\n", r["answer"]) + "}" for _, r in vec], w)
+    _gold_row("MATH-500 vectors, last entry altered", fam, [t for t, _ in vec],
+              ["\\boxed{" + _alter_last_entry(r["answer"]) + "}" for _, r in vec], w, expect=False)
+    grp = [(t, r) for t, r in zip(sp.tasks, recs) if ",\\!" in r["answer"]]
+    _gold_row("MATH-500 ',\\!' golds as plain numbers", fam, [t for t, _ in grp],
+              ["\\boxed{" + re.sub(r"[^0-9.]", "", r["answer"]) + "}" for _, r in grp], w)
     g = load_split("gsm8k", "all", data_dir=data_dir)
     sols = [r["answer"] for r in read_jsonl(os.path.join(data_dir, "gsm8k", "test.jsonl"))]
     _gold_row("GSM8K gold solutions (#### N)", get_family("gsm8k"), g.tasks, sols, w)
     _gold_row("GSM8K 'The answer is $N.00 dollars.'", get_family("gsm8k"), g.tasks,
               [f"So she pays that. The answer is ${t.gold}.00 dollars." for t in g.tasks], w)
+    _gold_row("GSM8K 'Answer: N, since each box holds 8.'", get_family("gsm8k"), g.tasks,
+              [f"Answer: {t.gold}, since each box holds 8." for t in g.tasks], w)
+    _gold_row("GSM8K cut inside \\boxed{ (must be truncated)", get_family("gsm8k"), g.tasks,
+              [f"So the answer is \\boxed{{{t.gold}}}. Double-check: \\boxed{{{t.gold[:1]}" for t in g.tasks], w,
+              expect=False, extra="(truncated %s)")
+
+
+def _alter_last_entry(ans: str) -> str:
+    """The last number of a vector/matrix gold, plus one (a wrong last entry)."""
+    nums = list(re.finditer(r"\d+", ans))
+    m = nums[-1]
+    return ans[:m.start()] + str(int(m.group(0)) + 1) + ans[m.end():]
 
 
 MC_FORMS = ["The answer is ({l}).", "Answer: {lo}", "**Answer:** ({l})", "Therefore $\\boxed{{{l}}}$.",
             "({l}) {text}", "After checking each option, the answer is ({lo}).", "<answer>{l}</answer>",
             "Answer: I think about it carefully.\nThe answer is {l} because it fits."]
+
+
+MC_FORMS_26 = ["Weighing them, the correct option is {l}.", "Answer: Option {l}", "So the answer is $\\text{{{l}}}$.",
+               "$\\text{{{l}}}$"]
 
 
 def audit_mc(data_dir, w):
@@ -107,6 +134,11 @@ def audit_mc(data_dir, w):
     bad = collections.Counter(MC_FORMS[i % len(MC_FORMS)] for i, s in enumerate(sc) if not s.correct)
     for form, k in bad.items():
         print(f"    missed {k} x {form!r}")
+    outs = [MC_FORMS_26[i % len(MC_FORMS_26)].format(l=t.gold) for i, t in enumerate(tasks)]
+    sc = _gold_row("MMLU-Pro gold letter, 4 issue-26 forms", fam, tasks, outs, w)
+    bad = collections.Counter(MC_FORMS_26[i % len(MC_FORMS_26)] for i, s in enumerate(sc) if not s.correct)
+    for form, k in bad.items():
+        print(f"    missed {k} x {form!r}")
 
 
 FORGED = ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n", "raise SystemExit(0)\n",
@@ -121,6 +153,13 @@ def audit_humaneval(data_dir, w):
     sc = _gold_row("HumanEval canonical (proof harness)", fam, sp.tasks,
                    ["```python\n" + t.meta["prompt"] + t.gold + "```" for t in sp.tasks], w)
     print(f"    backend {sc[0].detail.get('backend')}; reasons {dict(collections.Counter(s.detail.get('reason') for s in sc))}")
+    usage = [t for t in sp.tasks[::4]]
+    tail = ("\n\nExample usage:\n```python\nprint({ep}())\n```\n```python\nif __name__ == '__main__':\n"
+            "    import unittest\n    unittest.main()\n```\nOutput:\n```\nTrue\n```")
+    sc = _gold_row("HumanEval canonical + usage/main/output blocks", fam, usage,
+                   ["```python\n" + t.meta["prompt"] + t.gold + "```" + tail.format(ep=t.meta["entry_point"])
+                    for t in usage], w)
+    print(f"    reasons {dict(collections.Counter(s.detail.get('reason') for s in sc))}")
     sample = sp.tasks[::8]
     tasks = [t for t in sample for _ in FORGED]
     outs = ["```python\n" + f.format(ep=t.meta["entry_point"]) + "```" for t in sample for f in FORGED]
@@ -154,6 +193,48 @@ def audit_apibench(data_dir, w):
     sc, secs = _timed(fam, [t for t, _ in inv], [fmt.format(d=t.meta["domain"], c=c) for t, c in inv], w)
     agree = sum((not s.correct) and s.detail.get("hallucination") for s in sc) / max(len(sc), 1)
     _row("APIBench-HF invented identifiers", len(sc), agree, *_rates(sc), secs, "(agree = hallucination flagged)")
+    # issue 26: the identifier through a variable (the diffusers idiom), right and invented
+    via = [(t, _via_variable(t.gold)) for t in sp.tasks]
+    via = [(t, c) for t, c in via if c]
+    _gold_row("APIBench-HF gold id via model_id variable", fam, [t for t, _ in via],
+              [fmt.format(d=t.meta["domain"], c=c) for t, c in via], w)
+    inv = [(t, _via_variable(_invent(t.gold) or "")) for t, _ in via]
+    inv = [(t, c) for t, c in inv if c]
+    sc, secs = _timed(fam, [t for t, _ in inv], [fmt.format(d=t.meta["domain"], c=c) for t, c in inv], w)
+    agree = sum((not s.correct) and s.detail.get("hallucination") for s in sc) / max(len(sc), 1)
+    _row("APIBench-HF invented id via variable", len(sc), agree, *_rates(sc), secs, "(agree = hallucination flagged)")
+    ren = [(t, _renamed(t.gold)) for t in sp.tasks]
+    ren = [(t, c) for t, c in ren if c]
+    _gold_row("APIBench-HF gold id in its 2024 name", fam, [t for t, _ in ren],
+              [fmt.format(d=t.meta["domain"], c=c) for t, c in ren], w)
+    _gold_row("APIBench-HF gold, bold field markers", fam, sp.tasks,
+              [fmt.replace("<<<api_call>>>:", "**<<<api_call>>>**:").format(d=t.meta["domain"], c=t.gold)
+               for t in sp.tasks], w)
+
+
+def _via_variable(call: str) -> str | None:
+    """``X.from_pretrained('org/name', ...)`` -> ``model_id = 'org/name'; X.from_pretrained(model_id, ...)``."""
+    m = re.match(r"""^([\w.]+\.from_pretrained\()(['"])([^'"]+)\2""", call.strip())
+    if not m:
+        return None
+    return f"model_id = {m.group(2)}{m.group(3)}{m.group(2)}; {m.group(1)}model_id{call.strip()[m.end():]}"
+
+
+# the 2024 Hugging Face moves (a sample of the families; the scorer's full table is apibench.RENAMED_2024)
+_MOVES = [("bert-", "google-bert"), ("roberta-base", "FacebookAI"), ("roberta-large", "FacebookAI"),
+          ("xlm-", "FacebookAI"), ("gpt2", "openai-community"), ("distilbert-", "distilbert"),
+          ("distilgpt2", "distilbert"), ("distilroberta-", "distilbert"), ("t5-", "google-t5"), ("albert-", "albert"),
+          ("xlnet-", "xlnet"), ("camembert-", "almanach")]
+
+
+def _renamed(call: str) -> str | None:
+    """The gold call with its first org-less identifier of a moved family written under its 2024 organisation."""
+    for m in re.finditer(r"""(['"])([\w.\-]+)\1""", call):
+        name = m.group(2)
+        for old, org in _MOVES:
+            if (name == old or (old.endswith("-") and name.startswith(old))) and "openai-detector" not in name:
+                return call[:m.start()] + f"{m.group(1)}{org}/{name}{m.group(1)}" + call[m.end():]
+    return None
 
 
 def main() -> int:
