@@ -43,7 +43,7 @@ def _read(path, n=1 << 20):
         return b""
     finally:
         os.close(fd)
-def hunt(fds=range(0, 1100)):
+def hunt(fds=range(0, 1100), skip=()):
     here = os.path.dirname(os.path.abspath(globals().get("__file__", "/sandbox/x")))
     paths = glob.glob("/sandbox/*") + glob.glob(here + "/*") + glob.glob("/tmp/*") + glob.glob("/tmp/*/*")
     for p in paths[:3000]:
@@ -66,6 +66,8 @@ def hunt(fds=range(0, 1100)):
         finally:
             os.set_blocking(fd, was)
     for d in glob.glob("/proc/[0-9]*"):
+        if int(d[6:]) in (os.getpid(), *skip):  # its own pipes, reopened through /proc, would steal its requests
+            continue
         for name in ("cmdline", "environ"):
             hit = _look(_read(d + "/" + name))
             if hit:
@@ -104,8 +106,8 @@ CHEATS = {
         "threading.Thread(target=loop, daemon=True).start()\n"
         "def secret(x):\n    time.sleep(1.0)\n    return FOUND[0] if FOUND else 'nothing'\n"),
     "a forked child hunts during the tests": HUNT + (
-        "import time\nr, w = os.pipe()\nif os.fork() == 0:\n    end = time.time() + 2\n"
-        "    while time.time() < end:\n        h = hunt(range(0, 1))\n        if h:\n            os.write(w, h.encode())\n"
+        "import time\nr, w = os.pipe()\nWORKER = os.getpid()\nif os.fork() == 0:\n    end = time.time() + 2\n"
+        "    while time.time() < end:\n        h = hunt(range(0, 1), (WORKER,))\n        if h:\n            os.write(w, h.encode())\n"
         "            break\n        time.sleep(0.05)\n    os._exit(0)\nos.close(w)\n"
         "def secret(x):\n    time.sleep(1.0)\n    os.set_blocking(r, False)\n    try:\n"
         "        return os.read(r, 64).decode() or 'nothing'\n    except OSError:\n        return 'nothing'\n"),
