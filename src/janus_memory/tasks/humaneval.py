@@ -86,7 +86,8 @@ class HumanEvalFamily(TaskFamily):
         return Score(res.status == "passed", f"<code {len(prog[0])} chars>", status,
                      {"sandbox": res.status, "reason": res.reason, "returncode": res.returncode,
                       "stderr_tail": res.stderr[-500:], "output_bytes": res.output_bytes,
-                      "wall_s": round(res.wall_s, 3), "backend": res.backend, "reruns": res.reruns})
+                      "wall_s": round(res.wall_s, 3), "backend": res.backend, "reruns": res.reruns,
+                      "uid": res.detail.get("uid")})
 
     def run(self, program: tuple) -> SandboxResult:
         """Run one prepared program (head, prompt, test, entry_point) under the proof harness."""

@@ -162,7 +162,7 @@ UID_BASE = 1_610_000_000  # far above login uids and the usual subordinate-uid r
 UID_SLOTS = 512
 RELEASE_WAIT_S = 3.0
 _UID_LOCK = threading.Lock()
-_next_slot = 0
+_next_slot = int.from_bytes(os.urandom(2), "big") % UID_SLOTS  # processes start at different slots: fewer collisions
 _SHARED_WARNED = False
 
 
