@@ -13,7 +13,8 @@ Debian package ``bubblewrap``) with
 
 Fallback when bwrap is missing (a warning is logged once): ``unshare -n -p -f --kill-child`` (no network; a pid
 namespace so the whole process tree dies with it) + the same rlimits, cleared environment, a private temporary working
-directory, and a uid of its own when root. It has no mount namespace, so file isolation rests on file permissions. ``backend="unshare"`` forces it (tests cover both paths).
+directory, and a uid of its own when root. It has no mount namespace, so file isolation rests on file permissions.
+``backend="unshare"`` forces it (tests cover both paths).
 
 Output (issue 12 item 3): stdout and stderr are read by the host as they arrive; only the last ``tail_bytes`` of each
 are kept and the rest is counted, so the host's memory stays bounded whatever the program prints. A program whose total
@@ -50,6 +51,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -61,7 +63,8 @@ from .sandbox_job import SandboxLimits, SandboxResult, SandboxStatus, execute, s
 __all__ = [
     "ENV_ALLOW_WEAK", "FALLBACK_NOTICE", "NOBODY", "SandboxLimits", "SandboxResult", "SandboxStatus",
     "WeakSandboxRefused", "build_command", "bwrap_path", "choose_backend", "require_strong_sandbox", "run_python",
-    "sandbox_notice", "set_parent_death_signal", "uid_isolation", "weak_sandbox_allowed", "UID_BASE", "UID_SLOTS",
+    "sandbox_notice", "set_parent_death_signal", "uid_isolation", "uid_processes", "weak_sandbox_allowed", "UID_BASE",
+    "UID_SLOTS",
 ]
 
 log = logging.getLogger(__name__)
@@ -97,8 +100,8 @@ def choose_backend(backend: str = "auto") -> str:
 
 ENV_ALLOW_WEAK = "JANUS_ALLOW_WEAK_SANDBOX"
 FALLBACK_NOTICE = ("WARNING: bubblewrap (bwrap) is not installed, so model-written code runs in the fallback sandbox "
-                   "(unshare -n + rlimits + an unprivileged uid): no network, but it can READ the project tree and other "
-                   "world-readable host files and WRITE the host's /tmp and /dev/shm. Install the Debian package "
+                   "(unshare -n + rlimits + an unprivileged uid): no network, but it can READ the project tree and "
+                   "other world-readable host files and WRITE the host's /tmp and /dev/shm. Install the Debian package "
                    "'bubblewrap' for the full sandbox.")
 
 
@@ -185,8 +188,7 @@ def _lease_dir() -> Path | None:
         st = os.lstat(d)
     except OSError:
         return None
-    import stat as _stat
-    if not _stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
         return None  # not ours, or writable by others: a lease there proves nothing
     return d
 
