@@ -81,6 +81,7 @@ def test_identifiers(call, domain, expected):
     "- **<<<domain>>>**: {d}\n- **<<<api_call>>>**: {c}\n- **<<<api_provider>>>**: Hugging Face",
     "__<<<api_call>>>__: {c}\n__<<<api_provider>>>__: HF",
     "*<<<api_call>>>*: {c}",
+    "### <<<domain>>>: {d}\n### <<<api_call>>>: {c}\n### <<<api_provider>>>: Hugging Face",
 ])
 def test_bold_field_markers(template):
     assert score("pipeline('fill-mask', model='roberta-base')", FILL, template=template) == RIGHT

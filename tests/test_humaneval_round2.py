@@ -42,6 +42,8 @@ CASES = [
      '    """Fractional part."""\n    x = number\n    while x >= 1:\n        x -= 1\n    return x\n',
      '    """Fractional part."""\n    x = number\n    while x >= 1:\n        x -= 1\n    return x\n'),
     ("bare body in a python fence", f"```python\n{BODY}```", BODY),
+    ("bare body after a line of prose", "Here is the body:\n" + BODY, BODY),
+    ("bare body between prose", "Here is the body:\n\n" + BODY + "\nThat is all.", BODY),
     ("bare body in an untagged fence", f"```\n{BODY}```", BODY),
 ]
 

@@ -79,6 +79,12 @@ def test_thousands_groups_are_numbers(gold, text, expected):
     ("Answer: $1,200, because 12 boxes cost 100 each.", "1200"),
     ("Answer: 2\\sqrt{3}, since the side is 2.", "2\\sqrt{3}"),
     ("The final answer is Evelyn, since she runs fastest.", "Evelyn"),
+    ("Answer: 72 (since each box holds 8)", "72"),
+    ("Answer: 5 (five)", "5"),
+    ("**Answer:** 72, since each box holds 8.", "72"),
+    ("Answer: $72$, since each box holds 8.", "72"),
+    ("Answer: 2(3+4), since it distributes", "2(3+4)"),
+    ("Answer: f(x) = 3", "f(x) = 3"),
     # several answers stay whole
     ("Answer: 1, 2", "1, 2"),
     ("Answer: 72, 8", "72, 8"),

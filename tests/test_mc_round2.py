@@ -31,6 +31,13 @@ J = "ABCDEFGHIJ"
     ("After checking, (B) is the right answer.", "B", "confirmed"),
     ("A is the correct answer because the load is static.", "A", "confirmed"),
     ("Work it out.\n$\\text{H}$", "H", "bare_line"),
+    ("The answer is $\\text{(D)}$.", "D", "answer_is"),
+    ("$(D)$", "D", "bare"),
+    ("the answer is \\textbf{(C)}", "C", "answer_is"),
+    ("The correct option is: D", "D", "correct_is"),
+    ("The correct option is **D**.", "D", "correct_is"),
+    ("Correct option: D", "D", "label"),
+    ("the answer is Option D", "D", "answer_is"),
 ])
 def test_new_forms(text, letter, source):
     ex = extract_choice(text, J)

@@ -344,7 +344,7 @@ def extract_api_call(text: str) -> str | None:
     found = [f for f in found if f]
     if not found:
         return None
-    s = re.sub(r"(?:\s|\n[ \t]*[-*+•])+$", "", found[-1])  # a Markdown list's bullet of the next field
+    s = re.sub(r"(?:\s|\n[ \t]*(?:[-*+•]|#+))+$", "", found[-1])  # the next field's list bullet or heading mark
     m = re.match(r"^```(?:python)?\s*(.*?)\s*```$", s, re.S)
     return (m.group(1) if m else s).strip()
 

@@ -121,15 +121,22 @@ def defines(src: str, entry_point: str | None = None) -> bool:
 
 
 def _bare_body(text: str) -> str | None:
-    """Unfenced completion-style body: from the first indented line, the longest run that compiles as a body."""
+    """Unfenced completion-style body: the first run of indented (or blank) lines, after any prose, that compiles as a
+    function body once trailing lines that do not are dropped."""
     lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.strip()), None)
-    if start is None or lines[start][:1] not in (" ", "\t"):
-        return None
-    for k in range(len(lines), start, -1):
-        src = "\n".join(lines[start:k]).rstrip()
-        if src and is_body(src):
-            return src + "\n"
+    i = 0
+    while i < len(lines):
+        if not (lines[i].strip() and lines[i][:1] in (" ", "\t")):
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and (not lines[j].strip() or lines[j][:1] in (" ", "\t")):
+            j += 1
+        for k in range(j, i, -1):
+            src = "\n".join(lines[i:k]).rstrip()
+            if src and is_body(src):
+                return src + "\n"
+        i = j
     return None
 
 

@@ -57,9 +57,10 @@ def _patterns(labels: str):
 
 
 # a letter written in math mode or \text{}: "$\text{D}$", "$D$", "\(D\)", "\textbf{D}" -> "D" (issue 26)
-_MATH_LETTER = re.compile(r"\$\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{\s*([A-Za-z])\s*\}|([A-Za-z]))\s*\$"
-                          r"|\\\(\s*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{\s*([A-Za-z])\s*\}|([A-Za-z]))\s*\\\)"
-                          r"|(?<!\\boxed\{)\\(?:text|textbf|mathrm|mathbf)\s*\{\s*([A-Za-z])\s*\}")
+_TXT = r"\\(?:text|textbf|mathrm|mathbf)\s*\{\s*\(?([A-Za-z])\)?\s*\}"
+_MATH_LETTER = re.compile(rf"\$\s*(?:{_TXT}|\(?([A-Za-z])\)?)\s*\$"
+                          rf"|\\\(\s*(?:{_TXT}|\(?([A-Za-z])\)?)\s*\\\)"
+                          rf"|(?<!\\boxed\{{){_TXT}")
 
 
 def _unwrap_math_letters(t: str) -> str:
