@@ -46,6 +46,10 @@ def test_row_breaks_survive_normalisation():
     (VF, r"\boxed{\begin{pmatrix} -\frac{1}{3} \\ \frac{2}{3} \\ \frac{5}{3} \end{pmatrix}}", True),
     (VF, r"\boxed{\begin{pmatrix} -\dfrac{1}{3} \\ \dfrac{2}{3} \\ \dfrac{5}{3} \end{pmatrix}}", True),
     (M2, r"\boxed{\begin{pmatrix}-1&0\\0&-1\end{pmatrix}}", True),
+    (V3, r"\boxed{\left(\begin{array}{c} -2 \\ -14 \\ -7 \end{array}\right)}", True),
+    (V3, r"\boxed{\begin{pmatrix} -2 \\ -14 \\ -7 \\ \end{pmatrix}}", True),  # a trailing row break
+    (V3, r"\boxed{\begin{pmatrix} -2 \\[2pt] -14 \\[2pt] -7 \end{pmatrix}}", True),
+    (V3, r"\boxed{\begin{pmatrix} -2 & -14 & -7 \end{pmatrix}}", False),  # a row for a column: another shape
     (M2, "\\boxed{\\begin{pmatrix}\n-1 & 0 \\\\\n0 & -1\n\\end{pmatrix}}", True),
 ])
 def test_vectors_and_matrices(gold, text, expected):

@@ -60,6 +60,7 @@ def normalize_for_verify(ans: str) -> str:
     # LaTeX spaces (\, \! \; \: "\ ") go, but a row break \\ stays whole: scanning pairs first keeps
     # "-2 \\ -14" from being read as "-2 \" + "\ -14" (issue 26: vectors lost every entry after the first)
     a = re.sub(r"\\\\|\\[,!;: ]", lambda m: m.group(0) if m.group(0) == "\\\\" else "", a)
+    a = re.sub(r"\\\\\[\s*-?[\d.]+\s*(?:pt|em|ex|mm|cm|in|mu|bp)\s*\]", lambda m: "\\\\", a)  # "\\[2pt]": a row break
     a = a.replace("{,}", ",").strip()
     if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", a):  # "58,500" is a number (as the extractor reads it)
         a = a.replace(",", "")
