@@ -53,7 +53,10 @@ def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dic
 
 def _open_store(cfg: RunConfig, resume: bool, overwrite: bool) -> RunStore | None:
     if resume:
-        from .integrity import problems
+        from .integrity import problems, refuse_damaged
+
+        if (Path(cfg.out).expanduser() / RunStore.DB).is_file():
+            refuse_damaged(cfg.out)  # before anything is unmarked or rewritten
 
         repair = (Path(cfg.out).expanduser() / "COMPLETE").exists() and bool(problems(cfg.out))
         return RunStore.open_existing(cfg.out, repair=repair)

@@ -174,6 +174,8 @@ class RunStore:
         if ((root / cls.DB).exists() or (root / "COMPLETE").exists()) and not overwrite:
             state = "a finished run" if (root / "COMPLETE").exists() else "an unfinished run (continue it with --resume)"
             raise OutputError(f"output folder {root} already holds {state}; choose another --out or pass --overwrite")
+        if not (root / cls.DB).exists() and (root / ASIDE).is_dir():
+            return root  # an --overwrite stopped before its new run.sqlite was in place: the folder held a run
         if not (root / cls.DB).exists() and not (root / "COMPLETE").exists():
             # not a run folder: a run writes a dozen files and folders into it, so it must be new or empty (a
             # careless --out . or --out /usr would otherwise mix them into the user's files; --overwrite is for runs)
