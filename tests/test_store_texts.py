@@ -436,4 +436,4 @@ def test_reasoning_bank_run_reads_back_every_deployed_memory_and_candidate(tmp_p
         db.execute("SELECT SUM(LENGTH(text)) FROM text_chunks").fetchone()[0]
     whole = sum(len(t) for steps in seen.values() for _, mem, cand in steps for t in (mem, cand[0] if cand else ""))
     assert stored * 4 < whole
-    assert json.loads(db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone()[0]) == 3
+    assert json.loads(db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone()[0]) == 4
