@@ -165,7 +165,7 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
             kill_point("provenance_written")
         log_estimate(ctx, store.root, resume, log)  # LLM calls ahead (and time, embedded model): runner/estimate.py
         summary = _finish(ctx, store, EventBus(store.on_event, _legacy_on_step(on_step), on_event), log, stop_after,
-                          cfg, t0)
+                          cfg, t0, resumed=resume)
         ok = True
         return summary
     except (OSError, sqlite3.OperationalError) as e:
@@ -220,7 +220,8 @@ def _restore_provenance(store: RunStore, ctx: Context) -> None:
                       missing_only=True, stored=stored)
 
 
-def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: RunConfig, t0: float) -> dict:
+def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: RunConfig, t0: float, *,
+            resumed: bool = False) -> dict:
     methods = _run_methods(ctx, store, bus, log, stop_after)
     if not (store.root / "config.json").exists():  # deleted to continue with the stored config: put it back
         from .reader import RunReader
@@ -234,6 +235,8 @@ def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: 
     summary = {"run_dir": str(store.root.resolve()), "engine": engine,
                "dataset": cfg.dataset, "updater": cfg.updater, "backend": ctx.backend_info, "methods": methods,
                "usage_total": sum_method_usage(methods), "wall_s": round(time.time() - t0, 2)}
+    if resumed:  # "calls paid" then leaves out what an interrupted attempt paid for uncommitted steps (cache hits)
+        summary["resumed"] = True
     store.finish(summary)
     record_timing(ctx)  # the measured speed of the embedded model on this machine, for the next run's estimate
     return summary
