@@ -82,7 +82,7 @@ def test_an_edited_summary_json_is_named_and_the_repair_restores_it(run, capsys)
      "the database itself is damaged: the step row(s) 2 of dc_rs were changed after they were committed (their hash "
      "chain does not match)"),
     ("DELETE FROM steps WHERE method='dc_rs' AND step=3",
-     "the database itself is damaged: the step row(s) 3 of dc_rs were deleted after they were committed"),
+     "the database itself is damaged: it lacks step(s) 3 of dc_rs: deleted after they were committed"),
     ("UPDATE method_results SET summary=replace(summary, '\"test_correct\": ', '\"test_correct\": 1') "
      "WHERE method='dc_rs'",
      "the database itself is damaged: the stored result of dc_rs was changed or deleted after it was committed"),

@@ -46,13 +46,18 @@ def result_hash(line: str) -> str:
     return hashlib.sha256(line.encode("utf-8")).hexdigest()
 
 
-def _span(steps: list[int]) -> str:
-    return ", ".join(map(str, steps[:5])) + (f" and {len(steps) - 5} more" if len(steps) > 5 else "")
+def span(steps: list[int]) -> str:
+    """``4``, ``2-3`` (a run of steps) or ``2, 5, 7 ...``."""
+    return f"{steps[0]}" if len(steps) == 1 else f"{steps[0]}-{steps[-1]}" if steps[-1] - steps[0] == len(steps) - 1 \
+        else ", ".join(map(str, steps[:5])) + (" ..." if len(steps) > 5 else "")
 
 
-def chain_problems(query: Callable[..., list], method: str) -> tuple[bool, list[str]]:
+def chain_problems(query: Callable[..., list], method: str,
+                   count_result: Callable[[str], bool] = lambda m: True) -> tuple[bool, list[str]]:
     """``(checked, problems)`` for ``method``: ``checked`` is False for rows written before the chain (store format
-    < 4, nothing to check against). ``query(sql, args)`` runs on the run database (a missing table reads as [])."""
+    < 4, nothing to check against). ``query(sql, args)`` runs on the run database (a missing table reads as []).
+    ``count_result(method)``: whether the method's stored result is one a resume would keep (False: it is missing or
+    incomplete, the method counts as unfinished and its result is computed again, never copied: not a problem)."""
     chain = {int(s): h for s, h in query("SELECT step, hash FROM chain WHERE method=?", (method,))}
     seal = query("SELECT tests, result FROM seals WHERE method=?", (method,))
     if not chain and not seal:
@@ -61,26 +66,27 @@ def chain_problems(query: Callable[..., list], method: str) -> tuple[bool, list[
     mems = {int(s): sha for s, sha in query("SELECT step, sha256 FROM memories WHERE method=? AND step>0", (method,))}
     cands = {int(s): sha for s, sha in query("SELECT step, sha256 FROM candidates WHERE method=?", (method,))}
     out: list[str] = []
-    prev, edited, unchained = "", [], []
-    have = set()
+    edited, unchained, have, prev_h = [], [], set(), ""
     for step, dec, rec in rows:
         step = int(step)
         have.add(step)
+        # the link before: the stored one when there is one (an edited or deleted row is named once, not with
+        # every row after it), else the one computed from the row before
+        prev = chain.get(step - 1, prev_h) if step > 1 else ""
         h = link(prev, step, dec, rec, mems.get(step), cands.get(step))
         if step not in chain:
             unchained.append(step)
         elif chain[step] != h:
             edited.append(step)
-            h = chain[step]  # go on from the stored link: one edited row is named once, not with every later one
-        prev = h
+        prev_h = h
     deleted = sorted(set(chain) - have)
     if edited:
-        out.append(f"the step row(s) {_span(edited)} of {method} were changed after they were committed "
+        out.append(f"the step row(s) {span(edited)} of {method} were changed after they were committed "
                    "(their hash chain does not match)")
     if deleted:
-        out.append(f"the step row(s) {_span(deleted)} of {method} were deleted after they were committed")
+        out.append(f"it lacks step(s) {span(deleted)} of {method}: deleted after they were committed")
     if unchained:
-        out.append(f"the step row(s) {_span(unchained)} of {method} were not committed by the run (no hash chain link)")
+        out.append(f"the step row(s) {span(unchained)} of {method} were not committed by the run (no hash chain link)")
     if seal:
         t_hash, r_hash = seal[0]
         if t_hash is not None:
@@ -88,7 +94,7 @@ def chain_problems(query: Callable[..., list], method: str) -> tuple[bool, list[
             if tests_hash(lines) != t_hash:
                 out.append(f"the held-out test rows of {method} were changed, deleted or added after they were committed "
                            f"({len(lines)} rows now)")
-        if r_hash is not None:
+        if r_hash is not None and count_result(method):
             res = query("SELECT summary FROM method_results WHERE method=?", (method,))
             if not res or result_hash(res[0][0]) != r_hash:
                 out.append(f"the stored result of {method} was changed or deleted after it was committed")

@@ -78,7 +78,8 @@ def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
     out, unchecked = [], []
     methods = stored_methods(reader) or [m for (m,) in reader._query("SELECT DISTINCT method FROM steps")]
     for method in methods:
-        checked, found = reader._with_db(lambda query: chain_problems(query, method), (False, []))
+        checked, found = reader._with_db(lambda query: chain_problems(
+            query, method, lambda m: reader.method_result(m) is not None), (False, []))
         out += found
         if not checked and reader._query("SELECT 1 FROM steps WHERE method=? LIMIT 1", (method,)):
             unchecked.append(method)
@@ -124,17 +125,24 @@ def _summary_problems(reader: RunReader) -> list[str]:
     methods' stored results (the report prints the database's; an edited file must not pass unseen)."""
     from .jsonio import dumps
 
+    out = []
+    for name, key in (("config.json", "config"), ("splits.json", "splits"), ("environment.json", "environment")):
+        value, file_value = reader.meta(key), reader.json_file(name)
+        if isinstance(file_value, dict) and name == "config.json":
+            file_value = {k: v for k, v in file_value.items() if k != "preset_summary"}
+        if value is not None and file_value is not None and dumps(value) != dumps(file_value):
+            out.append(f"{name} differs from the database")
     stored = reader.meta("summary")
     on_disk = reader.json_file("summary.json")
     if on_disk is None:
-        return ["summary.json is missing"]
+        return out + ["summary.json is missing"]
     if stored is None:  # a run finished before the summary was stored in the database: nothing to check against
-        return []
-    out = []
+        return out
     if dumps(on_disk) != dumps(stored):
         out.append("summary.json differs from the database")
     for method, res in (stored.get("methods") or {}).items() if isinstance(stored, dict) else ():
-        if dumps(res) != dumps(reader.method_result(method)):
+        result = reader.method_result(method)
+        if result is not None and dumps(res) != dumps(result):  # (no result: named above; a resume recomputes it)
             out.append(f"{DAMAGED_DB}: its stored summary of {method} differs from the method's stored result")
     return out
 

@@ -137,10 +137,11 @@ class RunReader:
         the truth; the files are exports of it, checked against it by integrity.problems)."""
         method, _, fname = name.rpartition("/")
         if method and "/" not in method and self.has_db and fname in (*self._DB_EXPORTS, "test.jsonl"):
-            if fname == "test.jsonl":
+            if fname == "test.jsonl" and self._query("SELECT 1 FROM tests WHERE method=? LIMIT 1", (method,)):
                 return [self._loads(r, f"test row of {method}") for (r,) in
                         self._query("SELECT record FROM tests WHERE method=? ORDER BY idx", (method,))]
-            return [pair[self._DB_EXPORTS[fname]] for pair in self.steps(method)]
+            if fname != "test.jsonl":
+                return [pair[self._DB_EXPORTS[fname]] for pair in self.steps(method)]
         path = self.root / name
         if not path.exists():
             return []
