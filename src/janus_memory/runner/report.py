@@ -46,8 +46,12 @@ def _unchecked_notes(folders: list[Path]) -> list[str]:
     """One line per folder whose database predates the hash chain (store format < 4): what was not checked."""
     from .integrity import db_problems
 
+    from .reader import RunReader
+
     out = []
     for d in folders:
+        if RunReader(d).meta("config") is None:  # not a database a run wrote (no stored settings): nothing to say
+            continue
         unchecked = db_problems(d)[1]
         if unchecked:
             out.append(f"note: {d} was written before run databases carried a hash chain (store format < 4): "
