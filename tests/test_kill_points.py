@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from janus_memory import cli
-from janus_memory.killpoints import ENV, RECOVERY, STAGES
+from janus_memory.killpoints import RECOVERY, STAGES
 from janus_memory.runner.integrity import problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
@@ -87,8 +87,8 @@ def test_a_kill_at_every_stage_is_recovered_by_its_one_command(stage, reference,
         shutil.copytree(reference, out)
         (out / "dc_rs" / "decisions.jsonl").unlink()
         argv = ["--resume", str(out), "-q"]
-    (out / "notes.txt").parent.mkdir(parents=True, exist_ok=True)
-    if out.exists() and any(out.iterdir()):  # a run folder: the user's own file in it survives everything
+    mine = out.exists()  # an existing run folder: the user's own file in it survives everything
+    if mine:
         (out / "notes.txt").write_text("mine")
     _killed(argv, AT.get(stage, stage))
     capsys.readouterr()
@@ -109,5 +109,5 @@ def test_a_kill_at_every_stage_is_recovered_by_its_one_command(stage, reference,
     assert (out / "COMPLETE").exists()
     left = {p.name for p in out.iterdir()} & {".run.sqlite.setup", ".run.sqlite.setup-journal", ".janus-overwritten"}
     assert left == set()
-    if (out / "notes.txt").exists() or stage in ("overwrite_moved_aside", "repair_unmarked"):
+    if mine:
         assert (out / "notes.txt").read_text() == "mine"

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 from typing import Callable
 
-from .jsonio import dumps
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS chain (method TEXT NOT NULL, step INTEGER NOT NULL, hash TEXT NOT NULL,
