@@ -19,6 +19,12 @@ Atomicity: a step's record and the method's checkpoint (updater + controller sta
 transaction, so after a crash or SIGKILL the database holds either the whole step or none of it. Every JSON/text file
 is written to a temp file and renamed.
 
+Crash safety of set-up and --overwrite (issue 28, docs/run-folder.md): a new run's database is written whole under
+``.run.sqlite.setup`` (schema + config, splits, environment) and renamed to ``run.sqlite``, so a run.sqlite always
+holds its config; --overwrite moves the old run into ``.janus-overwritten/`` first and deletes it only after the new
+database is in place. Each step also stores its link of the per-method hash chain (store format 4, runner/chain.py).
+Named kill points (janus_memory/killpoints.py) let tests SIGKILL the process at each stage.
+
 Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
 then per step as the leaf operations of its structural delta (table ``checkpoint_ops``, runner/delta.py): appended
 list items and string tails are kept (they are the state's growth); a value set or removed at a path deletes the
