@@ -46,10 +46,13 @@ def _run(argv: list[str]) -> int:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     root = tmp_path_factory.mktemp("ref")
-    os.environ.setdefault("JANUS_CACHE_DIR", str(root / "cache"))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("JANUS_CACHE_DIR", str(root / "cache"))  # this module's own response cache (the children get it too)
+    assert _run([*ARGS, "--out", str(root / "cold")]) == 0  # fills the response cache
     out = root / "run"
-    assert _run([*ARGS, "--out", str(out)]) == 0
-    return out
+    assert _run([*ARGS, "--out", str(out)]) == 0  # every reply from the cache, as in every killed and recovered run
+    yield out
+    mp.undo()
 
 
 _CTX = None
