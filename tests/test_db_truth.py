@@ -140,3 +140,19 @@ def test_resume_with_another_out_is_refused_and_overwrite_removes_the_old_report
     assert not (run / "report").exists()
     assert (run / "notes.txt").read_text() == "mine"
     assert not (run / ".janus-overwritten").exists()
+
+
+def test_a_resumed_run_says_what_calls_paid_leaves_out(finished):
+    from rich.console import Console
+
+    from janus_memory.runner.summary_table import RESUMED_NOTE, print_summary
+
+    summary = json.loads((finished / "summary.json").read_text())
+    assert "resumed" not in summary  # an uninterrupted run: no note
+    for resumed, shown in ((False, False), (True, True)):
+        console = Console(record=True, width=400, force_terminal=False)
+        print_summary({**summary, "resumed": resumed}, console)
+        text = " ".join(console.export_text().split())
+        assert ("resumed run: calls an interrupted attempt paid for steps it never committed came back from the "
+                "response cache and count as cache hits, not as paid" in text) is shown
+    assert RESUMED_NOTE.startswith("; resumed run:")
