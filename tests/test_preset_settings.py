@@ -170,7 +170,7 @@ def test_request_settings_reach_the_client_and_the_openai_backend(tmp_path, monk
     assert ctx.client.max_retries == 6 and ctx.client.deadline_s is None
     from janus_memory.runner import backends
 
-    monkeypatch.setattr(backends, "check_endpoint", lambda url: None)
+    monkeypatch.setattr(backends, "check_endpoint", lambda url, *a, **k: None)
     be = backends.openai_backend(RunConfig(backend="openai", base_url="http://127.0.0.1:9/v1", model="m",
                                            request_timeout=33.0), [])
     assert be.timeout == 33.0

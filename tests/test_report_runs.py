@@ -232,7 +232,7 @@ def test_unfinished_folders_are_named_in_one_line_and_left_out(tmp_path):
     assert _table1(rep) == ["| dc_rs | 40.0 | 40.0 |", "| dc_rs+janus | 60.0 | 60.0 |"]  # done only
     assert rep["unfinished"] == [
         f"not in the report: {bare} holds a run that stopped before its settings were stored; start it again "
-        "without --resume",
+        "with the command that made it (without --resume)",
         f"not in the report: {cut} (dc_rs: 6/6 steps, tested; dc_rs+janus: 2/6 steps) is unfinished; continue it "
         f"with: janus run --resume {cut}",
         f"not in the report: {odd} (dc_rs: 3/6 steps; dc_rs+janus: 0/6 steps) is unfinished; continue it with: "

@@ -67,6 +67,11 @@ def _config_from_args(args, *, demo: bool):
     if not demo and getattr(args, "resume", None):
         from .runner.experiment import load_run_config
 
+        if getattr(args, "out", None) is not None and \
+                Path(args.out).expanduser().absolute() != Path(args.resume).expanduser().absolute():
+            raise ConfigError(f"--resume continues the run in its own folder {args.resume}; --out {args.out} names "
+                              "another: leave --out out (to continue elsewhere, copy the folder and resume the copy)")
+
         base = overlay(load_run_config(args.resume).model_dump(), base, {"out": args.resume})
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
     if "batch_eval" in over:  # --batch-eval on|off|auto -> True / False / None (auto also undoes a config file's value)

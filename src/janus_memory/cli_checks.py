@@ -24,6 +24,10 @@ def preflight(cfg, resume: bool = False, overwrite: bool = False):
         from .runner.resume import refuse_changed_config
         from .runner.store import RunStore
 
+        from .runner.integrity import refuse_damaged
+
+        if (Path(cfg.out).expanduser() / RunStore.DB).is_file():
+            refuse_damaged(cfg.out)  # rows edited or deleted after their commit: never continued or repaired
         if (Path(cfg.out).expanduser() / RunStore.DB).exists():  # a finished run (COMPLETE and whole): refused here,
             complete = (Path(cfg.out).expanduser() / "COMPLETE").exists()  # before the header is printed
             RunStore.check_resumable(cfg.out, repair=complete and bool(problems(cfg.out)))

@@ -52,6 +52,31 @@ class Parser(argparse.ArgumentParser):
         return ns
 
 
+def path_arg(text: str) -> str:
+    """An argparse type: a path that can name a file here (janus_memory/paths.py: not too long, no symlink loop)."""
+    from .paths import check_path
+
+    try:
+        return check_path(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+# every option whose value is a path gets path_arg (build_parser): those with a path metavar or one of these names
+PATH_METAVARS = frozenset({"DIR", "FILE", "PATH"})
+PATH_DESTS = frozenset({"out", "resume", "config", "data_dir", "cache_dir", "model_path", "from_dir", "run_dir", "dirs",
+                        "grid", "inputs"})
+
+
+def _typed_paths(p: argparse.ArgumentParser) -> None:
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sp in a.choices.values():
+                _typed_paths(sp)
+        elif (a.metavar in PATH_METAVARS or a.dest in PATH_DESTS) and a.type is None and a.nargs != 0:
+            a.type = path_arg
+
+
 def int_at_least(lo: int):
     """An argparse type: an integer >= ``lo`` (one line naming the range otherwise)."""
     def parse(text: str) -> int:
@@ -372,5 +397,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_replay_parser(sub)
     for name, sp in sub.choices.items():
         show_defaults(sp, name)
+    _typed_paths(p)
     p._janus_subparsers = dict(sub.choices)
     return p

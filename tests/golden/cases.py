@@ -49,9 +49,10 @@ def _strip_wall(obj):
 
 
 def summary_numbers(run: Path) -> dict:
-    """summary.json without wall-clock fields and the absolute run folder."""
+    """summary.json without wall-clock fields, the absolute run folder and the resumed marker."""
     s = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     s.pop("run_dir", None)
+    s.pop("resumed", None)  # a resumed run says so (its "calls paid" note); the numbers are what is compared
     return _strip_wall(s)
 
 

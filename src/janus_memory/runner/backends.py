@@ -21,17 +21,48 @@ def check_gguf(path: Path) -> None:
         raise ConfigError(f"{path} is not a GGUF model file; pass a .gguf with --model-path, or run `janus model fetch`")
 
 
-def check_endpoint(base_url: str, timeout_s: float = 5.0) -> None:
-    """Raise ConfigError if nothing answers at ``base_url`` (any HTTP status counts as reachable)."""
+def check_endpoint(base_url: str, timeout_s: float = 5.0, *, max_retries: int = 0,
+                   deadline_s: float | None = None) -> None:
+    """Raise ConfigError if nothing answers ``GET <base_url>/models`` (any HTTP status counts as reachable).
+
+    Every attempt is bounded as a whole (connect, headers, body) by ``timeout_s`` (--request-timeout), not per read:
+    a server that drips one byte at a time or accepts and never answers ends the attempt; a timed-out attempt is
+    retried up to ``max_retries`` times (--max-retries), all within ``deadline_s`` (--request-deadline) when set.
+    A refused connection (nothing listens) is not retried."""
+    import asyncio
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
     import httpx
 
     url = base_url.rstrip("/") + "/models"
-    try:
-        httpx.get(url, timeout=timeout_s, headers={"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'none')}"})
-    except httpx.HTTPError as e:
-        raise ConfigError(
-            f"cannot reach the model endpoint {base_url} ({type(e).__name__}); start the server or fix --base-url"
-        ) from e
+    headers = {"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'none')}"}
+
+    async def attempt(t: float) -> None:
+        async with httpx.AsyncClient(timeout=t) as client:
+            await asyncio.wait_for(client.get(url, headers=headers), t)
+
+    end = None if deadline_s is None else time.monotonic() + deadline_s
+    attempts, last = 0, None
+    with ThreadPoolExecutor(1, thread_name_prefix="janus-endpoint-check") as pool:  # its own event loop
+        for _ in range(max_retries + 1):
+            t = timeout_s if end is None else min(timeout_s, end - time.monotonic())
+            if t <= 0:
+                break
+            attempts += 1
+            try:
+                pool.submit(asyncio.run, attempt(t)).result()
+                return
+            except httpx.ConnectError as e:
+                raise ConfigError(f"cannot reach the model endpoint {base_url} ({type(e).__name__}); start the "
+                                  "server or fix --base-url") from None
+            except (TimeoutError, asyncio.TimeoutError, httpx.HTTPError) as e:
+                last = e
+    limits = f"--request-timeout {timeout_s:g}, --max-retries {max_retries}" + (
+        f", --request-deadline {deadline_s:g}" if deadline_s is not None else "")
+    raise ConfigError(f"the model endpoint {base_url} did not answer GET /models in {attempts} attempt(s) "
+                      f"({type(last).__name__ if last else 'deadline'}; {limits}); check the server, or raise "
+                      "those limits")
 
 
 @BACKENDS.register("fake")
@@ -65,7 +96,8 @@ def openai_backend(cfg, tasks: list):
     llm = cfg.llm
     if not llm.base_url or not llm.model:
         raise ConfigError("--backend openai needs --base-url and --model")
-    check_endpoint(llm.base_url)
+    check_endpoint(llm.base_url, float(llm.request_timeout), max_retries=llm.max_retries,
+                   deadline_s=llm.request_deadline)
     return OpenAIBackend(llm.base_url, llm.model, timeout=float(llm.request_timeout))
 
 

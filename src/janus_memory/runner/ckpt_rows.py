@@ -26,8 +26,9 @@ from ..rows import FORMS, RowsRef, encode_form
 from .delta import SEP
 
 KEY = "__janus_rows__"  # the placeholder's one key: [n rows, dim, form]
-STORE_FORMAT = 3        # meta 'store_format': 1 (absent) = matrices inline as base64; 2 = checkpoint_rows;
-                        # 3 = memory/candidate texts once each, as deltas (table texts, runner/texts.py)
+STORE_FORMAT = 4        # meta 'store_format': 1 (absent) = matrices inline as base64; 2 = checkpoint_rows;
+                        # 3 = memory/candidate texts once each, as deltas (table texts, runner/texts.py);
+                        # 4 = a hash chain of each method's committed rows (tables chain, seals: runner/chain.py)
 Path = tuple            # a key path (tuple of dict keys)
 Seen = dict             # {key path: (token, n, array)} of the last committed checkpoint
 

@@ -150,6 +150,21 @@ class RunConfig(BaseModel):
         except SettingsConflict as e:  # one line, without pydantic's "Value error," prefix
             raise PydanticCustomError("llm_conflict", "{text}", {"text": str(e)}) from None
 
+    @field_validator("out", "data_dir", "cache_dir")
+    @classmethod
+    def _path(cls, v):
+        """A path that can name a file here (janus_memory/paths.py): one line instead of an OSError mid-run."""
+        from pydantic_core import PydanticCustomError
+
+        from ..paths import check_path
+
+        if isinstance(v, str):
+            try:
+                check_path(v)
+            except ValueError as e:
+                raise PydanticCustomError("path", "{text}", {"text": str(e)}) from None
+        return v
+
     @field_validator("dataset", "updater")
     @classmethod
     def _non_empty(cls, v: str) -> str:
@@ -368,6 +383,28 @@ def check_updater_config(updater_cls, config: dict) -> None:
         if not ok:
             raise ConfigError(f"invalid value for 'updater_config.{key}': expected {type(default).__name__}, "
                               f"got {value!r}", key=f"updater_config.{key}")
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            lo, hi = _updater_range(updater_cls, key)
+            if not (lo <= value <= hi):  # nan fails here too
+                rule = f"must be >= {lo}" if hi == float("inf") else f"must be in [{lo}, {hi}]"
+                raise ConfigError(f"invalid value for 'updater_config.{key}': {rule}, got {value!r}",
+                                  key=f"updater_config.{key}", rule=f"{rule}, got {value!r}")
+
+
+# the ranges of numeric updater settings: an updater may declare its own (class attribute RANGES: {key: (lo, hi)});
+# otherwise sampling temperatures are in [0, 2], penalties in [-2, 2] (the OpenAI API's ranges), thresholds and ratios
+# named so in [0, 1], and every other number (counts, sizes, character and token limits, timeouts) >= 0
+def _updater_range(updater_cls, key: str) -> tuple[float, float]:
+    declared = getattr(updater_cls, "RANGES", {}) or {}
+    if key in declared:
+        return declared[key]
+    if key.endswith("temperature"):
+        return 0.0, 2.0
+    if key.endswith("penalty"):
+        return -2.0, 2.0
+    if key.endswith("threshold"):
+        return 0.0, 1.0
+    return 0, float("inf")
 
 
 def migrate_stored(data: dict) -> dict:

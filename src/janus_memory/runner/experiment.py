@@ -21,30 +21,42 @@ from .lock import RunLock, RunLocked
 from .resume import check_resumable, check_resume_state, load_run_config  # noqa: F401  (load_run_config: re-export)
 from .store import RunStore
 from .usage import sum_method_usage
+from ..killpoints import kill_point
 
 _Stopped = Stopped  # older name (tests)
 
 _STORAGE_ERRNOS = {"ENOSPC", "EROFS", "EDQUOT", "EACCES", "EPERM"}
 
 
-def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dict, env: dict) -> None:
+def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dict, env: dict, *,
+                      missing_only: bool = False, stored: dict | None = None) -> None:
+    """config.json/yaml, prompts/, environment.json, splits.json (the stored values: run.sqlite's meta holds them
+    from its creation). ``missing_only``: a resume puts back those a kill or a user deleted, and keeps the rest."""
     from ..registry import UPDATERS
 
-    store.set_meta("config", cfg.model_dump())
-    store.set_meta("splits", splits)
-    store.set_meta("environment", env)
-    dump = {**cfg.model_dump(), "preset_summary": preset_summary(cfg)}  # config.json/yaml: the settings + preset
-    store.write_json("config.json", dump)
-    store.write_text("config.yaml", to_yaml(dump))
+    def want(name: str) -> bool:
+        return not (missing_only and (store.root / name).exists())
+
+    dump = {**(stored or cfg.model_dump()), "preset_summary": preset_summary(cfg)}  # the settings + preset
+    if want("config.json"):
+        store.write_json("config.json", dump)
+    if want("config.yaml"):
+        store.write_text("config.yaml", to_yaml(dump))
     for name, text in prompts_used(UPDATERS[cfg.updater], ctx.family).items():
-        store.write_text(f"prompts/{name}", text)
-    store.write_json("environment.json", env)
-    store.write_json("splits.json", splits)
+        if want(f"prompts/{name}"):
+            store.write_text(f"prompts/{name}", text)
+    if want("environment.json"):
+        store.write_json("environment.json", env)
+    if want("splits.json"):
+        store.write_json("splits.json", splits)
 
 
 def _open_store(cfg: RunConfig, resume: bool, overwrite: bool) -> RunStore | None:
     if resume:
-        from .integrity import problems
+        from .integrity import problems, refuse_damaged
+
+        if (Path(cfg.out).expanduser() / RunStore.DB).is_file():
+            refuse_damaged(cfg.out)  # before anything is unmarked or rewritten
 
         repair = (Path(cfg.out).expanduser() / "COMPLETE").exists() and bool(problems(cfg.out))
         return RunStore.open_existing(cfg.out, repair=repair)
@@ -141,14 +153,19 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
         if resume:
             check_resumable(store, cfg, {s.split: split_record(s) for s in (ctx.stream, ctx.test)}, __version__)
             check_resume_state(ctx, store)
+            _restore_provenance(store, ctx)
             log(f"resuming {store.root}")
         else:
             _preflight(ctx)
-            store = RunStore.create(cfg.out, overwrite=overwrite)
-            _start_new(store, cfg, ctx, __version__)
+            splits_rec = {s.split: split_record(s) for s in (ctx.stream, ctx.test)}
+            env = {**environment_info(), "backend": ctx.backend_info, "janus_memory": __version__}
+            store = RunStore.create(cfg.out, overwrite=overwrite,
+                                    meta={"config": cfg.model_dump(), "splits": splits_rec, "environment": env})
+            _write_provenance(store, cfg, ctx, splits_rec, env)
+            kill_point("provenance_written")
         log_estimate(ctx, store.root, resume, log)  # LLM calls ahead (and time, embedded model): runner/estimate.py
         summary = _finish(ctx, store, EventBus(store.on_event, _legacy_on_step(on_step), on_event), log, stop_after,
-                          cfg, t0)
+                          cfg, t0, resumed=resume)
         ok = True
         return summary
     except (OSError, sqlite3.OperationalError) as e:
@@ -190,13 +207,21 @@ def _build(cfg: RunConfig, log, splits=None) -> Context:
         raise ConfigError(str(e).splitlines()[0]) from None
 
 
-def _start_new(store: RunStore, cfg: RunConfig, ctx: Context, version: str) -> None:
-    splits = {s.split: split_record(s) for s in (ctx.stream, ctx.test)}
-    env = {**environment_info(), "backend": ctx.backend_info, "janus_memory": version}
-    _write_provenance(store, cfg, ctx, splits, env)
+def _restore_provenance(store: RunStore, ctx: Context) -> None:
+    """A resumed folder gets back the provenance files a kill (during set-up) or a user removed, from the stored
+    values (config.json: at the end, as before)."""
+    from .reader import RunReader
+
+    reader = RunReader(store.root)
+    stored = reader.meta("config")
+    if stored is None:
+        return
+    _write_provenance(store, ctx.settings, ctx, reader.meta("splits") or {}, reader.meta("environment") or {},
+                      missing_only=True, stored=stored)
 
 
-def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: RunConfig, t0: float) -> dict:
+def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: RunConfig, t0: float, *,
+            resumed: bool = False) -> dict:
     methods = _run_methods(ctx, store, bus, log, stop_after)
     if not (store.root / "config.json").exists():  # deleted to continue with the stored config: put it back
         from .reader import RunReader
@@ -210,6 +235,8 @@ def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: 
     summary = {"run_dir": str(store.root.resolve()), "engine": engine,
                "dataset": cfg.dataset, "updater": cfg.updater, "backend": ctx.backend_info, "methods": methods,
                "usage_total": sum_method_usage(methods), "wall_s": round(time.time() - t0, 2)}
+    if resumed:  # "calls paid" then leaves out what an interrupted attempt paid for uncommitted steps (cache hits)
+        summary["resumed"] = True
     store.finish(summary)
     record_timing(ctx)  # the measured speed of the embedded model on this machine, for the next run's estimate
     return summary

@@ -64,12 +64,45 @@ def gaps_message(root: Path, method: str, gaps: list[int]) -> str:
             "completed from it: start a new run")
 
 
+DAMAGED_DB = "the database itself is damaged"
+
+
+def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
+    """``(problems, unchecked methods)`` of the database's own hash chain (runner/chain.py): rows edited, deleted or
+    added after their commit, named; the methods whose rows were written before the chain (store format < 4)."""
+    from .chain import chain_problems
+
+    reader = RunReader(root)
+    if not reader.has_db:
+        return [], []
+    out, unchecked = [], []
+    methods = stored_methods(reader) or [m for (m,) in reader._query("SELECT DISTINCT method FROM steps")]
+    for method in methods:
+        checked, found = reader._with_db(lambda query: chain_problems(
+            query, method, lambda m: reader.method_result(m) is not None), (False, []))
+        out += found
+        if not checked and reader._query("SELECT 1 FROM steps WHERE method=? LIMIT 1", (method,)):
+            unchecked.append(method)
+    return out, unchecked
+
+
+def refuse_damaged(root: str | Path) -> None:
+    """RunFolderError naming the first row whose hash chain does not match: a run is never continued or repaired
+    from a database that is damaged (its rows would be copied over the intact exports)."""
+    found = db_problems(root)[0]
+    if found:
+        more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+        raise RunFolderError(f"{root}: {DAMAGED_DB}: {found[0]}{more}; it cannot be continued or repaired: restore "
+                             "run.sqlite from a copy or start a new run")
+
+
 def problems(root: str | Path) -> list[str]:
-    """Everything that makes the run at ``root`` not complete (empty list: complete and consistent)."""
+    """Everything that makes the run at ``root`` not complete (empty list: complete and consistent). Problems of the
+    database itself (its hash chain) come first, marked with DAMAGED_DB: no export can be rebuilt from it."""
     reader = RunReader(root)
     if not reader.has_db:
         return [] if reader.summary() is not None else ["no run.sqlite and no summary.json"]
-    out: list[str] = []
+    out: list[str] = [f"{DAMAGED_DB}: {p}" for p in db_problems(root)[0]]
     for method in stored_methods(reader):
         result = reader.method_result(method)
         if result is None:
@@ -83,8 +116,34 @@ def problems(root: str | Path) -> list[str]:
             out.append(f"{reader.root}: the database lacks the {'memory' if table == 'memories' else 'candidate'} text "
                        f"of {method} at step {step} (rows deleted?); the database is damaged: start a new run")
         out += _export_problems(reader, method, result)
-    if reader.summary() is None:
-        out.append("summary.json is missing")
+    out += _summary_problems(reader)
+    return out
+
+
+def _summary_problems(reader: RunReader) -> list[str]:
+    """summary.json against the summary stored in the database, and that one's per-method numbers against the
+    methods' stored results (the report prints the database's; an edited file must not pass unseen)."""
+    from .jsonio import dumps
+
+    out = []
+    for name, key in (("config.json", "config"), ("splits.json", "splits"), ("environment.json", "environment")):
+        value, file_value = reader.meta(key), reader.json_file(name)
+        if isinstance(file_value, dict) and name == "config.json":
+            file_value = {k: v for k, v in file_value.items() if k != "preset_summary"}
+        if value is not None and file_value is not None and dumps(value) != dumps(file_value):
+            out.append(f"{name} differs from the database")
+    stored = reader.meta("summary")
+    on_disk = reader.json_file("summary.json")
+    if on_disk is None:
+        return out + ["summary.json is missing"]
+    if stored is None:  # a run finished before the summary was stored in the database: nothing to check against
+        return out
+    if dumps(on_disk) != dumps(stored):
+        out.append("summary.json differs from the database")
+    for method, res in (stored.get("methods") or {}).items() if isinstance(stored, dict) else ():
+        result = reader.method_result(method)
+        if result is not None and dumps(res) != dumps(result):  # (no result: named above; a resume recomputes it)
+            out.append(f"{DAMAGED_DB}: its stored summary of {method} differs from the method's stored result")
     return out
 
 
@@ -100,9 +159,12 @@ def _export_problems(reader: RunReader, method: str, result: dict) -> list[str]:
         out.append(f"{method}/decisions.jsonl differs from the database")
     if (d / "steps.jsonl").read_bytes() != "".join(dumps(r) + "\n" for _, r in rows).encode("utf-8"):
         out.append(f"{method}/steps.jsonl differs from the database")
-    n_test = sum(1 for line in (d / "test.jsonl").read_text(encoding="utf-8").splitlines() if line.strip())
-    if n_test != int(result.get("test_tasks") or 0):
-        out.append(f"{method}/test.jsonl has {n_test} lines, the result says {result.get('test_tasks')}")
+    tests = reader._query("SELECT record FROM tests WHERE method=? ORDER BY idx", (method,))
+    if len(tests) != int(result.get("test_tasks") or 0):
+        out.append(f"{DAMAGED_DB}: it holds {len(tests)} held-out test rows of {method}, its result says "
+                   f"{result.get('test_tasks')}")
+    elif (d / "test.jsonl").read_bytes() != "".join(r + "\n" for (r,) in tests).encode("utf-8"):
+        out.append(f"{method}/test.jsonl differs from the database")
     if _sha((d / "final_memory.txt").read_text(encoding="utf-8")) != result.get("final_memory_sha256"):
         out.append(f"{method}/final_memory.txt does not match the result's sha256")
     for v in reader.texts("memories", method, text=False):
@@ -120,6 +182,9 @@ def check_complete(root: str | Path) -> None:
         return
     found = problems(root)
     if found:
-        hint = "" if any("start a new run" in p for p in found) else f"; rebuild it with `janus run --resume {root}`"
+        if any(DAMAGED_DB in p or "start a new run" in p for p in found):  # never rebuild files from damaged rows
+            hint = "; the files cannot be rebuilt from it: restore run.sqlite from a copy or start a new run"
+        else:
+            hint = f"; rebuild it with `janus run --resume {root}`"
         raise RunFolderError(f"{root} is marked complete but is not: {found[0]}"
                              f"{f' (+{len(found) - 1} more)' if len(found) > 1 else ''}{hint}")

@@ -42,6 +42,7 @@ class RunReader:
         rows); ``default`` without a database. RunFolderError when the database is not readable."""
         if not self.has_db:
             return default
+        self._check_db()
 
         def query(sql: str, args: tuple = ()) -> list[tuple]:
             try:
@@ -56,6 +57,40 @@ class RunReader:
         except sqlite3.DatabaseError as e:  # truncated, not SQLite, or otherwise unreadable
             raise RunFolderError(f"{self.root / DB} is not a readable run database ({e}); "
                                  "restore it or start a new run") from None
+
+    _checked: bool = False
+
+    def _check_db(self) -> None:
+        """Refuse, in one line, a database that is not one: 0 bytes (a run.sqlite emptied or truncated: SQLite would
+        read it as a database without tables), or a store format from a newer janus-memory."""
+        if self._checked:
+            return
+        from .ckpt_rows import STORE_FORMAT
+
+        path = self.root / DB
+        if path.stat().st_size == 0:
+            raise RunFolderError(f"{path} is empty (0 bytes): the run database was truncated or replaced; restore it "
+                                 "from a copy or start a new run")
+        self._checked = True
+        try:
+            with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+                row = con.execute("SELECT value FROM meta WHERE key='store_format'").fetchone()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                return
+            self._checked = False
+            raise RunFolderError(f"{path} is not a readable run database ({e}); restore it or start a new run") from None
+        except sqlite3.DatabaseError as e:
+            self._checked = False
+            raise RunFolderError(f"{path} is not a readable run database ({e}); restore it or start a new run") from None
+        try:
+            have = json.loads(row[0]) if row else 1
+        except (json.JSONDecodeError, TypeError):
+            have = row[0]
+        if not isinstance(have, int) or isinstance(have, bool) or have > STORE_FORMAT:
+            self._checked = False
+            raise RunFolderError(f"{path} has store format {have!r}; this janus-memory reads formats 1-{STORE_FORMAT}: "
+                                 "read it with the version that wrote it")
 
     def texts(self, table: str, method: str | None = None, *, last: bool = False, text: bool = True) -> list[dict]:
         """The rows of ``table`` ("memories": deployed versions, "candidates") in (method, step) order: ``method,
@@ -94,8 +129,19 @@ class RunReader:
         except json.JSONDecodeError as e:
             raise RunFolderError(f"{path} is not valid JSON ({e})") from e
 
+    _DB_EXPORTS = {"decisions.jsonl": 0, "steps.jsonl": 1}
+
     def jsonl(self, name: str) -> list[dict]:
-        """The lines of ``<root>/<name>`` (e.g. ``dc_rs+janus/decisions.jsonl``); [] if absent."""
+        """The lines of ``<root>/<name>`` (e.g. ``dc_rs+janus/decisions.jsonl``); [] if absent. A method's
+        decisions.jsonl, steps.jsonl and test.jsonl come from the database when the folder has one (the database is
+        the truth; the files are exports of it, checked against it by integrity.problems)."""
+        method, _, fname = name.rpartition("/")
+        if method and "/" not in method and self.has_db and fname in (*self._DB_EXPORTS, "test.jsonl"):
+            if fname == "test.jsonl" and self._query("SELECT 1 FROM tests WHERE method=? LIMIT 1", (method,)):
+                return [self._loads(r, f"test row of {method}") for (r,) in
+                        self._query("SELECT record FROM tests WHERE method=? ORDER BY idx", (method,))]
+            if fname != "test.jsonl":
+                return [pair[self._DB_EXPORTS[fname]] for pair in self.steps(method)]
         path = self.root / name
         if not path.exists():
             return []
@@ -199,6 +245,12 @@ class RunReader:
 
     # ------------------------------------------------------------------ results (exported files)
     def summary(self) -> dict | None:
+        """The run's summary: the one stored in the database when it holds one (written with summary.json, which
+        integrity.problems checks against it), else summary.json."""
+        if self.has_db:
+            stored = self.meta("summary")
+            if isinstance(stored, dict):
+                return stored
         return self.json_file("summary.json")
 
     def config(self) -> dict:

@@ -42,6 +42,23 @@ from .tables import (  # noqa: F401  (re-exported)
 )
 
 
+def _unchecked_notes(folders: list[Path]) -> list[str]:
+    """One line per folder whose database predates the hash chain (store format < 4): what was not checked."""
+    from .integrity import db_problems
+
+    from .reader import RunReader
+
+    out = []
+    for d in folders:
+        if RunReader(d).meta("config") is None:  # not a database a run wrote (no stored settings): nothing to say
+            continue
+        unchecked = db_problems(d)[1]
+        if unchecked:
+            out.append(f"note: {d} was written before run databases carried a hash chain (store format < 4): "
+                       f"edited or deleted rows of {', '.join(unchecked)} are not detected (not checked)")
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ entry point
 def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelines: int = 24, log=None) -> dict:
     """Build ``report.md`` and PNG plots for the given run folders (or folders above them).
@@ -68,7 +85,7 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     if not finished:
         find_run_dirs(run_dirs)  # raises: no finished run, naming the unfinished ones and how to continue them
     rows = load_runs(finished)
-    left_out = [note(d) for d in unfinished]
+    left_out = [note(d) for d in unfinished] + _unchecked_notes(finished)
     out = Path(out_dir).expanduser() if out_dir else Path(run_dirs[0]).expanduser() / "report"
     _check_out_folder(out)
     groups = sections(rows)

@@ -47,10 +47,14 @@ def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
     reader = RunReader(run_dir)
     if not reader.root.is_dir():
         raise OutputError(f"{run_dir} does not exist; nothing to resume")
+    if not reader.has_db:
+        from .store import RunStore
+
+        RunStore.check_resumable(run_dir)  # no run.sqlite: one line saying why (set-up killed, or no run folder)
     data = reader.meta("config")
     if data is None:
         raise ConfigError(f"{run_dir} has no stored config (the run stopped before it was set up); "
-                          "start it again without --resume")
+                          "start it again with the same command, without --resume")
     for key in ("seed", "stream_order_seed"):  # accepted before the range check; random.Random dropped the sign
         v = data.get(key)
         if isinstance(v, int) and not isinstance(v, bool) and v < 0:

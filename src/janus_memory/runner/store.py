@@ -19,6 +19,12 @@ Atomicity: a step's record and the method's checkpoint (updater + controller sta
 transaction, so after a crash or SIGKILL the database holds either the whole step or none of it. Every JSON/text file
 is written to a temp file and renamed.
 
+Crash safety of set-up and --overwrite (issue 28, docs/run-folder.md): a new run's database is written whole under
+``.run.sqlite.setup`` (schema + config, splits, environment) and renamed to ``run.sqlite``, so a run.sqlite always
+holds its config; --overwrite moves the old run into ``.janus-overwritten/`` first and deletes it only after the new
+database is in place. Each step also stores its link of the per-method hash chain (store format 4, runner/chain.py).
+Named kill points (janus_memory/killpoints.py) let tests SIGKILL the process at each stage.
+
 Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
 then per step as the leaf operations of its structural delta (table ``checkpoint_ops``, runner/delta.py): appended
 list items and string tails are kept (they are the state's growth); a value set or removed at a path deletes the
@@ -52,6 +58,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import chain as C
 from . import texts as T
 from .ckpt_log import CheckpointLog, Hints
 from .ckpt_rows import STORE_FORMAT
@@ -59,6 +66,7 @@ from .lock import LOCK_NAME
 from .jsonio import atomic_write_json, atomic_write_text, dumps, text_hash  # noqa: F401  (re-exported)
 
 from ..errors import OutputError, RunFolderError, StorageError  # noqa: F401  (OutputError re-exported)
+from ..killpoints import kill_point
 
 
 _SCHEMA = """
@@ -78,7 +86,10 @@ CREATE TABLE IF NOT EXISTS checkpoint_rows (method TEXT NOT NULL, path TEXT NOT 
                                             data BLOB NOT NULL, PRIMARY KEY (method, path, idx));
 CREATE TABLE IF NOT EXISTS tests (method TEXT NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (method, idx));
 CREATE TABLE IF NOT EXISTS method_results (method TEXT PRIMARY KEY, summary TEXT NOT NULL);
-""" + T.SCHEMA
+""" + T.SCHEMA + C.SCHEMA
+
+SETUP_DB = ".run.sqlite.setup"  # a new run's database while it is written (schema + meta), renamed to run.sqlite
+ASIDE = ".janus-overwritten"    # --overwrite: the old run's files, moved here until the new run.sqlite is in place
 
 Memory = tuple  # (sha256, text, depth in table texts or None when the text is stored inline, before format 3)
 
@@ -99,6 +110,7 @@ class RunStore:
         self.ckpt = CheckpointLog(self.db)  # the checkpoint base + per-step operations (runner/ckpt_log.py)
         self.texts = T.TextLog(self.db)  # memory and candidate texts, once each, as deltas (runner/texts.py)
         self._mem: dict[str, Memory | None] = {}  # method -> its newest stored memory (loaded once per process)
+        self._chain: dict[str, str] = {}  # method -> hash of its newest committed step (runner/chain.py)
 
     # ----------------------------------------------------------------- opening
     @staticmethod
@@ -149,7 +161,7 @@ class RunStore:
 
     # what janus itself puts in a run folder before the run starts: its lock, and a grid/sweep cell's cell.json and
     # sweep.log (runner/sweep.py)
-    OWN_FILES = frozenset({LOCK_NAME, "cell.json", "sweep.log"})
+    OWN_FILES = frozenset({LOCK_NAME, "cell.json", "sweep.log", SETUP_DB, SETUP_DB + "-journal", ASIDE})
 
     @classmethod
     def _check_no_run(cls, root: Path, overwrite: bool) -> Path:
@@ -157,6 +169,8 @@ class RunStore:
             db = sqlite3.connect(root / cls.DB)
             try:
                 has_cfg = db.execute("SELECT 1 FROM meta WHERE key='config'").fetchone() is not None
+            except sqlite3.OperationalError as e:  # an empty file (killed before its schema): no config either
+                has_cfg = "no such table" not in str(e)
             except sqlite3.Error:
                 has_cfg = True
             finally:
@@ -166,6 +180,8 @@ class RunStore:
         if ((root / cls.DB).exists() or (root / "COMPLETE").exists()) and not overwrite:
             state = "a finished run" if (root / "COMPLETE").exists() else "an unfinished run (continue it with --resume)"
             raise OutputError(f"output folder {root} already holds {state}; choose another --out or pass --overwrite")
+        if not (root / cls.DB).exists() and (root / ASIDE).is_dir():
+            return root  # an --overwrite stopped before its new run.sqlite was in place: the folder held a run
         if not (root / cls.DB).exists() and not (root / "COMPLETE").exists():
             # not a run folder: a run writes a dozen files and folders into it, so it must be new or empty (a
             # careless --out . or --out /usr would otherwise mix them into the user's files; --overwrite is for runs)
@@ -178,32 +194,83 @@ class RunStore:
         return root
 
     @classmethod
-    def create(cls, root: str | os.PathLike, *, overwrite: bool = False) -> "RunStore":
-        """Create a new run folder.
+    def create(cls, root: str | os.PathLike, *, overwrite: bool = False, meta: dict | None = None) -> "RunStore":
+        """Create a new run folder whose database holds ``meta`` (config, splits, environment) from its first byte.
+
+        Crash safety (issue 28): the database is written under a temp name (``.run.sqlite.setup``: schema + ``meta``
+        in one transaction) and renamed to ``run.sqlite`` only when whole, so a ``run.sqlite`` always holds its
+        config. With ``overwrite`` the old run's files are first moved into ``.janus-overwritten/``, the new
+        database is renamed into place, and only then is the old run deleted. A kill before the rename leaves a
+        folder holding no run (its leftovers are janus's own files): the same command starts it again.
 
         Raises:
             OutputError: not writable; or it already holds a run (finished, or unfinished: use --resume) and
                 ``overwrite`` is False.
         """
+        import shutil
+
         root = cls.check_new(root, overwrite=overwrite)
+        cls._clear_setup_leftovers(root)
+        setup = root / SETUP_DB
+        db = sqlite3.connect(setup, isolation_level=None)
+        try:
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(_SCHEMA)
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                           [(k, dumps(v)) for k, v in {"store_format": STORE_FORMAT, **(meta or {})}.items()])
+            kill_point("setup_db_begun")
+            db.execute("COMMIT")
+        finally:
+            db.close()
+        kill_point("setup_db_written")
         if (root / cls.DB).exists() or (root / "COMPLETE").exists():
-            cls._remove_run_files(root)
+            cls._move_aside(root)
+            kill_point("overwrite_moved_aside")
+        os.replace(setup, root / cls.DB)
+        _fsync_dir(root)
+        shutil.rmtree(root / ASIDE, ignore_errors=True)
+        kill_point("db_in_place")
         return cls(root)
+
+    # what a run writes into its folder (the rest of the folder is the user's and is never touched); the database
+    # last: an interrupted move leaves the old run still recognisable as one (run.sqlite present)
+    _RUN_FILES = ("COMPLETE", "summary.json", "config.json", "config.yaml", "environment.json", "splits.json",
+                  "prompts", "report")
+    _DB_FILES = (DB, DB + "-wal", DB + "-shm")
+
+    @classmethod
+    def _move_aside(cls, root: Path) -> None:
+        """Move what an earlier run wrote here into ``root/.janus-overwritten/`` (renames only; anything that is not
+        this layout's is left alone)."""
+        aside = root / ASIDE
+        aside.mkdir(exist_ok=True)
+        methods = [d.name for d in root.iterdir() if d.is_dir() and d.name != ASIDE
+                   and ((d / "memories").is_dir() or (d / "decisions.jsonl").exists())]
+        for name in (*cls._RUN_FILES, *methods, *cls._DB_FILES):
+            if os.path.lexists(root / name):
+                os.replace(root / name, aside / name) if not (aside / name).exists() else _remove(root / name)
+        _fsync_dir(root)
+
+    @classmethod
+    def _clear_setup_leftovers(cls, root: Path) -> None:
+        """What a set-up killed before its run.sqlite was in place left: the temp database, an old run moved aside
+        by an interrupted --overwrite (the user asked to replace it; the new run now does)."""
+        import shutil
+
+        for name in (SETUP_DB, SETUP_DB + "-journal"):
+            if (root / name).exists():
+                (root / name).unlink()
+        if (root / ASIDE).is_dir():
+            shutil.rmtree(root / ASIDE)
 
     @classmethod
     def _remove_run_files(cls, root: Path) -> None:
         """Delete what an earlier run wrote here (only this layout's files; anything else is left alone)."""
         import shutil
 
-        for name in ("COMPLETE", cls.DB, cls.DB + "-wal", cls.DB + "-shm", "config.json", "config.yaml",
-                     "environment.json", "splits.json", "summary.json"):
-            if (root / name).exists():
-                (root / name).unlink()
-        if (root / "prompts").is_dir():
-            shutil.rmtree(root / "prompts")
-        for d in root.iterdir():
-            if d.is_dir() and ((d / "memories").is_dir() or (d / "decisions.jsonl").exists()):
-                shutil.rmtree(d)
+        cls._move_aside(root)
+        shutil.rmtree(root / ASIDE, ignore_errors=True)
 
     @classmethod
     def check_resumable(cls, root: str | os.PathLike, *, repair: bool = False) -> None:
@@ -211,6 +278,9 @@ class RunStore:
         only: `janus run --resume` asks it before printing anything, open_existing again under the run lock."""
         root = Path(root).expanduser()
         if not (root / cls.DB).exists():
+            if any((root / n).exists() for n in (SETUP_DB, ASIDE)):
+                raise OutputError(f"{root} holds no run: it was stopped while its run was being set up (before "
+                                  f"{cls.DB} was in place); nothing to resume: start it again with the same command")
             raise OutputError(f"{root} is not a run folder (no {cls.DB}); nothing to resume")
         if (root / "COMPLETE").exists() and not repair:
             raise OutputError(f"{root} holds a finished run; nothing to resume")
@@ -224,6 +294,7 @@ class RunStore:
         cls._check_writable(root, resume=True)
         if (root / "COMPLETE").exists():
             (root / "COMPLETE").unlink()
+            kill_point("repair_unmarked")
         cls._remove_stale_temp_files(root)
         return cls(root)
 
@@ -309,10 +380,14 @@ class RunStore:
             fname = self._write_memory_file(method, step, sha, deployed_memory)
         pending = self.ckpt.prepare(method, checkpoint, hints)
         mem = prev
+        dec_line, rec_line = dumps(decision), dumps(record)
+        prev_link = self._chain_head(method, step)
+        link = C.link(prev_link, step, dec_line, rec_line, sha if sha != parent else None, csha)
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("INSERT OR REPLACE INTO steps(method, step, decision, record) VALUES (?,?,?,?)",
-                            (method, step, dumps(decision), dumps(record)))
+                            (method, step, dec_line, rec_line))
+            self.db.execute("INSERT OR REPLACE INTO chain(method, step, hash) VALUES (?,?,?)", (method, step, link))
             if sha != parent:
                 mem = (sha, deployed_memory, self.texts.put(sha, deployed_memory, prev))
                 self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,'')",
@@ -324,13 +399,46 @@ class RunStore:
                 self.db.execute("INSERT OR REPLACE INTO candidates(method, step, sha256, parent, rejected, text) "
                                 "VALUES (?,?,?,?,?,'')", (method, step, csha, cparent, creason))
             self.ckpt.write(method, step, pending)
+            kill_point("step_commit", step)
             self.db.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
         self._mem[method] = mem
+        self._chain[method] = link
         self.ckpt.accept(method, pending)
+        kill_point("step_committed", step)
         return fname
+
+    def _chain_head(self, method: str, step: int) -> str:
+        """The chain link of step ``step - 1`` of ``method`` ("" before step 1). A method stored before the chain
+        (store format < 4, resumed) gets its links computed once from its rows; a method whose chain stops short
+        of its rows is damaged (RunFolderError: its rows cannot be vouched for)."""
+        if method in self._chain:
+            return self._chain[method]
+        if step <= 1:
+            return ""
+        row = self.db.execute("SELECT hash FROM chain WHERE method=? AND step=?", (method, step - 1)).fetchone()
+        if row is not None:
+            return row[0]
+        if self.db.execute("SELECT 1 FROM chain WHERE method=? LIMIT 1", (method,)).fetchone() is not None:
+            raise RunFolderError(f"{self.root / self.DB}: the hash chain of {method} has no link for step {step - 1}; "
+                                 "the database is damaged: restore it from a copy or start a new run")
+        mems = dict(self.db.execute("SELECT step, sha256 FROM memories WHERE method=? AND step>0", (method,)))
+        cands = dict(self.db.execute("SELECT step, sha256 FROM candidates WHERE method=?", (method,)))
+        prev, links = "", []
+        for s, d, r in self.db.execute("SELECT step, decision, record FROM steps WHERE method=? AND step<? "
+                                       "ORDER BY step", (method, step)).fetchall():
+            prev = C.link(prev, s, d, r, mems.get(s), cands.get(s))
+            links.append((method, s, prev))
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.executemany("INSERT OR REPLACE INTO chain(method, step, hash) VALUES (?,?,?)", links)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        return prev
 
     def _write_memory_file(self, method: str, step: int, sha: str, text: str) -> str:
         """``<method>/memories/SSSSS_<sha12>.txt``; named by step and content, so re-writing it on resume is harmless."""
@@ -352,6 +460,7 @@ class RunStore:
             self._rollback()
             raise
         self._mem.pop(method, None)
+        kill_point("initial_memory_stored")
         return fname
 
     def steps(self, method: str) -> Iterator[tuple[dict, dict]]:
@@ -376,15 +485,22 @@ class RunStore:
 
     # ----------------------------------------------------------------- tests and results
     def commit_tests(self, method: str, records: list[dict]) -> None:
+        last = self.db.execute("SELECT MAX(step) FROM steps WHERE method=?", (method,)).fetchone()[0]
+        if last:
+            self._chain_head(method, int(last) + 1)  # a method stored before the chain: its links, once
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("DELETE FROM tests WHERE method=?", (method,))
+            lines = [dumps(r) for r in records]
             self.db.executemany("INSERT INTO tests(method, idx, record) VALUES (?,?,?)",
-                                [(method, i, dumps(r)) for i, r in enumerate(records)])
+                                [(method, i, x) for i, x in enumerate(lines)])
+            self.db.execute("INSERT OR IGNORE INTO seals(method) VALUES (?)", (method,))
+            self.db.execute("UPDATE seals SET tests=? WHERE method=?", (C.tests_hash(lines), method))
             self.db.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
+        kill_point("tests_committed")
 
     def _rollback(self) -> None:
         """Roll back the open transaction, if SQLite has not already done so (it does on a full disk: a second
@@ -399,7 +515,17 @@ class RunStore:
         return [json.loads(r) for (r,) in self.db.execute("SELECT record FROM tests WHERE method=? ORDER BY idx", (method,))]
 
     def set_method_result(self, method: str, summary: dict) -> None:
-        self.db.execute("INSERT OR REPLACE INTO method_results(method, summary) VALUES (?, ?)", (method, dumps(summary)))
+        line = dumps(summary)
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("INSERT OR REPLACE INTO method_results(method, summary) VALUES (?, ?)", (method, line))
+            self.db.execute("INSERT OR IGNORE INTO seals(method) VALUES (?)", (method,))
+            self.db.execute("UPDATE seals SET result=? WHERE method=?", (C.result_hash(line), method))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        kill_point("method_result_stored")
 
     # ----------------------------------------------------------------- exports
     def export_method(self, method: str, final_memory: str) -> None:
@@ -413,6 +539,7 @@ class RunStore:
         atomic_write_text(d / "steps.jsonl", "".join(x + "\n" for x in step_lines))
         atomic_write_text(d / "test.jsonl", "".join(dumps(r) + "\n" for r in self.tests(method)))
         atomic_write_text(d / "final_memory.txt", final_memory)
+        kill_point("exports_written")
 
     def rebuild_exports(self, method: str) -> None:
         """Re-write a finished method's memories/ files and exports from the database (resume of a folder whose
@@ -427,7 +554,28 @@ class RunStore:
         """Write summary.json, then the COMPLETE marker (last, so an interrupted run never looks complete)."""
         self.set_meta("summary", summary)
         self.write_json("summary.json", summary)
+        kill_point("summary_written")
         atomic_write_text(self.root / "COMPLETE", "ok\n")
 
     def close(self) -> None:
         self.db.close()
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make the renames in ``path`` durable (a power cut after it keeps them)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()

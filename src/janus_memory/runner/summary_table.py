@@ -102,6 +102,12 @@ def fit_table(title: str, header: tuple[str, ...], rows: list[list[str]], captio
     return t
 
 
+# a resumed run: the calls a killed or stopped attempt paid for steps it never committed are not lost money counted
+# twice or hidden: their replies were cached, and the resume's repeat of those steps counts them as cache hits
+RESUMED_NOTE = ("; resumed run: calls an interrupted attempt paid for steps it never committed came back from the "
+                "response cache and count as cache hits, not as paid")
+
+
 def print_summary(summary: dict, console) -> None:
     """Print the end-of-run tables and remarks. Tables are never cropped (crop=False): on a terminal they are built
     to its width, off a terminal the console is wide (cli_closing.make_console)."""
@@ -117,7 +123,8 @@ def print_summary(summary: dict, console) -> None:
     rows = [[name, *(f"{method_cost(m['usage'])[k]:,}" for k in keys)] for name, m in methods.items()]
     console.print(fit_table("cost per method", ("method", "calls needed", "tokens needed", "calls paid", "tokens paid",
                                              "cache hits"), rows,
-                         caption="needed = every response the method used (cache included); paid = calls this run made",
+                         caption="needed = every response the method used (cache included); paid = calls this run made"
+                                 + (RESUMED_NOTE if summary.get("resumed") else ""),
                          width=width), crop=False)
     print_injections(summary, console, width)
     rows = [[role, *(f"{r.get(k, 0):,}" for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")),

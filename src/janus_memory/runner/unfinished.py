@@ -56,7 +56,8 @@ def describe(run_dir: str | Path) -> str:
         pid = f" (pid {p['pid']})" if p["pid"] and p["pid"] > 0 else ""
         return f"{where} is still running{pid}; run janus report again when it has finished"
     if p["state"] == "not set up":
-        return f"{run_dir} holds a run that stopped before its settings were stored; start it again without --resume"
+        return (f"{run_dir} holds a run that stopped before its settings were stored; start it again with the "
+                "command that made it (without --resume)")
     return f"{where} is unfinished; continue it with: janus run --resume {shlex.quote(str(run_dir))}"
 
 

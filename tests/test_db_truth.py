@@ -1,0 +1,158 @@
+"""The database is the truth (issue 28): `janus report` takes its numbers from run.sqlite and checks the exported
+files against it; the database's hash chain (runner/chain.py) names an edited or deleted row; a repair never copies
+a damaged database over intact files; a 0-byte database and a store format from the future are one line; a folder
+without a chain still reads ("not checked", once). Also: --resume D --out E is refused, --overwrite removes report/."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+
+import pytest
+
+from janus_memory import cli
+
+ARGS = ["--backend", "fake", "--dataset", "mmlu_pro_eng", "--stream-size", "3", "--test-size", "2", "--updater",
+        "dc_rs", "--controller", "none", "--encoder", "hashing", "-q"]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    root = tmp_path_factory.mktemp("truth")
+    out = root / "run"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JANUS_CACHE_DIR", str(root / "cache"))
+        assert cli.main(["run", *ARGS, "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture
+def run(finished, tmp_path, monkeypatch):
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    shutil.copytree(finished, out)
+    return out
+
+
+def _sql(run, sql: str) -> None:
+    con = sqlite3.connect(run / "run.sqlite")
+    with con:
+        con.execute(sql)
+    con.close()
+
+
+def _report(run, capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = cli.main(["report", "-q", str(run), "--out", str(run.parent / "rep")])
+    return rc, capsys.readouterr().err
+
+
+def _exports(run) -> dict:
+    return {p.name: p.read_bytes() for p in sorted((run / "dc_rs").iterdir()) if p.is_file()}
+
+
+def test_an_intact_run_reports_and_its_numbers_come_from_the_database(run, capsys):
+    rc, err = _report(run, capsys)
+    assert (rc, err) == (0, "")
+    data = json.loads((run / "summary.json").read_text())
+    assert data["methods"]["dc_rs"]["test_tasks"] == 2
+
+
+def test_an_edited_summary_json_is_named_and_the_repair_restores_it(run, capsys):
+    before = (run / "summary.json").read_text()
+    data = json.loads(before)
+    data["methods"]["dc_rs"]["test_accuracy"] = 1.0
+    (run / "summary.json").write_text(json.dumps(data))
+    rc, err = _report(run, capsys)
+    assert rc == 2
+    assert err == (f"error: {run} is marked complete but is not: summary.json differs from the database; rebuild it "
+                   f"with `janus run --resume {run}`\n")
+    assert cli.main(["run", "--resume", str(run), "-q"]) == 0
+    capsys.readouterr()
+    assert json.loads((run / "summary.json").read_text())["methods"]["dc_rs"]["test_accuracy"] == \
+        json.loads(before)["methods"]["dc_rs"]["test_accuracy"]
+    assert _report(run, capsys)[0] == 0
+
+
+@pytest.mark.parametrize("sql,says", [
+    ("DELETE FROM tests WHERE method='dc_rs'",
+     "the database itself is damaged: the held-out test rows of dc_rs were changed, deleted or added after they were "
+     "committed (0 rows now)"),
+    ("UPDATE steps SET decision=replace(decision, '\"step\": 2', '\"step\": 2, \"x\": 1') WHERE method='dc_rs' AND step=2",
+     "the database itself is damaged: the step row(s) 2 of dc_rs were changed after they were committed (their hash "
+     "chain does not match)"),
+    ("DELETE FROM steps WHERE method='dc_rs' AND step=3",
+     "the database itself is damaged: it lacks step(s) 3 of dc_rs: deleted after they were committed"),
+    ("UPDATE method_results SET summary=replace(summary, '\"test_correct\": ', '\"test_correct\": 1') "
+     "WHERE method='dc_rs'",
+     "the database itself is damaged: the stored result of dc_rs was changed or deleted after it was committed"),
+])
+def test_a_damaged_database_is_named_and_never_copied_over_the_files(run, capsys, sql, says):
+    files = _exports(run)
+    _sql(run, sql)
+    rc, err = _report(run, capsys)
+    assert rc == 2 and err.count("\n") == 1
+    assert err.startswith(f"error: {run} is marked complete but is not: {says}")
+    assert err.endswith("; the files cannot be rebuilt from it: restore run.sqlite from a copy or start a new run\n")
+    assert cli.main(["run", "--resume", str(run), "-q"]) == 2  # the repair is refused before anything changes
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {run}: {says}") and err.count("\n") == 1
+    assert "it cannot be continued or repaired: restore run.sqlite from a copy or start a new run" in err
+    assert (run / "COMPLETE").exists()
+    assert _exports(run) == files
+
+
+def test_a_zero_byte_database_and_a_future_store_format_are_one_line(run, tmp_path, capsys):
+    other = tmp_path / "other"
+    shutil.copytree(run, other)
+    _sql(other, "UPDATE meta SET value='99' WHERE key='store_format'")
+    rc, err = _report(other, capsys)
+    assert (rc, err) == (2, f"error: {other}/run.sqlite has store format 99; this janus-memory reads formats 1-4: read "
+                            "it with the version that wrote it\n")
+    (run / "run.sqlite").write_bytes(b"")
+    rc, err = _report(run, capsys)
+    assert (rc, err) == (2, f"error: {run}/run.sqlite is empty (0 bytes): the run database was truncated or "
+                            "replaced; restore it from a copy or start a new run\n")
+
+
+def test_a_folder_without_a_chain_reads_and_is_said_not_checked_once(run, capsys):
+    _sql(run, "DELETE FROM chain")
+    _sql(run, "DELETE FROM seals")
+    capsys.readouterr()
+    assert cli.main(["report", str(run), "--out", str(run.parent / "rep")]) == 0
+    out = capsys.readouterr().out
+    note = (f"note: {run} was written before run databases carried a hash chain (store format < 4): edited or "
+            "deleted rows of dc_rs are not detected (not checked)")
+    assert out.replace("\n", " ").count(note) == 1
+
+
+def test_resume_with_another_out_is_refused_and_overwrite_removes_the_old_report(run, tmp_path, capsys):
+    other = tmp_path / "elsewhere"
+    assert cli.main(["run", "--resume", str(run), "--out", str(other), "-q"]) == 2
+    assert capsys.readouterr().err == (f"error: --resume continues the run in its own folder {run}; --out {other} "
+                                       "names another: leave --out out (to continue elsewhere, copy the folder and "
+                                       "resume the copy)\n")
+    assert not other.exists()
+    assert cli.main(["report", "-q", str(run)]) == 0
+    assert (run / "report" / "report.md").exists()
+    (run / "notes.txt").write_text("mine")
+    assert cli.main(["run", *ARGS, "--out", str(run), "--overwrite"]) == 0
+    assert not (run / "report").exists()
+    assert (run / "notes.txt").read_text() == "mine"
+    assert not (run / ".janus-overwritten").exists()
+
+
+def test_a_resumed_run_says_what_calls_paid_leaves_out(finished):
+    from rich.console import Console
+
+    from janus_memory.runner.summary_table import RESUMED_NOTE, print_summary
+
+    summary = json.loads((finished / "summary.json").read_text())
+    assert "resumed" not in summary  # an uninterrupted run: no note
+    for resumed, shown in ((False, False), (True, True)):
+        console = Console(record=True, width=400, force_terminal=False)
+        print_summary({**summary, "resumed": resumed}, console)
+        text = " ".join(console.export_text().split())
+        assert ("resumed run: calls an interrupted attempt paid for steps it never committed came back from the "
+                "response cache and count as cache hits, not as paid" in text) is shown
+    assert RESUMED_NOTE.startswith("; resumed run:")
