@@ -150,8 +150,7 @@ def test_line_diff_is_difflib_unified_diff():
 
 
 def test_eval_rows_roles_verdicts_and_answers():
-    tasks = V.TaskTable.__new__(V.TaskTable)
-    tasks.rows, tasks.index, tasks.note, tasks._texts = [], {}, "", {"a": ("qa", "1")}
+    tasks = V.TaskTable.from_texts({"a": ("qa", "1")})
     d = {"coverage": ["a", "b"], "boundary": ["c"], "fresh": ["a"], "eval_ids": ["a", "b", "c", "a"],
          "old_correct": [True, False, None, True], "new_correct": [False, True, True],  # early stop: prefix
          "evaluations": [{"task_id": "a", "memory_sha256": "aaaa", "extracted": "1"},
@@ -175,8 +174,7 @@ def test_eval_rows_roles_verdicts_and_answers():
 
 def test_step_view_of_a_rejected_candidate_and_cut_texts():
     walk = V._Versions([{"step": 0, "sha256": "o", "text": "keep\n"}])
-    tasks = V.TaskTable.__new__(V.TaskTable)
-    tasks.rows, tasks.index, tasks.note, tasks._texts = [], {}, "", {}
+    tasks = V.TaskTable.from_texts({})
     dec = {"step": 1, "task_id": "t", "correct": False, "deployed": "previous", "candidate_rejected": "missing block",
            "old_memory_sha256": "o" * 64, "candidate_memory_sha256": "o" * 64,
            "decision": {"accept": True, "reason": "warmup", "phase": "warmup", "cosine": float("nan")}}

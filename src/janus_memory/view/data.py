@@ -146,6 +146,13 @@ class TaskTable:
             first = (str(e).splitlines() or [type(e).__name__])[0]
             self.note = f"task texts not shown: the run's dataset could not be loaded here ({first})"
 
+    @classmethod
+    def from_texts(cls, texts: dict[str, tuple[str, str]], note: str = "") -> "TaskTable":
+        """A table over given ``{task id: (question, gold)}`` (tests, benchmarks/bench_view.py)."""
+        t = cls.__new__(cls)
+        t.rows, t.index, t.note, t._texts = [], {}, note, dict(texts)
+        return t
+
     def of(self, task_id) -> int | None:
         if task_id is None:
             return None
@@ -168,21 +175,14 @@ def _gold_text(gold) -> str:
 # ------------------------------------------------------------------------------------------------ one method
 def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
     """The timeline and step details of one method run ``r`` (a MethodRun)."""
-    from ..runner.inject_report import _running_accuracy
     from ..runner.paired import wilson
     from ..runner.plots import cumulative_tokens
     from ..runner.summary_table import method_cost
 
     pairs = _steps(reader, r.method)
     cands = {c["step"]: c for c in reader.candidates(r.method)} if reader.has_db else {}
-    walk = _Versions(versions)
-    flags, cos, task, details = [], [], [], []
-    for dec, rec in pairs:
-        f, c, detail = step_view(dec, rec, walk, cands.get(dec.get("step")), tasks)
-        flags.append(f)
-        cos.append(c)
-        task.append(tasks.of(dec.get("task_id") or rec.get("task_id")))
-        details.append(detail)
+    line = timeline(pairs, cands, versions, tasks)
+    flags = line["f"]
     steps_axis, cum, estimated = cumulative_tokens(r)
     tok = [sum(series[i] for series in cum.values()) for i in range(len(steps_axis))] if cum else []
     s = r.summary
@@ -203,9 +203,25 @@ def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
         "trigger_rate": s.get("trigger_rate"), "tau": r.janus_cfg.get("tau") if r.janus else None,
         "injections": _injections(s.get("injections")), "checkpoints": _checkpoints(s.get("checkpoints")),
         "cost": {**cost, "roles": roles, "estimated": sorted(estimated)},
-        "f": flags, "c": cos, "t": task, "acc": [round(a, 2) for a in _running_accuracy([d for d, _ in pairs])],
-        "tok_steps": steps_axis, "tok": tok, "d": details,
+        **line, "tok_steps": steps_axis, "tok": tok,
     }
+
+
+def timeline(pairs: list[tuple[dict, dict]], cands: dict[int, dict], versions: list[dict], tasks: TaskTable) -> dict:
+    """``f``, ``c``, ``t``, ``d`` and ``acc`` of one method from its (decision line, step record) pairs, its stored
+    candidates by step and its deployed memory versions."""
+    from ..runner.inject_report import _running_accuracy
+
+    walk = _Versions(versions)
+    flags, cos, task, details = [], [], [], []
+    for dec, rec in pairs:
+        f, c, detail = step_view(dec, rec, walk, cands.get(dec.get("step")), tasks)
+        flags.append(f)
+        cos.append(c)
+        task.append(tasks.of(dec.get("task_id") or rec.get("task_id")))
+        details.append(detail)
+    return {"f": flags, "c": cos, "t": task, "d": details,
+            "acc": [round(a, 2) for a in _running_accuracy([d for d, _ in pairs])]}
 
 
 def _steps(reader, method: str) -> list[tuple[dict, dict]]:
