@@ -132,6 +132,17 @@ class Browser:
             raise CDPError(f"evaluate failed: {r['exceptionDetails']}")
         return r["result"].get("value")
 
+    def wait_for(self, expression: str, timeout: float = 30.0):
+        """Poll ``expression`` until it is truthy; its value (CDPError after ``timeout`` seconds)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.eval(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise CDPError(f"{expression} still false after {timeout} s")
+            time.sleep(0.05)
+
     def click(self, selector: str) -> None:
         """A real mouse click (pressed + released) at the middle of the first element matching ``selector``."""
         box = self.eval(f"(function(){{var e=document.querySelector({json.dumps(selector)}); if(!e) return null;"

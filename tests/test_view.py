@@ -204,6 +204,19 @@ def test_script_json_cannot_break_out_and_reads_back():
         script_json({"x": float("nan")})  # the data is cleaned first (view.data.clean); NaN never reaches the page
 
 
+def test_large_data_is_gzipped_base64():
+    import gzip
+
+    from janus_memory.view.page import data_block
+
+    obj = {"a": EVIL, "n": list(range(50))}
+    assert data_block(obj) == ("application/json", script_json(obj))
+    kind, text = data_block(obj, inline_max=10)
+    assert kind == "application/x-janus-gzip-base64" and re.fullmatch(r"[A-Za-z0-9+/=]+", text)
+    assert json.loads(gzip.decompress(base64.b64decode(text))) == obj
+    assert data_block(obj, inline_max=10) == (kind, text)  # mtime 0: the same data, the same page
+
+
 def test_page_embeds_model_text_as_data_only(view_fake_run):
     data = V.view_data([view_fake_run])
     run = data["runs"][0]

@@ -42,7 +42,7 @@ def _shot(b: Browser, tmp_path: Path, name: str) -> Path:
 def _open(b: Browser, path: Path, hash_: str = "") -> None:
     b.events.clear()
     b.open(str(path), hash_=hash_)
-    assert b.eval("document.body.dataset.ready") is not None  # view.js ran to its end
+    b.wait_for("document.body.dataset.ready")  # view.js ran to its end
 
 
 def test_fake_run_page_timeline_and_a_rolled_back_step(view_fake_run, tmp_path, browser):
@@ -102,6 +102,22 @@ def test_model_text_shows_as_text(view_fake_run, tmp_path, browser):
     assert browser.eval("Array.from(document.querySelectorAll('#detail b')).filter(function (x) {"
                         "return x.textContent === 'bold'; }).length") == 0
     assert browser.errors() == []
+
+
+def test_large_run_page_gzipped_data(view_fake_run, tmp_path, browser):
+    """The data of a long run is gzipped in the page (view/page.py); the page unpacks it and draws the same."""
+    from janus_memory.view.data import view_data
+    from janus_memory.view.page import render
+
+    path = tmp_path / "packed.html"
+    path.write_text(render(view_data([view_fake_run]), inline_max=0), encoding="utf-8")
+    assert 'type="application/x-janus-gzip-base64"' in path.read_text()
+    _open(browser, path)
+    assert browser.errors() == []
+    assert browser.eval("document.querySelectorAll('#timeline i[data-s]').length") == 24
+    browser.click('#timeline .lane[data-m="1"] i[data-s="9"]')
+    assert browser.eval("document.querySelector('#detail h2').textContent") == "dc_rs+janus · step 9 of 12"
+    assert browser.eval("document.querySelectorAll('#evalset tbody tr').length") == 4
 
 
 def test_real_model_run_page(tmp_path, browser, monkeypatch):

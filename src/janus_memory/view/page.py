@@ -6,7 +6,9 @@ each is made safe for its place instead:
 
 * the data is JSON with ``<``, ``>`` and ``&`` (and U+2028/U+2029) written as ``\\u003c`` etc. (:func:`script_json`):
   no text from a model answer can close the ``<script>`` element or open a comment, and ``JSON.parse`` reads the
-  escapes back to the same characters;
+  escapes back to the same characters. Above :data:`INLINE_JSON_MAX` bytes (a long run: 10,000 steps make ~40 MB of
+  JSON, most of it answers and memory diffs) the same JSON is gzipped and base64-encoded (an alphabet without ``<``),
+  and the page unpacks it with the browser's own ``DecompressionStream``: about a fifth of the size;
 * the vendored uPlot and our own script and style are checked to hold no ``</script`` / ``</style`` / ``<!--``.
 
 A Content-Security-Policy in the page allows only these inline scripts (by their sha256) and nothing from the
@@ -24,6 +26,7 @@ from pathlib import Path
 from ..errors import OutputError
 
 _HERE = "janus_memory.view"
+INLINE_JSON_MAX = 2 * 2**20  # bytes of JSON kept readable in the page; larger data is gzipped (module docstring)
 _UNSAFE = {"script": re.compile(r"</script|<!--", re.I), "style": re.compile(r"</style|<!--", re.I)}
 
 
@@ -32,6 +35,20 @@ def script_json(obj) -> str:
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def data_block(obj, *, inline_max: int = INLINE_JSON_MAX) -> tuple[str, str]:
+    """(type, text) of the page's data element: ``application/json`` with :func:`script_json`, or, above
+    ``inline_max`` bytes, ``application/x-janus-gzip-base64`` (gzip level 6, mtime 0: the same data gives the same
+    page)."""
+    import gzip
+
+    text = script_json(obj)
+    if len(text.encode("utf-8")) <= inline_max:
+        return "application/json", text
+    packed = gzip.compress(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8"),
+                           compresslevel=6, mtime=0)
+    return "application/x-janus-gzip-base64", base64.b64encode(packed).decode("ascii")
 
 
 def _asset(*parts: str) -> str:
@@ -50,11 +67,12 @@ def _sha256(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-def render(data: dict) -> str:
-    """The page for ``data`` (view.data.view_data)."""
+def render(data: dict, *, inline_max: int = INLINE_JSON_MAX) -> str:
+    """The page for ``data`` (view.data.view_data); data over ``inline_max`` bytes of JSON is gzipped."""
     from jinja2 import Environment, PackageLoader, select_autoescape
     from markupsafe import Markup
 
+    kind, block = data_block(data, inline_max=inline_max)
     env = Environment(loader=PackageLoader(_HERE, "templates"), autoescape=select_autoescape(["html", "j2"]),
                       keep_trailing_newline=True)
     uplot_js, view_js = _asset("vendor", "uplot", "uPlot.iife.min.js"), _asset("static", "view.js")
@@ -68,7 +86,7 @@ def render(data: dict) -> str:
         uplot_css=_inline(_asset("vendor", "uplot", "uPlot.min.css"), "style", "uPlot.min.css"),
         view_css=_inline(_asset("static", "view.css"), "style", "view.css"),
         uplot_js=_inline(uplot_js, "script", "uPlot.iife.min.js"), view_js=_inline(view_js, "script", "view.js"),
-        data_json=Markup(script_json(data)))
+        data_type=kind, data_json=Markup(block))
 
 
 def _version() -> str:

@@ -3,7 +3,7 @@
 (function () {
   "use strict";
   var T0 = performance.now();
-  var D = JSON.parse(document.getElementById("janus-data").textContent);
+  var D = null; // the run data: JSON in the page, or gzip + base64 for a large run (view/page.py)
   var F = {CORRECT: 1, TRIGGERED: 2, DEPLOYED: 4, ROLLED_BACK: 8, INJECTED: 16, WARMUP: 32, CHANGED: 64, REJECTED: 128};
   var PER_ROW = 100; // steps per timeline row
   var COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"];
@@ -456,10 +456,24 @@
   });
   window.addEventListener("hashchange", function () { readHash(); render(); });
 
-  readHash();
-  render();
-  var marks = document.querySelectorAll("#timeline i[data-s]").length;
-  document.body.dataset.ready = String(Math.round(performance.now() - T0));
-  document.body.dataset.marks = String(marks);
-  window.janusView = {data: D, open: function (m, s) { go({method: m, step: s}); }, renderMs: performance.now() - T0};
+  function loadData() {
+    var block = document.getElementById("janus-data");
+    if (block.type === "application/json") return Promise.resolve(JSON.parse(block.textContent));
+    var bin = atob(block.textContent.trim()), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+  loadData().then(function (data) {
+    D = data;
+    readHash();
+    render();
+    var marks = document.querySelectorAll("#timeline i[data-s]").length;
+    document.body.dataset.marks = String(marks);
+    window.janusView = {data: D, open: function (m, s) { go({method: m, step: s}); }, renderMs: performance.now() - T0};
+    document.body.dataset.ready = String(Math.round(performance.now() - T0));
+  }).catch(function (e) {
+    clear(document.getElementById("app")).appendChild(el("p", {cls: "note", text: "cannot draw this run: " + e}));
+    throw e;
+  });
 })();
