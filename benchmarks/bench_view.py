@@ -137,14 +137,18 @@ def main() -> None:
     print(f"page {raw / 2**20:.2f} MiB ({len(gzip.compress(html.encode(), 6)) / 2**20:.2f} MiB gzipped); "
           f"{raw / (2 * args.steps):,.0f} bytes per method step")
     print(f"python: step data {t1 - t0:.2f} s (synthesis and diffs), render {t2 - t1:.2f} s")
+    kind = "gzip+base64" if 'type="application/x-janus-gzip-base64"' in html[:200_000] else "JSON"
+    print(f"data in the page: {kind}")
     from headless import Browser, find_chromium
 
     if find_chromium() is None:
         print("chromium not installed: no opening time")
         return
     with Browser() as b:
+        t = time.perf_counter()
         load = b.open(str(page))
-        ready = int(b.eval("document.body.dataset.ready"))
+        ready = int(b.wait_for("document.body.dataset.ready", timeout=600))
+        shown = time.perf_counter() - t
         marks = b.eval("document.querySelectorAll('#timeline i[data-s]').length")
         step = args.steps // 2
         t = time.perf_counter()
@@ -152,7 +156,8 @@ def main() -> None:
         opened = b.eval("document.querySelector('#detail h2').textContent")
         click = time.perf_counter() - t
         errors = b.errors()
-        print(f"chromium: load event after {load:.2f} s (view.js drawing {ready / 1000:.2f} s of it); "
+        print(f"chromium: load event after {load:.2f} s, page drawn after {shown:.2f} s (view.js: unpacking and "
+              f"drawing {ready / 1000:.2f} s); "
               f"{marks:,} timeline marks; click on step {step:,} -> '{opened}' in {click:.2f} s; "
               f"console errors: {len(errors)}")
         if args.screenshot:
