@@ -59,7 +59,7 @@ def synthetic_method(n: int, janus: bool, rng: random.Random, questions: dict) -
         dec = {"step": s, "task_id": ids[s - 1], "correct": rng.random() < 0.6, "old_memory_sha256": sha(memory),
                "candidate_memory_sha256": sha(cand), "candidate_rejected": None,
                "deployed": "previous" if rolled else "candidate",
-               "decision": {"accept": not rolled, "triggered": triggered, "phase": "stream" if s > 20 else "warmup",
+               "decision": {"accept": not rolled, "triggered": triggered, "phase": "warmup" if janus and s <= 20 else "stream",
                             "reason": ("old_better" if rolled else "new_ge_old") if triggered else (
                                 "not_triggered" if janus and s > 20 else "no_controller"),
                             "cosine": rng.uniform(-0.6, 0.6) if janus and s > 21 else None}}
@@ -84,20 +84,27 @@ def synthetic_method(n: int, janus: bool, rng: random.Random, questions: dict) -
     return pairs, cands, versions
 
 
-def build(n: int, seed: int = 0) -> dict:
-    from janus_memory.view import data as V
-
+def synthesize(n: int, seed: int = 0) -> tuple[dict, list]:
+    """({task id: (question, gold)}, [(name, janus, (pairs, candidates, versions)) per method])."""
     rng = random.Random(seed)
     questions = {f"synthetic:{i}": (sentence(rng, 350), str(i)) for i in range(n)}
+    return questions, [(name, janus, synthetic_method(n, janus, rng, questions))
+                       for name, janus in (("dc_rs", False), ("dc_rs+janus", True))]
+
+
+def build(n: int, questions: dict, raw: list) -> dict:
+    """The page data from the synthetic run, through view.data.timeline (flags, cosines, diffs, evaluation rows)."""
+    from janus_memory.runner.paired import wilson
+    from janus_memory.view import data as V
+
     tasks = V.TaskTable.from_texts(questions)
     methods = []
-    for name, janus in (("dc_rs", False), ("dc_rs+janus", True)):
-        pairs, cands, versions = synthetic_method(n, janus, rng, questions)
+    for name, janus, (pairs, cands, versions) in raw:
         line = V.timeline(pairs, cands, versions, tasks)
         k = sum(1 for f in line["f"] if f & V.CORRECT)
         tok = [1200 * s + (3000 * s if janus else 0) for s in range(1, n + 1)]
-        methods.append({"name": name, "label": name, "janus": janus, "n": n, "online": [k, n, 0.0, 1.0],
-                        "test": [300, 500, 0.55, 0.64], "triggers": None, "accepts": None, "rollbacks": None,
+        methods.append({"name": name, "label": name, "janus": janus, "n": n, "online": [k, n, *wilson(k, n)],
+                        "test": [300, 500, *wilson(300, 500)], "triggers": None, "accepts": None, "rollbacks": None,
                         "trigger_rate": None, "tau": 0.0 if janus else None, "injections": None, "checkpoints": [],
                         "cost": {"needed_calls": 0, "needed_tokens": tok[-1], "paid_calls": 0, "paid_tokens": tok[-1],
                                  "cache_hits": 0, "roles": {}, "estimated": []},
@@ -125,8 +132,10 @@ def main() -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    ts = time.perf_counter()
+    questions, raw = synthesize(args.steps)
     t0 = time.perf_counter()
-    data = build(args.steps)
+    data = build(args.steps, questions, raw)
     t1 = time.perf_counter()
     html = render(data)
     t2 = time.perf_counter()
@@ -136,7 +145,8 @@ def main() -> None:
     print(f"steps {args.steps:,} x 2 methods; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(f"page {raw / 2**20:.2f} MiB ({len(gzip.compress(html.encode(), 6)) / 2**20:.2f} MiB gzipped); "
           f"{raw / (2 * args.steps):,.0f} bytes per method step")
-    print(f"python: step data {t1 - t0:.2f} s (synthesis and diffs), render {t2 - t1:.2f} s")
+    print(f"python: synthesis {t0 - ts:.2f} s (not the view's); view step data {t1 - t0:.2f} s (flags, diffs, "
+          f"evaluation rows), page render {t2 - t1:.2f} s")
     kind = "gzip+base64" if 'type="application/x-janus-gzip-base64"' in html[:200_000] else "JSON"
     print(f"data in the page: {kind}")
     from headless import Browser, find_chromium

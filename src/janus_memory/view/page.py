@@ -32,7 +32,14 @@ _UNSAFE = {"script": re.compile(r"</script|<!--", re.I), "style": re.compile(r"<
 
 def script_json(obj) -> str:
     """Compact JSON that is safe as the text of a ``<script type="application/json">`` element."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _escape(_dumps(obj))
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _escape(text: str) -> str:
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
@@ -43,12 +50,10 @@ def data_block(obj, *, inline_max: int = INLINE_JSON_MAX) -> tuple[str, str]:
     page)."""
     import gzip
 
-    text = script_json(obj)
-    if len(text.encode("utf-8")) <= inline_max:
-        return "application/json", text
-    packed = gzip.compress(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8"),
-                           compresslevel=6, mtime=0)
-    return "application/x-janus-gzip-base64", base64.b64encode(packed).decode("ascii")
+    raw = _dumps(obj).encode("utf-8")
+    if len(raw) <= inline_max:
+        return "application/json", _escape(raw.decode("utf-8"))
+    return "application/x-janus-gzip-base64", base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode()
 
 
 def _asset(*parts: str) -> str:

@@ -368,7 +368,8 @@
       });
       cs.push({label: "τ", stroke: "#999", dash: [6, 4], width: 1, points: {show: false}});
       cd.push(xs.map(function () { return jm[0].tau; }));
-      addChart(box, "cos-chart", "MMT cosine cos(z_t, m_{t-1}) per step (the trigger fires below τ)", width, cs, cd, {});
+      addChart(box, "cos-chart", "MMT cosine cos(z_t, m_{t-1}) per step (the trigger fires below τ)", width, cs, cd,
+               {y: [-1, 1]});
     }
     var ts = [{label: "step"}], td = [xs];
     run.methods.forEach(function (m, k) {
@@ -395,7 +396,9 @@
     var yaxis = {size: 60};
     if (opt.short) yaxis.values = function (u, vals) { return vals.map(short); };
     var u = new uPlot({width: width, height: 260, series: series, scales: scales,
-                       axes: [{label: "stream step"}, yaxis], cursor: {drag: {x: true, y: false}},
+                       axes: [{label: "stream step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000,
+                                                             10000, 20000, 50000, 100000]}, yaxis],
+                       cursor: {drag: {x: true, y: false}},
                        legend: {live: true}}, data, holder);
     state.charts.push(u);
   }
