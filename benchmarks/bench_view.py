@@ -59,7 +59,8 @@ def synthetic_method(n: int, janus: bool, rng: random.Random, questions: dict) -
         dec = {"step": s, "task_id": ids[s - 1], "correct": rng.random() < 0.6, "old_memory_sha256": sha(memory),
                "candidate_memory_sha256": sha(cand), "candidate_rejected": None,
                "deployed": "previous" if rolled else "candidate",
-               "decision": {"accept": not rolled, "triggered": triggered, "phase": "warmup" if janus and s <= 20 else "stream",
+               "decision": {"accept": not rolled, "triggered": triggered,
+                            "phase": "warmup" if janus and s <= 20 else "stream",
                             "reason": ("old_better" if rolled else "new_ge_old") if triggered else (
                                 "not_triggered" if janus and s > 20 else "no_controller"),
                             "cosine": rng.uniform(-0.6, 0.6) if janus and s > 21 else None}}
@@ -72,7 +73,8 @@ def synthetic_method(n: int, janus: bool, rng: random.Random, questions: dict) -
             nc = [rng.random() < (0.4 if rolled else 0.7) for _ in e]
             dec["decision"].update(coverage=cov, boundary=bnd, fresh=fr, eval_ids=e, old_correct=oc, new_correct=nc,
                                    old_score=sum(oc) / len(e), new_score=sum(nc) / len(e), evaluator_calls=2 * len(e),
-                                   evaluations=[{"task_id": t, "memory_sha256": m[:12], "extracted": str(rng.randrange(999))}
+                                   evaluations=[{"task_id": t, "memory_sha256": m[:12],
+                                                 "extracted": str(rng.randrange(999))}
                                                 for m in (sha(memory), sha(cand)) for t in e])
         rec = {"step": s, "task_id": ids[s - 1], "output": sentence(rng, 650) + f" The answer is \\boxed{{{s}}}.",
                "extracted": str(s), "status": "ok"}

@@ -7,7 +7,6 @@ import base64
 import difflib
 import hashlib
 import json
-import math
 import re
 import signal
 import subprocess
@@ -40,7 +39,8 @@ def test_view_data_of_a_fake_run_exact(view_fake_run):
     h = run["header"]
     assert (h["backend"], h["model"], h["dataset"], h["dataset_name"], h["updater"], h["encoder"], h["preset"]) == (
         "fake", "scripted", "gsm8k", "GSM8K", "dc_rs", "hashing:256", "paper")
-    assert (h["stream_n"], h["test_n"], h["stream_size"], h["test_size"], h["seed"], h["janus_seed"]) == (12, 4, 12, 4, 0, 0)
+    assert (h["stream_n"], h["test_n"], h["stream_size"], h["test_size"], h["seed"], h["janus_seed"]) == (
+        12, 4, 12, 4, 0, 0)
     assert h["janus"] == {"warmup": 3, "trigger": "always", "tau": 0.0, "beta": 0.9, "coverage_size": 2,
                           "boundary_size": 1, "fresh_size": 1}
     assert h["inject"] == "poison@8" and h["wall_s"] > 0 and run["task_note"] == ""
@@ -159,8 +159,8 @@ def test_eval_rows_roles_verdicts_and_answers():
                          {"task_id": "a", "memory_sha256": "aaaa", "extracted": "3"},
                          {"task_id": "zz", "memory_sha256": "cccc", "extracted": "?"}]}
     rows = V.eval_rows(d, tasks, "aaaa" + "0" * 60, "bbbb" + "0" * 60)
-    assert rows == [[0, "coverage", 1, 0, "1", "2"], [1, "coverage", 0, 1, "x", None], [2, "boundary", None, 1, None, None],
-                    [0, "fresh", 1, None, "3", None]]
+    assert rows == [[0, "coverage", 1, 0, "1", "2"], [1, "coverage", 0, 1, "x", None],
+                    [2, "boundary", None, 1, None, None], [0, "fresh", 1, None, "3", None]]
     assert tasks.rows == [["a", "qa", "1"], ["b", None, None], ["c", None, None]]
     # de-duplicated (or capped) entries: the roles are every role that holds the id
     d2 = {**d, "eval_ids": ["a", "b", "c"]}

@@ -67,7 +67,8 @@ def test_fake_run_page_timeline_and_a_rolled_back_step(view_fake_run, tmp_path, 
     browser.click('#timeline .lane[data-m="1"] i[data-s="8"]')  # a real mouse click on the rolled-back step 8
     assert browser.eval("location.hash") == "#run=0&method=dc_rs%2Bjanus&step=8"
     assert browser.eval("document.querySelector('#detail h2').textContent") == "dc_rs+janus · step 8 of 12"
-    added = browser.eval("Array.from(document.querySelectorAll('#diff .add')).map(function (x) { return x.textContent; })")
+    added = browser.eval("Array.from(document.querySelectorAll('#diff .add'))"
+                         ".map(function (x) { return x.textContent; })")
     assert added[0] == "+## Grading note (confirmed on earlier problems)\n" and len(added) == 3
     assert browser.eval("document.querySelectorAll('#diff .del').length") == 0
     decision = browser.eval("document.getElementById('decision').textContent")

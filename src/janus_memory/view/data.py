@@ -87,7 +87,8 @@ def run_data(run_dir: Path, rows: list, name: str) -> dict:
     tasks = TaskTable(cfg, reader)
     methods = [method_data(reader, r, versions.get(r.method, []), tasks)
                for r in sorted(rows, key=lambda r: label_key(r.label))]
-    return {"name": name, "path": str(Path(run_dir).expanduser().absolute()), "header": header(cfg, summary, rows, reader),
+    return {"name": name, "path": str(Path(run_dir).expanduser().absolute()),
+            "header": header(cfg, summary, rows, reader),
             "methods": methods, "tasks": tasks.rows, "task_note": tasks.note}
 
 
@@ -246,7 +247,8 @@ class _Versions:
         return self.versions[i] if i >= 0 else None
 
 
-def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None, tasks: TaskTable) -> tuple[int, float | None, dict]:
+def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
+              tasks: TaskTable) -> tuple[int, float | None, dict]:
     """(flags, cosine, detail) of one step."""
     from ..runner.memdiff import line_diff
 

@@ -83,7 +83,8 @@ def render(data: dict, *, inline_max: int = INLINE_JSON_MAX) -> str:
     uplot_js, view_js = _asset("vendor", "uplot", "uPlot.iife.min.js"), _asset("static", "view.js")
     runs = data.get("runs") or []
     title = runs[0]["name"] if len(runs) == 1 else f"{len(runs)} runs"
-    sub = "; ".join(f"{r['name']}: {r['header'].get('caption', '')}" for r in runs[:3]) + (" …" if len(runs) > 3 else "")
+    sub = "; ".join(f"{r['name']}: {r['header'].get('caption', '')}" for r in runs[:3])
+    sub += " …" if len(runs) > 3 else ""
     csp = ("default-src 'none'; script-src " + " ".join(_sha256(t) for t in (uplot_js, view_js)) +
            "; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'")
     return env.get_template("view.html.j2").render(
