@@ -339,3 +339,21 @@ def test_cli_serve_stops_cleanly_on_ctrl_c(view_fake_run, tmp_path):
             p.wait()
     assert p.returncode == 0, err
     assert rest == "stopped serving\n" and "Traceback" not in err
+
+
+def test_several_runs_tabs_and_the_reports_comparison(view_fake_run, tmp_path):
+    import shutil
+
+    for name in ("a", "b"):
+        shutil.copytree(view_fake_run, tmp_path / name / "run")
+    d = V.view_data([tmp_path])
+    assert [r["name"] for r in d["runs"]] == ["a/run", "b/run"]
+    assert [m["f"] for m in d["runs"][0]["methods"]] == [m["f"] for m in d["runs"][1]["methods"]]
+    from janus_memory.runner.report import build_report
+
+    rep = build_report([str(tmp_path)], str(tmp_path / "report"))
+    want = [(p["folders"], p["n"], p["diff"], list(p["ci95"]), p["p_mcnemar"]) for p in rep["tables"]["paired"]["rows"]]
+    got = [(p["folders"], p["n"], p["diff"], p["ci95"], p["p"]) for p in d["compare"][0]["paired"]]
+    assert got == want and [g[0] for g in got] == ["a/run", "b/run"]
+    assert d["compare"][0]["body"] == rep["tables"]["accuracy"]["body"]  # "dc_rs (a/run)": the report's tags
+    assert d["compare"][0]["notes"] == rep["sections"][0]["duplicates"] + rep["sections"][0]["sources"] != []

@@ -47,27 +47,31 @@ def view_data(run_dirs: list[str | Path]) -> dict:
     rows = load_runs(finished)
     names = short_names([r.run_dir for r in rows])
     runs = [run_data(d, [r for r in rows if r.run_dir == d], names[d]) for d in dict.fromkeys(r.run_dir for r in rows)]
-    return clean({"format": FORMAT, "runs": runs, "compare": compare_data(rows, names),
+    return clean({"format": FORMAT, "runs": runs, "compare": compare_data(rows, names),  # after runs: it tags labels
                   "unfinished": [describe(d) for d in unfinished]})
 
 
 # ------------------------------------------------------------------------------------------------ several runs
 def compare_data(rows: list, names: dict) -> list[dict]:
     """Per group of comparable runs (report_setup.sections): its caption, Table 1 and the paired base vs +Janus
-    comparisons, as `janus report` computes them (report's section tables)."""
+    comparisons, as `janus report` computes them (rows that share a label tagged first, then the report's section
+    tables), with the report's notes on runs made twice and where tagged rows come from. Tags the rows' labels."""
     from ..runner.report import _section_tables
     from ..runner.report_setup import caption, sections
     from ..runner.tables import display_name
+    from ..runner.variants import assign_tags
 
     out = []
     for g in sections(rows):
+        tags = assign_tags(g)
         t = _section_tables(g, names)
         acc = t["accuracy"]
         paired = [{"dataset": display_name(p["dataset"]), "base": p["base"], "label": p["label"], "seed": p["seed"],
                    "folders": p["folders"], "n": p["n"], "base_acc": p["base_acc"], "janus_acc": p["janus_acc"],
                    "diff": p["diff"], "ci95": list(p["ci95"]), "janus_only": p["janus_only"],
                    "base_only": p["base_only"], "p": p["p_mcnemar"]} for p in t["paired"]["rows"]]
-        out.append({"caption": caption(g), "header": acc["header"], "body": acc["body"], "paired": paired})
+        out.append({"caption": caption(g), "header": acc["header"], "body": acc["body"], "paired": paired,
+                    "notes": [*tags["duplicates"], *tags["sources"]]})
     return out
 
 

@@ -89,6 +89,7 @@
     D.compare.forEach(function (g, i) {
       if (D.compare.length > 1) kids.push(el("h3", {text: "Group " + (i + 1)}));
       kids.push(el("p", {cls: "caption", text: g.caption}));
+      (g.notes || []).forEach(function (x) { kids.push(el("p", {cls: "note", text: x})); });
       kids.push(el("h3", {text: "Test accuracy (%), as in janus report's Table 1"}));
       kids.push(table(g.header, g.body));
       if (g.paired.length) {
