@@ -121,11 +121,38 @@ def test_large_run_page_gzipped_data(view_fake_run, tmp_path, browser):
     assert browser.eval("document.querySelectorAll('#evalset tbody tr').length") == 4
 
 
-def test_real_model_run_page(tmp_path, browser, monkeypatch):
-    """A run on a real (tiny) model: SmolLM2-135M GGUF on the embedded engine, 3 stream steps with Janus."""
+REAL_RUN = Path(__file__).resolve().parent / "view_real_run" / "smollm2_dc_rs"
+
+
+def test_real_model_run_page(tmp_path, browser):
+    """The stored run on a real model (SmolLM2-135M, tests/view_real_run/README.md): exported files only."""
+    from janus_memory.view.page import write_view
+
+    shutil.copytree(REAL_RUN, tmp_path / "run")
+    path, data = write_view([tmp_path / "run"])
+    run = data["runs"][0]
+    assert (run["header"]["backend"], run["header"]["model"]) == ("local", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert [m["f"] for m in run["methods"]] == [[132, 132, 132, 84, 132], [164, 134, 134, 86, 134]]
+    _open(browser, path)
+    assert browser.errors() == []
+    assert browser.eval("document.querySelectorAll('#timeline i[data-s]').length") == 10
+    browser.click('#timeline .lane[data-m="1"] i[data-s="4"]')  # the injected poison, accepted (E: 0 vs 0)
+    assert browser.eval("document.querySelector('#detail h2').textContent") == "dc_rs+janus · step 4 of 5"
+    assert browser.eval("Array.from(document.querySelectorAll('#diff .del, #diff .add')).map(function (x) {"
+                        "return x.textContent.slice(0, 14); })") == ["-(empty)\n", "+## Grading no", "+- When option"]
+    decision = browser.eval("document.getElementById('decision').textContent")
+    assert "old memory 0.000 vs candidate 0.000" in decision and "(new_ge_old)" in decision
+    step = json.loads((REAL_RUN / "dc_rs+janus" / "steps.jsonl").read_text().splitlines()[3])
+    assert browser.eval("document.getElementById('answer-text').textContent") == step["output"]
+    assert browser.errors() == []
+    _shot(browser, tmp_path, "view_real_step4.png")
+
+
+def test_live_real_model_run_page(tmp_path, browser, monkeypatch):
+    """Opt-in (JANUS_SMOKE_MODEL=1, as tests/test_smoke_model.py): a new run on SmolLM2-135M, then its page."""
     gguf = os.environ.get("JANUS_TEST_SMOLLM2_GGUF")
-    if not gguf or not Path(gguf).is_file():
-        pytest.skip("JANUS_TEST_SMOLLM2_GGUF not set (.ci/run fetches SmolLM2-135M)")
+    if os.environ.get("JANUS_SMOKE_MODEL") != "1" or not gguf or not Path(gguf).is_file():
+        pytest.skip("opt-in: JANUS_SMOKE_MODEL=1 and JANUS_TEST_SMOLLM2_GGUF (minutes on 2 shared cores)")
     pytest.importorskip("xllamacpp")
     from janus_memory.runner.config import RunConfig
     from janus_memory.runner.experiment import run_experiment
@@ -147,5 +174,3 @@ def test_real_model_run_page(tmp_path, browser, monkeypatch):
     assert browser.eval("document.querySelector('#detail h2').textContent") == "dc_rs+janus · step 2 of 3"
     assert browser.eval("document.getElementById('answer-text').textContent") == (m["d"][1].get("a") or "")
     assert browser.errors() == []
-    _shot(browser, tmp_path, "view_real_step2.png")
-    json.dumps(data)  # the real run's data is plain JSON
