@@ -20,7 +20,7 @@
     sign_test_not_significant: "paired sign test: no significant difference: deployed",
     no_controller: "no controller: every candidate is deployed"
   };
-  var state = {run: 0, method: null, step: null, charts: []};
+  var state = {run: 0, method: null, step: null, charts: [], selected: null};
 
   // ------------------------------------------------------------------ DOM helpers (text only)
   function el(tag, opts, kids) {
@@ -65,6 +65,7 @@
   function render() {
     state.charts.forEach(function (c) { c.destroy(); });
     state.charts = [];
+    state.selected = null;
     var app = clear(document.getElementById("app"));
     var runs = D.runs;
     var nav = el("nav", {id: "runs"}, runs.length > 1 ? runs.map(function (r, i) {
@@ -231,9 +232,11 @@
     var box = document.getElementById("detail");
     if (!m || !(step >= 1 && step <= m.n)) { box.classList.add("hidden"); return; }
     var i = step - 1, d = m.d[i], f = m.f[i];
-    document.querySelectorAll("#timeline i.sel").forEach(function (x) { x.classList.remove("sel"); });
-    var lane = document.querySelector('#timeline .lane[data-m="' + run.methods.indexOf(m) + '"] i[data-s="' + step + '"]');
-    if (lane) lane.classList.add("sel");
+    if (state.selected) state.selected.classList.remove("sel");
+    var lanes = document.querySelectorAll("#timeline .lane[data-m=\"" + run.methods.indexOf(m) + "\"] .marks");
+    var row = lanes[Math.floor(i / PER_ROW)];
+    state.selected = row ? row.children[i % PER_ROW] : null;
+    if (state.selected) state.selected.classList.add("sel");
     clear(box).classList.remove("hidden");
     var nav = el("div", {cls: "stepnav"}, [
       el("button", {text: "◀ step " + (step - 1), disabled: step > 1 ? null : "disabled",
