@@ -143,7 +143,10 @@ def test_real_model_run_page(tmp_path, browser):
     decision = browser.eval("document.getElementById('decision').textContent")
     assert "old memory 0.000 vs candidate 0.000" in decision and "(new_ge_old)" in decision
     step = json.loads((REAL_RUN / "dc_rs+janus" / "steps.jsonl").read_text().splitlines()[3])
-    assert browser.eval("document.getElementById('answer-text').textContent") == step["output"]
+    assert browser.eval("document.getElementById('answer-text').textContent") == step["output"] == ""
+    assert browser.eval("document.querySelector('#detail details pre').textContent") == step["reasoning"] != ""
+    assert "The model's answer text is empty (its output is under reasoning above)." in browser.eval(
+        "document.getElementById('detail').textContent")
     assert browser.errors() == []
     _shot(browser, tmp_path, "view_real_step4.png")
 

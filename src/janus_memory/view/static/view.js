@@ -286,7 +286,10 @@
     kids.push(el("p", null, [el("b", {text: "Extracted: "}), el("code", {text: d.x === undefined ? "(none)" : d.x}),
                              d.st ? el("span", {cls: "badge", text: d.st}) : null]));
     if (d.rs) kids.push(el("details", null, [el("summary", {text: "reasoning"}), el("pre", {cls: "text", text: d.rs})]));
-    kids.push(el("pre", {cls: "text", id: "answer-text", text: d.a === undefined || d.a === null ? "" : d.a}));
+    var answer = d.a === undefined || d.a === null ? "" : d.a;
+    if (!answer) kids.push(el("p", {cls: "note", text: "The model's answer text is empty" +
+                                    (d.rs ? " (its output is under reasoning above)." : ".")}));
+    kids.push(el("pre", {cls: "text" + (answer ? "" : " hidden"), id: "answer-text", text: answer}));
     return el("div", {cls: "block"}, kids);
   }
 
@@ -334,7 +337,8 @@
       el("h3", {text: "Evaluation set: " + d.e.length + " entries; old memory " + oldN + "/" + n + " right, candidate " +
                       newN + "/" + n}),
       tb, el("p", {cls: "note", text: "Rows where the two memories disagree are tinted (green: only the candidate " +
-        "right; red: only the old memory right). — = not evaluated (early stop) or no verdict."})]);
+        "right; red: only the old memory right). Verdicts: — = not evaluated (early stop) or no verdict; answers: — = none " +
+        "extracted."})]);
   }
 
   // ------------------------------------------------------------------ charts (uPlot)
