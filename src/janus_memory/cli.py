@@ -1,4 +1,4 @@
-"""Command-line interface: ``janus demo | run | model fetch|path | memory diff | report | grid | sweep``.
+"""Command-line interface: ``janus demo | run | model fetch|path | memory diff | report | view | grid | sweep``.
 
 User-facing errors (janus_memory.errors.JanusError and its subclasses) print one line ``error: ...`` naming the fix and
 exit with code 2 (never a traceback). The parser is in cli_parser.py.
