@@ -1,4 +1,4 @@
-"""Command-line interface: ``janus demo | run | model fetch|path | memory diff | report | grid | sweep``.
+"""Command-line interface: ``janus demo | run | model fetch|path | memory diff | report | view | grid | sweep``.
 
 User-facing errors (janus_memory.errors.JanusError and its subclasses) print one line ``error: ...`` naming the fix and
 exit with code 2 (never a traceback). The parser is in cli_parser.py.
@@ -300,6 +300,22 @@ def _report(args, console) -> int:
     return 0
 
 
+def _view(args, console) -> int:
+    from .view.page import write_view
+
+    path, data = write_view(args.dirs, args.out)
+    steps = sum(m["n"] for r in data["runs"] for m in r["methods"])
+    console.print(f"view: {path}  ({len(data['runs'])} run(s), {steps:,} method steps, "
+                  f"{path.stat().st_size / 1024:,.0f} KiB; open it in a browser)", markup=False, soft_wrap=True)
+    for line in data["unfinished"]:
+        console.print(f"not in the view: {line}", markup=False, soft_wrap=True)
+    if args.serve:
+        from .view.serve import serve
+
+        return serve(path, args.port, say=lambda m: console.print(m, markup=False, soft_wrap=True))
+    return 0
+
+
 def _memory(args, console) -> int:
     from .runner.memdiff import cross_method_diff, memory_diff
 
@@ -362,7 +378,7 @@ def _dispatch(args, console):
         return lambda a, c: run_replay(a)
     if args.cmd == "bench":
         return _bench_world if args.bench_cmd == "world" else None
-    return {"report": _report, "sweep": _sweep, "grid": _grid}.get(args.cmd)
+    return {"report": _report, "view": _view, "sweep": _sweep, "grid": _grid}.get(args.cmd)
 
 
 def main(argv: list[str] | None = None) -> int:

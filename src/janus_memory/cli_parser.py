@@ -282,6 +282,21 @@ def _add_memory_and_report(sub, names: dict) -> None:
                     help="no stage lines on stderr; the tables, warnings and the report's path are always printed")
 
 
+def _add_view(sub) -> None:
+    vp = sub.add_parser("view", help="one self-contained HTML page to look at runs step by step (no server needed)",
+                        description="Write one HTML file that opens from disk with nothing fetched from the network: "
+                                    "the run's header and accuracy table with 95% intervals, a timeline with one mark "
+                                    "per stream step and method (online answer, trigger and cosine, accepted or "
+                                    "rolled back, injected candidates), each step's task, answer, memory diff, "
+                                    "evaluation set and decision on click, the accuracy trajectory and cost charts, "
+                                    "and for several runs the paired comparison of janus report. docs/view.md")
+    vp.add_argument("dirs", nargs="+", metavar="RUN", help="finished run folders, or folders above them")
+    vp.add_argument("--out", metavar="FILE", help="the HTML file to write (default: <first RUN>/view.html)")
+    vp.add_argument("--serve", action="store_true", help="then serve the page on 127.0.0.1 until Ctrl-C")
+    vp.add_argument("--port", type=int_at_least(0), default=0, metavar="N",
+                    help="port for --serve (default 0: any free port; the address is printed)")
+
+
 def _add_sweep_and_grid(sub, names: dict) -> None:
     sw = sub.add_parser("sweep", help="expand a grid YAML (datasets x updaters x controllers x seeds ...) into runs",
                         description="Run every point of a grid file: 'base:' holds RunConfig keys (base.out is the "
@@ -387,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--force", action="store_true", help="rebuild even if installed")
     msub.add_parser("path", help="print the GGUF path that the embedded backend would load")
     _add_memory_and_report(sub, names)
+    _add_view(sub)
     _add_sweep_and_grid(sub, names)
     from .bench.cli import add_world_parser  # `janus bench world` (memory-world benchmark)
 

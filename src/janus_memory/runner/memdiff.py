@@ -113,6 +113,37 @@ def memory_diff(run_dir: str | Path, step_a: int, step_b: int, method: str | Non
     return "".join(out)
 
 
+def line_diff(old: str, new: str, *, context: int = 3, max_lines: int | None = None) -> tuple[list[list[str]], int]:
+    """The line diff from ``old`` to ``new`` as ``[[tag, text], ...]``, for views that draw it themselves (`janus view`):
+    tag ``"@"`` a hunk header (``-a,b +c,d`` as in a unified diff), ``" "`` a context line, ``"-"`` a removed and ``"+"``
+    an added line; texts without their line ends. The hunks are difflib's, as in :func:`memory_diff` (``context``
+    lines around each change). Returns ``(lines, cut)``: at most ``max_lines`` lines and how many more were left out
+    (0 when none). Equal texts give ``([], 0)``."""
+    a, b = old.splitlines(), new.splitlines()
+    out: list[list[str]] = []
+    total = 0
+    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
+        (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]
+        hunk = [["@", f"-{_span(i1, i2)} +{_span(j1, j2)}"]]
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                hunk += [[" ", line] for line in a[x1:x2]]
+                continue
+            hunk += [["-", line] for line in a[x1:x2]] + [["+", line] for line in b[y1:y2]]
+        total += len(hunk)
+        if max_lines is None or len(out) < max_lines:
+            out += hunk
+    if max_lines is not None and len(out) > max_lines:
+        out = out[:max_lines]
+    return out, total - len(out)
+
+
+def _span(start: int, stop: int) -> str:
+    """A unified diff's range: 1-based start and length (``3,0`` for an empty range after line 3)."""
+    n = stop - start
+    return f"{start + 1}" if n == 1 else f"{start + 1 if n else start},{n}"
+
+
 def cross_method_diff(run_dir: str | Path, step: int, methods: tuple[str, str], *, context: int = 3) -> str:
     """Diff of the memories two methods of one run deployed at the same stream ``step``, e.g. ("dc_rs", "dc_rs+janus").
 

@@ -1,0 +1,381 @@
+"""What `janus view` shows, read from finished run folders: one JSON-ready dict (format ``janus-view/1``).
+
+Everything is read through RunReader (runner/reader.py) and computed by the report's own functions: the rows
+(runs.load_runs), the groups of comparable runs and their captions (report_setup), Table 1 and the paired base vs
++Janus comparison (report's section tables, paired.py), the Wilson intervals (paired.wilson), the running accuracy
+(inject_report), the cumulative tokens (plots.cumulative_tokens), the cost per method (summary_table.method_cost) and
+the memory versions and line diffs (memdiff). This module only arranges them compactly, per step and per method:
+
+* ``f``: flags per step (bits below), ``c``: the MMT cosine (3 decimals, null before the momentum exists), ``t``: index
+  of the step's task in the run's ``tasks`` table, ``acc``: online accuracy so far (%), ``tok``: cumulative tokens;
+* ``d``: one detail object per step (answer, extracted answer, memory diff old -> candidate, decision and reason,
+  evaluation set with each task's role and both memories' verdicts), drawn by the page only when a step is opened.
+
+Texts from model output and datasets are cut at :data:`MAX_TEXT` characters (the cut is said in the page), memory
+diffs at :data:`MAX_DIFF_LINES` lines, so a 10,000-step run stays a page a browser opens (benchmarks/bench_view.py).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from pathlib import Path
+
+from ..errors import JanusError, RunFolderError
+
+FORMAT = "janus-view/1"
+MAX_TEXT = 3000  # characters of one answer, task or gold text in the page
+MAX_DIFF_LINES = 300  # lines of one memory diff in the page
+DIFF_CONTEXT = 2
+
+# step flags (bits of ``f``)
+CORRECT, TRIGGERED, DEPLOYED, ROLLED_BACK, INJECTED, WARMUP, CHANGED, REJECTED = (1 << i for i in range(8))
+
+
+def view_data(run_dirs: list[str | Path]) -> dict:
+    """The page's data for the finished run folders at or below ``run_dirs`` (unfinished ones are named in
+    ``unfinished``, as `janus report` does). Raises RunFolderError when there is no finished run."""
+    from ..runner.reader import find_run_dirs, scan_run_dirs
+    from ..runner.runs import load_runs
+    from ..runner.unfinished import describe
+    from ..runner.variants import short_names
+
+    if not run_dirs:
+        raise RunFolderError("give at least one run folder")
+    finished, unfinished = scan_run_dirs(run_dirs)
+    if not finished:
+        find_run_dirs(run_dirs)  # raises: no finished run, naming the unfinished ones and how to continue them
+    rows = load_runs(finished)
+    names = short_names([r.run_dir for r in rows])
+    runs = [run_data(d, [r for r in rows if r.run_dir == d], names[d]) for d in dict.fromkeys(r.run_dir for r in rows)]
+    return clean({"format": FORMAT, "runs": runs, "compare": compare_data(rows, names),  # after runs: it tags labels
+                  "unfinished": [describe(d) for d in unfinished]})
+
+
+# ------------------------------------------------------------------------------------------------ several runs
+def compare_data(rows: list, names: dict) -> list[dict]:
+    """Per group of comparable runs (report_setup.sections): its caption, Table 1 and the paired base vs +Janus
+    comparisons, as `janus report` computes them (rows that share a label tagged first, then the report's section
+    tables), with the report's notes on runs made twice and where tagged rows come from. Tags the rows' labels."""
+    from ..runner.report import _section_tables
+    from ..runner.report_setup import caption, sections
+    from ..runner.tables import display_name
+    from ..runner.variants import assign_tags
+
+    out = []
+    for g in sections(rows):
+        tags = assign_tags(g)
+        t = _section_tables(g, names)
+        acc = t["accuracy"]
+        paired = [{"dataset": display_name(p["dataset"]), "base": p["base"], "label": p["label"], "seed": p["seed"],
+                   "folders": p["folders"], "n": p["n"], "base_acc": p["base_acc"], "janus_acc": p["janus_acc"],
+                   "diff": p["diff"], "ci95": list(p["ci95"]), "janus_only": p["janus_only"],
+                   "base_only": p["base_only"], "p": p["p_mcnemar"]} for p in t["paired"]["rows"]]
+        out.append({"caption": caption(g), "header": acc["header"], "body": acc["body"], "paired": paired,
+                    "notes": [*tags["duplicates"], *tags["sources"]]})
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ one run
+def run_data(run_dir: Path, rows: list, name: str) -> dict:
+    """Header, task table and methods of one run folder (``rows``: its MethodRun rows)."""
+    from ..runner.memdiff import memory_versions
+    from ..runner.reader import RunReader
+    from ..runner.tables import label_key
+
+    reader = RunReader(run_dir)
+    cfg, summary = reader.config(), reader.summary() or {}
+    try:
+        versions, _ = memory_versions(run_dir)
+    except RunFolderError:  # a method whose memory never changed stores no version (memory-free)
+        versions = {}
+    tasks = TaskTable(cfg, reader)
+    methods = [method_data(reader, r, versions.get(r.method, []), tasks)
+               for r in sorted(rows, key=lambda r: label_key(r.label))]
+    return {"name": name, "path": str(Path(run_dir).expanduser().absolute()),
+            "header": header(cfg, summary, rows, reader),
+            "methods": methods, "tasks": tasks.rows, "task_note": tasks.note}
+
+
+def header(cfg: dict, summary: dict, rows: list, reader) -> dict:
+    """What the run measured with and what it cost: backend, model, dataset, preset, sizes, seeds, wall time, usage."""
+    from ..runner.report_setup import caption
+    from ..runner.summary_table import method_cost
+    from ..runner.tables import display_name
+
+    setup = rows[0].setup
+    usage = summary.get("usage_total") or {}
+    cost = method_cost(usage)
+    dollars = [u.get("cost_usd") for u in usage.values() if isinstance(u, dict) and u.get("cost_usd") is not None]
+    janus = rows[0].janus_cfg
+    ps = cfg.get("preset_summary") if isinstance(cfg.get("preset_summary"), dict) else {}
+    first = rows[0].summary
+    return {
+        "dataset": rows[0].dataset, "dataset_name": display_name(rows[0].dataset), "updater": rows[0].updater,
+        "backend": setup.get("backend"), "model": setup.get("model"), "encoder": setup.get("encoder"),
+        "identity": (summary.get("backend") or {}).get("identity"), "preset": setup.get("preset"),
+        "preset_janus": ps.get("janus"), "replay": ps.get("replay") or cfg.get("replay"),
+        "stream_n": first.get("stream_tasks"), "test_n": first.get("test_tasks"),
+        "stream_size": cfg.get("stream_size"), "test_size": cfg.get("test_size"),
+        "seed": cfg.get("seed"), "stream_order_seed": cfg.get("stream_order_seed"), "janus_seed": janus.get("seed"),
+        "janus": {k: janus.get(k) for k in ("warmup", "trigger", "tau", "beta", "coverage_size", "boundary_size",
+                                             "fresh_size")},
+        "inject": cfg.get("inject"), "wall_s": summary.get("wall_s"), "calls": cost["needed_calls"],
+        "paid_calls": cost["paid_calls"], "tokens": cost["needed_tokens"], "paid_tokens": cost["paid_tokens"],
+        "cost_usd": sum(dollars) if dollars else None,
+        "version": (reader.json_file("environment.json") or {}).get("janus_memory"), "caption": caption(rows),
+    }
+
+
+class TaskTable:
+    """The run's stream tasks (id, question, gold), loaded from the dataset files the run names (config.json:
+    dataset, data_dir, seed, stream_size); a step refers to its task by index. When the files are gone or changed,
+    the table holds the ids only and ``note`` says why."""
+
+    def __init__(self, cfg: dict, reader):
+        self.rows: list[list] = []
+        self.index: dict[str, int] = {}
+        self.note = ""
+        self._texts: dict[str, tuple[str, str]] = {}
+        splits = reader.json_file("splits.json") or {}
+        stream = splits.get("stream") if isinstance(splits, dict) else None
+        try:
+            from ..tasks import load_split
+
+            split = load_split(cfg.get("dataset"), "stream", data_dir=cfg.get("data_dir"), seed=cfg.get("seed") or 0,
+                               limit=cfg.get("stream_size"))
+            self._texts = {t.id: (t.question, _gold_text(t.gold)) for t in split.tasks}
+            if isinstance(stream, dict) and stream.get("sha256") and stream["sha256"] != split.sha256:
+                self.note = ("the dataset file changed since the run (its sha256 differs from splits.json): task "
+                             "texts may not be the ones the run saw")
+        except (OSError, ValueError, RuntimeError, JanusError) as e:
+            first = (str(e).splitlines() or [type(e).__name__])[0]
+            self.note = f"task texts not shown: the run's dataset could not be loaded here ({first})"
+
+    @classmethod
+    def from_texts(cls, texts: dict[str, tuple[str, str]], note: str = "") -> "TaskTable":
+        """A table over given ``{task id: (question, gold)}`` (tests, benchmarks/bench_view.py)."""
+        t = cls.__new__(cls)
+        t.rows, t.index, t.note, t._texts = [], {}, note, dict(texts)
+        return t
+
+    def of(self, task_id) -> int | None:
+        if task_id is None:
+            return None
+        task_id = str(task_id)
+        if task_id not in self.index:
+            q, gold = self._texts.get(task_id, (None, None))
+            self.index[task_id] = len(self.rows)
+            self.rows.append([task_id, cut(q), cut(gold)])
+        return self.index[task_id]
+
+
+def _gold_text(gold) -> str:
+    if isinstance(gold, str):
+        return gold
+    import json
+
+    return json.dumps(gold, ensure_ascii=False, default=str)
+
+
+# ------------------------------------------------------------------------------------------------ one method
+def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
+    """The timeline and step details of one method run ``r`` (a MethodRun)."""
+    from ..runner.paired import wilson
+    from ..runner.plots import cumulative_tokens
+    from ..runner.summary_table import method_cost
+
+    pairs = _steps(reader, r.method)
+    cands = {c["step"]: c for c in reader.candidates(r.method)} if reader.has_db else {}
+    line = timeline(pairs, cands, versions, tasks)
+    flags = line["f"]
+    steps_axis, cum, estimated = cumulative_tokens(r)
+    tok = [sum(series[i] for series in cum.values()) for i in range(len(steps_axis))] if cum else []
+    s = r.summary
+    n = len(pairs)
+    online_k = sum(1 for x in flags if x & CORRECT)
+    test_k, test_n = s.get("test_correct"), s.get("test_tasks")
+    cost = method_cost(s.get("usage") or {})
+    roles = {role: {"calls": (u.get("calls") or 0) + (u.get("cache_hits") or 0),
+                    "tokens": sum(u.get(k) or 0 for k in ("prompt_tokens", "completion_tokens", "hit_prompt_tokens",
+                                                           "hit_completion_tokens")),
+                    "cost_usd": u.get("cost_usd")}
+             for role, u in (s.get("usage") or {}).items() if isinstance(u, dict)}
+    return {
+        "name": r.method, "label": r.label, "janus": r.janus, "n": n,
+        "online": [online_k, n, *wilson(online_k, n)] if n else None,
+        "test": [test_k, test_n, *wilson(test_k, test_n)] if isinstance(test_k, int) and test_n else None,
+        "triggers": s.get("triggers"), "accepts": s.get("accepts"), "rollbacks": s.get("rollbacks"),
+        "trigger_rate": s.get("trigger_rate"), "tau": r.janus_cfg.get("tau") if r.janus else None,
+        "injections": _injections(s.get("injections")), "checkpoints": _checkpoints(s.get("checkpoints")),
+        "cost": {**cost, "roles": roles, "estimated": sorted(estimated)},
+        **line, "tok_steps": steps_axis, "tok": tok,
+    }
+
+
+def timeline(pairs: list[tuple[dict, dict]], cands: dict[int, dict], versions: list[dict], tasks: TaskTable) -> dict:
+    """``f``, ``c``, ``t``, ``d`` and ``acc`` of one method from its (decision line, step record) pairs, its stored
+    candidates by step and its deployed memory versions."""
+    from ..runner.inject_report import _running_accuracy
+
+    walk = _Versions(versions)
+    flags, cos, task, details = [], [], [], []
+    for dec, rec in pairs:
+        f, c, detail = step_view(dec, rec, walk, cands.get(dec.get("step")), tasks)
+        flags.append(f)
+        cos.append(c)
+        task.append(tasks.of(dec.get("task_id") or rec.get("task_id")))
+        details.append(detail)
+    return {"f": flags, "c": cos, "t": task, "d": details,
+            "acc": [round(a, 2) for a in _running_accuracy([d for d, _ in pairs])]}
+
+
+def _steps(reader, method: str) -> list[tuple[dict, dict]]:
+    """(decision line, step record) per committed step, from the database, else the exported jsonl files."""
+    if reader.has_db:
+        return list(reader.steps(method))
+    decs = reader.jsonl(f"{method}/decisions.jsonl")
+    recs = {x.get("step"): x for x in reader.jsonl(f"{method}/steps.jsonl")}
+    return [(d, recs.get(d.get("step"), {})) for d in decs]
+
+
+class _Versions:
+    """The memory deployed at a step, as memdiff.memory_at finds it (the latest version with version step <= step),
+    by bisection: a 10,000-step run asks 10,000 times."""
+
+    def __init__(self, versions: list[dict]):
+        self.versions = versions
+        self.steps = [v["step"] for v in versions]
+
+    def at(self, step: int) -> dict | None:
+        i = bisect.bisect_right(self.steps, step) - 1
+        return self.versions[i] if i >= 0 else None
+
+
+def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
+              tasks: TaskTable) -> tuple[int, float | None, dict]:
+    """(flags, cosine, detail) of one step."""
+    from ..runner.memdiff import line_diff
+
+    d = dec.get("decision") if isinstance(dec.get("decision"), dict) else {}
+    step = dec.get("step")
+    injected = dec.get("injected") or ((rec.get("info") or {}).get("injected") or {}).get("kind")
+    deployed = dec.get("deployed") == "candidate"
+    changed = dec.get("candidate_memory_sha256") != dec.get("old_memory_sha256")
+    f = ((CORRECT if dec.get("correct") is True else 0) | (TRIGGERED if d.get("triggered") else 0)
+         | (DEPLOYED if deployed else 0) | (ROLLED_BACK if not deployed and d.get("accept") is False else 0)
+         | (INJECTED if injected else 0) | (WARMUP if d.get("phase") == "warmup" else 0)
+         | (CHANGED if changed else 0) | (REJECTED if dec.get("candidate_rejected") else 0))
+    cos = d.get("cosine")
+    out = {"a": cut(rec.get("output")), "r": d.get("reason"), "dep": dec.get("deployed")}
+    _put(out, "x", rec.get("extracted"))
+    _put(out, "st", rec.get("status") if rec.get("status") not in (None, "ok") else None)
+    _put(out, "rs", cut(rec.get("reasoning")))
+    _put(out, "inj", injected)
+    _put(out, "rej", dec.get("candidate_rejected"))
+    for key, name in (("old_score", "os"), ("new_score", "ns"), ("p_value", "p"), ("trigger_count", "tc"),
+                      ("evaluator_calls", "ec"), ("z_norm", "z"), ("phase", "ph")):
+        _put(out, name, d.get(key))
+    if d.get("warnings"):
+        out["w"] = [str(w) for w in d["warnings"]]
+    out["om"], out["cm"] = (dec.get("old_memory_sha256") or "")[:12], (dec.get("candidate_memory_sha256") or "")[:12]
+    if changed:
+        old = walk.at(step - 1) if isinstance(step, int) else None
+        new = cand["text"] if cand else (walk.at(step)["text"] if deployed and walk.at(step) else None)
+        if old is None or new is None or (cand is None and not deployed):
+            out["dn"] = ("the candidate's text is not stored in this folder (no run.sqlite)" if new is None
+                         else "the old memory's text is not stored in this run")
+        else:
+            out["df"], more = line_diff(old["text"], new, context=DIFF_CONTEXT, max_lines=MAX_DIFF_LINES)
+            _put(out, "dc", more)
+    rows = eval_rows(d, tasks, dec.get("old_memory_sha256") or "", dec.get("candidate_memory_sha256") or "")
+    if rows:
+        out["e"] = rows
+    return f, (round(cos, 3) if isinstance(cos, (int, float)) and math.isfinite(cos) else None), out
+
+
+def eval_rows(d: dict, tasks: TaskTable, old_sha: str = "", new_sha: str = "") -> list[list]:
+    """The evaluation set of a trigger: ``[task index, role, old verdict, new verdict, old answer, new answer]`` per
+    entry in evaluation order (verdict 1/0, null when not evaluated: early stopping, or a failed evaluation). The
+    role is the entry's place in coverage + boundary + fresh when the entries are exactly those lists in order (a
+    task in two roles is evaluated twice), else every role holding its id (dedup or a replay cap)."""
+    ids = d.get("eval_ids") or []
+    if not ids:
+        return []
+    roles = {k: [str(x) for x in d.get(k) or []] for k in ("coverage", "boundary", "fresh")}
+    concat = roles["coverage"] + roles["boundary"] + roles["fresh"]
+    if [str(x) for x in ids] == concat:
+        role_of = ["coverage"] * len(roles["coverage"]) + ["boundary"] * len(roles["boundary"]) + ["fresh"] * len(
+            roles["fresh"])
+    else:
+        role_of = ["+".join(k for k in roles if str(i) in roles[k]) or "?" for i in ids]
+    answers = _answers(d.get("evaluations") or [], ids, old_sha, new_sha)
+    oc, nc = d.get("old_correct") or [], d.get("new_correct") or []
+    out = []
+    for p, tid in enumerate(ids):
+        old_ans, new_ans = answers[p]
+        out.append([tasks.of(tid), role_of[p], _verdict(oc, p), _verdict(nc, p), old_ans, new_ans])
+    return out
+
+
+def _answers(evaluations: list[dict], ids: list, old_sha: str, new_sha: str) -> list[tuple]:
+    """(old memory's extracted answer, new memory's) per entry, from the comparison's evaluation records (each names
+    the memory it used by a sha256 prefix): the k-th entry of a task id takes the k-th record of that id under each
+    memory. When both memories are the same text (one hash), both answers are the same record's."""
+    by: dict[tuple[str, str], list] = {}
+    for e in evaluations:
+        if isinstance(e, dict) and e.get("memory_sha256"):
+            mem = str(e["memory_sha256"])
+            who = "old" if old_sha.startswith(mem) else "new" if new_sha.startswith(mem) else None
+            if who:
+                by.setdefault((who, str(e.get("task_id"))), []).append(cut(e.get("extracted"), 200))
+    taken: dict[str, int] = {}
+    out = []
+    for tid in ids:
+        tid = str(tid)
+        k = taken.get(tid, 0)
+        taken[tid] = k + 1
+        old, new = by.get(("old", tid), []), by.get(("new", tid), [])
+        if old_sha == new_sha:
+            new = old
+        out.append((old[k] if k < len(old) else None, new[k] if k < len(new) else None))
+    return out
+
+
+def _verdict(xs: list, p: int):
+    return None if p >= len(xs) or xs[p] is None else int(bool(xs[p]))
+
+
+def _injections(s) -> dict | None:
+    if not isinstance(s, dict):
+        return None
+    return {k: s.get(k) for k in ("plan", "injected", "deployed", "blocked")}
+
+
+def _checkpoints(cps) -> list[list]:
+    return [[c.get("step"), c.get("test_accuracy")] for c in cps or [] if isinstance(c, dict)]
+
+
+def _put(out: dict, key: str, value) -> None:
+    if value is not None and value != "" and value != []:
+        out[key] = value
+
+
+def cut(text, limit: int = MAX_TEXT):
+    """``text`` as a string of at most ``limit`` characters plus a note of how many were left out (None stays None)."""
+    if text is None:
+        return None
+    text = text if isinstance(text, str) else str(text)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit:,} more characters not shown; the whole text is in the run folder]"
+
+
+def clean(x):
+    """JSON-ready: non-finite floats (NaN, inf) become null, tuples lists, keys strings."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {str(k): clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [clean(v) for v in x]
+    return x

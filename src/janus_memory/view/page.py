@@ -1,0 +1,123 @@
+"""The HTML page of `janus view`: one self-contained file (data, chart library, script and style inline).
+
+The page is rendered with Jinja2 (autoescaping on: every value is escaped unless it is one of the inline blocks
+below). Those blocks are raw text inside ``<script>``/``<style>`` elements, where HTML escaping does not apply, so
+each is made safe for its place instead:
+
+* the data is JSON with ``<``, ``>`` and ``&`` (and U+2028/U+2029) written as ``\\u003c`` etc. (:func:`script_json`):
+  no text from a model answer can close the ``<script>`` element or open a comment, and ``JSON.parse`` reads the
+  escapes back to the same characters. Above :data:`INLINE_JSON_MAX` bytes (a long run: 10,000 steps make ~40 MB of
+  JSON, most of it answers and memory diffs) the same JSON is gzipped and base64-encoded (an alphabet without ``<``),
+  and the page unpacks it with the browser's own ``DecompressionStream``: about a fifth of the size;
+* the vendored uPlot and our own script and style are checked to hold no ``</script`` / ``</style`` / ``<!--``.
+
+A Content-Security-Policy in the page allows only these inline scripts (by their sha256) and nothing from the
+network (``default-src 'none'``): the page fetches nothing, and a script smuggled in would not run.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from importlib import resources
+from pathlib import Path
+
+from ..errors import OutputError
+
+_HERE = "janus_memory.view"
+INLINE_JSON_MAX = 2 * 2**20  # bytes of JSON kept readable in the page; larger data is gzipped (module docstring)
+_UNSAFE = {"script": re.compile(r"</script|<!--", re.I), "style": re.compile(r"</style|<!--", re.I)}
+
+
+def script_json(obj) -> str:
+    """Compact JSON that is safe as the text of a ``<script type="application/json">`` element."""
+    return _escape(_dumps(obj))
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _escape(text: str) -> str:
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def data_block(obj, *, inline_max: int = INLINE_JSON_MAX) -> tuple[str, str]:
+    """(type, text) of the page's data element: ``application/json`` with :func:`script_json`, or, above
+    ``inline_max`` bytes, ``application/x-janus-gzip-base64`` (gzip level 6, mtime 0: the same data gives the same
+    page)."""
+    import gzip
+
+    raw = _dumps(obj).encode("utf-8")
+    if len(raw) <= inline_max:
+        return "application/json", _escape(raw.decode("utf-8"))
+    return "application/x-janus-gzip-base64", base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode()
+
+
+def _asset(*parts: str) -> str:
+    return resources.files(_HERE).joinpath(*parts).read_text(encoding="utf-8")
+
+
+def _inline(text: str, kind: str, name: str):
+    from markupsafe import Markup
+
+    if _UNSAFE[kind].search(text):
+        raise RuntimeError(f"{name} cannot be inlined: it holds a closing </{kind}> or <!--")
+    return Markup(text)
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def render(data: dict, *, inline_max: int = INLINE_JSON_MAX) -> str:
+    """The page for ``data`` (view.data.view_data); data over ``inline_max`` bytes of JSON is gzipped."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+    from markupsafe import Markup
+
+    kind, block = data_block(data, inline_max=inline_max)
+    env = Environment(loader=PackageLoader(_HERE, "templates"), autoescape=select_autoescape(["html", "j2"]),
+                      keep_trailing_newline=True)
+    uplot_js, view_js = _asset("vendor", "uplot", "uPlot.iife.min.js"), _asset("static", "view.js")
+    runs = data.get("runs") or []
+    title = runs[0]["name"] if len(runs) == 1 else f"{len(runs)} runs"
+    sub = "; ".join(f"{r['name']}: {r['header'].get('caption', '')}" for r in runs[:3])
+    sub += " …" if len(runs) > 3 else ""
+    csp = ("default-src 'none'; script-src " + " ".join(_sha256(t) for t in (uplot_js, view_js)) +
+           "; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'")
+    return env.get_template("view.html.j2").render(
+        title=title, subtitle=sub, csp=csp, version=_version(),
+        uplot_css=_inline(_asset("vendor", "uplot", "uPlot.min.css"), "style", "uPlot.min.css"),
+        view_css=_inline(_asset("static", "view.css"), "style", "view.css"),
+        uplot_js=_inline(uplot_js, "script", "uPlot.iife.min.js"), view_js=_inline(view_js, "script", "view.js"),
+        data_type=kind, data_json=Markup(block))
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def write_view(run_dirs: list[str | Path], out: str | Path | None = None) -> tuple[Path, dict]:
+    """Write the page for ``run_dirs`` to ``out`` (default ``<first run folder>/view.html``, or ``<DIR>/view.html``
+    when ``out`` is a folder). Returns (path, data). OutputError (one line) when the file cannot be written."""
+    from ..runner.jsonio import atomic_write_text
+    from .data import view_data
+
+    data = view_data(run_dirs)
+    if out is None:
+        path = Path(data["runs"][0]["path"]) / "view.html"
+    else:
+        path = Path(out).expanduser()
+        if path.is_dir():
+            path = path / "view.html"
+    html = render(data)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, html)
+    except OSError as e:
+        raise OutputError(f"cannot write the view to {path}: {e.strerror or e}") from None
+    return path, data

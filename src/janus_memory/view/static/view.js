@@ -1,0 +1,490 @@
+/* janus view: draws a run folder's data (the JSON block #janus-data, written by janus_memory/view/data.py).
+   Every text from the data reaches the page through textContent or a property (title, value): never innerHTML. */
+(function () {
+  "use strict";
+  var T0 = performance.now();
+  var D = null; // the run data: JSON in the page, or gzip + base64 for a large run (view/page.py)
+  var F = {CORRECT: 1, TRIGGERED: 2, DEPLOYED: 4, ROLLED_BACK: 8, INJECTED: 16, WARMUP: 32, CHANGED: 64, REJECTED: 128};
+  var PER_ROW = 100; // steps per timeline row
+  var COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"];
+  var REASONS = {
+    warmup: "warm-up step: the candidate is deployed without a comparison",
+    not_triggered: "the trigger did not fire: the candidate is deployed without a comparison",
+    trivially_equal: "old and candidate memory are trivially equal: deployed without a comparison",
+    new_ge_old: "the candidate scored at least as well as the old memory on the evaluation set: deployed",
+    old_better: "the old memory scored better on the evaluation set: the candidate is rolled back",
+    early_stop_new_ge_old: "early stop: the candidate cannot lose any more: deployed",
+    early_stop_old_better: "early stop: the candidate cannot catch up any more: rolled back",
+    sign_test_new_ge_old: "paired sign test: the candidate is not significantly worse: deployed",
+    sign_test_old_better: "paired sign test: the old memory is significantly better: rolled back",
+    sign_test_not_significant: "paired sign test: no significant difference: deployed",
+    no_controller: "no controller: every candidate is deployed"
+  };
+  var state = {run: 0, method: null, step: null, charts: [], selected: null};
+
+  // ------------------------------------------------------------------ DOM helpers (text only)
+  function el(tag, opts, kids) {
+    var e = document.createElement(tag);
+    if (opts) {
+      for (var k in opts) {
+        if (!Object.prototype.hasOwnProperty.call(opts, k) || opts[k] === undefined || opts[k] === null) continue;
+        if (k === "text") e.textContent = String(opts[k]);
+        else if (k === "cls") e.className = opts[k];
+        else if (k === "title") e.title = String(opts[k]);
+        else if (k === "on") { for (var ev in opts.on) e.addEventListener(ev, opts.on[ev]); }
+        else if (k === "data") { for (var dk in opts.data) e.dataset[dk] = String(opts.data[dk]); }
+        else e.setAttribute(k, String(opts[k]));
+      }
+    }
+    (kids || []).forEach(function (c) {
+      if (c === null || c === undefined || c === false) return;
+      e.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+    });
+    return e;
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+  function pct(x, d) { return x === null || x === undefined ? "—" : (100 * x).toFixed(d === undefined ? 1 : d); }
+  function num(x) { return x === null || x === undefined ? "—" : Number(x).toLocaleString("en-US"); }
+  function acc(a) { // [k, n, lo, hi]
+    if (!a) return "—";
+    return pct(a[0] / a[1]) + "% (" + a[0] + "/" + a[1] + ") [" + pct(a[2]) + ", " + pct(a[3]) + "]";
+  }
+  function table(header, rows, cls) {
+    return el("table", {cls: cls || "grid"}, [
+      el("thead", null, [el("tr", null, header.map(function (h) { return el("th", {text: h}); }))]),
+      el("tbody", null, rows.map(function (r) {
+        return el("tr", null, r.map(function (c) { return c instanceof Node ? el("td", null, [c]) : el("td", {text: c}); }));
+      }))
+    ]);
+  }
+  function section(title, id, kids) {
+    return el("section", {id: id, cls: "card"}, [el("h2", {text: title})].concat(kids));
+  }
+
+  // ------------------------------------------------------------------ page
+  function render() {
+    state.charts.forEach(function (c) { c.destroy(); });
+    state.charts = [];
+    state.selected = null;
+    var app = clear(document.getElementById("app"));
+    var runs = D.runs;
+    var nav = el("nav", {id: "runs"}, runs.length > 1 ? runs.map(function (r, i) {
+      return el("button", {text: r.name, cls: i === state.run ? "tab on" : "tab", title: r.path,
+                           on: {click: function () { go({run: i}); }}});
+    }) : []);
+    app.appendChild(nav);
+    (D.unfinished || []).forEach(function (u) { app.appendChild(el("p", {cls: "note", text: "not shown: " + u})); });
+    if (D.compare && (runs.length > 1 || D.compare.some(function (g) { return g.paired.length; }))) app.appendChild(compare());
+    var run = runs[state.run];
+    app.appendChild(headerCard(run));
+    app.appendChild(accuracyCard(run));
+    app.appendChild(timelineCard(run));
+    app.appendChild(el("section", {id: "detail", cls: "card hidden"}));
+    app.appendChild(chartsCard(run));
+    app.appendChild(costCard(run));
+    if (state.method !== null && state.step !== null) openStep(state.method, state.step, false);
+  }
+
+  function compare() {
+    var kids = [];
+    D.compare.forEach(function (g, i) {
+      if (D.compare.length > 1) kids.push(el("h3", {text: "Group " + (i + 1)}));
+      kids.push(el("p", {cls: "caption", text: g.caption}));
+      (g.notes || []).forEach(function (x) { kids.push(el("p", {cls: "note", text: x})); });
+      kids.push(el("h3", {text: "Test accuracy (%), as in janus report's Table 1"}));
+      kids.push(table(g.header, g.body));
+      if (g.paired.length) {
+        kids.push(el("h3", {text: "Base vs +Janus, paired on the same test items"}));
+        kids.push(table(["Dataset", "Comparison", "Run folder(s)", "Seed", "n", "Base acc", "+Janus acc", "Diff (pp)",
+                         "95% CI (pp)", "Janus-only/base-only correct", "McNemar exact p"],
+          g.paired.map(function (p) {
+            return [p.dataset, p.base + " vs " + p.label, p.folders, String(p.seed), String(p.n), pct(p.base_acc),
+                    pct(p.janus_acc), signed(p.diff), "[" + signed(p.ci95[0]) + ", " + signed(p.ci95[1]) + "]",
+                    p.janus_only + "/" + p.base_only, p.p.toPrecision(3)];
+          })));
+        kids.push(el("p", {cls: "note", text: "Diff = +Janus minus base accuracy on the items both answered; 95% CI: " +
+          "Newcombe's paired square-and-add interval; p: exact McNemar test (janus report computes the same)."}));
+      }
+    });
+    return section("Comparison", "compare", kids);
+  }
+  function signed(x) { return x === null ? "—" : (x >= 0 ? "+" : "") + (100 * x).toFixed(1); }
+
+  function headerCard(run) {
+    var h = run.header, j = h.janus || {};
+    var sizes = "stream " + num(h.stream_n) + " (asked " + (h.stream_size === null ? "all" : h.stream_size) +
+      "), test " + num(h.test_n) + " (asked " + (h.test_size === null ? "all" : h.test_size) + ")";
+    var seeds = "split " + h.seed + (h.stream_order_seed !== null && h.stream_order_seed !== undefined ?
+      ", stream order " + h.stream_order_seed : "") + ", Janus " + h.janus_seed;
+    var cost = num(h.tokens) + " tokens in " + num(h.calls) + " LLM responses (paid: " + num(h.paid_tokens) +
+      " tokens, " + num(h.paid_calls) + " calls)" + (h.cost_usd !== null && h.cost_usd !== undefined ?
+      ", $" + h.cost_usd.toFixed(4) : "");
+    var rows = [
+      ["Run folder", run.path], ["Backend", h.backend + (h.identity ? " (" + h.identity + ")" : "")],
+      ["Model", h.model], ["Dataset", h.dataset_name + " (" + h.dataset + ")"], ["Updater", h.updater],
+      ["Preset", h.preset + (h.replay ? ", replay " + h.replay : "") + (h.preset_janus ? "; " + h.preset_janus : "")],
+      ["Janus", "warm-up " + j.warmup + ", trigger " + j.trigger + ", τ " + j.tau + ", β " + j.beta + ", |E| = " +
+        j.coverage_size + " coverage + " + j.boundary_size + " boundary + " + j.fresh_size + " fresh"],
+      ["Encoder", h.encoder], ["Sizes", sizes], ["Seeds", seeds],
+      ["Wall time", h.wall_s === null || h.wall_s === undefined ? "—" : h.wall_s.toFixed(1) + " s"], ["Cost", cost]
+    ];
+    if (h.inject) rows.push(["Injected candidates", h.inject]);
+    if (h.version) rows.push(["janus-memory", h.version]);
+    var kids = [el("dl", {cls: "kv"}, [].concat.apply([], rows.map(function (r) {
+      return [el("dt", {text: r[0]}), el("dd", {text: r[1]})];
+    })))];
+    if (run.task_note) kids.push(el("p", {cls: "note", text: run.task_note}));
+    return section("Run " + run.name, "header", kids);
+  }
+
+  function accuracyCard(run) {
+    var rows = run.methods.map(function (m) {
+      var inj = m.injections ? m.injections.injected + " (" + m.injections.deployed + " deployed, " +
+        m.injections.blocked + " blocked)" : "—";
+      return [m.label, acc(m.online), acc(m.test), m.janus ? num(m.triggers) : "—",
+              m.janus ? num(m.accepts) : "—", m.janus ? num(m.rollbacks) : "—",
+              m.trigger_rate === null || m.trigger_rate === undefined ? "—" : pct(m.trigger_rate) + "%", inj];
+    });
+    return section("Accuracy", "accuracy", [
+      table(["Method", "Online accuracy (stream)", "Test accuracy (frozen memory)", "Triggers", "Accepted",
+             "Rolled back", "Trigger rate", "Injected"], rows),
+      el("p", {cls: "note", text: "Accuracy % (correct/n) [95% Wilson interval]. Trigger rate: triggers per " +
+        "post-warm-up step."})]);
+  }
+
+  // ------------------------------------------------------------------ timeline
+  function markClass(f) {
+    var c = "m " + (f & F.CORRECT ? "ok" : "no");
+    if (f & F.WARMUP) c += " wu";
+    if (f & F.TRIGGERED) c += f & F.ROLLED_BACK ? " t rb" : " t ac";
+    if (f & F.INJECTED) c += " inj";
+    return c;
+  }
+  function stepWords(m, i) {
+    var f = m.f[i], d = m.d[i], c = m.c[i];
+    var parts = [m.label + " · step " + (i + 1), f & F.CORRECT ? "online answer correct" : "online answer wrong"];
+    if (f & F.WARMUP) parts.push("warm-up");
+    if (f & F.TRIGGERED) {
+      parts.push("trigger fired" + (c === null ? "" : " (cos " + c.toFixed(3) + ")"));
+      parts.push(f & F.ROLLED_BACK ? "rolled back" : "accepted");
+      if (d.os !== undefined && d.ns !== undefined) parts.push("E: old " + d.os.toFixed(2) + " vs new " + d.ns.toFixed(2));
+    } else if (m.janus && !(f & F.WARMUP)) {
+      parts.push("no trigger" + (c === null ? "" : " (cos " + c.toFixed(3) + ")"));
+    }
+    if (f & F.INJECTED) parts.push("injected " + d.inj);
+    if (f & F.REJECTED) parts.push("candidate rejected by the updater: " + d.rej);
+    return parts.join(" · ");
+  }
+  function timelineCard(run) {
+    var n = Math.max.apply(null, run.methods.map(function (m) { return m.n; }).concat([0]));
+    var legend = el("div", {cls: "legend"}, [
+      legendItem("m ok", "correct online answer"), legendItem("m no", "wrong online answer"),
+      legendItem("m ok wu", "warm-up"), legendItem("m ok t ac", "trigger fired, candidate accepted"),
+      legendItem("m ok t rb", "trigger fired, candidate rolled back"),
+      legendItem("m ok inj", "injected harmful candidate")]);
+    var box = el("div", {id: "timeline"});
+    var frag = document.createDocumentFragment();
+    for (var start = 0; start < n; start += PER_ROW) {
+      var stop = Math.min(n, start + PER_ROW);
+      var seg = el("div", {cls: "seg"}, [el("div", {cls: "segl", text: "steps " + (start + 1) + "–" + stop})]);
+      run.methods.forEach(function (m, mi) {
+        var lane = el("div", {cls: "lane", data: {m: mi}});
+        lane.appendChild(el("span", {cls: "lanel", text: m.label, title: m.label}));
+        var marks = el("span", {cls: "marks"});
+        for (var i = start; i < Math.min(stop, m.n); i++) {
+          var mk = document.createElement("i");
+          mk.className = markClass(m.f[i]);
+          mk.dataset.s = i + 1;
+          marks.appendChild(mk);
+        }
+        lane.appendChild(marks);
+        seg.appendChild(lane);
+      });
+      frag.appendChild(seg);
+    }
+    box.appendChild(frag);
+    var tip = document.getElementById("tip") || document.body.appendChild(el("div", {id: "tip", cls: "hidden"}));
+    box.addEventListener("mouseover", function (ev) {
+      var t = ev.target;
+      if (t.tagName !== "I" || !t.dataset.s) return;
+      var m = run.methods[Number(t.parentNode.parentNode.dataset.m)];
+      tip.textContent = stepWords(m, Number(t.dataset.s) - 1);
+      tip.classList.remove("hidden");
+      var r = t.getBoundingClientRect();
+      tip.style.left = Math.min(window.innerWidth - 420, Math.max(4, r.left + window.scrollX - 20)) + "px";
+      tip.style.top = (r.bottom + window.scrollY + 6) + "px";
+    });
+    box.addEventListener("mouseout", function () { tip.classList.add("hidden"); });
+    box.addEventListener("click", function (ev) {
+      var t = ev.target;
+      if (t.tagName !== "I" || !t.dataset.s) return;
+      go({method: run.methods[Number(t.parentNode.parentNode.dataset.m)].name, step: Number(t.dataset.s)});
+    });
+    return section("Timeline: one mark per stream step and method (click a step to open it)", "timeline-card",
+                   [legend, box]);
+  }
+  function legendItem(cls, text) { return el("span", {cls: "li"}, [el("i", {cls: cls}), text]); }
+
+  // ------------------------------------------------------------------ one step
+  function openStep(methodName, step, scroll) {
+    var run = D.runs[state.run];
+    var m = run.methods.filter(function (x) { return x.name === methodName; })[0];
+    var box = document.getElementById("detail");
+    if (!m || !(step >= 1 && step <= m.n)) { box.classList.add("hidden"); return; }
+    var i = step - 1, d = m.d[i], f = m.f[i];
+    if (state.selected) state.selected.classList.remove("sel");
+    var lanes = document.querySelectorAll("#timeline .lane[data-m=\"" + run.methods.indexOf(m) + "\"] .marks");
+    var row = lanes[Math.floor(i / PER_ROW)];
+    state.selected = row ? row.children[i % PER_ROW] : null;
+    if (state.selected) state.selected.classList.add("sel");
+    clear(box).classList.remove("hidden");
+    var nav = el("div", {cls: "stepnav"}, [
+      el("button", {text: "◀ step " + (step - 1), disabled: step > 1 ? null : "disabled",
+                    on: {click: function () { go({step: step - 1}); }}}),
+      el("button", {text: "step " + (step + 1) + " ▶", disabled: step < m.n ? null : "disabled",
+                    on: {click: function () { go({step: step + 1}); }}}),
+      el("span", {text: " same step in: "})].concat(run.methods.filter(function (x) { return x !== m && x.n >= step; })
+      .map(function (x) { return el("button", {text: x.label, on: {click: function () { go({method: x.name}); }}}); })));
+    box.appendChild(el("h2", {text: m.label + " · step " + step + " of " + m.n}));
+    box.appendChild(nav);
+    box.appendChild(el("p", {cls: "summary", text: stepWords(m, i)}));
+    box.appendChild(decisionBlock(m, d, f, i));
+    box.appendChild(taskBlock(run, m, d, i));
+    box.appendChild(diffBlock(d, f));
+    if (d.e) box.appendChild(evalBlock(run, d));
+    if (scroll) box.scrollIntoView({block: "start"});
+  }
+
+  function decisionBlock(m, d, f, i) {
+    var verdict = f & F.DEPLOYED ? "candidate deployed" : "previous memory kept";
+    if (f & F.ROLLED_BACK) verdict = "rolled back: the previous memory is kept";
+    var rows = [["Decision", verdict], ["Reason", (REASONS[d.r] || "") + (d.r ? " (" + d.r + ")" : "")]];
+    if (m.janus) {
+      rows.push(["Trigger", f & F.TRIGGERED ? "fired" : (f & F.WARMUP ? "warm-up (no trigger test)" : "did not fire")]);
+      rows.push(["MMT cosine", m.c[i] === null ? "— (no momentum yet)" : m.c[i].toFixed(3) + " (τ = " + m.tau + ")"]);
+    }
+    if (d.os !== undefined || d.ns !== undefined) {
+      rows.push(["Evaluation-set score", "old memory " + fmt(d.os) + " vs candidate " + fmt(d.ns)]);
+    }
+    if (d.p !== undefined) rows.push(["p-value", String(d.p)]);
+    if (d.tc !== undefined) rows.push(["Triggers so far", String(d.tc)]);
+    if (d.ec !== undefined) rows.push(["Evaluator calls", String(d.ec)]);
+    if (d.inj) rows.push(["Injected candidate", d.inj]);
+    if (d.rej) rows.push(["Updater rejected its candidate", d.rej]);
+    (d.w || []).forEach(function (w) { rows.push(["Warning", w]); });
+    return el("div", {cls: "block"}, [el("h3", {text: "Decision"}), el("dl", {cls: "kv", id: "decision"},
+      [].concat.apply([], rows.map(function (r) { return [el("dt", {text: r[0]}), el("dd", {text: r[1]})]; })))]);
+  }
+  function fmt(x) { return x === undefined || x === null ? "—" : Number(x).toFixed(3); }
+
+  function taskBlock(run, m, d, i) {
+    var t = run.tasks[m.t[i]] || [null, null, null];
+    var kids = [el("h3", {text: "Task " + (t[0] || "?")})];
+    kids.push(el("pre", {cls: "text", id: "task-text", text: t[1] === null ? "(task text not available)" : t[1]}));
+    if (t[2] !== null) kids.push(el("p", null, [el("b", {text: "Gold answer: "}), el("code", {text: t[2]})]));
+    kids.push(el("h3", {text: "Answer"}));
+    kids.push(el("p", null, [el("b", {text: "Extracted: "}), el("code", {text: d.x === undefined ? "(none)" : d.x}),
+                             d.st ? el("span", {cls: "badge", text: d.st}) : null]));
+    if (d.rs) kids.push(el("details", null, [el("summary", {text: "reasoning"}), el("pre", {cls: "text", text: d.rs})]));
+    var answer = d.a === undefined || d.a === null ? "" : d.a;
+    if (!answer) kids.push(el("p", {cls: "note", text: "The model's answer text is empty" +
+                                    (d.rs ? " (its output is under reasoning above)." : ".")}));
+    kids.push(el("pre", {cls: "text" + (answer ? "" : " hidden"), id: "answer-text", text: answer}));
+    return el("div", {cls: "block"}, kids);
+  }
+
+  function diffBlock(d, f) {
+    var kids = [el("h3", {text: "Memory: old → candidate"})];
+    if (!(f & F.CHANGED)) {
+      kids.push(el("p", {text: "The candidate is the old memory unchanged (sha256 " + d.om + ")."}));
+    } else if (d.dn) {
+      kids.push(el("p", {cls: "note", text: d.dn}));
+    } else {
+      var add = 0, del = 0;
+      var pre = el("pre", {cls: "diff", id: "diff"});
+      (d.df || []).forEach(function (l) {
+        if (l[0] === "+") add++;
+        if (l[0] === "-") del++;
+        var cls = l[0] === "+" ? "add" : l[0] === "-" ? "del" : l[0] === "@" ? "hunk" : "ctx";
+        pre.appendChild(el("span", {cls: cls, text: (l[0] === "@" ? "@@ " + l[1] + " @@" : l[0] + l[1]) + "\n"}));
+      });
+      kids.push(el("p", {text: "old " + d.om + " → candidate " + d.cm + ": " + add + " line(s) added, " + del +
+                                " removed" + (f & F.DEPLOYED ? " (deployed)" : " (not deployed)")}));
+      kids.push(pre);
+      if (d.dc) kids.push(el("p", {cls: "note", text: d.dc + " more diff lines not shown"}));
+    }
+    return el("div", {cls: "block"}, kids);
+  }
+
+  function evalBlock(run, d) {
+    var mark = function (v) { return v === null ? "—" : v ? "✓" : "✗"; };
+    var oldN = 0, newN = 0, n = 0;
+    var rows = d.e.map(function (e, k) {
+      var t = run.tasks[e[0]] || ["?", null];
+      if (e[2] !== null && e[3] !== null) { n++; oldN += e[2]; newN += e[3]; }
+      var q = el("span", {cls: "q", text: t[1] === null ? "" : t[1], title: t[1] === null ? "" : t[1]});
+      var tr = [String(k + 1), t[0], e[1], mark(e[2]), mark(e[3]), e[4] === null ? "—" : e[4],
+                e[5] === null ? "—" : e[5], q];
+      return tr;
+    });
+    var tb = table(["#", "Task", "Role", "Old", "Candidate", "Old answer", "Candidate answer", "Question"], rows, "grid eval");
+    tb.id = "evalset";
+    Array.prototype.forEach.call(tb.tBodies[0].rows, function (tr, k) {
+      var e = d.e[k];
+      if (e[2] !== null && e[3] !== null && e[2] !== e[3]) tr.className = e[3] ? "flip-up" : "flip-down";
+    });
+    return el("div", {cls: "block"}, [
+      el("h3", {text: "Evaluation set: " + d.e.length + " entries; old memory " + oldN + "/" + n + " right, candidate " +
+                      newN + "/" + n}),
+      tb, el("p", {cls: "note", text: "Rows where the two memories disagree are tinted (green: only the candidate " +
+        "right; red: only the old memory right). Verdicts: — = not evaluated (early stop) or no verdict; answers: — = none " +
+        "extracted."})]);
+  }
+
+  // ------------------------------------------------------------------ charts (uPlot)
+  function chartsCard(run) {
+    var box = section("Accuracy trajectory, trigger cosine and cost (drag to zoom, double-click to reset)", "charts", []);
+    var width = Math.max(480, Math.min(1180, (document.getElementById("app").clientWidth || 1100) - 40));
+    var n = Math.max.apply(null, run.methods.map(function (m) { return m.n; }).concat([0]));
+    var xs = []; for (var i = 1; i <= n; i++) xs.push(i);
+    var pad = function (arr) { var out = arr.slice(0, n); while (out.length < n) out.push(null); return out; };
+    var series = [{label: "step"}], data = [xs];
+    run.methods.forEach(function (m, k) {
+      series.push({label: m.label + " online", stroke: COLORS[k % COLORS.length], width: 2,
+                   value: function (u, v) { return v === null ? "—" : v.toFixed(1) + "%"; }});
+      data.push(pad(m.acc));
+    });
+    run.methods.forEach(function (m, k) {
+      if (!m.checkpoints.length) return;
+      var ys = pad([]);
+      m.checkpoints.forEach(function (c) { if (c[0] >= 1 && c[0] <= n && c[1] !== null) ys[c[0] - 1] = 100 * c[1]; });
+      series.push({label: m.label + " test", stroke: COLORS[k % COLORS.length], width: 0, dash: [4, 4],
+                   points: {show: true, size: 9, fill: COLORS[k % COLORS.length]},
+                   value: function (u, v) { return v === null ? "—" : v.toFixed(1) + "%"; }});
+      data.push(ys);
+    });
+    addChart(box, "acc-chart", "Accuracy (%): online accuracy so far per step; test accuracy at the memory checkpoints",
+             width, series, data, {y: [0, 100]});
+    var jm = run.methods.filter(function (m) { return m.janus; });
+    if (jm.length && n) {
+      var cs = [{label: "step"}], cd = [xs];
+      jm.forEach(function (m) {
+        var k = run.methods.indexOf(m);
+        cs.push({label: m.label + " cosine", stroke: COLORS[k % COLORS.length], width: 1.5, spanGaps: false,
+                 points: {show: true, size: 4}, value: function (u, v) { return v === null ? "—" : v.toFixed(3); }});
+        cd.push(pad(m.c));
+      });
+      cs.push({label: "τ", stroke: "#999", dash: [6, 4], width: 1, points: {show: false}});
+      cd.push(xs.map(function () { return jm[0].tau; }));
+      addChart(box, "cos-chart", "MMT cosine cos(z_t, m_{t-1}) per step (the trigger fires below τ)", width, cs, cd,
+               {y: [-1, 1]});
+    }
+    var ts = [{label: "step"}], td = [xs];
+    run.methods.forEach(function (m, k) {
+      if (!m.tok.length) return;
+      var ys = pad([]);
+      m.tok_steps.forEach(function (s, j) { if (s >= 1 && s <= n) ys[s - 1] = m.tok[j]; });
+      ts.push({label: m.label, stroke: COLORS[k % COLORS.length], width: 2,
+               value: function (u, v) { return v === null ? "—" : Math.round(v).toLocaleString("en-US"); }});
+      td.push(ys);
+    });
+    if (ts.length > 1) addChart(box, "tok-chart", "Cost: cumulative LLM tokens per method (stream steps, every role, " +
+                                "cache hits included)", width, ts, td, {short: true});
+    return box;
+  }
+  function addChart(box, id, title, width, series, data, opt) {
+    var holder = el("div", {cls: "chart", id: id}, [el("h3", {text: title})]);
+    box.appendChild(holder);
+    if (typeof uPlot === "undefined" || data[0].length === 0) {
+      holder.appendChild(el("p", {cls: "note", text: "no data"}));
+      return;
+    }
+    var scales = {x: {time: false}};
+    if (opt.y) scales.y = {range: opt.y};
+    var yaxis = {size: 60};
+    if (opt.short) yaxis.values = function (u, vals) { return vals.map(short); };
+    var u = new uPlot({width: width, height: 260, series: series, scales: scales,
+                       axes: [{label: "stream step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000,
+                                                             10000, 20000, 50000, 100000]}, yaxis],
+                       cursor: {drag: {x: true, y: false}},
+                       legend: {live: true}}, data, holder);
+    state.charts.push(u);
+  }
+
+  function short(v) {
+    var a = Math.abs(v);
+    return a >= 1e9 ? (v / 1e9).toFixed(1) + "G" : a >= 1e6 ? (v / 1e6).toFixed(1) + "M" :
+      a >= 1e3 ? (v / 1e3).toFixed(a >= 1e4 ? 0 : 1) + "k" : String(v);
+  }
+
+  function costCard(run) {
+    var roles = {};
+    run.methods.forEach(function (m) { Object.keys(m.cost.roles).forEach(function (r) { roles[r] = 1; }); });
+    var order = ["solver", "curator", "janus", "test"].filter(function (r) { return roles[r]; })
+      .concat(Object.keys(roles).filter(function (r) { return ["solver", "curator", "janus", "test"].indexOf(r) < 0; }));
+    var rows = run.methods.map(function (m) {
+      return [m.label, num(m.cost.needed_calls), num(m.cost.needed_tokens), num(m.cost.paid_calls),
+              num(m.cost.paid_tokens), num(m.cost.cache_hits)].concat(order.map(function (r) {
+        var x = m.cost.roles[r];
+        return x ? num(x.tokens) + " (" + num(x.calls) + ")" : "—";
+      }));
+    });
+    return section("Cost per method", "cost", [
+      table(["Method", "Calls needed", "Tokens needed", "Calls paid", "Tokens paid", "Cache hits"].concat(
+        order.map(function (r) { return r + " tokens (calls)"; })), rows),
+      el("p", {cls: "note", text: "needed = every response the method used (cache included); paid = calls this run " +
+        "made (as janus run prints)."})]);
+  }
+
+  // ------------------------------------------------------------------ state in the URL hash (#run=0&method=..&step=..)
+  function readHash() {
+    var p = new URLSearchParams(location.hash.replace(/^#/, ""));
+    var r = Number(p.get("run"));
+    state.run = r >= 0 && r < D.runs.length ? r : 0;
+    state.method = p.get("method");
+    var s = Number(p.get("step"));
+    state.step = p.get("step") !== null && s >= 1 ? s : null;
+  }
+  function go(change) {
+    var next = {run: state.run, method: state.method, step: state.step};
+    for (var k in change) next[k] = change[k];
+    if (change.run !== undefined && change.run !== state.run) { next.method = null; next.step = null; }
+    if (next.method === null && next.step !== null) next.method = D.runs[next.run].methods[0].name;
+    var p = new URLSearchParams();
+    p.set("run", String(next.run));
+    if (next.method !== null && next.step !== null) { p.set("method", next.method); p.set("step", String(next.step)); }
+    var h = "#" + p.toString();
+    var rerender = next.run !== state.run;
+    state.run = next.run; state.method = next.method; state.step = next.step;
+    if (location.hash !== h) history.replaceState(null, "", h);
+    if (rerender) render(); else if (state.step !== null) openStep(state.method, state.step, true);
+  }
+  document.addEventListener("keydown", function (ev) {
+    if (state.step === null || ev.target.tagName === "INPUT") return;
+    if (ev.key === "ArrowLeft" && state.step > 1) go({step: state.step - 1});
+    var m = D.runs[state.run].methods.filter(function (x) { return x.name === state.method; })[0];
+    if (ev.key === "ArrowRight" && m && state.step < m.n) go({step: state.step + 1});
+  });
+  window.addEventListener("hashchange", function () { readHash(); render(); });
+
+  function loadData() {
+    var block = document.getElementById("janus-data");
+    if (block.type === "application/json") return Promise.resolve(JSON.parse(block.textContent));
+    var bin = atob(block.textContent.trim()), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+  loadData().then(function (data) {
+    D = data;
+    readHash();
+    render();
+    var marks = document.querySelectorAll("#timeline i[data-s]").length;
+    document.body.dataset.marks = String(marks);
+    window.janusView = {data: D, open: function (m, s) { go({method: m, step: s}); }, renderMs: performance.now() - T0};
+    document.body.dataset.ready = String(Math.round(performance.now() - T0));
+  }).catch(function (e) {
+    clear(document.getElementById("app")).appendChild(el("p", {cls: "note", text: "cannot draw this run: " + e}));
+    throw e;
+  });
+})();
