@@ -101,6 +101,7 @@ class JanusConfig:
     gate_full_compare: bool = False
     near_copy_similarity: float = 0.0
     near_copy_pairs: int = 2
+    reuse_old_results: bool = False
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
@@ -118,7 +119,8 @@ class JanusConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
-                     "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters", "gate_full_compare"):
+                     "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters", "gate_full_compare",
+                     "reuse_old_results"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool")
         if self.ignore_usage_counters and not self.skip_trivially_equal:
@@ -151,6 +153,8 @@ class JanusConfig:
         if self.eval_order not in EVAL_ORDERS:
             raise ValueError(f"eval_order must be one of {EVAL_ORDERS}, got {self.eval_order!r}"
                              f"{did_you_mean(self.eval_order, EVAL_ORDERS)}")
+        if self.reuse_old_results and self.decision_rule != "sequential":
+            raise ValueError("reuse_old_results feeds the sequential test: set decision_rule: sequential too")
         if self.near_copy_similarity > 0 and self.decision_rule != "sequential":
             raise ValueError("near_copy_similarity caps the sequential test: set decision_rule: sequential too")
         rl = self.replay_limit

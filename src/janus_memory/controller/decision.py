@@ -39,6 +39,7 @@ from scipy.stats import binomtest
 from .sequential import SPRT, discordant, settled
 
 Evaluator = Callable[[str, list], list]
+UNKNOWN = object()  # an old-memory outcome not measured yet (``known_old``)
 
 
 class EvaluationError(RuntimeError):
@@ -140,11 +141,13 @@ def compare(
     same_memory_shortcut: bool = True,
     sprt: SPRT | None = None,
     max_pairs: int = 0,
+    known_old: list | None = None,
 ) -> Comparison:
     """Compare ``old_text`` vs ``new_text`` on ``tasks`` (the evaluation entries, in order).
 
     ``rule="sequential"`` uses ``sprt`` (default ``SPRT()``), ``round_size`` tasks per call and at most ``max_pairs``
-    tasks (0: all of them).
+    tasks (0: all of them). ``known_old`` (sequential rule only): per task, the old memory's outcome when it is
+    already known (``True``/``False``/``None``) or ``UNKNOWN``; known outcomes are reused instead of evaluated.
 
     Raises:
         EvaluationError: the evaluator raised or returned a wrong-length / non-boolean result.
@@ -160,15 +163,18 @@ def compare(
 
     try:
         if rule == "sequential":
-            return _sequential(ev, tasks, old_text, new_text, full, same, sprt or SPRT(), round_size, max_pairs)
+            return _sequential(ev, tasks, old_text, new_text, full, same, sprt or SPRT(), round_size, max_pairs,
+                               known_old)
         return _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_margin, early_stop, round_size)
     except EvaluationError as exc:
         exc.calls = spent[0]
         raise
 
 
-def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_size: int, max_pairs: int) -> Comparison:
-    """The ``sequential`` rule (module docstring). Identical texts (with the C23 guard) are accepted unevaluated."""
+def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_size: int, max_pairs: int,
+                known_old: list | None = None) -> Comparison:
+    """The ``sequential`` rule (module docstring). Identical texts (with the C23 guard) are accepted unevaluated.
+    Old-memory outcomes given in ``known_old`` are reused (not evaluated, not counted as calls)."""
     n = len(tasks)
     if same:
         return Comparison(True, "sprt_new_not_worse", [], [], 0, 0, full, None, n > 0)
@@ -176,14 +182,20 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
     old_c: list = []
     new_c: list = []
     verdict = None
+    spent = 0
     while True:
         w, ll = discordant(old_c, new_c)
         verdict = settled(test, w, ll, limit - len(old_c))
         if verdict is not None or len(old_c) >= limit:
             break
-        chunk = tasks[len(old_c): min(limit, len(old_c) + max(1, round_size))]
-        old_c += ev(old_text, chunk)
+        lo, hi = len(old_c), min(limit, len(old_c) + max(1, round_size))
+        chunk = tasks[lo:hi]
+        known = [UNKNOWN] * len(chunk) if known_old is None else list(known_old[lo:hi])
+        todo = [t for t, v in zip(chunk, known) if v is UNKNOWN]
+        got = iter(ev(old_text, todo) if todo else [])
+        old_c += [next(got) if v is UNKNOWN else v for v in known]
         new_c += ev(new_text, chunk)
+        spent += len(todo) + len(chunk)
     k = len(old_c)
     w, ll = discordant(old_c, new_c)
     crossed = test.verdict(w, ll) is not None or k < limit
@@ -192,7 +204,7 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
         reason = "sprt_new_not_worse" if accept else "sprt_old_worse"
     else:
         reason = "sprt_truncated_new_ge_old" if accept else "sprt_truncated_old_better"
-    return Comparison(accept, reason, old_c, new_c, k, 2 * k, full, None, k < n)
+    return Comparison(accept, reason, old_c, new_c, k, spent, full, None, k < n)
 
 
 def _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_margin, early_stop, round_size):

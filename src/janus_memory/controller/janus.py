@@ -17,6 +17,7 @@ JanusConfig in ``config.py``, StepInput / Decision / task_id_of in ``step.py``, 
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,7 @@ import numpy as np
 from .changes import change_stats, shingle_similarity
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
-from .decision import Comparison
+from .decision import UNKNOWN, Comparison
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
 from .evalplan import flips_of, plan_trigger, plan_warmup
 from .evalset import (
@@ -40,6 +41,10 @@ from .state import STATE_FORMAT, StateMixin
 from .step import Decision, StepInput, task_id_of
 from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction
 from .trigger_options import SelectiveOptions, SelectiveTrigger, item_flag
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
 
 __all__ = ["STATE_FORMAT", "Decision", "Janus", "JanusConfig", "StepInput", "task_id_of"]
 
@@ -92,6 +97,8 @@ class Janus(StateMixin):
         self._coverage: list[int] = []
         self._boundary: list[tuple[int, str]] = []
         self._stats = new_stats()
+        self._old_key: str | None = None  # reuse_old_results: sha256 of the memory whose outcomes are cached
+        self._old_cache: dict[int, bool] = {}  # stream index -> that memory's measured outcome
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -305,8 +312,28 @@ class Janus(StateMixin):
                  max_pairs: int | None = None) -> Comparison | None:
         """Evaluate both memories on ``entries``, fill ``d``; None (candidate kept) when the evaluator failed."""
         announce(self.evaluator, self.config, d, self._trigger_count, len(entries), old_text, new_text, full=full)
-        return run_comparison(self.evaluator, self.config, d, [self._tasks[i] for i in entries], old_text,
-                              new_text, self._stats, full=full, max_pairs=max_pairs)
+        known = None
+        if self.config.reuse_old_results:
+            if self._old_key != _sha(old_text):
+                self._old_key, self._old_cache = _sha(old_text), {}
+            known = [self._old_cache.get(i, UNKNOWN) for i in entries]
+        comp = run_comparison(self.evaluator, self.config, d, [self._tasks[i] for i in entries], old_text,
+                              new_text, self._stats, full=full, max_pairs=max_pairs, known_old=known)
+        if comp is not None and self.config.reuse_old_results:
+            self._remember(entries, comp, new_text)
+        return comp
+
+    def _remember(self, entries: list[int], comp: Comparison, new_text: str) -> None:
+        """reuse_old_results: keep the deployed memory's measured outcomes (the candidate's when it is deployed);
+        an indeterminate outcome (None) is not kept, so it is measured again."""
+        if comp.accept:
+            self._old_key, self._old_cache = _sha(new_text), {}
+            pairs = zip(entries, comp.new_correct)
+        else:
+            pairs = zip(entries, comp.old_correct)
+        for i, v in pairs:
+            if v is not None:
+                self._old_cache[i] = bool(v)
 
     def _trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
                  max_pairs: int | None = None) -> None:
