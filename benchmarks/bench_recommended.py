@@ -50,10 +50,12 @@ SHORT = {"default": "default", "s1": "S1 coupling=1.0", "s2": "S2 harsh mix", "s
 BOOT = 10_000
 
 
-def policies(caps: list[int]) -> list[PolicySpec]:
+def policies(caps: list[int], with_paper: bool = True) -> list[PolicySpec]:
     paper = JanusConfig()
-    out = [PolicySpec("blind", "blind"), PolicySpec("always", "janus", dataclasses.replace(paper, trigger="always")),
-           PolicySpec("janus", "janus", paper), PolicySpec("recommended", "janus", JanusConfig.recommended())]
+    out = [PolicySpec("blind", "blind"), PolicySpec("always", "janus", dataclasses.replace(paper, trigger="always"))]
+    if with_paper:
+        out.append(PolicySpec("janus", "janus", paper))
+    out.append(PolicySpec("recommended", "janus", JanusConfig.recommended()))
     rec = JanusConfig.recommended()
     for c in caps:
         if c != rec.seq_max_pairs:
@@ -124,12 +126,13 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--caps", default="", help="extra seq_max_pairs values for the frontier, e.g. 4,8,12")
     p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--no-paper", action="store_true", help="leave out the paper preset's row (saves CPU)")
     p.add_argument("--json", help="write all numbers here")
     args = p.parse_args(argv)
     if args.tuning:
         args.settings, args.first_seed = "default", 100
     caps = [int(c) for c in args.caps.split(",") if c.strip()]
-    specs = policies(caps)
+    specs = policies(caps, with_paper=not args.no_paper)
     names = [s.name for s in specs]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     t0 = time.time()

@@ -268,6 +268,9 @@ def _add_sweep_and_grid(sub, names: dict) -> None:
                                     "command again skips finished runs and resumes unfinished ones (also after "
                                     "Ctrl-C, which keeps every committed step).")
     sw.add_argument("grid", help="grid YAML file")
+    sw.add_argument("--janus-preset", choices=["paper", "fast", "recommended"],
+                    help="controller preset of every run (replaces base.janus_preset; a grid key janus_preset still "
+                         "varies it); recommended = JanusConfig.recommended() (docs/controller.md)")
     add_executor_options(sw)
     sw.add_argument("--overwrite", action="store_true", help="start finished runs again from scratch (their run "
                                                              "files are replaced); default: skip them")

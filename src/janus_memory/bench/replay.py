@@ -230,10 +230,13 @@ def replay_setting(traj: Trajectory, emb: Embedded, cfg: JanusConfig) -> list[di
 
 
 def summarise(records: list[dict]) -> dict:
-    """Trigger rate over steps 2..T (step 1 has no previous update to compare with) and recall per kind."""
+    """Trigger rate over steps 2..T (step 1 has no previous update, so no momentum; it counts too when the setting
+    fired there, as ``trigger="always"`` does) and recall per kind; ``<kind>_full``: marked steps compared in full
+    because the text gate forced it (``gate_full_compare``)."""
     n = len(records)
     fired = sum(r["fired"] for r in records)
-    row = {"steps": n, "eligible": max(1, n - 1), "fired": fired, "rate": fired / max(1, n - 1),
+    eligible = max(1, n - 1 + (1 if records and records[0]["fired"] else 0))  # step 1 counts when fired there
+    row = {"steps": n, "eligible": eligible, "fired": fired, "rate": fired / eligible,
            "evaluator_calls": sum(r["evaluator_calls"] for r in records if r["fired"])}
     for kind in KINDS + ("any",):
         marked = [r for r in records if (r["destructive"] if kind == "any" else r["destructive"] == kind)]

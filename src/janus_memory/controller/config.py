@@ -18,8 +18,8 @@ DECISION_RULES = ("paper", "sign_test", "sequential")
 EVAL_ORDERS = ("paper", "informative")
 # JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24)
 RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_order="informative", gate_full_compare=True,
-                   seq_max_pairs=6, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, dedup=True,
-                   same_memory_shortcut=True)
+                   seq_max_pairs=9, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, reuse_old_results=True,
+                   dedup=True, same_memory_shortcut=True)
 
 
 @dataclass(frozen=True)
@@ -216,7 +216,7 @@ class JanusConfig:
         of either preset): early_stop, dedup, clustering, decision_rule, same_memory_shortcut, replay_limit, and
         the recommended controller's own switches (eval_order, gate_full_compare, seq_max_pairs)."""
         keys = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
-                "eval_order", "gate_full_compare", "seq_max_pairs")
+                "eval_order", "gate_full_compare", "seq_max_pairs", "reuse_old_results")
         mine = tuple(getattr(self, k) for k in keys)
         for name, ref in (("paper", JanusConfig.paper()), ("fast", JanusConfig.fast()),
                           ("recommended", JanusConfig.recommended())):
@@ -230,7 +230,8 @@ class JanusConfig:
                 f"same_memory_shortcut={self.same_memory_shortcut}, early_stop={self.early_stop}, "
                 f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit}"
                 + (f", decision_rule={self.decision_rule}, seq_max_pairs={self.seq_max_pairs}, "
-                   f"gate_full_compare={self.gate_full_compare}" if self.preset == "recommended" else "") + ")")
+                   f"gate_full_compare={self.gate_full_compare}, reuse_old_results={self.reuse_old_results}"
+                   if self.preset == "recommended" else "") + ")")
 
     @classmethod
     def with_support_size(cls, k: int, *, coverage_size: int = 12, **overrides) -> JanusConfig:
