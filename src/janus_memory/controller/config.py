@@ -52,6 +52,15 @@ class JanusConfig:
       counter is then accepted unevaluated. Off by default because the solver reads the counters (ACE's generator
       sees them); measured on a real ACE run in docs/updaters.md, where every compared candidate was of that kind.
 
+    The recommended controller (issue 24; all off here; ``JanusConfig.recommended()``; docs/controller.md):
+      decision_rule="sequential": Wald's SPRT on discordant pairs (seq_alpha, seq_beta, seq_theta), seq_round tasks
+      per call, at most seq_max_pairs tasks (0 = all), then the paper rule on the pairs seen (controller/sequential.py);
+      eval_order="informative": boundary (past flips first), coverage, fresh; reuse_old_results: the deployed memory's
+      measured outcomes are reused until it changes (sequential rule only); gate_full_compare: the item gate
+      (retention_min, shrink_max) forces a full paper-rule comparison, also in warm-up, whatever the trigger;
+      near_copy_similarity (> 0 on; sequential rule only): a candidate whose word-3-gram Jaccard similarity to the
+      old memory reaches it is compared on at most near_copy_pairs tasks (0: accepted unevaluated, "near_copy").
+
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
     """
