@@ -315,3 +315,13 @@ def test_controller_reuses_the_deployed_memorys_outcomes_until_it_changes():
     assert state["old_results"]["results"] and "old_results" not in Janus(JanusConfig(), ev).state_dict()
     with pytest.raises(ValueError, match="reuse_old_results feeds the sequential test"):
         JanusConfig(reuse_old_results=True)
+
+
+def test_bench_world_policy_names():
+    from janus_memory.bench.policies import default_policies, parse_policy
+
+    d = {p.name: p for p in default_policies()}
+    assert d["recommended"].config == JanusConfig.recommended() and len(d) == 13
+    p = parse_policy('cap4=janus:preset="recommended";seq_max_pairs=4')
+    assert p.config == JanusConfig.recommended(seq_max_pairs=4)
+    assert parse_policy("recommended").config.preset == "recommended"
