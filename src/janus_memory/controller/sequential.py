@@ -79,14 +79,12 @@ class SPRT:
 def settled(test: SPRT, wins: int, losses: int, remaining: int) -> str | None:
     """The outcome if it no longer depends on the ``remaining`` unevaluated pairs, else None.
 
-    The LLR rises with every old-memory win and falls with every new-memory win, so among all completions the one
-    with every remaining pair won by the old memory is the most favourable to a roll-back and the one with every
-    pair won by the new memory the most favourable to deploying; ties (concordant pairs) leave the LLR unchanged
-    and sit between. The first boundary a path crosses decides, and a monotone path can only cross the boundary on
-    its side; so when both extreme paths (and the all-concordant one, which stays put) end in the same outcome,
-    every completion does. (Every path's LLR after k more pairs is at most the all-old path's, so if that path never
-    reaches the roll-back boundary and ends deployed, no path reaches it and every path ends deployed; likewise the
-    other way round.)
+    Every old-memory win raises the LLR, every new-memory win lowers it, a concordant pair leaves it. After k more
+    pairs no completion's LLR is above the all-old-wins path's, so if that path never reaches the roll-back
+    boundary and ends deployed (``w >= l + remaining`` at truncation), no completion reaches it and every one ends
+    deployed (by the deploy boundary or at truncation with at least as many new-memory wins). The mirror argument
+    holds for the all-new-wins path and roll-back. ``tests/test_recommended.py`` checks this against every
+    completion of small cases.
     """
     now = test.verdict(wins, losses)
     if now is not None:
