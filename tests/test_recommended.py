@@ -261,7 +261,7 @@ def test_state_round_trip_keeps_the_recommended_decisions():
         return [(len(text) + t["i"]) % 3 == 0 for t in ts]
 
     def run(j, lo, hi):
-        return [step(j, i, SHEET + "\n" * (i % 2), SHEET + f"\nrule x{i}") .to_dict() for i in range(lo, hi)]
+        return [step(j, i, SHEET + "\n" * (i % 2), SHEET + f"\nrule x{i}").to_dict() for i in range(lo, hi)]
 
     cfg = JanusConfig.recommended(warmup=2, coverage_size=2, boundary_size=2, fresh_size=1)
 
