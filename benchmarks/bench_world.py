@@ -1,4 +1,4 @@
-"""The default memory-world grid (issue 14 §1): 20 seeds x 300 steps x 12 policies, hashing encoder, 2 processes.
+"""The default memory-world grid (issue 14 §1): 20 seeds x 300 steps x 13 policies, hashing encoder, 2 processes.
 
 Usage::
 

@@ -113,7 +113,7 @@ def test_oracle_never_loses_to_blind_on_seeded_worlds():
 def test_zero_harmful_candidates_every_policy_equals_blind():
     cfg = dataclasses.replace(SMALL, n_steps=45, mix={"general": 0.7, "reword": 0.3}, max_items=100, coupling=1.0)
     specs = pols("blind", "never", "oracle", "janus", "always", "random", "periodic", "no-fresh", "janus-fast",
-                 "janus-sign")
+                 "janus-sign", "recommended")
     out = run_seed(cfg, 2, specs)
     m = out["metrics"]
     assert m["blind"]["harmful"] == 0 and m["blind"]["final"] > m["never"]["final"]

@@ -268,7 +268,7 @@ def test_numeric_options_outside_the_settings_are_checked_by_the_parser(capsys, 
     (["--preset", "papr"], "error: argument --preset: invalid choice: 'papr' (did you mean paper?) (choose from "
                            "'paper', 'small'); see `janus run --help`"),
     (["--janus-preset", "fats"], "error: argument --janus-preset: invalid choice: 'fats' (did you mean fast?) (choose "
-                                 "from 'paper', 'fast'); see `janus run --help`"),
+                                 "from 'paper', 'fast', 'recommended'); see `janus run --help`"),
     (["--controller", "jans"], "error: argument --controller: invalid choice: 'jans' (did you mean janus?) (choose "
                                "from 'janus', 'none', 'both'); see `janus run --help`"),
     (["--replay", "frozn"], "error: argument --replay: invalid choice: 'frozn' (did you mean frozen?) (choose from "

@@ -200,7 +200,8 @@ def test_option_off_by_default_and_in_the_paper_preset():
     assert JanusConfig.faithful().skip_trivially_equal is False
     with pytest.raises(ValueError):
         JanusConfig(skip_trivially_equal=1)
-    assert list(JanusConfig().to_dict())[-2:] == ["skip_trivially_equal", "ignore_usage_counters"]
+    keys = list(JanusConfig().to_dict())
+    assert keys.index("ignore_usage_counters") == keys.index("skip_trivially_equal") + 1
     assert JanusConfig().ignore_usage_counters is False and JanusConfig.paper().ignore_usage_counters is False
     with pytest.raises(ValueError, match="^ignore_usage_counters refines skip_trivially_equal: set "
                                          "skip_trivially_equal: true too$"):

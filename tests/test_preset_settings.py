@@ -209,7 +209,7 @@ def test_cli_seed_help_and_new_options(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert " ".join(SEED_HELP.split()) in out
     for opt in ("--preset {paper,small}", "--replay {fresh,frozen}", "--replay-limit", "--same-memory-shortcut on|off",
-                "--janus-preset {paper,fast}", "--request-timeout", "--max-retries", "--request-deadline",
+                "--janus-preset {paper,fast,recommended}", "--request-timeout", "--max-retries", "--request-deadline",
                 "--allow-weak-sandbox", "--n-ctx"):
         assert opt in out, opt
 

@@ -213,7 +213,7 @@ def _sweep(args, console) -> int:
     from .runner.sweep import load_grid_cells, run_sweep
 
     try:
-        cells = load_grid_cells(args.grid)
+        cells = load_grid_cells(args.grid, janus_preset=args.janus_preset)
     except ValueError as e:
         raise ConfigError(str(e)) from e
     for cell in cells:

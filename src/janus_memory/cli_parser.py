@@ -236,9 +236,11 @@ def _add_janus_options(j) -> None:
 
     j.add_argument("--trigger", metavar="POLICY", help=f"trigger policy: {', '.join(TRIGGER_POLICIES)} (selective: "
                                                        "docs/controller.md)")
-    j.add_argument("--janus-preset", choices=["paper", "fast"],
+    j.add_argument("--janus-preset", choices=["paper", "fast", "recommended"],
                    help="controller switches: paper (JanusConfig.paper) or fast (early stop, dedup, incremental "
-                        "k-means, identical-memory shortcut); default: the run preset's (paper -> paper, small -> fast)")
+                        "k-means, identical-memory shortcut) or recommended (compare every step with a sequential "
+                        "test, full comparison on dumps/wipes; docs/controller.md); default: the run preset's "
+                        "(paper -> paper, small -> fast)")
     j.add_argument("--replay", choices=["fresh", "frozen"],
                    help="Janus replays: fresh = a new sample per (trigger, entry, memory) as the authors (paper "
                         "preset); frozen = the stream solver's cached answer (small preset; cheaper, no noise flips)")
@@ -306,6 +308,9 @@ def _add_sweep_and_grid(sub, names: dict) -> None:
                                     "command again skips finished runs and resumes unfinished ones (also after "
                                     "Ctrl-C, which keeps every committed step).")
     sw.add_argument("grid", help="grid YAML file")
+    sw.add_argument("--janus-preset", choices=["paper", "fast", "recommended"],
+                    help="controller preset of every run (replaces base.janus_preset; a grid key janus_preset still "
+                         "varies it); recommended = JanusConfig.recommended() (docs/controller.md)")
     add_executor_options(sw)
     sw.add_argument("--overwrite", action="store_true", help="start finished runs again from scratch (their run "
                                                              "files are replaced); default: skip them")

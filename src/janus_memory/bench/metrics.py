@@ -106,6 +106,9 @@ CLAIMS = [
     ("3 keeps good memories", "janus-sign", "blind"),
     ("ours vs paper", "janus-fast", "janus"),
     ("ours vs paper", "janus-sign", "janus"),
+    ("3 keeps good memories", "recommended", "blind"),
+    ("ours vs paper", "recommended", "janus"),
+    ("ours vs always", "recommended", "always"),
 ]
 
 

@@ -51,7 +51,8 @@ class PolicySpec:
 
 
 def default_policies() -> list[PolicySpec]:
-    """The default grid's policies (12): baselines, the paper preset, its trigger and eval-set ablations, our options."""
+    """The default grid's policies (13): baselines, the paper preset, its trigger and eval-set ablations, our options
+    (``recommended`` = ``JanusConfig.recommended()``, issue 24)."""
     paper = JanusConfig()
     return [
         PolicySpec("blind", "blind"),
@@ -66,11 +67,13 @@ def default_policies() -> list[PolicySpec]:
         PolicySpec("no-fresh", "janus", dataclasses.replace(paper, use_fresh=False)),
         PolicySpec("janus-fast", "janus", JanusConfig.fast()),
         PolicySpec("janus-sign", "janus", JanusConfig(decision_rule="sign_test", dedup=True)),
+        PolicySpec("recommended", "janus", JanusConfig.recommended()),
     ]
 
 
 def parse_policy(text: str) -> PolicySpec:
-    """``NAME=janus[:key=value;key=value]`` (JanusConfig overrides; values parsed as JSON scalars; ``match`` and
+    """``NAME=janus[:key=value;key=value]`` (JanusConfig overrides on the paper preset, or on
+    ``JanusConfig.recommended()`` with ``preset="recommended"``; values parsed as JSON scalars; ``match`` and
     ``reference`` set a matched random/periodic trigger), or the name of a default policy."""
     import json
 
@@ -100,7 +103,8 @@ def parse_policy(text: str) -> PolicySpec:
             reference = str(val)
         else:
             over[k.strip()] = val
-    return PolicySpec(name.strip(), "janus", JanusConfig.from_dict({**JanusConfig().to_dict(), **over}), match=match,
+    base = JanusConfig.recommended() if over.pop("preset", None) == "recommended" else JanusConfig()
+    return PolicySpec(name.strip(), "janus", JanusConfig.from_dict({**base.to_dict(), **over}), match=match,
                       reference=reference)
 
 

@@ -225,21 +225,25 @@ def replay_setting(traj: Trajectory, emb: Embedded, cfg: JanusConfig) -> list[di
                     "fired": d.triggered, "fired_by": sig.get("fired_by", cfg.trigger if d.triggered else ""),
                     "threshold": sig.get("threshold", cfg.tau if d.phase == "stream" else None),
                     "retention": sig.get("retention"), "destructive": s.destructive,
-                    "evaluator_calls": d.evaluator_calls_full})
+                    "evaluator_calls": d.evaluator_calls_full, "full": sig.get("forced_by") == "gate"})
     return out
 
 
 def summarise(records: list[dict]) -> dict:
-    """Trigger rate over steps 2..T (step 1 has no previous update to compare with) and recall per kind."""
+    """Trigger rate over steps 2..T (step 1 has no previous update, so no momentum; it counts too when the setting
+    fired there, as ``trigger="always"`` does) and recall per kind; ``<kind>_full``: marked steps compared in full
+    because the text gate forced it (``gate_full_compare``)."""
     n = len(records)
     fired = sum(r["fired"] for r in records)
-    row = {"steps": n, "eligible": max(1, n - 1), "fired": fired, "rate": fired / max(1, n - 1),
+    eligible = max(1, n - 1 + (1 if records and records[0]["fired"] else 0))  # step 1 counts when fired there
+    row = {"steps": n, "eligible": eligible, "fired": fired, "rate": fired / eligible,
            "evaluator_calls": sum(r["evaluator_calls"] for r in records if r["fired"])}
     for kind in KINDS + ("any",):
         marked = [r for r in records if (r["destructive"] if kind == "any" else r["destructive"] == kind)]
         row[f"{kind}_total"] = len(marked)
         row[f"{kind}_caught"] = sum(r["fired"] for r in marked)
         row[f"{kind}_in_warmup"] = sum(r["phase"] == "warmup" for r in marked)
+        row[f"{kind}_full"] = sum(r["fired"] and r.get("full", False) for r in marked)
     return row
 
 
@@ -255,13 +259,18 @@ PRESETS: dict[str, dict] = {
     "items": {"trigger": "selective", "use_mmt": False, "retention_min": 0.25, "shrink_max": 0.5,
               "magnitude_ratio": 0.0, "arm_warmup": True},
     "selective": {"trigger": "selective"},
+    # JanusConfig.recommended() (issue 24): compares at every step, a full comparison on the item gate's steps
+    "recommended": {"recommended": True},
 }
-DEFAULT_PRESETS = ("mmt", "mmt-magnitude", "mmt-quantile", "items", "selective")
+DEFAULT_PRESETS = ("mmt", "mmt-magnitude", "mmt-quantile", "items", "selective", "recommended")
 
 
 def setting_config(overrides: dict, warmup: int) -> JanusConfig:
     """The controller config of one grid cell (incremental clustering: the evaluation set does not affect the
     trigger in an open-loop replay, and it keeps the replay fast)."""
+    overrides = dict(overrides)
+    if overrides.pop("recommended", False):  # the preset itself (its clustering included), at this warm-up
+        return JanusConfig.recommended(**{**overrides, "warmup": warmup})
     return JanusConfig(**{"clustering": "incremental", **overrides, "warmup": warmup})
 
 
@@ -302,7 +311,7 @@ def pooled(rows: list[dict]) -> list[dict]:
         acc["fired"] += r["fired"]
         acc["evaluator_calls"] += r["evaluator_calls"]
         for kind in KINDS + ("any",):
-            for f in ("total", "caught", "in_warmup"):
+            for f in ("total", "caught", "in_warmup", "full"):
                 acc[f"{kind}_{f}"] = acc.get(f"{kind}_{f}", 0) + r[f"{kind}_{f}"]
     res = []
     for acc in out.values():

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 # the parser is built on every `janus` start: keep numpy/scikit-learn imports inside the handler
-DEFAULT_SETTINGS = "mmt,mmt-magnitude,mmt-quantile,items,selective"  # == ",".join(replay.DEFAULT_PRESETS)
+DEFAULT_SETTINGS = "mmt,mmt-magnitude,mmt-quantile,items,selective,recommended"  # == ",".join(replay.DEFAULT_PRESETS)
 KINDS = ("dump", "wipe")
 
 

@@ -63,6 +63,14 @@ def change_stats(old_text: str, new_text: str) -> ChangeStats:
                        lines_removed=len(so - sn), line_survival=survival, retention=retention, line_ratio=ratio)
 
 
+def shingle_similarity(old_text: str, new_text: str) -> float:
+    """Jaccard similarity of the two texts' word 3-gram sets (1.0 when both have none): how much of a copy the new
+    memory is, in both directions (an addition lowers it as much as a removal). Used by ``near_copy_similarity``."""
+    a, b = shingles(old_text), shingles(new_text)
+    union = a | b
+    return len(a & b) / len(union) if union else 1.0
+
+
 def changed_items_texts(old_text: str, new_text: str) -> tuple[str, str]:
     """(removed items, added items) as two texts, one item a line, in their original order.
 

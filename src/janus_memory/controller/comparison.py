@@ -11,6 +11,7 @@ from typing import Any
 
 from .config import JanusConfig
 from .decision import Comparison, EvaluationError, compare, n_correct
+from .sequential import SPRT
 from .step import Decision
 
 
@@ -21,7 +22,7 @@ def new_stats() -> dict[str, int]:
 
 
 def announce(evaluator: Any, c: JanusConfig, d: Decision, trigger_count: int, n_entries: int,
-             old_text: str, new_text: str) -> None:
+             old_text: str, new_text: str, *, full: bool = False) -> None:
     """Call the evaluator's optional hooks before a comparison."""
     begin = getattr(evaluator, "begin_comparison", None)
     if callable(begin):  # lets a sampling evaluator draw fresh, resumable samples per (trigger, entry, memory)
@@ -31,19 +32,30 @@ def announce(evaluator: Any, c: JanusConfig, d: Decision, trigger_count: int, n_
         # both memories will be evaluated on these entries (all of them unless early stopping ends the
         # comparison sooner): a batching evaluator may solve them together (runner/eval_batch.py); the
         # calls it receives and the decision are unchanged
-        expect(old_text, new_text, complete=not (c.early_stop and c.decision_rule == "paper"))
+        partial = c.early_stop and c.decision_rule == "paper" or c.decision_rule == "sequential"
+        expect(old_text, new_text, complete=full or not partial)
 
 
 def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old_text: str, new_text: str,
-                   stats: dict[str, int]) -> Comparison | None:
+                   stats: dict[str, int], *, full: bool = False, max_pairs: int | None = None,
+                   known_old: list | None = None) -> Comparison | None:
     """Compare both memories on ``tasks`` (the planned entries), fill ``d`` and ``stats``; None (candidate kept,
     counted as an accept) when the evaluator failed. Accept/rollback of a completed comparison is left to the
-    caller, which counts it after its own bookkeeping."""
+    caller, which counts it after its own bookkeeping.
+
+    ``full``: the paper rule on every entry whatever the configured rule (a text gate's forced comparison).
+    ``max_pairs``: the sequential rule's cap for this comparison (default ``c.seq_max_pairs``).
+    ``known_old``: the old memory's outcomes already measured (``reuse_old_results``; sequential rule only)."""
+    rule = "paper" if full else c.decision_rule
+    seq = rule == "sequential"
     try:
         comp = compare(evaluator, tasks, old_text, new_text,
-                       rule=c.decision_rule, alpha=c.alpha, min_margin=c.min_margin,
-                       early_stop=c.early_stop, round_size=c.early_stop_round,
-                       same_memory_shortcut=c.same_memory_shortcut)
+                       rule=rule, alpha=c.alpha, min_margin=c.min_margin,
+                       early_stop=c.early_stop and not full, round_size=c.seq_round if seq else c.early_stop_round,
+                       same_memory_shortcut=c.same_memory_shortcut,
+                       sprt=SPRT(c.seq_alpha, c.seq_beta, c.seq_theta) if seq else None,
+                       max_pairs=c.seq_max_pairs if max_pairs is None else max_pairs,
+                       known_old=known_old if seq else None)
     except EvaluationError as exc:
         d.accept = True
         d.reason = f"evaluation_failed:{exc}"

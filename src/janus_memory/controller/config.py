@@ -14,6 +14,12 @@ from ..names import did_you_mean
 from .trigger import TRIGGER_POLICIES
 
 SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range
+DECISION_RULES = ("paper", "sign_test", "sequential")
+EVAL_ORDERS = ("paper", "informative")
+# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24)
+RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_order="informative", gate_full_compare=True,
+                   seq_max_pairs=9, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, reuse_old_results=True,
+                   dedup=True, same_memory_shortcut=True)
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,15 @@ class JanusConfig:
       DC's ``** Count: N`` lines and ACE's ``helpful=N harmful=N`` in a bullet. A candidate that only moves a
       counter is then accepted unevaluated. Off by default because the solver reads the counters (ACE's generator
       sees them); measured on a real ACE run in docs/updaters.md, where every compared candidate was of that kind.
+
+    The recommended controller (issue 24; all off here; ``JanusConfig.recommended()``; docs/controller.md):
+      decision_rule="sequential": Wald's SPRT on discordant pairs (seq_alpha, seq_beta, seq_theta), seq_round tasks
+      per call, at most seq_max_pairs tasks (0 = all), then the paper rule on the pairs seen (controller/sequential.py);
+      eval_order="informative": boundary (past flips first), coverage, fresh; reuse_old_results: the deployed memory's
+      measured outcomes are reused until it changes (sequential rule only); gate_full_compare: the item gate
+      (retention_min, shrink_max) forces a full paper-rule comparison, also in warm-up, whatever the trigger;
+      near_copy_similarity (> 0 on; sequential rule only): a candidate whose word-3-gram Jaccard similarity to the
+      old memory reaches it is compared on at most near_copy_pairs tasks (0: accepted unevaluated, "near_copy").
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -85,10 +100,22 @@ class JanusConfig:
     use_mmt: bool = True
     skip_trivially_equal: bool = False
     ignore_usage_counters: bool = False
+    # the recommended controller (issue 24; docs/controller.md "Recommended controller"); all off here
+    seq_alpha: float = 0.2
+    seq_beta: float = 0.2
+    seq_theta: float = 0.3
+    seq_max_pairs: int = 0
+    seq_round: int = 2
+    eval_order: str = "paper"
+    gate_full_compare: bool = False
+    near_copy_similarity: float = 0.0
+    near_copy_pairs: int = 2
+    reuse_old_results: bool = False
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
-                "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window")
+                "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window",
+                "seq_max_pairs", "seq_round", "near_copy_pairs")
         for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
@@ -97,17 +124,18 @@ class JanusConfig:
                 raise ValueError(f"{name} must be >= 0, got {v}")
         if not 0 <= self.seed <= SEED_MAX:  # it seeds scikit-learn's KMeans, which takes no other seed
             raise ValueError(f"seed must be in [0, {SEED_MAX}], got {self.seed}")
-        for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window"):
+        for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window", "seq_round"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
-                     "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters"):
+                     "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters", "gate_full_compare",
+                     "reuse_old_results"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool")
         if self.ignore_usage_counters and not self.skip_trivially_equal:
             raise ValueError("ignore_usage_counters refines skip_trivially_equal: set skip_trivially_equal: true too")
         for name in ("beta", "tau", "trigger_rate", "alpha", "retention_min", "shrink_max", "magnitude_ratio",
-                     "tau_quantile"):
+                     "tau_quantile", "seq_alpha", "seq_beta", "seq_theta", "near_copy_similarity"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise ValueError(f"{name} must be a finite number, got {v!r}")
@@ -126,6 +154,18 @@ class JanusConfig:
             raise ValueError(f"magnitude_ratio must be >= 0, got {self.magnitude_ratio}")
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        for name in ("seq_alpha", "seq_beta", "seq_theta"):
+            if not 0.0 < getattr(self, name) < 0.5:
+                raise ValueError(f"{name} must be in (0, 0.5), got {getattr(self, name)}")
+        if not 0.0 <= self.near_copy_similarity <= 1.0:
+            raise ValueError(f"near_copy_similarity must be in [0, 1], got {self.near_copy_similarity}")
+        if self.eval_order not in EVAL_ORDERS:
+            raise ValueError(f"eval_order must be one of {EVAL_ORDERS}, got {self.eval_order!r}"
+                             f"{did_you_mean(self.eval_order, EVAL_ORDERS)}")
+        if self.reuse_old_results and self.decision_rule != "sequential":
+            raise ValueError("reuse_old_results feeds the sequential test: set decision_rule: sequential too")
+        if self.near_copy_similarity > 0 and self.decision_rule != "sequential":
+            raise ValueError("near_copy_similarity caps the sequential test: set decision_rule: sequential too")
         rl = self.replay_limit
         if rl is not None and (isinstance(rl, bool) or not isinstance(rl, (int, np.integer)) or rl < 1):
             raise ValueError(f"replay_limit must be None or an int >= 1, got {rl!r}")
@@ -135,9 +175,9 @@ class JanusConfig:
         if self.clustering not in ("full", "incremental"):
             raise ValueError(f"clustering must be 'full' or 'incremental', got {self.clustering!r}"
                              f"{did_you_mean(self.clustering, ('full', 'incremental'))}")
-        if self.decision_rule not in ("paper", "sign_test"):
-            raise ValueError(f"decision_rule must be 'paper' or 'sign_test', got {self.decision_rule!r}"
-                             f"{did_you_mean(self.decision_rule, ('paper', 'sign_test'))}")
+        if self.decision_rule not in DECISION_RULES:
+            raise ValueError(f"decision_rule must be one of {DECISION_RULES}, got {self.decision_rule!r}"
+                             f"{did_you_mean(self.decision_rule, DECISION_RULES)}")
         if self.early_stop and self.decision_rule != "paper":
             raise ValueError("early_stop is exact only for decision_rule='paper'")
 
@@ -164,15 +204,31 @@ class JanusConfig:
         base.update(overrides)
         return cls(**base)
 
+    @classmethod
+    def recommended(cls, **overrides) -> JanusConfig:
+        """The recommended controller (issue 24; measured in docs/controller.md "Recommended controller"): compare
+        at every post-warm-up step (``trigger="always"``) with Wald's sequential test on discordant pairs
+        (``decision_rule="sequential"``), the most informative tasks first (``eval_order="informative"``), each
+        comparison capped at ``seq_max_pairs`` tasks; a destructive-looking candidate (the item gate:
+        ``retention_min``, ``shrink_max``) forces a full paper-rule comparison, warm-up included
+        (``gate_full_compare``); identical texts are evaluated once, duplicates dropped."""
+        base = dict(RECOMMENDED)
+        base.update(overrides)
+        return cls(**base)
+
     @property
     def preset(self) -> str:
-        """``"paper"`` or ``"fast"`` when the speed/fidelity switches equal that preset's, else ``"custom"``.
+        """``"paper"``, ``"fast"`` or ``"recommended"`` when the speed/fidelity switches equal that preset's, else
+        ``"custom"``.
 
         Only the switches that separate the presets are compared (sizes, tau, trigger policy, seed are settings
-        of either preset): early_stop, dedup, clustering, decision_rule, same_memory_shortcut, replay_limit."""
-        keys = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit")
+        of either preset): early_stop, dedup, clustering, decision_rule, same_memory_shortcut, replay_limit, and
+        the recommended controller's own switches (eval_order, gate_full_compare, seq_max_pairs)."""
+        keys = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
+                "eval_order", "gate_full_compare", "seq_max_pairs", "reuse_old_results")
         mine = tuple(getattr(self, k) for k in keys)
-        for name, ref in (("paper", JanusConfig.paper()), ("fast", JanusConfig.fast())):
+        for name, ref in (("paper", JanusConfig.paper()), ("fast", JanusConfig.fast()),
+                          ("recommended", JanusConfig.recommended())):
             if mine == tuple(getattr(ref, k) for k in keys):
                 return name
         return "custom"
@@ -181,7 +237,10 @@ class JanusConfig:
         """One line for run headers, e.g. ``janus preset: paper (same_memory_shortcut=False, ...)``."""
         return (f"janus preset: {self.preset} (trigger={self.trigger}, tau={self.tau}, "
                 f"same_memory_shortcut={self.same_memory_shortcut}, early_stop={self.early_stop}, "
-                f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit})")
+                f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit}"
+                + (f", decision_rule={self.decision_rule}, seq_max_pairs={self.seq_max_pairs}, "
+                   f"gate_full_compare={self.gate_full_compare}, reuse_old_results={self.reuse_old_results}"
+                   if self.preset == "recommended" else "") + ")")
 
     @classmethod
     def with_support_size(cls, k: int, *, coverage_size: int = 12, **overrides) -> JanusConfig:

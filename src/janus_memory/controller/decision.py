@@ -20,6 +20,10 @@ Source: paper-spec.md §3.2 steps 5-7 and §11 item 1 (paper rule); the rest is 
 * ``sign_test`` rule (option, for noisy evaluation sets): with ``b`` = #(old correct, new wrong) and ``c`` =
   #(new correct, old wrong), roll back only when ``b - c >= max(1, min_margin)`` and the exact one-sided binomial
   (sign / exact McNemar) test ``P(X >= b | X ~ Bin(b + c, 1/2)) <= alpha``; otherwise deploy the candidate.
+* ``sequential`` rule (option, ``sequential.py``): both memories on the same tasks, ``round_size`` tasks per call,
+  until Wald's SPRT on the discordant pairs settles (or ``max_pairs`` / the entries run out: the paper rule on the
+  pairs seen). Reasons ``sprt_new_not_worse`` / ``sprt_old_worse`` (a boundary crossed, or settled because the
+  remaining pairs cannot change the outcome) and ``sprt_truncated_new_ge_old`` / ``sprt_truncated_old_better``.
 * C23 guard: when old and new memory texts are identical, the memories cannot differ, so the entries are
   evaluated once and the result is reused for both (no noise flips); with early stopping nothing is evaluated.
 """
@@ -32,7 +36,10 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
+from .sequential import SPRT, discordant, settled
+
 Evaluator = Callable[[str, list], list]
+UNKNOWN = object()  # an old-memory outcome not measured yet (``known_old``)
 
 
 class EvaluationError(RuntimeError):
@@ -132,8 +139,15 @@ def compare(
     early_stop: bool = False,
     round_size: int = 5,
     same_memory_shortcut: bool = True,
+    sprt: SPRT | None = None,
+    max_pairs: int = 0,
+    known_old: list | None = None,
 ) -> Comparison:
     """Compare ``old_text`` vs ``new_text`` on ``tasks`` (the evaluation entries, in order).
+
+    ``rule="sequential"`` uses ``sprt`` (default ``SPRT()``), ``round_size`` tasks per call and at most ``max_pairs``
+    tasks (0: all of them). ``known_old`` (sequential rule only): per task, the old memory's outcome when it is
+    already known (``True``/``False``/``None``) or ``UNKNOWN``; known outcomes are reused instead of evaluated.
 
     Raises:
         EvaluationError: the evaluator raised or returned a wrong-length / non-boolean result.
@@ -148,10 +162,49 @@ def compare(
         return call_evaluator(evaluator, text, chunk)
 
     try:
+        if rule == "sequential":
+            return _sequential(ev, tasks, old_text, new_text, full, same, sprt or SPRT(), round_size, max_pairs,
+                               known_old)
         return _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_margin, early_stop, round_size)
     except EvaluationError as exc:
         exc.calls = spent[0]
         raise
+
+
+def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_size: int, max_pairs: int,
+                known_old: list | None = None) -> Comparison:
+    """The ``sequential`` rule (module docstring). Identical texts (with the C23 guard) are accepted unevaluated.
+    Old-memory outcomes given in ``known_old`` are reused (not evaluated, not counted as calls)."""
+    n = len(tasks)
+    if same:
+        return Comparison(True, "sprt_new_not_worse", [], [], 0, 0, full, None, n > 0)
+    limit = n if max_pairs <= 0 else min(n, max_pairs)
+    old_c: list = []
+    new_c: list = []
+    verdict = None
+    spent = 0
+    while True:
+        w, ll = discordant(old_c, new_c)
+        verdict = settled(test, w, ll, limit - len(old_c))
+        if verdict is not None or len(old_c) >= limit:
+            break
+        lo, hi = len(old_c), min(limit, len(old_c) + max(1, round_size))
+        chunk = tasks[lo:hi]
+        known = [UNKNOWN] * len(chunk) if known_old is None else list(known_old[lo:hi])
+        todo = [t for t, v in zip(chunk, known) if v is UNKNOWN]
+        got = iter(ev(old_text, todo) if todo else [])
+        old_c += [next(got) if v is UNKNOWN else v for v in known]
+        new_c += ev(new_text, chunk)
+        spent += len(todo) + len(chunk)
+    k = len(old_c)
+    w, ll = discordant(old_c, new_c)
+    crossed = test.verdict(w, ll) is not None or k < limit
+    accept = verdict == "deploy"
+    if crossed:
+        reason = "sprt_new_not_worse" if accept else "sprt_old_worse"
+    else:
+        reason = "sprt_truncated_new_ge_old" if accept else "sprt_truncated_old_better"
+    return Comparison(accept, reason, old_c, new_c, k, spent, full, None, k < n)
 
 
 def _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_margin, early_stop, round_size):

@@ -36,12 +36,18 @@ class EvalPlan:
 def plan_trigger(c: JanusConfig, coverage: list[int], boundary: list[tuple[int, str]], fresh: list[int],
                  trigger_count: int) -> EvalPlan:
     """Entries of a post-warm-up trigger: roles kept by use_coverage / use_boundary / use_fresh, concatenated
-    (de-duplicated when ``dedup``), then capped by ``replay_limit`` with ``trigger_count`` already incremented
+    (de-duplicated when ``dedup``; ``eval_order="informative"`` puts the boundary first, past flips leading, then
+    coverage, then fresh: the order a sequential test reads them), then capped by ``replay_limit`` with ``trigger_count`` already incremented
     (the authors' optional cap, spec §3.2 step 4)."""
     cov = list(coverage) if c.use_coverage else []
     bnd = [i for i, _ in boundary] if c.use_boundary else []
     fr = fresh if c.use_fresh else []
-    entries = build_entries(cov, bnd, fr, c.dedup)
+    if c.eval_order == "informative":  # past flips, then the rest of the boundary, coverage, fresh (sequential rule)
+        tag = dict(boundary)
+        first = [i for i in bnd if tag.get(i) == "flip"] + [i for i in bnd if tag.get(i) != "flip"]
+        entries = build_entries(first, cov, fr, c.dedup)
+    else:
+        entries = build_entries(cov, bnd, fr, c.dedup)
     if c.replay_limit is not None and len(entries) > c.replay_limit:
         entries = random.Random(c.seed + trigger_count + 17).sample(entries, c.replay_limit)
     return EvalPlan(cov, bnd, fr, entries)

@@ -17,15 +17,16 @@ JanusConfig in ``config.py``, StepInput / Decision / task_id_of in ``step.py``, 
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .changes import change_stats
+from .changes import change_stats, shingle_similarity
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
-from .decision import Comparison
+from .decision import UNKNOWN, Comparison
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
 from .evalplan import flips_of, plan_trigger, plan_warmup
 from .evalset import (
@@ -39,7 +40,11 @@ from .evalset import (
 from .state import STATE_FORMAT, StateMixin
 from .step import Decision, StepInput, task_id_of
 from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction
-from .trigger_options import SelectiveOptions, SelectiveTrigger
+from .trigger_options import SelectiveOptions, SelectiveTrigger, item_flag
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
 
 __all__ = ["STATE_FORMAT", "Decision", "Janus", "JanusConfig", "StepInput", "task_id_of"]
 
@@ -92,6 +97,8 @@ class Janus(StateMixin):
         self._coverage: list[int] = []
         self._boundary: list[tuple[int, str]] = []
         self._stats = new_stats()
+        self._old_key: str | None = None  # reuse_old_results: sha256 of the memory whose outcomes are cached
+        self._old_cache: dict[int, bool] = {}  # stream index -> that memory's measured outcome
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -165,18 +172,22 @@ class Janus(StateMixin):
         selective trigger with ``arm_warmup`` may compare here."""
         c = self.config
         verdict = signals = None
+        gate = False
         if c.trigger == "selective" and c.arm_warmup:
             ch = change_stats(inp.old_memory, inp.new_memory)
             verdict = self._selective.warmup_fires(ch)
             signals = {**ch.to_dict(), **verdict.to_dict()}
-            if verdict.fire and self.evaluator is None:
-                raise RuntimeError("Janus needs an evaluator callback to compare memories")
+        if c.gate_full_compare and self._gate(inp.old_memory, inp.new_memory):
+            gate = True
+            signals = {**(signals or {}), "forced_by": "gate"}
+        if ((verdict is not None and verdict.fire) or gate) and self.evaluator is None:
+            raise RuntimeError("Janus needs an evaluator callback to compare memories")
         self._append(q, inp.task, tid)
         d = Decision(step=self._step, task_id=tid, phase="warmup", triggered=False, accept=True,
                      reason="warmup", warnings=warnings, trigger_signals=signals or {})
-        if verdict is not None and verdict.fire:
+        if (verdict is not None and verdict.fire) or gate:
             d.triggered = True
-            self._warmup_trigger(d, inp.old_memory, inp.new_memory)
+            self._warmup_trigger(d, inp.old_memory, inp.new_memory, full=gate)
         else:
             self._stats["accepts"] += 1
         if self._step == c.warmup and not self._warmup_initialized:
@@ -192,7 +203,7 @@ class Janus(StateMixin):
         z, w = update_direction(old_v, new_v)
         warnings += w
         prev = self._momentum
-        if c.trigger != "never" and self.evaluator is None:
+        if (c.trigger != "never" or c.gate_full_compare) and self.evaluator is None:
             raise RuntimeError("Janus needs an evaluator callback to compare memories")
         self._append(q, inp.task, tid)
         cos = None
@@ -228,17 +239,39 @@ class Janus(StateMixin):
             return COUNTER_BOOKKEEPING, COUNTER_INLINE
         return DEFAULT_BOOKKEEPING, ()
 
+    def _gate(self, old_text: str, new_text: str) -> bool:
+        """The text gate of ``gate_full_compare``: the selective trigger's item gate (retention_min, shrink_max)."""
+        return item_flag(self._selective.opts, change_stats(old_text, new_text))
+
     def _act(self, d: Decision, fire: bool, old_text: str, new_text: str) -> None:
-        """Not fired: accept. Fired on a trivially-equal candidate (when enabled): accept without evaluation, the
-        trigger's bookkeeping left to the next real trigger. Fired otherwise: compare (``_trigger``)."""
-        if fire and self.config.skip_trivially_equal and trivially_equal(old_text, new_text, *self._bookkeeping()):
+        """Gate (``gate_full_compare``) on a destructive-looking candidate: a full paper-rule comparison, fired or
+        not. Not fired: accept. Fired on a trivially-equal candidate (when enabled): accept without evaluation, the
+        trigger's bookkeeping left to the next real trigger. Fired on a near copy (``near_copy_similarity``): the
+        sequential test capped at ``near_copy_pairs`` pairs (0: accepted unevaluated, reason "near_copy"). Fired
+        otherwise: compare (``_trigger``)."""
+        c = self.config
+        if c.gate_full_compare and self._gate(old_text, new_text):
+            d.triggered = True
+            d.trigger_signals = {**d.trigger_signals, "forced_by": "gate"}
+            self._trigger(d, old_text, new_text, full=True)
+            return
+        if fire and c.skip_trivially_equal and trivially_equal(old_text, new_text, *self._bookkeeping()):
             d.triggered = False
             d.reason = "trivially_equal"
             self._stats["accepts"] += 1
-        elif fire:
-            self._trigger(d, old_text, new_text)
-        else:
+            return
+        if not fire:
             self._stats["accepts"] += 1
+            return
+        cap = None
+        if c.near_copy_similarity > 0 and shingle_similarity(old_text, new_text) >= c.near_copy_similarity:
+            cap = c.near_copy_pairs
+            if cap == 0:
+                d.triggered = False
+                d.reason = "near_copy"
+                self._stats["accepts"] += 1
+                return
+        self._trigger(d, old_text, new_text, max_pairs=cap)
 
     # ------------------------------------------------------------------ internals
     def _append(self, q: np.ndarray, task: Any, tid: str) -> None:
@@ -263,7 +296,7 @@ class Janus(StateMixin):
         self._warmup_initialized = True
         return warnings
 
-    def _warmup_trigger(self, d: Decision, old_text: str, new_text: str) -> None:
+    def _warmup_trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False) -> None:
         """Selective trigger armed during warm-up: compare on up to K + K_F tasks seen so far (a seeded sample,
         role ``fresh``). Coverage, boundary and the seen/pending split are untouched (they start at the end of
         warm-up); the trigger count advances."""
@@ -271,17 +304,39 @@ class Janus(StateMixin):
         self._trigger_count += 1
         self._stats["triggers"] += 1
         plan.record(d, self._ids)
-        comp = self._compare(d, plan.entries, old_text, new_text)
+        comp = self._compare(d, plan.entries, old_text, new_text, full=full)
         if comp is not None:
             self._stats["accepts" if comp.accept else "rollbacks"] += 1
 
-    def _compare(self, d: Decision, entries: list[int], old_text: str, new_text: str) -> Comparison | None:
+    def _compare(self, d: Decision, entries: list[int], old_text: str, new_text: str, full: bool = False,
+                 max_pairs: int | None = None) -> Comparison | None:
         """Evaluate both memories on ``entries``, fill ``d``; None (candidate kept) when the evaluator failed."""
-        announce(self.evaluator, self.config, d, self._trigger_count, len(entries), old_text, new_text)
-        return run_comparison(self.evaluator, self.config, d, [self._tasks[i] for i in entries], old_text,
-                              new_text, self._stats)
+        announce(self.evaluator, self.config, d, self._trigger_count, len(entries), old_text, new_text, full=full)
+        known = None
+        if self.config.reuse_old_results:
+            if self._old_key != _sha(old_text):
+                self._old_key, self._old_cache = _sha(old_text), {}
+            known = [self._old_cache.get(i, UNKNOWN) for i in entries]
+        comp = run_comparison(self.evaluator, self.config, d, [self._tasks[i] for i in entries], old_text,
+                              new_text, self._stats, full=full, max_pairs=max_pairs, known_old=known)
+        if comp is not None and self.config.reuse_old_results:
+            self._remember(entries, comp, new_text)
+        return comp
 
-    def _trigger(self, d: Decision, old_text: str, new_text: str) -> None:
+    def _remember(self, entries: list[int], comp: Comparison, new_text: str) -> None:
+        """reuse_old_results: keep the deployed memory's measured outcomes (the candidate's when it is deployed);
+        an indeterminate outcome (None) is not kept, so it is measured again."""
+        if comp.accept:
+            self._old_key, self._old_cache = _sha(new_text), {}
+            pairs = zip(entries, comp.new_correct)
+        else:
+            pairs = zip(entries, comp.old_correct)
+        for i, v in pairs:
+            if v is not None:
+                self._old_cache[i] = bool(v)
+
+    def _trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
+                 max_pairs: int | None = None) -> None:
         """A post-warm-up trigger (spec §3.2): fresh sample, coverage refresh, planned entries, comparison,
         boundary refresh from the flips."""
         c = self.config
@@ -295,7 +350,7 @@ class Janus(StateMixin):
             d.warnings.append(f"coverage refresh failed ({type(exc).__name__}: {exc}); previous coverage kept")
         plan = plan_trigger(c, self._coverage, self._boundary, fresh, self._trigger_count)
         plan.record(d, self._ids)
-        comp = self._compare(d, plan.entries, old_text, new_text)
+        comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs)
         if comp is None:
             return
         flips = flips_of(plan.entries, comp, self._coverage)

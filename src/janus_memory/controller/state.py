@@ -66,7 +66,12 @@ class StateMixin:
             tasks = self._task_entries()
         else:
             tasks = [self._task_entry(t) for t in self._tasks]
+        extra = {}
+        if self.config.reuse_old_results:  # only then, so other configs keep their stored form
+            extra["old_results"] = {"sha256": self._old_key,
+                                    "results": [[i, v] for i, v in sorted(self._old_cache.items())]}
         return {
+            **extra,
             "format": STATE_FORMAT,
             "config": self.config.to_dict(),
             "step": self._step,
@@ -132,6 +137,9 @@ class StateMixin:
         fresh._boundary = [(int(i), str(t)) for i, t in state["boundary"]]
         fresh._stats = {k: int(v) for k, v in state["stats"].items()}
         fresh._selective.load_state_dict(state.get("trigger_state"))  # absent in states saved before issue 16
+        old = state.get("old_results") or {}
+        fresh._old_key = old.get("sha256")
+        fresh._old_cache = {int(i): bool(v) for i, v in old.get("results", [])}
         self.__dict__.update(fresh.__dict__)
 
     @classmethod

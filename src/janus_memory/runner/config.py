@@ -111,7 +111,8 @@ class RunConfig(BaseModel):
     updater_config: dict = Field(default_factory=dict)  # the updater's own settings (checked: check_updater_config)
     controller: Literal["janus", "none", "both"] = "both"
     janus: JanusSettings = Field(default_factory=JanusSettings)  # JanusConfig overrides on the preset's
-    janus_preset: Literal["paper", "fast"] | None = None  # controller preset; None = the run preset's (paper/fast)
+    # controller preset; None = the run preset's (paper/fast); recommended = JanusConfig.recommended() (issue 24)
+    janus_preset: Literal["paper", "fast", "recommended"] | None = None
     replay: Literal["fresh", "frozen"] | None = None  # Janus replay sampling; None = the preset's (paper fresh, small frozen)
 
     # the backend section (runner/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
@@ -239,7 +240,8 @@ class RunConfig(BaseModel):
         janus = self.janus if isinstance(self.janus, JanusSettings) else _janus_settings(self.janus)
         base = self.janus_preset or ("paper" if self.preset == "paper" else "fast")
         try:
-            return (JanusConfig.paper if base == "paper" else JanusConfig.fast)(**janus.overrides())
+            make = {"paper": JanusConfig.paper, "fast": JanusConfig.fast, "recommended": JanusConfig.recommended}[base]
+            return make(**janus.overrides())
         except (TypeError, ValueError) as e:
             name, _, rule = str(e).partition(" ")  # JanusConfig's messages: "<key> must be ..., got <value>"
             structured = name in type(janus).model_fields and rule.startswith("must ")

@@ -187,8 +187,10 @@ def _check_janus(janus: dict, where: str) -> None:
         raise ValueError(f"{where}: invalid Janus setting: {e}") from None
 
 
-def load_grid_cells(path: str | Path) -> list[tuple[str, RunConfig]]:
+def load_grid_cells(path: str | Path, janus_preset: str | None = None) -> list[tuple[str, RunConfig]]:
     """Parse and validate a grid file -> [(cell name, RunConfig)]. See the module docstring for the format.
+    ``janus_preset`` (``janus sweep --janus-preset``) replaces ``base.janus_preset``; a grid key ``janus_preset``
+    still varies it per cell.
 
     Raises:
         ValueError: missing file, invalid YAML (with its line), a top-level key other than base/grid, an unknown
@@ -222,6 +224,8 @@ def load_grid_cells(path: str | Path) -> list[tuple[str, RunConfig]]:
         raise ValueError(f"'base' (line {top.get('base')}) must be a mapping of RunConfig keys")
     if not isinstance(grid, dict) or not grid:
         raise ValueError(f"'grid' must be a non-empty mapping of key -> list of values (line {top.get('grid', '?')})")
+    if janus_preset is not None:
+        base = {**base, "janus_preset": janus_preset}
     base_lines = _key_lines(_child(node, "base"))
     grid_lines = _key_lines(_child(node, "grid"))
     try:

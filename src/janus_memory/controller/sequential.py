@@ -1,0 +1,118 @@
+"""Sequential old-vs-new comparison: Wald's SPRT on discordant pairs (a sequential sign / McNemar test).
+
+Beyond the paper (``JanusConfig(decision_rule="sequential")``; part of ``JanusConfig.recommended()``).
+
+Both memories are evaluated on the same tasks, ``round`` tasks per evaluator call, in the planned order. A task
+where exactly one memory is correct is a *discordant pair*: ``w`` counts those the new memory wins, ``l`` those the
+old memory wins (a ``None`` outcome casts no vote, as in the sign test). Concordant pairs carry no information about
+which memory is better (McNemar 1947), so only ``(w, l)`` enters the test. With ``p`` = P(new wins | discordant):
+
+* H0 "the candidate is not worse": ``p = 1/2``;  H1 "the candidate is worse": ``p = theta`` (< 1/2).
+* log-likelihood ratio of H1 to H0: ``LLR = l * log(2 (1 - theta)) + w * log(2 theta)``.
+* Wald's boundaries (Wald 1945): roll back as soon as ``LLR >= log((1 - beta) / alpha)``; deploy as soon as
+  ``LLR <= log(beta / (1 - alpha))``. ``alpha`` bounds (approximately) the probability of rolling back a candidate
+  that is as good as the old memory, ``beta`` that of deploying one whose discordant pairs go its way only with
+  probability ``theta``.
+* Truncation: after ``max_pairs`` pairs (or when the planned entries run out) the paper rule decides on the pairs
+  seen (``w >= l`` deploys; ties go to the new memory).
+* Curtailment (exact, as in ``early_stop``): evaluation also stops as soon as the remaining pairs cannot change the
+  truncated test's outcome (the LLR is monotone in every remaining pair, so the two extreme completions decide).
+
+The decision is a deterministic function of the evaluated outcomes; the test's error rates are Wald's
+approximations for i.i.d. discordant pairs (the planned tasks are not i.i.d.; the rates are stated, the measured
+decision quality is in docs/controller.md). ``alpha``/``beta``/``theta`` are validated by JanusConfig.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SPRT:
+    """Wald's sequential probability ratio test on discordant pairs (see module docstring)."""
+
+    alpha: float = 0.2
+    beta: float = 0.2
+    theta: float = 0.3
+
+    def __post_init__(self):
+        for name in ("alpha", "beta"):
+            v = getattr(self, name)
+            if not 0.0 < v < 0.5:
+                raise ValueError(f"{name} must be in (0, 0.5), got {v}")
+        if not 0.0 < self.theta < 0.5:
+            raise ValueError(f"theta must be in (0, 0.5), got {self.theta}")
+
+    @property
+    def upper(self) -> float:
+        """Roll-back boundary log((1 - beta) / alpha)."""
+        return math.log((1.0 - self.beta) / self.alpha)
+
+    @property
+    def lower(self) -> float:
+        """Deploy boundary log(beta / (1 - alpha))."""
+        return math.log(self.beta / (1.0 - self.alpha))
+
+    def llr(self, wins: int, losses: int) -> float:
+        """LLR of H1 (worse) against H0 (not worse) after ``wins`` new-memory and ``losses`` old-memory discordant
+        pairs."""
+        return losses * math.log(2.0 * (1.0 - self.theta)) + wins * math.log(2.0 * self.theta)
+
+    def verdict(self, wins: int, losses: int) -> str | None:
+        """"rollback", "deploy" or None (continue)."""
+        v = self.llr(wins, losses)
+        if v >= self.upper:
+            return "rollback"
+        if v <= self.lower:
+            return "deploy"
+        return None
+
+    def truncated(self, wins: int, losses: int) -> str:
+        """The decision when the pairs run out: a boundary already crossed, else the paper rule (ties deploy)."""
+        v = self.verdict(wins, losses)
+        if v is not None:
+            return v
+        return "deploy" if wins >= losses else "rollback"
+
+
+def settled(test: SPRT, wins: int, losses: int, remaining: int) -> str | None:
+    """The outcome if it no longer depends on the ``remaining`` unevaluated pairs, else None.
+
+    Every old-memory win raises the LLR, every new-memory win lowers it, a concordant pair leaves it. After k more
+    pairs no completion's LLR is above the all-old-wins path's, so if that path never reaches the roll-back
+    boundary and ends deployed (``w >= l + remaining`` at truncation), no completion reaches it and every one ends
+    deployed (by the deploy boundary or at truncation with at least as many new-memory wins). The mirror argument
+    holds for the all-new-wins path and roll-back. ``tests/test_recommended.py`` checks this against every
+    completion of small cases.
+    """
+    now = test.verdict(wins, losses)
+    if now is not None:
+        return now
+    if _path_end(test, wins, losses, 0, remaining) == "deploy":
+        return "deploy"
+    if _path_end(test, wins, losses, remaining, 0) == "rollback":
+        return "rollback"
+    return None
+
+
+def _path_end(test: SPRT, wins: int, losses: int, w_add: int, l_add: int) -> str:
+    """Outcome of the path that adds ``w_add`` new-memory wins or ``l_add`` old-memory wins (one of them 0) one at a
+    time, then truncates."""
+    w, ll = wins, losses
+    for _ in range(w_add + l_add):
+        if w_add:
+            w += 1
+        else:
+            ll += 1
+        v = test.verdict(w, ll)
+        if v is not None:
+            return v
+    return test.truncated(w, ll)
+
+
+def discordant(old: list, new: list) -> tuple[int, int]:
+    """(new-memory wins, old-memory wins) over aligned outcome lists; a None on either side casts no vote."""
+    w = sum(1 for o, n in zip(old, new) if o is not None and n is not None and n and not o)
+    ll = sum(1 for o, n in zip(old, new) if o is not None and n is not None and o and not n)
+    return w, ll

@@ -1,0 +1,61 @@
+"""`janus run --janus-preset recommended` end to end on the fake backend (in-process): its decisions, pinned."""
+from __future__ import annotations
+
+import json
+
+from janus_memory.cli import main
+
+PRESET_LINE = ("janus preset: recommended (trigger=always, tau=0.0, same_memory_shortcut=True, early_stop=False, "
+               "dedup=True, clustering=full, replay_limit=None, decision_rule=sequential, seq_max_pairs=9, "
+               "gate_full_compare=True, reuse_old_results=True)")
+# (step, triggered, accept, reason, evaluator calls, full-evaluation calls, pairs evaluated)
+EXPECT = [
+    (1, False, True, "warmup", 0, 0, 0),
+    (2, False, True, "warmup", 0, 0, 0),
+    (3, True, False, "sprt_truncated_old_better", 6, 6, 3),
+    (4, True, True, "sprt_truncated_new_ge_old", 5, 8, 4),
+    (5, True, False, "sprt_truncated_old_better", 4, 6, 3),
+    (6, True, True, "sprt_truncated_new_ge_old", 5, 8, 4),
+    (7, True, False, "sprt_truncated_old_better", 5, 8, 4),
+    (8, True, False, "sprt_truncated_old_better", 6, 10, 5),
+    (9, True, True, "sprt_truncated_new_ge_old", 7, 12, 6),
+    (10, True, False, "sprt_old_worse", 4, 12, 4),
+]
+
+
+def test_run_with_the_recommended_preset_pins_its_decisions(tmp_path, capsys):
+    out = tmp_path / "r"
+    rc = main(["run", "--backend", "fake", "--encoder", "hashing", "--quiet", "--dataset", "gsm8k", "--stream-size",
+               "10", "--test-size", "2", "--updater", "dc_rs", "--controller", "janus", "--janus-preset",
+               "recommended", "--warmup", "2", "--coverage-size", "3", "--boundary-size", "2", "--fresh-size", "2",
+               "--out", str(out)])
+    assert rc == 0
+    assert PRESET_LINE in capsys.readouterr().out
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["janus_preset"] == "recommended" and cfg["preset_summary"]["janus"] == PRESET_LINE
+    rows = [json.loads(x)["decision"] for x in (out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()]
+    got = [(d["step"], d["triggered"], d["accept"], d["reason"], d["evaluator_calls"], d["evaluator_calls_full"],
+            d["n_evaluated"]) for d in rows]
+    assert got == EXPECT
+    # the old memory's outcomes are reused: fewer calls than two per evaluated pair once it has been measured
+    assert sum(d["evaluator_calls"] for d in rows) == 42 < 2 * sum(d["n_evaluated"] for d in rows) == 66
+    # the boundary (past flips) leads the evaluation order
+    d9 = rows[8]
+    assert d9["eval_ids"][:len(d9["boundary"])] == d9["boundary"]
+
+
+def test_sweep_and_grid_accept_the_recommended_preset(tmp_path, capsys):
+    grid = tmp_path / "g.yaml"
+    grid.write_text(f"base: {{backend: fake, stream_size: 4, test_size: 2, out: {tmp_path / 'sw'}}}\n"
+                    "grid: {updater: [dc_rs], controller: [janus]}\n")
+    from janus_memory.runner.sweep import load_grid_cells
+
+    (name, cfg), = load_grid_cells(grid, janus_preset="recommended")
+    assert cfg.janus_preset == "recommended" and cfg.janus_config().preset == "recommended"
+    assert main(["sweep", str(grid), "--janus-preset", "recommended", "--dry-run"]) == 0
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", str(grid), "--janus-preset", "recomended", "--dry-run"])
+    assert e.value.code == 2
+    assert "invalid choice: 'recomended' (did you mean recommended?)" in capsys.readouterr().err
