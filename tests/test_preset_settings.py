@@ -248,7 +248,7 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
     assert rc == 0
     printed = capsys.readouterr().out
     assert ("preset: paper (replay fresh); janus preset: custom (trigger=always, tau=0.0, same_memory_shortcut=True, "
-            "early_stop=False, dedup=False, clustering=full, replay_limit=2)") in printed
+            "early_stop=False, dedup=False, clustering=paper, replay_limit=2)") in printed
     assert "triggers decided by encoder hashing: scikit-learn HashingVectorizer" in printed
     cfg = json.loads((out / "config.json").read_text())
     assert (cfg["preset"], cfg["replay"], cfg["llm"]["max_retries"], cfg["llm"]["request_deadline"],
@@ -258,7 +258,7 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
     assert cfg["preset_summary"] == {
         "name": "paper", "janus_preset": "custom", "replay": "fresh",
         "janus": "janus preset: custom (trigger=always, tau=0.0, same_memory_shortcut=True, early_stop=False, "
-                 "dedup=False, clustering=full, replay_limit=2)",
+                 "dedup=False, clustering=paper, replay_limit=2)",
         "encoder": "triggers decided by encoder hashing: scikit-learn HashingVectorizer (no weights; a plumbing "
                    "fallback, not the paper's encoder)"}
     decisions = [json.loads(x) for x in (out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()]
@@ -267,7 +267,7 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
     assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
     md = (tmp_path / "rep" / "report.md").read_text()
     assert ("Preset: paper (replay fresh); janus preset: custom (trigger=always, tau=0.0, same_memory_shortcut=True, "
-            "early_stop=False, dedup=False, clustering=full, replay_limit=2); triggers decided by encoder hashing") in md
+            "early_stop=False, dedup=False, clustering=paper, replay_limit=2); triggers decided by encoder hashing") in md
 
 
 # ------------------------------------------------------------------ old stored configs

@@ -8,13 +8,13 @@ from janus_memory.runner import presets
 def test_controller_presets():
     p, f = JanusConfig(), JanusConfig.fast()
     assert (p.preset, p.same_memory_shortcut, p.early_stop, p.dedup, p.clustering, p.replay_limit) == (
-        "paper", False, False, False, "full", None)
+        "paper", False, False, False, "paper", None)
     assert (f.preset, f.same_memory_shortcut, f.early_stop, f.dedup, f.clustering) == (
         "fast", True, True, True, "incremental")
     assert JanusConfig(same_memory_shortcut=True).preset == "custom"
     assert JanusConfig(tau=0.2, trigger="always").preset == "paper"  # settings, not preset switches
     assert p.preset_line() == ("janus preset: paper (trigger=mmt, tau=0.0, same_memory_shortcut=False, "
-                               "early_stop=False, dedup=False, clustering=full, replay_limit=None)")
+                               "early_stop=False, dedup=False, clustering=paper, replay_limit=None)")
     for bad in (0, -1, True, 2.5):
         with pytest.raises(ValueError, match="replay_limit"):
             JanusConfig(replay_limit=bad)

@@ -14,7 +14,7 @@ CLI_TO_CFG = (
     "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel", "inject", "batch_eval",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
-                "same_memory_shortcut")
+                "same_memory_shortcut", "clustering")
 
 
 from .names import did_you_mean  # noqa: E402  (' (did you mean --stream-size?)': one helper for every name)
@@ -218,6 +218,10 @@ def _add_janus_options(j) -> None:
                    help="Janus replays: fresh = a new sample per (trigger, entry, memory) as the authors (paper "
                         "preset); frozen = the stream solver's cached answer (small preset; cheaper, no noise flips)")
     j.add_argument("--replay-limit", type=int, help="cap the evaluation set |E| per trigger (default: no cap, as the paper)")
+    j.add_argument("--clustering", choices=["paper", "sklearn", "incremental"],
+                   help="coverage k-means: paper = the authors' kmeans_pytorch (random initial points, warm restarts "
+                        "snapped to data points, 50 iterations; seeded), the paper preset's; sklearn = scikit-learn "
+                        "k-means++ with exact warm starts; incremental = history-independent (fast preset)")
     j.add_argument("--same-memory-shortcut", type=on_off, metavar="on|off",
                    help="evaluate identical old/new memories once (no noise flips); off in the paper preset")
 
