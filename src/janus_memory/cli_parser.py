@@ -12,6 +12,7 @@ CLI_TO_CFG = (
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
     "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "preset", "replay", "janus_preset", "n_ctx",
     "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel", "inject", "batch_eval",
+    "checker",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
                 "same_memory_shortcut", "clustering")
@@ -189,6 +190,10 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
         if not grid:
             g.add_argument("--stream-order-seed", type=int, help=f"re-order the stream (same tasks, same test split; a seed in [0, {SEED_MAX}]) "
                                                                  "for the stream-order study; default: the split order")
+        g.add_argument("--checker", choices=["paper", "strict"],
+                       help="answer checker of stream feedback, replays and test: paper = the authors' (lenient "
+                            "multiple-choice rules, thinking included; our strict verdict is recorded beside it and "
+                            "janus report shows both accuracies), strict = ours; default: the preset's (paper/small)")
         g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
     g.add_argument("--data-dir", metavar="DIR", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
     if not grid:

@@ -169,6 +169,9 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=
     if cfg.allow_weak_sandbox and hasattr(family, "allow_weak_sandbox"):
         family = copy.copy(family)  # get_family caches one instance per (family, faithful): don't change it
         family.allow_weak_sandbox = True
+    from ..tasks.checker_paper import with_checker
+
+    family = with_checker(family, cfg.checker_mode())  # paper: the authors' verdicts, ours kept in Score.detail
     backend = make_llm_backend(cfg, list(stream.tasks) + list(test.tasks))
     cache = None
     if not cfg.no_cache:

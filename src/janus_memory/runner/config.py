@@ -113,6 +113,10 @@ class RunConfig(BaseModel):
     janus: JanusSettings = Field(default_factory=JanusSettings)  # JanusConfig overrides on the preset's
     janus_preset: Literal["paper", "fast"] | None = None  # controller preset; None = the run preset's (paper/fast)
     replay: Literal["fresh", "frozen"] | None = None  # Janus replay sampling; None = the preset's (paper fresh, small frozen)
+    # answer checker of stream feedback, replays and the test (tasks/checker_paper.py): paper = the authors' (lenient
+    # multiple-choice rules, thinking text included), strict = ours; None = the preset's (paper -> paper, small ->
+    # strict). With paper, every record carries our strict verdict too (strict_correct)
+    checker: Literal["paper", "strict"] | None = None
 
     # the backend section (runner/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
     # lifted into it before validation
@@ -214,6 +218,10 @@ class RunConfig(BaseModel):
 
     def replay_mode(self) -> str:
         return self.replay or presets.replay_mode(self.preset)
+
+    def checker_mode(self) -> str:
+        """``paper`` (the authors' checkers, strict verdict recorded beside) or ``strict`` (ours only)."""
+        return self.checker or presets.checker(self.preset)
 
     def janus_config(self):
         """The typed controller settings (JanusConfig): the ``janus`` overrides on the preset's JanusConfig.

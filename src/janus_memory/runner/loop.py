@@ -62,14 +62,20 @@ def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | No
     return m
 
 
+def _strict_field(score) -> dict:
+    """``{"strict_correct": bool}`` when the paper checker scored (our strict verdict beside it), else ``{}``."""
+    detail = score.detail or {}
+    return {"strict_correct": bool(detail["strict_correct"])} if detail.get("checker") == "paper" else {}
+
+
 def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, deployed: str) -> tuple[dict, dict]:
     """(decisions.jsonl line, steps.jsonl line) of one step."""
     line = {"step": i, "task_id": task.id, "correct": bool(out.score.correct),
             "old_memory_sha256": text_hash(out.old_memory), "candidate_memory_sha256": text_hash(out.candidate_memory),
             "candidate_rejected": out.candidate_rejected, "deployed": "candidate" if deployed_candidate else "previous",
             "deployed_memory_sha256": text_hash(deployed), "decision": decision}
-    record = {"step": i, "task_id": task.id, "correct": bool(out.score.correct), "extracted": out.score.extracted,
-              "status": out.score.status, "output": out.output.text, "reasoning": out.output.reasoning,
+    record = {"step": i, "task_id": task.id, "correct": bool(out.score.correct), **_strict_field(out.score),
+              "extracted": out.score.extracted, "status": out.score.status, "output": out.output.text, "reasoning": out.output.reasoning,
               "finish_reason": out.output.finish_reason,
               "llm_calls": [{"role": c.role, "prompt_tokens": c.result.usage.prompt_tokens,
                              "completion_tokens": c.result.usage.completion_tokens,
@@ -153,7 +159,8 @@ def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: 
 def frozen_test(ctx, updater) -> list[dict]:
     """test.jsonl lines: the frozen memory on the held-out split."""
     results = updater.solve_frozen(ctx.test.tasks, role="test") if ctx.test.tasks else []
-    return [{"task_id": task.id, "correct": bool(score.correct), "extracted": score.extracted, "status": score.status,
+    return [{"task_id": task.id, "correct": bool(score.correct), **_strict_field(score), "extracted": score.extracted,
+             "status": score.status,
              "output": chat.text, "finish_reason": chat.finish_reason}
             for task, (chat, score) in zip(ctx.test.tasks, results)]
 
@@ -204,12 +211,17 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
                    usage: dict, wall_s: float) -> dict:
     c, n, with_janus = m.counters, len(ctx.stream.tasks), m.janus is not None
     n_test, test_correct = len(ctx.test.tasks), sum(r["correct"] for r in test_records)
+    checker = ctx.settings.checker_mode()
+    strict_correct = sum(r.get("strict_correct", r["correct"]) for r in test_records)
     post_warmup = max(0, n - int(ctx.settings.janus_config().warmup)) if with_janus else 0
     janus_only = lambda v: v if with_janus else None  # noqa: E731
     return {
         "method": m.name, "janus": with_janus, "stream_tasks": n,
         "online_accuracy": c["n_correct"] / n if n else None,
         "test_tasks": n_test, "test_correct": test_correct, "test_accuracy": test_correct / n_test if n_test else None,
+        # the paper checker's accuracy above; our strict checker's on the same answers here (issue 27)
+        **({"checker": checker, "test_correct_strict": strict_correct,
+            "test_accuracy_strict": strict_correct / n_test if n_test else None} if checker == "paper" else {}),
         "triggers": janus_only(c["triggers"]),
         "trigger_rate": janus_only(c["triggers"] / post_warmup if post_warmup else 0.0),
         "accepts": janus_only(c["accepts"]), "rollbacks": janus_only(c["rollbacks"]),

@@ -57,6 +57,11 @@ def replay_mode(preset: str) -> str:
     return "fresh" if preset == "paper" else "frozen"
 
 
+def checker(preset: str) -> str:
+    """``paper`` (the authors' checkers; our strict verdict recorded beside) or ``strict`` (small: ours only)."""
+    return "paper" if preset == "paper" else "strict"
+
+
 def encoder_line(encoder_name: str) -> str:
     """Which encoder decided the triggers, for the run summary and the report header."""
     note = _ENCODER_NOTES.get(encoder_name)
