@@ -152,3 +152,42 @@ def test_a_paper_preset_run_records_both_verdicts(tmp_path, monkeypatch):
     assert "checker" not in s2 and "test_accuracy_strict" not in s2
     assert all("strict_correct" not in json.loads(x)
                for x in (tmp_path / "s" / "memory_free" / "test.jsonl").read_text().splitlines())
+
+
+def test_report_shows_both_accuracies(tmp_path, monkeypatch):
+    """janus report prints Table 1 (the run's checker) and the strict table of the same answers; a strict run
+    shows the same numbers in both (here: one paper run whose strict accuracy is set lower, as checker leniency
+    would make it)."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from janus_memory.cli import main
+    from janus_memory.runner.report import build_report
+    from janus_memory.runner.report_console import print_report
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    run = tmp_path / "p"
+    assert main(["run", "--backend", "fake", "--encoder", "hashing", "--quiet", "--stream-size", "6", "--test-size",
+                 "4", "--dataset", "mmlu_pro_eng", "--updater", "memory_free", "--controller", "none",
+                 "--out", str(run)]) == 0
+    build_report([str(run)], str(tmp_path / "rep0"))
+    md0 = (tmp_path / "rep0" / "report.md").read_text()
+    assert ("Table 1 scores with the authors' checker (`checker: paper`); our strict checker gives the same accuracy "
+            "in every cell.") in md0 and "## Table 1 with our strict checker" not in md0
+    summary = json.loads((run / "summary.json").read_text())
+    m = summary["methods"]["memory_free"]
+    m["test_correct"], m["test_accuracy"], m["test_correct_strict"], m["test_accuracy_strict"] = 4, 1.0, 2, 0.5
+    (run / "summary.json").write_text(json.dumps(summary))
+    res = build_report([str(run)], str(tmp_path / "rep"))
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Table 1 with our strict checker (the same answers)" in md
+    strict_md = md.split("## Table 1 with our strict checker")[1]
+    assert "| memory_free | 50.0 | 50.0 |" in strict_md and "| memory_free | 100.0 | 100.0 |" in md
+    buf = io.StringIO()
+    print_report(res, Console(file=buf, width=200))
+    out = buf.getvalue()
+    assert "Table 1: test accuracy (%)" in out and "Table 1, strict checker (%)" in out
+    assert out.index("100.0") < out.index("Table 1, strict checker (%)") < out.index("50.0")
+    assert "the difference is checker leniency" in out
