@@ -55,7 +55,7 @@ class Context:
         batch = True if s.batch_eval is None else s.batch_eval
         parallel = parallel if s.batch_eval is None else s.batch_eval
         return PairedEvaluator(updater, batch=batch, parallel=parallel, replay=s.replay_mode(),
-                               salt=f"seed={s.seed};order={s.stream_order_seed}")
+                               salt=f"seed={s.seed};order={s.stream_order_seed}", failures=s.replay_failure_mode())
 
 
 def default_cache_dir() -> Path:

@@ -117,6 +117,10 @@ class RunConfig(BaseModel):
     # multiple-choice rules, thinking text included), strict = ours; None = the preset's (paper -> paper, small ->
     # strict). With paper, every record carries our strict verdict too (strict_correct)
     checker: Literal["paper", "strict"] | None = None
+    # a replay request that fails after the client's retries: zero = that (entry, memory) scores 0 and the comparison
+    # goes on (the authors'); abort = the comparison ends and the candidate is kept (ours); None = the preset's
+    # (paper -> zero, small -> abort)
+    replay_failures: Literal["zero", "abort"] | None = None
 
     # the backend section (runner/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
     # lifted into it before validation
@@ -218,6 +222,10 @@ class RunConfig(BaseModel):
 
     def replay_mode(self) -> str:
         return self.replay or presets.replay_mode(self.preset)
+
+    def replay_failure_mode(self) -> str:
+        """``zero`` (a failed replay request scores 0, the authors') or ``abort`` (the comparison ends, ours)."""
+        return self.replay_failures or presets.replay_failures(self.preset)
 
     def checker_mode(self) -> str:
         """``paper`` (the authors' checkers, strict verdict recorded beside) or ``strict`` (ours only)."""

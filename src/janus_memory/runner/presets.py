@@ -57,6 +57,11 @@ def replay_mode(preset: str) -> str:
     return "fresh" if preset == "paper" else "frozen"
 
 
+def replay_failures(preset: str) -> str:
+    """``zero`` (paper: a failed replay request scores that entry 0) or ``abort`` (small: the comparison ends)."""
+    return "zero" if preset == "paper" else "abort"
+
+
 def checker(preset: str) -> str:
     """``paper`` (the authors' checkers; our strict verdict recorded beside) or ``strict`` (small: ours only)."""
     return "paper" if preset == "paper" else "strict"
