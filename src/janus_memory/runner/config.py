@@ -363,10 +363,10 @@ def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
 def check_updater_config(updater_cls, config: dict) -> None:
     """ConfigError unless every ``updater_config`` key is one the updater declares (COMMON_DEFAULTS + its DEFAULTS),
     with a value of the declared default's type and, where the updater lists choices, one of them."""
-    from ..updaters.base import COMMON_DEFAULTS
+    from ..updaters.base import COMMON_CHOICES, COMMON_DEFAULTS
 
     allowed = {**COMMON_DEFAULTS, **getattr(updater_cls, "DEFAULTS", {})}
-    choices = getattr(updater_cls, "_CHOICES", {})
+    choices = {**COMMON_CHOICES, **getattr(updater_cls, "_CHOICES", {})}
     name = getattr(updater_cls, "name", updater_cls.__name__)
     for key, value in config.items():
         if key not in allowed:

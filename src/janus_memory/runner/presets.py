@@ -36,13 +36,14 @@ def updater_overrides(preset: str, updater: str) -> dict:
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
     if preset == "paper":
         return {}
+    backend = {"sampling": "backend"}  # top_p / top_k / min_p left to the backend (llama.cpp: 0.95 / 40 / 0.05)
     if updater == "dc_rs":
-        return {**_DC_SMALL, "curator_input": "question"}  # the bare question (ours) instead of the task prompt
+        return {**_DC_SMALL, "curator_input": "question", **backend}  # the bare question instead of the task prompt
     if updater == "dc_cu":
-        return dict(_DC_SMALL)
+        return {**_DC_SMALL, **backend}
     if updater == "expel":
-        return dict(_EXPEL_SMALL)
-    return {"presence_penalty": None}
+        return {**_EXPEL_SMALL, **backend}
+    return {"presence_penalty": None, **backend}
 
 
 def janus_config(preset: str, **overrides) -> JanusConfig:
