@@ -12,7 +12,7 @@ CLI_TO_CFG = (
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
     "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "preset", "replay", "janus_preset", "n_ctx",
     "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel", "inject", "batch_eval",
-    "checker", "replay_failures",
+    "checker", "replay_failures", "twin_cache",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
                 "same_memory_shortcut", "clustering")
@@ -222,6 +222,10 @@ def _add_janus_options(j) -> None:
     j.add_argument("--replay", choices=["fresh", "frozen"],
                    help="Janus replays: fresh = a new sample per (trigger, entry, memory) as the authors (paper "
                         "preset); frozen = the stream solver's cached answer (small preset; cheaper, no noise flips)")
+    j.add_argument("--twin-cache", choices=["separate", "shared"],
+                   help="the base method and its +Janus twin: separate = independent answers (the twin's requests "
+                        "get their own sample indices; the authors' separate runs; paper preset), shared = identical "
+                        "requests share cached answers (small preset)")
     j.add_argument("--replay-failures", choices=["zero", "abort"],
                    help="a replay request that fails after the retries: zero = that entry scores 0 for that memory "
                         "and the comparison goes on (the authors'; paper preset), abort = the comparison ends and "

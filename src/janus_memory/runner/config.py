@@ -121,6 +121,11 @@ class RunConfig(BaseModel):
     # goes on (the authors'); abort = the comparison ends and the candidate is kept (ours); None = the preset's
     # (paper -> zero, small -> abort)
     replay_failures: Literal["zero", "abort"] | None = None
+    # the base method and its +Janus twin: separate = the twin's requests get their own sample indices, so no stream,
+    # curator or test answer is shared through the response cache (the authors' runs are independent); shared = the
+    # identical requests of the two get the same cached answer (ours: a paired comparison without sampling noise);
+    # None = the preset's (paper -> separate, small -> shared)
+    twin_cache: Literal["separate", "shared"] | None = None
 
     # the backend section (runner/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
     # lifted into it before validation
@@ -222,6 +227,10 @@ class RunConfig(BaseModel):
 
     def replay_mode(self) -> str:
         return self.replay or presets.replay_mode(self.preset)
+
+    def twin_cache_mode(self) -> str:
+        """``separate`` (the +Janus twin draws its own answers) or ``shared`` (identical requests share answers)."""
+        return self.twin_cache or presets.twin_cache(self.preset)
 
     def replay_failure_mode(self) -> str:
         """``zero`` (a failed replay request scores 0, the authors') or ``abort`` (the comparison ends, ours)."""
@@ -394,6 +403,21 @@ def migrate_stored(data: dict) -> dict:
     if "preset" not in data:
         data.update(preset="small", janus_preset="paper", replay="frozen")
         data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
+    if "twin_cache" not in data:  # stored before issue 27 (every config.json written since holds the key)
+        data = pre_issue27(data)
+    return data
+
+
+def pre_issue27(data: dict) -> dict:
+    """The settings a run made before issue 27 ran with, spelled out: our strict checker, a replay failure ends
+    the comparison, the base and +Janus twin share cached answers, scikit-learn k-means, truncation samplers left
+    to the backend."""
+    data = dict(data)
+    data.update(checker="strict", replay_failures="abort", twin_cache="shared")
+    data["janus"] = {**(data.get("janus") or {})}
+    data["janus"].setdefault("clustering", "sklearn")
+    data["updater_config"] = {**(data.get("updater_config") or {})}
+    data["updater_config"].setdefault("sampling", "backend")
     return data
 
 

@@ -50,7 +50,7 @@ class _Method:
 def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | None) -> _Method:
     from ..controller import Janus
 
-    upd = ctx.make_updater()
+    upd = ctx.make_updater(ctx.namespace_of(with_janus))  # paper preset: the +Janus twin's own samples
     evaluator = ctx.make_evaluator(upd)  # the run's replay mode and salt (build.Context)
     m = _Method(name, upd, evaluator, Janus(ctx.settings.janus_config(), evaluator) if with_janus else None)
     if resume is not None:
@@ -169,7 +169,7 @@ def checkpoint_tests(ctx, m: _Method, test_correct: int) -> list[dict]:
     """Test accuracy of the memory at each stream-fraction checkpoint (paper Fig. 4), then at the end."""
     out = []
     for frac, ckp in sorted(m.counters["eval_checkpoints"].items(), key=lambda kv: float(kv[0])):
-        probe = ctx.make_updater()
+        probe = ctx.make_updater(ctx.namespace_of(m.janus is not None))
         probe.load_snapshot(ckp["state"])
         res = probe.solve_frozen(ctx.test.tasks, role="test") if ctx.test.tasks else []
         ok = sum(int(sc.correct) for _, sc in res)

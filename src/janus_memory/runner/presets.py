@@ -58,6 +58,11 @@ def replay_mode(preset: str) -> str:
     return "fresh" if preset == "paper" else "frozen"
 
 
+def twin_cache(preset: str) -> str:
+    """``separate`` (paper: the base method and its +Janus twin are independent samples) or ``shared`` (small)."""
+    return "separate" if preset == "paper" else "shared"
+
+
 def replay_failures(preset: str) -> str:
     """``zero`` (paper: a failed replay request scores that entry 0) or ``abort`` (small: the comparison ends)."""
     return "zero" if preset == "paper" else "abort"
