@@ -282,7 +282,13 @@ def test_expel_multi_field_retrieval_matches_on_reflections():
     upd.step(T2)  # succeeds at once: case 1
     q = HashEncoder().encode(["zebra giraffe"])[0]
     assert [i for i, _ in upd._retrieve(q)] == [0, 1]
-    assert [r["field"] for r in upd.docs.records] == ["task", "trajectory", "reflection", "task", "trajectory"]
+    # the authors' fields (retrieval "paper", issue 27): task, thought (the first 300 characters: no thought lines),
+    # last steps, the joined reflections
+    assert [r["field"] for r in upd.docs.records] == ["task", "thought", "step", "reflection", "task", "thought",
+                                                      "step"]
+    ours, _ = expel(retrieval="multi_field")
+    ours.set_state(upd.get_state())
+    assert [i for i, _ in ours._retrieve(q)] == [0, 1]
     small, _ = expel(**EXPEL_SMALL)
     small.set_state(upd.get_state())
     assert small._retrieve(q)[0][1] == 0.0  # question-only retrieval cannot see the reflection

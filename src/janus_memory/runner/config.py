@@ -418,6 +418,8 @@ def pre_issue27(data: dict) -> dict:
     data["janus"].setdefault("clustering", "sklearn")
     data["updater_config"] = {**(data.get("updater_config") or {})}
     data["updater_config"].setdefault("sampling", "backend")
+    if data.get("updater") == "expel":  # ExpeL's retrieval fields were ours then
+        data["updater_config"].setdefault("retrieval", "multi_field")
     return data
 
 
