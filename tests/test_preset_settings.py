@@ -37,7 +37,7 @@ def test_small_preset_settings_exact():
     assert cfg.replay_mode() == "frozen" and cfg.janus_config() == JanusConfig.fast()
     assert cfg.updater_settings() == {"prompts": "small", "extraction": "last", "presence_penalty": None,
                                       "execute_code": False, "curator_input": "question", "temperature": 0.7,
-                                      "solver_max_tokens": 8192, "curator_max_tokens": 8192}
+                                      "solver_max_tokens": 8192, "curator_max_tokens": 8192, "sampling": "backend"}
     assert RunConfig(preset="small", updater="expel").updater_settings()["rule_ops"] == "strict"
     assert RunConfig(preset="small", updater="exprag").updater_settings()["presence_penalty"] is None
     # the user's settings win over the preset's
@@ -272,10 +272,16 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
 
 # ------------------------------------------------------------------ old stored configs
 def test_migrate_stored_config_spells_out_the_old_behaviour():
+    # (and, stored before issue 27 too, the settings of then: runner/config.pre_issue27)
+    pre27 = {"checker": "strict", "replay_failures": "abort", "twin_cache": "shared",
+             "updater_config": {"sampling": "backend"}}
     assert migrate_stored({"janus": {"warmup": 2}}) == {
-        "janus": {"same_memory_shortcut": True, "warmup": 2}, "preset": "small", "janus_preset": "paper",
-        "replay": "frozen"}
-    assert migrate_stored({"preset": "paper", "janus": {}}) == {"preset": "paper", "janus": {}}
+        "janus": {"same_memory_shortcut": True, "warmup": 2, "clustering": "sklearn"}, "preset": "small",
+        "janus_preset": "paper", "replay": "frozen", **pre27}
+    assert migrate_stored({"preset": "paper", "janus": {}}) == {"preset": "paper", "janus": {"clustering": "sklearn"},
+                                                                **pre27}
+    assert migrate_stored({"preset": "paper", "janus": {}, "twin_cache": None}) == {
+        "preset": "paper", "janus": {}, "twin_cache": None}  # written since issue 27: as stored
 
 
 def test_yaml_config_file_errors_are_one_line(tmp_path, capsys):

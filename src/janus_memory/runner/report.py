@@ -127,7 +127,9 @@ def _section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
     strict = accuracy_table(main_rows, strict=True) if paper_checked else None
     if strict is not None:  # "same": every cell equal to Table 1's (then one line says so instead of a copy)
         strict["same"] = strict["body"] == accuracy["body"]
-    return {"accuracy": accuracy,
+    from .published import published_table
+
+    return {"accuracy": accuracy, "published": published_table(main_rows),
             # our strict checker's accuracy of the same answers, when any run scored with the authors' checker
             "accuracy_strict": strict,
             "trigger": trigger_table(main_rows),
@@ -248,6 +250,7 @@ def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str
     return md
 
 
+PUBLISHED_TITLE = "## The paper's published numbers beside ours"
 STRICT_TITLE = "## Table 1 with our strict checker (the same answers)"
 STRICT_NOTE = ("Runs scored with the authors' checker (`checker: paper`, the paper preset) report its accuracy in "
                "Table 1: it credits the gold letter or option text in the answer tag, the first character of the "
@@ -266,6 +269,9 @@ def _section_markdown(tables: dict, cap: str, sources: list[str] = ()) -> list[s
     if tables["accuracy"]["labels"]:  # a sweep of variants only (every label has a [..] suffix) has no Table 1 rows
         md += ["## Table 1: test accuracy (frozen memory, held-out split)", "", tables["accuracy"]["markdown"], "",
                capline, ""]
+        pub = tables.get("published")
+        if pub and pub["body"]:
+            md += [PUBLISHED_TITLE, "", pub["note"], "", pub["markdown"], ""]
         strict = tables.get("accuracy_strict")
         if strict and strict["same"]:
             md += [STRICT_SAME, ""]

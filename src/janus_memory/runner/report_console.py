@@ -27,6 +27,12 @@ def print_report(res: dict, console) -> None:
         if acc["labels"]:
             t = fit_table("Table 1: test accuracy (%)", tuple(acc["header"]), acc["body"], width=width)
             console.print(t, crop=False)
+            pub = sec["tables"].get("published")
+            if pub and pub["body"]:
+                t = fit_table("the paper's published numbers beside ours", tuple(pub["header"]), pub["body"],
+                              width=width)
+                console.print(t, crop=False)
+                _print(console, pub["note"])
             strict = sec["tables"].get("accuracy_strict")
             if strict and strict["same"]:
                 _print(console, "Table 1 scores with the authors' checker (checker: paper); our strict checker "
