@@ -37,7 +37,8 @@ def test_small_preset_settings_exact():
     assert cfg.replay_mode() == "frozen" and cfg.janus_config() == JanusConfig.fast()
     assert cfg.updater_settings() == {"prompts": "small", "extraction": "last", "presence_penalty": None,
                                       "execute_code": False, "curator_input": "question", "temperature": 0.7,
-                                      "solver_max_tokens": 8192, "curator_max_tokens": 8192, "sampling": "backend"}
+                                      "solver_max_tokens": 8192, "curator_max_tokens": 8192, "sampling": "backend",
+                                      "parse_reasoning": False}
     assert RunConfig(preset="small", updater="expel").updater_settings()["rule_ops"] == "strict"
     assert RunConfig(preset="small", updater="exprag").updater_settings()["presence_penalty"] is None
     # the user's settings win over the preset's

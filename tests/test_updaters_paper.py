@@ -148,11 +148,15 @@ def test_extract_first_exact():
 
 
 def test_reasoning_visible_to_parsers_option():
+    """The paper preset (issue 27): the parsers see the thinking, as the authors' do; parse_reasoning=False (small)
+    strips it. DC-RS stores the thinking with the answer for retrieval, as the authors' model_output."""
     reply = ChatResult(text="no block here", reasoning="<cheatsheet>FROM THINKING</cheatsheet>")
-    upd, _ = dc({"curator": [reply], "solver": ["ANSWER: 5"]})
+    upd, _ = dc({"curator": [reply], "solver": ["ANSWER: 5"]}, parse_reasoning=False)
     assert upd.step(T1).candidate_memory == "(empty)"
-    upd, _ = dc({"curator": [reply], "solver": ["ANSWER: 5"]}, parse_reasoning=True)
+    assert upd.bank.records[0]["output"] == "ANSWER: 5"
+    upd, _ = dc({"curator": [reply], "solver": [ChatResult(text="ANSWER: 5", reasoning="2+3")]})
     assert upd.step(T1).candidate_memory == "FROM THINKING"
+    assert upd.bank.records[0]["output"] == "<think>\n2+3\n</think>\n\nANSWER: 5"
 
 
 def test_dc_original_fallback_deploys_the_pairs_block():

@@ -37,6 +37,8 @@ def updater_overrides(preset: str, updater: str) -> dict:
     if preset == "paper":
         return {}
     backend = {"sampling": "backend"}  # top_p / top_k / min_p left to the backend (llama.cpp: 0.95 / 40 / 0.05)
+    if updater in ("dc_rs", "dc_cu", "expel"):
+        backend["parse_reasoning"] = False  # parsers see the answer text only (ours)
     if updater == "dc_rs":
         return {**_DC_SMALL, "curator_input": "question", **backend}  # the bare question instead of the task prompt
     if updater == "dc_cu":

@@ -73,7 +73,7 @@ class _DCBase(Updater):
         "prompts": "paper",  # "paper" | "small"
         "extraction": "first",  # "first" (authors) | "last" (strict, ours)
         "fallback": "previous",  # "previous" | "dc_original" (DC-RS: deploy the retrieved-pairs block)
-        "parse_reasoning": False,  # parsers also see the thinking text
+        "parse_reasoning": True,  # parsers and the stored outputs see the thinking text (the authors'; issue 27)
         "execute_code": True,  # DC-RS stream: run "EXECUTE CODE!" blocks in the sandbox, one follow-up
         "exec_timeout_s": 15.0,
     }
@@ -119,6 +119,14 @@ class _DCBase(Updater):
         if self.config["parse_reasoning"] and result.reasoning:
             return f"{result.reasoning}\n{text}"
         return text
+
+    def stored_output(self, result: ChatResult) -> str:
+        """The output DC-RS keeps for retrieval: with ``parse_reasoning`` the thinking (as Qwen3 writes it, in
+        ``<think>`` tags) and then the answer, as the authors store ``model_output``; otherwise the answer text."""
+        shown = visible_text(result)
+        if self.config["parse_reasoning"] and result.reasoning and shown is not result.reasoning:
+            return f"<think>\n{result.reasoning}\n</think>\n\n{shown}"
+        return shown
 
     def _apply_curator_output(self, result: ChatResult, info: dict, fallback: str | None = None) -> str | None:
         """Update ``self.cheatsheet`` from the curator reply; return the rejection reason (None if deployed).
@@ -260,7 +268,7 @@ class DCRetrievalSynthesis(_DCBase):
                 "id": task.id,
                 "question": task.question,
                 "input": task_prompt,
-                "output": visible_text(out),
+                "output": self.stored_output(out),
                 "feedback": "success" if score.correct else "failure",
             },
             q_emb,

@@ -112,7 +112,7 @@ class ExpeL(Updater):
 
     DEFAULTS = {"max_tries": 3, "batch_update_size": 8, "max_num_rules": 20, "reflection_max_tokens": 256,
                 "rule_ops": "paper", "answer_block": "first", "replay_scoring": "raw",
-                "parse_reasoning": False, "retrieval": "paper", "buffer_retrieve_ratio": 5}
+                "parse_reasoning": True, "retrieval": "paper", "buffer_retrieve_ratio": 5}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question")}
 
