@@ -29,3 +29,23 @@ def test_long_trajectory_thought_is_cut_at_300_and_empty_gives_nothing():
     long = "x" * 500
     assert dict(paper_case_fields(long, []))["thought"] == "x" * 300
     assert paper_case_fields("   \n ", ["  "]) == []
+
+
+def test_curator_sees_the_raw_question_in_the_paper_preset():
+    from test_updaters_paper import T1, expel
+
+    def responder(messages, role, params):
+        if role == "reflection":
+            return "<reflection>carry</reflection>"
+        return "ADD: keep going"
+
+    upd, llm = expel({"solver": ["<final_answer>ANSWER: 0</final_answer>", "<final_answer>ANSWER: 5</final_answer>"]},
+                     responder=responder, max_tries=2)
+    upd.step(T1)  # wrong, reflect, right: one pair curation
+    cur = [c for c in llm.calls if c["role"] == "curator"][0]["messages"][0]["content"]
+    prompt = upd.family.prompt(T1)
+    assert T1.question in cur and prompt != T1.question and prompt not in cur
+    upd2, llm2 = expel({"solver": ["<final_answer>ANSWER: 0</final_answer>", "<final_answer>ANSWER: 5</final_answer>"]},
+                       responder=responder, max_tries=2, curator_input="task_prompt")
+    upd2.step(T1)
+    assert prompt in [c for c in llm2.calls if c["role"] == "curator"][0]["messages"][0]["content"]

@@ -420,6 +420,7 @@ def pre_issue27(data: dict) -> dict:
     data["updater_config"].setdefault("sampling", "backend")
     if data.get("updater") == "expel":  # ExpeL's retrieval fields were ours then
         data["updater_config"].setdefault("retrieval", "multi_field")
+        data["updater_config"].setdefault("curator_input", "task_prompt")
     if data.get("updater") in ("dc_rs", "dc_cu", "expel"):  # the parsers saw the answer text only
         data["updater_config"].setdefault("parse_reasoning", False)
     return data

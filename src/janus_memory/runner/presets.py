@@ -44,7 +44,7 @@ def updater_overrides(preset: str, updater: str) -> dict:
     if updater == "dc_cu":
         return {**_DC_SMALL, **backend}
     if updater == "expel":
-        return {**_EXPEL_SMALL, **backend}
+        return {**_EXPEL_SMALL, **backend, "curator_input": "task_prompt"}
     return {"presence_penalty": None, **backend}
 
 

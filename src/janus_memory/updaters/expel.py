@@ -112,9 +112,12 @@ class ExpeL(Updater):
 
     DEFAULTS = {"max_tries": 3, "batch_update_size": 8, "max_num_rules": 20, "reflection_max_tokens": 256,
                 "rule_ops": "paper", "answer_block": "first", "replay_scoring": "raw",
-                "parse_reasoning": True, "retrieval": "paper", "buffer_retrieve_ratio": 5}
+                "parse_reasoning": True, "retrieval": "paper", "buffer_retrieve_ratio": 5,
+                # what the rule curator is shown of each case: the raw question (the authors') or the task prompt
+                "curator_input": "question"}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
-                "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question")}
+                "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question"),
+                "curator_input": ("question", "task_prompt")}
 
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
@@ -302,14 +305,21 @@ class ExpeL(Updater):
         res = self._chat(msgs, role="curator", calls=calls, params=params)
         info["ops"].append(self.apply_curator_text(self.parse_view(res), source))
 
+    def _curator_text(self, case: dict) -> str:
+        """What the rule curator sees of a case: its raw question (``curator_input="question"``, the authors') or
+        the full task prompt with options and answer format (``"task_prompt"``)."""
+        if self.config["curator_input"] == "question" and case.get("question"):
+            return case["question"]
+        return case["input"]
+
     def _pair_prompt(self, success: dict, failed: dict) -> str:
         lim = self.config["retrieved_output_chars"]
         return fill(
             load_prompt("expel_pair_curator"),
             RULES=self.memory_text(),
-            SUCCESS_QUESTION=success["input"],
+            SUCCESS_QUESTION=self._curator_text(success),
             SUCCESS_TRAJECTORY=truncate(success["trajectory"], lim),
-            FAIL_QUESTION=success["input"],
+            FAIL_QUESTION=self._curator_text(success),
             FAIL_TRAJECTORY=truncate(failed["trajectory"], lim),
             OPS_FORMAT=load_prompt("expel_ops_format"),
         )
@@ -317,7 +327,7 @@ class ExpeL(Updater):
     def _batch_prompt(self, cases: list[dict]) -> str:
         lim = self.config["retrieved_output_chars"]
         items = "\n\n".join(
-            f"[Success {i}]\nProblem: {c['input']}\nReasoning: {truncate(c['trajectory'], lim)}"
+            f"[Success {i}]\nProblem: {self._curator_text(c)}\nReasoning: {truncate(c['trajectory'], lim)}"
             for i, c in enumerate(cases, start=1)
         )
         return fill(
