@@ -274,7 +274,7 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
 # ------------------------------------------------------------------ old stored configs
 def test_migrate_stored_config_spells_out_the_old_behaviour():
     # (and, stored before issue 27 too, the settings of then: runner/config.pre_issue27)
-    pre27 = {"checker": "strict", "replay_failures": "abort", "twin_cache": "shared",
+    pre27 = {"checker": "strict", "replay_failures": "abort", "twin_cache": "shared", "checkpoint_restore": "exact",
              "updater_config": {"sampling": "backend"}}
     assert migrate_stored({"janus": {"warmup": 2}}) == {
         "janus": {"same_memory_shortcut": True, "warmup": 2, "clustering": "sklearn"}, "preset": "small",

@@ -12,7 +12,7 @@ CLI_TO_CFG = (
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
     "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "preset", "replay", "janus_preset", "n_ctx",
     "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel", "inject", "batch_eval",
-    "checker", "replay_failures", "twin_cache",
+    "checker", "replay_failures", "twin_cache", "checkpoint_restore",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
                 "same_memory_shortcut", "clustering")
@@ -190,6 +190,10 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
         if not grid:
             g.add_argument("--stream-order-seed", type=int, help=f"re-order the stream (same tasks, same test split; a seed in [0, {SEED_MAX}]) "
                                                                  "for the stream-order study; default: the split order")
+        g.add_argument("--checkpoint-restore", choices=["paper", "exact"],
+                       help="memories tested at --checkpoints: paper = restored as the authors' Fig. 4 script does "
+                            "(DC-RS pool of successes only, ExpeL counts 2; paper preset), exact = the stream's exact "
+                            "snapshots (small preset)")
         g.add_argument("--checker", choices=["paper", "strict"],
                        help="answer checker of stream feedback, replays and test: paper = the authors' (lenient "
                             "multiple-choice rules, thinking included; our strict verdict is recorded beside it and "

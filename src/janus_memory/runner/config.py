@@ -126,6 +126,10 @@ class RunConfig(BaseModel):
     # identical requests of the two get the same cached answer (ours: a paired comparison without sampling noise);
     # None = the preset's (paper -> separate, small -> shared)
     twin_cache: Literal["separate", "shared"] | None = None
+    # Fig. 4 checkpoint memories: paper = restored as the authors' make_memory_checkpoints.py rebuilds them (DC-RS
+    # retrieval pool from successful records only, ExpeL rule counts 2); exact = the exact snapshot of the stream
+    # (ours); None = the preset's (paper -> paper, small -> exact)
+    checkpoint_restore: Literal["paper", "exact"] | None = None
 
     # the backend section (runner/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
     # lifted into it before validation
@@ -227,6 +231,10 @@ class RunConfig(BaseModel):
 
     def replay_mode(self) -> str:
         return self.replay or presets.replay_mode(self.preset)
+
+    def checkpoint_restore_mode(self) -> str:
+        """``paper`` (Fig. 4 memories restored as the authors do) or ``exact`` (the stream's exact snapshots)."""
+        return self.checkpoint_restore or presets.checkpoint_restore(self.preset)
 
     def twin_cache_mode(self) -> str:
         """``separate`` (the +Janus twin draws its own answers) or ``shared`` (identical requests share answers)."""
@@ -413,7 +421,7 @@ def pre_issue27(data: dict) -> dict:
     the comparison, the base and +Janus twin share cached answers, scikit-learn k-means, truncation samplers left
     to the backend."""
     data = dict(data)
-    data.update(checker="strict", replay_failures="abort", twin_cache="shared")
+    data.update(checker="strict", replay_failures="abort", twin_cache="shared", checkpoint_restore="exact")
     data["janus"] = {**(data.get("janus") or {})}
     data["janus"].setdefault("clustering", "sklearn")
     data["updater_config"] = {**(data.get("updater_config") or {})}

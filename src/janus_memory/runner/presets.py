@@ -60,6 +60,11 @@ def replay_mode(preset: str) -> str:
     return "fresh" if preset == "paper" else "frozen"
 
 
+def checkpoint_restore(preset: str) -> str:
+    """``paper`` (Fig. 4 memories restored as the authors' script does) or ``exact`` (small: exact snapshots)."""
+    return "paper" if preset == "paper" else "exact"
+
+
 def twin_cache(preset: str) -> str:
     """``separate`` (paper: the base method and its +Janus twin are independent samples) or ``shared`` (small)."""
     return "separate" if preset == "paper" else "shared"

@@ -123,6 +123,10 @@ class Updater(ABC):
         return None
 
     # ---- provided --------------------------------------------------------------------------------
+    def restore_as_logged(self) -> None:
+        """Fig. 4 checkpoints (``checkpoint_restore: paper``): turn an exact snapshot into the state the authors'
+        ``make_memory_checkpoints.py`` rebuilds from their per-step memory log. Default: nothing to change."""
+
     def snapshot(self, *, by_reference: bool = False) -> dict:
         """Full state incl. banks and stats; ``json.dumps(snapshot(), sort_keys=True)`` is deterministic.
 

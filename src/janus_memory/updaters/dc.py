@@ -301,6 +301,18 @@ class DCRetrievalSynthesis(_DCBase):
     def state_hints(self) -> dict:
         return {("bank",) + p: h for p, h in self.bank.state_hints().items()}
 
+    def restore_as_logged(self) -> None:
+        """The authors' checkpoint restore rebuilds the retrieval pool from the successful records only (their log
+        keeps the deployed cheatsheet; failures are not put back)."""
+        keep = [i for i, r in enumerate(self.bank.records) if r.get("feedback") == "success"]
+        if len(keep) == len(self.bank):
+            return
+        emb = self.bank.matrix()
+        bank = RetrievalBank()
+        for i in keep:
+            bank.add(self.bank.records[i], emb[i])
+        self.bank = bank
+
     def get_state(self) -> dict:
         return {"cheatsheet": self.cheatsheet, "bank": self.bank.state()}
 
