@@ -23,13 +23,15 @@ def test_controller_presets():
 
 def test_run_presets():
     assert presets.updater_overrides("paper", "dc_rs") == {}
+    ours = {"sampling": "backend", "parse_reasoning": False}  # issue 27: the small preset keeps ours
     assert presets.updater_overrides("small", "dc_rs") == {"prompts": "small", "extraction": "last",
                                                            "presence_penalty": None, "execute_code": False,
-                                                           "curator_input": "question"}
+                                                           "curator_input": "question", **ours}
     assert presets.updater_overrides("small", "dc_cu") == {"prompts": "small", "extraction": "last",
-                                                           "presence_penalty": None, "execute_code": False}
+                                                           "presence_penalty": None, "execute_code": False, **ours}
     assert presets.updater_overrides("small", "expel")["rule_ops"] == "strict"
-    assert presets.updater_overrides("small", "exprag") == {"presence_penalty": None}
+    assert presets.updater_overrides("small", "expel")["curator_input"] == "task_prompt"
+    assert presets.updater_overrides("small", "exprag") == {"presence_penalty": None, "sampling": "backend"}
     assert (presets.replay_mode("paper"), presets.replay_mode("small")) == ("fresh", "frozen")
     assert presets.janus_config("small").preset == "fast" and presets.janus_config("paper", tau=0.2).tau == 0.2
     with pytest.raises(ValueError, match="preset must be one of"):
