@@ -6,10 +6,11 @@ It deliberately keeps the authors' data layout: task items are dicts, sets are l
 task" is object identity (``id()``), exactly where the spec says the authors compare by identity. Nothing from
 ``janus_memory`` is imported.
 
-The one shared component is k-means: the authors' ``kmeans_pytorch`` is unseeded and nondeterministic
-(fidelity-review A10), so no implementation can match it step for step. The reference calls scikit-learn's
-``KMeans`` with the parameters our docs state (k-means++ seeded with ``seed``, warm start from the previous
-centroids when their shape matches, one init, 50 iterations, float32 data, k = 1 -> the mean).
+k-means: ``kmeans_pytorch_like`` is an independent reference of the authors' ``kmeans_pytorch`` call, seeded per
+call (their own call is unseeded, fidelity-review A10): what the paper preset's ``clustering: paper`` must match.
+``ref_kmeans`` calls scikit-learn's ``KMeans`` with the parameters our docs state for ``clustering: sklearn``
+(k-means++ seeded with ``seed``, warm start from the previous centroids when their shape matches, one init, 50
+iterations, float32 data, k = 1 -> the mean); ``lloyd_kmeans`` is a fast stand-in both sides can share.
 """
 from __future__ import annotations
 
@@ -58,6 +59,54 @@ def lloyd_kmeans(X, k, seed, init=None):
             break
         centers = moved
     return centers.astype(X.dtype), labels
+
+
+def kmeans_pytorch_like(X, k, seed, init=None):
+    """The authors' k-means as ``janus_core.run_kmeans`` drives ``kmeans_pytorch`` (GitHub master 1565cb8), written
+    from its described behaviour (fidelity-audit-2.md; kmeans_pytorch's own loop), seeded per call for
+    reproducibility: ``np.random.seed(seed)`` and numpy's global generator, as their unseeded call would use it.
+
+    k = 1: the mean (their short-cut). Cold start: k distinct points by ``np.random.choice(n, k, replace=False)``.
+    Warm restart (``init`` of shape (k, d)): every old centre is replaced by the data point nearest to it. Then
+    repeat: assign each point to its nearest centre (squared Euclidean, float32), move every centre to its members'
+    mean (an empty cluster: one point drawn by ``np.random.randint(n)``), add up the centres' moves (L2) and stop
+    when that sum squared is below 1e-4 or after 50 rounds. Returns the final centres and the last assignment.
+    """
+    pts = np.asarray(X, dtype=np.float32)
+    n, d = pts.shape
+    k = max(1, min(int(k), n))
+    if k == 1:
+        return np.asarray(X, dtype=float).mean(axis=0, keepdims=True), np.zeros(n, dtype=int)
+    np.random.seed(seed)
+
+    def dist_to(c):  # squared distance of every point to centre c, float32
+        diff = pts - c
+        return (diff * diff).sum(axis=1)
+
+    if init is not None and np.shape(init) == (k, d):
+        starts = []
+        for c in np.asarray(init, dtype=np.float32):
+            starts.append(pts[int(np.argmin(dist_to(c)))])
+        cent = np.array(starts, dtype=np.float32)
+    else:
+        cent = pts[np.random.choice(n, k, replace=False)].astype(np.float32)
+    rounds = 0
+    while True:
+        table = np.stack([dist_to(c) for c in cent], axis=1)
+        assign = table.argmin(axis=1)
+        prev = cent.copy()
+        for j in range(k):
+            mine = pts[assign == j]
+            if len(mine) == 0:
+                mine = pts[[np.random.randint(n)]]
+            cent[j] = mine.sum(axis=0) / np.float32(len(mine))
+        moved = np.float32(0.0)
+        for j in range(k):
+            moved += np.float32(np.sqrt(((cent[j] - prev[j]) ** 2).sum()))
+        rounds += 1
+        if moved * moved < 1e-4 or rounds >= 50:
+            break
+    return cent.astype(float), assign
 
 
 def ref_kmeans(X, k, seed, init=None):

@@ -1,5 +1,6 @@
 """Evaluation-set tests: coverage, bootstrap/refresh of the boundary, fresh sampling, ablations, dedup
-(paper-spec §3.2, §4, §8.4, §11 items 5-7)."""
+(paper-spec §3.2, §4, §8.4, §11 items 5-7). Tests whose expected sets were measured with the scikit-learn k-means
+pin clustering="sklearn"; the paper k-means has its own tests (test_kmeans_paper.py)."""
 import random
 
 import numpy as np
@@ -42,7 +43,7 @@ def warm(j):
 
 
 def test_warmup_coverage_and_bootstrap_boundary():
-    j = Janus(JanusConfig(), Ev())
+    j = Janus(JanusConfig(clustering="sklearn"), Ev())
     warm(j)
     assert sorted(j.coverage_ids, key=lambda s: int(s[1:])) == [f"t{i}" for i in range(12)]
     assert j.boundary_ids == [f"t{i}" for i in range(12, 20)]
@@ -88,7 +89,7 @@ def test_fresh_sampled_with_spec_seed_when_more_than_five_pending():
 def test_boundary_refresh_from_few_flips_excludes_coverage_and_tops_up():
     # flips on t0 (a coverage rep: excluded), t13, t15 (boundary) and t20 (fresh)
     flip = {"t0", "t13", "t15", "t20"}
-    j = Janus(JanusConfig(trigger="always"), Ev(lambda m, tid: m == "A" or tid not in flip))
+    j = Janus(JanusConfig(trigger="always", clustering="sklearn"), Ev(lambda m, tid: m == "A" or tid not in flip))
     warm(j)
     d = step(j, 20)
     assert d.flips == ["t13", "t15", "t20"]
@@ -100,7 +101,7 @@ def test_boundary_refresh_from_few_flips_excludes_coverage_and_tops_up():
 
 def test_boundary_refresh_samples_eight_of_many_flips_with_spec_seed():
     flip = {f"t{i}" for i in range(12, 21)}  # the 8 boundary tasks and the fresh task flip
-    j = Janus(JanusConfig(trigger="always", seed=3), Ev(lambda m, tid: (m == "B") == (tid in flip)))
+    j = Janus(JanusConfig(trigger="always", seed=3, clustering="sklearn"), Ev(lambda m, tid: (m == "B") == (tid in flip)))
     warm(j)
     d = step(j, 20)
     assert d.flips == [f"t{i}" for i in range(12, 21)]
@@ -135,8 +136,8 @@ def test_eval_set_ablations_drop_their_role():
 
 def test_dedup_removes_entries_in_two_roles():
     # t20 sits exactly between t0 (9.8 e0) and t12 (10.2 e0): it becomes the coverage rep AND is fresh
-    faithful = Janus(JanusConfig(trigger="always"), Ev())
-    dedup = Janus(JanusConfig(trigger="always", dedup=True), Ev())
+    faithful = Janus(JanusConfig(trigger="always", clustering="sklearn"), Ev())
+    dedup = Janus(JanusConfig(trigger="always", dedup=True, clustering="sklearn"), Ev())
     for j in (faithful, dedup):
         warm(j)
     e20 = np.zeros(D)
@@ -164,7 +165,7 @@ def test_incremental_coverage_reps_are_real_members_and_match_full_at_init():
     inc = IncrementalCoverage(12, seed=0, pool_size=8)
     from janus_memory.controller.evalset import FullCoverage
 
-    full = FullCoverage(12, seed=0)
+    full = FullCoverage(12, seed=0, algorithm="sklearn")
     assert sorted(inc.refresh(store, 20)) == sorted(full.refresh(store, 20))
     end = 20
     for end in (25, 26, 400, 1200, 3000):

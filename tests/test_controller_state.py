@@ -87,7 +87,7 @@ def test_config_round_trip_and_validation():
     d = JanusConfig().to_dict()
     assert (d["warmup"], d["coverage_size"], d["boundary_size"], d["fresh_size"], d["beta"], d["tau"], d["seed"],
             d["trigger"], d["clustering"], d["decision_rule"], d["early_stop"], d["dedup"]) == (
-        20, 12, 8, 5, 0.9, 0.0, 0, "mmt", "full", "paper", False, False)
+        20, 12, 8, 5, 0.9, 0.0, 0, "mmt", "paper", "paper", False, False)
     f = JanusConfig.fast()
     assert (f.early_stop, f.dedup, f.clustering) == (True, True, "incremental")
     k30 = JanusConfig.with_support_size(30)

@@ -6,10 +6,11 @@ Both implementations see the same stream and the same per-step randomness; each 
 the memory that the next candidate grows from. Asserted identical on every step: trigger, decision, evaluation ids,
 fresh ids, coverage, boundary contents and tags, and the evaluator's call sequence.
 
-k-means is the one shared piece (the authors' own is unseeded, fidelity-review A10). To keep the grid under a
-minute on 2 shared cores both sides use the same small numpy Lloyd k-means (``reference_janus.lloyd_kmeans``,
-patched into our controller's ``kmeans_fit``); ``test_paper_preset_matches_reference_sklearn`` runs a smaller grid
-with the real scikit-learn k-means on both sides.
+k-means: to keep the big grid under a minute on 2 shared cores both sides share one small numpy Lloyd k-means
+(``reference_janus.lloyd_kmeans``, patched into our controller's ``kmeans_paper`` and ``kmeans_fit``).
+``test_paper_kmeans_matches_reference`` runs the paper preset's own k-means (``clustering: paper``) against the
+reference's independent ``kmeans_pytorch_like`` on several streams and policies, and
+``test_paper_preset_matches_reference_sklearn`` the scikit-learn option against the real scikit-learn k-means.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from janus_memory.controller import Janus, JanusConfig, StepInput
 from janus_memory.types import Task
 
 from janus_memory.controller import evalset
-from reference_janus import ReferenceJanus, lloyd_kmeans
+from reference_janus import ReferenceJanus, kmeans_pytorch_like, lloyd_kmeans
 
 N_STREAMS = 30
 N_STEPS = 150
@@ -88,6 +89,7 @@ def run_ours(seed: int, cfg: JanusConfig):
 @pytest.fixture
 def shared_lloyd(monkeypatch):
     monkeypatch.setattr(evalset, "kmeans_fit", lloyd_kmeans)
+    monkeypatch.setattr(evalset, "kmeans_paper", lloyd_kmeans)
     return lloyd_kmeans
 
 
@@ -133,8 +135,30 @@ def test_paper_preset_matches_reference(policy, shared_lloyd):
 def test_paper_preset_matches_reference_sklearn(policy):
     """The real scikit-learn k-means on both sides (one stream: ~80 ms per fit on 2 shared cores)."""
     for seed in range(1):
-        ours = run_ours(seed, JanusConfig.paper(**POLICIES[policy]))
+        ours = run_ours(seed, JanusConfig.paper(clustering="sklearn", **POLICIES[policy]))
         _assert_same(ours, run_reference(seed, POLICIES[policy]), f"sklearn {policy} seed {seed}")
+
+
+@pytest.mark.parametrize("policy", ["mmt_tau0", "mmt_tau0.2", "always"])
+def test_paper_kmeans_matches_reference(policy):
+    """The paper preset's k-means (clustering: paper) against the reference's kmeans_pytorch_like: identical
+    coverage, boundary, evaluation sets and decisions on every step of several streams."""
+    assert JanusConfig.paper().clustering == "paper"
+    triggers = 0
+    for seed in range(4):
+        ours = run_ours(seed, JanusConfig.paper(**POLICIES[policy]))
+        _assert_same(ours, run_reference(seed, POLICIES[policy], kmeans=kmeans_pytorch_like),
+                     f"paper k-means {policy} seed {seed}")
+        triggers += sum(e["triggered"] for e in ours[0])
+    assert triggers > 20
+
+
+def test_sklearn_and_paper_kmeans_choose_different_coverage():
+    """Power check: the reference with the paper k-means is not met by the scikit-learn option."""
+    seed, policy = 0, POLICIES["always"]
+    sk = run_ours(seed, JanusConfig.paper(clustering="sklearn", **policy))
+    ref = run_reference(seed, policy, kmeans=kmeans_pytorch_like)
+    assert [e["coverage"] for e in sk[0]] != [e["coverage"] for e in ref[0]]
 
 
 def test_replay_limit_matches_reference(shared_lloyd):

@@ -37,7 +37,8 @@ def test_small_preset_settings_exact():
     assert cfg.replay_mode() == "frozen" and cfg.janus_config() == JanusConfig.fast()
     assert cfg.updater_settings() == {"prompts": "small", "extraction": "last", "presence_penalty": None,
                                       "execute_code": False, "curator_input": "question", "temperature": 0.7,
-                                      "solver_max_tokens": 8192, "curator_max_tokens": 8192}
+                                      "solver_max_tokens": 8192, "curator_max_tokens": 8192, "sampling": "backend",
+                                      "parse_reasoning": False}
     assert RunConfig(preset="small", updater="expel").updater_settings()["rule_ops"] == "strict"
     assert RunConfig(preset="small", updater="exprag").updater_settings()["presence_penalty"] is None
     # the user's settings win over the preset's
@@ -248,7 +249,7 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
     assert rc == 0
     printed = capsys.readouterr().out
     assert ("preset: paper (replay fresh); janus preset: custom (trigger=always, tau=0.0, same_memory_shortcut=True, "
-            "early_stop=False, dedup=False, clustering=full, replay_limit=2)") in printed
+            "early_stop=False, dedup=False, clustering=paper, replay_limit=2)") in printed
     assert "triggers decided by encoder hashing: scikit-learn HashingVectorizer" in printed
     cfg = json.loads((out / "config.json").read_text())
     assert (cfg["preset"], cfg["replay"], cfg["llm"]["max_retries"], cfg["llm"]["request_deadline"],
@@ -258,7 +259,7 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
     assert cfg["preset_summary"] == {
         "name": "paper", "janus_preset": "custom", "replay": "fresh",
         "janus": "janus preset: custom (trigger=always, tau=0.0, same_memory_shortcut=True, early_stop=False, "
-                 "dedup=False, clustering=full, replay_limit=2)",
+                 "dedup=False, clustering=paper, replay_limit=2)",
         "encoder": "triggers decided by encoder hashing: scikit-learn HashingVectorizer (no weights; a plumbing "
                    "fallback, not the paper's encoder)"}
     decisions = [json.loads(x) for x in (out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()]
@@ -267,15 +268,21 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
     assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
     md = (tmp_path / "rep" / "report.md").read_text()
     assert ("Preset: paper (replay fresh); janus preset: custom (trigger=always, tau=0.0, same_memory_shortcut=True, "
-            "early_stop=False, dedup=False, clustering=full, replay_limit=2); triggers decided by encoder hashing") in md
+            "early_stop=False, dedup=False, clustering=paper, replay_limit=2); triggers decided by encoder hashing") in md
 
 
 # ------------------------------------------------------------------ old stored configs
 def test_migrate_stored_config_spells_out_the_old_behaviour():
+    # (and, stored before issue 27 too, the settings of then: runner/config.pre_issue27)
+    pre27 = {"checker": "strict", "replay_failures": "abort", "twin_cache": "shared", "checkpoint_restore": "exact",
+             "updater_config": {"sampling": "backend"}}
     assert migrate_stored({"janus": {"warmup": 2}}) == {
-        "janus": {"same_memory_shortcut": True, "warmup": 2}, "preset": "small", "janus_preset": "paper",
-        "replay": "frozen"}
-    assert migrate_stored({"preset": "paper", "janus": {}}) == {"preset": "paper", "janus": {}}
+        "janus": {"same_memory_shortcut": True, "warmup": 2, "clustering": "sklearn"}, "preset": "small",
+        "janus_preset": "paper", "replay": "frozen", **pre27}
+    assert migrate_stored({"preset": "paper", "janus": {}}) == {"preset": "paper", "janus": {"clustering": "sklearn"},
+                                                                **pre27}
+    assert migrate_stored({"preset": "paper", "janus": {}, "twin_cache": None}) == {
+        "preset": "paper", "janus": {}, "twin_cache": None}  # written since issue 27: as stored
 
 
 def test_yaml_config_file_errors_are_one_line(tmp_path, capsys):

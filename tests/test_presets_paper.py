@@ -8,13 +8,13 @@ from janus_memory.runner import presets
 def test_controller_presets():
     p, f = JanusConfig(), JanusConfig.fast()
     assert (p.preset, p.same_memory_shortcut, p.early_stop, p.dedup, p.clustering, p.replay_limit) == (
-        "paper", False, False, False, "full", None)
+        "paper", False, False, False, "paper", None)
     assert (f.preset, f.same_memory_shortcut, f.early_stop, f.dedup, f.clustering) == (
         "fast", True, True, True, "incremental")
     assert JanusConfig(same_memory_shortcut=True).preset == "custom"
     assert JanusConfig(tau=0.2, trigger="always").preset == "paper"  # settings, not preset switches
     assert p.preset_line() == ("janus preset: paper (trigger=mmt, tau=0.0, same_memory_shortcut=False, "
-                               "early_stop=False, dedup=False, clustering=full, replay_limit=None)")
+                               "early_stop=False, dedup=False, clustering=paper, replay_limit=None)")
     for bad in (0, -1, True, 2.5):
         with pytest.raises(ValueError, match="replay_limit"):
             JanusConfig(replay_limit=bad)
@@ -23,13 +23,15 @@ def test_controller_presets():
 
 def test_run_presets():
     assert presets.updater_overrides("paper", "dc_rs") == {}
+    ours = {"sampling": "backend", "parse_reasoning": False}  # issue 27: the small preset keeps ours
     assert presets.updater_overrides("small", "dc_rs") == {"prompts": "small", "extraction": "last",
                                                            "presence_penalty": None, "execute_code": False,
-                                                           "curator_input": "question"}
+                                                           "curator_input": "question", **ours}
     assert presets.updater_overrides("small", "dc_cu") == {"prompts": "small", "extraction": "last",
-                                                           "presence_penalty": None, "execute_code": False}
+                                                           "presence_penalty": None, "execute_code": False, **ours}
     assert presets.updater_overrides("small", "expel")["rule_ops"] == "strict"
-    assert presets.updater_overrides("small", "exprag") == {"presence_penalty": None}
+    assert presets.updater_overrides("small", "expel")["curator_input"] == "task_prompt"
+    assert presets.updater_overrides("small", "exprag") == {"presence_penalty": None, "sampling": "backend"}
     assert (presets.replay_mode("paper"), presets.replay_mode("small")) == ("fresh", "frozen")
     assert presets.janus_config("small").preset == "fast" and presets.janus_config("paper", tau=0.2).tau == 0.2
     with pytest.raises(ValueError, match="preset must be one of"):

@@ -312,7 +312,10 @@ def test_a_store_format_1_folder_loads_and_resumes_byte_identical(tmp_path, monk
     assert Janus.from_state_dict(ck["janus"]).n_seen == 5
     assert main(["run", "--resume", str(old)]) == 0
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache-new"))  # its own response cache, as the fixture had
-    assert main(["run", *V1_ARGS, "--out", str(tmp_path / "new")]) == 0
+    # the fresh run with the settings the stored run had before issue 27 (runner/config.pre_issue27)
+    pre27 = ["--clustering", "sklearn", "--checker", "strict", "--replay-failures", "abort", "--twin-cache", "shared",
+             "--checkpoint-restore", "exact"]
+    assert main(["run", *V1_ARGS, *pre27, "--out", str(tmp_path / "new")]) == 0
     assert _exports(old) == _exports(tmp_path / "new")
     db = sqlite3.connect(old / "run.sqlite")
     assert db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone() == ("4",)

@@ -372,7 +372,10 @@ def test_a_store_format_2_folder_loads_and_resumes_byte_identical(tmp_path, monk
     assert len(versions["reasoning_bank+janus"]) == 6 and len(RunReader(old).candidates("reasoning_bank")) == 8
     assert main(["run", "--resume", str(old)]) == 0
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache-new"))  # its own response cache, as the fixture had
-    assert main(["run", *V2_ARGS, "--out", str(tmp_path / "new")]) == 0
+    # the fresh run with the settings the stored run had before issue 27 (runner/config.pre_issue27)
+    pre27 = ["--clustering", "sklearn", "--checker", "strict", "--replay-failures", "abort", "--twin-cache", "shared",
+             "--checkpoint-restore", "exact"]
+    assert main(["run", *V2_ARGS, *pre27, "--out", str(tmp_path / "new")]) == 0
     assert _v2_exports(old) == _v2_exports(tmp_path / "new")
     assert _texts(old) == _texts(tmp_path / "new")  # every memory and candidate, inline or stored anew, reads the same
     db = sqlite3.connect(old / "run.sqlite")

@@ -166,7 +166,7 @@ def test_three_tries_with_reflection_then_pair_update():
     third = llm.calls[4]["messages"][1]["content"]
     assert "# NOTES FROM YOUR FAILED ATTEMPTS AT THIS PROBLEM\n- Add carefully.\n- Count on fingers.\n" in third
     assert "# ATTEMPT 3\n" in third
-    assert llm.calls[1]["params"] == {"temperature": 0.0, "max_tokens": 256}
+    assert llm.calls[1]["params"] == {"temperature": 0.0, "max_tokens": 256, "top_p": 1.0, "extra_body": {"top_k": -1, "min_p": 0.0}}
     # one pair update per failed try: first adds, second agrees
     assert upd.rules == [["Verify sums by adding twice.", 3]]
     assert out.old_memory == "(empty)" and out.candidate_memory == "1. Verify sums by adding twice."

@@ -148,11 +148,15 @@ def test_extract_first_exact():
 
 
 def test_reasoning_visible_to_parsers_option():
+    """The paper preset (issue 27): the parsers see the thinking, as the authors' do; parse_reasoning=False (small)
+    strips it. DC-RS stores the thinking with the answer for retrieval, as the authors' model_output."""
     reply = ChatResult(text="no block here", reasoning="<cheatsheet>FROM THINKING</cheatsheet>")
-    upd, _ = dc({"curator": [reply], "solver": ["ANSWER: 5"]})
+    upd, _ = dc({"curator": [reply], "solver": ["ANSWER: 5"]}, parse_reasoning=False)
     assert upd.step(T1).candidate_memory == "(empty)"
-    upd, _ = dc({"curator": [reply], "solver": ["ANSWER: 5"]}, parse_reasoning=True)
+    assert upd.bank.records[0]["output"] == "ANSWER: 5"
+    upd, _ = dc({"curator": [reply], "solver": [ChatResult(text="ANSWER: 5", reasoning="2+3")]})
     assert upd.step(T1).candidate_memory == "FROM THINKING"
+    assert upd.bank.records[0]["output"] == "<think>\n2+3\n</think>\n\nANSWER: 5"
 
 
 def test_dc_original_fallback_deploys_the_pairs_block():
@@ -282,7 +286,13 @@ def test_expel_multi_field_retrieval_matches_on_reflections():
     upd.step(T2)  # succeeds at once: case 1
     q = HashEncoder().encode(["zebra giraffe"])[0]
     assert [i for i, _ in upd._retrieve(q)] == [0, 1]
-    assert [r["field"] for r in upd.docs.records] == ["task", "trajectory", "reflection", "task", "trajectory"]
+    # the authors' fields (retrieval "paper", issue 27): task, thought (the first 300 characters: no thought lines),
+    # last steps, the joined reflections
+    assert [r["field"] for r in upd.docs.records] == ["task", "thought", "step", "reflection", "task", "thought",
+                                                      "step"]
+    ours, _ = expel(retrieval="multi_field")
+    ours.set_state(upd.get_state())
+    assert [i for i, _ in ours._retrieve(q)] == [0, 1]
     small, _ = expel(**EXPEL_SMALL)
     small.set_state(upd.get_state())
     assert small._retrieve(q)[0][1] == 0.0  # question-only retrieval cannot see the reflection

@@ -204,9 +204,12 @@ def test_extra_body_and_solver_params_reach_every_call():
     upd, llm = build("expel", extra_body=body, solver_params={"presence_penalty": 0.5}, max_tries=2)
     upd.step(task(1, "add two and four", "6"))  # even length -> wrong twice: solver, reflection, solver
     assert [c["role"] for c in llm.calls] == ["solver", "reflection", "solver"]
-    assert all(c["params"]["extra_body"] == body for c in llm.calls)
-    assert llm.calls[0]["params"] == {"temperature": 0.0, "max_tokens": 1024, "presence_penalty": 0.5, "extra_body": body}
+    sent = {"top_k": -1, "min_p": 0.0, **body}  # the paper sampling (issue 27) plus the user's extra_body
+    assert all(c["params"]["extra_body"] == sent for c in llm.calls)
+    assert llm.calls[0]["params"] == {"temperature": 0.0, "max_tokens": 1024, "presence_penalty": 0.5, "top_p": 1.0,
+                                      "extra_body": sent}
     upd2, llm2 = build("dc_rs", extra_body=body)
     upd2.step(TASKS[0])
-    assert [c["params"]["extra_body"] for c in llm2.calls] == [body, body]
-    assert "extra_body" not in build("dc_rs")[0].solver_params()
+    assert [c["params"]["extra_body"] for c in llm2.calls] == [sent, sent]
+    assert build("dc_rs")[0].solver_params()["extra_body"] == {"top_k": -1, "min_p": 0.0}
+    assert "extra_body" not in build("dc_rs", sampling="backend")[0].solver_params()

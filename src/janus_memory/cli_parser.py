@@ -12,9 +12,10 @@ CLI_TO_CFG = (
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
     "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "preset", "replay", "janus_preset", "n_ctx",
     "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel", "inject", "batch_eval",
+    "checker", "replay_failures", "twin_cache", "checkpoint_restore",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
-                "same_memory_shortcut")
+                "same_memory_shortcut", "clustering")
 
 
 from .names import did_you_mean  # noqa: E402  (' (did you mean --stream-size?)': one helper for every name)
@@ -214,6 +215,14 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
         if not grid:
             g.add_argument("--stream-order-seed", type=int, help=f"re-order the stream (same tasks, same test split; a seed in [0, {SEED_MAX}]) "
                                                                  "for the stream-order study; default: the split order")
+        g.add_argument("--checkpoint-restore", choices=["paper", "exact"],
+                       help="memories tested at --checkpoints: paper = restored as the authors' Fig. 4 script does "
+                            "(DC-RS pool of successes only, ExpeL counts 2; paper preset), exact = the stream's exact "
+                            "snapshots (small preset)")
+        g.add_argument("--checker", choices=["paper", "strict"],
+                       help="answer checker of stream feedback, replays and test: paper = the authors' (lenient "
+                            "multiple-choice rules, thinking included; our strict verdict is recorded beside it and "
+                            "janus report shows both accuracies), strict = ours; default: the preset's (paper/small)")
         g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
     g.add_argument("--data-dir", metavar="DIR", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
     if not grid:
@@ -244,7 +253,19 @@ def _add_janus_options(j) -> None:
     j.add_argument("--replay", choices=["fresh", "frozen"],
                    help="Janus replays: fresh = a new sample per (trigger, entry, memory) as the authors (paper "
                         "preset); frozen = the stream solver's cached answer (small preset; cheaper, no noise flips)")
+    j.add_argument("--twin-cache", choices=["separate", "shared"],
+                   help="the base method and its +Janus twin: separate = independent answers (the twin's requests "
+                        "get their own sample indices; the authors' separate runs; paper preset), shared = identical "
+                        "requests share cached answers (small preset)")
+    j.add_argument("--replay-failures", choices=["zero", "abort"],
+                   help="a replay request that fails after the retries: zero = that entry scores 0 for that memory "
+                        "and the comparison goes on (the authors'; paper preset), abort = the comparison ends and "
+                        "the candidate is kept (small preset)")
     j.add_argument("--replay-limit", type=int, help="cap the evaluation set |E| per trigger (default: no cap, as the paper)")
+    j.add_argument("--clustering", choices=["paper", "sklearn", "incremental"],
+                   help="coverage k-means: paper = the authors' kmeans_pytorch (random initial points, warm restarts "
+                        "snapped to data points, 50 iterations; seeded), the paper preset's; sklearn = scikit-learn "
+                        "k-means++ with exact warm starts; incremental = history-independent (fast preset)")
     j.add_argument("--same-memory-shortcut", type=on_off, metavar="on|off",
                    help="evaluate identical old/new memories once (no noise flips); off in the paper preset")
 

@@ -17,7 +17,9 @@ COMMON = ["--backend", "fake", "--encoder", "hashing", "--quiet", "--stream-size
           "--warmup", "4", "--coverage-size", "2", "--boundary-size", "2", "--fresh-size", "2"]
 # the runner's behaviour before the paper preset (issue 13), spelled out as explicit options: our small-model updater
 # settings, the paper JanusConfig switches with the identical-memory shortcut on, and frozen (cached) replays
-LEGACY = ["--preset", "small", "--janus-preset", "paper", "--same-memory-shortcut", "on", "--replay", "frozen"]
+# (--clustering sklearn since issue 27: the paper preset's k-means became the authors' kmeans_pytorch behaviour)
+LEGACY = ["--preset", "small", "--janus-preset", "paper", "--same-memory-shortcut", "on", "--replay", "frozen",
+          "--clustering", "sklearn"]
 CASES: dict[str, list[str]] = {
     # MMT trigger on GSM8K, DC-RS with and without Janus, two memory checkpoints
     "gsm8k_dc_rs_both": [*LEGACY, "--dataset", "gsm8k", "--updater", "dc_rs", "--controller", "both", "--checkpoints", "0.4,0.8"],

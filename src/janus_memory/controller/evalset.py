@@ -6,10 +6,21 @@ Tasks are referred to by their *stream index* (0-based position in the stream), 
 object identity the authors' code uses. Seen tasks are always the stream prefix ``[0, seen_end)`` and pending
 tasks the suffix ``[seen_end, n)``, so no per-step list is ever re-scanned.
 
-* Coverage (faithful, ``FullCoverage``): scikit-learn ``KMeans`` over **all** seen task embeddings with
-  ``k = min(coverage_size, n_seen)``, warm-started from the previous centroids when their shape matches
-  (``k-means++`` with ``random_state=seed`` otherwise), ``n_init=1``, ``max_iter=50``; ``k = 1`` is the mean.
+* Coverage (``FullCoverage``): k-means over **all** seen task embeddings with ``k = min(coverage_size, n_seen)``
+  at every trigger, warm-started from the previous centroids when their shape matches; ``k = 1`` is the mean.
   The representative of each cluster is the member nearest (L2) to its centroid; empty clusters are dropped.
+  Two k-means (``JanusConfig.clustering``):
+  - ``paper`` (the paper preset, :func:`kmeans_paper`): the behaviour of the ``kmeans_pytorch`` build the
+    authors call (GitHub master 1565cb8 through ``janus_core.run_kmeans``), in numpy: initial centres = k distinct
+    points drawn by ``RandomState(seed).choice(n, k, replace=False)`` (what ``np.random.seed(seed)`` then
+    ``np.random.choice`` gives); a warm restart snaps each old centroid to its nearest data point; squared
+    Euclidean distances in float32; an empty cluster takes one random point (``randint`` of the same generator;
+    kmeans_pytorch draws it from torch's generator, which we do not reproduce bit for bit); stop when the squared
+    sum of the centre shifts is below 1e-4 or after 50 iterations; the labels returned are those of the last
+    assignment (before the final centre update), as kmeans_pytorch returns them. Seeded per call, so a run
+    reproduces (the authors' own call leaves numpy's global generator unseeded).
+  - ``sklearn``: scikit-learn ``KMeans``, ``k-means++`` with ``random_state=seed`` (or the exact previous
+    centroids as the warm start), ``n_init=1``, ``max_iter=50`` (:func:`kmeans_fit`).
 * Coverage (beyond the paper, ``IncrementalCoverage``): one full fit once, then a mini-batch k-means update
   (per-centroid counts, learning rate 1/count, no reassignment: the update ``MiniBatchKMeans.partial_fit``
   performs) on the *new* seen embeddings only, plus per-cluster candidate pools holding the ``pool_size``
@@ -150,6 +161,49 @@ def kmeans_fit(X: np.ndarray, k: int, seed: int, init: np.ndarray | None = None)
     return km.cluster_centers_.astype(X.dtype, copy=False), km.labels_.astype(np.int64)
 
 
+PAPER_KMEANS_TOL = 1e-4  # kmeans_pytorch's default tolerance on the squared sum of centre shifts
+PAPER_KMEANS_ITER_LIMIT = 50  # janus_core.run_kmeans passes iter_limit=50
+
+
+def _sq_dists32(X32: np.ndarray, C32: np.ndarray) -> np.ndarray:
+    """(n, k) squared Euclidean distances in float32, as kmeans_pytorch's pairwise_distance computes them."""
+    diff = X32[:, None, :] - C32[None, :, :]
+    return (diff * diff).sum(axis=2, dtype=np.float32)
+
+
+def kmeans_paper(X: np.ndarray, k: int, seed: int, init: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The authors' k-means (kmeans_pytorch's algorithm, numpy, seeded per call; see the module docstring).
+
+    Returns (centers (k, d) float64, labels (n,) int64); ``k == 1``: the mean and all-zero labels (the authors'
+    special case, kmeans_pytorch fails on one cluster). ``init`` (k, d) is a warm restart when its shape matches.
+    """
+    n = X.shape[0]
+    k = max(1, min(int(k), n))
+    if k == 1:
+        return X.astype(np.float64).mean(axis=0, keepdims=True), np.zeros(n, dtype=np.int64)
+    X32 = np.asarray(X, dtype=np.float32)
+    rng = np.random.RandomState(seed)
+    if init is not None and init.shape == (k, X.shape[1]):
+        snap = np.argmin(_sq_dists32(X32, np.asarray(init, dtype=np.float32)), axis=0)  # nearest point per centre
+        centers = X32[snap].copy()
+    else:
+        centers = X32[rng.choice(n, k, replace=False)].copy()
+    iteration = 0
+    while True:
+        labels = np.argmin(_sq_dists32(X32, centers), axis=1)
+        before = centers.copy()
+        for c in range(k):
+            members = X32[labels == c]
+            if members.shape[0] == 0:
+                members = X32[rng.randint(n)][None, :]
+            centers[c] = members.mean(axis=0, dtype=np.float32)
+        shift = np.float32(np.sqrt(((centers - before) ** 2).sum(axis=1, dtype=np.float32)).sum(dtype=np.float32))
+        iteration += 1
+        if shift * shift < PAPER_KMEANS_TOL or iteration >= PAPER_KMEANS_ITER_LIMIT:
+            break
+    return centers.astype(np.float64), labels.astype(np.int64)
+
+
 def nearest_members(X: np.ndarray, centers: np.ndarray, labels: np.ndarray) -> list[int]:
     """For each cluster in index order: the row index of its member nearest to the centroid (empty -> skipped).
 
@@ -166,13 +220,18 @@ def nearest_members(X: np.ndarray, centers: np.ndarray, labels: np.ndarray) -> l
 
 
 class FullCoverage:
-    """Faithful coverage: full re-clustering of all seen embeddings at every trigger (spec §3.2 step 3)."""
+    """Faithful coverage: full re-clustering of all seen embeddings at every trigger (spec §3.2 step 3).
 
-    kind = "full"
+    ``algorithm``: ``"paper"`` (:func:`kmeans_paper`, state kind ``paper``) or ``"sklearn"`` (:func:`kmeans_fit`,
+    state kind ``full``, the name stored before the paper k-means existed)."""
 
-    def __init__(self, size: int, seed: int):
+    def __init__(self, size: int, seed: int, algorithm: str = "paper"):
+        if algorithm not in ("paper", "sklearn"):
+            raise ValueError(f"algorithm must be 'paper' or 'sklearn', got {algorithm!r}")
         self.size = size
         self.seed = seed
+        self.algorithm = algorithm
+        self.kind = "paper" if algorithm == "paper" else "full"
         self.centroids: np.ndarray | None = None
 
     def refresh(self, store: EmbeddingStore, seen_end: int) -> list[int]:
@@ -183,7 +242,8 @@ class FullCoverage:
         if seen_end == 0 or self.size == 0:
             return []
         X = store.view(0, seen_end)
-        centers, labels = kmeans_fit(X, min(self.size, seen_end), self.seed, self.centroids)
+        fit = kmeans_paper if self.algorithm == "paper" else kmeans_fit  # looked up per call (tests patch them)
+        centers, labels = fit(X, min(self.size, seen_end), self.seed, self.centroids)
         self.centroids = centers
         return nearest_members(X, centers, labels)
 

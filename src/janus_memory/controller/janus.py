@@ -80,9 +80,9 @@ class Janus(StateMixin):
             magnitude_ratio=float(c.magnitude_ratio), magnitude_window=c.magnitude_window,
             tau_quantile=float(c.tau_quantile), tau_window=c.tau_window, arm_warmup=c.arm_warmup))
         self._cov_model = (
-            FullCoverage(c.coverage_size, c.seed)
-            if c.clustering == "full"
-            else IncrementalCoverage(c.coverage_size, c.seed, c.pool_size)
+            IncrementalCoverage(c.coverage_size, c.seed, c.pool_size)
+            if c.clustering == "incremental"
+            else FullCoverage(c.coverage_size, c.seed, c.clustering)
         )
         self._store = EmbeddingStore()
         self._grow_token = object()  # tasks / ids / embeddings only grow while this object stays (state_hints)

@@ -34,12 +34,20 @@ class Context:
     def cfg(self) -> RunConfig:  # older name
         return self.settings
 
-    def make_updater(self):
-        """A fresh updater of this run (the stream's, or a probe for checkpoint tests)."""
+    def make_updater(self, namespace: str = ""):
+        """A fresh updater of this run (the stream's, or a probe for checkpoint tests). ``namespace``: the method's
+        sample namespace (:meth:`namespace_of`); "" = the shared client."""
         from ..updaters import make_updater
 
-        return make_updater(self.settings.updater, llm=self.client, family=self.family, encoder=self.encoder,
+        llm = NamespacedClient(self.client, namespace) if namespace else self.client
+        return make_updater(self.settings.updater, llm=llm, family=self.family, encoder=self.encoder,
                             config=self.settings.updater_settings())
+
+    def namespace_of(self, with_janus: bool) -> str:
+        """The +Janus twin's own sample namespace under ``twin_cache: separate`` (the paper preset): its requests
+        never share an answer with the base method's (the authors run the two as separate, independent runs); the
+        base method keeps the plain requests, so a base-only run is unchanged. "" otherwise."""
+        return "janus" if with_janus and self.settings.twin_cache_mode() == "separate" else ""
 
     def make_evaluator(self, updater):
         """The Janus evaluator callback of one method: the run's replay mode (paper preset: fresh draws), salted so
@@ -55,7 +63,43 @@ class Context:
         batch = True if s.batch_eval is None else s.batch_eval
         parallel = parallel if s.batch_eval is None else s.batch_eval
         return PairedEvaluator(updater, batch=batch, parallel=parallel, replay=s.replay_mode(),
-                               salt=f"seed={s.seed};order={s.stream_order_seed}")
+                               salt=f"seed={s.seed};order={s.stream_order_seed}", failures=s.replay_failure_mode())
+
+
+def twin_sample(namespace: str, sample: int) -> int:
+    """The sample index that stands for ``sample`` in ``namespace`` (>= 1: never a plain request's 0); the LLM client
+    keys its cache by it and the embedded backend derives its seed from it, so the draws are independent."""
+    key = f"janus-twin|{namespace}|{int(sample)}".encode("utf-8")
+    return 1 + int.from_bytes(hashlib.sha256(key).digest()[:5], "big")
+
+
+class NamespacedClient:
+    """The run's LLM client seen by one method: every request's sample index is moved into ``namespace``
+    (:func:`twin_sample`), so the method's answers are independent of another method's identical requests. Replays
+    keep their structure: a frozen replay (sample 0) still equals the method's own stream request."""
+
+    def __init__(self, client, namespace: str):
+        self.client, self.namespace = client, namespace
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    def _moved(self, sample):
+        if isinstance(sample, (list, tuple)):
+            return [twin_sample(self.namespace, s) for s in sample]
+        return twin_sample(self.namespace, sample)
+
+    def chat(self, messages, *, sample: int = 0, **params):
+        return self.client.chat(messages, sample=self._moved(sample), **params)
+
+    def chat_many(self, batch, *, sample=0, **params):
+        return self.client.chat_many(batch, sample=self._moved(sample), **params)
+
+    async def achat(self, messages, *, sample: int = 0, **params):
+        return await self.client.achat(messages, sample=self._moved(sample), **params)
+
+    async def achat_many(self, batch, *, sample=0, **params):
+        return await self.client.achat_many(batch, sample=self._moved(sample), **params)
 
 
 def default_cache_dir() -> Path:
@@ -169,6 +213,9 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=
     if cfg.allow_weak_sandbox and hasattr(family, "allow_weak_sandbox"):
         family = copy.copy(family)  # get_family caches one instance per (family, faithful): don't change it
         family.allow_weak_sandbox = True
+    from ..tasks.checker_paper import with_checker
+
+    family = with_checker(family, cfg.checker_mode())  # paper: the authors' verdicts, ours kept in Score.detail
     backend = make_llm_backend(cfg, list(stream.tasks) + list(test.tasks))
     cache = None
     if not cfg.no_cache:

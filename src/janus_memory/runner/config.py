@@ -114,6 +114,23 @@ class RunConfig(BaseModel):
     # controller preset; None = the run preset's (paper/fast); recommended = JanusConfig.recommended() (issue 24)
     janus_preset: Literal["paper", "fast", "recommended"] | None = None
     replay: Literal["fresh", "frozen"] | None = None  # Janus replay sampling; None = the preset's (paper fresh, small frozen)
+    # answer checker of stream feedback, replays and the test (tasks/checker_paper.py): paper = the authors' (lenient
+    # multiple-choice rules, thinking text included), strict = ours; None = the preset's (paper -> paper, small ->
+    # strict). With paper, every record carries our strict verdict too (strict_correct)
+    checker: Literal["paper", "strict"] | None = None
+    # a replay request that fails after the client's retries: zero = that (entry, memory) scores 0 and the comparison
+    # goes on (the authors'); abort = the comparison ends and the candidate is kept (ours); None = the preset's
+    # (paper -> zero, small -> abort)
+    replay_failures: Literal["zero", "abort"] | None = None
+    # the base method and its +Janus twin: separate = the twin's requests get their own sample indices, so no stream,
+    # curator or test answer is shared through the response cache (the authors' runs are independent); shared = the
+    # identical requests of the two get the same cached answer (ours: a paired comparison without sampling noise);
+    # None = the preset's (paper -> separate, small -> shared)
+    twin_cache: Literal["separate", "shared"] | None = None
+    # Fig. 4 checkpoint memories: paper = restored as the authors' make_memory_checkpoints.py rebuilds them (DC-RS
+    # retrieval pool from successful records only, ExpeL rule counts 2); exact = the exact snapshot of the stream
+    # (ours); None = the preset's (paper -> paper, small -> exact)
+    checkpoint_restore: Literal["paper", "exact"] | None = None
 
     # the backend section (runner/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
     # lifted into it before validation
@@ -230,6 +247,22 @@ class RunConfig(BaseModel):
 
     def replay_mode(self) -> str:
         return self.replay or presets.replay_mode(self.preset)
+
+    def checkpoint_restore_mode(self) -> str:
+        """``paper`` (Fig. 4 memories restored as the authors do) or ``exact`` (the stream's exact snapshots)."""
+        return self.checkpoint_restore or presets.checkpoint_restore(self.preset)
+
+    def twin_cache_mode(self) -> str:
+        """``separate`` (the +Janus twin draws its own answers) or ``shared`` (identical requests share answers)."""
+        return self.twin_cache or presets.twin_cache(self.preset)
+
+    def replay_failure_mode(self) -> str:
+        """``zero`` (a failed replay request scores 0, the authors') or ``abort`` (the comparison ends, ours)."""
+        return self.replay_failures or presets.replay_failures(self.preset)
+
+    def checker_mode(self) -> str:
+        """``paper`` (the authors' checkers, strict verdict recorded beside) or ``strict`` (ours only)."""
+        return self.checker or presets.checker(self.preset)
 
     def janus_config(self):
         """The typed controller settings (JanusConfig): the ``janus`` overrides on the preset's JanusConfig.
@@ -364,10 +397,10 @@ def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
 def check_updater_config(updater_cls, config: dict) -> None:
     """ConfigError unless every ``updater_config`` key is one the updater declares (COMMON_DEFAULTS + its DEFAULTS),
     with a value of the declared default's type and, where the updater lists choices, one of them."""
-    from ..updaters.base import COMMON_DEFAULTS
+    from ..updaters.base import COMMON_CHOICES, COMMON_DEFAULTS
 
     allowed = {**COMMON_DEFAULTS, **getattr(updater_cls, "DEFAULTS", {})}
-    choices = getattr(updater_cls, "_CHOICES", {})
+    choices = {**COMMON_CHOICES, **getattr(updater_cls, "_CHOICES", {})}
     name = getattr(updater_cls, "name", updater_cls.__name__)
     for key, value in config.items():
         if key not in allowed:
@@ -417,6 +450,26 @@ def migrate_stored(data: dict) -> dict:
     if "preset" not in data:
         data.update(preset="small", janus_preset="paper", replay="frozen")
         data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
+    if "twin_cache" not in data:  # stored before issue 27 (every config.json written since holds the key)
+        data = pre_issue27(data)
+    return data
+
+
+def pre_issue27(data: dict) -> dict:
+    """The settings a run made before issue 27 ran with, spelled out: our strict checker, a replay failure ends
+    the comparison, the base and +Janus twin share cached answers, scikit-learn k-means, truncation samplers left
+    to the backend."""
+    data = dict(data)
+    data.update(checker="strict", replay_failures="abort", twin_cache="shared", checkpoint_restore="exact")
+    data["janus"] = {**(data.get("janus") or {})}
+    data["janus"].setdefault("clustering", "sklearn")
+    data["updater_config"] = {**(data.get("updater_config") or {})}
+    data["updater_config"].setdefault("sampling", "backend")
+    if data.get("updater") == "expel":  # ExpeL's retrieval fields were ours then
+        data["updater_config"].setdefault("retrieval", "multi_field")
+        data["updater_config"].setdefault("curator_input", "task_prompt")
+    if data.get("updater") in ("dc_rs", "dc_cu", "expel"):  # the parsers saw the answer text only
+        data["updater_config"].setdefault("parse_reasoning", False)
     return data
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .evaluator import UpdaterEvaluator
+from .evaluator import UpdaterEvaluator, failed_result
 
 
 def _batchable(updater: Any) -> bool:
@@ -142,6 +142,9 @@ class PairedEvaluator(UpdaterEvaluator):
             if isinstance(r, BaseException):
                 if not isinstance(r, Exception):
                     raise r  # cancellation / interrupt: never swallowed
+                if k in wanted and self.failures == "zero":  # the authors score a failed request 0 and go on
+                    self._done[k] = failed_result(r)
+                    continue
                 if k in wanted and first_error is None:
                     first_error = r
                 continue  # a failed prefetch is re-sent by the controller's own call for that memory

@@ -24,6 +24,24 @@ import hashlib
 from typing import Any
 
 REPLAY_MODES = ("fresh", "frozen")
+# what a replay request that fails (after the client's retries) does (issue 27): "zero" = that (entry, memory) is
+# scored incorrect and the comparison goes on, as the authors' replay does (a failed prompt gives "" and scores 0;
+# the paper preset); "abort" = the error ends the comparison and the controller keeps the candidate (ours)
+REPLAY_FAILURES = ("zero", "abort")
+
+
+def failed_result(error: BaseException):
+    """(ChatResult, Score) standing for a failed replay request under ``replay_failures="zero"``: empty output,
+    scored incorrect, status ``error`` with the error in ``detail["failure"]``."""
+    from ..types import ChatResult, Score
+
+    return (ChatResult(text="", finish_reason="error"),
+            Score(False, None, "error", {"failure": f"{type(error).__name__}: {error}"[:300]}))
+
+
+def _strict_field(score) -> dict:
+    detail = score.detail or {}
+    return {"strict_correct": bool(detail["strict_correct"])} if detail.get("checker") == "paper" else {}
 
 
 def replay_sample_index(salt: str, trigger: int, call: int, occurrence: int) -> int:
@@ -43,9 +61,13 @@ class UpdaterEvaluator:
         salt: separates the replay draws of different runs (e.g. ``f"seed={seed};order={order_seed}"``).
     """
 
-    def __init__(self, updater: Any, *, role: str = "janus", replay: str = "fresh", salt: str = ""):
+    def __init__(self, updater: Any, *, role: str = "janus", replay: str = "fresh", salt: str = "",
+                 failures: str = "abort"):
         if replay not in REPLAY_MODES:
             raise ValueError(f"replay must be one of {REPLAY_MODES}, got {replay!r}")
+        if failures not in REPLAY_FAILURES:
+            raise ValueError(f"failures must be one of {REPLAY_FAILURES}, got {failures!r}")
+        self.failures = failures
         self.updater = updater
         self.role = role
         self.replay = replay
@@ -88,21 +110,41 @@ class UpdaterEvaluator:
         for pos, s in enumerate(samples):
             by_sample.setdefault(s, []).append(pos)
         for s, positions in by_sample.items():
-            part = self.updater.solve_with_memory(memory_text, [tasks[p] for p in positions], role=self.role,
-                                                  sample=s)
+            try:
+                part = self.updater.solve_with_memory(memory_text, [tasks[p] for p in positions], role=self.role,
+                                                      sample=s)
+            except Exception as e:  # noqa: BLE001 - an interrupt (BaseException) is never caught here
+                if self.failures == "abort":
+                    raise
+                part = self._one_by_one(memory_text, [tasks[p] for p in positions], s, e)
             if len(part) != len(positions):
                 raise RuntimeError(f"solve_with_memory returned {len(part)} results for {len(positions)} tasks")
             for p, r in zip(positions, part):
                 results[p] = r
         return results
 
+    def _one_by_one(self, memory_text: str, tasks: list[Any], sample: int, error: Exception) -> list:
+        """``failures="zero"``: after a failed batch, each task alone (the client serves the ones already answered
+        from its cache); a task whose request fails again gets :func:`failed_result`."""
+        if len(tasks) == 1:
+            return [failed_result(error)]
+        out = []
+        for t in tasks:
+            try:
+                out.extend(self.updater.solve_with_memory(memory_text, [t], role=self.role, sample=sample))
+            except Exception as e:  # noqa: BLE001
+                out.append(failed_result(e))
+        return out
+
     def _finish(self, memory_text: str, tasks: list[Any], results: list, samples: list[int]) -> list[bool | None]:
         out = []
         mem_sha = hashlib.sha256(memory_text.encode("utf-8")).hexdigest()[:12]
         for task, (chat, score), s in zip(tasks, results, samples):
             rec = {"task_id": task.id, "memory_sha256": mem_sha, "correct": bool(score.correct),
-                   "extracted": score.extracted, "status": score.status, "prompt_tokens": chat.usage.prompt_tokens,
-                   "completion_tokens": chat.usage.completion_tokens}
+                   **_strict_field(score), "extracted": score.extracted, "status": score.status,
+                   "prompt_tokens": chat.usage.prompt_tokens, "completion_tokens": chat.usage.completion_tokens}
+            if "failure" in (score.detail or {}):
+                rec["failure"] = score.detail["failure"]
             if self.replay == "fresh":  # frozen replays are always sample 0 (the stream solver's request)
                 rec["sample"] = s
             self.records.append(rec)

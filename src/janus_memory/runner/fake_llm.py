@@ -33,6 +33,7 @@ def _answer_text(task: Task, right: bool) -> str:
     return family.fake_answer(task, right)
 
 
+_PAPER_MC_PHRASE = "letter of your final choice alone"  # tasks/prompts/multiple_choice_paper.txt
 _ACE_SECTIONS = ("STRATEGIES & INSIGHTS", "FORMULAS & CALCULATIONS", "COMMON MISTAKES TO AVOID",
                  "PROBLEM-SOLVING HEURISTICS", "OTHERS", "no such section")
 
@@ -87,6 +88,8 @@ class _ScriptedBackend:
         task = max(hits, key=lambda h: (h[0], h[1]))[2] if hits else None
         right = h % 4 != 0 and not any(p in text for p in _planted())
         answer = _answer_text(task, right=right) if task else "No task recognised."
+        if task and _PAPER_MC_PHRASE in last_user:  # the paper checker's multiple-choice prompt: the letter in a tag
+            answer = re.sub(r"^The answer is \(([A-J])\)\.$", r"<answer>\1</answer>", answer)
         tip = f"Tip {h % 97}: restate the question, list the known quantities, check the final arithmetic."
         return _method_extras(text, last_user, h, tip) + (
             f"<cheatsheet>\nVersion: {h % 13}\n## General Problem-Solving Heuristics\n- {tip}\n</cheatsheet>\n"

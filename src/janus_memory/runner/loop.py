@@ -50,7 +50,7 @@ class _Method:
 def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | None) -> _Method:
     from ..controller import Janus
 
-    upd = ctx.make_updater()
+    upd = ctx.make_updater(ctx.namespace_of(with_janus))  # paper preset: the +Janus twin's own samples
     evaluator = ctx.make_evaluator(upd)  # the run's replay mode and salt (build.Context)
     m = _Method(name, upd, evaluator, Janus(ctx.settings.janus_config(), evaluator) if with_janus else None)
     if resume is not None:
@@ -62,14 +62,20 @@ def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | No
     return m
 
 
+def _strict_field(score) -> dict:
+    """``{"strict_correct": bool}`` when the paper checker scored (our strict verdict beside it), else ``{}``."""
+    detail = score.detail or {}
+    return {"strict_correct": bool(detail["strict_correct"])} if detail.get("checker") == "paper" else {}
+
+
 def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, deployed: str) -> tuple[dict, dict]:
     """(decisions.jsonl line, steps.jsonl line) of one step."""
     line = {"step": i, "task_id": task.id, "correct": bool(out.score.correct),
             "old_memory_sha256": text_hash(out.old_memory), "candidate_memory_sha256": text_hash(out.candidate_memory),
             "candidate_rejected": out.candidate_rejected, "deployed": "candidate" if deployed_candidate else "previous",
             "deployed_memory_sha256": text_hash(deployed), "decision": decision}
-    record = {"step": i, "task_id": task.id, "correct": bool(out.score.correct), "extracted": out.score.extracted,
-              "status": out.score.status, "output": out.output.text, "reasoning": out.output.reasoning,
+    record = {"step": i, "task_id": task.id, "correct": bool(out.score.correct), **_strict_field(out.score),
+              "extracted": out.score.extracted, "status": out.score.status, "output": out.output.text, "reasoning": out.output.reasoning,
               "finish_reason": out.output.finish_reason,
               "llm_calls": [{"role": c.role, "prompt_tokens": c.result.usage.prompt_tokens,
                              "completion_tokens": c.result.usage.completion_tokens,
@@ -153,7 +159,8 @@ def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: 
 def frozen_test(ctx, updater) -> list[dict]:
     """test.jsonl lines: the frozen memory on the held-out split."""
     results = updater.solve_frozen(ctx.test.tasks, role="test") if ctx.test.tasks else []
-    return [{"task_id": task.id, "correct": bool(score.correct), "extracted": score.extracted, "status": score.status,
+    return [{"task_id": task.id, "correct": bool(score.correct), **_strict_field(score), "extracted": score.extracted,
+             "status": score.status,
              "output": chat.text, "finish_reason": chat.finish_reason}
             for task, (chat, score) in zip(ctx.test.tasks, results)]
 
@@ -161,16 +168,35 @@ def frozen_test(ctx, updater) -> list[dict]:
 def checkpoint_tests(ctx, m: _Method, test_correct: int) -> list[dict]:
     """Test accuracy of the memory at each stream-fraction checkpoint (paper Fig. 4), then at the end."""
     out = []
-    for frac, ckp in sorted(m.counters["eval_checkpoints"].items(), key=lambda kv: float(kv[0])):
-        probe = ctx.make_updater()
-        probe.load_snapshot(ckp["state"])
+    as_logged = ctx.settings.checkpoint_restore_mode() == "paper"
+    final_in_log = False
+
+    def probe_test(state):
+        probe = ctx.make_updater(ctx.namespace_of(m.janus is not None))
+        probe.load_snapshot(state)
+        if as_logged:  # the authors' Fig. 4 restore (DC-RS: successes-only pool; ExpeL: counts 2)
+            probe.restore_as_logged()
         res = probe.solve_frozen(ctx.test.tasks, role="test") if ctx.test.tasks else []
-        ok = sum(int(sc.correct) for _, sc in res)
-        out.append({"fraction": float(frac), "step": ckp["step"], "test_accuracy": ok / len(res) if res else None})
+        return sum(int(sc.correct) for _, sc in res) / len(res) if res else None
+
+    for frac, ckp in sorted(m.counters["eval_checkpoints"].items(), key=lambda kv: float(kv[0])):
+        out.append({"fraction": float(frac), "step": ckp["step"], "test_accuracy": probe_test(ckp["state"])})
+        final_in_log = final_in_log or ckp["step"] == len(ctx.stream.tasks)
     if ctx.settings.checkpoints and ctx.test.tasks:
-        out.append({"fraction": 1.0, "step": len(ctx.stream.tasks),
-                    "test_accuracy": test_correct / len(ctx.test.tasks)})
+        acc = test_correct / len(ctx.test.tasks)
+        if as_logged and not final_in_log and _restore_changes(ctx, m):
+            acc = probe_test(m.updater.snapshot())  # the 100% point restored as the authors restore it too
+        out.append({"fraction": 1.0, "step": len(ctx.stream.tasks), "test_accuracy": acc})
     return out
+
+
+def _restore_changes(ctx, m) -> bool:
+    """Whether the authors' restore gives the final memory another test state (DC-RS with a failure in its pool)."""
+    probe = ctx.make_updater(ctx.namespace_of(m.janus is not None))
+    probe.load_snapshot(m.updater.snapshot())
+    before = probe.get_state()
+    probe.restore_as_logged()
+    return probe.get_state() != before
 
 
 class TestPhase:
@@ -204,12 +230,17 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
                    usage: dict, wall_s: float) -> dict:
     c, n, with_janus = m.counters, len(ctx.stream.tasks), m.janus is not None
     n_test, test_correct = len(ctx.test.tasks), sum(r["correct"] for r in test_records)
+    checker = ctx.settings.checker_mode()
+    strict_correct = sum(r.get("strict_correct", r["correct"]) for r in test_records)
     post_warmup = max(0, n - int(ctx.settings.janus_config().warmup)) if with_janus else 0
     janus_only = lambda v: v if with_janus else None  # noqa: E731
     return {
         "method": m.name, "janus": with_janus, "stream_tasks": n,
         "online_accuracy": c["n_correct"] / n if n else None,
         "test_tasks": n_test, "test_correct": test_correct, "test_accuracy": test_correct / n_test if n_test else None,
+        # the paper checker's accuracy above; our strict checker's on the same answers here (issue 27)
+        **({"checker": checker, "test_correct_strict": strict_correct,
+            "test_accuracy_strict": strict_correct / n_test if n_test else None} if checker == "paper" else {}),
         "triggers": janus_only(c["triggers"]),
         "trigger_rate": janus_only(c["triggers"] / post_warmup if post_warmup else 0.0),
         "accepts": janus_only(c["accepts"]), "rollbacks": janus_only(c["rollbacks"]),

@@ -36,13 +36,16 @@ def updater_overrides(preset: str, updater: str) -> dict:
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
     if preset == "paper":
         return {}
+    backend = {"sampling": "backend"}  # top_p / top_k / min_p left to the backend (llama.cpp: 0.95 / 40 / 0.05)
+    if updater in ("dc_rs", "dc_cu", "expel"):
+        backend["parse_reasoning"] = False  # parsers see the answer text only (ours)
     if updater == "dc_rs":
-        return {**_DC_SMALL, "curator_input": "question"}  # the bare question (ours) instead of the task prompt
+        return {**_DC_SMALL, "curator_input": "question", **backend}  # the bare question instead of the task prompt
     if updater == "dc_cu":
-        return dict(_DC_SMALL)
+        return {**_DC_SMALL, **backend}
     if updater == "expel":
-        return dict(_EXPEL_SMALL)
-    return {"presence_penalty": None}
+        return {**_EXPEL_SMALL, **backend, "curator_input": "task_prompt"}
+    return {"presence_penalty": None, **backend}
 
 
 def janus_config(preset: str, **overrides) -> JanusConfig:
@@ -55,6 +58,26 @@ def janus_config(preset: str, **overrides) -> JanusConfig:
 def replay_mode(preset: str) -> str:
     """``fresh`` (paper: a new sample per (trigger, entry, memory)) or ``frozen`` (small: cached replays)."""
     return "fresh" if preset == "paper" else "frozen"
+
+
+def checkpoint_restore(preset: str) -> str:
+    """``paper`` (Fig. 4 memories restored as the authors' script does) or ``exact`` (small: exact snapshots)."""
+    return "paper" if preset == "paper" else "exact"
+
+
+def twin_cache(preset: str) -> str:
+    """``separate`` (paper: the base method and its +Janus twin are independent samples) or ``shared`` (small)."""
+    return "separate" if preset == "paper" else "shared"
+
+
+def replay_failures(preset: str) -> str:
+    """``zero`` (paper: a failed replay request scores that entry 0) or ``abort`` (small: the comparison ends)."""
+    return "zero" if preset == "paper" else "abort"
+
+
+def checker(preset: str) -> str:
+    """``paper`` (the authors' checkers; our strict verdict recorded beside) or ``strict`` (small: ours only)."""
+    return "paper" if preset == "paper" else "strict"
 
 
 def encoder_line(encoder_name: str) -> str:

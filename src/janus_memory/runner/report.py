@@ -139,7 +139,17 @@ def _section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
     main_rows = [r for r in rows if not r.stream_order]
     order_rows = [r for r in rows if r.stream_order]
     paired = paired_rows([r for r in main_rows if not r.suffix_keys], names)
-    return {"accuracy": accuracy_table(main_rows), "trigger": trigger_table(main_rows),
+    paper_checked = any(r.checker == "paper" for r in main_rows if not r.suffix_keys)
+    accuracy = accuracy_table(main_rows)
+    strict = accuracy_table(main_rows, strict=True) if paper_checked else None
+    if strict is not None:  # "same": every cell equal to Table 1's (then one line says so instead of a copy)
+        strict["same"] = strict["body"] == accuracy["body"]
+    from .published import published_table
+
+    return {"accuracy": accuracy, "published": published_table(main_rows),
+            # our strict checker's accuracy of the same answers, when any run scored with the authors' checker
+            "accuracy_strict": strict,
+            "trigger": trigger_table(main_rows),
             "janus_cost": janus_cost_table(main_rows), "evalset": evalset_table(main_rows),
             "stream_order": stream_order_table(order_rows), "seeds": stream_order_table(main_rows),
             "paired": {"rows": paired, "markdown": paired_markdown(paired)}}
@@ -257,12 +267,33 @@ def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str
     return md
 
 
+PUBLISHED_TITLE = "## The paper's published numbers beside ours"
+STRICT_TITLE = "## Table 1 with our strict checker (the same answers)"
+STRICT_NOTE = ("Runs scored with the authors' checker (`checker: paper`, the paper preset) report its accuracy in "
+               "Table 1: it credits the gold letter or option text in the answer tag, the first character of the "
+               "output, or the gold option text anywhere in the output, thinking included. This table scores the "
+               "same test answers with our strict checker (the extracted final answer only); the difference is "
+               "checker leniency. Runs scored with the strict checker show the same number in both tables.")
+
+
+STRICT_SAME = ("Table 1 scores with the authors' checker (`checker: paper`); our strict checker gives the same "
+               "accuracy in every cell.")
+
+
 def _section_markdown(tables: dict, cap: str, sources: list[str] = ()) -> list[str]:
     capline = f"*{cap}*"
     md = []
     if tables["accuracy"]["labels"]:  # a sweep of variants only (every label has a [..] suffix) has no Table 1 rows
         md += ["## Table 1: test accuracy (frozen memory, held-out split)", "", tables["accuracy"]["markdown"], "",
                capline, ""]
+        pub = tables.get("published")
+        if pub and pub["body"]:
+            md += [PUBLISHED_TITLE, "", pub["note"], "", pub["markdown"], ""]
+        strict = tables.get("accuracy_strict")
+        if strict and strict["same"]:
+            md += [STRICT_SAME, ""]
+        elif strict:
+            md += [STRICT_TITLE, "", STRICT_NOTE, "", strict["markdown"], "", capline, ""]
     if sources:
         md += ["Rows that share a method name, by what tells them apart, and their run folders:", "",
                *(f"- {x}" for x in sources), ""]

@@ -27,6 +27,24 @@ def print_report(res: dict, console) -> None:
         if acc["labels"]:
             t = fit_table("Table 1: test accuracy (%)", tuple(acc["header"]), acc["body"], width=width)
             console.print(t, crop=False)
+            pub = sec["tables"].get("published")
+            if pub and pub["body"]:
+                t = fit_table("the paper's published numbers beside ours", tuple(pub["header"]), pub["body"],
+                              width=width)
+                console.print(t, crop=False)
+                _print(console, pub["note"])
+            strict = sec["tables"].get("accuracy_strict")
+            if strict and strict["same"]:
+                _print(console, "Table 1 scores with the authors' checker (checker: paper); our strict checker "
+                                "gives the same accuracy in every cell")
+            elif strict:
+                t = fit_table("Table 1, strict checker (%)", tuple(strict["header"]),
+                              strict["body"], width=width)
+                console.print(t, crop=False)
+                _print(console, "the first table scores with the authors' checker (checker: paper): gold letter "
+                                "or option text in the answer tag, the output's first character, or the gold option "
+                                "text anywhere, thinking included; the strict table is ours; the difference is "
+                                "checker leniency")
         else:
             _print_cost_rows(sec, group, console, width)
         if not group:  # the setup as a line of its own: a caption would wrap to the table's width

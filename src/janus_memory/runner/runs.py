@@ -50,6 +50,16 @@ class MethodRun:
         return self.summary.get("test_accuracy")
 
     @property
+    def checker(self) -> str:
+        """The answer checker of the run: "paper" (its test_accuracy is the authors' checker's) or "strict"."""
+        return self.summary.get("checker") or "strict"
+
+    @property
+    def test_accuracy_strict(self) -> float | None:
+        """Our strict checker's test accuracy on the same answers (a paper-checker run records it beside)."""
+        return self.summary.get("test_accuracy_strict") if self.checker == "paper" else self.test_accuracy
+
+    @property
     def eval_set_size(self) -> int:
         """|E| = coverage + boundary + fresh sizes of the roles in use (paper-spec §8.6: K + K_F)."""
         c = self.janus_cfg

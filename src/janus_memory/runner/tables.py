@@ -103,8 +103,10 @@ def common_seeds(variants: dict[str, list[MethodRun]]) -> dict[str, list[MethodR
     return {k: [r for r in rs if r.seed in common] for k, rs in variants.items()}
 
 
-def accuracy_table(rows: list[MethodRun]) -> dict:
+def accuracy_table(rows: list[MethodRun], strict: bool = False) -> dict:
     """Table 1: mean test accuracy (%) per label x dataset over seeds, plus the average over datasets.
+
+    ``strict``: our strict checker's accuracy (``MethodRun.test_accuracy_strict``) instead of the run's checker's.
 
     Rows: labels without an ablation suffix. Avg is the mean of the row's per-dataset means; it is given only when the row
     has every dataset of the table (otherwise "—")."""
@@ -119,7 +121,8 @@ def accuracy_table(rows: list[MethodRun]) -> dict:
         cells[lab] = {}
         for ds in datasets:
             rs = g.get((lab, ds), [])
-            m, s = _mean([r.test_accuracy for r in rs]), _std([r.test_accuracy for r in rs])
+            accs = [r.test_accuracy_strict if strict else r.test_accuracy for r in rs]
+            m, s = _mean(accs), _std(accs)
             cells[lab][ds] = {"mean": m, "std": s, "n": len(rs)}
             line.append(_pct(m, s))
             means.append(m)

@@ -53,7 +53,13 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "presence_penalty": 1.0,  # paper preset: on every solving call (authors' vLLM path); None = not sent
     "extra_body": None,  # backend-specific JSON sent with every call (e.g. Qwen3 thinking switch); None = not sent
     "faithful": False,  # reproduce the original method's parsing quirks (C24/C25), recording the branch taken
+    # truncation samplers (issue 27): "paper" sends PAPER_SAMPLING with every call (the authors' vLLM calls leave
+    # top_p / top_k / min_p unrestricted; llama.cpp would otherwise apply 0.95 / 40 / 0.05); "backend" sends none
+    "sampling": "paper",
 }
+COMMON_CHOICES: dict[str, tuple] = {"sampling": ("paper", "backend")}
+# unrestricted: top_p 1 (all the mass), top_k -1 (every token: vLLM and llama.cpp both read <= 0 so), min_p 0
+PAPER_SAMPLING = {"top_p": 1.0, "top_k": -1, "min_p": 0.0}
 
 
 class Updater(ABC):
@@ -117,6 +123,10 @@ class Updater(ABC):
         return None
 
     # ---- provided --------------------------------------------------------------------------------
+    def restore_as_logged(self) -> None:
+        """Fig. 4 checkpoints (``checkpoint_restore: paper``): turn an exact snapshot into the state the authors'
+        ``make_memory_checkpoints.py`` rebuilds from their per-step memory log. Default: nothing to change."""
+
     def snapshot(self, *, by_reference: bool = False) -> dict:
         """Full state incl. banks and stats; ``json.dumps(snapshot(), sort_keys=True)`` is deterministic.
 
@@ -186,8 +196,15 @@ class Updater(ABC):
 
     # ---- helpers for subclasses -----------------------------------------------------------------
     def _with_extra(self, params: dict) -> dict:
-        if self.config["extra_body"] is not None:
-            params["extra_body"] = self.config["extra_body"]
+        sampling = self.config.get("sampling", "paper")
+        if sampling not in COMMON_CHOICES["sampling"]:
+            raise ValueError(f"sampling must be one of {', '.join(COMMON_CHOICES['sampling'])}, got {sampling!r}")
+        extra = dict(self.config["extra_body"] or {})
+        if sampling == "paper":  # explicit unrestricted truncation samplers; the user's extra_body wins
+            params.setdefault("top_p", PAPER_SAMPLING["top_p"])
+            extra = {"top_k": PAPER_SAMPLING["top_k"], "min_p": PAPER_SAMPLING["min_p"], **extra}
+        if extra:
+            params["extra_body"] = extra
         return params
 
     def solver_params(self) -> dict:

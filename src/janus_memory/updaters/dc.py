@@ -73,7 +73,7 @@ class _DCBase(Updater):
         "prompts": "paper",  # "paper" | "small"
         "extraction": "first",  # "first" (authors) | "last" (strict, ours)
         "fallback": "previous",  # "previous" | "dc_original" (DC-RS: deploy the retrieved-pairs block)
-        "parse_reasoning": False,  # parsers also see the thinking text
+        "parse_reasoning": True,  # parsers and the stored outputs see the thinking text (the authors'; issue 27)
         "execute_code": True,  # DC-RS stream: run "EXECUTE CODE!" blocks in the sandbox, one follow-up
         "exec_timeout_s": 15.0,
     }
@@ -119,6 +119,14 @@ class _DCBase(Updater):
         if self.config["parse_reasoning"] and result.reasoning:
             return f"{result.reasoning}\n{text}"
         return text
+
+    def stored_output(self, result: ChatResult) -> str:
+        """The output DC-RS keeps for retrieval: with ``parse_reasoning`` the thinking (as Qwen3 writes it, in
+        ``<think>`` tags) and then the answer, as the authors store ``model_output``; otherwise the answer text."""
+        shown = visible_text(result)
+        if self.config["parse_reasoning"] and result.reasoning and shown is not result.reasoning:
+            return f"<think>\n{result.reasoning}\n</think>\n\n{shown}"
+        return shown
 
     def _apply_curator_output(self, result: ChatResult, info: dict, fallback: str | None = None) -> str | None:
         """Update ``self.cheatsheet`` from the curator reply; return the rejection reason (None if deployed).
@@ -260,7 +268,7 @@ class DCRetrievalSynthesis(_DCBase):
                 "id": task.id,
                 "question": task.question,
                 "input": task_prompt,
-                "output": visible_text(out),
+                "output": self.stored_output(out),
                 "feedback": "success" if score.correct else "failure",
             },
             q_emb,
@@ -292,6 +300,18 @@ class DCRetrievalSynthesis(_DCBase):
 
     def state_hints(self) -> dict:
         return {("bank",) + p: h for p, h in self.bank.state_hints().items()}
+
+    def restore_as_logged(self) -> None:
+        """The authors' checkpoint restore rebuilds the retrieval pool from the successful records only (their log
+        keeps the deployed cheatsheet; failures are not put back)."""
+        keep = [i for i, r in enumerate(self.bank.records) if r.get("feedback") == "success"]
+        if len(keep) == len(self.bank):
+            return
+        emb = self.bank.matrix()
+        bank = RetrievalBank()
+        for i in keep:
+            bank.add(self.bank.records[i], emb[i])
+        self.bank = bank
 
     def get_state(self) -> dict:
         return {"cheatsheet": self.cheatsheet, "bank": self.bank.state()}

@@ -16,8 +16,10 @@ Presets (issue 13; docs/fidelity.md): the defaults are the authors' code: rule o
 reply with two-way text containment (``rule_ops="paper"``, :func:`expel_rules.apply_ops_paper`), the FIRST
 ``<final_answer>`` block is scored in the stream, Janus replays are scored on the RAW output with the task's
 checker (``replay_scoring="raw"``), presence_penalty 1.0 on every call, and retrieval over several fields of each
-success case (question, trajectory, each reflection; the top ``top_k * buffer_retrieve_ratio`` documents,
-aggregated per case by their best score; ``retrieval="multi_field"``). ``SMALL_MODEL_CONFIG`` restores our strict
+success case, the authors' fields (``retrieval="paper"``, :func:`paper_case_fields`: the task, its thought, its
+last steps, its actions, the joined reflections; the top ``top_k * buffer_retrieve_ratio`` documents, aggregated per
+case by their best score); ``retrieval="multi_field"`` indexes our fields instead (question, the whole trajectory,
+each reflection). ``SMALL_MODEL_CONFIG`` restores our strict
 parser, last block, block scoring in replay, no penalty and question-only retrieval. ``parse_reasoning`` lets the
 parsers see the thinking text (the authors' vLLM outputs include it).
 
@@ -65,6 +67,43 @@ def _first_block(text: str, tag: str) -> str | None:
     return t.split(f"<{tag}>", 1)[1].split(f"</{tag}>", 1)[0].strip() or None
 
 
+def paper_case_fields(trajectory: str, reflections: list[str]) -> list[tuple[str, str]]:
+    """The retrieval documents the authors build for a success case besides its task (``retrieval="paper"``):
+
+    the trajectory's non-empty lines, trimmed, are its steps; a line starting "> think" or "think:" (any case) is a
+    thought (the "think:" prefix dropped), another line starting ">" an action (the ">" dropped). Documents:
+    ``thought`` = the last 3 thoughts, or the trajectory's first 300 characters when it has none; ``step`` = the last
+    5 steps; ``action`` = the last 5 actions (when any); ``reflection`` = the non-empty reflections joined by new
+    lines (when any). Single-turn answers have no actions, so their documents are thought, step and reflection."""
+    raw = (trajectory or "").strip()
+    lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
+    thoughts, actions = [], []
+    for ln in lines:
+        low = ln.lower()
+        if low.startswith("> think") or low.startswith("think:"):
+            t = re.sub(r"^>?\s*think:\s*", "", ln, flags=re.IGNORECASE).strip()
+            if t:
+                thoughts.append(t)
+        elif ln.startswith(">"):
+            a = ln[1:].strip()
+            if a:
+                actions.append(a)
+    if not thoughts and raw:
+        thoughts = [raw[:300]]
+    steps = lines or ([raw] if raw else [])
+    out = []
+    if thoughts:
+        out.append(("thought", "\n".join(thoughts[-3:])))
+    if steps:
+        out.append(("step", "\n".join(steps[-5:])))
+    if actions:
+        out.append(("action", "\n".join(actions[-5:])))
+    joined = "\n".join(r.strip() for r in reflections if r and r.strip())
+    if joined:
+        out.append(("reflection", joined))
+    return out
+
+
 @register_updater("expel")
 class ExpeL(Updater):
     prompt_prefixes = ("expel_",)
@@ -73,9 +112,12 @@ class ExpeL(Updater):
 
     DEFAULTS = {"max_tries": 3, "batch_update_size": 8, "max_num_rules": 20, "reflection_max_tokens": 256,
                 "rule_ops": "paper", "answer_block": "first", "replay_scoring": "raw",
-                "parse_reasoning": False, "retrieval": "multi_field", "buffer_retrieve_ratio": 5}
+                "parse_reasoning": True, "retrieval": "paper", "buffer_retrieve_ratio": 5,
+                # what the rule curator is shown of each case: the raw question (the authors') or the task prompt
+                "curator_input": "question"}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
-                "replay_scoring": ("raw", "answer_block"), "retrieval": ("multi_field", "question")}
+                "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question"),
+                "curator_input": ("question", "task_prompt")}
 
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
@@ -263,14 +305,21 @@ class ExpeL(Updater):
         res = self._chat(msgs, role="curator", calls=calls, params=params)
         info["ops"].append(self.apply_curator_text(self.parse_view(res), source))
 
+    def _curator_text(self, case: dict) -> str:
+        """What the rule curator sees of a case: its raw question (``curator_input="question"``, the authors') or
+        the full task prompt with options and answer format (``"task_prompt"``)."""
+        if self.config["curator_input"] == "question" and case.get("question"):
+            return case["question"]
+        return case["input"]
+
     def _pair_prompt(self, success: dict, failed: dict) -> str:
         lim = self.config["retrieved_output_chars"]
         return fill(
             load_prompt("expel_pair_curator"),
             RULES=self.memory_text(),
-            SUCCESS_QUESTION=success["input"],
+            SUCCESS_QUESTION=self._curator_text(success),
             SUCCESS_TRAJECTORY=truncate(success["trajectory"], lim),
-            FAIL_QUESTION=success["input"],
+            FAIL_QUESTION=self._curator_text(success),
             FAIL_TRAJECTORY=truncate(failed["trajectory"], lim),
             OPS_FORMAT=load_prompt("expel_ops_format"),
         )
@@ -278,7 +327,7 @@ class ExpeL(Updater):
     def _batch_prompt(self, cases: list[dict]) -> str:
         lim = self.config["retrieved_output_chars"]
         items = "\n\n".join(
-            f"[Success {i}]\nProblem: {c['input']}\nReasoning: {truncate(c['trajectory'], lim)}"
+            f"[Success {i}]\nProblem: {self._curator_text(c)}\nReasoning: {truncate(c['trajectory'], lim)}"
             for i, c in enumerate(cases, start=1)
         )
         return fill(
@@ -300,12 +349,16 @@ class ExpeL(Updater):
 
     # ---- retrieval ---------------------------------------------------------------------------
     def _add_case(self, case: dict, q_emb) -> None:
-        """Add a success case; with multi-field retrieval also its documents (question, trajectory, reflections)."""
+        """Add a success case; with multi-field retrieval also its documents: the task and :func:`paper_case_fields`
+        (``paper``) or the trajectory and each reflection (``multi_field``)."""
         idx = len(self.pool)
         self.pool.add(case, q_emb)
-        if self.config["retrieval"] != "multi_field":
+        if self.config["retrieval"] == "question":
             return
-        fields = [("trajectory", case["trajectory"])] + [("reflection", r) for r in case["reflections"]]
+        if self.config["retrieval"] == "paper":
+            fields = paper_case_fields(case["trajectory"], case["reflections"])
+        else:
+            fields = [("trajectory", case["trajectory"])] + [("reflection", r) for r in case["reflections"]]
         fields = [(name, text) for name, text in fields if text and text.strip()]
         self.docs.add({"case": idx, "field": "task"}, q_emb)
         if fields:
@@ -316,7 +369,7 @@ class ExpeL(Updater):
         """Top-k success cases: by question only, or (multi_field) the best of each case's documents among the top
         ``top_k * buffer_retrieve_ratio`` documents, best first (ties: earlier document rank)."""
         k = int(self.config["top_k"])
-        if self.config["retrieval"] != "multi_field" or not len(self.docs):
+        if self.config["retrieval"] == "question" or not len(self.docs):
             return self.pool.top_k(q_emb, k)
         best: dict[int, float] = {}
         for i, sim in self.docs.top_k(q_emb, k * int(self.config["buffer_retrieve_ratio"])):
@@ -331,6 +384,11 @@ class ExpeL(Updater):
         hints.update({("pool",) + p: h for p, h in self.pool.state_hints().items()})
         hints.update({("docs",) + p: h for p, h in self.docs.state_hints().items()})
         return hints
+
+    def restore_as_logged(self) -> None:
+        """The authors' checkpoint restore reads the rules back from their log and gives each the count 2 (a new
+        rule's count). The rendered rules, hence the test prompts, do not change; later updates would."""
+        self.rules = [[text, 2] for text, _ in self.rules]
 
     def get_state(self) -> dict:
         return {
