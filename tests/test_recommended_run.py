@@ -6,7 +6,7 @@ import json
 from janus_memory.cli import main
 
 PRESET_LINE = ("janus preset: recommended (trigger=always, tau=0.0, same_memory_shortcut=True, early_stop=False, "
-               "dedup=True, clustering=full, replay_limit=None, decision_rule=sequential, seq_max_pairs=9, "
+               "dedup=True, clustering=sklearn, replay_limit=None, decision_rule=sequential, seq_max_pairs=9, "
                "gate_full_compare=True, reuse_old_results=True)")
 # (step, triggered, accept, reason, evaluator calls, full-evaluation calls, pairs evaluated)
 EXPECT = [
