@@ -144,6 +144,12 @@ def _print_preset(cfg, console, demo: bool = False) -> None:
 
 
 def _run(cfg, args, console, t0: float | None = None) -> int:
+    _run_summary(cfg, args, console, t0)
+    return 0
+
+
+def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
+    """One run as `janus run` shows it (header, progress, tables, closing lines); returns its summary."""
     from .cli_checks import preflight
     from .cli_progress import ConsoleProgress, make_bars
     from .runner import injection
@@ -181,7 +187,7 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
     closing_lines(summary, say, t0, first_step[0] if first_step else None)
     for line in injection.next_steps(summary):  # runs with --inject: where to look next
         say(line)
-    return 0
+    return summary
 
 
 def _model_fetch(args, console) -> int:
@@ -341,10 +347,10 @@ def _exit_if_threads_linger(code: int = 130) -> None:
 def _dispatch(args, console):
     """The command function for ``args``, or None (print help)."""
     t0 = getattr(args, "started", None)  # main(): when the process (or the in-process call) started
-    if args.cmd == "demo":
-        cfg = _config_from_args(args, demo=True)
-        _ensure_demo_model(cfg, console)
-        return lambda a, c: _run(cfg, a, c, t0)
+    if args.cmd == "demo":  # two acts: scripted (seconds), then the real model (cli_demo.py)
+        from .cli_demo import run_demo
+
+        return lambda a, c: run_demo(a, c, t0)
     if args.cmd == "run":
         return lambda a, c: _run(_config_from_args(a, demo=False), a, c, t0)
     if args.cmd == "memory":

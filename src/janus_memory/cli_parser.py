@@ -5,6 +5,7 @@ import argparse
 import sys
 
 EXIT_USAGE = 2
+ACTS_CHOICES = ("scripted", "real", "both")  # janus demo --act (cli_demo.py)
 
 # options that set the RunConfig field of the same name, and those that set a JanusConfig field
 CLI_TO_CFG = (
@@ -341,12 +342,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (it registers its own updaters/datasets/...); also $JANUS_PLUGINS")
     sub = p.add_subparsers(dest="cmd", parser_class=Parser)
-    d = sub.add_parser("demo", help="small real run: GSM8K, embedded model, DC-RS with and without Janus (measured "
-                                    "~11 min on 2 cores)",
-                       description="A small real run on the embedded model (fetched on first use): 5 GSM8K stream "
-                                   "tasks and 3 test tasks, DC-RS without and with Janus, one injected harmful "
-                                   "candidate at the last step. Prints an estimate first (LLM calls, and the time "
-                                   "measured by earlier runs on this machine). Measured 645 s on a shared 2-core machine (README).")
+    d = sub.add_parser("demo", help="Janus at work in two acts: a scripted model that follows its memory (seconds), "
+                                    "then the embedded model (~11 min on 2 cores)",
+                       description="Two acts on the same real GSM8K tasks (5 stream, 3 test), DC-RS without and with "
+                                   "Janus, one injected harmful candidate at the last stream step. Act 1 (seconds, no "
+                                   "model weights): a scripted model that follows its memory; Janus rolls the poison "
+                                   "back. Act 2: the embedded model (fetched on first use), which does not act on its "
+                                   "memory, so Janus ties (measured ~11 min on 2 cores, docs/experiments.md). "
+                                   "--backend fake runs act 1 alone.")
+    d.add_argument("--act", choices=list(ACTS_CHOICES), type=str.lower,
+                   help="scripted (act 1: seconds, no model), real (act 2: the model) or both, act 1 first "
+                        "(default: both; --backend fake: scripted)")
     add_run_options(d, demo=True, names=names)
     r = sub.add_parser("run", help="run a stream + frozen test with explicit options",
                        description="Run one memory updater over a stream of tasks, without and/or with Janus, then "
