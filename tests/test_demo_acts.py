@@ -61,9 +61,9 @@ Scripted act: a scripted model that follows its memory (seconds; no model weight
 [scripted]   gsm8k:120   coverage         old memory right  candidate wrong
 [scripted]   gsm8k:1101  boundary         old memory right  candidate wrong
 [scripted]   gsm8k:192   fresh            old memory wrong  candidate wrong
-[scripted] Janus: old memory 3/4, candidate 0/4 -> rolled back: keeps the memory it had before step 5
+[scripted] Janus: old memory 3/4, candidate 0/4 -> rolled back: keeps its memory from before step 5
 [scripted] over the 5 stream steps Janus compared 1 time and rolled back 1 candidate
-[scripted] held-out test, each final memory frozen: dc_rs (blind) 0/3 (0.000), dc_rs+janus (Janus) 2/3 (0.667)
+[scripted] held-out test, final memories frozen: dc_rs (blind) 0/3, dc_rs+janus (Janus) 2/3
 """
 
 
@@ -108,8 +108,7 @@ def test_both_acts_run_scripted_first_then_the_real_pipeline_between_its_frame(t
     lines = text.splitlines()
     assert lines[0] == "Act 1 of 2: a scripted model that follows its memory (seconds; no model weights)"
     a2 = lines.index(f"Act 2 of 2: the same run on a real model: m at {url}")
-    assert "[scripted] held-out test, each final memory frozen: dc_rs (blind) 0/3 (0.000), dc_rs+janus (Janus) 2/3 " \
-           "(0.667)" in lines[:a2]
+    assert "[scripted] held-out test, final memories frozen: dc_rs (blind) 0/3, dc_rs+janus (Janus) 2/3" in lines[:a2]
     assert not any("[scripted]" in line for line in lines[a2:])  # the real act's lines are never labelled scripted
     assert ("demo: Janus compares old and new memory at every step after warm-up (trigger always, the paper's "
             "ablation without MMT): 5 steps give the momentum trigger no history; `janus run` uses MMT") in lines[a2:]
@@ -135,3 +134,14 @@ def test_the_closing_frame_says_when_janus_blocked_the_poison():
     assert " ".join(x.strip() for x in lines[1:]).startswith(
         "Janus blocked the poison (evaluation set: old memory 0.67 vs candidate 0.00): this model's answers got worse "
         "with the planted instruction. To see a rollback")
+
+
+def test_the_readme_shows_what_the_scripted_act_prints(tmp_path, capsys):
+    """The README's act-1 excerpt is the output of `janus demo --act scripted` with its defaults (MiniLM encoder)."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"\n```\n(\[scripted\] .*?)```", readme, flags=re.S).group(1)
+    rc = main(["demo", "--act", "scripted", "--no-cache", "--out", str(tmp_path / "d")])
+    assert rc == 0
+    assert block in capsys.readouterr().out

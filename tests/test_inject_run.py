@@ -296,7 +296,7 @@ def test_the_scripted_demo_blocks_the_poison(tmp_path, capsys):
     assert rc == 0
     lines = capsys.readouterr().out.splitlines()
     assert "[scripted] blind deployment (dc_rs): deployed it; its memory now holds these lines" in lines
-    assert ("[scripted] Janus: old memory 3/4, candidate 0/4 -> rolled back: keeps the memory it had before step 5"
+    assert ("[scripted] Janus: old memory 3/4, candidate 0/4 -> rolled back: keeps its memory from before step 5"
             in lines)
 
 

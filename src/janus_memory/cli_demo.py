@@ -183,9 +183,8 @@ def story(summary: dict, seconds: float) -> list[str]:
         st = methods[guarded].get("janus_stats") or {}
         say(f"{TAG} over the {methods[guarded].get('stream_tasks', 0)} stream steps Janus compared "
             f"{_n(st.get('triggers', 0), 'time')} and rolled back {_n(st.get('rollbacks', 0), 'candidate')}")
-    tests = [f"{_label(m, r)} {r.get('test_correct', 0)}/{r.get('test_tasks', 0)} "
-             f"({(r.get('test_accuracy') or 0):.3f})" for m, r in methods.items()]
-    say(f"{TAG} held-out test, each final memory frozen: " + ", ".join(tests))
+    tests = [f"{_label(m, r)} {r.get('test_correct', 0)}/{r.get('test_tasks', 0)}" for m, r in methods.items()]
+    say(f"{TAG} held-out test, final memories frozen: " + ", ".join(tests))
     out.extend(prose(
         "By construction, the scripted model fails while its memory holds a planted instruction. What the act shows "
         "is what Janus does when a model acts on its memory: it scores the candidate against the old memory on tasks "
@@ -227,7 +226,7 @@ def _janus_lines(d: dict, method: str, step: int) -> list[str]:
         o = "right" if i < len(old) and old[i] else "wrong"
         n = "right" if i < len(new) and new[i] else "wrong"
         out.append(f"{TAG}   {tid:<{width}}  {_roles(tid, d):<16} old memory {o:<5}  candidate {n}")
-    verdict = ("rolled back: keeps the memory it had before step " + str(step)) if not d.get("accept") else \
+    verdict = ("rolled back: keeps its memory from before step " + str(step)) if not d.get("accept") else \
         "deployed the candidate (a tie goes to the candidate, as in the paper)"
     out.append(f"{TAG} Janus: old memory {_score(old)}, candidate {_score(new)} -> {verdict}")
     return out
