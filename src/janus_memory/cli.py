@@ -151,7 +151,7 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
 def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
     """One run as `janus run` shows it (header, progress, tables, closing lines); returns its summary."""
     from .cli_checks import preflight
-    from .cli_progress import ConsoleProgress, make_bars
+    from .cli_progress import ConsoleProgress, Heartbeat, load_warning, make_bars
     from .runner import injection
     from .runner.events import MethodStarted
     from .runner.experiment import run_experiment, validate_names
@@ -168,6 +168,9 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
     _print_preset(cfg, console, demo=getattr(args, "cmd", None) == "demo")
     say = _plain(console)
     say(f"run folder: {Path(cfg.out).expanduser().resolve()}")
+    busy = load_warning() if cfg.llm.backend == "local" else None  # the embedded model shares this machine's CPU
+    if busy:
+        say(busy)
     tty = console.is_terminal and not args.quiet
     first_step: list[float] = []  # when the first method started: the end of start-up
     with make_bars(console, disable=not tty) as bars:
@@ -181,8 +184,9 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
                 progress(ev)
             injected(ev)
 
-        summary = run_experiment(cfg, log=say, on_event=on_event, overwrite=args.overwrite,
-                                 resume=bool(getattr(args, "resume", None)), splits=splits)
+        with Heartbeat(progress):  # off a terminal: a line at least every 30 s, also inside a long model call
+            summary = run_experiment(cfg, log=say, on_event=on_event, overwrite=args.overwrite,
+                                     resume=bool(getattr(args, "resume", None)), splits=splits)
     print_summary(summary, console)  # always printed, whatever --quiet says (it quiets the progress only)
     closing_lines(summary, say, t0, first_step[0] if first_step else None)
     for line in injection.next_steps(summary):  # runs with --inject: where to look next
