@@ -114,3 +114,12 @@ def test_readme_run_folder_section_names_everything_a_run_folder_holds(tmp_path,
     inside = {p.name + ("/" if p.is_dir() else "") for p in (out / "dc_rs+janus").iterdir()}
     assert inside == {"decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt", "memories/"}
     assert inside <= named and "report.md" in named
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """Issue 25: a newcomer's test command is CI's, test-model fetch included."""
+    first_block = re.search(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S).group(1)
+    command = first_block.splitlines()[1].split("  #")[0].strip()
+    assert command == "pip install -e '.[test]' && janus model fetch --test-models && python -m pytest"
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci[-1] == command

@@ -144,8 +144,8 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                                                       "else ~/.cache/janus-memory/llm-cache)")
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="DIR", help="grid root: each cell runs in DIR/<dataset>/<cell>/seed<k>" if grid
-                   else "run folder to create, made with its parents (default: runs/demo-<date>-<time>, a new folder "
-                        "per demo)" if demo else
+                   else "folder to create, made with its parents, holding one run folder per act (scripted/, "
+                        "real/) (default: runs/demo-<date>-<time>, a new folder per demo)" if demo else
                    "run folder to create, made with its parents, relative to the current folder; a finished run there "
                    "needs --overwrite or another --out")  # show_defaults appends (default: runs/latest)
     if not grid:
