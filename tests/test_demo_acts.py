@@ -145,3 +145,15 @@ def test_the_readme_shows_what_the_scripted_act_prints(tmp_path, capsys):
     rc = main(["demo", "--act", "scripted", "--no-cache", "--out", str(tmp_path / "d")])
     assert rc == 0
     assert block in capsys.readouterr().out
+
+
+def test_the_real_act_on_the_embedded_model_says_before_it_starts_why_janus_ties():
+    from janus_memory.cli_demo import real_frame_before
+    from janus_memory.runner.config import demo_config
+
+    lines = real_frame_before(demo_config(), 2)
+    assert lines[0] == "Act 2 of 2: the same run on a real model: embedded Qwen2.5-Coder-1.5B (llama.cpp, this CPU)"
+    text = " ".join(x.strip() for x in lines[1:])
+    assert ("Expect Janus to tie here: this model hardly acts on what its memory says (measured: a planted instruction "
+            "changed 3 of 30 answers, docs/experiments.md)") in text
+    assert max(len(x) for x in lines) <= 100

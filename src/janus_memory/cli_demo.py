@@ -235,7 +235,7 @@ def _janus_lines(d: dict, method: str, step: int) -> list[str]:
 def real_frame_before(cfg, total: int) -> list[str]:
     """What act 2 shows, said before it starts."""
     head = "Act 2 of 2" if total > 1 else "Real act"
-    model = {"local": "the embedded model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp on this CPU)",
+    model = {"local": "embedded Qwen2.5-Coder-1.5B (llama.cpp, this CPU)",
              "openai": f"{cfg.llm.model or 'the model'} at {cfg.llm.base_url}"}.get(cfg.llm.backend, cfg.llm.backend)
     text = ("What it shows: the same pipeline (stream, injected poison, Janus's evaluation set, test) with every "
             "answer from a real model.")
