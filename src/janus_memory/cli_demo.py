@@ -23,7 +23,6 @@ from pathlib import Path
 
 from .errors import ConfigError
 
-from .cli_parser import ACTS_CHOICES as ACTS  # noqa: E402
 TAG = "[scripted]"
 # options that only concern the real act's model; act 1 always runs on the scripted backend
 _MODEL_ONLY = ("backend", "base_url", "model", "model_path", "n_ctx", "n_parallel", "request_timeout", "max_retries",
