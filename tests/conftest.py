@@ -6,6 +6,21 @@ import os
 os.environ.setdefault("JANUS_STORE_VERIFY", "1")
 
 
+def _use_the_fetched_test_model() -> None:
+    """The SmolLM2 GGUF that `janus model fetch --test-models` (in the README's test command) put into the cache is
+    the model of the llama.cpp-server and embedded-engine tests, unless a variable names another one. Without it
+    those tests skip with the reason."""
+    from janus_memory.model_fetch import test_model_path
+
+    path = test_model_path()
+    if path.is_file():
+        os.environ.setdefault("JANUS_TEST_SMOLLM2_GGUF", str(path))
+        os.environ.setdefault("JANUS_TEST_GGUF", os.environ["JANUS_TEST_SMOLLM2_GGUF"])
+
+
+_use_the_fetched_test_model()
+
+
 import pytest  # noqa: E402
 
 

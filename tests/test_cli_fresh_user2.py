@@ -448,5 +448,5 @@ def test_run_help_shows_the_default_stream_size_and_output_folder(capsys):
     assert RunConfig().out == "runs/latest" and RunConfig().dataset == "gsm8k"
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
-    assert ("--out DIR run folder to create, made with its parents (default: runs/demo-<date>-<time>, a new folder per "
-            "demo)") in " ".join(capsys.readouterr().out.split())
+    assert ("--out DIR folder to create, made with its parents, holding one run folder per act (scripted/, real/) "
+            "(default: runs/demo-<date>-<time>, a new folder per demo)") in " ".join(capsys.readouterr().out.split())

@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from child_signals import sigint_default  # noqa: E402
+
 ARGS = ["--backend", "fake", "--dataset", "gsm8k", "--stream-size", "120", "--test-size", "2", "--updater", "dc_rs",
         "--controller", "none", "--encoder", "hashing"]
 
@@ -24,6 +27,7 @@ def _stop_after_step_3(tmp_path: Path, send, **popen_kw) -> tuple[Path, int, lis
     stop: (run folder, exit code, stdout lines up to step 3, stderr). A run still alive after that is killed."""
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "janus_memory.cli", "run", *ARGS, "--out", str(out)]
+    popen_kw.setdefault("preexec_fn", sigint_default)  # Ctrl-C works also when pytest runs with SIGINT ignored
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path),
                          start_new_session=True, **popen_kw)
     try:

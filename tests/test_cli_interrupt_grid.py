@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))
+from child_signals import sigint_default  # noqa: E402
+
 STREAM = 60
 pytestmark = pytest.mark.timeout(1200)  # two real CLI processes with worker pools each
 
@@ -55,7 +58,7 @@ def _group_alive(pgid: int) -> list[str]:
 
 def _interrupt(cmd: list[str], env: dict, runs: list[Path]) -> tuple[int, str, str]:
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                         env=env, start_new_session=True)
+                         env=env, start_new_session=True, preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 600
         while not all(_committed(r) >= 1 for r in runs):
@@ -78,7 +81,7 @@ def _interrupt(cmd: list[str], env: dict, runs: list[Path]) -> tuple[int, str, s
 
 def _run_to_end(cmd: list[str], env: dict) -> subprocess.CompletedProcess:
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                         env=env, start_new_session=True)
+                         env=env, start_new_session=True, preexec_fn=sigint_default)
     try:
         out, err = p.communicate(timeout=900)
     finally:

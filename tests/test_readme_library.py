@@ -39,8 +39,8 @@ def _run_alone(block: str, tmp_path: Path):
 
 def test_every_python_block_is_either_runnable_or_called_a_sketch():
     firsts = [b.splitlines()[0] for b in _python_blocks()]
-    assert firsts == ["# a sketch: `agent`, `stream` and `my_score` are yours (a complete loop that runs as it "
-                      "stands follows below)", "# runnable: the whole loop, nothing else needed"]
+    assert firsts == ["# a sketch: `agent`, `stream` and `my_score` are yours (a loop that runs as it stands follows)",
+                      "# runnable: the whole loop, nothing else needed"]
 
 
 @pytest.mark.parametrize("i", range(len(_runnable_blocks())))
@@ -96,7 +96,7 @@ def test_an_updater_returning_a_bare_string_gets_one_clear_type_error():
 
 def test_readme_run_folder_section_names_everything_a_run_folder_holds(tmp_path, monkeypatch):
     """A finished fake run plus `janus report`: every file and folder in it (the method folders by example) is named in
-    the README's run-folder section, in backticks."""
+    the run-folder section of docs/running.md (the README points there), in backticks."""
     from janus_memory.cli import main
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
@@ -104,7 +104,7 @@ def test_readme_run_folder_section_names_everything_a_run_folder_holds(tmp_path,
     assert main(["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "4", "--test-size", "1",
                  "--encoder", "hashing:64", "--warmup", "2", "--quiet", "--out", str(out)]) == 0
     assert main(["report", str(out)]) == 0
-    text = README.read_text(encoding="utf-8")
+    text = (README.parent / "docs" / "running.md").read_text(encoding="utf-8")
     section = text[text.index("## The run folder"):text.index("## Reports, memory diffs")]
     named = set(re.findall(r"`([^`\s]+)`", section))
     top = {p.name + ("/" if p.is_dir() else "") for p in out.iterdir() if not p.name.endswith(("-wal", "-shm"))}
@@ -114,3 +114,12 @@ def test_readme_run_folder_section_names_everything_a_run_folder_holds(tmp_path,
     inside = {p.name + ("/" if p.is_dir() else "") for p in (out / "dc_rs+janus").iterdir()}
     assert inside == {"decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt", "memories/"}
     assert inside <= named and "report.md" in named
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """Issue 25: a newcomer's test command is CI's, test-model fetch included."""
+    first_block = re.search(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S).group(1)
+    command = first_block.splitlines()[1].split("  #")[0].strip()
+    assert command == "pip install -e '.[test]' && janus model fetch --test-models && python -m pytest"
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci[-1] == command

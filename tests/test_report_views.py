@@ -221,3 +221,45 @@ def test_replay_timeline_legend_has_no_fired_entry_when_nothing_fired(tmp_path, 
     replay_plot.plot_timeline(tmp_path / "t.png", "traj", {("traj", "hashing", "memory", "mmt", 2): rec}, ["hashing"], 2)
     assert _legend(figs[1]) == ["cos(z_t, m_t-1)", "tau = 0", "MMT fired"]
     plt.close("all")
+
+
+def test_the_timeline_shows_each_comparison_s_evaluation_set_scores_below_the_cosines(tmp_path, captured):
+    """Issue 25: every trigger policy's timeline shows what Janus decided: per comparison the old memory's score (grey
+    circle) and the candidate's (green up when deployed, red down when rolled back), joined by a line."""
+    decs = _decs("ww.AR.")
+    decs[3].update(old_score=0.5, new_score=0.75)
+    decs[4].update(old_score=0.75, new_score=0.25)
+    run = make_run(tmp_path / "run", "gsm8k", "dc_rs", {"dc_rs+janus": {"test_accuracy": 0.5, "triggers": 2,
+                                                                          "decisions": decs}})
+    plots.plot_trigger_timeline(next(r for r in load_method_runs([run]) if r.janus), tmp_path / "t.png")
+    fig = captured[0]
+    assert len(fig.axes) == 2
+    e = fig.axes[1]
+    assert [t.get_text() for t in e.get_legend().get_texts()] == [
+        "E score: old memory", "E score: candidate, deployed", "E score: candidate, rolled back"]
+    points = [[tuple(p) for p in c.get_offsets()] for c in e.collections if len(c.get_offsets())]
+    assert points == [[(4.0, 0.5), (5.0, 0.75)], [(4.0, 0.75)], [(5.0, 0.25)]]
+
+
+def test_a_run_without_any_cosine_gets_the_evaluation_set_panel_alone(tmp_path, captured):
+    """Like the demo's `trigger always` run: warm-up, then one comparison without a cosine. The timeline is not an empty
+    cosine band: one panel with the comparison's scores."""
+    decs = _decs("wwwwR")
+    decs[4].update(cosine=None, old_score=2 / 3, new_score=0.0)
+    run = make_run(tmp_path / "run", "gsm8k", "dc_rs", {"dc_rs+janus": {"test_accuracy": 0.5, "triggers": 1,
+                                                                          "decisions": decs}})
+    plots.plot_trigger_timeline(next(r for r in load_method_runs([run]) if r.janus), tmp_path / "t.png")
+    fig = captured[0]
+    assert len(fig.axes) == 1
+    assert fig.axes[0].get_title().startswith("Janus's comparisons: dc_rs+janus on gsm8k")
+    assert _legend(fig) == ["E score: old memory", "E score: candidate, rolled back", "warm-up (2)"]  # make_run: 2
+
+
+def test_the_trajectory_legend_sits_below_the_curves(tmp_path, captured):
+    from janus_memory.runner.inject_report import plot_trajectories
+
+    plot_trajectories(load_method_runs([_injections(tmp_path, False)]), tmp_path / "rep")
+    fig = captured[0]
+    fig.canvas.draw()
+    ax, legend = fig.axes[0], fig.axes[0].get_legend()
+    assert legend.get_window_extent().y1 < ax.get_window_extent().y0  # wholly under the axes: covers no data

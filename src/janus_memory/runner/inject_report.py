@@ -76,7 +76,7 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     from .reader import RunReader
 
     reader = RunReader(rs[0].run_dir)
-    fig, ax = plt.subplots(figsize=(9, 4.0))
+    fig, ax = plt.subplots(figsize=(9, 4.6))
     kinds: dict[int, str] = {}
     drawn: list[tuple[str, list[float]]] = []
     shown = {"deployed": False, "blocked": False}  # legend entries only for the marks drawn
@@ -114,7 +114,8 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     ax.set_title(f"Accuracy trajectory with injected harmful candidates: {rs[0].dataset}, {Path(rs[0].run_dir).name}",
                  fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left")
+    # below the axes, never over the curves (their first steps sit where a corner legend would go)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     return save_figure(fig, path)
 
 

@@ -3,7 +3,7 @@
 - checkpoints: test accuracy of the memory after 20/40/60/80/100% of the stream, base (red) vs Janus (blue) (paper Fig. 4);
 - trigger timeline: cos(z_t, m_{t-1}) per stream step with the threshold tau, warm-up shaded, accepted candidates and
   rollbacks marked (paper §2, Algorithm 1), triggers without a cosine in an "n/a" band, injected candidates as
-  labelled vertical lines;
+  labelled vertical lines; below it the evaluation-set scores (old memory vs candidate) of every comparison;
 - tokens by role: cumulative LLM tokens (prompt + completion) per stream step for solver / curator / janus;
 - eval-set ablation bars (Fig. 3) and stream-order spread (Fig. 5).
 - token overhead: base vs +Janus cumulative stream tokens on one scale, the overhead as `janus run` prints it.
@@ -94,9 +94,12 @@ def plot_checkpoints(rows, path: Path) -> Path | None:
 
 
 def plot_trigger_timeline(r, path: Path) -> Path | None:
-    """Cosine per step (line), tau (dashed), warm-up (shaded), accepted triggers (green ^), rollbacks (red v),
-    injected candidates (dotted vertical line labelled with the kind). A triggered step without a cosine (no momentum
-    yet, e.g. policy "always" right after the warm-up) is drawn in a separate "n/a" band below the cosine axis."""
+    """Two panels over the stream steps. Top: cosine per step (line), tau (dashed), warm-up (shaded), accepted triggers
+    (green ^), rollbacks (red v), injected candidates (dotted vertical line labelled with the kind); a triggered step
+    without a cosine (no momentum yet, e.g. policy "always" right after the warm-up) is drawn in a separate "n/a" band
+    below the cosine axis. Bottom: Janus's evaluation-set scores at each comparison, old memory vs candidate, so the
+    plot shows what every trigger policy decided. A run where no step has a cosine (a short "always" run) gets the
+    bottom panel alone."""
     from .reader import RunReader
 
     reader = RunReader(r.run_dir)
@@ -107,38 +110,78 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
     warmup = int(r.janus_cfg.get("warmup", 0))
     steps = [ln["step"] for ln in lines]
     cos = [(ln.get("decision") or {}).get("cosine") for ln in lines]
-    fig, ax = plt.subplots(figsize=(9, 3.6))
-    many = len(steps) > 80
-    ax.plot(steps, [c if c is not None else float("nan") for c in cos], color="tab:blue", lw=0.9 if many else 1.2,
-            marker=None if many else ".", ms=4, label="cos(z_t, m_{t-1})")
-    ax.axhline(tau, color="k", ls="--", lw=1, label=f"τ = {tau:g}")
-    if warmup:
-        ax.axvspan(0.5, min(warmup, max(steps)) + 0.5, color="0.85", alpha=0.6, label=f"warm-up ({warmup})")
-    lo, hi = cosine_ylim([c for c in cos if c is not None], tau)
-    ax.set_ylim(lo, hi)
-    y_na = _na_band(ax, lo, hi) if any(c is None and (ln.get("decision") or {}).get("triggered")
-                                       for c, ln in zip(cos, lines)) else None
-    marks: dict[bool, tuple[list, list]] = {True: ([], []), False: ([], [])}
-    for s, c, ln in zip(steps, cos, lines):
-        d = ln.get("decision") or {}
-        if d.get("triggered"):
-            marks[bool(d.get("accept"))][0].append(s)
-            marks[bool(d.get("accept"))][1].append(c if c is not None else y_na)
-    size = 18 if many else 60
-    for ok, marker, color, what in ((True, "^", "tab:green", "accepted"), (False, "v", "tab:red", "rolled back")):
-        if marks[ok][0]:  # a legend entry only for marks that are drawn
-            ax.scatter(*marks[ok], marker=marker, s=size, color=color, zorder=3,
-                       label=f"triggered: {what} ({len(marks[ok][0])})")
-    mark_injected(ax, injected_steps(r))
-    ax.set_xlim(0.5, max(steps) + 0.5)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("stream step")
-    ax.set_ylabel("cosine")
+    with_cos = any(c is not None for c in cos)
     trig = r.janus_cfg.get("trigger", "mmt")
-    ax.set_title(f"Trigger timeline: {r.label} on {r.dataset} (seed {r.seed}, trigger={trig})")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    if with_cos:
+        fig, (ax, ax_e) = plt.subplots(2, 1, figsize=(9, 5.6), sharex=True, height_ratios=[3, 2])
+    else:
+        fig, ax_e = plt.subplots(figsize=(9, 3.0))
+        ax = None
+    many = len(steps) > 80
+    size = 18 if many else 60
+    if ax is not None:
+        ax.plot(steps, [c if c is not None else float("nan") for c in cos], color="tab:blue", lw=0.9 if many else 1.2,
+                marker=None if many else ".", ms=4, label="cos(z_t, m_{t-1})")
+        ax.axhline(tau, color="k", ls="--", lw=1, label=f"τ = {tau:g}")
+        lo, hi = cosine_ylim([c for c in cos if c is not None], tau)
+        ax.set_ylim(lo, hi)
+        y_na = _na_band(ax, lo, hi) if any(c is None and (ln.get("decision") or {}).get("triggered")
+                                           for c, ln in zip(cos, lines)) else None
+        marks: dict[bool, tuple[list, list]] = {True: ([], []), False: ([], [])}
+        for st, c, ln in zip(steps, cos, lines):
+            d = ln.get("decision") or {}
+            if d.get("triggered"):
+                marks[bool(d.get("accept"))][0].append(st)
+                marks[bool(d.get("accept"))][1].append(c if c is not None else y_na)
+        for ok, marker, color, what in ((True, "^", "tab:green", "accepted"), (False, "v", "tab:red", "rolled back")):
+            if marks[ok][0]:  # a legend entry only for marks that are drawn
+                ax.scatter(*marks[ok], marker=marker, s=size, color=color, zorder=3,
+                           label=f"triggered: {what} ({len(marks[ok][0])})")
+        ax.set_ylabel("cosine")
+        ax.set_title(f"Trigger timeline: {r.label} on {r.dataset} (seed {r.seed}, trigger={trig})")
+    else:
+        ax_e.set_title(f"Janus's comparisons: {r.label} on {r.dataset} (seed {r.seed}, trigger={trig}; no step has a "
+                       "cosine yet)", fontsize=10)
+    _evalset_scores(ax_e, lines, size)
+    for a in (x for x in (ax, ax_e) if x is not None):
+        if warmup:
+            a.axvspan(0.5, min(warmup, max(steps)) + 0.5, color="0.85", alpha=0.6,
+                      label=f"warm-up ({warmup})" if a is (ax or ax_e) else None)
+        mark_injected(a, injected_steps(r), label=a is (ax or ax_e), text=a is (ax or ax_e))
+        a.grid(alpha=0.3)
+        if a.get_legend_handles_labels()[1]:  # no empty legend box (a panel with nothing labelled)
+            a.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax_e.set_xlim(0.5, max(steps) + 0.5)
+    ax_e.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_e.set_xlabel("stream step")
     return save_figure(fig, path)
+
+
+def _evalset_scores(ax, lines: list[dict], size: int) -> None:
+    """Per comparison: the old memory's and the candidate's evaluation-set score (a grey circle and a green/red
+    triangle, joined by a line), or a note when Janus compared nothing."""
+    old_x, old_y = [], []
+    new = {True: ([], []), False: ([], [])}
+    for ln in lines:
+        d = ln.get("decision") or {}
+        if not d.get("triggered") or d.get("old_score") is None or d.get("new_score") is None:
+            continue
+        st, o, n = ln["step"], float(d["old_score"]), float(d["new_score"])
+        ax.plot([st, st], [o, n], color="0.6", lw=1, zorder=2)
+        old_x.append(st)
+        old_y.append(o)
+        new[bool(d.get("accept"))][0].append(st)
+        new[bool(d.get("accept"))][1].append(n)
+    if old_x:
+        ax.scatter(old_x, old_y, marker="o", s=size * 0.6, color="0.45", zorder=3, label="E score: old memory")
+    for ok, marker, color, what in ((True, "^", "tab:green", "deployed"), (False, "v", "tab:red", "rolled back")):
+        if new[ok][0]:
+            ax.scatter(*new[ok], marker=marker, s=size, color=color, zorder=4, label=f"E score: candidate, {what}")
+    if not old_x:
+        ax.text(0.5, 0.5, "no comparison in this run", transform=ax.transAxes, ha="center", va="center",
+                fontsize=9, color="0.35")
+    ax.set_ylim(-0.08, 1.08)
+    ax.set_ylabel("evaluation-set\nscore")
 
 
 def _na_band(ax, lo: float, hi: float) -> float:
@@ -172,12 +215,15 @@ def injected_steps(r) -> dict[int, str]:
     return out
 
 
-def mark_injected(ax, kinds: dict[int, str]) -> None:
-    """A dotted vertical line at each injected step, labelled with the kind at the top of the panel."""
+def mark_injected(ax, kinds: dict[int, str], *, label: bool = True, text: bool = True) -> None:
+    """A dotted vertical line at each injected step, labelled with the kind at the top of the panel (``text``), with
+    one legend entry (``label``)."""
     for i, (step, kind) in enumerate(sorted(kinds.items())):
-        ax.axvline(step, color="0.4", ls=":", lw=1.2, zorder=1, label="injected candidate" if i == 0 else None)
-        ax.text(step, 0.98, f" {kind}", transform=ax.get_xaxis_transform(), rotation=90, ha="right", va="top",
-                fontsize=7, color="0.25")
+        ax.axvline(step, color="0.4", ls=":", lw=1.2, zorder=1,
+                   label="injected candidate" if i == 0 and label else None)
+        if text:
+            ax.text(step, 0.98, f" {kind}", transform=ax.get_xaxis_transform(), rotation=90, ha="right", va="top",
+                    fontsize=7, color="0.25")
 
 
 def cosine_ylim(values: list[float], tau: float) -> tuple[float, float]:
