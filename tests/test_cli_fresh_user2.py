@@ -287,8 +287,8 @@ def test_a_mistyped_name_gets_the_closest_one(tmp_path, capsys, argv, expect):
 
 def test_a_mistyped_command_and_config_names_get_the_closest_one(tmp_path, capsys):
     _only_error(capsys, _exit(["rnu"]), "error: argument cmd: invalid choice: 'rnu' (did you mean run?) (choose from "
-                                        "'demo', 'run', 'model', 'memory', 'report', 'sweep', 'grid', 'bench', "
-                                        "'replay'); see `janus --help`")
+                                        "'demo', 'run', 'model', 'memory', 'report', 'view', 'sweep', 'grid', "
+                                        "'bench', 'replay'); see `janus --help`")
     for text, expect in (("preset: papr", "invalid value for 'preset': Input should be 'paper' or 'small' (got 'papr') "
                                           "(did you mean paper?)"),
                          ("stream_sise: 3", "unknown config key 'stream_sise' (did you mean stream_size?)"),

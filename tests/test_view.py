@@ -98,14 +98,19 @@ def test_view_data_of_a_fake_run_exact(view_fake_run):
     assert p["p"] == 1.0 and p["diff"] == 0.25
 
 
-def test_view_data_without_the_dataset_files_says_why(view_fake_run, tmp_path):
+def test_view_data_without_the_dataset_files_says_why(view_fake_run, tmp_path, monkeypatch):
+    """The run named no data folder, and the one it resolves to here holds no dataset (the run folder itself is
+    intact: editing its config.json would be damage the store names)."""
     import shutil
 
     copy = tmp_path / "run"
     shutil.copytree(view_fake_run, copy)
-    cfg = json.loads((copy / "config.json").read_text())
-    cfg["data_dir"] = str(tmp_path / "gone")
-    (copy / "config.json").write_text(json.dumps(cfg))
+    import janus_memory.tasks as tasks
+
+    def gone(*a, **k):
+        raise FileNotFoundError(f"no data folder found (tried {tmp_path / 'gone'})")
+
+    monkeypatch.setattr(tasks, "load_split", gone)
     run = V.view_data([copy])["runs"][0]
     assert run["task_note"].startswith("task texts not shown: the run's dataset could not be loaded here (")
     assert run["tasks"][0] == ["gsm8k:1101", None, None]
