@@ -169,7 +169,13 @@ def story(summary: dict, seconds: float) -> list[str]:
     versions = reader.memory_versions()[0]
     decisions = {d["step"]: d.get("decision") or {} for d in reader.decisions(guarded)} if guarded else {}
     base_deployed = set((methods[base].get("injections") or {}).get("deployed_steps") or [])
-    for step, kind in _injected_steps(reader, base):
+    injected = dict(_injected_steps(reader, base))
+    if guarded:  # a rollback of the updater's own candidate gets its evaluation set too (the script's noise)
+        for step in sorted(k for k, d in decisions.items() if d.get("triggered") and not d.get("accept")
+                           and k not in injected):
+            say(f"{TAG} step {step}: Janus compared the updater's own candidate (nothing planted):")
+            out.extend(_janus_lines(decisions[step], guarded, step))
+    for step, kind in injected.items():
         old = _memory_before(versions.get(guarded or base, []), step)
         new = cands.get(step, {}).get("text", "")
         say(f"{TAG} step {step}: a harmful candidate ({kind}) replaces the updater's; the lines it adds:")
@@ -184,12 +190,18 @@ def story(summary: dict, seconds: float) -> list[str]:
             f"{_n(st.get('triggers', 0), 'time')} and rolled back {_n(st.get('rollbacks', 0), 'candidate')}")
     tests = [f"{_label(m, r)} {r.get('test_correct', 0)}/{r.get('test_tasks', 0)}" for m, r in methods.items()]
     say(f"{TAG} held-out test, final memories frozen: " + ", ".join(tests))
-    out.extend(prose(
-        "By construction, the scripted model fails while its memory holds a planted instruction. What the act shows "
-        "is what Janus does when a model acts on its memory: it scores the candidate against the old memory on tasks "
-        "it has seen (coverage: representatives of all of them; boundary: tasks whose answer flipped between "
-        "memories; fresh: recent ones) and keeps the old memory when the candidate is worse. Blind deployment cannot "
-        "tell."))
+    if plan:
+        out.extend(prose(
+            "By construction, the scripted model fails while its memory holds a planted instruction. What the act "
+            "shows is what Janus does when a model acts on its memory: it scores the candidate against the old memory "
+            "on tasks it has seen (coverage: representatives of all of them; boundary: tasks whose answer flipped "
+            "between memories; fresh: recent ones) and keeps the old memory when the candidate is worse. Blind "
+            "deployment cannot tell."))
+    else:
+        out.extend(prose(
+            "Nothing was planted, so every candidate is the updater's own. The script answers right or wrong by a hash "
+            "of the prompt, so a memory edit can flip answers at random: any rollback here follows that noise, not a "
+            "harmful edit, and it can cost a test task (the comparison sees a few tasks, not the test set)."))
     say(f"  took {seconds:.1f} s; run folder: {run_dir}")
     say(f"  look closer: janus report {run_dir}" + (f"; {run_dir}/{guarded}/decisions.jsonl" if guarded else ""))
     return out
@@ -241,7 +253,7 @@ def real_frame_before(cfg, total: int) -> list[str]:
     if cfg.llm.backend == "local":
         text += (" Expect Janus to tie here: this model hardly acts on what its memory says (measured: a planted "
                  "instruction changed 3 of 30 answers, docs/experiments.md), so the poisoned memory scores like the "
-                 "clean one and the tie goes to the candidate, as the paper's rule says. About 10 minutes on 2 free "
+                 "clean one and the tie goes to the candidate, as the paper's rule says. About 11 minutes on 2 free "
                  "cores, longer on a busy machine (the estimate follows). Ctrl-C stops it and keeps every step.")
     return [f"{head}: the same run on a real model: {model}"] + prose(text)
 

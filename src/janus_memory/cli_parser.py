@@ -413,8 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Two acts on the same real GSM8K tasks (5 stream, 3 test), DC-RS without and with "
                                    "Janus, one injected harmful candidate at the last stream step. Act 1 (seconds, no "
                                    "model weights): a scripted model that follows its memory; Janus rolls the poison "
-                                   "back. Act 2: the embedded model (fetched on first use), which does not act on its "
-                                   "memory, so Janus ties (measured ~11 min on 2 cores, docs/experiments.md). "
+                                   "back. Act 2: the embedded model (fetched on first use), which hardly acts on its "
+                                   "memory, so Janus ties (measured ~11 min on 2 cores, docs/measurements.md). "
                                    "--backend fake runs act 1 alone.")
     d.add_argument("--act", choices=list(ACTS_CHOICES), type=str.lower,
                    help="scripted (act 1: seconds, no model), real (act 2: the model) or both, act 1 first "
