@@ -88,6 +88,9 @@ def test_without_an_injection_the_scripted_act_says_so(tmp_path, capsys):
     assert ("[scripted] no harmful candidate was injected (--inject ''): both memories only took the updater's "
             "candidates") in lines
     assert "[scripted] over the 5 stream steps Janus compared 1 time and rolled back 0 candidates" in lines
+    assert "  Nothing was planted, so every candidate is the updater's own. The script answers right or wrong by" \
+        in lines
+    assert not any("keeps the old memory when the candidate is worse" in x for x in lines)
 
 
 def _ignores_its_memory(messages) -> str:
