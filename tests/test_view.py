@@ -278,6 +278,32 @@ def test_cli_view_bad_input_one_line_exit_2(view_fake_run, tmp_path, capsys):
     assert err.startswith(f"error: cannot write the view to {blocker / 'view.html'}: ") and err.count("\n") == 1
 
 
+def test_cli_view_never_overwrites_a_file_that_is_not_a_page(view_fake_run, tmp_path, capsys):
+    """--out naming the run's own database or summary (or any existing non-HTML file) is refused; the file stays."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(view_fake_run, copy)
+    for name in ("run.sqlite", "summary.json"):
+        before = (copy / name).read_bytes()
+        assert main(["view", str(copy), "--out", str(copy / name)]) == 2
+        assert capsys.readouterr().err == (f"error: refusing to overwrite {copy / name} with the view: it exists and "
+                                           "is not an .html file; give a new file or an .html path\n")
+        assert (copy / name).read_bytes() == before
+    assert main(["report", str(copy), "--out", str(tmp_path / "rep")]) == 0  # the run still reads
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("port, msg", [("65536", "must be a port number 0-65535, got 65536"),
+                                       ("-1", "must be an integer >= 0, got -1")])
+def test_cli_view_port_out_of_range_is_one_line(view_fake_run, capsys, port, msg):
+    with pytest.raises(SystemExit) as e:
+        main(["view", str(view_fake_run), "--serve", "--port", port])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert msg in err and "Traceback" not in err
+
+
 def test_write_view_default_is_in_the_run_folder(view_fake_run, tmp_path):
     import shutil
 

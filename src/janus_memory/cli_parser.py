@@ -94,6 +94,14 @@ def int_at_least(lo: int):
     return parse
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0-65535 (0: any free port)."""
+    v = int_at_least(0)(text)
+    if v > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number 0-65535, got {v}")
+    return v
+
+
 def seed_list(text: str) -> str:
     """--seeds: one or more comma-separated integers, as --seed takes (kept as the text; cli._grid splits it)."""
     parts = [x.strip() for x in text.split(",") if x.strip()]
@@ -317,7 +325,7 @@ def _add_view(sub) -> None:
     vp.add_argument("dirs", nargs="+", metavar="RUN", help="finished run folders, or folders above them")
     vp.add_argument("--out", metavar="FILE", help="the HTML file to write (default: <first RUN>/view.html)")
     vp.add_argument("--serve", action="store_true", help="then serve the page on 127.0.0.1 until Ctrl-C")
-    vp.add_argument("--port", type=int_at_least(0), default=0, metavar="N",
+    vp.add_argument("--port", type=port_number, default=0, metavar="N",
                     help="port for --serve (default 0: any free port; the address is printed)")
 
 

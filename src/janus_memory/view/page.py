@@ -114,6 +114,10 @@ def write_view(run_dirs: list[str | Path], out: str | Path | None = None) -> tup
         path = Path(out).expanduser()
         if path.is_dir():
             path = path / "view.html"
+        elif path.exists() and path.suffix.lower() not in (".html", ".htm"):
+            # never overwrite a file the page is not (run.sqlite, summary.json, a user's file): one line, nothing lost
+            raise OutputError(f"refusing to overwrite {path} with the view: it exists and is not an .html file; "
+                              "give a new file or an .html path")
     html = render(data)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
