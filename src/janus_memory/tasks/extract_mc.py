@@ -51,7 +51,7 @@ def _patterns(labels: str):
         ("tag", re.compile(rf"<final_answer>\s*(\(?)({L}){_END}", re.I)),
         ("answer_is", re.compile(rf"answer\s+is\s*[:：]?[ \t]*{_ADV}{_OPT}(\(?)\s*({L}){_END}", re.I)),
         # a correction: "... just kidding, it's (B)", "wait, actually it is C", "no - it's B"
-        ("correction", re.compile(rf"(?:kidding|actually|wait|correction|oops|sorry|no)\b[\s,.:;!—–-]*"
+        ("correction", re.compile(rf"\b(?:kidding|actually|wait|correction|oops|sorry|no)\b[\s,.:;!—–-]*"
                                   rf"(?:actually[ \t]+)?(?:it'?s|it’s|it[ \t]+is)[ \t]+{_ADV}{_OPT}(\(?)\s*({L}){_END}",
                                   re.I)),
         # "the correct option is D.", "the best choice is (B)", "the right answer would be C"
@@ -117,6 +117,8 @@ def _hedged(t: str, end: int, labels: str) -> bool:
                  rf"(?:option[ \t]+|choice[ \t]+)?\(?([{up}])\)?{_END}", t[end:])
     if not m:
         return False
+    if _rejected_at(t, m.group(1), end + m.start(1), end + m.end()):
+        return False  # "C and D is wrong": the second letter is rejected, not offered
     nxt = re.match(r"[ \t]+([A-Za-z][A-Za-z'’]*)", t[end + m.end():])
     # "D, I think" / "B and A force of ..." : a pronoun or article, not a second option
     return not (m.group(1) in "AI" and nxt is not None and nxt.group(1).lower() not in _CONNECTIVES)
