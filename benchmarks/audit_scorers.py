@@ -203,6 +203,24 @@ def audit_apibench(data_dir, w):
     sc, secs = _timed(fam, [t for t, _ in inv], [fmt.format(d=t.meta["domain"], c=c) for t, c in inv], w)
     agree = sum((not s.correct) and s.detail.get("hallucination") for s in sc) / max(len(sc), 1)
     _row("APIBench-HF invented id via variable", len(sc), agree, *_rates(sc), secs, "(agree = hallucination flagged)")
+    # round 3: identifiers built at run time - folded with ast when constant, else unresolved (never credited)
+    for kind in ("fstring", "concat"):
+        b = [(t, _built(t.gold, kind)) for t in sp.tasks]
+        b = [(t, c) for t, c in b if c]
+        _gold_row(f"APIBench-HF gold id built by {kind}", fam, [t for t, _ in b],
+                  [fmt.format(d=t.meta["domain"], c=c) for t, c in b], w)
+        b = [(t, _built(_invent(t.gold) or "", kind)) for t, _ in b]
+        b = [(t, c) for t, c in b if c]
+        sc, secs = _timed(fam, [t for t, _ in b], [fmt.format(d=t.meta["domain"], c=c) for t, c in b], w)
+        agree = sum((not s.correct) and s.detail.get("hallucination") for s in sc) / max(len(sc), 1)
+        _row(f"APIBench-HF invented id by {kind}", len(sc), agree, *_rates(sc), secs, "(agree = hallucination flagged)")
+    for kind in ("subscript", "getenv"):
+        b = [(t, _built(t.gold, kind)) for t in sp.tasks]
+        b = [(t, c) for t, c in b if c]
+        sc, secs = _timed(fam, [t for t, _ in b], [fmt.format(d=t.meta["domain"], c=c) for t, c in b], w)
+        agree = sum((not s.correct) and s.detail.get("hallucination") for s in sc) / max(len(sc), 1)
+        _row(f"APIBench-HF id via {kind} (unresolved)", len(sc), agree, *_rates(sc), secs,
+             "(agree = not credited, flagged)")
     ren = [(t, _renamed(t.gold)) for t in sp.tasks]
     ren = [(t, c) for t, c in ren if c]
     _gold_row("APIBench-HF gold id in its 2024 name", fam, [t for t, _ in ren],
@@ -210,6 +228,21 @@ def audit_apibench(data_dir, w):
     _gold_row("APIBench-HF gold, bold field markers", fam, sp.tasks,
               [fmt.replace("<<<api_call>>>:", "**<<<api_call>>>**:").format(d=t.meta["domain"], c=t.gold)
                for t in sp.tasks], w)
+
+
+def _built(call: str, kind: str) -> str | None:
+    """``X.from_pretrained('org/name', ...)`` with the identifier built at run time: ``fstring`` (``o = 'org';
+    f'{o}/name'``), ``concat`` (``'org' + '/name'``), or unresolvable ``subscript`` (``ids = [...]; ids[0]``) /
+    ``getenv`` (``os.getenv('M', 'org/name')``)."""
+    m = re.match(r"""^([\w.]+\.from_pretrained\()(['"])([^'"]+)\2""", call.strip())
+    if not m or (kind in ("fstring", "concat") and "/" not in m.group(3)):
+        return None
+    org, _, name = m.group(3).partition("/")
+    rest = call.strip()[m.end():]
+    return {"fstring": f"o = '{org}'; {m.group(1)}f'{{o}}/{name}'{rest}",
+            "concat": f"{m.group(1)}'{org}' + '/{name}'{rest}",
+            "subscript": f"ids = ['{m.group(3)}']; {m.group(1)}ids[0]{rest}",
+            "getenv": f"import os; {m.group(1)}os.getenv('M', '{m.group(3)}'){rest}"}[kind]
 
 
 def _via_variable(call: str) -> str | None:

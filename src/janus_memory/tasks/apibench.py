@@ -14,7 +14,11 @@ code uses it (paper-spec section 6.2), re-implemented with Python's ``ast`` inst
   not match the entry ``pipeline('text-generation')`` (issue 11: Gorilla's intent is function + model identifier);
 - a model/repo identifier, passed to a database function, that no database entry names is a hallucination, even if
   another call in the same reply matches; an identifier passed through a variable (``model_id = '...';
-  X.from_pretrained(model_id)``) is resolved first, and one written in its 2024 spelling (``FacebookAI/roberta-base``,
+  X.from_pretrained(model_id)``) is resolved first - constant f-strings, ``+`` of constants and walrus values are
+  folded with ``ast`` (never evaluated) - and an identifier argument that cannot be folded (``ids[0]``,
+  ``os.getenv(...)``, ``'/'.join(...)``, ``*args``/``**kwargs``, a loop variable or parameter) is UNRESOLVED: never a
+  database match, flagged as unknown; ``tokenizer=`` and the other EXTRA_ID_KEYWORDS strings must be in the pool too
+  (round 3); one written in its 2024 spelling (``FacebookAI/roberta-base``,
   see RENAMED_2024) is read as the database's (``roberta-base``);
 - correct iff some matching entry has the gold question's domain; hallucination iff no entry matches at all.
 Text that is not Python (shell commands such as ``mlagents-load-from-hf ...``) matches an entry only by identical
@@ -85,6 +89,7 @@ class CallSig:
     name: str
     values: frozenset
     ids: frozenset = frozenset()
+    extra: frozenset = frozenset()  # further repository ids (tokenizer=..., see EXTRA_ID_KEYWORDS)
 
 
 # keyword arguments that name a model or repository; other calls take it as their first positional argument
@@ -154,41 +159,124 @@ def _slashed(node) -> bool:
     return sum(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) for n in ast.walk(node)) == 1
 
 
+UNRESOLVED = "<unresolved id>"  # an identifier argument that is not a constant the scorer can fold: never a match
+_OBJ = object()  # a variable bound to a loaded model/pipeline object (``model = X.from_pretrained(...)``), not an id
+# functions whose first positional argument (pipeline: second) names the model/repository
+ID_FUNCS = {"from_pretrained", "from_pretrained_keras", "load_from_hub", "hf_hub_download", "snapshot_download",
+            "SentenceTransformer", "CrossEncoder", "from_hparams", "load_model_ensemble_and_task_from_hf_hub",
+            "pipeline"}
+_LOADERS = {"load", "cached_download", "from_config", "from_hparams"}
+# keyword arguments that name a further repository (tokenizer, processor, ...): when given as a string it must be in
+# the database's pool of identifiers, but the matching entry need not name it
+EXTRA_ID_KEYWORDS = {"tokenizer", "feature_extractor", "image_processor", "processor", "tokenizer_name",
+                     "config_name", "revision_repo"}
+
+
+def _fold(node, env: dict | None = None):
+    """The string an expression certainly evaluates to, folded with ``ast`` only (nothing is evaluated): a constant,
+    an f-string of foldable parts, ``+`` of foldable strings, a walrus, or a variable bound to one of those (``env``).
+    Returns ``_OBJ`` for a variable bound to a loaded model object and None when it cannot be folded."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name) and env is not None and node.id in env:
+        return env[node.id]
+    if isinstance(node, ast.NamedExpr):
+        return _fold(node.value, env)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        a, b = _fold(node.left, env), _fold(node.right, env)
+        return a + b if isinstance(a, str) and isinstance(b, str) else None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.FormattedValue):
+                if v.conversion not in (-1, 115) or v.format_spec is not None:  # only {x} and {x!s}
+                    return None
+                v = v.value
+            f = _fold(v, env)
+            if not isinstance(f, str):
+                return None
+            parts.append(f)
+        return "".join(parts)
+    return None
+
+
 def _lit(node, env: dict | None = None) -> str | None:
-    """A literal argument value: a constant, an unquoted ``org/name``, or a variable bound to one (``env``)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool)):
-        return canonical_id(str(node.value)) if isinstance(node.value, str) else str(node.value)
+    """A literal argument value: a foldable string (see ``_fold``), a number, or an unquoted ``org/name``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+        return str(node.value)
     if _slashed(node):
         return canonical_id(ast.unparse(node).replace(" ", ""))
-    if env and isinstance(node, ast.Name) and node.id in env:
-        return env[node.id]
-    return None
+    f = _fold(node, env)
+    return canonical_id(f) if isinstance(f, str) else None
+
+
+def _loads(node) -> bool:
+    """True when an expression calls a loader (``X.from_pretrained('org/m')``, ``cached_download(url)``, ...): its
+    value is a model object or a file whose own identifier is checked where the loader is called."""
+    for c in ast.walk(node):
+        last = (_dotted(c.func) or "").split(".")[-1] if isinstance(c, ast.Call) else ""
+        if last in ID_FUNCS or last in _LOADERS or last.endswith("from_pretrained"):
+            return True
+    return False
+
+
+def _id_arg(node, env: dict | None) -> str | None:
+    """An identifier argument: its folded value, None for a loaded model object, UNRESOLVED for anything else
+    (a subscript, a call such as ``os.getenv(...)`` or ``'/'.join(...)``, a starred list, an unbound name, ...)."""
+    if _slashed(node):
+        return _lit(node, env)
+    f = _fold(node, env)
+    if f is _OBJ or (f is None and _loads(node)):
+        return None
+    return canonical_id(f) if isinstance(f, str) else UNRESOLVED
 
 
 def _ids(node: ast.Call, name: str, env: dict | None = None) -> frozenset:
     """The model/repo identifiers a call names: ID_KEYWORDS values, else the first (pipeline: second) positional
-    argument, when they are literals (or an unquoted ``org/name``, or a variable assigned one of those)."""
-    ids = [_lit(k.value, env) for k in node.keywords if k.arg in ID_KEYWORDS]
-    pos = 1 if name.split(".")[-1] in _TASK_FIRST else 0
-    if len(node.args) > pos and not any(k.arg in ID_KEYWORDS for k in node.keywords):
-        ids.append(_lit(node.args[pos], env))
+    argument. In a call of an ID_FUNCS function (or an ID_KEYWORDS value anywhere) an identifier that cannot be folded
+    to a constant - or one hidden in ``*args`` / ``**kwargs`` - is UNRESOLVED; elsewhere only literals count."""
+    last = name.split(".")[-1]
+    id_func = last in ID_FUNCS or last.endswith("from_pretrained")
+    ids = [_id_arg(k.value, env) for k in node.keywords if k.arg in ID_KEYWORDS]
+    pos = 1 if last in _TASK_FIRST else 0
+    if not any(k.arg in ID_KEYWORDS for k in node.keywords):
+        if id_func and any(isinstance(a, ast.Starred) for a in node.args[:pos + 1]):
+            ids.append(UNRESOLVED)
+        elif len(node.args) > pos:
+            ids.append(_id_arg(node.args[pos], env) if id_func else _lit(node.args[pos], env))
+        elif id_func and any(k.arg is None for k in node.keywords):
+            ids.append(UNRESOLVED)  # X.from_pretrained(**{'pretrained_model_name_or_path': ...})
     return frozenset(i for i in ids if i)
 
 
+def _extra_ids(node: ast.Call, env: dict | None = None) -> frozenset:
+    """Identifiers of EXTRA_ID_KEYWORDS given as (foldable) strings: ``pipeline(..., tokenizer='org/tok')``."""
+    vals = [_fold(k.value, env) for k in node.keywords if k.arg in EXTRA_ID_KEYWORDS]
+    return frozenset(canonical_id(v) for v in vals if isinstance(v, str))
+
+
 def _bindings(tree) -> dict:
-    """Variables assigned a string literal (``model_id = 'org/name'``), the last assignment in source order winning:
-    the diffusers idiom ``model_id = '...'; X.from_pretrained(model_id)`` names its model through one (issue 26)."""
+    """Variables assigned a foldable string (``model_id = 'org/name'``, ``org = 'x'; m = f'{org}/y'``), the last
+    assignment in source order winning: the diffusers idiom ``model_id = '...'; X.from_pretrained(model_id)`` names
+    its model through one (issue 26). A variable bound to an expression that loads a model is ``_OBJ``; any other
+    binding (a tuple target, a loop variable, a parameter) leaves the name unbound, so it is not resolved."""
     env: dict = {}
     assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
     for n in sorted(assigns, key=lambda n: (n.lineno, n.col_offset)):
         targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-        val = _lit(n.value)
+        val = _fold(n.value, env)
+        if val is None and _loads(n.value):
+            val = _OBJ
         for t in targets:
             if isinstance(t, ast.Name):
                 if val is None:
                     env.pop(t.id, None)
                 else:
-                    env[t.id] = val
+                    env[t.id] = val if val is _OBJ else canonical_id(val)
+            else:
+                for sub in ast.walk(t):
+                    if isinstance(sub, ast.Name):
+                        env.pop(sub.id, None)
     return env
 
 
@@ -202,13 +290,14 @@ def _calls(tree) -> list[CallSig]:
                 continue
             # values and identifiers of the whole call subtree (nested calls included), as Gorilla's matcher reads
             # the candidate subtree's text
-            vals, ids = [], set()
+            vals, ids, extra = [], set(), set()
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call):
                     vals += [_lit(a, env) for a in sub.args] + [_lit(k.value, env) for k in sub.keywords]
                     sub_name = _dotted(sub.func)
                     ids |= _ids(sub, sub_name, env) if sub_name else set()
-            out.append(CallSig(name, frozenset(v for v in vals if v is not None), frozenset(ids)))
+                    extra |= _extra_ids(sub, env)
+            out.append(CallSig(name, frozenset(v for v in vals if v is not None), frozenset(ids), frozenset(extra)))
     return out
 
 
@@ -284,7 +373,7 @@ class APIDatabase:
             e = _Entry(sig, raw, r.get("domain", ""), r.get("api_name", ""))
             self.by_text.setdefault(_norm_text(raw), []).append(e)
             for c in sigs or []:
-                self.known_ids |= c.ids
+                self.known_ids |= (c.ids | c.extra) - {UNRESOLVED}
                 self.known_funcs.add(c.name.split(".")[-1])
             if sig:
                 self.by_last.setdefault(sig.name.split(".")[-1], []).append(e)
@@ -302,7 +391,7 @@ class APIDatabase:
 
     def unknown_ids(self, calls: list[CallSig]) -> list[str]:
         """Identifiers named by calls to database functions that no database entry names (hallucinated models)."""
-        return sorted({i for c in calls if c.name.split(".")[-1] in self.known_funcs for i in c.ids
+        return sorted({i for c in calls if c.name.split(".")[-1] in self.known_funcs for i in c.ids | c.extra
                        if i not in self.known_ids})
 
     def matches(self, api_call: str) -> tuple[list[_Entry], bool, list[str]]:

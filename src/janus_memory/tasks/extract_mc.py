@@ -12,6 +12,11 @@ nothing but punctuation follows them (``Answer: c.``).
 Never a letter (issue 11): an article or pronoun. A bare ``a``/``i`` followed by a word ("Answer: a force of 10 N",
 "answer: i think"), and a bare ``A``/``I`` followed by a word that is not a connective ("Answer: I think it is B",
 "Answer: A force ..."; but "The answer is A because ..." is A). Any letter must end a word ("Answer: Let's" is not L).
+Corrections and hedges (round 3): a correction "... just kidding, it's (B)" / "wait, actually it is B" / "the answer
+is actually B" is a strong form, so the last committed answer wins whatever its form; a letter the text rejects ("D is
+wrong", "not D", "(D) is not the right answer", right after it or anywhere later) is not an answer; when the winning
+letter is followed by another option in a list ("D or B", "A, B, C, or D", "D/B") nothing is committed: no letter
+(source "hedge", scored unparsed).
 Weak fallback (status ``fallback`` in the score): the last parenthesised "(X)" or a line that is only "X"/"X."/"X)".
 Letters outside the task's labels are ignored. Nothing found -> None (scored incorrect, status "unparsed"; C12).
 """
@@ -34,7 +39,8 @@ class MCExtraction:
 
 
 _OPT = r"(?:(?:option|choice)[ \t]+)?"  # "Answer: Option D", "the answer is choice (B)"
-_CONFIRMED = ("confirmed",)  # sources whose letter is confirmed by the words after it: no article check
+_CONFIRMED = ("confirmed",)
+_ADV = r"(?:(?:actually|really|definitely|indeed|clearly|instead)[ \t]+)?"  # sources whose letter is confirmed by the words after it: no article check
 
 
 def _patterns(labels: str):
@@ -43,7 +49,11 @@ def _patterns(labels: str):
     return [
         ("tag", re.compile(rf"<(?:answer|final_answer)>\s*(\(?)\s*({L}){_END}\s*\)?[^<]*</(?:answer|final_answer)>", re.I)),
         ("tag", re.compile(rf"<final_answer>\s*(\(?)({L}){_END}", re.I)),
-        ("answer_is", re.compile(rf"answer\s+is\s*[:：]?[ \t]*{_OPT}(\(?)\s*({L}){_END}", re.I)),
+        ("answer_is", re.compile(rf"answer\s+is\s*[:：]?[ \t]*{_ADV}{_OPT}(\(?)\s*({L}){_END}", re.I)),
+        # a correction: "... just kidding, it's (B)", "wait, actually it is C", "no - it's B"
+        ("correction", re.compile(rf"\b(?:kidding|actually|wait|correction|oops|sorry|no)\b[\s,.:;!—–-]*"
+                                  rf"(?:actually[ \t]+)?(?:it'?s|it’s|it[ \t]+is)[ \t]+{_ADV}{_OPT}(\(?)\s*({L}){_END}",
+                                  re.I)),
         # "the correct option is D.", "the best choice is (B)", "the right answer would be C"
         ("correct_is", re.compile(rf"(?:correct|right|best|final)\s+(?:option|choice|answer|letter)\s+"
                                   rf"(?:is|would\s+be|must\s+be)\s*[:：]?[ \t]*{_OPT}(\(?)\s*({L}){_END}", re.I)),
@@ -82,6 +92,38 @@ def _is_letter(text: str, m: re.Match, paren: bool, src: str = "") -> bool:
     return True
 
 
+def _rejected(t: str, m: re.Match, labels: str) -> bool:
+    return _rejected_at(t, m.group(2).upper(), m.start(2), m.end())
+
+
+def _rejected_at(t: str, letter: str, start: int, end: int) -> bool:
+    """True when the text rejects the matched letter: "D is wrong/incorrect" right after it, "not D" before it, or a
+    later "not D" / "D is wrong" (a correction: "Answer: D ... The answer is actually B, not D")."""
+    rest = t[end:]
+    if re.match(r"\)?[ \t]*(?:is|was|'s|’s)[ \t]+(?:wrong|incorrect|not\b|false|a[ \t]+mistake)", rest, re.I):
+        return True
+    if re.search(r"\bnot[ \t]+(?:option[ \t]+|choice[ \t]+)?\(?$", t[:start], re.I):
+        return True
+    lt = rf"\(?(?-i:[{letter}{letter.lower()}])\)?{_END}"
+    return bool(re.search(rf"\bnot[ \t]+(?:option[ \t]+|choice[ \t]+)?{lt}"
+                          rf"|(?<![A-Za-z0-9'’]){_OPT}{lt}[ \t]+(?:is|was)[ \t]+(?:wrong|incorrect|not[ \t]+"
+                          rf"(?:the[ \t]+)?(?:right|correct|answer))", rest, re.I))
+
+
+def _hedged(t: str, end: int, labels: str) -> bool:
+    """True when the committed letter is followed by another option in a list: "D or B", "A, B, C, or D", "B/C"."""
+    up = re.escape(labels)
+    m = re.match(rf"\)?[ \t]*(?:,[ \t]*(?:or[ \t]+|and[ \t]+)?|[ \t]+(?:or|and)[ \t]+|/[ \t]*)"
+                 rf"(?:option[ \t]+|choice[ \t]+)?\(?([{up}])\)?{_END}", t[end:])
+    if not m:
+        return False
+    if _rejected_at(t, m.group(1), end + m.start(1), end + m.end()):
+        return False  # "C and D is wrong": the second letter is rejected, not offered
+    nxt = re.match(r"[ \t]+([A-Za-z][A-Za-z'’]*)", t[end + m.end():])
+    # "D, I think" / "B and A force of ..." : a pronoun or article, not a second option
+    return not (m.group(1) in "AI" and nxt is not None and nxt.group(1).lower() not in _CONNECTIVES)
+
+
 def _option_line(t: str, labels: str) -> str | None:
     """The letter of a reply whose first or last non-empty line is an option line "(D) text" / "D) text"."""
     lines = [ln.strip() for ln in t.strip().splitlines() if ln.strip()]
@@ -104,18 +146,23 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
     m = re.fullmatch(rf"\(([{re.escape(labels.lower())}])\)[.]?", stripped)
     if m:
         return MCExtraction(m.group(1).upper(), "bare", True)
-    best: tuple[int, str, str] | None = None
+    best: tuple[int, str, str, int] | None = None
     for src, pat in _patterns(labels):
         for m in pat.finditer(t):
-            if _is_letter(t, m, bool(m.group(1)), src) and (best is None or m.end() > best[0]):
-                best = (m.end(), m.group(2).upper(), src)
+            if (_is_letter(t, m, bool(m.group(1)), src) and not _rejected(t, m, labels)
+                    and (best is None or m.end() > best[0])):
+                best = (m.end(), m.group(2).upper(), src, m.start(2))
     if best:
+        if _hedged(t, best[0], labels):
+            return MCExtraction(None, "hedge", False)  # "The answer is D or B": no single letter committed
         return MCExtraction(best[1], best[2], True)
     opt = _option_line(t, labels)
     if opt:
         return MCExtraction(opt, "option_line", True)
-    weak = [(m.end(), m.group(1)) for m in re.finditer(rf"\(([{re.escape(labels)}])\)", t)]
-    weak += [(m.end(), m.group(1)) for m in re.finditer(rf"(?m)^[ \t]*([{re.escape(labels)}])[ \t]*[.)]?[ \t]*$", t)]
+    weak = [(m.end(), m.group(1), m.start(1)) for m in re.finditer(rf"\(([{re.escape(labels)}])\)", t)]
+    weak += [(m.end(), m.group(1), m.start(1))
+             for m in re.finditer(rf"(?m)^[ \t]*([{re.escape(labels)}])[ \t]*[.)]?[ \t]*$", t)]
+    weak = [w[:2] for w in weak if not _rejected_at(t, w[1], w[2], w[0])]
     if weak:
         return MCExtraction(max(weak)[1], "last_letter", False)
     return MCExtraction(None, None, False)
