@@ -156,3 +156,62 @@ def test_a_resumed_run_says_what_calls_paid_leaves_out(finished):
         assert ("resumed run: calls an interrupted attempt paid for steps it never committed came back from the "
                 "response cache and count as cache hits, not as paid" in text) is shown
     assert RESUMED_NOTE.startswith("; resumed run:")
+
+
+
+
+@pytest.mark.parametrize("seal_sql,forge,says", [
+    ("DELETE FROM seals WHERE method='dc_rs'", True,
+     "the seal of the held-out test rows of dc_rs was deleted or emptied after they were committed (2 rows now, not "
+     "sealed) (+3 more)"),
+    ("UPDATE seals SET tests=NULL, result=NULL WHERE method='dc_rs'", True,
+     "the seal of the held-out test rows of dc_rs was deleted or emptied after they were committed (2 rows now, not "
+     "sealed) (+3 more)"),
+    ("UPDATE seals SET result=NULL WHERE method='dc_rs'", False,
+     "the seal of the stored result of dc_rs was deleted or emptied after it was committed (not sealed) (+1 more)"),
+    ("UPDATE meta SET value=replace(value, '\"test_tasks\": 2', '\"test_tasks\": 3') WHERE key='summary'", False,
+     "its stored summary of dc_rs differs from the method's stored result (+1 more)"),
+    ("UPDATE meta SET value=replace(value, '\"seed\": 0', '\"seed\": 1') WHERE key='config'", False,
+     "the stored config (in run.sqlite) was changed or deleted after the run was set up (its seal does not match) "
+     "(+1 more)"),
+])
+def test_a_deleted_or_emptied_seal_or_an_edited_stored_summary_or_config_is_damage(run, capsys, seal_sql, forge, says):
+    """A seal deleted or set to NULL (with the test rows it sealed forged), an edited stored summary or config: the
+    report says restore, the resume refuses before it writes, and no forged row reaches test.jsonl."""
+    files, summary = _exports(run), (run / "summary.json").read_bytes()
+    assert b'"correct": false' in files["test.jsonl"]
+    _sql(run, seal_sql)
+    if forge:  # every test row passed, and the result says so
+        _sql(run, "UPDATE tests SET record=replace(record, '\"correct\": false', '\"correct\": true') "
+                  "WHERE method='dc_rs'")
+    if forge or "result=NULL" in seal_sql:
+        _sql(run, "UPDATE method_results SET summary=replace(summary, '\"test_correct\": 1', '\"test_correct\": 2') "
+                  "WHERE method='dc_rs'")
+    rc, err = _report(run, capsys)
+    head = f"error: {run} is marked complete but is not: the database itself is damaged: "
+    assert (rc, err) == (2, f"{head}{says}; the files cannot be rebuilt from it: restore run.sqlite from a copy or "
+                            "start a new run\n")
+    assert cli.main(["run", "--resume", str(run), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {run}: the database itself is damaged: {says.split(' (+')[0]}")
+    assert err.count("\n") == 1
+    assert err.endswith("; it cannot be continued or repaired: restore run.sqlite from a copy or start a new run\n")
+    assert (run / "COMPLETE").exists()
+    assert _exports(run) == files and (run / "summary.json").read_bytes() == summary
+
+
+def test_a_config_edited_without_its_seal_gives_the_full_differing_hash(run, capsys):
+    """A folder without the setup seal (set up before it, or the seal deleted): the stored config is not checked;
+    the resume's split check names the hash that differs, in full."""
+    _sql(run, "DELETE FROM meta WHERE key='seal:setup'")
+    _sql(run, "UPDATE meta SET value=replace(value, '\"seed\": 0', '\"seed\": 1') WHERE key='config'")
+    capsys.readouterr()
+    assert cli.main(["run", "--resume", str(run), "-q"]) == 2
+    err = capsys.readouterr().err
+    stored = json.loads((run / "splits.json").read_text())["stream"]["ids_sha256"]
+    assert err.startswith("error: cannot resume: dataset hash mismatch for the stream split of mmlu_pro_eng "
+                          f"(ids_sha256: stored {stored}, now ")
+    assert err.endswith("); the split holds other task ids (the data files or the stored seed or split settings "
+                        "changed since the run started)\n")
+    now = err.split(", now ")[1].split(")")[0]
+    assert len(now) == 64 and now != stored

@@ -139,6 +139,7 @@ def _flatten_stored_config(out: Path) -> dict:
     cfg = json.loads(db.execute("SELECT value FROM meta WHERE key='config'").fetchone()[0])
     cfg.update(cfg.pop("llm"))
     db.execute("UPDATE meta SET value=? WHERE key='config'", (json.dumps(cfg, sort_keys=True),))
+    db.execute("DELETE FROM meta WHERE key='seal:setup'")  # an older janus-memory wrote no setup seal
     db.commit()
     db.close()
     on_disk = json.loads((out / "config.json").read_text())

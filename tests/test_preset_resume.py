@@ -38,6 +38,7 @@ def test_pre_preset_stored_config_resumes_to_the_golden_bytes(tmp_path, monkeypa
     cfg["n_ctx"] = 4096  # the old default
     assert cfg["janus"]["same_memory_shortcut"] is True  # what the old runner resolved and stored
     db.execute("UPDATE meta SET value=? WHERE key='config'", (json.dumps(cfg, sort_keys=True),))
+    db.execute("DELETE FROM meta WHERE key='seal:setup'")  # an older janus-memory wrote no setup seal
     db.commit()
     db.close()
     (out / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True))  # an old folder: both say the same

@@ -128,6 +128,7 @@ def test_stored_config_from_a_newer_version(tmp_path, capsys, ref):
     bad = _copy_unfinished(ref, tmp_path / "bad")
     cfg = json.loads(sqlite3.connect(bad / "run.sqlite").execute("SELECT value FROM meta WHERE key='config'").fetchone()[0])
     _edit_db(bad, ("UPDATE meta SET value=? WHERE key='config'", (json.dumps({**cfg, "future_knob": 1}),)))
+    _edit_db(bad, ("DELETE FROM meta WHERE key='seal:setup'",))  # (a newer version's seal would match its config)
     line = _one_error(capsys, main(["run", "--resume", str(bad)]))
     assert "unknown config key 'future_knob'" in line and "janus-memory 0.1.0" in line
 

@@ -77,6 +77,7 @@ def _store_seed(run_dir, key, value):
     data = json.loads(db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0])
     data[key] = value
     db.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps(data),))
+    db.execute("DELETE FROM meta WHERE key='seal:setup'")  # an older janus-memory wrote no setup seal
     db.commit()
     db.close()
     cfg_json = json.loads((run_dir / "config.json").read_text())

@@ -7,7 +7,8 @@ Each step commit stores, in the same transaction as the step, ``chain(method, st
 (``hash_0 = ""``), and the held-out test and the method result are sealed the same way in ``seals(method, tests,
 result)`` (sha256 of the test rows, and of the result, written with them). :func:`chain_problems` recomputes them from
 the rows: a step row edited after its commit (its hash differs), deleted (a chain row without its step), added or
-re-numbered (a step without a chain row), test rows edited, deleted or added, an edited result: each is named.
+re-numbered (a step without a chain row), test rows edited, deleted or added, an edited result, test rows or a result
+whose seal was deleted or set to NULL (once a method has a chain, its tests and result are sealed): each is named.
 
 Not detected (said in docs/run-folder.md): someone who edits a row *and* recomputes the chain after it (the hash is
 not secret: it finds damage and careless edits, not a forger); the checkpoint rows (checked when they load: the
@@ -43,6 +44,40 @@ def tests_hash(lines: list[str]) -> str:
 
 def result_hash(line: str) -> str:
     return hashlib.sha256(line.encode("utf-8")).hexdigest()
+
+
+SETUP_SEAL = "seal:setup"  # meta key: sha256 of the stored config, splits and environment (written with them)
+SEALED_META = ("config", "splits", "environment")
+
+
+def setup_seal(meta: dict[str, str]) -> dict[str, str]:
+    """``{key: sha256 of its stored JSON text}`` for the SEALED_META keys present in ``meta`` (key -> stored text)."""
+    return {k: result_hash(meta[k]) for k in SEALED_META if k in meta}
+
+
+def setup_problems(query: Callable[..., list]) -> list[str]:
+    """The stored config, splits or environment edited or deleted after the run was set up (a folder set up before
+    this seal has none: nothing to check against)."""
+    import json
+
+    row = query("SELECT value FROM meta WHERE key=?", (SETUP_SEAL,))
+    if not row:
+        return []
+    try:
+        seal = json.loads(row[0][0])
+    except (json.JSONDecodeError, TypeError):
+        seal = None
+    if not isinstance(seal, dict):
+        return ["its seal of the stored config, splits and environment is not valid JSON"]
+    out = []
+    for key in SEALED_META:
+        if key not in seal:
+            continue
+        have = query("SELECT value FROM meta WHERE key=?", (key,))
+        if not have or result_hash(have[0][0]) != seal[key]:
+            out.append(f"the stored {key} (in run.sqlite) was changed or deleted after the run was set up "
+                       "(its seal does not match)")
+    return out
 
 
 def span(steps: list[int]) -> str:
@@ -86,15 +121,22 @@ def chain_problems(query: Callable[..., list], method: str,
         out.append(f"it lacks step(s) {span(deleted)} of {method}: deleted after they were committed")
     if unchained:
         out.append(f"the step row(s) {span(unchained)} of {method} were not committed by the run (no hash chain link)")
-    if seal:
-        t_hash, r_hash = seal[0]
-        if t_hash is not None:
-            lines = [r for (r,) in query("SELECT record FROM tests WHERE method=? ORDER BY idx", (method,))]
-            if tests_hash(lines) != t_hash:
-                out.append(f"the held-out test rows of {method} were changed, deleted or added after they were committed "
-                           f"({len(lines)} rows now)")
-        if r_hash is not None and count_result(method):
-            res = query("SELECT summary FROM method_results WHERE method=?", (method,))
+    # the seal is written in the same transaction as the test rows (tests) and the result (result): test rows or a
+    # result without their seal (the row deleted, or set to NULL) is damage, never a reason to trust the rows
+    t_hash, r_hash = seal[0] if seal else (None, None)
+    lines = [r for (r,) in query("SELECT record FROM tests WHERE method=? ORDER BY idx", (method,))]
+    if t_hash is not None:
+        if tests_hash(lines) != t_hash:
+            out.append(f"the held-out test rows of {method} were changed, deleted or added after they were committed "
+                       f"({len(lines)} rows now)")
+    elif lines:
+        out.append(f"the seal of the held-out test rows of {method} was deleted or emptied after they were committed "
+                   f"({len(lines)} rows now, not sealed)")
+    if count_result(method):
+        res = query("SELECT summary FROM method_results WHERE method=?", (method,))
+        if r_hash is not None:
             if not res or result_hash(res[0][0]) != r_hash:
                 out.append(f"the stored result of {method} was changed or deleted after it was committed")
+        elif res:
+            out.append(f"the seal of the stored result of {method} was deleted or emptied after it was committed (not sealed)")
     return True, out

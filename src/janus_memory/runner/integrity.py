@@ -70,12 +70,14 @@ DAMAGED_DB = "the database itself is damaged"
 def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
     """``(problems, unchecked methods)`` of the database's own hash chain (runner/chain.py): rows edited, deleted or
     added after their commit, named; the methods whose rows were written before the chain (store format < 4)."""
-    from .chain import chain_problems
+    from .chain import chain_problems, setup_problems
 
     reader = RunReader(root)
     if not reader.has_db:
         return [], []
-    out, unchecked = [], []
+    out, unchecked = reader._with_db(setup_problems, []), []
+    if out:  # the stored config is not to be read for the methods it names
+        return out, []
     methods = stored_methods(reader) or [m for (m,) in reader._query("SELECT DISTINCT method FROM steps")]
     for method in methods:
         checked, found = reader._with_db(lambda query: chain_problems(
@@ -90,10 +92,14 @@ def refuse_damaged(root: str | Path) -> None:
     """RunFolderError naming the first row whose hash chain does not match: a run is never continued or repaired
     from a database that is damaged (its rows would be copied over the intact exports)."""
     found = db_problems(root)[0]
-    if found:
-        more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
-        raise RunFolderError(f"{root}: {DAMAGED_DB}: {found[0]}{more}; it cannot be continued or repaired: restore "
-                             "run.sqlite from a copy or start a new run")
+    if not found:  # the same condition under which `janus report` says "restore" (check_complete): a stored summary
+        # that differs from the stored results, test rows the result does not count, ...
+        found = [p.split(f"{DAMAGED_DB}: ", 1)[1] for p in problems(root) if p.startswith(f"{DAMAGED_DB}: ")]
+        if not found:
+            return
+    more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+    raise RunFolderError(f"{root}: {DAMAGED_DB}: {found[0]}{more}; it cannot be continued or repaired: restore "
+                         "run.sqlite from a copy or start a new run")
 
 
 def problems(root: str | Path) -> list[str]:
@@ -182,6 +188,7 @@ def check_complete(root: str | Path) -> None:
         return
     found = problems(root)
     if found:
+        found.sort(key=lambda p: DAMAGED_DB not in p)  # the database's own damage first, whatever else differs
         if any(DAMAGED_DB in p or "start a new run" in p for p in found):  # never rebuild files from damaged rows
             hint = "; the files cannot be rebuilt from it: restore run.sqlite from a copy or start a new run"
         else:

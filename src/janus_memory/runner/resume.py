@@ -95,11 +95,12 @@ def check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str)
     old_splits = reader.meta("splits") or {}
     for name, rec in splits.items():
         o = old_splits.get(name, {})
-        if (o.get("source_sha256"), o.get("ids_sha256")) != (rec["source_sha256"], rec["ids_sha256"]):
-            raise ConfigError(
-                f"cannot resume: dataset hash mismatch for the {name} split of {cfg.dataset} "
-                f"(stored {o.get('source_sha256', '?')[:12]}…, now {rec['source_sha256'][:12]}…); "
-                "the data files changed since the run started")
+        for key, what in (("source_sha256", "the data files changed since the run started"),
+                          ("ids_sha256", "the split holds other task ids (the data files or the stored seed or "
+                                         "split settings changed since the run started)")):
+            if o.get(key) != rec[key]:  # the full hashes: a prefix may be the same
+                raise ConfigError(f"cannot resume: dataset hash mismatch for the {name} split of {cfg.dataset} "
+                                  f"({key}: stored {o.get(key, '?')}, now {rec[key]}); {what}")
 
 
 def refuse_changed_config(reader: RunReader, cfg: RunConfig) -> None:

@@ -217,8 +217,9 @@ class RunStore:
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(_SCHEMA)
             db.execute("BEGIN IMMEDIATE")
+            rows = [(k, dumps(v)) for k, v in {"store_format": STORE_FORMAT, **(meta or {})}.items()]
             db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                           [(k, dumps(v)) for k, v in {"store_format": STORE_FORMAT, **(meta or {})}.items()])
+                           rows + [(C.SETUP_SEAL, dumps(C.setup_seal(dict(rows))))])
             kill_point("setup_db_begun")
             db.execute("COMMIT")
         finally:
