@@ -17,7 +17,7 @@ def make_fake_run(out: Path, cache: Path) -> Path:
         cfg = RunConfig(backend="fake", dataset="gsm8k", stream_size=12, test_size=4, encoder="hashing:256",
                         out=str(out), temperature=0.0, no_cache=True, inject="poison@8", checkpoints=[0.5],
                         janus={"warmup": 3, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1,
-                               "trigger": "always"})
+                               "trigger": "always", "clustering": "sklearn"})  # the k-means its exact values used
         run_experiment(cfg, log=lambda m: None)
     finally:
         if old is None:
