@@ -19,6 +19,20 @@ def dumps(obj: Any) -> str:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file renamed into place. A path that exists and is not a regular
+    file (a device such as /dev/null, a pipe, a socket) is refused with OSError(EINVAL): renaming over it would
+    replace the device node itself, which as root breaks the machine (found when `--out /dev/null` was tried)."""
+    import errno
+    import stat
+
+    path = Path(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise OSError(errno.EINVAL, "exists and is not a regular file (a device, pipe or socket is never replaced)",
+                      str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
