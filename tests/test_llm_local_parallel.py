@@ -22,7 +22,8 @@ class FakeEngine:
         self.lock = threading.Lock()
         self.barrier = barrier
 
-    def handle_chat_completions(self, body):
+    def handle_chat_completions(self, body, callback):
+        assert body["stream"] is True  # the backend streams (llm/live.py counts the pieces)
         with self.lock:
             self.inside += 1
             self.peak = max(self.peak, self.inside)
@@ -31,9 +32,12 @@ class FakeEngine:
             self.barrier.wait(timeout=30)  # passes only if barrier.parties calls are inside at once
         with self.lock:
             self.inside -= 1
-        return {"choices": [{"message": {"content": "ok " + body["messages"][-1]["content"]}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 2},
-                "timings": {"prompt_n": 3, "cache_n": 7, "predicted_n": 2, "prompt_ms": 1.0, "predicted_ms": 2.0}}
+        callback({"choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]})
+        for piece in ("ok ", body["messages"][-1]["content"]):
+            callback({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+        callback({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                  "usage": {"prompt_tokens": 10, "completion_tokens": 2},
+                  "timings": {"prompt_n": 3, "cache_n": 7, "predicted_n": 2, "prompt_ms": 1.0, "predicted_ms": 2.0}})
 
 
 def backend(tmp_path, engine, **kw):

@@ -20,7 +20,7 @@ class Clock:
 def _progress(bars=None):
     lines: list[str] = []
     clock = Clock()
-    return ConsoleProgress(lines.append, bars, clock=lambda: 0.0, beat_clock=clock), clock, lines
+    return ConsoleProgress(lines.append, bars, clock=lambda: 0.0, beat_clock=clock, live_tokens=lambda: 0), clock, lines
 
 
 def test_a_long_step_gets_a_still_running_line_every_30_seconds_without_a_line():

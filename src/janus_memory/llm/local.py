@@ -43,10 +43,61 @@ from janus_memory.llm.base import (
     FatalLLMError,
     TransientLLMError,
 )
+from janus_memory.llm.live import LIVE
 from janus_memory.llm.reasoning import normalise_response
 from janus_memory.types import ChatResult
 
 DEFAULT_MODEL_DIR = Path("~/.cache/janus-memory/models").expanduser()
+
+
+def _delta_text(chunk: Any) -> bool:
+    """Whether a streamed chunk carries generated text (answer or reasoning): one generated token each."""
+    if not isinstance(chunk, dict):
+        return False
+    for ch in chunk.get("choices") or []:
+        d = ch.get("delta") if isinstance(ch, dict) else None
+        if isinstance(d, dict) and (d.get("content") or d.get("reasoning_content")):
+            return True
+    return False
+
+
+def assemble_stream(chunks: list) -> dict:
+    """The streamed chunks of one llama.cpp chat completion as the one-piece response dict.
+
+    An ``error`` chunk is returned as it is (llama.cpp sends a refused request as one such chunk). The text pieces are
+    joined in order; the finish reason, usage, timings and model come from the last chunk that has them. No chunk with
+    ``choices`` gives ``{}`` (normalise_response then calls the body malformed, a retryable error)."""
+    for c in chunks:
+        if isinstance(c, dict) and c.get("error"):
+            return c
+    content: list[str] = []
+    reasoning: list[str] = []
+    finish = usage = timings = model = None
+    seen = False
+    for c in chunks:
+        if not isinstance(c, dict):
+            continue
+        for ch in c.get("choices") or []:
+            if not isinstance(ch, dict):
+                continue
+            seen = True
+            d = ch.get("delta") if isinstance(ch.get("delta"), dict) else {}
+            content.append(d.get("content") or "")
+            reasoning.append(d.get("reasoning_content") or "")
+            finish = ch.get("finish_reason") or finish
+        usage = c.get("usage") or usage
+        timings = c.get("timings") or timings
+        model = c.get("model") or model
+    if not seen:
+        return {}
+    msg: dict[str, Any] = {"role": "assistant", "content": "".join(content)}
+    if any(reasoning):
+        msg["reasoning_content"] = "".join(reasoning)
+    out: dict[str, Any] = {"choices": [{"index": 0, "message": msg, "finish_reason": finish}]}
+    for k, v in (("usage", usage), ("timings", timings), ("model", model)):
+        if v is not None:
+            out[k] = v
+    return out
 
 
 def gguf_fingerprint(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -210,12 +261,25 @@ class LocalBackend:
             raise TransientLLMError(f"malformed llama.cpp response: {e}") from e
 
     def _call(self, srv: Any, body: dict) -> Any:
+        # streamed, so the tokens of a call still running show in the progress line (llm/live.py); the reply is
+        # assembled back into the one-piece shape (generation is the same: the stream flag only changes delivery)
+        chunks: list = []
+        handle = LIVE.open()
+
+        def on_chunk(chunk: Any) -> None:
+            chunks.append(chunk)
+            if _delta_text(chunk):
+                LIVE.add(handle)
+
         try:
-            r = srv.handle_chat_completions(body)
+            srv.handle_chat_completions(dict(body, stream=True, stream_options={"include_usage": True}), on_chunk)
         except (ValueError, TypeError) as e:
             raise FatalLLMError(f"llama.cpp rejected the request: {e}") from e
         except RuntimeError as e:
             raise TransientLLMError(f"llama.cpp runtime error: {e}") from e
+        finally:
+            LIVE.close(handle)
+        r = assemble_stream(chunks)
         if isinstance(r, dict) and r.get("error"):
             err = r["error"]
             msg = err.get("message") if isinstance(err, dict) else str(err)
