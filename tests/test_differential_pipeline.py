@@ -50,7 +50,8 @@ N_STEPS = 36
 JANUS = {"warmup": 8, "coverage_size": 4, "boundary_size": 4, "fresh_size": 3}
 WORDS = ("alpha beta gamma delta sigma omega kappa lambda theta rho tau phi psi chi zeta eta iota mu nu xi "
          "units sign limit ratio bound proof guess check table graph").split()
-TOPICS = (("enzyme", "protein", "cell"), ("orbit", "mass", "force"), ("acid", "base", "salt"), ("field", "charge", "wire"))
+TOPICS = (("enzyme", "protein", "cell"), ("orbit", "mass", "force"), ("acid", "base", "salt"),
+          ("field", "charge", "wire"))
 
 
 def _h(*parts) -> int:
@@ -147,20 +148,23 @@ class ScriptedModel:
             lines = [f"think: TH{self._id(h, 1)} the {self._w(h, 1)}", f"> look {tr}", "step a", "step b",
                      f"think: TH{self._id(h, 2)} then {self._w(h, 2)}", f"> check RF{self._id(h, 3)}", "step c"]
             body = "\n".join(lines)
-            return f"TH{self._id(h, 4)} plan", f"<trajectory>\n{body}\n</trajectory>\n<final_answer>{letter}</final_answer>"
+            return (f"TH{self._id(h, 4)} plan",
+                    f"<trajectory>\n{body}\n</trajectory>\n<final_answer>{letter}</final_answer>")
         return (f"TH{self._id(h, 1)} reasoning {self._w(h, 3)}",
                 f"<trajectory>\n{tr} {self._w(h, 1)}\n</trajectory>\n<final_answer>{letter}</final_answer>")
 
     def _expel_reflection(self, call, h):
         r, ref = h % 4, f"RF{self._id(h)} {self._w(h, 1)} {self._w(h, 2)}"
         if r == 0:  # a draft block in the thinking comes first
-            return f"TH{self._id(h, 1)} <reflection>DR{self._id(h, 2)} draft</reflection>", f"<reflection>{ref}</reflection>"
+            draft = f"<reflection>DR{self._id(h, 2)} draft</reflection>"
+            return f"TH{self._id(h, 1)} {draft}", f"<reflection>{ref}</reflection>"
         if r == 1:  # no block: the whole raw reply, thinking included
             return f"TH{self._id(h, 1)} hmm", ref
         return "", f"<reflection>{ref}</reflection>"
 
     def _ops(self, call, h):
-        rules = [re.sub(r"^\d+\.\s*", "", ln) for ln in call["memory"].splitlines()] if call["memory"] != "(empty)" else []
+        lines = call["memory"].splitlines() if call["memory"] != "(empty)" else []
+        rules = [re.sub(r"^\d+\.\s*", "", ln) for ln in lines]
         n, ops = len(rules), []
         for j in range(1 + h % 3):
             c = (h >> (4 * j + 2)) % 8
@@ -221,7 +225,8 @@ class OurClient:
         phase = "replay" if role == "janus" else "stream"
         if name == "dc_rs_curator_paper":
             return {"phase": phase, "kind": "dc_curator", "memory": v["PREVIOUS_CHEATSHEET"],
-                    "retrieved": _items(v["RETRIEVED_PAIRS"], r"#### Previous Input #\d+ \(Similarity: (-?\d+\.\d\d)\):"),
+                    "retrieved": _items(v["RETRIEVED_PAIRS"],
+                                        r"#### Previous Input #\d+ \(Similarity: (-?\d+\.\d\d)\):"),
                     "input": marks(v["NEXT_INPUT"])}
         if name == "dc_generator_paper":
             return {"phase": phase, "kind": "dc_solver", "memory": v["CHEATSHEET"], "input": marks(v["QUESTION"])}
@@ -234,7 +239,8 @@ class OurClient:
                     "input": marks(v["TASK"]), "failed_output": marks(v["FAILED_OUTPUT"])}
         if name == "expel_pair_curator":
             return {"phase": phase, "kind": "expel_pair", "memory": v["RULES"],
-                    "success_question": marks(v["SUCCESS_QUESTION"]), "success_trajectory": marks(v["SUCCESS_TRAJECTORY"]),
+                    "success_question": marks(v["SUCCESS_QUESTION"]),
+                    "success_trajectory": marks(v["SUCCESS_TRAJECTORY"]),
                     "fail_question": marks(v["FAIL_QUESTION"]), "fail_trajectory": marks(v["FAIL_TRAJECTORY"])}
         return {"phase": phase, "kind": "expel_batch", "memory": v["RULES"],
                 "successes": [m for _, m in _items(v["SUCCESSES"], r"\[Success (\d+)\]")]}
@@ -345,3 +351,24 @@ def test_base_method_alone_matches_the_authors_runner(method, monkeypatch):
     ours = run_ours(method, "mmt", tasks, monkeypatch, with_janus=False)
     rsteps, rcalls, _ = run_reference(method, "mmt", tasks, with_janus=False)
     _compare(ours, (rsteps, rcalls), f"{method} without Janus")
+
+
+@pytest.mark.parametrize("method,config,first_call", [
+    ("expel", {"outputs": "visible"}, 2),  # the checker sees the thinking attached: try 1 judged otherwise
+    ("expel", {"examples_input": "task_prompt"}, 2),  # the retrieved example shows the options too
+    ("expel", {"rule_ops": "paper", "placeholders": "kept"}, 82),  # the authors' placeholder filter switched off
+    ("expel", {"curator_input": "task_prompt"}, 5),
+    ("dc_rs", {"parse_reasoning": False}, 2),  # the draft sheet in the thinking is not read
+])
+def test_the_comparison_sees_each_difference(method, config, first_call, monkeypatch):
+    """Power check: each of our own options (or the filter removed) makes the comparison fail at a known call."""
+    from janus_memory.updaters import expel_rules_paper
+
+    tasks = make_tasks(seed=0)
+    config = dict(config)
+    if config.pop("placeholders", None) == "kept":
+        monkeypatch.setattr(expel_rules_paper, "is_placeholder_rule", lambda text: False)
+    ours = run_ours(method, "always", tasks, monkeypatch, updater_config=config)
+    rsteps, rcalls, _ = run_reference(method, "always", tasks)
+    with pytest.raises(AssertionError, match=f"model call {first_call} differs"):
+        _compare(ours, (rsteps, rcalls), "power")

@@ -24,7 +24,8 @@ def test_placeholder_rules_normalise_to_nothing(raw):
 
 
 @pytest.mark.parametrize("raw,want", [
-    ("Rules", "Rules."), ("Rule 1: check the units", "Rule 1: check the units."), ("Check  the\nunits", "Check the units."),
+    ("Rules", "Rules."), ("Rule 1: check the units", "Rule 1: check the units."),
+    ("Check  the\nunits", "Check the units."),
     ("<b>Check</b>", "<b>Check</b>."), ("rule of thumb", "rule of thumb."), ("placeholders", "placeholders."),
     ("Strategy 2b", "Strategy 2b."), ("insight-1", "insight-1."), ("- Keep it short.", "Keep it short."),
 ])
@@ -92,12 +93,14 @@ def test_the_paper_preset_keeps_a_try_as_the_authors_do():
     assert out.info["reflections"] == ["draft note"]
     case = upd.pool.records[0]
     assert case == {"id": "g1", "question": GPQA.question, "input": upd.family.prompt(GPQA),
-                    "output": "<think>\nsure now\n</think>\n\n<trajectory>try two</trajectory>\n<final_answer>B</final_answer>",
+                    "output": ("<think>\nsure now\n</think>\n\n<trajectory>try two</trajectory>\n"
+                               "<final_answer>B</final_answer>"),
                     "trajectory": "try two", "reflections": ["draft note"], "answer": "B"}
     # the next task's solver sees the case's raw question, not its task prompt
     upd.step(NEXT)
     user = [c for c in llm.calls if c["role"] == "solver"][-1]["messages"][1]["content"]
-    assert f"Problem: {GPQA.question}\nReasoning:\ntry two" in user and "Options:" not in user.split("Problem:")[1].split("Reasoning")[0]
+    assert f"Problem: {GPQA.question}\nReasoning:\ntry two" in user
+    assert "Options:" not in user.split("Problem:")[1].split("Reasoning")[0]
 
 
 def test_visible_outputs_keep_ours():
@@ -106,8 +109,8 @@ def test_visible_outputs_keep_ours():
     # the reasoning stays attached to the checked answer: the gold text in it credits try 1 (the leak the paper
     # preset closes)
     assert [a["correct"] for a in out.info["attempts"]] == [True]
-    assert out.info["attempts"][0] == {"attempt": 1, "output": "<trajectory>try one</trajectory>\n<final_answer>A</final_answer>",
-                                       "trajectory": "try one", "correct": True}
+    shown = "<trajectory>try one</trajectory>\n<final_answer>A</final_answer>"
+    assert out.info["attempts"][0] == {"attempt": 1, "output": shown, "trajectory": "try one", "correct": True}
     assert upd.pool.records[0]["output"] == "<trajectory>try one</trajectory>\n<final_answer>A</final_answer>"
     assert "answer" not in upd.pool.records[0]
 

@@ -79,8 +79,8 @@ class ExpeL(CaseRetrieval, Updater):
                 "curator_input": "question",
                 # what the solver's retrieved examples show of each case: the raw question (the authors') or the prompt
                 "examples_input": "question",
-                # "paper": a try is kept, reflected on, retrieved and checked as the authors' raw output (the thinking in
-                # <think> tags, then the answer, with parse_reasoning; the answer block alone is checked);
+                # "paper": a try is kept, reflected on, retrieved and checked as the authors' raw output (the
+                # thinking in <think> tags, then the answer, with parse_reasoning; the answer block alone is checked);
                 # "visible": the answer text only (before issue 27's round 3)
                 "outputs": "paper"}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
