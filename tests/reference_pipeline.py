@@ -127,7 +127,7 @@ class RefDCRS:
                                    "input": task_input(task)}))
         sheet = tag_content(cur, "cheatsheet") or previous  # no block: the previous sheet
         self.step_memories = (previous, sheet)
-        out = raw_output(self.ask({"phase": "stream", "kind": "dc_solver", "memory": sheet,
+        out = raw_output(self.ask({"phase": "stream", "kind": "dc_solver", "memory": sheet, "retrieved": [],
                                    "input": task_input(task)}))
         self.pending = sheet
         return out
@@ -146,7 +146,14 @@ class RefDCRS:
 
     def replay_call(self, task, memory: str) -> dict:
         """DCRSJanusAdapter.build_solver_prompt: the generator prompt with this sheet, no retrieval."""
-        return {"phase": "replay", "kind": "dc_solver", "memory": memory, "input": task_input(task)}
+        return {"phase": "replay", "kind": "dc_solver", "memory": memory, "retrieved": [], "input": task_input(task)}
+
+    def test_call(self, task) -> dict:
+        """``test_build_solver_prompt``: the frozen sheet with the top-3 retrieved pairs appended (none: the sheet)."""
+        pairs = [(f"{r['score']:.2f}", marks(r["question"]) + marks(r["model_output"]))
+                 for r in self.retrieve(task)[:3][::-1]]
+        return {"phase": "test", "kind": "dc_solver", "memory": self.cheatsheet, "retrieved": pairs,
+                "input": task_input(task)}
 
     def stored(self) -> dict:
         return {"pool": list(zip(self.questions, self.outputs))}
@@ -374,6 +381,12 @@ class RefExpeL:
         return {"phase": "replay", "kind": "expel_solver", "memory": memory, "retrieved": [], "reflections": [],
                 "attempt": 1, "input": task_input(task)}
 
+    def test_call(self, task) -> dict:
+        """``test_build_solver_prompt``: the frozen rules with the retrieved success cases, no reflection, try 1."""
+        shown = [(f"{r['score']:.2f}", marks(r["question"]) + marks(r["trajectory"])) for r in self.retrieve(task)]
+        return {"phase": "test", "kind": "expel_solver", "memory": self.insights(), "retrieved": shown,
+                "reflections": [], "attempt": 1, "input": task_input(task)}
+
     def stored(self) -> dict:
         return {"rules": [list(r) for r in self.rules], "recent": [c["question"] for c in self.recent],
                 "pool": [(c["question"], c["model_output"], c["trajectory"], list(c["reflections"]))
@@ -424,6 +437,11 @@ class RefPipeline:
         if d["triggered"]:
             decision["old_correct"], decision["new_correct"] = self.replays
         return {**log, "decision": decision, "memory": self._memory(), **self.base.stored()}
+
+    def test(self, tasks: list) -> list[bool]:
+        """``run_batched_test``: per task, retrieval and the frozen-memory solver prompt, one sample, the checker on
+        the raw output (``task.evaluate_entry(out, entry)``)."""
+        return [gpqa_score(raw_output(self.ask(self.base.test_call(t))), t) >= 1.0 for t in tasks]
 
     def _memory(self) -> str:
         return self.base.cheatsheet if isinstance(self.base, RefDCRS) else self.base.insights()

@@ -38,7 +38,7 @@ from janus_memory.llm.usage import UsageMeter
 from janus_memory.runner import loop
 from janus_memory.runner.build import Context
 from janus_memory.runner.config import RunConfig
-from janus_memory.runner.events import EventBus, StepRecorded
+from janus_memory.runner.events import EventBus, StepRecorded, TestDone
 from janus_memory.tasks import get_family
 from janus_memory.tasks.checker_paper import with_checker
 from janus_memory.types import ChatResult, Task
@@ -47,6 +47,7 @@ from janus_memory.updaters import expel as expel_mod
 from janus_memory.updaters.texts import load_prompt
 
 N_STEPS = 36
+N_TEST = 10  # held-out tasks after the stream: the frozen test (retrieval, prompt, the checker on the raw output)
 JANUS = {"warmup": 8, "coverage_size": 4, "boundary_size": 4, "fresh_size": 3}
 WORDS = ("alpha beta gamma delta sigma omega kappa lambda theta rho tau phi psi chi zeta eta iota mu nu xi "
          "units sign limit ratio bound proof guess check table graph").split()
@@ -222,14 +223,17 @@ class OurClient:
 
     def to_call(self, messages: list[dict], role: str) -> dict:
         name, v = self.filled[messages[-1]["content"]]
-        phase = "replay" if role == "janus" else "stream"
+        phase = {"janus": "replay", "test": "test"}.get(role, "stream")
         if name == "dc_rs_curator_paper":
             return {"phase": phase, "kind": "dc_curator", "memory": v["PREVIOUS_CHEATSHEET"],
                     "retrieved": _items(v["RETRIEVED_PAIRS"],
                                         r"#### Previous Input #\d+ \(Similarity: (-?\d+\.\d\d)\):"),
                     "input": marks(v["NEXT_INPUT"])}
-        if name == "dc_generator_paper":
-            return {"phase": phase, "kind": "dc_solver", "memory": v["CHEATSHEET"], "input": marks(v["QUESTION"])}
+        if name == "dc_generator_paper":  # at test time the retrieved pairs follow the sheet
+            sheet, _, pairs = v["CHEATSHEET"].partition("\n\n## Retrieved Nearest Examples\n")
+            return {"phase": phase, "kind": "dc_solver", "memory": sheet,
+                    "retrieved": _items(pairs, r"#### Previous Input #\d+ \(Similarity: (-?\d+\.\d\d)\):"),
+                    "input": marks(v["QUESTION"])}
         if name == "expel_solver_user":
             return {"phase": phase, "kind": "expel_solver", "memory": v["RULES"],
                     "retrieved": _items(v["EXAMPLES"], r"### Example \d+ \(similarity (-?\d+\.\d\d)\)"),
@@ -254,21 +258,23 @@ class OurClient:
 
 
 def run_ours(method: str, trigger: str, tasks: list[Task], monkeypatch, with_janus: bool = True,
-             updater_config: dict | None = None):
-    model = ScriptedModel(tasks)
+             updater_config: dict | None = None, test: list[Task] | None = None):
+    model = ScriptedModel(list(tasks) + list(test or []))
     client = OurClient(model)
     monkeypatch.setattr(dc_mod, "fill", client.fill(dc_mod.fill))
     monkeypatch.setattr(expel_mod, "fill", client.fill(expel_mod.fill))
     settings = RunConfig(dataset="gpqa", updater=method, janus={**JANUS, "trigger": trigger},
                          updater_config=updater_config or {})
     ctx = Context(settings=settings, family=with_checker(get_family("gpqa"), "paper"),
-                  stream=SimpleNamespace(tasks=tasks), test=SimpleNamespace(tasks=[]), client=client,
+                  stream=SimpleNamespace(tasks=tasks), test=SimpleNamespace(tasks=list(test or [])), client=client,
                   encoder=HashEncoder())
     steps: list[dict] = []
 
     def on_event(ev):
         if isinstance(ev, StepRecorded):
             steps.append(_our_step(method, ev, with_janus))
+        if isinstance(ev, TestDone):
+            steps.append({"test": [r["correct"] for r in ev.records]})
     loop.run_method(ctx, method, with_janus, EventBus(on_event))
     monkeypatch.undo()
     return steps, model.calls
@@ -296,8 +302,9 @@ def _our_step(method: str, ev: StepRecorded, with_janus: bool) -> dict:
     return out
 
 
-def run_reference(method: str, trigger: str, tasks: list[Task], with_janus: bool = True):
-    model = ScriptedModel(tasks)
+def run_reference(method: str, trigger: str, tasks: list[Task], with_janus: bool = True,
+                  test: list[Task] | None = None):
+    model = ScriptedModel(list(tasks) + list(test or []))
     enc = HashEncoder()
     ref = RefPipeline(method, model, enc.encode, with_janus=with_janus, policy=trigger, k=JANUS["warmup"],
                       k_prime=JANUS["coverage_size"], l_fresh=JANUS["fresh_size"])
@@ -308,6 +315,7 @@ def run_reference(method: str, trigger: str, tasks: list[Task], with_janus: bool
             texts = s.pop("doc_texts")
             s["doc_vectors"] = enc.encode(texts) if texts else np.zeros((0, 256), dtype=np.float32)
         steps.append(s)
+    steps.append({"test": ref.test(list(test or []))})
     return steps, model.calls, ref
 
 
@@ -327,48 +335,50 @@ def _compare(ours, ref, label):
 @pytest.mark.parametrize("method", ["dc_rs", "expel"])
 @pytest.mark.parametrize("trigger", ["mmt", "always"])
 def test_pipeline_matches_the_authors_runner(method, trigger, monkeypatch):
-    stats = {"triggers": 0, "rollbacks": 0, "correct": 0, "calls": 0, "unused": 0}
+    stats = {"triggers": 0, "rollbacks": 0, "correct": 0, "test_correct": 0, "calls": 0, "unused": 0}
     for seed in (0, 1):
-        tasks = make_tasks(seed=seed)
-        ours = run_ours(method, trigger, tasks, monkeypatch)
-        rsteps, rcalls, ref = run_reference(method, trigger, tasks)
+        tasks = make_tasks(N_STEPS + N_TEST, seed=seed)
+        ours = run_ours(method, trigger, tasks[:N_STEPS], monkeypatch, test=tasks[N_STEPS:])
+        rsteps, rcalls, ref = run_reference(method, trigger, tasks[:N_STEPS], test=tasks[N_STEPS:])
         _compare(ours, (rsteps, rcalls), f"{method}/{trigger}/seed {seed}")
-        stats["triggers"] += sum(s["decision"]["triggered"] for s in rsteps)
-        stats["rollbacks"] += sum(not s["decision"]["accept"] for s in rsteps)
-        stats["correct"] += sum(s["correct"] for s in rsteps)
+        stats["triggers"] += sum(s["decision"]["triggered"] for s in rsteps[:-1])
+        stats["rollbacks"] += sum(not s["decision"]["accept"] for s in rsteps[:-1])
+        stats["correct"] += sum(s["correct"] for s in rsteps[:-1])
+        stats["test_correct"] += sum(rsteps[-1]["test"])
         stats["calls"] += len(rcalls)
         stats["unused"] += getattr(ref.base, "unused_calls", 0)
     # the streams exercise what the test is about: comparisons, rollbacks, both verdicts
     assert stats["triggers"] >= 8 and stats["rollbacks"] >= 5, stats
-    assert 0 < stats["correct"] < 2 * N_STEPS, stats
+    assert 0 < stats["correct"] < 2 * N_STEPS and 0 < stats["test_correct"] < 2 * N_TEST, stats
     if method == "expel":
         assert stats["unused"] > 0 and ref.base.rules and len(ref.base.pool) > 3
 
 
 @pytest.mark.parametrize("method", ["dc_rs", "expel"])
 def test_base_method_alone_matches_the_authors_runner(method, monkeypatch):
-    tasks = make_tasks(seed=1)
-    ours = run_ours(method, "mmt", tasks, monkeypatch, with_janus=False)
-    rsteps, rcalls, _ = run_reference(method, "mmt", tasks, with_janus=False)
+    tasks = make_tasks(N_STEPS + N_TEST, seed=2)
+    ours = run_ours(method, "mmt", tasks[:N_STEPS], monkeypatch, with_janus=False, test=tasks[N_STEPS:])
+    rsteps, rcalls, _ = run_reference(method, "mmt", tasks[:N_STEPS], with_janus=False, test=tasks[N_STEPS:])
     _compare(ours, (rsteps, rcalls), f"{method} without Janus")
 
 
-@pytest.mark.parametrize("method,config,first_call", [
-    ("expel", {"outputs": "visible"}, 2),  # the checker sees the thinking attached: try 1 judged otherwise
-    ("expel", {"examples_input": "task_prompt"}, 2),  # the retrieved example shows the options too
-    ("expel", {"rule_ops": "paper", "placeholders": "kept"}, 82),  # the authors' placeholder filter switched off
-    ("expel", {"curator_input": "task_prompt"}, 5),
-    ("dc_rs", {"parse_reasoning": False}, 2),  # the draft sheet in the thinking is not read
+@pytest.mark.parametrize("method,config,where", [
+    ("expel", {"outputs": "visible"}, "model call 2"),  # the checker sees the thinking attached: try 1 judged otherwise
+    ("expel", {"examples_input": "task_prompt"}, "model call 2"),  # the retrieved example shows the options too
+    ("expel", {"placeholders": "kept"}, "model call 82"),  # the authors' placeholder filter switched off
+    ("expel", {"curator_input": "task_prompt"}, "model call 5"),
+    ("expel", {"test_scoring": "answer_block", "seed": 1}, "step 37"),  # the test checks the answer block alone
+    ("dc_rs", {"parse_reasoning": False}, "model call 2"),  # the draft sheet in the thinking is not read
 ])
-def test_the_comparison_sees_each_difference(method, config, first_call, monkeypatch):
-    """Power check: each of our own options (or the filter removed) makes the comparison fail at a known call."""
+def test_the_comparison_sees_each_difference(method, config, where, monkeypatch):
+    """Power check: each of our own options (or the filter removed) makes the comparison fail where expected."""
     from janus_memory.updaters import expel_rules_paper
 
-    tasks = make_tasks(seed=0)
     config = dict(config)
+    tasks = make_tasks(N_STEPS + N_TEST, seed=config.pop("seed", 0))
     if config.pop("placeholders", None) == "kept":
         monkeypatch.setattr(expel_rules_paper, "is_placeholder_rule", lambda text: False)
-    ours = run_ours(method, "always", tasks, monkeypatch, updater_config=config)
-    rsteps, rcalls, _ = run_reference(method, "always", tasks)
-    with pytest.raises(AssertionError, match=f"model call {first_call} differs"):
+    ours = run_ours(method, "always", tasks[:N_STEPS], monkeypatch, updater_config=config, test=tasks[N_STEPS:])
+    rsteps, rcalls, _ = run_reference(method, "always", tasks[:N_STEPS], test=tasks[N_STEPS:])
+    with pytest.raises(AssertionError, match=f"{where} differs"):
         _compare(ours, (rsteps, rcalls), "power")

@@ -140,8 +140,21 @@ def test_bad_option_values_are_refused():
 def test_stored_expel_configs_from_before_resume_as_they_ran():
     old = {"preset": "paper", "twin_cache": "separate", "updater": "expel", "updater_config": {"retrieval": "paper"}}
     assert migrate_stored(old)["updater_config"] == {"outputs": "visible", "examples_input": "task_prompt",
-                                                     "retrieval": "paper"}
+                                                     "test_scoring": "answer_block", "retrieval": "paper"}
     new = {**old, "updater_config": {"outputs": "paper", "examples_input": "question"}}
     assert migrate_stored(new)["updater_config"] == {"outputs": "paper", "examples_input": "question"}
     dc = {**old, "updater": "dc_rs", "updater_config": {}}
     assert migrate_stored(dc)["updater_config"] == {}
+
+
+def test_the_held_out_test_checks_the_raw_output_as_the_authors_batched_test():
+    upd, llm = _expel()
+    llm.push("test", ChatResult(text="<final_answer>A</final_answer>", reasoning="it is carbon dioxide"))
+    [(_, score)] = upd.solve_frozen([GPQA])
+    assert score.correct is True  # the gold text in the thinking: the authors' checker on the raw output credits it
+    upd2, llm2 = _expel(test_scoring="answer_block")
+    llm2.push("test", ChatResult(text="<final_answer>A</final_answer>", reasoning="it is carbon dioxide"))
+    [(_, score2)] = upd2.solve_frozen([GPQA])
+    assert score2.correct is False
+    with pytest.raises(ValueError, match="config 'test_scoring' must be one of"):
+        _expel(test_scoring="block")

@@ -455,7 +455,7 @@ def migrate_stored(data: dict) -> dict:
     if data.get("updater") == "expel" and "outputs" not in (data.get("updater_config") or {}):
         # stored before ExpeL kept the authors' raw outputs and showed raw questions as examples (issue 27 round 3)
         data["updater_config"] = {"outputs": "visible", "examples_input": "task_prompt",
-                                  **(data.get("updater_config") or {})}
+                                  "test_scoring": "answer_block", **(data.get("updater_config") or {})}
     return data
 
 

@@ -63,7 +63,7 @@ from janus_memory.updaters.expel_rules import apply_curator_reply, render_rules
 
 SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scoring": "answer_block",
                       "presence_penalty": None, "retrieval": "question", "outputs": "visible",
-                      "examples_input": "task_prompt"}
+                      "examples_input": "task_prompt", "test_scoring": "answer_block"}
 
 
 @register_updater("expel")
@@ -82,11 +82,14 @@ class ExpeL(CaseRetrieval, Updater):
                 # "paper": a try is kept, reflected on, retrieved and checked as the authors' raw output (the
                 # thinking in <think> tags, then the answer, with parse_reasoning; the answer block alone is checked);
                 # "visible": the answer text only (before issue 27's round 3)
-                "outputs": "paper"}
+                "outputs": "paper",
+                # held-out test answers: the raw output through the checker (the authors' batched test) or the
+                # answer block, as the stream checks it
+                "test_scoring": "raw"}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question"),
                 "curator_input": ("question", "task_prompt"), "examples_input": ("question", "task_prompt"),
-                "outputs": ("paper", "visible")}
+                "outputs": ("paper", "visible"), "test_scoring": ("raw", "answer_block")}
 
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
@@ -158,10 +161,19 @@ class ExpeL(CaseRetrieval, Updater):
     def replay_score(self, task: Task, result: ChatResult) -> Score:
         """Janus replay: the authors score the raw output with the task's checker (``replay_scoring="raw"``)."""
         if self.config["replay_scoring"] == "raw":
-            if self.config["outputs"] == "paper":  # the checker composes thinking + answer itself
-                return self.family.score(task, result)
-            return self.family.score(task, dataclasses.replace(result, text=self.parse_view(result)))
+            return self._raw_score(task, result)
         return self.score(task, result)
+
+    def test_score(self, task: Task, result: ChatResult) -> Score:
+        """Held-out test: the authors' batched test checks the raw output too (``test_scoring="raw"``)."""
+        if self.config["test_scoring"] == "raw":
+            return self._raw_score(task, result)
+        return self.score(task, result)
+
+    def _raw_score(self, task: Task, result: ChatResult) -> Score:
+        if self.config["outputs"] == "paper":  # the checker composes thinking + answer itself
+            return self.family.score(task, result)
+        return self.family.score(task, dataclasses.replace(result, text=self.parse_view(result)))
 
     def _pp(self, params: dict) -> dict:
         if self.config["presence_penalty"] is not None:
