@@ -108,6 +108,7 @@ class RefDCRS:
         self.cheatsheet = EMPTY
         self.questions: list[str] = []
         self.outputs: list[str] = []
+        self.feedback: list[str] = []  # what their checkpoint restore filters the pool by (successes only)
         self.vectors: list = []
         self.pending = None
         self.step_memories = (EMPTY, EMPTY)
@@ -136,6 +137,7 @@ class RefDCRS:
         self.cheatsheet = self.pending
         self.questions.append(record["question"])
         self.outputs.append(record["model_output"])
+        self.feedback.append(record["feedback"])
         self.vectors.append(self.encode([record["question"]])[0])
 
     def snapshot(self):
@@ -156,7 +158,7 @@ class RefDCRS:
                 "input": task_input(task)}
 
     def stored(self) -> dict:
-        return {"pool": list(zip(self.questions, self.outputs))}
+        return {"pool": list(zip(self.questions, self.outputs, self.feedback))}
 
 
 # ------------------------------------------------------------------------------------------ ExpeL

@@ -290,7 +290,7 @@ def _our_step(method: str, ev: StepRecorded, with_janus: bool) -> dict:
         if d["triggered"]:
             out["decision"]["old_correct"], out["decision"]["new_correct"] = d["old_correct"], d["new_correct"]
     if method == "dc_rs":
-        out["pool"] = [(r["question"], r["output"]) for r in state["bank"]["records"]]
+        out["pool"] = [(r["question"], r["output"], r["feedback"]) for r in state["bank"]["records"]]
         return out
     out["rules"] = [list(r) for r in state["rules"]]
     out["recent"] = [c["question"] for c in state["recent_success"]]
