@@ -22,6 +22,8 @@ OLD_TO_NEW = [
                                                                                   "OPS"]),
     ("janus_memory.updaters.expel_rules", "janus_memory.updaters.expel_rules_paper",
      ["apply_ops_paper", "parse_ops_paper", "normalize_rule_paper", "paper_rule_index"]),
+    ("janus_memory.updaters.expel", "janus_memory.updaters.expel_cases",
+     ["paper_case_fields", "CaseRetrieval", "_first_block", "_last_block"]),
 ]
 
 
@@ -65,3 +67,12 @@ def test_controller_state_keys_and_format_unchanged():
                                                         "meta": {}}}
     back = janus_memory.Janus.from_state_dict(st, lambda m, ts: [True] * len(ts))
     assert json.dumps(back.state_dict(), sort_keys=True) == json.dumps(st, sort_keys=True)
+
+
+def test_expel_split_keeps_the_class_whole():
+    from janus_memory.updaters.expel import ExpeL
+    from janus_memory.updaters.expel_cases import CaseRetrieval
+
+    assert issubclass(ExpeL, CaseRetrieval)
+    for name in ("_add_case", "_retrieve", "_examples_block", "state_hints"):
+        assert getattr(ExpeL, name) is getattr(CaseRetrieval, name), name

@@ -38,3 +38,39 @@ def test_report_prints_the_paper_number_with_its_backbone(tmp_path, monkeypatch)
     print_report(res, Console(file=buf, width=200))
     out = buf.getvalue()
     assert "Paper (%, Qwen3-8B)" in out and "84.0" in out and "scripted (not the paper's)" in out
+
+
+def test_controller_differences_name_every_non_paper_janus_setting():
+    from janus_memory.controller import JanusConfig
+    from janus_memory.runner.published import PAPER_TEST_N, controller_differences
+
+    assert controller_differences(JanusConfig.paper().to_dict()) == []
+    assert controller_differences(JanusConfig.paper(seed=3).to_dict()) == []  # any seed is the paper's controller
+    assert controller_differences(JanusConfig.paper(tau=0.2, clustering="sklearn").to_dict()) == [
+        "tau=0.2", "clustering=sklearn"]
+    assert "early_stop=True" in controller_differences(JanusConfig.fast().to_dict())
+    assert PAPER_TEST_N == {"math500": 500, "gpqa": 198, "mmlu_pro_eng": 250, "mmlu_pro_phy": 250,
+                            "apibench_hf": 250, "humaneval": 114}
+
+
+def test_report_flags_checker_and_controller_and_shows_the_test_n(tmp_path, monkeypatch):
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    base = ["run", "--backend", "fake", "--encoder", "hashing", "--quiet", "--stream-size", "4", "--dataset",
+            "mmlu_pro_phy"]
+    assert main(base + ["--test-size", "3", "--updater", "memory_free", "--controller", "none",
+                        "--out", str(tmp_path / "runs" / "free")]) == 0
+    assert main(base + ["--test-size", "4", "--updater", "dc_rs", "--controller", "janus", "--checker", "strict",
+                        "--clustering", "sklearn", "--out", str(tmp_path / "runs" / "dc")]) == 0
+    res = build_report([str(tmp_path / "runs")], str(tmp_path / "rep"))
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert ("| Method | Dataset | Ours (%) | Test n (ours / paper) | Paper (%, Qwen3-8B) | Our backbone | "
+            "Setting not the paper's |") in md
+    assert "| 3 / 250 | 84.0 | scripted (not the paper's) | — |" in md  # the paper checker, no Janus
+    assert "| 4 / 250 | 89.2 | scripted (not the paper's) | checker: strict; Janus: clustering=sklearn |" in md
+    assert ("A row with a setting in the last column ran with our strict checker or with Janus settings other than "
+            "the paper preset's: it is not the paper's setting.") in md
+    rows = {p["label"]: p for sec in res["sections"] for p in sec["tables"]["published"]["rows"]}
+    assert (rows["dc_rs+janus"]["test_n"], rows["dc_rs+janus"]["controller_diff"], rows["dc_rs+janus"]["checker"]) == (
+        [4], ["clustering=sklearn"], "strict")
+    assert (rows["memory_free"]["test_n"], rows["memory_free"]["controller_diff"], rows["memory_free"]["checker"]) == (
+        [3], [], "paper")

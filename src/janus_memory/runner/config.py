@@ -452,6 +452,10 @@ def migrate_stored(data: dict) -> dict:
         data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
     if "twin_cache" not in data:  # stored before issue 27 (every config.json written since holds the key)
         data = pre_issue27(data)
+    if data.get("updater") == "expel" and "outputs" not in (data.get("updater_config") or {}):
+        # stored before ExpeL kept the authors' raw outputs and showed raw questions as examples (issue 27 round 3)
+        data["updater_config"] = {"outputs": "visible", "examples_input": "task_prompt",
+                                  "test_scoring": "answer_block", **(data.get("updater_config") or {})}
     return data
 
 

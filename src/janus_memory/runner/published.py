@@ -4,7 +4,9 @@ were published as averages only, so no cell of ours matches them.
 
 A cell of ours matches when its dataset, updater and controller (with or without Janus, paper settings: a row
 without a setting suffix) are those of a published cell. Every published number is shown as the paper's, with the
-paper's backbone, and next to the backbone our run used; when the two differ, the row says so.
+paper's backbone, and next to the backbone our run used; when the two differ, the row says so. The row also shows
+how many test tasks our number is over beside the paper's test split size, and flags a run whose answer checker
+(ours, strict) or whose Janus settings (any JanusConfig field but the seed) are not the paper preset's.
 """
 from __future__ import annotations
 
@@ -19,6 +21,18 @@ _TABLE1 = {  # (updater, with Janus) -> accuracy per dataset, in _DATASETS order
     ("expel", True): (81.6, 78.5, 71.6, 92.8, 70.4, 93.9),
 }
 PAPER_TABLE1 = {(upd, janus, ds): v for (upd, janus), vals in _TABLE1.items() for ds, v in zip(_DATASETS, vals)}
+# the paper's held-out test split sizes (paper-spec §6.2)
+PAPER_TEST_N = {"math500": 500, "gpqa": 198, "mmlu_pro_eng": 250, "mmlu_pro_phy": 250, "apibench_hf": 250,
+                "humaneval": 114}
+
+
+def controller_differences(janus_cfg: dict) -> list[str]:
+    """``key=value`` for every JanusConfig setting of a run that is not the paper preset's (the seed excepted: any
+    seed runs the paper's controller)."""
+    from ..controller import JanusConfig
+
+    paper = JanusConfig.paper().to_dict()
+    return [f"{k}={janus_cfg[k]}" for k in paper if k != "seed" and k in janus_cfg and janus_cfg[k] != paper[k]]
 
 
 def published(updater: str, janus: bool, dataset: str) -> float | None:
@@ -46,10 +60,13 @@ def published_rows(rows: list) -> list[dict]:
     for (label, ds), rs in groups.items():
         accs = [r.test_accuracy for r in rs if r.test_accuracy is not None]
         models = sorted({str(r.setup.get("model") or "?") for r in rs})
+        diffs = sorted({d for r in rs if r.janus for d in controller_differences(r.janus_cfg)})
+        test_n = sorted({int(r.summary.get("test_tasks") or 0) for r in rs})
         out.append({"label": label, "dataset": ds, "ours": 100 * sum(accs) / len(accs) if accs else None,
                     "n": len(accs), "paper": published(rs[0].updater, rs[0].janus, ds), "our_backbone": ", ".join(models),
                     "same_backbone": all(same_backbone(m) for m in models),
-                    "checker": "paper" if all(r.checker == "paper" for r in rs) else "strict"})
+                    "checker": "paper" if all(r.checker == "paper" for r in rs) else "strict",
+                    "test_n": test_n, "paper_test_n": PAPER_TEST_N.get(ds), "controller_diff": diffs})
     from .tables import dataset_key, label_key
 
     out.sort(key=lambda x: (label_key(x["label"]), dataset_key(x["dataset"])))
@@ -61,14 +78,28 @@ def published_table(rows: list) -> dict:
     from .tables import display_name, markdown_table
 
     prs = published_rows(rows)
-    header = ["Method", "Dataset", "Ours (%)", f"Paper (%, {PAPER_BACKBONE})", "Our backbone"]
+    header = ["Method", "Dataset", "Ours (%)", "Test n (ours / paper)", f"Paper (%, {PAPER_BACKBONE})",
+              "Our backbone", "Setting not the paper's"]
     body = [[p["label"], display_name(p["dataset"]), "—" if p["ours"] is None else f"{p['ours']:.1f}",
-             f"{p['paper']:.1f}", p["our_backbone"] + ("" if p["same_backbone"] else " (not the paper's)")]
+             f"{', '.join(map(str, p['test_n']))} / {p['paper_test_n'] or '?'}", f"{p['paper']:.1f}",
+             p["our_backbone"] + ("" if p["same_backbone"] else " (not the paper's)"), _setting_flags(p)]
             for p in prs]
     differ = any(not p["same_backbone"] for p in prs)
+    flagged = any(p["checker"] != "paper" or p["controller_diff"] for p in prs)
     note = (f"Paper = the published Table 1 of the Janus paper, backbone {PAPER_BACKBONE} (vLLM, thinking on, the "
-            "authors' checkers), not a run of ours."
+            "authors' checkers), not a run of ours. Test n: the held-out tasks each of our runs scored / the paper's "
+            "test split."
             + (" Our rows marked '(not the paper's)' ran on another backbone: the two numbers are not comparable."
-               if differ else ""))
+               if differ else "")
+            + (" A row with a setting in the last column ran with our strict checker or with Janus settings other "
+               "than the paper preset's: it is not the paper's setting." if flagged else ""))
     return {"rows": prs, "header": header, "body": body,
             "markdown": markdown_table(header, body) if body else "", "note": note}
+
+
+def _setting_flags(p: dict) -> str:
+    """The last column: what of the run is not the paper's setting ("—" when nothing)."""
+    flags = [] if p["checker"] == "paper" else ["checker: strict"]
+    if p["controller_diff"]:
+        flags.append("Janus: " + ", ".join(p["controller_diff"]))
+    return "; ".join(flags) or "—"

@@ -186,7 +186,7 @@ class Updater(ABC):
         samples = [int(s) for _, _, s in items]
         extra = {"sample": samples} if any(samples) else {}
         results = self.llm.chat_many(msgs, role=role, return_exceptions=True, **extra, **self.solver_params())
-        score = self.replay_score if role == "janus" else self.score
+        score = {"janus": self.replay_score, "test": self.test_score}.get(role, self.score)
         return [r if isinstance(r, BaseException) else (r, score(t, r))
                 for r, (_, t, _) in zip(results, items, strict=True)]
 
@@ -232,11 +232,16 @@ class Updater(ABC):
             return []
         extra = {"sample": sample} if sample else {}
         results = self.llm.chat_many(msgs, role=role, **extra, **self.solver_params())
-        score = self.replay_score if role == "janus" else self.score
+        score = {"janus": self.replay_score, "test": self.test_score}.get(role, self.score)
         return [(r, score(t, r)) for r, t in zip(results, tasks, strict=True)]
 
     def replay_score(self, task: Task, result: ChatResult) -> Score:
         """How Janus replays are scored (default: as the stream scores; ExpeL's paper preset scores the raw output)."""
+        return self.score(task, result)
+
+    def test_score(self, task: Task, result: ChatResult) -> Score:
+        """How held-out test answers are scored (default: as the stream scores; ExpeL's paper preset: the raw
+        output, as the authors' batched test checks it)."""
         return self.score(task, result)
 
     def score(self, task: Task, result: ChatResult) -> Score:

@@ -20,8 +20,15 @@ success case, the authors' fields (``retrieval="paper"``, :func:`paper_case_fiel
 last steps, its actions, the joined reflections; the top ``top_k * buffer_retrieve_ratio`` documents, aggregated per
 case by their best score); ``retrieval="multi_field"`` indexes our fields instead (question, the whole trajectory,
 each reflection). ``SMALL_MODEL_CONFIG`` restores our strict
-parser, last block, block scoring in replay, no penalty and question-only retrieval. ``parse_reasoning`` lets the
-parsers see the thinking text (the authors' vLLM outputs include it).
+parser, last block, block scoring in replay, no penalty, question-only retrieval, the answer text as the stored
+output and the task prompt in the examples. ``parse_reasoning`` lets the parsers see the thinking text (the
+authors' vLLM outputs include it). ``outputs="paper"`` (default) keeps each try as the authors do: the raw output
+(thinking in ``<think>`` tags, then the answer), its ``<trajectory>`` block (else the raw output) and its
+``<final_answer>`` block (``answer``); the reflection reads the raw failed output and takes the first
+``<reflection>`` block of its raw reply; the checker sees the answer block alone, as the authors' checker does.
+``examples_input="question"`` (default) shows each retrieved case's raw question, as the authors' examples do.
+
+Retrieval of success cases (the pool, its documents, the examples block) is :mod:`expel_cases`.
 
 Memory text: "1. rule\\n2. rule" (no counts), "(empty)" when there is no rule.
 Rollback (paper-spec §3.2): the rules with their counts and the ``recent_success`` buffer; the success pool is kept.
@@ -31,7 +38,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 from typing import Sequence
 
 from janus_memory.types import ChatResult, Score, Task
@@ -47,65 +53,21 @@ from janus_memory.updaters.base import (
     truncate,
     visible_text,
 )
+from janus_memory.updaters.expel_cases import (  # noqa: F401  (re-exported: the names' old import path)
+    CaseRetrieval,
+    _first_block,
+    _last_block,
+    paper_case_fields,
+)
 from janus_memory.updaters.expel_rules import apply_curator_reply, render_rules
 
 SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scoring": "answer_block",
-                      "presence_penalty": None, "retrieval": "question"}
-
-
-def _last_block(text: str, tag: str) -> str | None:
-    blocks = re.findall(rf"<{tag}>(.*?)</{tag}>", text or "", flags=re.DOTALL | re.IGNORECASE)
-    return blocks[-1].strip() if blocks else None
-
-
-def _first_block(text: str, tag: str) -> str | None:
-    """The authors' extraction: both tags present (case-sensitive), text between the first pair, stripped;
-    None when absent or empty."""
-    t = text or ""
-    if f"<{tag}>" not in t or f"</{tag}>" not in t:
-        return None
-    return t.split(f"<{tag}>", 1)[1].split(f"</{tag}>", 1)[0].strip() or None
-
-
-def paper_case_fields(trajectory: str, reflections: list[str]) -> list[tuple[str, str]]:
-    """The retrieval documents the authors build for a success case besides its task (``retrieval="paper"``):
-
-    the trajectory's non-empty lines, trimmed, are its steps; a line starting "> think" or "think:" (any case) is a
-    thought (the "think:" prefix dropped), another line starting ">" an action (the ">" dropped). Documents:
-    ``thought`` = the last 3 thoughts, or the trajectory's first 300 characters when it has none; ``step`` = the last
-    5 steps; ``action`` = the last 5 actions (when any); ``reflection`` = the non-empty reflections joined by new
-    lines (when any). Single-turn answers have no actions, so their documents are thought, step and reflection."""
-    raw = (trajectory or "").strip()
-    lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
-    thoughts, actions = [], []
-    for ln in lines:
-        low = ln.lower()
-        if low.startswith("> think") or low.startswith("think:"):
-            t = re.sub(r"^>?\s*think:\s*", "", ln, flags=re.IGNORECASE).strip()
-            if t:
-                thoughts.append(t)
-        elif ln.startswith(">"):
-            a = ln[1:].strip()
-            if a:
-                actions.append(a)
-    if not thoughts and raw:
-        thoughts = [raw[:300]]
-    steps = lines or ([raw] if raw else [])
-    out = []
-    if thoughts:
-        out.append(("thought", "\n".join(thoughts[-3:])))
-    if steps:
-        out.append(("step", "\n".join(steps[-5:])))
-    if actions:
-        out.append(("action", "\n".join(actions[-5:])))
-    joined = "\n".join(r.strip() for r in reflections if r and r.strip())
-    if joined:
-        out.append(("reflection", joined))
-    return out
+                      "presence_penalty": None, "retrieval": "question", "outputs": "visible",
+                      "examples_input": "task_prompt", "test_scoring": "answer_block"}
 
 
 @register_updater("expel")
-class ExpeL(Updater):
+class ExpeL(CaseRetrieval, Updater):
     prompt_prefixes = ("expel_",)
     """ExpeL online (see module docstring). Extra config: max_tries, batch_update_size, max_num_rules,
     reflection_max_tokens."""
@@ -114,10 +76,20 @@ class ExpeL(Updater):
                 "rule_ops": "paper", "answer_block": "first", "replay_scoring": "raw",
                 "parse_reasoning": True, "retrieval": "paper", "buffer_retrieve_ratio": 5,
                 # what the rule curator is shown of each case: the raw question (the authors') or the task prompt
-                "curator_input": "question"}
+                "curator_input": "question",
+                # what the solver's retrieved examples show of each case: the raw question (the authors') or the prompt
+                "examples_input": "question",
+                # "paper": a try is kept, reflected on, retrieved and checked as the authors' raw output (the
+                # thinking in <think> tags, then the answer, with parse_reasoning; the answer block alone is checked);
+                # "visible": the answer text only (before issue 27's round 3)
+                "outputs": "paper",
+                # held-out test answers: the raw output through the checker (the authors' batched test) or the
+                # answer block, as the stream checks it
+                "test_scoring": "raw"}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question"),
-                "curator_input": ("question", "task_prompt")}
+                "curator_input": ("question", "task_prompt"), "examples_input": ("question", "task_prompt"),
+                "outputs": ("paper", "visible"), "test_scoring": ("raw", "answer_block")}
 
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
@@ -162,11 +134,26 @@ class ExpeL(Updater):
             return f"{result.reasoning}\n{result.text or ''}"
         return result.text or ""
 
+    def raw_output(self, result: ChatResult) -> str:
+        """A reply as the authors' vLLM path returns it (``outputs="paper"`` with ``parse_reasoning``): the thinking
+        in ``<think>`` tags, then the answer text; otherwise the visible answer text."""
+        shown = visible_text(result)
+        if (self.config["outputs"] == "paper" and self.config["parse_reasoning"] and result.reasoning
+                and shown is not result.reasoning):
+            return f"<think>\n{result.reasoning}\n</think>\n\n{shown}"
+        return shown
+
     def _block(self, text: str, tag: str) -> str | None:
         return (_first_block if self.config["answer_block"] == "first" else _last_block)(text, tag)
 
     def score(self, task: Task, result: ChatResult) -> Score:
-        """Score the ``<final_answer>`` content (first block in the paper preset; the whole text when missing)."""
+        """Score the ``<final_answer>`` content (first block in the paper preset; the whole text when missing).
+        ``outputs="paper"``: the checker sees that content alone (or the raw output), as the authors' checker does;
+        ``"visible"``: the content with the reply's reasoning still attached."""
+        if self.config["outputs"] == "paper":
+            raw = self.raw_output(result)
+            ans = self._block(raw, "final_answer")
+            return self.family.score(task, dataclasses.replace(result, text=raw if ans is None else ans, reasoning=""))
         text = self.parse_view(result)
         ans = self._block(text, "final_answer")
         return self.family.score(task, dataclasses.replace(result, text=text if ans is None else ans))
@@ -174,8 +161,19 @@ class ExpeL(Updater):
     def replay_score(self, task: Task, result: ChatResult) -> Score:
         """Janus replay: the authors score the raw output with the task's checker (``replay_scoring="raw"``)."""
         if self.config["replay_scoring"] == "raw":
-            return self.family.score(task, dataclasses.replace(result, text=self.parse_view(result)))
+            return self._raw_score(task, result)
         return self.score(task, result)
+
+    def test_score(self, task: Task, result: ChatResult) -> Score:
+        """Held-out test: the authors' batched test checks the raw output too (``test_scoring="raw"``)."""
+        if self.config["test_scoring"] == "raw":
+            return self._raw_score(task, result)
+        return self.score(task, result)
+
+    def _raw_score(self, task: Task, result: ChatResult) -> Score:
+        if self.config["outputs"] == "paper":  # the checker composes thinking + answer itself
+            return self.family.score(task, result)
+        return self.family.score(task, dataclasses.replace(result, text=self.parse_view(result)))
 
     def _pp(self, params: dict) -> dict:
         if self.config["presence_penalty"] is not None:
@@ -215,9 +213,12 @@ class ExpeL(Updater):
             msgs = self.solving_messages(old, task, examples=examples, reflections=note, attempt=attempt)
             out = self._chat(msgs, role="solver", calls=calls, params=self.solver_params())
             score = self.score(task, out)
-            shown = visible_text(out)
+            shown = self.raw_output(out)
             traj = self._block(shown, "trajectory") or shown
-            attempts.append({"attempt": attempt, "output": shown, "trajectory": traj, "correct": score.correct})
+            item = {"attempt": attempt, "output": shown, "trajectory": traj, "correct": score.correct}
+            if self.config["outputs"] == "paper":  # the authors keep the answer block (their model_output) too
+                item["answer"] = self._block(shown, "final_answer") or shown
+            attempts.append(item)
             if score.correct or attempt == max_tries:
                 break
             text = self._reflect(note, task_prompt, shown, calls)
@@ -246,6 +247,9 @@ class ExpeL(Updater):
             }
         ))
         ref = self._chat(ref_msgs, role="reflection", calls=calls, params=params)
+        if self.config["outputs"] == "paper":  # the authors read the block (first, by default) off the raw reply
+            raw = self.raw_output(ref)
+            return self._block(raw, "reflection") or raw.strip()
         return _last_block(ref.text, "reflection") or ref.text.strip()
 
     def _learn_success(self, task: Task, task_prompt: str, out: ChatResult, attempts: list[dict],
@@ -255,10 +259,12 @@ class ExpeL(Updater):
             "id": task.id,
             "question": task.question,
             "input": task_prompt,
-            "output": visible_text(out),
+            "output": attempts[-1]["output"],
             "trajectory": attempts[-1]["trajectory"],
             "reflections": list(reflections),
         }
+        if "answer" in attempts[-1]:
+            case["answer"] = attempts[-1]["answer"]
         self._add_case(case, q_emb)
         self.recent_success.append(case)
         for failed in attempts[:-1]:
@@ -337,54 +343,7 @@ class ExpeL(Updater):
             OPS_FORMAT=load_prompt("expel_ops_format"),
         )
 
-    def _examples_block(self, hits: list[tuple[int, float]]) -> str:
-        if not hits:
-            return "(none)"
-        lim = self.config["retrieved_output_chars"]
-        return "\n\n".join(
-            f"### Example {rank} (similarity {sim:.2f})\nProblem: {self.pool.records[i]['input']}\n"
-            f"Reasoning:\n{truncate(self.pool.records[i]['trajectory'], lim)}"
-            for rank, (i, sim) in enumerate(hits, start=1)
-        )
-
-    # ---- retrieval ---------------------------------------------------------------------------
-    def _add_case(self, case: dict, q_emb) -> None:
-        """Add a success case; with multi-field retrieval also its documents: the task and :func:`paper_case_fields`
-        (``paper``) or the trajectory and each reflection (``multi_field``)."""
-        idx = len(self.pool)
-        self.pool.add(case, q_emb)
-        if self.config["retrieval"] == "question":
-            return
-        if self.config["retrieval"] == "paper":
-            fields = paper_case_fields(case["trajectory"], case["reflections"])
-        else:
-            fields = [("trajectory", case["trajectory"])] + [("reflection", r) for r in case["reflections"]]
-        fields = [(name, text) for name, text in fields if text and text.strip()]
-        self.docs.add({"case": idx, "field": "task"}, q_emb)
-        if fields:
-            for (name, _), emb in zip(fields, self.embed([t for _, t in fields]), strict=True):
-                self.docs.add({"case": idx, "field": name}, emb)
-
-    def _retrieve(self, q_emb) -> list[tuple[int, float]]:
-        """Top-k success cases: by question only, or (multi_field) the best of each case's documents among the top
-        ``top_k * buffer_retrieve_ratio`` documents, best first (ties: earlier document rank)."""
-        k = int(self.config["top_k"])
-        if self.config["retrieval"] == "question" or not len(self.docs):
-            return self.pool.top_k(q_emb, k)
-        best: dict[int, float] = {}
-        for i, sim in self.docs.top_k(q_emb, k * int(self.config["buffer_retrieve_ratio"])):
-            case = self.docs.records[i]["case"]
-            if case not in best:
-                best[case] = sim  # documents arrive best first, so the first hit is the case's best score
-        return list(best.items())[:k]
-
     # ---- state -------------------------------------------------------------------------------
-    def state_hints(self) -> dict:
-        hints: dict = {}
-        hints.update({("pool",) + p: h for p, h in self.pool.state_hints().items()})
-        hints.update({("docs",) + p: h for p, h in self.docs.state_hints().items()})
-        return hints
-
     def restore_as_logged(self) -> None:
         """The authors' checkpoint restore reads the rules back from their log and gives each the count 2 (a new
         rule's count). The rendered rules, hence the test prompts, do not change; later updates would."""

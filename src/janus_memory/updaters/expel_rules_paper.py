@@ -11,25 +11,45 @@ from .expel_rulelist import APPLY_ORDER, RuleOp, applied_item, finish_rules
 _PAPER_OP = re.compile(r"((?:REMOVE|EDIT|ADD|AGREE)(?: \d+)?):\s*(.*)")
 
 
+_PLACEHOLDER_WORDS = {"rule", "<rule>", "strategy", "<strategy>", "insight", "<insight>", "placeholder"}
+_PLACEHOLDER_NUMBERED = re.compile(r"<?\s*(rule|strategy|insight)\s*\d*\s*>?")
+
+
+def is_placeholder_rule(clean: str) -> bool:
+    """The authors' placeholder test (``_normalize_rule_text`` in their ``methods/ExpeL.py``): lower-cased, quotes
+    and backticks removed, one final period, a leading "<" and a trailing ">" dropped, the text is a bare template
+    word (rule, strategy, insight, placeholder) or "rule"/"strategy"/"insight" with an optional number ("Rule 1",
+    "<rule 2>")."""
+    low = re.sub("[`\"'\u201c\u201d\u2018\u2019]", "", clean.lower().strip())
+    low = re.sub(r"\.$", "", low).strip()
+    low = re.sub(r"\s*>$", "", re.sub(r"^<\s*", "", low))
+    return low in _PLACEHOLDER_WORDS or _PLACEHOLDER_NUMBERED.fullmatch(low) is not None
+
+
 def normalize_rule_paper(text: str) -> str:
-    """Strip spaces and leading/trailing '-' and ' ', collapse whitespace, end with a period ("" stays "")."""
+    """Strip spaces and leading/trailing '-' and ' ', collapse whitespace, end with a period; "" for an empty text
+    or a placeholder (:func:`is_placeholder_rule`), as the authors normalise."""
     clean = str(text or "").strip().strip("- ").strip()
     if not clean:
         return ""
     clean = re.sub(r"\s+", " ", clean)
+    if is_placeholder_rule(clean):
+        return ""
     return clean if clean.endswith(".") else clean + "."
 
 
 def parse_ops_paper(text: str) -> tuple[list[RuleOp], list[dict]]:
     """Operations found ANYWHERE in the reply (a regex scan, not line-anchored; the space after the colon may be a
-    newline, so the text can sit on the next line). Empty texts are dropped. Returns ``(ops, dropped)``."""
+    newline, so the text can sit on the next line). Empty and placeholder texts are dropped ("empty rule text",
+    "placeholder rule text"), as the authors drop them. Returns ``(ops, dropped)``."""
     ops: list[RuleOp] = []
     dropped: list[dict] = []
     for m in _PAPER_OP.finditer(text or ""):
         head, raw_rule = m.group(1), m.group(2)
         rule = normalize_rule_paper(raw_rule)
         if not rule:
-            dropped.append({"raw": m.group(0), "reason": "empty rule text"})
+            reason = "placeholder rule text" if raw_rule.strip().strip("- ").strip() else "empty rule text"
+            dropped.append({"raw": m.group(0), "reason": reason})
             continue
         parts = head.split(" ")
         ops.append(RuleOp(parts[0], int(parts[1]) if len(parts) > 1 else None, rule, m.group(0)))
