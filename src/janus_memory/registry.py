@@ -135,10 +135,3 @@ def load_plugins() -> list[str]:
         _LOADED.add(ep.value)
         done.append(ep.value)
     return done
-
-
-def ensure_builtins() -> None:
-    """Import the built-in plugin packages so their registrations exist."""
-    import janus_memory.encoders  # noqa: F401
-    import janus_memory.tasks  # noqa: F401
-    import janus_memory.updaters  # noqa: F401
