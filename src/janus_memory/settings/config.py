@@ -12,78 +12,17 @@ Presets (issue 13, runner/presets.py): ``preset: paper`` (default of ``janus run
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer,
-                      model_validator)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..controller.config import SEED_MAX
 from ..errors import ConfigError
 from . import presets
 from .llm_settings import LLMSettings, SettingsConflict, lift_llm, overlay
-
-
-class _JanusSettingsBase(BaseModel):
-    """Controller settings (the fields of controller.JanusConfig, typed; ranges and names are checked by JanusConfig
-    itself, one source of truth). Only the keys that were set count: they override the preset's JanusConfig
-    (``presets.janus_config``). Serialised as the set keys only. The fields are generated from JanusConfig's own
-    dataclass fields (names, types, defaults) below, so the two cannot drift apart."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    @model_serializer(mode="wrap")
-    def _set_keys_only(self, handler):
-        data = handler(self)
-        return {k: v for k, v in data.items() if k in self.model_fields_set}
-
-    def overrides(self) -> dict:
-        """The keys that were set, with their values."""
-        return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
-
-    # read like the dict it used to be (grid/sweep/tests: ``{**cfg.janus}``, ``cfg.janus.get("trigger")``)
-    def keys(self):
-        return self.overrides().keys()
-
-    def __getitem__(self, key: str):
-        return self.overrides()[key]
-
-    def get(self, key: str, default: Any = None):
-        return self.overrides().get(key, default)
-
-    def __iter__(self):  # a mapping's iteration: the set keys
-        return iter(self.overrides())
-
-    def items(self):
-        return self.overrides().items()
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.model_fields_set
-
-    def __len__(self) -> int:
-        return len(self.model_fields_set)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, JanusSettings):
-            return self.overrides() == other.overrides()
-        if isinstance(other, dict):
-            return self.overrides() == other
-        return NotImplemented
-
-    __hash__ = None  # mutable-looking mapping
-
-
-def _janus_settings_model() -> type[BaseModel]:
-    import dataclasses
-    import typing
-
-    from ..controller.janus import JanusConfig
-
-    hints = typing.get_type_hints(JanusConfig)
-    fields = {f.name: (hints[f.name], f.default) for f in dataclasses.fields(JanusConfig)}
-    return create_model("JanusSettings", __base__=_JanusSettingsBase, __module__=__name__, **fields)
-
-
-JanusSettings = _janus_settings_model()
+from .janus_settings import JanusSettings  # noqa: F401
+from .updater_settings import check_updater_config  # noqa: F401
+from .migrate import migrate_stored, pre_issue27  # noqa: F401
 
 
 class RunConfig(BaseModel):
@@ -392,85 +331,6 @@ def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
 
         hint = did_you_mean(got, re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", ""))))
     return ConfigError(f"invalid value for '{loc}': {err['msg']} (got {got!r}){hint}", key=loc)
-
-
-def check_updater_config(updater_cls, config: dict) -> None:
-    """ConfigError unless every ``updater_config`` key is one the updater declares (COMMON_DEFAULTS + its DEFAULTS),
-    with a value of the declared default's type and, where the updater lists choices, one of them."""
-    from ..updaters.base import COMMON_CHOICES, COMMON_DEFAULTS
-
-    allowed = {**COMMON_DEFAULTS, **getattr(updater_cls, "DEFAULTS", {})}
-    choices = {**COMMON_CHOICES, **getattr(updater_cls, "_CHOICES", {})}
-    name = getattr(updater_cls, "name", updater_cls.__name__)
-    for key, value in config.items():
-        if key not in allowed:
-            raise ConfigError(f"unknown config key 'updater_config.{key}' for updater {name}; "
-                              f"allowed: {', '.join(sorted(allowed))}", key=f"updater_config.{key}")
-        if key in choices and value not in choices[key]:
-            raise ConfigError(f"invalid value for 'updater_config.{key}': {value!r}; choose one of {list(choices[key])}",
-                              key=f"updater_config.{key}")
-        default = allowed[key]
-        if default is None or value is None:
-            continue
-        ok = (isinstance(value, bool) if isinstance(default, bool) else
-              isinstance(value, (int, float)) and not isinstance(value, bool) if isinstance(default, (int, float)) else
-              isinstance(value, type(default)))
-        if not ok:
-            raise ConfigError(f"invalid value for 'updater_config.{key}': expected {type(default).__name__}, "
-                              f"got {value!r}", key=f"updater_config.{key}")
-        if isinstance(default, (int, float)) and not isinstance(default, bool):
-            lo, hi = _updater_range(updater_cls, key)
-            if not (lo <= value <= hi):  # nan fails here too
-                rule = f"must be >= {lo}" if hi == float("inf") else f"must be in [{lo}, {hi}]"
-                raise ConfigError(f"invalid value for 'updater_config.{key}': {rule}, got {value!r}",
-                                  key=f"updater_config.{key}", rule=f"{rule}, got {value!r}")
-
-
-# the ranges of numeric updater settings: an updater may declare its own (class attribute RANGES: {key: (lo, hi)});
-# otherwise sampling temperatures are in [0, 2], penalties in [-2, 2] (the OpenAI API's ranges), thresholds and ratios
-# named so in [0, 1], and every other number (counts, sizes, character and token limits, timeouts) >= 0
-def _updater_range(updater_cls, key: str) -> tuple[float, float]:
-    declared = getattr(updater_cls, "RANGES", {}) or {}
-    if key in declared:
-        return declared[key]
-    if key.endswith("temperature"):
-        return 0.0, 2.0
-    if key.endswith("penalty"):
-        return -2.0, 2.0
-    if key.endswith("threshold"):
-        return 0.0, 1.0
-    return 0, float("inf")
-
-
-def migrate_stored(data: dict) -> dict:
-    """A config stored before the presets existed (no ``preset`` key) ran what is now ``preset: small`` with the
-    paper JanusConfig switches as stored and frozen (cached) replays: say so explicitly, so it resumes unchanged.
-    A config stored before the ``llm`` section existed has its backend keys flat: they are lifted into it."""
-    data = lift_llm(dict(data))  # stored before the llm section existed: flat backend keys
-    if "preset" not in data:
-        data.update(preset="small", janus_preset="paper", replay="frozen")
-        data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
-    if "twin_cache" not in data:  # stored before issue 27 (every config.json written since holds the key)
-        data = pre_issue27(data)
-    return data
-
-
-def pre_issue27(data: dict) -> dict:
-    """The settings a run made before issue 27 ran with, spelled out: our strict checker, a replay failure ends
-    the comparison, the base and +Janus twin share cached answers, scikit-learn k-means, truncation samplers left
-    to the backend."""
-    data = dict(data)
-    data.update(checker="strict", replay_failures="abort", twin_cache="shared", checkpoint_restore="exact")
-    data["janus"] = {**(data.get("janus") or {})}
-    data["janus"].setdefault("clustering", "sklearn")
-    data["updater_config"] = {**(data.get("updater_config") or {})}
-    data["updater_config"].setdefault("sampling", "backend")
-    if data.get("updater") == "expel":  # ExpeL's retrieval fields were ours then
-        data["updater_config"].setdefault("retrieval", "multi_field")
-        data["updater_config"].setdefault("curator_input", "task_prompt")
-    if data.get("updater") in ("dc_rs", "dc_cu", "expel"):  # the parsers saw the answer text only
-        data["updater_config"].setdefault("parse_reasoning", False)
-    return data
 
 
 def preset_summary(cfg: RunConfig) -> dict:
