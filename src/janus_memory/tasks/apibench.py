@@ -83,7 +83,7 @@ def load_apibench_hf(split: str, *, data_dir=None, seed: int = 0):
     return chosen, [p], rule
 
 
-# ---------------------------------------------------------------------------------------------- the API database (the AST matching: apibench_match.py)
+# ------------------------------------------------------------------- the API database (AST matching: apibench_match.py)
 
 
 def _norm_text(s: str) -> str:
