@@ -1,11 +1,11 @@
 """Command-line interface: ``janus demo | run | model fetch|path | memory diff | report | view | grid | sweep``.
 
 User-facing errors (janus_memory.errors.JanusError and its subclasses) print one line ``error: ...`` naming the fix and
-exit with code 2 (never a traceback). The parser is in cli_parser.py.
+exit with code 2 (never a traceback). The parser is in cli/parser.py.
 
 Exit codes: 0 done, 1 a grid/sweep cell failed, 2 a user error, 130 Ctrl-C, 143 SIGTERM, 141 standard output closed
 by its reader (``| head``): a run then stops like Ctrl-C at its next line of output, keeping every committed step and
-printing the resume line on stderr (cli_closing.OutputClosed says why it stops rather than runs on unseen).
+printing the resume line on stderr (cli/closing.OutputClosed says why it stops rather than runs on unseen).
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _exit_if_threads_linger(code: int = 130) -> None:
 def _dispatch(args, console):
     """The command function for ``args``, or None (print help)."""
     t0 = getattr(args, "started", None)  # main(): when the process (or the in-process call) started
-    if args.cmd == "demo":  # two acts: scripted (seconds), then the real model (cli_demo.py)
+    if args.cmd == "demo":  # two acts: scripted (seconds), then the real model (cli/demo.py)
         from .demo import run_demo
 
         return lambda a, c: run_demo(a, c, t0)
@@ -70,7 +70,7 @@ def _dispatch(args, console):
 
 
 def main(argv: list[str] | None = None) -> int:
-    guard = GuardedStdout.install()  # a closed or unwritable stdout ends as a closed pipe does (cli_closing)
+    guard = GuardedStdout.install()  # a closed or unwritable stdout ends as a closed pipe does (cli/closing)
     try:
         return _main(argv)
     finally:

@@ -1,5 +1,5 @@
 """Checks `janus run`/`janus demo` make before printing anything: every user-fixable problem that can be seen without
-loading a model gives its one error line before the preset header (cli.py), and before any folder is made."""
+loading a model gives its one error line before the preset header (cli/app.py), and before any folder is made."""
 from __future__ import annotations
 
 from ..errors import ConfigError

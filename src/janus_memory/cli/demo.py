@@ -1,6 +1,6 @@
 """`janus demo` in two acts (issue 25).
 
-* Act 1, ``scripted`` (seconds, no model weights): the demo run on the scripted backend (runner/fake_llm.py), which
+* Act 1, ``scripted`` (seconds, no model weights): the demo run on the scripted backend (run/fake_llm.py), which
   answers the real GSM8K tasks by script and always wrongly while its memory holds a planted instruction: a model that
   follows its memory. Its progress is not shown; a short story read back from the run folder is, every line of it that
   shows a result starting with ``[scripted]``: the harmful candidate, what blind deployment did, Janus's evaluation set

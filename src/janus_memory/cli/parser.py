@@ -1,11 +1,11 @@
-"""The argument parser of the ``janus`` command (cli.py runs the commands). Names in the help come from the registry."""
+"""The argument parser of the ``janus`` command (cli/app.py runs the commands). Help names come from the registry."""
 from __future__ import annotations
 
 import argparse
 import sys
 
 EXIT_USAGE = 2
-ACTS_CHOICES = ("scripted", "real", "both")  # janus demo --act (cli_demo.py)
+ACTS_CHOICES = ("scripted", "real", "both")  # janus demo --act (cli/demo.py)
 
 # options that set the RunConfig field of the same name, and those that set a JanusConfig field
 CLI_TO_CFG = (

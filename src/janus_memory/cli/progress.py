@@ -1,4 +1,4 @@
-"""Console progress of `janus run`/`janus demo`, built on the typed run events (runner/events.py).
+"""Console progress of `janus run`/`janus demo`, built on the typed run events (store/events.py).
 
 - On a terminal: per method and phase one labelled line plus a bar below it (two lines, so nothing is cut in an
   80-column terminal): the stream (``online acc``, triggers, ``tokens paid`` in the stream) and then the held-out

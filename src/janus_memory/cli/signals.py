@@ -5,7 +5,7 @@
   ends at its last committed step with the resume line; the CLI exits 143 instead of 130.
 * SIGINT that lands inside an object finalizer (asyncio's ``BaseEventLoop.__del__`` during garbage collection): an
   exception raised there is printed as "Exception ignored in ..." and dropped, so that Ctrl-C would be lost. It is
-  re-sent 50 ms later instead (grid/sweep workers do the same, runner/executors.py).
+  re-sent 50 ms later instead (grid/sweep workers do the same, sweep/executors.py).
 * Either signal while an LLM call's asyncio loop runs: the KeyboardInterrupt is raised at the loop's next callback,
   not in the middle of asyncio's task bookkeeping (interrupts.py says why).
 """

@@ -16,7 +16,7 @@ Items of a cheatsheet: its blank-line separated paragraphs, each split further b
 ``+``), numbered (``1.``/``1)``) or heading (``#``) line; headings are kept only with the entry chosen by ``wipe``.
 An ExpeL memory is its rule list: injected rules keep the count of the rule they come from; new rules get count 2
 (an ADD), a poison rule the highest count plus one, so it is listed first. ACE's playbook and ReasoningBank's bank
-hold ids, counters and embeddings besides text: their candidates are built as states (``inject_state.py``).
+hold ids, counters and embeddings besides text: their candidates are built as states (``inject/state.py``).
 
 Consistency with the updater seam: :func:`inject_candidate` is called by the stream loop right after
 ``updater.step(task)`` and before Janus decides. It writes the harmful memory into the updater's state (DC: the
@@ -171,7 +171,7 @@ def inject_candidate(updater: Updater, outcome: StepOutcome, kind: str, *, task:
     answer = visible_text(outcome.output)
     dumps_examples = kind == "dump" and structure in ("cheatsheet", "rules")
     examples = _examples_for(updater, outcome) if dumps_examples else ""
-    if structure in ("playbook", "bank"):  # ACE / ReasoningBank: janus_memory/inject_state.py
+    if structure in ("playbook", "bank"):  # ACE / ReasoningBank: janus_memory/inject/state.py
         from janus_memory.inject.state import inject_state
 
         inject_state(updater, outcome, kind, task=task, step=step, seed=seed, before=before)

@@ -1,6 +1,6 @@
 """The ``--inject`` plan: ``KIND@STEP[,KIND@STEP...]`` parsed, checked against the stream and printed canonically.
 
-Part of the injection feature (``inject.py`` builds the harmful candidates)."""
+Part of the injection feature (``inject/candidates.py`` builds the harmful candidates)."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,8 +1,8 @@
 """Diff two deployed memory versions of a finished (or unfinished) run: ``janus memory diff DIR STEP_A STEP_B``.
 
-The run folder keeps every deployed memory version (runner/store.py): a row of the SQLite table ``memories(method,
+The run folder keeps every deployed memory version (store/store.py): a row of the SQLite table ``memories(method,
 step, sha256, parent, text)`` per version (from store format 3 the text itself is stored once, as a delta, in table
-``texts``: RunReader reads it back and checks its sha256, runner/texts.py) and the files
+``texts``: RunReader reads it back and checks its sha256, store/texts.py) and the files
 ``<method>/memories/SSSSS_<sha12>.txt`` (SSSSS = the stream step at which that version was deployed, 00000 = the
 initial memory). The memory deployed *at* step s is the latest version whose step is <= s
 (paper-spec §1.2: after step s the deployed memory is M_s).

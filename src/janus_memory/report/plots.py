@@ -348,7 +348,7 @@ def plot_stream_order(rows: list[dict], path: Path) -> Path:
 
 
 def token_pairs(rows) -> list[tuple]:
-    """(base row, +janus row) pairs of main labels (runner/paired.py: same dataset, updater, seed and setup)."""
+    """(base row, +janus row) pairs of main labels (report/paired.py: same dataset, updater, seed and setup)."""
     from .paired import base_janus_pairs
 
     return [(b, j) for b, j in base_janus_pairs(rows) if not j.suffix_keys and not b.suffix_keys]

@@ -2,17 +2,17 @@
 
 Tables (paper-spec §8): Table 1 accuracy (methods x datasets, average column), Table 2 trigger ablation with trigger rate
 and cost, Table 3 Janus cost (#triggers x |E|, any tau/K sweep), Fig. 3 evaluation-set ablation, Fig. 5 stream order
-(mean ± sample std over seeds). Plots (runner/plots.py): test accuracy at memory checkpoints (Fig. 4), trigger timeline,
+(mean ± sample std over seeds). Plots (report/plots.py): test accuracy at memory checkpoints (Fig. 4), trigger timeline,
 cumulative LLM tokens by role, eval-set ablation bars, stream-order spread.
 
 Input folders are run folders (holding summary.json) or any folder above them (searched recursively), e.g. the root of a
 grid ``<root>/<dataset>/<cell>/seed<k>``. A row label is the method name plus the cell's setting suffix, e.g.
 ``dc_rs+janus[trigger=random]``: the suffix comes from ``cell.json`` (written by grid/sweep) or, failing that, from the
 folder name ``<cell>/seed<k>``. Runs with the same label and dataset are averaged only when they are seeds of one
-configuration: the same stored settings apart from the seed (runner/variants.py). Rows that would share a label get
+configuration: the same stored settings apart from the seed (report/variants.py). Rows that would share a label get
 what tells them apart (``dc_rs+janus (tau=0.2)``; the same run made twice: its folder, ``dc_rs (a)``) and the report
 lists their folders. Unfinished run folders (run.sqlite without COMPLETE) are left out, each named in one line with how
-far it got and how to continue it (runner/unfinished.py).
+far it got and how to continue it (store/unfinished.py).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The report's input: one MethodRun per (run folder, method), read through RunReader (runner/reader.py).
+"""The report's input: one MethodRun per (run folder, method), read through RunReader (store/reader.py).
 
 A row label is the method name plus the cell's setting suffix, e.g. ``dc_rs+janus[trigger=random]``: the suffix comes
 from ``cell.json`` (written by grid/sweep) or, failing that, from the folder name ``<cell>/seed<k>``.

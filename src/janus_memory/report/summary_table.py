@@ -1,6 +1,6 @@
 """The tables `janus run` prints at the end (rich): accuracy per method, cost per method, LLM usage by role, then cost
 remarks. Each table fits an 80-column terminal (short headers that wrap at spaces, method names never cut); off a
-terminal the console is wide enough that nothing is wrapped (cli_closing.make_console).
+terminal the console is wide enough that nothing is wrapped (cli/closing.make_console).
 
 Cost is given twice per method: *needed* (standalone: every LLM response the method used, whether this run paid for it
 or the response cache served it; what the method costs on its own with an empty cache) and *paid* (backend calls this run
@@ -110,7 +110,7 @@ RESUMED_NOTE = ("; resumed run: calls an interrupted attempt paid for steps it n
 
 def print_summary(summary: dict, console) -> None:
     """Print the end-of-run tables and remarks. Tables are never cropped (crop=False): on a terminal they are built
-    to its width, off a terminal the console is wide (cli_closing.make_console)."""
+    to its width, off a terminal the console is wide (cli/closing.make_console)."""
     methods = summary["methods"]
     width = console.width if console.is_terminal else None
     rows = [[name, _fmt(m["online_accuracy"]), f"{_fmt(m['test_accuracy'])} ({m['test_correct']}/{m['test_tasks']})",

@@ -1,4 +1,4 @@
-"""Paper-style tables from MethodRun rows (runner/runs.py): Table 1 accuracy, Table 2 trigger ablation, Table 3 Janus
+"""Paper-style tables from MethodRun rows (report/runs.py): Table 1 accuracy, Table 2 trigger ablation, Table 3 Janus
 cost, Fig. 3 evaluation-set ablation, Fig. 5 stream order. Dataset display names and column order, and the baseline
 rows' order, are facts of the datasets and updaters themselves (janus_memory.registry)."""
 from __future__ import annotations

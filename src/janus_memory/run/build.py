@@ -56,7 +56,7 @@ class Context:
 
         s = self.settings
         # a server, or an embedded engine with several slots, runs a batch in parallel: entries x {old, new} are sent
-        # as one batch (runner/eval_batch.py); a sequential engine still gets them grouped by memory
+        # as one batch (run/eval_batch.py); a sequential engine still gets them grouped by memory
         # (RunConfig.batch_eval: None = this automatic choice, True/False force batching with prefetch / no batching)
         backend = self.client.backend
         parallel = int(getattr(backend, "n_parallel", self.client.concurrency)) > 1

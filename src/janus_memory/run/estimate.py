@@ -1,5 +1,5 @@
 """The one line a run prints before its first step: how many LLM calls it will make and, for the embedded model,
-how long that takes at the speed measured by earlier runs on this machine (runner/timing.py).
+how long that takes at the speed measured by earlier runs on this machine (run/timing.py).
 
 Counted from the config, never guessed:
 
@@ -191,7 +191,7 @@ def log_estimate(ctx, root, resume: bool, log) -> None:
 
 
 def record_timing(ctx) -> None:
-    """After a finished embedded-model run: add its measured speed to the record (runner/timing.py): the backend
+    """After a finished embedded-model run: add its measured speed to the record (run/timing.py): the backend
     calls this process made, the model's busy time over them (llm/usage.py, minus the model load) and their
     generated tokens."""
     if ctx.settings.llm.backend != "local":

@@ -102,7 +102,7 @@ class UpdaterEvaluator:
         return self._finish(memory_text, tasks, self._solve(memory_text, tasks, samples), samples)
 
     def _solve(self, memory_text: str, tasks: list[Any], samples: list[int]) -> list:
-        """(ChatResult, Score) per task, in order (runner/eval_batch.py overrides this to batch both memories)."""
+        """(ChatResult, Score) per task, in order (run/eval_batch.py overrides this to batch both memories)."""
         results: list = [None] * len(tasks)
         # one batched call per distinct sample index (the LLM client takes one index per batch); with "frozen"
         # that is a single batch, with "fresh" one batch per draw

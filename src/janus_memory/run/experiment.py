@@ -125,7 +125,7 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
                    splits=None) -> dict:
     """Validate, build, run every method of ``cfg`` and write the run folder. Returns the summary dict.
 
-    ``on_event(ev)`` receives every typed event (runner/events.py); ``on_step(dict)`` the older progress dicts. With
+    ``on_event(ev)`` receives every typed event (store/events.py); ``on_step(dict)`` the older progress dicts. With
     ``resume=True`` the folder ``cfg.out`` must hold an unfinished run with the same config (apart from
     out/concurrency/cache settings), package version and split hashes; each method continues after its last step.
 
@@ -163,7 +163,7 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
                                     meta={"config": cfg.model_dump(), "splits": splits_rec, "environment": env})
             _write_provenance(store, cfg, ctx, splits_rec, env)
             kill_point("provenance_written")
-        log_estimate(ctx, store.root, resume, log)  # LLM calls ahead (and time, embedded model): runner/estimate.py
+        log_estimate(ctx, store.root, resume, log)  # LLM calls ahead (and time, embedded model): run/estimate.py
         summary = _finish(ctx, store, EventBus(store.on_event, _legacy_on_step(on_step), on_event), log, stop_after,
                           cfg, t0, resumed=resume)
         ok = True

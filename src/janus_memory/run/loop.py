@@ -2,7 +2,7 @@
 
 Protocol (paper-spec §1.2, §4, §6.1): for each stream task the updater solves it and proposes a candidate memory;
 with Janus, GuardedUpdate embeds, lets the pure controller decide and rolls back when the old memory wins. Each step is
-turned into records and emitted as events (runner/events.py): the store writes them, the progress bar and any user
+turned into records and emitted as events (store/events.py): the store writes them, the progress bar and any user
 callback read them. After the stream the final memory is frozen and evaluated on the held-out test split.
 """
 from __future__ import annotations
@@ -88,7 +88,7 @@ def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, d
 
 def _decide(m: _Method, guard, proposer, task, snap) -> tuple[Any, dict, bool]:
     """Run one step through GuardedUpdate (or the bare updater without Janus): (outcome, decision entry, deployed?).
-    ``proposer`` (runner/injection.py) is the updater with the run's planned injections, already set to this step."""
+    ``proposer`` (run/injection.py) is the updater with the run's planned injections, already set to this step."""
     if guard is None:
         return proposer.step(task), {"step": None, "triggered": False, "accept": True, "reason": "no_controller"}, True
     out, d = guard.step(task, snapshot=snap)
@@ -103,7 +103,7 @@ def _decide(m: _Method, guard, proposer, task, snap) -> tuple[Any, dict, bool]:
 
 
 def _checkpoint_hints(m: _Method) -> dict:
-    """What of the step's checkpoint only grew (runner/ckpt_log.py): the updater's and the controller's declared
+    """What of the step's checkpoint only grew (store/ckpt_log.py): the updater's and the controller's declared
     appends, and the eval checkpoints (set once at their step, never changed)."""
     hints = {("updater",) + p: h for p, h in m.updater.snapshot_hints().items()}
     if m.janus is not None:

@@ -105,7 +105,7 @@ def check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str)
 
 def refuse_changed_config(reader: RunReader, cfg: RunConfig) -> None:
     """ConfigError naming every setting (apart from RESUME_FREE_KEYS) that differs from the stored run's; ``cfg`` is
-    resolved here. Also called by the CLI before it prints anything (cli_checks.preflight)."""
+    resolved here. Also called by the CLI before it prints anything (cli/checks.preflight)."""
     from .build import resolve_config
 
     stored = _with_defaults(migrate_stored(reader.meta("config") or {}))

@@ -1,6 +1,6 @@
 """The measured speed of the embedded model on this machine: ``$JANUS_CACHE_DIR/timings.json`` (default
 ``~/.cache/janus-memory/timings.json``), written at the end of every finished local-backend run and read by the
-time estimate a run prints at its start (runner/estimate.py).
+time estimate a run prints at its start (run/estimate.py).
 
 One entry per (GGUF identity, llama.cpp slots, host name) keeps the last :data:`KEEP` runs, each as the backend
 calls it made (cache hits excluded), the model's busy time over those calls and the tokens they generated. The busy

@@ -6,7 +6,7 @@ into it) and the updater's own settings (``updater_config``, checked against the
 defaults by :func:`check_updater_config`). Unknown keys and wrong types raise one-line ConfigErrors naming the key
 (:meth:`RunConfig.parse`). ``<run>/config.json`` is the resolved settings' dump (build.resolve_config).
 
-Presets (issue 13, runner/presets.py): ``preset: paper`` (default of ``janus run``) reproduces the authors' code;
+Presets (issue 13, settings/presets.py): ``preset: paper`` (default of ``janus run``) reproduces the authors' code;
 ``preset: small`` (``janus demo``) is our configuration for a 1.5B model. Explicit settings win over the preset.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ class RunConfig(BaseModel):
     # (the command line's flags are converted by argparse before they get here)
     model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
 
-    preset: Literal["paper", "small"] = "paper"  # paper: the authors' code; small: janus demo (runner/presets.py)
+    preset: Literal["paper", "small"] = "paper"  # paper: the authors' code; small: janus demo (settings/presets.py)
     dataset: str = "gsm8k"
     data_dir: str | None = None
     stream_size: int | None = Field(default=None, ge=1)
@@ -71,10 +71,10 @@ class RunConfig(BaseModel):
     # (ours); None = the preset's (paper -> paper, small -> exact)
     checkpoint_restore: Literal["paper", "exact"] | None = None
 
-    # the backend section (runner/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
+    # the backend section (settings/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
     # lifted into it before validation
     llm: LLMSettings = Field(default_factory=LLMSettings)
-    # Janus evaluation as one batch per comparison (entries x {old, new} in one chat_many, runner/eval_batch.py):
+    # Janus evaluation as one batch per comparison (entries x {old, new} in one chat_many, run/eval_batch.py):
     # None = automatic (batched; early-stopping rounds prefetched only on a parallel engine), True = batched and
     # always prefetched, False = each memory's replays sent on their own (docs/perf.md: slower batched on a CPU server)
     batch_eval: bool | None = None
@@ -341,7 +341,7 @@ def preset_summary(cfg: RunConfig) -> dict:
 def demo_config(**overrides) -> RunConfig:
     """The `janus demo` preset: real GSM8K tasks, the embedded model, DC-RS with and without Janus, scaled down to a
     few minutes on 2 CPU cores (measured times: docs/measurements.md). `janus demo` runs it twice: on the scripted
-    backend (act 1) and on the real model (act 2), cli_demo.py.
+    backend (act 1) and on the real model (act 2), cli/demo.py.
 
     ``preset: small``: our capped prompts, frozen (cached) replays, JanusConfig.fast(). Stream 5 tasks, test 3
     held-out tasks; DC-RS retrieves 1 earlier solution (paper: 3) cut to 300 characters. Greedy decoding (temperature

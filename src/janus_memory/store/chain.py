@@ -12,7 +12,7 @@ whose seal was deleted or set to NULL (once a method has a chain, its tests and 
 
 Not detected (said in docs/run-folder.md): someone who edits a row *and* recomputes the chain after it (the hash is
 not secret: it finds damage and careless edits, not a forger); the checkpoint rows (checked when they load: the
-resume probes them) and the memory/candidate texts (each checked against its own sha256 when read, runner/texts.py).
+resume probes them) and the memory/candidate texts (each checked against its own sha256 when read, store/texts.py).
 A folder written before format 4 has no chain: it reads as before, and its rows are reported "not checked".
 """
 from __future__ import annotations

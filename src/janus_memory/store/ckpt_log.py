@@ -2,7 +2,7 @@
 transaction; this module decides what a step writes. RunReader.checkpoint replays it.
 
 Tables (created by store.py): ``checkpoints`` (method -> base step + whole state, written once per process and method),
-``checkpoint_ops`` (method, step, seq, path, op: the leaf operations of runner/delta.py) and ``checkpoint_head``
+``checkpoint_ops`` (method, step, seq, path, op: the leaf operations of store/delta.py) and ``checkpoint_head``
 (method -> last committed step). A set/remove op deletes the earlier ops at or below its path, so a value rewritten
 every step occupies the database once.
 
@@ -18,7 +18,7 @@ format is the same either way. ``JANUS_STORE_VERIFY=1`` (the tests set it) check
 state equals the checkpoint (and the stored rows the matrices), so a wrong hint fails loudly instead of being stored.
 
 Embedding matrices handed over as ``RowsRef`` (janus_memory/rows.py) never enter the JSON: each becomes a small
-placeholder and its new rows go to ``checkpoint_rows`` in the same transaction (runner/ckpt_rows.py).
+placeholder and its new rows go to ``checkpoint_rows`` in the same transaction (store/ckpt_rows.py).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ Hints = dict  # {key path tuple: (token, stable items/characters or None)}
 class Pending:
     """One step's checkpoint write, computed before the transaction: a new base (``base_json``) or ``ops``."""
 
-    checkpoint: dict  # as stored: embedding matrices replaced by rows placeholders (runner/ckpt_rows.py)
+    checkpoint: dict  # as stored: embedding matrices replaced by rows placeholders (store/ckpt_rows.py)
     hints: Hints
     base_json: str | None = None
     ops: list = field(default_factory=list)  # [(key path, stored op JSON, in-memory op or None)]

@@ -1,8 +1,8 @@
 """Embedding matrices of a checkpoint as rows in a side table (issue 17: per-step store cost flat in the step count).
 
-A checkpoint in the store's form (runner/loop.py) holds its append-only float32 matrices (the controller's task
+A checkpoint in the store's form (run/loop.py) holds its append-only float32 matrices (the controller's task
 embeddings, the retrieval banks') as :class:`~janus_memory.rows.RowsRef` handles at key paths (reached through dicts
-only). runner/ckpt_log.py replaces each by a small placeholder ``{"__janus_rows__": [n, dim, form]}`` in the JSON it
+only). store/ckpt_log.py replaces each by a small placeholder ``{"__janus_rows__": [n, dim, form]}`` in the JSON it
 stores, and this module writes the matrix's rows to table ``checkpoint_rows`` (method, path, idx, little-endian float32
 bytes), in the same transaction as the step:
 
@@ -27,8 +27,8 @@ from .delta import SEP
 
 KEY = "__janus_rows__"  # the placeholder's one key: [n rows, dim, form]
 STORE_FORMAT = 4        # meta 'store_format': 1 (absent) = matrices inline as base64; 2 = checkpoint_rows;
-                        # 3 = memory/candidate texts once each, as deltas (table texts, runner/texts.py);
-                        # 4 = a hash chain of each method's committed rows (tables chain, seals: runner/chain.py)
+                        # 3 = memory/candidate texts once each, as deltas (table texts, store/texts.py);
+                        # 4 = a hash chain of each method's committed rows (tables chain, seals: store/chain.py)
 Path = tuple            # a key path (tuple of dict keys)
 Seen = dict             # {key path: (token, n, array)} of the last committed checkpoint
 

@@ -34,7 +34,7 @@ def _same_scalar(a: Any, b: Any) -> bool:
 def common_prefix(a: str, b: str) -> int:
     """Length of the longest common prefix of ``a`` and ``b``. Cheap in the case that matters, a string that grew by
     appending (possibly after rewriting its last base64 padding group): one C-level comparison, no bisection. Also
-    the prefix of the run store's text deltas (runner/texts.py)."""
+    the prefix of the run store's text deltas (store/texts.py)."""
     n = min(len(a), len(b))
     if b.startswith(a if n == len(a) else a[:n]):
         return n
@@ -85,7 +85,7 @@ def _eq(a: Any, b: Any) -> bool:
 def diff(old: Any, new: Any, pinned: dict | None = None, _path: tuple = ()) -> dict | None:
     """The delta turning ``old`` into ``new``; None when they are equal.
 
-    ``pinned``: ``{key path: leaf op or None}`` decided by the caller without comparing (runner/ckpt_log.py: what a
+    ``pinned``: ``{key path: leaf op or None}`` decided by the caller without comparing (store/ckpt_log.py: what a
     producer declared appended); a key path in it is not compared, its op is taken as is. Only paths reached through
     dicts present in both values are looked up."""
     if isinstance(old, dict) and isinstance(new, dict) and not any(SEP in k for k in new if isinstance(k, str)):

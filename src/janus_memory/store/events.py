@@ -20,7 +20,7 @@ class MethodStarted:
 
 @dataclass(frozen=True)
 class StepRecorded:
-    """Everything the run folder keeps about one step; the store writes it in one transaction (runner/store.py)."""
+    """Everything the run folder keeps about one step; the store writes it in one transaction (store/store.py)."""
 
     method: str
     step: int

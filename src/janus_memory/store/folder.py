@@ -95,7 +95,7 @@ class RunFolder:
                               f"({e.strerror or e}); choose another with --out") from None
 
     # what janus itself puts in a run folder before the run starts: its lock, and a grid/sweep cell's cell.json and
-    # sweep.log (runner/sweep.py)
+    # sweep.log (sweep/sweep.py)
     OWN_FILES = frozenset({LOCK_NAME, "cell.json", "sweep.log", SETUP_DB, SETUP_DB + "-journal", ASIDE})
 
     @classmethod

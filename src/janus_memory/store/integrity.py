@@ -68,7 +68,7 @@ DAMAGED_DB = "the database itself is damaged"
 
 
 def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
-    """``(problems, unchecked methods)`` of the database's own hash chain (runner/chain.py): rows edited, deleted or
+    """``(problems, unchecked methods)`` of the database's own hash chain (store/chain.py): rows edited, deleted or
     added after their commit, named; the methods whose rows were written before the chain (store format < 4)."""
     from .chain import chain_problems, setup_problems
 

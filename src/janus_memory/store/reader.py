@@ -95,7 +95,7 @@ class RunReader:
     def texts(self, table: str, method: str | None = None, *, last: bool = False, text: bool = True) -> list[dict]:
         """The rows of ``table`` ("memories": deployed versions, "candidates") in (method, step) order: ``method,
         step, sha256, parent`` (candidates: + ``rejected``) and, with ``text``, the text, read back through
-        runner/texts.py and checked against its sha256 (DamagedStoreError naming the row when it does not read back).
+        store/texts.py and checked against its sha256 (DamagedStoreError naming the row when it does not read back).
         ``last``: only the newest row of ``method``. [] without a database."""
         from .texts import damage_error, read_versions
 
@@ -108,7 +108,7 @@ class RunReader:
 
     def unstored_texts(self, method: str) -> list[tuple[str, int]]:
         """(table, step) of the memory/candidate rows of ``method`` whose text is missing from the database (checked
-        without rebuilding texts: runner/texts.py unstored)."""
+        without rebuilding texts: store/texts.py unstored)."""
         from .texts import unstored
 
         return self._with_db(lambda query: unstored(query, method), [])
@@ -193,7 +193,7 @@ class RunReader:
         return step, state
 
     def _rebuild_rows(self, method: str, state: Any) -> Any:
-        """The embedding matrices stored as rows (store format 2, runner/ckpt_rows.py) back in their JSON form."""
+        """The embedding matrices stored as rows (store format 2, store/ckpt_rows.py) back in their JSON form."""
         from .ckpt_rows import rebuild
 
         if not isinstance(state, dict):

@@ -22,20 +22,20 @@ is written to a temp file and renamed.
 Crash safety of set-up and --overwrite (issue 28, docs/run-folder.md): a new run's database is written whole under
 ``.run.sqlite.setup`` (schema + config, splits, environment) and renamed to ``run.sqlite``, so a run.sqlite always
 holds its config; --overwrite moves the old run into ``.janus-overwritten/`` first and deletes it only after the new
-database is in place. Each step also stores its link of the per-method hash chain (store format 4, runner/chain.py).
+database is in place. Each step also stores its link of the per-method hash chain (store format 4, store/chain.py).
 Named kill points (janus_memory/killpoints.py) let tests SIGKILL the process at each stage.
 
 Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
-then per step as the leaf operations of its structural delta (table ``checkpoint_ops``, runner/delta.py): appended
+then per step as the leaf operations of its structural delta (table ``checkpoint_ops``, store/delta.py): appended
 list items and string tails are kept (they are the state's growth); a value set or removed at a path deletes the
 earlier operations at or below that path, so a value rewritten every step occupies the database once. What a step
-writes is decided by runner/ckpt_log.py (from the parts the producers declare grown, without comparing the whole
+writes is decided by store/ckpt_log.py (from the parts the producers declare grown, without comparing the whole
 state); RunReader.checkpoint replays base + operations in (step, seq) order. The embedding matrices (controller and
 retrieval banks) arrive by reference (janus_memory/rows.py) and are stored as rows in table ``checkpoint_rows``, only
-the new rows per step (runner/ckpt_rows.py; store format 2, meta ``store_format``; format 1 folders, with the matrices
+the new rows per step (store/ckpt_rows.py; store format 2, meta ``store_format``; format 1 folders, with the matrices
 inline as base64, still load).
 
-Memory and candidate texts (store format 3, runner/texts.py): the rows of ``memories`` (one per deployed version)
+Memory and candidate texts (store format 3, store/texts.py): the rows of ``memories`` (one per deployed version)
 and ``candidates`` (one per step) hold sha256 and parent, their ``text`` is ``''``; each distinct text is stored once
 in table ``texts``, as a delta on the version it came from (common prefix and suffix lengths + the new middle) or,
 every 64 versions along a chain, as a keyframe: a list of content-defined chunks (table ``text_chunks``, each chunk
@@ -73,7 +73,7 @@ Memory = tuple  # (sha256, text, depth in table texts or None when the text is s
 
 class RunStore(RunFolder):
     """The only writer of a run folder (``run.sqlite`` + exports). Use :meth:`create` for a new run and
-    :meth:`open_existing` to resume; reading is runner/reader.py's job (the store reads its own rows only to export)."""
+    :meth:`open_existing` to resume; reading is store/reader.py's job (the store reads its own rows only to export)."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -82,10 +82,10 @@ class RunStore(RunFolder):
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(_SCHEMA)
         self._set_format()
-        self.ckpt = CheckpointLog(self.db)  # the checkpoint base + per-step operations (runner/ckpt_log.py)
-        self.texts = T.TextLog(self.db)  # memory and candidate texts, once each, as deltas (runner/texts.py)
+        self.ckpt = CheckpointLog(self.db)  # the checkpoint base + per-step operations (store/ckpt_log.py)
+        self.texts = T.TextLog(self.db)  # memory and candidate texts, once each, as deltas (store/texts.py)
         self._mem: dict[str, Memory | None] = {}  # method -> its newest stored memory (loaded once per process)
-        self._chain: dict[str, str] = {}  # method -> hash of its newest committed step (runner/chain.py)
+        self._chain: dict[str, str] = {}  # method -> hash of its newest committed step (store/chain.py)
 
     # ----------------------------------------------------------------- opening (create, open_existing: folder.py)
     def _set_format(self) -> None:
@@ -128,7 +128,7 @@ class RunStore(RunFolder):
         return self.db.execute(sql, args).fetchall()
 
     def _versions(self, table: str, method: str, **kw):
-        """The rows of ``table`` with their texts, read back and checked (runner/texts.py read_versions)."""
+        """The rows of ``table`` with their texts, read back and checked (store/texts.py read_versions)."""
         return T.read_versions(self._query, table, method=method, on_damage=T.damage_error(self.root / self.DB), **kw)
 
     def _last_memory(self, method: str) -> Memory | None:
@@ -143,8 +143,8 @@ class RunStore(RunFolder):
                     *, candidate: tuple[str, str, str | None] | None = None, hints: Hints | None = None) -> str | None:
         """Atomically store one step: its decision-log line, its full record, the candidate memory
         (``(text, parent_sha256, rejection_reason)``), the deployed memory (if it changed) and the method checkpoint
-        used for resuming (``hints``: what of it only grew, see runner/ckpt_log.py). Returns the memory file name when
-        a new version was deployed. The texts go to table ``texts`` (runner/texts.py), once each: the deployed one as
+        used for resuming (``hints``: what of it only grew, see store/ckpt_log.py). Returns the memory file name when
+        a new version was deployed. The texts go to table ``texts`` (store/texts.py), once each: the deployed one as
         a delta on the previous version, the candidate on its parent when the store has it in hand (else on the
         deployed memory)."""
         sha = text_hash(deployed_memory)
@@ -245,7 +245,7 @@ class RunStore(RunFolder):
 
     # ----------------------------------------------------------------- event subscriber
     def on_event(self, ev) -> None:
-        """Write what the stream loop emits (runner/events.py): the store is one subscriber among others."""
+        """Write what the stream loop emits (store/events.py): the store is one subscriber among others."""
         from . import events as E
 
         if isinstance(ev, E.MethodStarted) and ev.resumed_after == 0:

@@ -24,7 +24,7 @@ sha256, in table ``texts``:
 
 Every text read back is checked against its sha256 (:class:`TextReader`); a missing or damaged row is
 :class:`~janus_memory.errors.DamagedStoreError` naming the table, method and step. Rows written before format 3 keep
-their text inline and are read (and checked) as they are. Nothing outside runner/store.py writes these tables
+their text inline and are read (and checked) as they are. Nothing outside store/store.py writes these tables
 (:class:`TextLog`, in the step's transaction); :func:`read_versions` is the one way to read them.
 """
 from __future__ import annotations
@@ -123,7 +123,7 @@ def unpack_ids(blob: Any) -> list[int]:
     return np.frombuffer(blob, dtype="<i8").tolist()
 
 
-# ------------------------------------------------------------------ writing (runner/store.py only)
+# ------------------------------------------------------------------ writing (store/store.py only)
 class TextLog:
     """Writes table ``texts`` (and ``text_chunks``) inside the store's open transaction. ``JANUS_STORE_VERIFY=1``
     (the tests set it) reads every new text back through :class:`TextReader` before the commit."""
@@ -268,7 +268,7 @@ def row_text(reader: TextReader, sha: str, inline: Any) -> str:
 
 def unstored(query: Query, method: str) -> list[tuple[str, int]]:
     """(table, step) of the rows of ``method`` whose text is neither inline nor in ``texts``, and of rows whose delta
-    chain's base is missing: what a deleted row leaves (checked by runner/integrity.py without rebuilding texts)."""
+    chain's base is missing: what a deleted row leaves (checked by store/integrity.py without rebuilding texts)."""
     out = []
     for table in ("memories", "candidates"):
         out += [(table, int(s)) for (s,) in query(

@@ -2,7 +2,7 @@
 
 One line per folder: how far each method got (committed stream steps of the stream size, and whether its held-out
 test is done) and what to do: continue it with ``janus run --resume DIR``, wait for it when another process still
-holds the folder's lock (runner/lock.py), or start it again when it stopped before its settings were stored.
+holds the folder's lock (store/lock.py), or start it again when it stopped before its settings were stored.
 Its numbers are not in any table: a method without its held-out test has no accuracy to average.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Where the runs of a sweep/grid execute: local worker processes or a Ray cluster (runner/sweep.py chooses).
+"""Where the runs of a sweep/grid execute: local worker processes or a Ray cluster (sweep/sweep.py chooses).
 
 Ctrl-C with local processes: a terminal sends SIGINT to the whole process group. A worker that is running a run
 stops it (every committed step stays in its run.sqlite, so re-running the sweep resumes it) and reports it as

@@ -2,7 +2,7 @@
 
 Grid file (YAML)::
 
-    base:                 # any RunConfig keys (runner/config.py); base.out is the sweep root
+    base:                 # any RunConfig keys (settings/config.py); base.out is the sweep root
       backend: fake
       stream_size: 12
       janus: {warmup: 4, coverage_size: 2, boundary_size: 1, fresh_size: 2}

@@ -1,6 +1,6 @@
 """What `janus view` shows, read from finished run folders: one JSON-ready dict (format ``janus-view/1``).
 
-Everything is read through RunReader (runner/reader.py) and computed by the report's own functions: the rows
+Everything is read through RunReader (store/reader.py) and computed by the report's own functions: the rows
 (runs.load_runs), the groups of comparable runs and their captions (report_setup), Table 1 and the paired base vs
 +Janus comparison (report's section tables, paired.py), the Wilson intervals (paired.wilson), the running accuracy
 (inject_report), the cumulative tokens (plots.cumulative_tokens), the cost per method (summary_table.method_cost) and
