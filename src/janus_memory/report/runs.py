@@ -69,7 +69,6 @@ class MethodRun:
                 + int(c["fresh_size"]) * bool(c["use_fresh"]))
 
 
-
 def parse_suffix(suffix: str) -> dict:
     """"[trigger=random,tau=0.2]" -> {"trigger": "random", "tau": "0.2"} (values stay strings)."""
     s = suffix.strip()

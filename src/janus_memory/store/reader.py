@@ -306,4 +306,3 @@ def _checked_memory_file(path: Path, sha12: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:  # the store writes UTF-8 only; a file named for non-UTF-8 bytes was put there
         raise RunFolderError(f"{path} is damaged: not UTF-8 text") from None
-
