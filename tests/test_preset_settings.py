@@ -106,7 +106,8 @@ def test_bad_settings_are_one_line_config_errors(data, msg):
 
 
 def test_updater_config_checked_against_the_updaters_declared_settings():
-    from janus_memory.registry import UPDATERS, ensure_builtins
+    from janus_memory.plugins import ensure_builtins
+    from janus_memory.registry import UPDATERS
 
     ensure_builtins()
     dc = UPDATERS["dc_rs"]
