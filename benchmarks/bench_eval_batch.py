@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from llamacpp_server import LlamaCppServer  # noqa: E402
 
 from janus_memory.llm import LLMClient, OpenAIBackend  # noqa: E402
-from janus_memory.runner.eval_batch import PairedEvaluator  # noqa: E402
-from janus_memory.runner.evaluator import UpdaterEvaluator  # noqa: E402
+from janus_memory.run.eval_batch import PairedEvaluator  # noqa: E402
+from janus_memory.run.evaluator import UpdaterEvaluator  # noqa: E402
 from janus_memory.tasks.base import get_family, load_split  # noqa: E402
 from janus_memory.updaters import make_updater  # noqa: E402
 

@@ -48,7 +48,7 @@ import numpy as np
 
 from janus_memory.controller.evalset import EmbeddingStore
 from janus_memory.rows import by_reference
-from janus_memory.runner.store import RunStore
+from janus_memory.store.store import RunStore
 from janus_memory.updaters.bank import RetrievalBank
 
 DIM = 384
@@ -180,8 +180,9 @@ def real_run(n: int) -> dict:
     """A fake-backend run of n steps: per step, the store's cost (building the checkpoint + the store's event handler,
     ms) and the database's growth (bytes); medians over steps 5-15 ("early") and the last 10 ("late")."""
     from janus_memory.controller.janus import Janus
-    from janus_memory.runner import experiment, store as store_mod
-    from janus_memory.runner.config import RunConfig
+    from janus_memory.run import experiment
+    from janus_memory.store import store as store_mod
+    from janus_memory.settings.config import RunConfig
     from janus_memory.updaters.base import Updater
 
     cost: dict[int, float] = {}
@@ -263,7 +264,7 @@ class _TextRun:
     def commit(self) -> tuple[float, ...]:
         """The next step: commit (wall s, CPU s), sha256 of its two texts (wall s, CPU s), memory file (wall s, CPU s,
         bytes)."""
-        from janus_memory.runner.jsonio import text_hash
+        from janus_memory.store.jsonio import text_hash
 
         self.i += 1
         old = self.text

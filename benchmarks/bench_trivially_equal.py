@@ -44,7 +44,7 @@ KINDS = ("identical", "trivially_equal", "equal_ignoring_counts", "different")
 def classify_runs(run_dirs: list[Path]) -> list[dict]:
     """Per Janus method of each run folder: steps and fired comparisons by class, and their evaluator calls."""
     from janus_memory.bench.replay import load_run_folder
-    from janus_memory.runner.reader import RunReader
+    from janus_memory.store.reader import RunReader
 
     out = []
     for run in run_dirs:

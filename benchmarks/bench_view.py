@@ -96,7 +96,7 @@ def synthesize(n: int, seed: int = 0) -> tuple[dict, list]:
 
 def build(n: int, questions: dict, raw: list) -> dict:
     """The page data from the synthetic run, through view.data.timeline (flags, cosines, diffs, evaluation rows)."""
-    from janus_memory.runner.paired import wilson
+    from janus_memory.report.paired import wilson
     from janus_memory.view import data as V
 
     tasks = V.TaskTable.from_texts(questions)

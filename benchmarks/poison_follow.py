@@ -31,11 +31,11 @@ import sys
 from pathlib import Path
 
 from janus_memory.errors import ConfigError, OutputError, RunFolderError
-from janus_memory.inject import poisoned_cheatsheet, templates
-from janus_memory.runner.build import build_context, load_splits
-from janus_memory.runner.paired import wilson
-from janus_memory.runner.reader import RunReader
-from janus_memory.runner.resume import load_run_config
+from janus_memory.inject.candidates import poisoned_cheatsheet, templates
+from janus_memory.run.build import build_context, load_splits
+from janus_memory.report.paired import wilson
+from janus_memory.store.reader import RunReader
+from janus_memory.run.resume import load_run_config
 
 CHEATSHEET_UPDATERS = ("dc_rs", "dc_cu")
 

@@ -6,7 +6,7 @@ Run: python benchmarks/probe_inject_trigger.py"""
 import os
 import json, numpy as np
 from janus_memory.encoders import get_encoder
-from janus_memory.inject import harmful_candidate, KINDS
+from janus_memory.inject.candidates import harmful_candidate, KINDS
 from janus_memory.types import Task
 DATA = os.environ.get("JANUS_DATA_DIR", "/work/shared/data")
 rows = [json.loads(l) for l in open(f"{DATA}/dc-trajectories/aime_2025_claude-3-5-sonnet_dc-cu.jsonl")]

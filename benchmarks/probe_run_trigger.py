@@ -19,8 +19,8 @@ from pathlib import Path
 
 from janus_memory.controller.trigger import cosine, momentum_update
 from janus_memory.encoders import get_encoder
-from janus_memory.inject import KINDS, harmful_candidate
-from janus_memory.runner.reader import RunReader
+from janus_memory.inject.candidates import KINDS, harmful_candidate
+from janus_memory.store.reader import RunReader
 from janus_memory.types import Task
 
 

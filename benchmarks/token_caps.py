@@ -22,7 +22,7 @@ import json
 import sys
 from pathlib import Path
 
-from janus_memory.runner.paired import wilson
+from janus_memory.report.paired import wilson
 
 
 def _key(*parts) -> str:

@@ -10,7 +10,7 @@ def _use_the_fetched_test_model() -> None:
     """The SmolLM2 GGUF that `janus model fetch --test-models` (in the README's test command) put into the cache is
     the model of the llama.cpp-server and embedded-engine tests, unless a variable names another one. Without it
     those tests skip with the reason."""
-    from janus_memory.model_fetch import test_model_path
+    from janus_memory.llm.model_fetch import test_model_path
 
     path = test_model_path()
     if path.is_file():

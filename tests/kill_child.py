@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-PRELOAD = ["janus_memory.cli", "janus_memory.runner.experiment", "janus_memory.runner.report", "kill_child"]
+PRELOAD = ["janus_memory.cli", "janus_memory.run.experiment", "janus_memory.report.report", "kill_child"]
 
 
 def run(argv: list[str], at: str, env: dict) -> None:

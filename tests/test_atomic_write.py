@@ -6,7 +6,7 @@ import stat
 import pytest
 
 from janus_memory.cli import main
-from janus_memory.runner.jsonio import atomic_write_text
+from janus_memory.store.jsonio import atomic_write_text
 
 
 def test_a_pipe_is_refused_and_stays_a_pipe(tmp_path):

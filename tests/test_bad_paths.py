@@ -9,7 +9,7 @@ import argparse
 import pytest
 
 from janus_memory import cli
-from janus_memory.cli_parser import build_parser, path_arg
+from janus_memory.cli.parser import build_parser, path_arg
 
 # valid values for the positionals of each command, so the path under test is the only bad value
 POSITIONALS = {("memory", "diff"): {"run_dir": ".", "step_a": "0"}, ("report",): {"dirs": "."},

@@ -164,8 +164,8 @@ def test_report_shows_both_accuracies(tmp_path, monkeypatch):
     from rich.console import Console
 
     from janus_memory.cli import main
-    from janus_memory.runner.report import build_report
-    from janus_memory.runner.report_console import print_report
+    from janus_memory.report.report import build_report
+    from janus_memory.report.console import print_report
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     run = tmp_path / "p"

@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from janus_memory.cli import main
-from janus_memory.runner.config import RunConfig
+from janus_memory.settings.config import RunConfig
 from janus_memory.tasks import get_family
 from janus_memory.updaters import make_updater
 

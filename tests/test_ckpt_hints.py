@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from janus_memory.controller import Janus, JanusConfig
-from janus_memory.runner import ckpt_log, delta
-from janus_memory.runner.reader import RunReader
-from janus_memory.runner.store import RunStore, dumps
+from janus_memory.store import ckpt_log, delta
+from janus_memory.store.reader import RunReader
+from janus_memory.store.store import RunStore, dumps
 from janus_memory.updaters.base import RetrievalBank
 
 S = delta.SEP

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from janus_memory.cli import main
-from janus_memory.runner.config import RunConfig
-from janus_memory.runner.experiment import _Stopped, run_experiment
+from janus_memory.settings.config import RunConfig
+from janus_memory.run.experiment import _Stopped, run_experiment
 
 SMALL = ["--backend", "fake", "--dataset", "gsm8k", "--stream-size", "14", "--test-size", "5", "--encoder", "hashing",
          "--warmup", "4", "--coverage-size", "2", "--boundary-size", "2", "--fresh-size", "2", "--quiet"]
@@ -146,7 +146,7 @@ def test_resume_refuses_changed_config(tmp_path):
     out = tmp_path / "r"
     with pytest.raises(_Stopped):
         run_experiment(_cfg(out), log=lambda m: None, stop_after=3)
-    from janus_memory.runner.experiment import ConfigError
+    from janus_memory.run.experiment import ConfigError
 
     with pytest.raises(ConfigError, match=r"seed: 0 -> 1"):
         run_experiment(_cfg(out, seed=1), log=lambda m: None, resume=True)
@@ -183,7 +183,7 @@ def test_sigkill_then_resume_is_byte_identical(tmp_path):
 def test_disk_full_mid_run_is_clear_and_resumable(tmp_path, capsys, monkeypatch):
     import errno
 
-    from janus_memory.runner import store as store_mod
+    from janus_memory.store import store as store_mod
 
     ref = tmp_path / "ref"
     run_experiment(_cfg(ref), log=lambda m: None)
@@ -305,7 +305,7 @@ def test_version(capsys):
 def test_run_against_openai_compatible_server_with_faults(tmp_path, capsys):
     """`janus run --backend openai` end to end over real HTTP (127.0.0.1) with injected 429/500/timeouts/truncated
     JSON: the run completes and makes exactly the decisions of the same scripted replies served in-process."""
-    from janus_memory.runner.fake_llm import scripted_backend
+    from janus_memory.run.fake_llm import scripted_backend
     from janus_memory.tasks import load_split
     from openai_test_server import OpenAITestServer
 
@@ -345,7 +345,7 @@ def test_overwrite_removes_the_previous_runs_files(tmp_path):
 def test_server_dying_mid_run_is_one_line_and_resumable(tmp_path, capsys):
     """A server that starts failing with 500s after some requests: one error line naming --resume, then resume
     against a healthy server finishes with the same decisions as an uninterrupted run."""
-    from janus_memory.runner.fake_llm import scripted_backend
+    from janus_memory.run.fake_llm import scripted_backend
     from janus_memory.tasks import load_split
     from openai_test_server import OpenAITestServer
 

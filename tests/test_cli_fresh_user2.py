@@ -20,7 +20,7 @@ import pytest
 
 from janus_memory.cli import main
 from janus_memory.errors import ConfigError
-from janus_memory.runner.config import RunConfig
+from janus_memory.settings.config import RunConfig
 
 SMALL = ["--backend", "fake", "--dataset", "gsm8k", "--stream-size", "3", "--test-size", "2", "--encoder", "hashing:64",
          "--warmup", "1", "--coverage-size", "1", "--boundary-size", "1", "--fresh-size", "1", "--no-cache"]
@@ -136,7 +136,7 @@ def test_a_failure_after_the_header_keeps_a_folder_the_user_made(tmp_path, capsy
 
 
 def test_an_interrupt_while_setting_up_removes_the_new_folder(tmp_path, capsys, monkeypatch):
-    from janus_memory.runner import experiment
+    from janus_memory.run import experiment
 
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
@@ -415,7 +415,7 @@ def test_closed_pipe_at_the_summary_says_the_run_finished(tmp_path, capsys, monk
 
 def test_the_resume_line_names_the_default_folder(tmp_path, capsys, monkeypatch):
     """Without --out the run goes to runs/latest: an interrupt's resume line names it (it said 'nothing to resume')."""
-    from janus_memory.runner import loop
+    from janus_memory.run import loop
 
     def interrupted(*a, **kw):  # the stream of the first method is committed, its test is not
         raise KeyboardInterrupt

@@ -6,7 +6,7 @@ import argparse
 import pytest
 
 from janus_memory.cli import main
-from janus_memory.cli_parser import build_parser, did_you_mean
+from janus_memory.cli.parser import build_parser, did_you_mean
 
 
 def _run(argv, capsys):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from janus_memory.cli_progress import ConsoleProgress, diff_summary, step_line, trigger_line
+from janus_memory.cli.progress import ConsoleProgress, diff_summary, step_line, trigger_line
 from janus_memory.llm.usage import UsageMeter
-from janus_memory.runner.events import MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress, TestStarted
-from janus_memory.runner.summary_table import cost_remarks, method_cost, overhead_pct
+from janus_memory.store.events import MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress, TestStarted
+from janus_memory.report.summary_table import cost_remarks, method_cost, overhead_pct
 from janus_memory.types import Usage
 
 TRIG = {"triggered": True, "accept": False, "reason": "new_lt_old", "cosine": -0.38261600234886267,
@@ -178,7 +178,7 @@ def test_test_phase_has_its_own_bar():
 
 
 def test_unscored_test_answers_are_listed_with_ids_and_why():
-    from janus_memory.runner.summary_table import test_issue_lines
+    from janus_memory.report.summary_table import test_issue_lines
 
     assert test_issue_lines("dc_rs", TEST_RECORDS) == [
         "[dc_rs] test: 3 of 5 answers could not be scored (counted wrong): unparsed (no final answer found): t2, t5; "
@@ -191,7 +191,7 @@ def test_unscored_test_answers_are_listed_with_ids_and_why():
 
 
 def test_wall_time_line_names_start_up():
-    from janus_memory.cli_closing import wall_line
+    from janus_memory.cli.closing import wall_line
 
     assert wall_line(100.04, 12.5, 8.25) == (
         "wall time: 100.0 s from start to end = start-up 12.5 s (imports, dataset, encoder, before the first step) + "
@@ -214,7 +214,7 @@ def _summary(names):
 def test_summary_tables_fit_80_columns_on_a_terminal(names):
     from rich.console import Console
 
-    from janus_memory.runner.summary_table import print_summary
+    from janus_memory.report.summary_table import print_summary
 
     console = Console(width=80, force_terminal=True, record=True, color_system=None)
     print_summary(_summary(names), console)
@@ -230,8 +230,8 @@ def test_summary_tables_are_never_cut_off_a_terminal(monkeypatch):
     """`| cat` (no TTY, whatever $COLUMNS says): one line per table row, every header and number whole."""
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setattr("sys.stdout.isatty", lambda: False)
-    from janus_memory.cli_closing import make_console
-    from janus_memory.runner.summary_table import print_summary
+    from janus_memory.cli.closing import make_console
+    from janus_memory.report.summary_table import print_summary
 
     console = make_console()
     with console.capture() as cap:
@@ -277,7 +277,7 @@ def test_method_cost_and_overhead():
 
 def test_console_prints_colon_words_as_written(capsys):
     """`--encoder hashing:abc:` was shown as 'hashing🔤' (rich's emoji codes): user text is printed as written."""
-    from janus_memory.cli_closing import make_console
+    from janus_memory.cli.closing import make_console
 
     make_console().print("encoder hashing:abc: and st:/models/:smile:")
     assert capsys.readouterr().out == "encoder hashing:abc: and st:/models/:smile:\n"

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from janus_memory.cli import main
-from janus_memory.runner import events as E
-from janus_memory.runner.config import RunConfig
-from janus_memory.runner.experiment import run_experiment
+from janus_memory.store import events as E
+from janus_memory.settings.config import RunConfig
+from janus_memory.run.experiment import run_experiment
 
 RUN = ["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "3", "--test-size", "2",
        "--encoder", "hashing", "--updater", "dc_cu", "--warmup", "1", "--coverage-size", "1", "--boundary-size", "1",
@@ -45,7 +45,7 @@ def test_test_phase_events_count_answers_and_tokens_paid(tmp_path):
 def test_quiet_twice_keeps_the_summary_and_lists_unscored_answers(tmp_path, capsys, monkeypatch):
     """-q -q hides the progress only; the tables, unscored test answers (ids and why), the run folder and the wall
     time are printed; off a terminal (capsys) with COLUMNS=80 nothing is cut."""
-    from janus_memory.runner import loop
+    from janus_memory.run import loop
 
     real = loop.frozen_test
 
@@ -134,7 +134,8 @@ def test_strict_settings_still_take_what_yaml_and_flags_give():
     cfg = RunConfig.parse({"temperature": 0, "checkpoints": [0.5, 1], "batch_eval": "off", "stream_size": 5})
     assert (cfg.llm.temperature, cfg.checkpoints, cfg.batch_eval, cfg.stream_size) == (0.0, [0.5, 1.0], False, 5)
     assert RunConfig.parse({"batch_eval": "auto"}).batch_eval is None
-    from janus_memory.cli import _config_from_args, build_parser
+    from janus_memory.cli.run_command import _config_from_args
+    from janus_memory.cli.parser import build_parser
 
     args = build_parser().parse_args(["run", "--stream-size", "5", "--temperature", "0", "--seed", "3",
                                       "--checkpoints", "0.5", "--batch-eval", "on", "--n-parallel", "2"])
@@ -144,7 +145,7 @@ def test_strict_settings_still_take_what_yaml_and_flags_give():
 
 
 def test_grid_file_duplicate_nested_key_is_refused(tmp_path):
-    from janus_memory.runner.sweep import load_grid_cells
+    from janus_memory.sweep.sweep import load_grid_cells
 
     g = tmp_path / "g.yaml"
     g.write_text("base:\n  backend: fake\n  janus:\n    warmup: 2\n    warmup: 4\ngrid:\n  seed: [0, 1]\n")
@@ -169,7 +170,7 @@ def test_grid_help_names_dataset_as_required(capsys):
 def test_config_file_errors_name_the_line_of_the_key(tmp_path, capsys):
     """A bad key or value written in --config names its line; an option that set it names the option instead; a key
     not written in the file (a default) gets no line."""
-    from janus_memory.runner.yaml_load import key_line
+    from janus_memory.settings.yaml_load import key_line
 
     text = "backend: fake\ntemperature: 0.5\njanus:\n  warmup: 3\n  beta: 2.0\nllm: {max_retries: 1}\n"
     assert [key_line(text, k) for k in ("backend", "janus.warmup", "janus.beta", "llm.temperature",

@@ -145,7 +145,7 @@ def test_resume_with_another_out_is_refused_and_overwrite_removes_the_old_report
 def test_a_resumed_run_says_what_calls_paid_leaves_out(finished):
     from rich.console import Console
 
-    from janus_memory.runner.summary_table import RESUMED_NOTE, print_summary
+    from janus_memory.report.summary_table import RESUMED_NOTE, print_summary
 
     summary = json.loads((finished / "summary.json").read_text())
     assert "resumed" not in summary  # an uninterrupted run: no note

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from janus_memory.cli import main
-from janus_memory.cli_demo import acts, real_frame_after
+from janus_memory.cli.demo import acts, real_frame_after
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -151,8 +151,8 @@ def test_the_readme_shows_what_the_scripted_act_prints(tmp_path, capsys):
 
 
 def test_the_real_act_on_the_embedded_model_says_before_it_starts_why_janus_ties():
-    from janus_memory.cli_demo import real_frame_before
-    from janus_memory.runner.config import demo_config
+    from janus_memory.cli.demo import real_frame_before
+    from janus_memory.settings.config import demo_config
 
     lines = real_frame_before(demo_config(), 2)
     assert lines[0] == "Act 2 of 2: the same run on a real model: embedded Qwen2.5-Coder-1.5B (llama.cpp, this CPU)"

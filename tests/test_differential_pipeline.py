@@ -35,10 +35,10 @@ from reference_pipeline import RefPipeline, marks
 from updater_fakes import HashEncoder
 
 from janus_memory.llm.usage import UsageMeter
-from janus_memory.runner import loop
-from janus_memory.runner.build import Context
-from janus_memory.runner.config import RunConfig
-from janus_memory.runner.events import EventBus, StepRecorded, TestDone
+from janus_memory.run import loop
+from janus_memory.run.build import Context
+from janus_memory.settings.config import RunConfig
+from janus_memory.store.events import EventBus, StepRecorded, TestDone
 from janus_memory.tasks import get_family
 from janus_memory.tasks.checker_paper import with_checker
 from janus_memory.types import ChatResult, Task

@@ -16,8 +16,8 @@ from janus_memory.controller import Janus, JanusConfig, StepInput  # noqa: E402
 from janus_memory.llm import LLMClient  # noqa: E402
 from janus_memory.llm.base import FatalLLMError  # noqa: E402
 from janus_memory.llm.fake import FakeBackend  # noqa: E402
-from janus_memory.runner.eval_batch import PairedEvaluator  # noqa: E402
-from janus_memory.runner.evaluator import UpdaterEvaluator  # noqa: E402
+from janus_memory.run.eval_batch import PairedEvaluator  # noqa: E402
+from janus_memory.run.evaluator import UpdaterEvaluator  # noqa: E402
 from janus_memory.updaters.base import Updater  # noqa: E402
 
 OLD, NEW = "MEMORY old: add the numbers", "MEMORY new: multiply the numbers"

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from janus_memory.llm.client import LLMClient
-from janus_memory.runner import eval_batch
-from janus_memory.runner.build import build_context
-from janus_memory.runner.config import RunConfig, demo_config
-from janus_memory.runner.experiment import run_experiment
+from janus_memory.run import eval_batch
+from janus_memory.run.build import build_context
+from janus_memory.settings.config import RunConfig, demo_config
+from janus_memory.run.experiment import run_experiment
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +94,7 @@ def test_n_parallel_reaches_client_and_engine(tmp_path, monkeypatch):
             captured.update(kw, path=path)
 
     import janus_memory.llm as llm_pkg
-    from janus_memory.runner import backends
+    from janus_memory.run import backends
 
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 64)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from updater_fakes import HashEncoder, ScriptedLLM
 
-from janus_memory.runner.config import migrate_stored
+from janus_memory.settings.config import migrate_stored
 from janus_memory.tasks import get_family
 from janus_memory.tasks.checker_paper import with_checker
 from janus_memory.types import ChatResult, Task

@@ -8,7 +8,7 @@ import re
 import pytest
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
-from janus_memory.inject import (
+from janus_memory.inject.candidates import (
     KINDS,
     InjectSpecError,
     Injection,

@@ -11,8 +11,8 @@ import pytest
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
-from janus_memory.inject import inject_candidate, parse_inject, summarise_injections, templates
-from janus_memory.runner.evaluator import UpdaterEvaluator
+from janus_memory.inject.candidates import inject_candidate, parse_inject, summarise_injections, templates
+from janus_memory.run.evaluator import UpdaterEvaluator
 from janus_memory.updaters import make_updater
 
 N = 40

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from janus_memory.cli import main
-from janus_memory.inject import KINDS, templates
-from janus_memory.runner.config import RunConfig, demo_config
-from janus_memory.runner.experiment import _Stopped, run_experiment
+from janus_memory.inject.candidates import KINDS, templates
+from janus_memory.settings.config import RunConfig, demo_config
+from janus_memory.run.experiment import _Stopped, run_experiment
 
 PLAN_200 = ("wipe@30,dump@50,overfit@70,poison@90,truncate@110,"
             "wipe@130,dump@150,overfit@170,poison@185,truncate@198")
@@ -191,7 +191,7 @@ def test_bad_plans_are_one_line_errors_before_any_work(tmp_path, capsys, args, n
 def test_plan_past_the_loaded_stream_is_refused_before_the_backend(tmp_path, monkeypatch):
     """Without --stream-size the stream length is known once the split is loaded: checked before the backend."""
     from janus_memory.errors import ConfigError
-    from janus_memory.runner import backends
+    from janus_memory.run import backends
 
     monkeypatch.setattr(backends, "make_llm_backend", lambda *a, **k: pytest.fail("backend built"))
     cfg = _cfg(tmp_path / "x", stream_size=None, inject="poison@999999")
@@ -231,7 +231,7 @@ def test_printed_table_closing_lines_and_report(tmp_path, capsys):
     assert main(["memory", "diff", str(out), "7", "--methods", "dc_rs", "dc_rs+janus"]) == 0  # what Janus kept out
     kept_out = capsys.readouterr().out
     assert "-## Grading note (confirmed on earlier problems)" in kept_out and "no change" not in kept_out
-    from janus_memory.runner.report import build_report
+    from janus_memory.report.report import build_report
 
     res = build_report([str(out)])
     md = Path(res["report"]).read_text()
@@ -289,7 +289,7 @@ def test_cli_inject_on_ace_and_reasoning_bank_both_methods(tmp_path, capsys, upd
     assert (planted[0] in (out / f"{updater}+janus" / "final_memory.txt").read_text()) is (guarded["deployed"] == 2)
     assert main(["memory", "diff", str(out), "4", "5", "--method", updater]) == 0
     assert capsys.readouterr().out.count("\n-") >= 1  # the wipe removed memory
-    from janus_memory.runner.report import build_report
+    from janus_memory.report.report import build_report
 
     md = Path(build_report([str(out)])["report"]).read_text()
     assert f"| {updater} | wipe@5,poison@8 | 2 | 2 | 0 |" in md
@@ -329,7 +329,7 @@ def _inj(plan, deployed, blocked):
 def test_next_steps_gives_a_step_diff_only_where_the_memory_changed():
     """A method that blocked the first injection deployed nothing at that step: its step diff would print
     'no change', so it gets the diff against a method that deployed it (what it kept out) instead."""
-    from janus_memory.runner.injection import next_steps
+    from janus_memory.run.injection import next_steps
 
     both = {"run_dir": "/r", "methods": {"dc_rs": _inj("poison@25,wipe@28", [25, 28], []),
                                          "dc_rs+janus": {**_inj("poison@25,wipe@28", [28], [25]), "janus": True}}}

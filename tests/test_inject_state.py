@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
-from janus_memory.inject import KINDS, harmful_candidate, inject_candidate, templates
-from janus_memory.inject_state import harmful_bank, harmful_playbook, item_blocks, render_bank
+from janus_memory.inject.candidates import KINDS, harmful_candidate, inject_candidate, templates
+from janus_memory.inject.state import harmful_bank, harmful_playbook, item_blocks, render_bank
 from janus_memory.types import Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.ace_playbook import new_sections, parse_playbook, render

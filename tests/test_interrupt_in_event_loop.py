@@ -14,11 +14,12 @@ import warnings
 
 import pytest
 
-from janus_memory import cli_signals, interrupts
+from janus_memory.cli import signals as cli_signals
+from janus_memory import interrupts
 from janus_memory.llm.cache import ResponseCache
 from janus_memory.llm.client import LLMClient
 from janus_memory.llm.fake import FakeBackend
-from janus_memory.runner import executors
+from janus_memory.sweep import executors
 
 
 def _fetch_step(callback) -> bool:

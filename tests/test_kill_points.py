@@ -17,7 +17,7 @@ import pytest
 
 from janus_memory import cli
 from janus_memory.killpoints import RECOVERY, STAGES
-from janus_memory.runner.integrity import problems
+from janus_memory.store.integrity import problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))

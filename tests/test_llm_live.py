@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from janus_memory.cli_progress import ConsoleProgress
+from janus_memory.cli.progress import ConsoleProgress
 from janus_memory.llm.base import ChatRequest, FatalLLMError, TransientLLMError
 from janus_memory.llm.live import LIVE, LiveTokens
 from janus_memory.llm.local import LocalBackend, assemble_stream
-from janus_memory.runner.events import MethodStarted
+from janus_memory.store.events import MethodStarted
 
 GGUF = os.environ.get("JANUS_TEST_GGUF")
 

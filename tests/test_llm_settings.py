@@ -11,8 +11,8 @@ import yaml
 
 from janus_memory.cli import main
 from janus_memory.errors import ConfigError
-from janus_memory.runner.config import RunConfig
-from janus_memory.runner.llm_settings import LLM_KEYS, LLMSettings, lift_llm, overlay
+from janus_memory.settings.config import RunConfig
+from janus_memory.settings.llm_settings import LLM_KEYS, LLMSettings, lift_llm, overlay
 
 SMALL = ["--backend", "fake", "--dataset", "gsm8k", "--stream-size", "6", "--test-size", "2", "--encoder", "hashing",
          "--warmup", "2", "--coverage-size", "1", "--boundary-size", "1", "--fresh-size", "1", "--quiet",
@@ -149,10 +149,10 @@ def _flatten_stored_config(out: Path) -> dict:
 
 
 def test_an_old_flat_run_folder_resumes_to_the_same_exports(tmp_path):
-    from janus_memory.cli import _config_from_args
-    from janus_memory.cli_parser import build_parser
-    from janus_memory.runner.experiment import Stopped, run_experiment
-    from janus_memory.runner.runs import load_method_runs
+    from janus_memory.cli.run_command import _config_from_args
+    from janus_memory.cli.parser import build_parser
+    from janus_memory.run.experiment import Stopped, run_experiment
+    from janus_memory.report.runs import load_method_runs
 
     ref = tmp_path / "ref"
     assert main(["run", *SMALL, "--out", str(ref)]) == 0
@@ -172,9 +172,9 @@ def test_an_old_flat_run_folder_resumes_to_the_same_exports(tmp_path):
 
 
 def test_an_old_flat_run_folder_refuses_another_model_but_not_another_endpoint(tmp_path, capsys):
-    from janus_memory.cli import _config_from_args
-    from janus_memory.cli_parser import build_parser
-    from janus_memory.runner.experiment import Stopped, run_experiment
+    from janus_memory.cli.run_command import _config_from_args
+    from janus_memory.cli.parser import build_parser
+    from janus_memory.run.experiment import Stopped, run_experiment
 
     out = tmp_path / "old"
     args = build_parser().parse_args(["run", *SMALL, "--out", str(out)])

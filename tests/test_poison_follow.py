@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from janus_memory.inject import harmful_candidate, poisoned_cheatsheet, templates
+from janus_memory.inject.candidates import harmful_candidate, poisoned_cheatsheet, templates
 from janus_memory.types import Task
 
 ROOT = Path(__file__).resolve().parents[1]

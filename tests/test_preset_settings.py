@@ -7,9 +7,9 @@ import pytest
 from janus_memory.cli import main
 from janus_memory.controller import JanusConfig
 from janus_memory.errors import ConfigError
-from janus_memory.runner.build import build_context, resolve_config, sandbox_info, validate_names
-from janus_memory.runner.config import JanusSettings, RunConfig, check_updater_config, demo_config, migrate_stored
-from janus_memory.runner.presets import SEED_HELP
+from janus_memory.run.build import build_context, resolve_config, sandbox_info, validate_names
+from janus_memory.settings.config import JanusSettings, RunConfig, check_updater_config, demo_config, migrate_stored
+from janus_memory.settings.presets import SEED_HELP
 
 
 @pytest.fixture(autouse=True)
@@ -106,7 +106,8 @@ def test_bad_settings_are_one_line_config_errors(data, msg):
 
 
 def test_updater_config_checked_against_the_updaters_declared_settings():
-    from janus_memory.registry import UPDATERS, ensure_builtins
+    from janus_memory.plugins import ensure_builtins
+    from janus_memory.registry import UPDATERS
 
     ensure_builtins()
     dc = UPDATERS["dc_rs"]
@@ -151,13 +152,13 @@ def test_context_window_sized_from_the_request_or_refused():
 
 def test_local_backend_gets_the_sized_window(monkeypatch, tmp_path):
     import janus_memory.llm as llm
-    from janus_memory.runner import backends
+    from janus_memory.run import backends
 
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 16)
     seen = {}
     monkeypatch.setattr(llm, "LocalBackend", lambda path, n_ctx, n_threads, n_parallel=1: seen.update(n_ctx=n_ctx) or "backend")
-    monkeypatch.setattr("janus_memory.model_fetch.resolve_model_path", lambda p: gguf)
+    monkeypatch.setattr("janus_memory.llm.model_fetch.resolve_model_path", lambda p: gguf)
     pytest.importorskip("xllamacpp")
     assert backends.local_backend(RunConfig(solver_max_tokens=6000, curator_max_tokens=100), []) == "backend"
     assert seen == {"n_ctx": 8048}
@@ -169,7 +170,7 @@ def test_request_settings_reach_the_client_and_the_openai_backend(tmp_path, monk
     assert ctx.client.max_retries == 2 and ctx.client.deadline_s == 600.0
     ctx = build_context(_cfg(tmp_path / "r2"), log=lambda m: None)
     assert ctx.client.max_retries == 6 and ctx.client.deadline_s is None
-    from janus_memory.runner import backends
+    from janus_memory.run import backends
 
     monkeypatch.setattr(backends, "check_endpoint", lambda url, *a, **k: None)
     be = backends.openai_backend(RunConfig(backend="openai", base_url="http://127.0.0.1:9/v1", model="m",
@@ -303,7 +304,7 @@ def test_janus_settings_mirror_every_janus_config_field_with_its_default():
     import dataclasses
 
     from janus_memory.controller.janus import JanusConfig
-    from janus_memory.runner.config import JanusSettings
+    from janus_memory.settings.config import JanusSettings
 
     jc = {f.name: f.default for f in dataclasses.fields(JanusConfig)}
     js = {k: v.default for k, v in JanusSettings.model_fields.items()}

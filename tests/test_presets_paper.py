@@ -2,7 +2,7 @@
 import pytest
 
 from janus_memory.controller import JanusConfig
-from janus_memory.runner import presets
+from janus_memory.settings import presets
 
 
 def test_controller_presets():

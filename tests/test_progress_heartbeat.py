@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from janus_memory.cli_progress import ConsoleProgress, Heartbeat, load_warning
-from janus_memory.runner.events import MethodFinished, MethodStarted, StepFinished, TestDone, TestProgress, TestStarted
+from janus_memory.cli.progress import ConsoleProgress, Heartbeat, load_warning
+from janus_memory.store.events import MethodFinished, MethodStarted, StepFinished, TestDone, TestProgress, TestStarted
 
 
 class Clock:
@@ -121,10 +121,10 @@ def test_the_load_warning_names_the_load_and_the_cores():
 
 def test_a_run_on_the_embedded_model_warns_at_start_when_the_machine_is_busy(tmp_path, capsys, monkeypatch):
     """The warning comes after the header, before the run starts (the run itself is replaced by a stop here)."""
-    import janus_memory.cli_progress as cp
+    import janus_memory.cli.progress as cp
     from janus_memory.cli import main
     from janus_memory.errors import ConfigError
-    from janus_memory.runner import experiment
+    from janus_memory.run import experiment
 
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 64)

@@ -7,9 +7,9 @@ import io
 from rich.console import Console
 
 from janus_memory.cli import main
-from janus_memory.runner.published import PAPER_TABLE1, published, same_backbone
-from janus_memory.runner.report import build_report
-from janus_memory.runner.report_console import print_report
+from janus_memory.report.published import PAPER_TABLE1, published, same_backbone
+from janus_memory.report.report import build_report
+from janus_memory.report.console import print_report
 
 
 def test_table1_cells_from_the_spec():
@@ -42,7 +42,7 @@ def test_report_prints_the_paper_number_with_its_backbone(tmp_path, monkeypatch)
 
 def test_controller_differences_name_every_non_paper_janus_setting():
     from janus_memory.controller import JanusConfig
-    from janus_memory.runner.published import PAPER_TEST_N, controller_differences
+    from janus_memory.report.published import PAPER_TEST_N, controller_differences
 
     assert controller_differences(JanusConfig.paper().to_dict()) == []
     assert controller_differences(JanusConfig.paper(seed=3).to_dict()) == []  # any seed is the paper's controller

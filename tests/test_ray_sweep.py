@@ -7,8 +7,8 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'janus-memory[ray]')")
 
-from janus_memory.runner.config import RunConfig
-from janus_memory.runner.sweep import run_sweep
+from janus_memory.settings.config import RunConfig
+from janus_memory.sweep.sweep import run_sweep
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from janus_memory.cli import _load_config_file
-from janus_memory.runner.config import RunConfig
+from janus_memory.cli.run_command import _load_config_file
+from janus_memory.settings.config import RunConfig
 
 FILES = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "real_runs").glob("*.yaml"))
 

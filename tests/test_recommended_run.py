@@ -48,7 +48,7 @@ def test_sweep_and_grid_accept_the_recommended_preset(tmp_path, capsys):
     grid = tmp_path / "g.yaml"
     grid.write_text(f"base: {{backend: fake, stream_size: 4, test_size: 2, out: {tmp_path / 'sw'}}}\n"
                     "grid: {updater: [dc_rs], controller: [janus]}\n")
-    from janus_memory.runner.sweep import load_grid_cells
+    from janus_memory.sweep.sweep import load_grid_cells
 
     (name, cfg), = load_grid_cells(grid, janus_preset="recommended")
     assert cfg.janus_preset == "recommended" and cfg.janus_config().preset == "recommended"

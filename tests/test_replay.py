@@ -99,7 +99,7 @@ def test_missing_and_empty_folders(tmp_path):
 
 
 def test_load_run_folder(tmp_path):
-    from janus_memory.runner.store import RunStore, text_hash
+    from janus_memory.store.store import RunStore, text_hash
 
     store = RunStore.create(tmp_path / "run")
     mems = ["", SHEET, "### PREVIOUS SOLUTIONS\nq -> a", SHEET + "\nitem 12: x"]

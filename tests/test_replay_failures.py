@@ -7,9 +7,9 @@ import pytest
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
 from janus_memory.llm.base import LLMError
-from janus_memory.runner.config import RunConfig
-from janus_memory.runner.eval_batch import PairedEvaluator
-from janus_memory.runner.evaluator import UpdaterEvaluator
+from janus_memory.settings.config import RunConfig
+from janus_memory.run.eval_batch import PairedEvaluator
+from janus_memory.run.evaluator import UpdaterEvaluator
 from janus_memory.types import ChatResult, Score, Task
 
 TASKS = [Task(id=f"t{i}", dataset="toy", question=f"q{i}", gold="1") for i in range(4)]
@@ -67,7 +67,7 @@ class BatchStub(StubUpdater):
 
 
 def test_paired_evaluator_zero_in_a_batch(monkeypatch):
-    import janus_memory.runner.eval_batch as eb
+    import janus_memory.run.eval_batch as eb
 
     monkeypatch.setattr(eb, "_batchable", lambda u: True)
     ev = PairedEvaluator(BatchStub(bad={"t1"}), replay="frozen", failures="zero")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from janus_memory.runner.memdiff import memory_diff
-from janus_memory.runner.report import build_report, load_method_runs
+from janus_memory.report.memdiff import memory_diff
+from janus_memory.report.report import build_report, load_method_runs
 
 PNG = b"\x89PNG\r\n\x1a\n"
 JANUS = {"warmup": 2, "coverage_size": 2, "boundary_size": 1, "fresh_size": 2}
@@ -164,7 +164,7 @@ def test_plots_are_pngs(grid_root, tmp_path):
 
 
 def test_cumulative_tokens_exact(grid_root):
-    from janus_memory.runner.plots import cumulative_tokens
+    from janus_memory.report.plots import cumulative_tokens
 
     r = next(r for r in load_method_runs([grid_root]) if r.label == "dc_rs+janus")
     steps, cum, est = cumulative_tokens(r)
@@ -258,8 +258,8 @@ def test_memory_diff_bad_input(mem_run, tmp_path):
 
 # ------------------------------------------------------------------------------------------------ real pipeline
 def test_report_and_diff_on_fake_run(tmp_path):
-    from janus_memory.runner.config import RunConfig
-    from janus_memory.runner.experiment import run_experiment
+    from janus_memory.settings.config import RunConfig
+    from janus_memory.run.experiment import run_experiment
 
     cfg = RunConfig(dataset="gsm8k", stream_size=10, test_size=4, backend="fake", encoder="hashing",
                     cache_dir=str(tmp_path / "cache"), janus={**JANUS, "warmup": 3}, checkpoints=[0.2, 0.6],
@@ -279,7 +279,7 @@ def test_report_and_diff_on_fake_run(tmp_path):
 
 
 def test_paired_numbers_exact():
-    from janus_memory.runner.paired import mcnemar_exact, paired_ci, paired_compare
+    from janus_memory.report.paired import mcnemar_exact, paired_ci, paired_compare
 
     assert mcnemar_exact(2, 8) == 0.109375  # 2 * (1 + 10 + 45) / 1024
     assert mcnemar_exact(0, 6) == 0.03125
@@ -336,8 +336,8 @@ def test_report_paired_table_setup_caption_and_size_groups(tmp_path):
     (0, "wwwww", "the stream has no step after the Janus warm-up (no trigger could fire)"),
 ])
 def test_periodic_period_one_is_flagged_with_its_cause(tmp_path, triggers, decisions, cause):
-    from janus_memory.runner.report import load_method_runs
-    from janus_memory.runner.tables import trigger_table
+    from janus_memory.report.report import load_method_runs
+    from janus_memory.report.tables import trigger_table
 
     root = tmp_path / "g"
     make_run(root / "dc_rs" / "seed0", "gpqa", "dc_rs", {"dc_rs": {"test_accuracy": 0.5}})
@@ -354,7 +354,7 @@ def test_periodic_period_one_is_flagged_with_its_cause(tmp_path, triggers, decis
 
 def test_cross_method_memory_diff_exact(mem_run, capsys):
     from janus_memory.cli import main
-    from janus_memory.runner.memdiff import cross_method_diff
+    from janus_memory.report.memdiff import cross_method_diff
 
     x, c = _sha("x\n")[:12], _sha("rule a\nrule c\n")[:12]
     out = cross_method_diff(mem_run, 3, ("dc_rs", "dc_rs+janus"))
@@ -373,7 +373,7 @@ def test_cross_method_memory_diff_exact(mem_run, capsys):
 
 
 def test_paired_verdicts_only_count_real_booleans():
-    from janus_memory.runner.paired import _verdicts, paired_compare
+    from janus_memory.report.paired import _verdicts, paired_compare
 
     recs = [{"task_id": "a", "correct": True}, {"task_id": "b", "correct": "false"}, {"task_id": "c"},
             {"task_id": "d", "correct": None}, {"task_id": "e", "correct": False}, "junk", {"correct": True}]

@@ -14,8 +14,8 @@ from rich.console import Console
 from test_report import JANUS, _decs, _with_tests, make_run
 
 from janus_memory.errors import RunFolderError
-from janus_memory.runner.config import RunConfig
-from janus_memory.runner.report import build_report
+from janus_memory.settings.config import RunConfig
+from janus_memory.report.report import build_report
 
 J = {"test_accuracy": 0.6, "triggers": 2, "decisions": _decs("ww.AA.")}
 
@@ -164,7 +164,7 @@ def test_two_cells_with_one_trigger_are_two_policy_rows(tmp_path):
 
 
 def test_a_sweep_of_variant_cells_prints_table_3(tmp_path):
-    from janus_memory.runner.report_console import print_report
+    from janus_memory.report.console import print_report
 
     root = tmp_path / "sweep" / "gsm8k"
     for tau, acc in (("0.0", 0.5), ("0.2", 0.7)):
@@ -256,7 +256,7 @@ def test_only_unfinished_runs_is_one_error_line_saying_how_to_continue(tmp_path)
 def test_a_run_still_in_progress_is_named_with_its_pid(tmp_path):
     import os
 
-    from janus_memory.runner.lock import RunLock
+    from janus_memory.store.lock import RunLock
 
     _run(tmp_path / "done", {"dc_rs": 0.4})
     live = _unfinished(tmp_path / "live", {"dc_rs": 4}, tested=())
@@ -271,7 +271,7 @@ def test_a_run_still_in_progress_is_named_with_its_pid(tmp_path):
 def terminal(monkeypatch):
     """`janus report` on an 80-column terminal, its output recorded."""
     console = Console(width=80, force_terminal=True, record=True, color_system=None)
-    monkeypatch.setattr("janus_memory.cli.make_console", lambda: console)
+    monkeypatch.setattr("janus_memory.cli.app.make_console", lambda: console)
     return console
 
 
@@ -323,10 +323,10 @@ def test_report_table_is_never_cut_when_piped(tmp_path, monkeypatch):
 
     monkeypatch.setattr("sys.stdout.isatty", lambda: False)
     monkeypatch.setenv("COLUMNS", "40")
-    from janus_memory.cli_closing import make_console
+    from janus_memory.cli.closing import make_console
 
     console = make_console()
-    monkeypatch.setattr("janus_memory.cli.make_console", lambda: console)
+    monkeypatch.setattr("janus_memory.cli.app.make_console", lambda: console)
     for name in ("a", "b"):
         _run(tmp_path / "runs" / name, {"dc_rs+janus": 0.5},
              llm={"model": f"a-rather-long-model-name-{name}", "temperature": 0.1 if name == "a" else 0.9})
@@ -341,7 +341,7 @@ def test_report_table_is_never_cut_when_piped(tmp_path, monkeypatch):
 
 
 def test_a_name_too_long_for_the_terminal_wraps_at_spaces_and_is_never_cut():
-    from janus_memory.runner.summary_table import fit_table
+    from janus_memory.report.summary_table import fit_table
 
     name = "dc_rs+janus (tau=0.2, an-experiment-folder-with-a-long-name)"
     rows = [[name, *(["65.0 ± 7.1"] * 3)], ["dc_rs", *(["100.0"] * 3)]]
@@ -356,7 +356,7 @@ def test_a_name_too_long_for_the_terminal_wraps_at_spaces_and_is_never_cut():
 def test_report_console_of_real_fake_backend_runs(tmp_path, terminal, monkeypatch):
     """Two real `--seed 0` runs (Janus tau 0 and 0.3) and an interrupted one, all with the scripted backend."""
     from janus_memory.cli import main
-    from janus_memory.runner.experiment import Stopped, run_experiment
+    from janus_memory.run.experiment import Stopped, run_experiment
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     kw = dict(dataset="gsm8k", stream_size=6, test_size=3, backend="fake", encoder="hashing:256",

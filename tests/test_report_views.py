@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from test_report import JANUS, _decs, _with_tests, make_run
 
-from janus_memory.runner import plots
-from janus_memory.runner.report import build_report, load_method_runs
+from janus_memory.report import plots
+from janus_memory.report.report import build_report, load_method_runs
 
 PRESET = {"name": "paper", "janus_preset": "paper", "replay": "fresh", "encoder": "triggers decided by encoder hashing",
           "janus": "janus preset: paper (trigger=TRIG, tau=0.0, same_memory_shortcut=False, early_stop=False, "
@@ -114,7 +114,7 @@ def test_timeline_puts_missing_cosines_in_an_na_band_and_marks_injections(tmp_pa
 
 
 def test_trajectory_keeps_coinciding_curves_and_markers_visible(tmp_path, captured):
-    from janus_memory.runner.inject_report import plot_trajectories
+    from janus_memory.report.inject_report import plot_trajectories
 
     run = _injected_run(tmp_path)
     plot_trajectories(load_method_runs([run]), tmp_path / "rep")
@@ -130,7 +130,7 @@ def test_trajectory_keeps_coinciding_curves_and_markers_visible(tmp_path, captur
 
 
 def test_overhead_has_one_definition_in_console_and_plot(tmp_path, captured):
-    from janus_memory.runner.summary_table import cost_remarks, janus_overhead
+    from janus_memory.report.summary_table import cost_remarks, janus_overhead
 
     test = {"calls": 5, "cache_hits": 0, "prompt_tokens": 4500, "completion_tokens": 500}
     base_u = {"solver": {"calls": 10, "cache_hits": 0, "prompt_tokens": 900, "completion_tokens": 100}, "test": test}
@@ -189,7 +189,7 @@ def _injections(tmp_path: Path, janus_deploys: bool) -> Path:
     (False, ["injected candidate", "injected candidate deployed", "injected candidate blocked"]),
 ])
 def test_trajectory_legend_lists_only_the_marks_drawn(tmp_path, captured, janus_deploys, entries):
-    from janus_memory.runner.inject_report import plot_trajectories
+    from janus_memory.report.inject_report import plot_trajectories
 
     plot_trajectories(load_method_runs([_injections(tmp_path, janus_deploys)]), tmp_path / "rep")
     legend = _legend(captured[0])
@@ -256,7 +256,7 @@ def test_a_run_without_any_cosine_gets_the_evaluation_set_panel_alone(tmp_path, 
 
 
 def test_the_trajectory_legend_sits_below_the_curves(tmp_path, captured):
-    from janus_memory.runner.inject_report import plot_trajectories
+    from janus_memory.report.inject_report import plot_trajectories
 
     plot_trajectories(load_method_runs([_injections(tmp_path, False)]), tmp_path / "rep")
     fig = captured[0]

@@ -11,11 +11,11 @@ import platform
 import pytest
 
 from janus_memory.registry import BACKENDS
-from janus_memory.runner.build import resolve_config
-from janus_memory.runner.config import RunConfig
-from janus_memory.runner.estimate import CallCount, count_calls, estimate_line
-from janus_memory.runner.experiment import run_experiment
-from janus_memory.runner.timing import Measurement, machine_key, read_measurement, record_run
+from janus_memory.run.build import resolve_config
+from janus_memory.settings.config import RunConfig
+from janus_memory.run.estimate import CallCount, count_calls, estimate_line
+from janus_memory.run.experiment import run_experiment
+from janus_memory.run.timing import Measurement, machine_key, read_measurement, record_run
 
 JANUS = {"warmup": 4, "coverage_size": 2, "boundary_size": 1, "fresh_size": 2}
 IDENT = "local:tiny.gguf:123:abcdef"
@@ -133,7 +133,7 @@ def test_the_old_wall_time_record_and_runs_with_few_calls_are_ignored(tmp_path):
     """The record an interrupted-then-resumed run left (issue 18): 3 uncached calls over 2311.8 s of wall time gave
     ~770 s per call. Format 1 (wall time) is not read; a run with fewer than MIN_CALLS calls is neither read nor
     written."""
-    from janus_memory.runner.timing import MIN_CALLS
+    from janus_memory.run.timing import MIN_CALLS
 
     rec = tmp_path / "timings.json"
     _plant(rec, [{"calls": 3, "completion_tokens": 813, "wall_s": 2311.8}], fmt=1)
@@ -211,8 +211,8 @@ def _clocked_local(monkeypatch, tmp_path, per_call: float = 30.0):
 
     from janus_memory.llm import client as client_mod
     from janus_memory.llm import request_loop
-    from janus_memory.runner import backends  # noqa: F401  (registers the built-in "local" first)
-    from janus_memory.runner.fake_llm import scripted_backend
+    from janus_memory.run import backends  # noqa: F401  (registers the built-in "local" first)
+    from janus_memory.run.fake_llm import scripted_backend
 
     clock = _Clock()
     fake_time = types.SimpleNamespace(perf_counter=clock.perf_counter, monotonic=clock.perf_counter)
@@ -276,7 +276,7 @@ def test_a_resumed_run_estimates_only_what_is_left(tmp_path, monkeypatch):
     """Stopped right after the base method's last stream step (its test not run yet): the resumed run counts the
     base method's test and the whole +janus method, and says so per method (issue 18: the estimate looked as if it
     counted a finished stream)."""
-    from janus_memory.runner.experiment import Stopped
+    from janus_memory.run.experiment import Stopped
 
     _clocked_local(monkeypatch, tmp_path)
     cfg = _local_cfg(tmp_path, "r")
@@ -324,7 +324,7 @@ def test_hostile_timing_records_are_ignored_and_never_end_a_run(tmp_path):
     """Adversarial record files (a reviewer's findings): deep nesting, huge or absurd numbers, a bool format."""
     import json
 
-    from janus_memory.runner import timing
+    from janus_memory.run import timing
 
     p = tmp_path / "timings.json"
     key = timing.machine_key("m.gguf", 1)

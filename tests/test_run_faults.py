@@ -143,7 +143,7 @@ def test_garbage_checkpoint(tmp_path, capsys, ref):
 
 # ------------------------------------------------------------------ item 4: disk full inside a step's commit
 def test_disk_full_inside_the_commit_keeps_every_committed_step(tmp_path, capsys, ref, monkeypatch):
-    from janus_memory.runner import store as store_mod
+    from janus_memory.store import store as store_mod
 
     real_init = store_mod.RunStore.__init__
 
@@ -198,7 +198,7 @@ def test_full_disk_on_resume_says_resume_not_out(tmp_path, capsys, ref, monkeypa
 
 
 def test_interrupt_before_the_config_is_stored_does_not_say_resume(tmp_path, capsys, monkeypatch):
-    from janus_memory.runner import experiment
+    from janus_memory.run import experiment
 
     def interrupted(*a, **kw):
         raise KeyboardInterrupt

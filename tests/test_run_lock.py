@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from janus_memory.runner.lock import LOCK_NAME, RunLock, RunLocked, holder_pid
+from janus_memory.store.lock import LOCK_NAME, RunLock, RunLocked, holder_pid
 
 HOLDER = textwrap.dedent("""
     import os, sys
-    from janus_memory.runner.lock import RunLock, RunLocked
+    from janus_memory.store.lock import RunLock, RunLocked
     try:
         lk = RunLock(sys.argv[1]).acquire()
     except RunLocked as e:
@@ -150,7 +150,7 @@ def test_holder_pid_on_a_missing_folder_creates_nothing(tmp_path):
 
 
 def test_existing_run_under_a_read_only_parent_can_still_be_locked(tmp_path, monkeypatch):
-    import janus_memory.runner.lock as lock_mod
+    import janus_memory.store.lock as lock_mod
 
     real = lock_mod._open_lock_file
 

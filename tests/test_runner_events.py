@@ -6,11 +6,11 @@ import sqlite3
 import pytest
 
 from janus_memory.errors import ConfigError, JanusError, OutputError, RunFolderError
-from janus_memory.runner import events as E
-from janus_memory.runner.build import build_context
-from janus_memory.runner.config import RunConfig
-from janus_memory.runner.experiment import Stopped, run_experiment
-from janus_memory.runner.reader import RunReader
+from janus_memory.store import events as E
+from janus_memory.run.build import build_context
+from janus_memory.settings.config import RunConfig
+from janus_memory.run.experiment import Stopped, run_experiment
+from janus_memory.store.reader import RunReader
 
 
 @pytest.fixture(autouse=True)
@@ -89,7 +89,7 @@ def test_user_errors_share_one_base():
     for cls in (ConfigError, OutputError, RunFolderError):
         assert issubclass(cls, JanusError)
     from janus_memory.llm.base import LLMError
-    from janus_memory.model_fetch import ModelFetchError, ModelNotFound
+    from janus_memory.llm.model_fetch import ModelFetchError, ModelNotFound
 
     assert all(issubclass(c, JanusError) for c in (LLMError, ModelFetchError, ModelNotFound))
     assert LLMError("boom\nmore").user_message("runs/x") == (

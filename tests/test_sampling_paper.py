@@ -7,7 +7,7 @@ import pytest
 
 from janus_memory.errors import ConfigError
 from janus_memory.llm.base import ChatRequest
-from janus_memory.runner.config import RunConfig, check_updater_config
+from janus_memory.settings.config import RunConfig, check_updater_config
 from janus_memory.tasks import get_family
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.dc import DCRetrievalSynthesis as DCRS

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from janus_memory.errors import RunFolderError
-from janus_memory.runner import delta
-from janus_memory.runner.reader import RunReader
-from janus_memory.runner.store import RunStore, dumps
+from janus_memory.store import delta
+from janus_memory.store.reader import RunReader
+from janus_memory.store.store import RunStore, dumps
 
 
 def _roundtrip(x):

@@ -21,9 +21,9 @@ from janus_memory.cli import main
 from janus_memory.controller import Janus, JanusConfig
 from janus_memory.errors import RunFolderError
 from janus_memory.rows import RowsRef, by_reference
-from janus_memory.runner import ckpt_rows
-from janus_memory.runner.reader import RunReader
-from janus_memory.runner.store import RunStore, dumps
+from janus_memory.store import ckpt_rows
+from janus_memory.store.reader import RunReader
+from janus_memory.store.store import RunStore, dumps
 from janus_memory.types import Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.bank import RetrievalBank
@@ -217,8 +217,8 @@ _KILLER = """
 import os, signal, sys
 sys.path.insert(0, {tests!r})
 from test_store_rows import _Producers, _commit
-from janus_memory.runner import ckpt_rows
-from janus_memory.runner.store import RunStore
+from janus_memory.store import ckpt_rows
+from janus_memory.store.store import RunStore
 
 real = ckpt_rows.write
 def write(db, method, new_base, deletes, inserts):

@@ -19,9 +19,9 @@ from store_fakes import FailingCommit
 
 from janus_memory.cli import main
 from janus_memory.errors import DamagedStoreError, RunFolderError, StorageError
-from janus_memory.runner import integrity, texts as T
-from janus_memory.runner.reader import RunReader
-from janus_memory.runner.store import RunStore, text_hash
+from janus_memory.store import integrity, texts as T
+from janus_memory.store.reader import RunReader
+from janus_memory.store.store import RunStore, text_hash
 
 HERE = Path(__file__).resolve().parent
 
@@ -281,8 +281,8 @@ def test_a_failed_commit_keeps_the_last_step_and_the_retry_stores_its_texts(tmp_
 
 _KILLER = """
 import os, signal, sys
-from janus_memory.runner import texts
-from janus_memory.runner.store import RunStore, text_hash
+from janus_memory.store import texts
+from janus_memory.store.store import RunStore, text_hash
 
 real = texts.TextLog.put
 def put(self, sha, text, base):
@@ -401,8 +401,8 @@ def test_a_newer_store_format_is_refused_in_one_line(tmp_path, capsys):
 
 # ------------------------------------------------------------------ a ReasoningBank run reads back what it deployed
 def test_reasoning_bank_run_reads_back_every_deployed_memory_and_candidate(tmp_path, monkeypatch):
-    from janus_memory.runner.config import RunConfig
-    from janus_memory.runner.experiment import run_experiment
+    from janus_memory.settings.config import RunConfig
+    from janus_memory.run.experiment import run_experiment
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     seen: dict[str, list] = {}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from janus_memory.cli import main
-from janus_memory.runner.build import NamespacedClient, twin_sample
-from janus_memory.runner.config import RunConfig
+from janus_memory.run.build import NamespacedClient, twin_sample
+from janus_memory.settings.config import RunConfig
 
 
 class Recorder:
@@ -57,7 +57,7 @@ def test_twin_answers_are_independent_in_the_paper_preset(tmp_path, monkeypatch)
 
 
 def test_a_config_stored_before_issue27_resumes_as_it_ran():
-    from janus_memory.runner.config import migrate_stored
+    from janus_memory.settings.config import migrate_stored
 
     old = {"preset": "paper", "dataset": "gsm8k", "janus": {"clustering": "full"}, "updater_config": {}}
     got = RunConfig.parse(migrate_stored(old))

@@ -322,8 +322,8 @@ def test_bad_config():
 # ------------------------------------------------------------------------------------------------- end to end
 def run_fake(tmp_path, monkeypatch, updater, stop=None, out_name="run"):
     """`janus run --controller both` on 12 GSM8K tasks with the scripted fake backend; returns the run folder."""
-    from janus_memory.runner.config import RunConfig
-    from janus_memory.runner.experiment import _Stopped, run_experiment
+    from janus_memory.settings.config import RunConfig
+    from janus_memory.run.experiment import _Stopped, run_experiment
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     cfg = RunConfig(backend="fake", dataset="gsm8k", stream_size=12, test_size=4, encoder="hashing", updater=updater,
@@ -390,9 +390,9 @@ def test_load_memory_text_is_the_inverse_of_memory_text():
 
 
 def test_grid_cells_cover_both_updaters_with_trigger_ablation(tmp_path):
-    from janus_memory.runner.config import RunConfig
-    from janus_memory.runner.experiment import validate_names
-    from janus_memory.runner.grid import paper_grid
+    from janus_memory.settings.config import RunConfig
+    from janus_memory.run.experiment import validate_names
+    from janus_memory.sweep.grid import paper_grid
 
     base = RunConfig(backend="fake", out=str(tmp_path))
     cells = paper_grid("gsm8k", base, updaters=("ace", "reasoning_bank"), baselines=False, evalset_ablation=False)

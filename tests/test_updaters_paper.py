@@ -7,7 +7,7 @@ import pytest
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
-from janus_memory.runner.evaluator import UpdaterEvaluator, replay_sample_index
+from janus_memory.run.evaluator import UpdaterEvaluator, replay_sample_index
 from janus_memory.tasks.sandbox import SandboxResult
 from janus_memory.types import ChatResult
 from janus_memory.updaters import dc as dc_mod
@@ -312,7 +312,7 @@ def test_c24_sequence_in_the_paper_preset():
 
 @pytest.mark.parametrize("name", ["exprag", "memory_free"])
 def test_presence_penalty_on_every_call_for_the_other_updaters(name):
-    from janus_memory.runner.presets import updater_overrides
+    from janus_memory.settings.presets import updater_overrides
 
     for cfg, want in (({}, 1.0), (updater_overrides("small", name), None)):
         llm = ScriptedLLM(responder=lambda m, r, p: "ANSWER: 5")

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from janus_memory.cli import main
-from janus_memory.runner.memdiff import line_diff
-from janus_memory.runner.paired import wilson
+from janus_memory.report.memdiff import line_diff
+from janus_memory.report.paired import wilson
 from janus_memory.view import data as V
 from janus_memory.view.page import render, script_json, write_view
 
@@ -80,7 +80,7 @@ def test_view_data_of_a_fake_run_exact(view_fake_run):
     rec = _lines(view_fake_run, "dc_rs+janus", "steps.jsonl")[7]
     assert s8["a"] == rec["output"] and s8["x"] == "11" == rec["extracted"]
     # the diff is the one between the stored old memory and the stored candidate
-    from janus_memory.runner.reader import RunReader
+    from janus_memory.store.reader import RunReader
 
     reader = RunReader(view_fake_run)
     cand = next(c for c in reader.candidates("dc_rs+janus") if c["step"] == 8)["text"]
@@ -380,7 +380,7 @@ def test_several_runs_tabs_and_the_reports_comparison(view_fake_run, tmp_path):
     d = V.view_data([tmp_path])
     assert [r["name"] for r in d["runs"]] == ["a/run", "b/run"]
     assert [m["f"] for m in d["runs"][0]["methods"]] == [m["f"] for m in d["runs"][1]["methods"]]
-    from janus_memory.runner.report import build_report
+    from janus_memory.report.report import build_report
 
     rep = build_report([str(tmp_path)], str(tmp_path / "report"))
     want = [(p["folders"], p["n"], p["diff"], list(p["ci95"]), p["p_mcnemar"]) for p in rep["tables"]["paired"]["rows"]]

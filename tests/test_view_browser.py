@@ -157,8 +157,8 @@ def test_live_real_model_run_page(tmp_path, browser, monkeypatch):
     if os.environ.get("JANUS_SMOKE_MODEL") != "1" or not gguf or not Path(gguf).is_file():
         pytest.skip("opt-in: JANUS_SMOKE_MODEL=1 and JANUS_TEST_SMOLLM2_GGUF (minutes on 2 shared cores)")
     pytest.importorskip("xllamacpp")
-    from janus_memory.runner.config import RunConfig
-    from janus_memory.runner.experiment import run_experiment
+    from janus_memory.settings.config import RunConfig
+    from janus_memory.run.experiment import run_experiment
     from janus_memory.view.page import write_view
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from janus_memory import interrupts
-from janus_memory.runner import executors
+from janus_memory.sweep import executors
 
 
 def _frame_in_del():

@@ -22,9 +22,9 @@ _EXPORTS = {
     "register_updater": "janus_memory.updaters.base",
     "JanusError": "janus_memory.errors",
     "ConfigError": "janus_memory.errors",
-    "RunConfig": "janus_memory.runner.config",
-    "run_experiment": "janus_memory.runner.experiment",
-    "RunReader": "janus_memory.runner.reader",
+    "RunConfig": "janus_memory.settings.config",
+    "run_experiment": "janus_memory.run.experiment",
+    "RunReader": "janus_memory.store.reader",
 }
 __all__ = ["__version__", *_EXPORTS]
 

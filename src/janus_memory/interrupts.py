@@ -1,6 +1,6 @@
 """Turning a signal into KeyboardInterrupt at a point where Python and asyncio can unwind cleanly.
 
-Our SIGINT/SIGTERM handlers (cli_signals.py for the CLI, runner/executors.py for grid/sweep workers) stop a run by
+Our SIGINT/SIGTERM handlers (cli/signals.py for the CLI, sweep/executors.py for grid/sweep workers) stop a run by
 raising KeyboardInterrupt. A signal handler runs between two bytecodes of whatever the main thread is doing, and two
 places there cannot take an exception:
 

@@ -88,7 +88,7 @@ UPDATERS = Registry("updater")      # name -> Updater subclass (updaters/*.py, v
 DATASETS = Registry("dataset")      # name -> tasks.base.DatasetSpec
 FAMILIES = Registry("task family")  # name -> TaskFamily subclass
 ENCODERS = Registry("encoder")      # kind -> factory(arg: str) -> Encoder   (spec "kind" or "kind:arg")
-BACKENDS = Registry("backend")      # name -> factory(cfg, tasks, family) -> ChatBackend (runner/backends.py)
+BACKENDS = Registry("backend")      # name -> factory(cfg, tasks, family) -> ChatBackend (run/backends.py)
 
 _LOADED: set[str] = set()
 
@@ -135,10 +135,3 @@ def load_plugins() -> list[str]:
         _LOADED.add(ep.value)
         done.append(ep.value)
     return done
-
-
-def ensure_builtins() -> None:
-    """Import the built-in plugin packages so their registrations exist."""
-    import janus_memory.encoders  # noqa: F401
-    import janus_memory.tasks  # noqa: F401
-    import janus_memory.updaters  # noqa: F401

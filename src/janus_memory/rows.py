@@ -4,7 +4,7 @@ The controller (every seen task's embedding) and the retrieval banks (one embedd
 float32 matrices. Their JSON state encodes the whole matrix as base64, so writing it every step costs time
 proportional to the run. In the run store's form of a state (``Janus.state_dict(by_reference=True)``,
 ``Updater.snapshot(by_reference=True)``) such a matrix is a :class:`RowsRef` instead: a read-only view of its rows
-plus the producer's "only grew" token. The store (runner/ckpt_rows.py) writes only the rows added since its previous
+plus the producer's "only grew" token. The store (store/ckpt_rows.py) writes only the rows added since its previous
 commit to a side table and rebuilds the JSON form on load, so a stored checkpoint reads back exactly as the plain
 state (``RowsRef.encode()``).
 

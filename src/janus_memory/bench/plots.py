@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..runner.plots import save_figure  # the package's one PNG writer (replay_plot imports it from here too)
+from ..report.plots import save_figure  # the package's one PNG writer (replay_plot imports it from here too)
 
 STYLE = {"blind": ("tab:red", 2.2), "janus": ("tab:blue", 2.2), "oracle": ("black", 1.4), "never": ("tab:gray", 1.2)}
 PALETTE = ["tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "gold", "teal",

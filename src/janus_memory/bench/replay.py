@@ -143,7 +143,7 @@ def load_jsonl(path: Path) -> Trajectory:
 def load_run_folder(root: Path) -> list[Trajectory]:
     """One trajectory per method of a run folder: (old memory, candidate) of every committed step."""
     from janus_memory.errors import RunFolderError
-    from janus_memory.runner.reader import RunReader
+    from janus_memory.store.reader import RunReader
 
     db = root / "run.sqlite"
     reader = RunReader(root)

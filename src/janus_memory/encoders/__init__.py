@@ -1,4 +1,5 @@
-"""Text encoders for tasks and memory states (see encoders/base.py for the contract).
+"""Text encoders for tasks and memory states (see encoders/base.py for the contract). May import the registry and the
+foundation modules only.
 
 ``get_encoder(spec)``:
 * ``"minilm"`` (default): all-MiniLM-L6-v2 int8 ONNX, 256-token windows mean-pooled (onnx_minilm.py).

@@ -1,4 +1,6 @@
-"""LLM layer: one client (cache, retries, concurrency, usage) over OpenAI-HTTP, embedded llama.cpp and fake backends.
+"""LLM layer: one client (cache, retries, concurrency, usage) over OpenAI-HTTP, embedded llama.cpp and fake backends,
+and fetching the embedded model (model_fetch.py). May import the foundation modules only (errors, types,
+interrupts); nothing above it.
 
 See docs/llm.md. Public names::
 

@@ -200,7 +200,7 @@ class LLMClient(RequestLoop):
 
     def _accept(self, res: ChatResult, req: ChatRequest, role: str, key: str | None, t0: float) -> ChatResult:
         res.latency_s = time.perf_counter() - t0
-        self.usage.add_busy(t0, t0 + res.latency_s)  # the model's busy time (llm/usage.py; runner/timing.py)
+        self.usage.add_busy(t0, t0 + res.latency_s)  # the model's busy time (llm/usage.py; run/timing.py)
         self.usage.record_call(role, res.usage, getattr(self.backend, "model", ""))
         if self.check_context and not res.usage.estimated:
             trunc, lb = is_context_truncated(res.usage.prompt_tokens, req.messages)
@@ -279,7 +279,7 @@ class LLMClient(RequestLoop):
         """Solve a batch of prompts with at most ``concurrency`` calls in flight; results in input order.
 
         ``sample``: one sample index for the whole batch, or a list with one index per request (Janus's fresh
-        replay draws a different index for every (entry, memory); see runner/evaluator.py).
+        replay draws a different index for every (entry, memory); see run/evaluator.py).
 
         For a backend with ``prefix_cache = True`` (LocalBackend) the calls are issued grouped by shared prompt
         prefix (:func:`issue_order`), so requests that share a memory reuse its KV cache.

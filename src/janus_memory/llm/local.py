@@ -207,7 +207,7 @@ class LocalBackend:
         self.identity = f"local:{p.name}:{p.stat().st_size}:{gguf_fingerprint(p)}"
         self.stats = BackendStats()
         self._srv: Any = None
-        self.load_s = 0.0  # seconds spent loading the model (inside the first call; runner/timing.py leaves it out)
+        self.load_s = 0.0  # seconds spent loading the model (inside the first call; run/timing.py leaves it out)
         self._lock = threading.Lock()  # guards loading/closing and the stats
         self._gate = _FifoGate(self.n_parallel)
 

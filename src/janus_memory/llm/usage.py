@@ -10,11 +10,11 @@ tokens and no cost; the tokens the cached responses once took are kept apart in 
 The model's own busy time (:meth:`UsageMeter.busy_seconds`, all roles together) is the length of the union of the
 time intervals of the backend attempts that returned a reply (cache hits, in-flight sharing and failed attempts
 excluded): overlapping calls count once, and a call waiting in the engine's queue behind another adds nothing. It is
-what runner/timing.py records as the measured speed of the embedded model (``wall_s`` above also counts cache hits
+what run/timing.py records as the measured speed of the embedded model (``wall_s`` above also counts cache hits
 and waiting, so it is not a measurement of the model).
 
 Listeners (:meth:`UsageMeter.add_listener`) are told of every reply as ``fn(role, cached, tokens)``, in the thread
-that recorded it (the runner's test-phase progress, runner/loop.py).
+that recorded it (the runner's test-phase progress, run/loop.py).
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Benchmark task families: loaders, prompts, answer extraction, scoring and the code sandbox.
+"""Benchmark task families: loaders, prompts, answer extraction, scoring and the code sandbox. May import the registry
+and the foundation modules only.
 
 Contract (docs/architecture.md, docs/tasks.md)::
 

@@ -174,7 +174,7 @@ class TaskFamily(ABC):
     def prompt(self, task: Task) -> str: ...
 
     def fake_answer(self, task: Task, right: bool) -> str:
-        """The reply of the scripted ``--backend fake`` (runner/fake_llm.py) to ``task``: right or wrong, in the answer
+        """The reply of the scripted ``--backend fake`` (run/fake_llm.py) to ``task``: right or wrong, in the answer
         format this family extracts. Default: a boxed answer (a wrong one appends "1" to the gold)."""
         if isinstance(task.gold, str):
             wrong = task.gold + "1" if task.gold else "0"

@@ -142,7 +142,7 @@ class PaperCheckedFamily:
     def __init__(self, inner: TaskFamily):
         self.inner = inner
         self._mc_template = load_prompt("multiple_choice_paper") if inner.name == "mc" else None
-        # the prompt file this family uses (runner/provenance.py copies it into the run folder's prompts/)
+        # the prompt file this family uses (run/provenance.py copies it into the run folder's prompts/)
         self.prompt_name = "multiple_choice_paper" if self._mc_template is not None else inner.prompt_name
 
     def __getattr__(self, name):

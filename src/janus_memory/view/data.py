@@ -1,6 +1,6 @@
 """What `janus view` shows, read from finished run folders: one JSON-ready dict (format ``janus-view/1``).
 
-Everything is read through RunReader (runner/reader.py) and computed by the report's own functions: the rows
+Everything is read through RunReader (store/reader.py) and computed by the report's own functions: the rows
 (runs.load_runs), the groups of comparable runs and their captions (report_setup), Table 1 and the paired base vs
 +Janus comparison (report's section tables, paired.py), the Wilson intervals (paired.wilson), the running accuracy
 (inject_report), the cumulative tokens (plots.cumulative_tokens), the cost per method (summary_table.method_cost) and
@@ -34,10 +34,10 @@ CORRECT, TRIGGERED, DEPLOYED, ROLLED_BACK, INJECTED, WARMUP, CHANGED, REJECTED =
 def view_data(run_dirs: list[str | Path]) -> dict:
     """The page's data for the finished run folders at or below ``run_dirs`` (unfinished ones are named in
     ``unfinished``, as `janus report` does). Raises RunFolderError when there is no finished run."""
-    from ..runner.reader import find_run_dirs, scan_run_dirs
-    from ..runner.runs import load_runs
-    from ..runner.unfinished import describe
-    from ..runner.variants import short_names
+    from ..store.finder import find_run_dirs, scan_run_dirs
+    from ..report.runs import load_runs
+    from ..store.unfinished import describe
+    from ..report.variants import short_names
 
     if not run_dirs:
         raise RunFolderError("give at least one run folder")
@@ -56,10 +56,10 @@ def compare_data(rows: list, names: dict) -> list[dict]:
     """Per group of comparable runs (report_setup.sections): its caption, Table 1 and the paired base vs +Janus
     comparisons, as `janus report` computes them (rows that share a label tagged first, then the report's section
     tables), with the report's notes on runs made twice and where tagged rows come from. Tags the rows' labels."""
-    from ..runner.report import _section_tables
-    from ..runner.report_setup import caption, sections
-    from ..runner.tables import display_name
-    from ..runner.variants import assign_tags
+    from ..report.report import _section_tables
+    from ..report.setup import caption, sections
+    from ..report.tables import display_name
+    from ..report.variants import assign_tags
 
     out = []
     for g in sections(rows):
@@ -78,9 +78,9 @@ def compare_data(rows: list, names: dict) -> list[dict]:
 # ------------------------------------------------------------------------------------------------ one run
 def run_data(run_dir: Path, rows: list, name: str) -> dict:
     """Header, task table and methods of one run folder (``rows``: its MethodRun rows)."""
-    from ..runner.memdiff import memory_versions
-    from ..runner.reader import RunReader
-    from ..runner.tables import label_key
+    from ..report.memdiff import memory_versions
+    from ..store.reader import RunReader
+    from ..report.tables import label_key
 
     reader = RunReader(run_dir)
     cfg, summary = reader.config(), reader.summary() or {}
@@ -98,9 +98,9 @@ def run_data(run_dir: Path, rows: list, name: str) -> dict:
 
 def header(cfg: dict, summary: dict, rows: list, reader) -> dict:
     """What the run measured with and what it cost: backend, model, dataset, preset, sizes, seeds, wall time, usage."""
-    from ..runner.report_setup import caption
-    from ..runner.summary_table import method_cost
-    from ..runner.tables import display_name
+    from ..report.setup import caption
+    from ..report.summary_table import method_cost
+    from ..report.tables import display_name
 
     setup = rows[0].setup
     usage = summary.get("usage_total") or {}
@@ -180,9 +180,9 @@ def _gold_text(gold) -> str:
 # ------------------------------------------------------------------------------------------------ one method
 def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
     """The timeline and step details of one method run ``r`` (a MethodRun)."""
-    from ..runner.paired import wilson
-    from ..runner.plots import cumulative_tokens
-    from ..runner.summary_table import method_cost
+    from ..report.paired import wilson
+    from ..report.plots import cumulative_tokens
+    from ..report.summary_table import method_cost
 
     pairs = _steps(reader, r.method)
     cands = {c["step"]: c for c in reader.candidates(r.method)} if reader.has_db else {}
@@ -215,7 +215,7 @@ def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
 def timeline(pairs: list[tuple[dict, dict]], cands: dict[int, dict], versions: list[dict], tasks: TaskTable) -> dict:
     """``f``, ``c``, ``t``, ``d`` and ``acc`` of one method from its (decision line, step record) pairs, its stored
     candidates by step and its deployed memory versions."""
-    from ..runner.inject_report import _running_accuracy
+    from ..report.inject_report import _running_accuracy
 
     walk = _Versions(versions)
     flags, cos, task, details = [], [], [], []
@@ -254,7 +254,7 @@ class _Versions:
 def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
               tasks: TaskTable) -> tuple[int, float | None, dict]:
     """(flags, cosine, detail) of one step."""
-    from ..runner.memdiff import line_diff
+    from ..report.memdiff import line_diff
 
     d = dec.get("decision") if isinstance(dec.get("decision"), dict) else {}
     step = dec.get("step")

@@ -104,7 +104,7 @@ def _version() -> str:
 def write_view(run_dirs: list[str | Path], out: str | Path | None = None) -> tuple[Path, dict]:
     """Write the page for ``run_dirs`` to ``out`` (default ``<first run folder>/view.html``, or ``<DIR>/view.html``
     when ``out`` is a folder). Returns (path, data). OutputError (one line) when the file cannot be written."""
-    from ..runner.jsonio import atomic_write_text
+    from ..store.jsonio import atomic_write_text
     from .data import view_data
 
     data = view_data(run_dirs)

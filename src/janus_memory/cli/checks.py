@@ -1,0 +1,62 @@
+"""Checks `janus run`/`janus demo` make before printing anything: every user-fixable problem that can be seen without
+loading a model gives its one error line before the preset header (cli/app.py), and before any folder is made."""
+from __future__ import annotations
+
+from ..errors import ConfigError
+
+
+def preflight(cfg, resume: bool = False, overwrite: bool = False):
+    """ConfigError / OutputError / ModelNotFound (JanusErrors) for an unknown encoder, a resume of a finished run or
+    whose options change a stored setting, a data folder or dataset file that is missing or unreadable, an output
+    folder that cannot be created or written (or already holds a run) and a missing embedded model file. Nothing is
+    created.
+
+    Returns the loaded (stream, test) splits, for run_experiment(splits=...)."""
+    from ..run.build import check_encoder, load_splits
+    from ..tasks.data import resolve_data_dir
+
+    check_encoder(cfg.encoder)
+    if resume:
+        from pathlib import Path
+
+        from ..store.integrity import problems
+        from ..store.reader import RunReader
+        from ..run.resume import refuse_changed_config
+        from ..store.store import RunStore
+
+        from ..store.integrity import refuse_damaged
+
+        if (Path(cfg.out).expanduser() / RunStore.DB).is_file():
+            refuse_damaged(cfg.out)  # rows edited or deleted after their commit: never continued or repaired
+        if (Path(cfg.out).expanduser() / RunStore.DB).exists():  # a finished run (COMPLETE and whole): refused here,
+            complete = (Path(cfg.out).expanduser() / "COMPLETE").exists()  # before the header is printed
+            RunStore.check_resumable(cfg.out, repair=complete and bool(problems(cfg.out)))
+        reader = RunReader(cfg.out)
+        if reader.has_db and reader.meta("config") is not None:  # anything else: the runner's own message
+            refuse_changed_config(reader, cfg)
+    else:
+        from ..store.store import RunStore
+
+        RunStore.check_new_uncreated(cfg.out, overwrite=overwrite)  # a probe, removed at once
+    try:
+        resolve_data_dir(cfg.data_dir)
+    except FileNotFoundError as e:
+        raise ConfigError(str(e)) from None
+    splits = load_splits(cfg)  # the dataset files themselves: found, readable, parsable
+    if cfg.llm.backend == "local":
+        from ..llm.model_fetch import resolve_model_path
+
+        resolve_model_path(cfg.llm.model_path)  # raises ModelNotFound naming the path and the fix (`janus model fetch`)
+    return splits
+
+
+def grid_preflight(base, seeds) -> None:
+    """`janus grid`: the dataset files of every split seed load and the grid root can be created or written (a probe,
+    removed at once), before any cell starts; ConfigError / OutputError otherwise."""
+    from ..run.build import check_encoder, load_splits
+    from ..store.store import RunStore
+
+    check_encoder(base.encoder)
+    RunStore.check_new_uncreated(base.out, run=False)
+    for seed in seeds:
+        load_splits(base.model_copy(update={"seed": seed}))

@@ -1,0 +1,300 @@
+"""`janus demo` in two acts (issue 25).
+
+* Act 1, ``scripted`` (seconds, no model weights): the demo run on the scripted backend (run/fake_llm.py), which
+  answers the real GSM8K tasks by script and always wrongly while its memory holds a planted instruction: a model that
+  follows its memory. Its progress is not shown; a short story read back from the run folder is, every line of it that
+  shows a result starting with ``[scripted]``: the harmful candidate, what blind deployment did, Janus's evaluation set
+  with both memories' answers, the rollback, and both final memories' test accuracy.
+* Act 2, ``real``: the same demo run on a real model (the embedded GGUF, or ``--backend openai``), printed as
+  `janus run` prints a run, between a frame that says what it shows and why Janus ties on the embedded model (it does
+  not act on what its memory says: a planted instruction changed 3 of 30 answers, docs/experiments.md).
+
+``--act both`` (the default) runs act 1 first, so the rollback is on the screen within seconds. ``--backend fake`` is
+act 1 alone (a scripted run is never shown as a real one). Each act writes its own run folder: ``OUT/scripted`` and
+``OUT/real``.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import time
+from pathlib import Path
+
+from ..errors import ConfigError
+
+TAG = "[scripted]"
+# options that only concern the real act's model; act 1 always runs on the scripted backend
+_MODEL_ONLY = ("backend", "base_url", "model", "model_path", "n_ctx", "n_parallel", "request_timeout", "max_retries",
+               "request_deadline", "concurrency")
+
+
+def acts(args) -> tuple[str, ...]:
+    """The acts this command runs, in order. ``--backend fake`` is the scripted act: asking for the real act with it
+    is refused (its answers are a script's, not a model's)."""
+    act = getattr(args, "act", None)
+    if getattr(args, "backend", None) == "fake":
+        if act in ("real", "both"):
+            raise ConfigError(f"--act {act} needs a real model, and --backend fake is the scripted act; use --act "
+                              "scripted (what --backend fake alone runs), or --backend local|openai for the real act")
+        return ("scripted",)
+    return {"scripted": ("scripted",), "real": ("real",)}.get(act or "both", ("scripted", "real"))
+
+
+def act_args(args, act: str, root: str) -> argparse.Namespace:
+    """The command-line arguments of one act: its own run folder ``root/act``; act 1 without the model options."""
+    a = argparse.Namespace(**vars(args))
+    a.out = str(Path(root) / act)
+    if act == "scripted":
+        for k in _MODEL_ONLY:
+            setattr(a, k, None)
+        a.backend = "fake"
+    return a
+
+
+def run_demo(args, console, t0: float | None) -> int:
+    """`janus demo`: every act's settings are checked before the first one starts; then act 1, then act 2."""
+    from .run_command import _config_from_args, _ensure_demo_model, _plain, _run_summary
+    from ..settings.config import demo_config
+
+    say = _plain(console)
+    which = acts(args)
+    root = args.out or demo_config().out
+    cfgs = {act: _config_from_args(act_args(args, act, root), demo=True) for act in which}
+    real = cfgs.get("real")
+    if real is not None and real.llm.backend == "local" and (real.llm.model_path or os.environ.get("JANUS_LOCAL_GGUF")):
+        from ..llm.model_fetch import resolve_model_path
+
+        resolve_model_path(real.llm.model_path)  # a named GGUF that is missing: its error before act 1, not after
+    args.run_folder = cfgs[which[0]].out
+    if "scripted" in which:
+        started = time.time()
+        summary = scripted_act(cfgs["scripted"], args, console, total=len(which))
+        for line in story(summary, time.time() - started):
+            say(line)
+    if "real" in which:
+        cfg = cfgs["real"]
+        for line in real_frame_before(cfg, len(which)):
+            say(line)
+        args.run_folder = cfg.out
+        _ensure_demo_model(cfg, console)
+        started = time.time() if len(which) > 1 else t0
+        a = act_args(args, "real", root)
+        summary = _run_summary(cfg, a, console, started)
+        for line in real_frame_after(summary, cfg):
+            say(line)
+    return 0
+
+
+def scripted_act(cfg, args, console, total: int) -> dict:
+    """Run act 1 (no progress lines; warnings only) and return its summary."""
+    from .run_command import _plain
+    from .checks import preflight
+    from ..run.experiment import run_experiment
+
+    say = _plain(console)
+    splits = preflight(cfg, resume=False, overwrite=args.overwrite)
+    jc = cfg.janus_config()
+    head = "Act 1 of 2" if total > 1 else "Scripted act"
+    for line in [f"{head}: a scripted model that follows its memory (seconds; no model weights)"] + prose(
+            f"The tasks are real GSM8K problems ({cfg.stream_size} for the stream, {cfg.test_size} held out for the "
+            "test); the answers come from a script, not a model: right or wrong by a hash of the prompt, and always "
+            "wrong while the memory holds a planted instruction, as a model that follows its memory would answer. "
+            "DC-RS rewrites the memory after every task, once deploying every candidate (blind deployment) and once "
+            f"through Janus (warm-up {jc.warmup} steps, then a comparison at {_when(jc.trigger)})."):
+        say(line)
+    args.run_folder = cfg.out
+
+    def log(m: str) -> None:  # the run's own lines: only warnings are worth showing here
+        if m.startswith("warning"):
+            say(f"{TAG} {m}")
+
+    return run_experiment(cfg, log=log, on_event=None, overwrite=args.overwrite, resume=False, splits=splits)
+
+
+WIDTH = 100  # lines of normal width, also when piped
+
+
+def prose(text: str, indent: str = "  ") -> list[str]:
+    """A paragraph wrapped to WIDTH columns, every line indented."""
+    import textwrap
+
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+
+
+def _when(trigger: str) -> str:
+    return {"always": "every later step", "mmt": "the steps the momentum trigger picks", "never": "no step"}.get(
+        trigger, f"the steps the {trigger} trigger picks")
+
+
+def _score(correct: list) -> str:
+    return f"{sum(1 for c in correct if c)}/{len(correct)}"
+
+
+def _roles(tid: str, d: dict) -> str:
+    return ", ".join(r for r in ("coverage", "boundary", "fresh") if tid in (d.get(r) or []))
+
+
+def _planted(old: str, new: str, limit: int = 4) -> list[str]:
+    """The lines the candidate adds to the memory it replaces (at most ``limit``, each wrapped to the width)."""
+    import textwrap
+
+    added = [ln[2:] for ln in difflib.ndiff(old.splitlines(), new.splitlines()) if ln.startswith("+ ")]
+    added = [a for a in added if a.strip()]
+    out = []
+    for a in added[:limit]:
+        out += textwrap.wrap(a, WIDTH - len(TAG) - 5, initial_indent="  + ", subsequent_indent="    ") or ["  +"]
+    if len(added) > limit:
+        out.append(f"  + ... ({len(added) - limit} more lines)")
+    return out
+
+
+def story(summary: dict, seconds: float) -> list[str]:
+    """Act 1's lines, read back from its run folder: per injected step the harmful candidate's new lines, what blind
+    deployment did, Janus's evaluation set (per task: roles, the old memory's and the candidate's answer), its
+    decision; then both final memories' test accuracy. Every line with a result starts with ``[scripted]``."""
+    from ..store.reader import RunReader
+
+    run_dir = summary["run_dir"]
+    reader = RunReader(run_dir)
+    methods = summary["methods"]
+    base = next(m for m, r in methods.items() if not r.get("janus"))
+    guarded = next((m for m, r in methods.items() if r.get("janus")), None)
+    out: list[str] = []
+    say = out.append
+    plan = (methods[base].get("injections") or {}).get("plan")
+    if not plan:
+        say(f"{TAG} no harmful candidate was injected (--inject ''): both memories only took the updater's candidates")
+    cands = {c["step"]: c for c in reader.candidates(guarded or base)}
+    versions = reader.memory_versions()[0]
+    decisions = {d["step"]: d.get("decision") or {} for d in reader.decisions(guarded)} if guarded else {}
+    base_deployed = set((methods[base].get("injections") or {}).get("deployed_steps") or [])
+    injected = dict(_injected_steps(reader, base))
+    if guarded:  # a rollback of the updater's own candidate gets its evaluation set too (the script's noise)
+        for step in sorted(k for k, d in decisions.items() if d.get("triggered") and not d.get("accept")
+                           and k not in injected):
+            say(f"{TAG} step {step}: Janus compared the updater's own candidate (nothing planted):")
+            out.extend(_janus_lines(decisions[step], guarded, step))
+    for step, kind in injected.items():
+        old = _memory_before(versions.get(guarded or base, []), step)
+        new = cands.get(step, {}).get("text", "")
+        say(f"{TAG} step {step}: a harmful candidate ({kind}) replaces the updater's; the lines it adds:")
+        out.extend(f"{TAG} {line}" for line in _planted(old, new))
+        say(f"{TAG} blind deployment ({base}): " + ("deployed it; its memory now holds these lines" if step in
+                                                    base_deployed else "did not deploy it"))
+        if guarded:
+            out.extend(_janus_lines(decisions.get(step) or {}, guarded, step))
+    if guarded:
+        st = methods[guarded].get("janus_stats") or {}
+        say(f"{TAG} over the {methods[guarded].get('stream_tasks', 0)} stream steps Janus compared "
+            f"{_n(st.get('triggers', 0), 'time')} and rolled back {_n(st.get('rollbacks', 0), 'candidate')}")
+    tests = [f"{_label(m, r)} {r.get('test_correct', 0)}/{r.get('test_tasks', 0)}" for m, r in methods.items()]
+    say(f"{TAG} held-out test, final memories frozen: " + ", ".join(tests))
+    if plan:
+        out.extend(prose(
+            "By construction, the scripted model fails while its memory holds a planted instruction. What the act "
+            "shows is what Janus does when a model acts on its memory: it scores the candidate against the old memory "
+            "on tasks it has seen (coverage: representatives of all of them; boundary: tasks whose answer flipped "
+            "between memories; fresh: recent ones) and keeps the old memory when the candidate is worse. Blind "
+            "deployment cannot tell."))
+    else:
+        out.extend(prose(
+            "Nothing was planted, so every candidate is the updater's own. The script answers right or wrong by a hash "
+            "of the prompt, so a memory edit can flip answers at random: any rollback here follows that noise, not a "
+            "harmful edit, and it can cost a test task (the comparison sees a few tasks, not the test set)."))
+    say(f"  took {seconds:.1f} s; run folder: {run_dir}")
+    say(f"  look closer: janus report {run_dir}" + (f"; {run_dir}/{guarded}/decisions.jsonl" if guarded else ""))
+    return out
+
+
+def _n(k: int, word: str) -> str:
+    return f"{k} {word}" + ("" if k == 1 else "s")
+
+
+def _label(method: str, r: dict) -> str:
+    return f"{method} (Janus)" if r.get("janus") else f"{method} (blind)"
+
+
+def _injected_steps(reader, method: str) -> list[tuple[int, str]]:
+    return [(d["step"], d["injected"]) for d, _ in reader.steps(method) if d.get("injected")]
+
+
+def _memory_before(versions: list[dict], step: int) -> str:
+    """The text of the memory deployed before ``step`` (the newest version stored at an earlier step)."""
+    earlier = [v for v in versions if v["step"] < step]
+    return earlier[-1]["text"] if earlier else ""
+
+
+def _janus_lines(d: dict, method: str, step: int) -> list[str]:
+    """Janus's evaluation set at ``step`` (one line per task: its roles and both memories' answers) and the decision."""
+    if not d.get("triggered"):
+        why = "inside the warm-up" if d.get("reason") == "warmup" else f"no comparison ({d.get('reason')})"
+        return [f"{TAG} Janus ({method}): {why}: deployed it unexamined"]
+    ids, old, new = d.get("eval_ids") or [], d.get("old_correct") or [], d.get("new_correct") or []
+    out = [f"{TAG} Janus ({method}): evaluation set of {len(ids)} stream tasks, each solved with both memories:"]
+    width = max((len(i) for i in ids), default=0)
+    for i, tid in enumerate(ids):
+        o = "right" if i < len(old) and old[i] else "wrong"
+        n = "right" if i < len(new) and new[i] else "wrong"
+        out.append(f"{TAG}   {tid:<{width}}  {_roles(tid, d):<16} old memory {o:<5}  candidate {n}")
+    verdict = ("rolled back: keeps its memory from before step " + str(step)) if not d.get("accept") else \
+        "deployed the candidate (a tie goes to the candidate, as in the paper)"
+    out.append(f"{TAG} Janus: old memory {_score(old)}, candidate {_score(new)} -> {verdict}")
+    return out
+
+
+def real_frame_before(cfg, total: int) -> list[str]:
+    """What act 2 shows, said before it starts."""
+    head = "Act 2 of 2" if total > 1 else "Real act"
+    model = {"local": "embedded Qwen2.5-Coder-1.5B (llama.cpp, this CPU)",
+             "openai": f"{cfg.llm.model or 'the model'} at {cfg.llm.base_url}"}.get(cfg.llm.backend, cfg.llm.backend)
+    text = ("What it shows: the same pipeline (stream, injected poison, Janus's evaluation set, test) with every "
+            "answer from a real model.")
+    if cfg.llm.backend == "local":
+        text += (" Expect Janus to tie here: this model hardly acts on what its memory says (measured: a planted "
+                 "instruction changed 3 of 30 answers, docs/experiments.md), so the poisoned memory scores like the "
+                 "clean one and the tie goes to the candidate, as the paper's rule says. About 11 minutes on 2 free "
+                 "cores, longer on a busy machine (the estimate follows). Ctrl-C stops it and keeps every step.")
+    return [f"{head}: the same run on a real model: {model}"] + prose(text)
+
+
+def real_frame_after(summary: dict, cfg=None) -> list[str]:
+    """What act 2 showed, from its summary and decision log, and how to run it against your own endpoint."""
+    methods = summary["methods"]
+    lines = ["What act 2 showed: " + ", ".join(
+        f"{_label(m, r)} {r.get('test_correct', 0)}/{r.get('test_tasks', 0)}" for m, r in methods.items())
+        + " on the held-out test."]
+    text = ""
+    for m, r in methods.items():
+        inj = r.get("injections") or {}
+        if not r.get("janus") or not inj.get("injected"):
+            continue
+        blocked = inj.get("blocked_steps") or []
+        if blocked:
+            b = blocked[0]
+            text += (f"Janus blocked the poison (evaluation set: old memory {b.get('old_score', 0):.2f} vs candidate "
+                     f"{b.get('new_score', 0):.2f}): this model's answers got worse with the planted instruction. ")
+        else:
+            scores = _deployed_scores(summary.get("run_dir"), m, inj.get("deployed_steps") or [])
+            text += ("Janus deployed the poison: on its evaluation set the candidate scored as well as the old memory"
+                     f"{scores} (a tie goes to the candidate, as in the paper), so this model's answers did not get "
+                     "worse with the planted instruction. ")
+    text += ("To see a rollback on a real model, use one that follows its memory: check yours with "
+             "benchmarks/poison_follow.py, then run:")
+    return lines + prose(text) + ["  janus demo --act real --backend openai --base-url http://HOST:PORT/v1 --model NAME"]
+
+
+def _deployed_scores(run_dir, method: str, steps: list[int]) -> str:
+    """`` (old 0.33 vs candidate 0.33)``: Janus's scores at the first deployed injected step, or "" (not compared)."""
+    if not run_dir or not steps:
+        return ""
+    from ..store.reader import RunReader
+
+    try:
+        d = next((x.get("decision") or {} for x in RunReader(run_dir).decisions(method) if x.get("step") == steps[0]),
+                 {})
+    except Exception:  # noqa: BLE001 - the summary above is what matters; no scores rather than a second error
+        return ""
+    if not d.get("triggered") or d.get("old_score") is None:
+        return ""
+    return f" ({d['old_score']:.2f} vs {d['new_score']:.2f})"

@@ -1,0 +1,165 @@
+"""Injected harmful candidates for ACE and ReasoningBank (issue 15's kinds on issue 19's updaters).
+
+Their memory is more than a text: ACE's playbook has ids, helpful/harmful counters and a global id counter;
+ReasoningBank's bank has one question embedding per entry for retrieval. So the harmful candidate is built as a
+state, from the state before the step (M_{t-1}, the snapshot the loop's rollback uses), and written into the
+updater; ``memory_text()``, ``snapshot()`` and ``rollback(before)`` then treat it like a genuine candidate.
+
+ACE playbook (bullets ``[id] helpful=H harmful=K :: content`` under ``##`` headings; every heading is kept, so the
+curator can keep adding to its sections, except by ``truncate``, which cuts the text):
+
+* ``wipe``     one seeded bullet kept, with its id and counters;
+* ``dump``     every bullet replaced by the raw material of the step, one bullet per line of ``playbook_dump``:
+               the problem, the generator's first answer and the reflector's last raw reply (ACE retrieves nothing;
+               this is what its curator distils, as DC-RS's curator distils its retrieved pairs);
+* ``overfit``  every bullet replaced by the overfit rules copied from the task (as for DC and ExpeL);
+* ``poison``   one poison bullet on top of the first section, the playbook kept below it;
+* ``truncate`` the first 35-65 % of the bullets (rendering order), the last one cut mid-word inside its content;
+               the headings after it are cut off with it.
+
+New bullets get fresh ids from the updater's id counter (never reused, as ACE's own ADD), in the first section's
+slug, with ``helpful=0 harmful=0`` (what a curator ADD gives: a planted bullet looks like any new one); the id
+counter moves past them. Kept bullets keep their ids and counters. A rollback restores the playbook and counters of
+M_{t-1} and keeps the id counter, as for a genuine candidate.
+
+ReasoningBank (entries: question key, status, memory items ``# Memory Item`` / ``## Title`` / ``## Description`` /
+``## Content``):
+
+* ``wipe``     one seeded item of one entry kept (as written), under that entry's key;
+* ``dump``     the bank replaced by one entry, keyed on the task, whose body is the step's raw trajectory (problem and
+               answer, the ``dump_cu`` text) instead of distilled items. The bank keeps no trajectories of past
+               entries (only their items), so the only raw trajectory there is is the one the extraction call was
+               about to distil: the same analogue as DC-Cu's dump;
+* ``overfit``  the bank replaced by one entry keyed on the task with one item whose content is the overfit rules;
+* ``poison``   the bank of M_{t-1} with entry t (keyed on the task, status success) holding one poison item:
+               what a crafted task would plant; it is retrieved for the tasks whose question is nearest to this one;
+* ``truncate`` the first 35-65 % of the entries, the last one's body cut mid-word (inside an item).
+
+The bank is rebuilt with ``load_memory_text``, which embeds every question again with the run's encoder, so each
+entry's embedding is the one of its question; a rollback restores the bank of M_{t-1} with its stored embeddings.
+"""
+from __future__ import annotations
+
+import copy
+
+from janus_memory.inject.pieces import _cut_mid_word, _one_line, _rng, overfit_rules, templates
+from janus_memory.types import Task
+from janus_memory.updaters.ace import _reply_text
+from janus_memory.updaters.ace_playbook import section_key, section_slug
+from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater, visible_text
+from janus_memory.updaters.reasoning_bank import _ITEM, render_entry, render_items, sanitize
+
+
+def _poison(seed: int, step: int) -> str:
+    """The poison template of (seed, step): the same one DC and ExpeL get at this step."""
+    return _rng(seed, step, "poison").choice(templates()["poison"])
+
+
+def _cut(rng, n: int) -> int:
+    return max(1, round(n * rng.uniform(0.35, 0.65)))
+
+
+# ------------------------------------------------------------------------------------------------ ACE
+def harmful_playbook(kind: str, sections: list[list], task: Task, *, next_id: int, faithful: bool, seed: int,
+                     step: int, answer: str = "", reflection: str = "") -> tuple[list[list], int]:
+    """The harmful playbook ``(sections, next_id)`` built from ``sections`` (M_{t-1}; not modified) and the
+    updater's id counter ``next_id``. ``answer``/``reflection``: the step's first answer and last reflection (dump)."""
+    secs = [[h, [list(b) for b in bs]] for h, bs in copy.deepcopy(sections)] or [["OTHERS", []]]
+    rng = _rng(seed, step, kind)
+    where = [(si, bi) for si, (_, bs) in enumerate(secs) for bi in range(len(bs))]
+    if kind == "wipe":
+        keep = where[rng.randrange(len(where))] if where else None
+        return [[h, [bs[keep[1]]] if keep and keep[0] == si else []] for si, (h, bs) in enumerate(secs)], next_id
+    if kind == "truncate":
+        if not where:
+            return secs, next_id
+        si, bi = where[_cut(rng, len(where)) - 1]
+        out = secs[:si + 1]
+        out[si][1] = out[si][1][:bi + 1]
+        out[si][1][bi][3] = _cut_mid_word(out[si][1][bi][3], rng)
+        return out, next_id
+    if kind == "poison":
+        new = [_poison(seed, step)]
+    elif kind == "overfit":
+        new = overfit_rules(task, rng)
+    elif kind == "dump":
+        vals = {"question": task.question, "answer": answer.strip() or "(none)", "reflection": reflection.strip()}
+        new = [_one_line(s.format(**vals)) for s in templates()["playbook_dump"]
+               if vals["reflection"] or "{reflection}" not in s]  # no reflection line when no reflector ran
+    else:
+        raise ValueError(f"unknown injection kind {kind!r}")
+    slug = section_slug(section_key(secs[0][0], faithful), faithful)
+    fresh = [[f"{slug}-{next_id + n:05d}", 0, 0, c] for n, c in enumerate(new)]
+    out = secs if kind == "poison" else [[h, []] for h, _ in secs]
+    out[0][1] = fresh + out[0][1]
+    return out, next_id + len(fresh)
+
+
+def _last_reflection(outcome: StepOutcome) -> str:
+    texts = [_reply_text(c.result) for c in outcome.calls if c.role == "reflection"]
+    return texts[-1] if texts else ""
+
+
+# ------------------------------------------------------------------------------------------------ ReasoningBank
+def item_blocks(body: str) -> list[str]:
+    """The memory items of an entry's body, as written (text before the first ``# Memory Item`` heading is not an
+    item); a body without such headings (a faithful raw reply) is one item; an empty body has none."""
+    heads = list(_ITEM.finditer(body))
+    if not heads:
+        return [body.strip()] if body.strip() else []
+    return [body[h.start(): heads[n + 1].start() if n + 1 < len(heads) else len(body)].strip()
+            for n, h in enumerate(heads)]
+
+
+def harmful_bank(kind: str, records: list[dict], task: Task, *, seed: int, step: int, answer: str = "",
+                 status: str | None = None) -> list[dict]:
+    """The harmful bank as entries ``{"id", "question", "status", "body"}`` built from ``records`` (M_{t-1}; not
+    modified). ``answer``: the step's visible answer (dump); ``status``: the step's self-judgment (dump)."""
+    recs = [dict(r) for r in records]
+    rng = _rng(seed, step, kind)
+    t = templates()
+    mine = {"id": task.id, "question": task.question, "status": "success"}
+    if kind == "wipe":
+        pool = [(i, blk) for i, r in enumerate(recs) for blk in item_blocks(r["body"])]
+        if not pool:
+            return []
+        i, blk = pool[rng.randrange(len(pool))]
+        return [{**recs[i], "body": sanitize(blk)}]
+    if kind == "truncate":
+        if not recs:
+            return []
+        kept = recs[:_cut(rng, len(recs))]
+        kept[-1]["body"] = sanitize(_cut_mid_word(kept[-1]["body"], rng))
+        return kept
+    if kind == "dump":
+        raw = t["dump_cu"].format(question=task.question.strip(), answer=answer.strip() or "(none)")
+        return [{**mine, "status": status or "success", "body": sanitize(raw)}]
+    if kind == "overfit":
+        item = [t["bank_overfit"]["title"], t["bank_overfit"]["description"], " ".join(overfit_rules(task, rng))]
+        return [{**mine, "body": render_items([item])}]
+    if kind == "poison":
+        item = [t["bank_poison"]["title"], t["bank_poison"]["description"], _poison(seed, step)]
+        return recs + [{**mine, "body": render_items([item])}]
+    raise ValueError(f"unknown injection kind {kind!r}")
+
+
+def render_bank(records: list[dict]) -> str:
+    """The memory text of a bank of these entries (ReasoningBank's ``memory_text()`` format)."""
+    return "\n\n".join(render_entry(r) for r in records) if records else EMPTY_MEMORY
+
+
+# ------------------------------------------------------------------------------------------------ the hook
+def inject_state(updater: Updater, outcome: StepOutcome, kind: str, *, task: Task, step: int, seed: int,
+                 before: dict) -> None:
+    """Write the harmful candidate of ``kind`` into an ACE or ReasoningBank updater's state (module docstring)."""
+    if updater.name == "ace":
+        sections, next_id = harmful_playbook(
+            kind, before["state"]["sections"], task, next_id=updater.next_id, faithful=bool(updater.config["faithful"]),
+            seed=seed, step=step, answer=visible_text(outcome.output), reflection=_last_reflection(outcome))
+        updater.sections, updater.next_id = sections, next_id
+    elif updater.name == "reasoning_bank":
+        recs = harmful_bank(kind, before["state"]["bank"]["records"], task, seed=seed, step=step,
+                            answer=visible_text(outcome.output), status=outcome.info.get("judged"))
+        updater.load_memory_text(render_bank(recs))
+    else:
+        raise ValueError(f"updater {updater.name!r} has no state-built injected candidate; use inject_candidate")

@@ -1,0 +1,331 @@
+"""`janus report DIR [DIR...]`: paper-style tables and PNG plots from finished run folders.
+
+Tables (paper-spec §8): Table 1 accuracy (methods x datasets, average column), Table 2 trigger ablation with trigger rate
+and cost, Table 3 Janus cost (#triggers x |E|, any tau/K sweep), Fig. 3 evaluation-set ablation, Fig. 5 stream order
+(mean ± sample std over seeds). Plots (report/plots.py): test accuracy at memory checkpoints (Fig. 4), trigger timeline,
+cumulative LLM tokens by role, eval-set ablation bars, stream-order spread.
+
+Input folders are run folders (holding summary.json) or any folder above them (searched recursively), e.g. the root of a
+grid ``<root>/<dataset>/<cell>/seed<k>``. A row label is the method name plus the cell's setting suffix, e.g.
+``dc_rs+janus[trigger=random]``: the suffix comes from ``cell.json`` (written by grid/sweep) or, failing that, from the
+folder name ``<cell>/seed<k>``. Runs with the same label and dataset are averaged only when they are seeds of one
+configuration: the same stored settings apart from the seed (report/variants.py). Rows that would share a label get
+what tells them apart (``dc_rs+janus (tau=0.2)``; the same run made twice: its folder, ``dc_rs (a)``) and the report
+lists their folders. Unfinished run folders (run.sqlite without COMPLETE) are left out, each named in one line with how
+far it got and how to continue it (store/unfinished.py).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..errors import OutputError, RunFolderError
+from . import inject_report
+from ..store.jsonio import atomic_write_text
+from .runs import (  # noqa: F401  (re-exported)
+    MethodRun,
+    evaluated_tasks,
+    find_run_dirs,
+    load_method_runs,
+    load_runs,
+    parse_suffix,
+    resolved_janus,
+)
+from .tables import (  # noqa: F401  (re-exported)
+    accuracy_table,
+    evalset_table,
+    janus_cost_table,
+    label_key,
+    markdown_table,
+    stream_order_table,
+    trigger_table,
+)
+
+
+def _unchecked_notes(folders: list[Path]) -> list[str]:
+    """One line per folder whose database predates the hash chain (store format < 4): what was not checked."""
+    from ..store.integrity import db_problems
+
+    from ..store.reader import RunReader
+
+    out = []
+    for d in folders:
+        if RunReader(d).meta("config") is None:  # not a database a run wrote (no stored settings): nothing to say
+            continue
+        unchecked = db_problems(d)[1]
+        if unchecked:
+            out.append(f"note: {d} was written before run databases carried a hash chain (store format < 4): "
+                       f"edited or deleted rows of {', '.join(unchecked)} are not detected (not checked)")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ entry point
+def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelines: int = 24, log=None) -> dict:
+    """Build ``report.md`` and PNG plots for the given run folders (or folders above them).
+
+    ``out_dir`` defaults to ``<first DIR>/report``. Returns ``{"out_dir", "report", "plots": {name: path},
+    "tables": {"accuracy", "trigger", "janus_cost", "evalset", "stream_order"}}``; every table holds its rows and
+    markdown. At most ``max_timelines`` trigger-timeline and token plots are drawn (one per Janus method run).
+    ``log(text)`` is told of each stage as it starts (`janus report` prints them to stderr).
+
+    Raises:
+        ValueError: no run folder found, or a folder's summary.json is not a janus summary.
+    """
+    if not run_dirs:
+        raise RunFolderError("give at least one run folder")
+    from .setup import caption, sections
+
+    log = log or (lambda text: None)
+    log(f"reading the run folders in {', '.join(str(d) for d in run_dirs)}")
+    from ..store.finder import scan_run_dirs
+    from ..store.unfinished import note
+    from .variants import assign_tags, short_names
+
+    finished, unfinished = scan_run_dirs(run_dirs)
+    if not finished:
+        find_run_dirs(run_dirs)  # raises: no finished run, naming the unfinished ones and how to continue them
+    rows = load_runs(finished)
+    left_out = [note(d) for d in unfinished] + _unchecked_notes(finished)
+    out = Path(out_dir).expanduser() if out_dir else Path(run_dirs[0]).expanduser() / "report"
+    _check_out_folder(out)
+    groups = sections(rows)
+    log(f"building the tables: {len(rows)} method runs in {len({r.run_dir for r in rows})} run folders, "
+        f"{len(groups)} group(s) of comparable runs")
+    names = short_names([r.run_dir for r in rows])
+    secs = []
+    for g in groups:
+        tags = assign_tags(g)  # rows that share a label get what tells them apart; before any table is built
+        secs.append({"caption": caption(g), "rows": g, "tables": _section_tables(g, names), **tags})
+    main = secs[0]["tables"] if secs else _section_tables([], names)
+    log(f"drawing the plots into {out}: checkpoints and token overhead first")
+    report = out / "report.md"
+    try:
+        plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines, log)
+        plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject (issue 15)
+        log("writing report.md")
+        atomic_write_text(report, "\n".join(_markdown(rows, secs, plot_paths, left_out)))  # no cut report.md
+    except OSError as e:  # the folder filled up or turned read-only after the check
+        raise OutputError(_cannot_write(out, e)) from None
+    return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": main, "unfinished": left_out,
+            "sections": [{"caption": x["caption"], "tables": x["tables"], "duplicates": x["duplicates"],
+                          "sources": x["sources"]} for x in secs]}
+
+
+def _cannot_write(out: Path, e: OSError) -> str:
+    return f"cannot write the report to {out}: {e.strerror or e}"
+
+
+def _check_out_folder(out: Path) -> None:
+    """Make the report folder and check that a file can be created in it, before anything is drawn: OutputError
+    (one line) when ``out`` is a file, sits under a file, or is on a read-only or unwritable file system."""
+    import tempfile
+
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"cannot write the report to {out}: it is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".janus-write-check-"):
+            pass
+    except OSError as e:
+        raise OutputError(_cannot_write(out, e)) from None
+
+
+def _section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
+    """The tables of one group of comparable runs. Stream-order runs (Fig. 5) vary only the order of the same stream:
+    they feed the stream-order table alone; a seed sweep (each seed is another split and order) gets its own table.
+    ``names``: {run folder: short name} for the paired table's folder column."""
+    from .paired import paired_markdown, paired_rows
+
+    main_rows = [r for r in rows if not r.stream_order]
+    order_rows = [r for r in rows if r.stream_order]
+    paired = paired_rows([r for r in main_rows if not r.suffix_keys], names)
+    paper_checked = any(r.checker == "paper" for r in main_rows if not r.suffix_keys)
+    accuracy = accuracy_table(main_rows)
+    strict = accuracy_table(main_rows, strict=True) if paper_checked else None
+    if strict is not None:  # "same": every cell equal to Table 1's (then one line says so instead of a copy)
+        strict["same"] = strict["body"] == accuracy["body"]
+    from .published import published_table
+
+    return {"accuracy": accuracy, "published": published_table(main_rows),
+            # our strict checker's accuracy of the same answers, when any run scored with the authors' checker
+            "accuracy_strict": strict,
+            "trigger": trigger_table(main_rows),
+            "janus_cost": janus_cost_table(main_rows), "evalset": evalset_table(main_rows),
+            "stream_order": stream_order_table(order_rows), "seeds": stream_order_table(main_rows),
+            "paired": {"rows": paired, "markdown": paired_markdown(paired)}}
+
+
+def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: int, log=None) -> dict[str, str]:
+    from . import plots
+
+    plot_paths: dict[str, str] = {}
+    p = plots.plot_checkpoints(rows, out / "checkpoints.png")
+    if p:
+        plot_paths["checkpoints"] = str(p)
+    p = plots.plot_token_overhead(rows, out / "token_overhead.png")
+    if p:
+        plot_paths["token_overhead"] = str(p)
+    paired = {id(j) for _, j in plots.token_pairs(rows)} | {id(b) for b, _ in plots.token_pairs(rows)}
+    for kind, fn in (("timeline", plots.plot_trigger_timeline), ("tokens", plots.plot_tokens_by_role)):
+        # no timeline for trigger=never (nothing to mark); per-method token plots only for main labels that are not
+        # already in the base-vs-Janus overhead view
+        candidates = ([r for r in rows if r.janus and r.janus_cfg.get("trigger") != "never"] if kind == "timeline"
+                      else [r for r in rows if not r.suffix_keys and id(r) not in paired])
+        if candidates and log:
+            log(f"drawing {len(candidates[:max_timelines])} {'trigger timeline' if kind == 'timeline' else 'token'} "
+                f"plot(s)")
+        for r in candidates[:max_timelines]:
+            name = plots.safe_name(f"{kind}_{r.dataset}_{r.label}_seed{r.seed}")
+            if name in plot_paths:  # several run folders with one dataset/label/seed: name each by its folder
+                name = plots.safe_name(f"{name}_{r.run_dir.name}")
+            n = 2
+            while name in plot_paths:
+                name, n = plots.safe_name(f"{name}_{n}"), n + 1
+            p = fn(r, out / f"{name}.png")
+            if p:
+                plot_paths[name] = str(p)
+    if tables["evalset"]["rows"]:
+        plot_paths["evalset"] = str(plots.plot_evalset(tables["evalset"]["rows"], out / "evalset_ablation.png"))
+    if tables["stream_order"]["rows"]:
+        plot_paths["stream_order"] = str(plots.plot_stream_order(tables["stream_order"]["rows"], out / "stream_order.png"))
+
+    return plot_paths
+
+
+def _preset_fields(ps) -> dict[str, str]:
+    """A config.json ``preset_summary`` as ordered fields; each ``k=v`` of the Janus line is a field of its own
+    (``janus.k``), so cells that differ in one setting (a trigger ablation) share everything else."""
+    if not isinstance(ps, dict):
+        return {"Preset": "not recorded (run made before the presets)"}
+    out = {"Preset": f"{ps.get('name')} (replay {ps.get('replay')})"}
+    m = re.fullmatch(r"janus preset: (.*?) \((.*)\)", str(ps.get("janus")))
+    if m:
+        out["janus preset"] = m.group(1)
+        out.update({f"janus.{k}": v for k, _, v in (p.partition("=") for p in m.group(2).split(", "))})
+    else:
+        out["janus"] = str(ps.get("janus"))
+    out["encoder"] = str(ps.get("encoder"))
+    return out
+
+
+def _preset_text(fields: dict[str, str], varying: set[str]) -> str:
+    val = {k: "(per cell, below)" if k in varying else v for k, v in fields.items()}
+    parts = [f"Preset: {val['Preset']}"]
+    if "janus preset" in val:
+        sets = ", ".join(f"{k[6:]}={v}" for k, v in val.items() if k.startswith("janus."))
+        parts.append(f"janus preset: {val['janus preset']} ({sets})")
+    parts += [val[k] for k in ("janus", "encoder") if k in val]
+    return "; ".join(parts)
+
+
+def _preset_lines(rows: list[MethodRun]) -> list[str]:
+    """The runs' presets (config.json ``preset_summary``) for the report header: one line when every run folder has
+    the same; otherwise the shared part once and, per differing value, the row labels that have it."""
+    from ..store.reader import RunReader
+
+    by_dir = {d: _preset_fields(RunReader(d).config().get("preset_summary")) for d in dict.fromkeys(r.run_dir for r in rows)}
+    if not by_dir:
+        return []
+    keys = list(dict.fromkeys(k for f in by_dir.values() for k in f))
+    varying = {k for k in keys if len({f.get(k, "not recorded") for f in by_dir.values()}) > 1}
+    first = max(by_dir.values(), key=len)
+    lines = [_preset_text(first, varying)]
+    groups: dict[str, list[str]] = {}
+    for d, f in by_dir.items():
+        what = ", ".join(f"{k.removeprefix('janus.')}={f.get(k, 'not recorded')}" for k in keys if k in varying)
+        groups.setdefault(what, []).extend(r.label for r in rows if r.run_dir == d)
+    if varying:
+        labels = {what: sorted(dict.fromkeys(labs), key=label_key) for what, labs in groups.items()}
+        lines += ["", *(f"- {what}: {', '.join(labs)}" for what, labs in sorted(labels.items(),
+                                                                              key=lambda kv: label_key(kv[1][0])))]
+    return [*lines, ""]
+
+
+def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str], left_out: list[str]) -> list[str]:
+    md = ["# Janus experiment report", "",
+          f"{len({r.run_dir for r in rows})} run folder(s), {len(rows)} method run(s). Accuracies in %; "
+          "± is the sample std over seeds when a label has several. Only runs whose settings are the same apart from "
+          "the seed are averaged; rows that share a method name say what tells them apart.", ""]
+    if left_out:
+        md += ["**Unfinished runs, not in this report:**", "", *(f"- {x.removeprefix('not in the report: ')}"
+                                                                for x in left_out), ""]
+    md += _preset_lines(rows)
+    if len(secs) > 1:
+        md += [f"**These runs do not share one setup: {len(secs)} groups of comparable runs are reported separately "
+               "(backend, model, encoder, preset and requested sizes differ).**", ""]
+    for i, sec in enumerate(secs):
+        if len(secs) > 1:
+            md += [f"# Group {i + 1}", ""]
+        md += [f"Setup: {sec['caption']}", ""]
+        md += [f"> {w}" for w in sec["duplicates"]] + ([""] if sec["duplicates"] else [])
+        md += _section_markdown(sec["tables"], sec["caption"], sec["sources"])
+    md += inject_report.markdown_section(inject_report.injection_table(rows))  # runs with --inject (issue 15)
+    md += ["## Plots", "", f"Plots show group 1 ({secs[0]['caption']})." if len(secs) > 1 else "", ""]
+    for name, path in plot_paths.items():
+        if name not in ("evalset", "stream_order"):
+            md += [f"![{name}]({Path(path).name})", ""]
+    return md
+
+
+PUBLISHED_TITLE = "## The paper's published numbers beside ours"
+STRICT_TITLE = "## Table 1 with our strict checker (the same answers)"
+STRICT_NOTE = ("Runs scored with the authors' checker (`checker: paper`, the paper preset) report its accuracy in "
+               "Table 1: it credits the gold letter or option text in the answer tag, the first character of the "
+               "output, or the gold option text anywhere in the output, thinking included. This table scores the "
+               "same test answers with our strict checker (the extracted final answer only); the difference is "
+               "checker leniency. Runs scored with the strict checker show the same number in both tables.")
+
+
+STRICT_SAME = ("Table 1 scores with the authors' checker (`checker: paper`); our strict checker gives the same "
+               "accuracy in every cell.")
+
+
+def _section_markdown(tables: dict, cap: str, sources: list[str] = ()) -> list[str]:
+    capline = f"*{cap}*"
+    md = []
+    if tables["accuracy"]["labels"]:  # a sweep of variants only (every label has a [..] suffix) has no Table 1 rows
+        md += ["## Table 1: test accuracy (frozen memory, held-out split)", "", tables["accuracy"]["markdown"], "",
+               capline, ""]
+        pub = tables.get("published")
+        if pub and pub["body"]:
+            md += [PUBLISHED_TITLE, "", pub["note"], "", pub["markdown"], ""]
+        strict = tables.get("accuracy_strict")
+        if strict and strict["same"]:
+            md += [STRICT_SAME, ""]
+        elif strict:
+            md += [STRICT_TITLE, "", STRICT_NOTE, "", strict["markdown"], "", capline, ""]
+    if sources:
+        md += ["Rows that share a method name, by what tells them apart, and their run folders:", "",
+               *(f"- {x}" for x in sources), ""]
+    if tables["paired"]["markdown"]:
+        md += ["## Base vs +Janus, paired on the same test items", "",
+               "Diff = +Janus minus base accuracy on the items both answered; 95% CI: Newcombe's paired square-and-add "
+               "interval; p: exact McNemar (two-sided sign test on the items where exactly one method is right). Runs: "
+               "both methods in one run folder, or a grid's base cell and +Janus cell with the same dataset, seed and "
+               "setup (the same test split).", "",
+               tables["paired"]["markdown"], "", capline, ""]
+    if tables["trigger"]["markdown"]:
+        md += ["## Table 2: trigger-policy ablation", "",
+               "Trig. rate = triggers / post-warm-up steps; MMT #Trig = the MMT run's triggers (random and periodic are "
+               "matched to it); |E| used = mean size of the evaluation set built at a trigger (smaller than configured "
+               "while few tasks are seen or few answers flipped), configured = coverage + boundary + fresh sizes; cost "
+               "uses the configured |E| (the paper's measure); evaluated tasks = sum of evaluator calls / 2. The base "
+               "row has no trigger (—).",
+               "", tables["trigger"]["markdown"], "", capline, ""]
+        md += [f"> warning: {n}" for n in tables["trigger"].get("notes", [])] + [""]
+    if tables["janus_cost"]["markdown"]:
+        md += ["## Table 3: Janus cost (#triggers × |E|)", "",
+               "τ = cosine threshold of the trigger; K = support size (coverage + boundary sizes); K_F = fresh-set "
+               "size; cost = #Trig × the configured |E| (the sizes of the roles in use, K + K_F with all three); "
+               "evaluated tasks = sum of evaluator calls / 2.",
+               "", tables["janus_cost"]["markdown"], "", capline, ""]
+    if tables["evalset"]["markdown"]:
+        md += ["## Evaluation-set ablation (Fig. 3)", "", tables["evalset"]["markdown"], "", capline, "",
+               "![evaluation-set ablation](evalset_ablation.png)", ""]
+    if tables["stream_order"]["markdown"]:
+        md += ["## Stream order (Fig. 5)", "", "Same stream tasks and test split, shuffled order.", "",
+               tables["stream_order"]["markdown"], "", capline, "", "![stream order](stream_order.png)", ""]
+    if tables["seeds"]["markdown"]:
+        md += ["## Seed sweep", "", "Each seed draws another stream/test split and order (not a stream-order study).",
+               "", tables["seeds"]["markdown"], "", capline, ""]
+    return md

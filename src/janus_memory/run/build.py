@@ -1,0 +1,257 @@
+"""Build step of a run: validate the settings once, then load splits, task family, LLM client and encoder.
+
+settings (config.py) -> build (here) -> stream loop (loop.py) -> store (store.py) -> reader (reader.py) -> report
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..settings import presets
+from ..settings.config import RunConfig, check_updater_config
+
+
+@dataclass
+class Context:
+    """Shared, method-independent pieces of one run."""
+
+    settings: RunConfig
+    family: Any
+    stream: Any
+    test: Any
+    client: Any
+    encoder: Any
+    backend_info: dict = field(default_factory=dict)
+
+    @property
+    def cfg(self) -> RunConfig:  # older name
+        return self.settings
+
+    def make_updater(self, namespace: str = ""):
+        """A fresh updater of this run (the stream's, or a probe for checkpoint tests). ``namespace``: the method's
+        sample namespace (:meth:`namespace_of`); "" = the shared client."""
+        from ..updaters import make_updater
+
+        llm = NamespacedClient(self.client, namespace) if namespace else self.client
+        return make_updater(self.settings.updater, llm=llm, family=self.family, encoder=self.encoder,
+                            config=self.settings.updater_settings())
+
+    def namespace_of(self, with_janus: bool) -> str:
+        """The +Janus twin's own sample namespace under ``twin_cache: separate`` (the paper preset): its requests
+        never share an answer with the base method's (the authors run the two as separate, independent runs); the
+        base method keeps the plain requests, so a base-only run is unchanged. "" otherwise."""
+        return "janus" if with_janus and self.settings.twin_cache_mode() == "separate" else ""
+
+    def make_evaluator(self, updater):
+        """The Janus evaluator callback of one method: the run's replay mode (paper preset: fresh draws), salted so
+        runs with another split seed or stream order never share replay answers."""
+        from .eval_batch import PairedEvaluator
+
+        s = self.settings
+        # a server, or an embedded engine with several slots, runs a batch in parallel: entries x {old, new} are sent
+        # as one batch (run/eval_batch.py); a sequential engine still gets them grouped by memory
+        # (RunConfig.batch_eval: None = this automatic choice, True/False force batching with prefetch / no batching)
+        backend = self.client.backend
+        parallel = int(getattr(backend, "n_parallel", self.client.concurrency)) > 1
+        batch = True if s.batch_eval is None else s.batch_eval
+        parallel = parallel if s.batch_eval is None else s.batch_eval
+        return PairedEvaluator(updater, batch=batch, parallel=parallel, replay=s.replay_mode(),
+                               salt=f"seed={s.seed};order={s.stream_order_seed}", failures=s.replay_failure_mode())
+
+
+def twin_sample(namespace: str, sample: int) -> int:
+    """The sample index that stands for ``sample`` in ``namespace`` (>= 1: never a plain request's 0); the LLM client
+    keys its cache by it and the embedded backend derives its seed from it, so the draws are independent."""
+    key = f"janus-twin|{namespace}|{int(sample)}".encode("utf-8")
+    return 1 + int.from_bytes(hashlib.sha256(key).digest()[:5], "big")
+
+
+class NamespacedClient:
+    """The run's LLM client seen by one method: every request's sample index is moved into ``namespace``
+    (:func:`twin_sample`), so the method's answers are independent of another method's identical requests. Replays
+    keep their structure: a frozen replay (sample 0) still equals the method's own stream request."""
+
+    def __init__(self, client, namespace: str):
+        self.client, self.namespace = client, namespace
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    def _moved(self, sample):
+        if isinstance(sample, (list, tuple)):
+            return [twin_sample(self.namespace, s) for s in sample]
+        return twin_sample(self.namespace, sample)
+
+    def chat(self, messages, *, sample: int = 0, **params):
+        return self.client.chat(messages, sample=self._moved(sample), **params)
+
+    def chat_many(self, batch, *, sample=0, **params):
+        return self.client.chat_many(batch, sample=self._moved(sample), **params)
+
+    async def achat(self, messages, *, sample: int = 0, **params):
+        return await self.client.achat(messages, sample=self._moved(sample), **params)
+
+    async def achat_many(self, batch, *, sample=0, **params):
+        return await self.client.achat_many(batch, sample=self._moved(sample), **params)
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("JANUS_CACHE_DIR")
+    return (Path(base) if base else Path.home() / ".cache" / "janus-memory") / "llm-cache"
+
+
+def validate_names(cfg: RunConfig) -> None:
+    """Fail fast (before any model load or folder creation) on unknown plugin names or invalid Janus settings."""
+    from ..registry import BACKENDS, DATASETS, UPDATERS, load_plugins
+    from ..plugins import ensure_builtins
+    from . import backends  # noqa: F401  (registers the built-in backends)
+
+    ensure_builtins()
+    load_plugins()
+    for key, check in (("dataset", lambda: DATASETS.check(cfg.dataset)), ("updater", lambda: UPDATERS.check(cfg.updater)),
+                       ("llm.backend", lambda: BACKENDS.check(cfg.llm.backend)),
+                       ("encoder", lambda: check_encoder(cfg.encoder))):
+        try:  # ConfigError with the closest name ("did you mean") and the choices
+            check()
+        except ConfigError as e:
+            raise (e if e.key else ConfigError(str(e), key=key)) from None  # the key: the CLI names the file's line
+    cfg.janus_config()  # ConfigError naming the bad Janus setting
+    check_updater_config(UPDATERS[cfg.updater], cfg.updater_config)
+    if cfg.llm.backend == "local":
+        cfg.context_window()  # ConfigError when an explicit n_ctx cannot hold one request
+    if not UPDATERS[cfg.updater].supports_janus and cfg.controller != "none":
+        raise ConfigError(
+            f"'{cfg.updater}' is a baseline without a rewritable text memory (paper-spec §9): Janus does not wrap it; "
+            "use --controller none")
+    from .injection import validate as validate_injection
+
+    validate_injection(cfg)  # --inject: supported updater, steps within --stream-size
+
+
+def check_encoder(spec: str | None) -> None:
+    """ConfigError for an encoder spec whose kind (before ':') is not registered."""
+    import janus_memory.encoders  # noqa: F401  (registers the built-in encoder kinds)
+    from ..registry import ENCODERS
+
+    kind = str(spec or "").partition(":")[0]
+    if spec and kind not in ENCODERS:
+        raise ConfigError(ENCODERS.unknown(str(spec), ENCODER_FORMS))
+
+
+ENCODER_FORMS = " ('minilm', 'hashing[:n]' or 'st:<name-or-path>')"
+
+
+def resolve_config(cfg: RunConfig) -> RunConfig:
+    """The config with every default written out: all Janus settings (the preset's JanusConfig with the overrides),
+    the updater's own defaults under the preset's updater settings, the replay mode and the local context window."""
+    from ..registry import UPDATERS
+    from ..updaters.base import COMMON_DEFAULTS
+
+    upd_cls = UPDATERS[cfg.updater]
+    defaults = {**COMMON_DEFAULTS, **getattr(upd_cls, "DEFAULTS", {})}
+    mirrored = {"temperature", "solver_max_tokens", "curator_max_tokens"}  # set by top-level options
+    if cfg.llm.extra_body:
+        mirrored.add("extra_body")
+    upd_cfg = {k: v for k, v in defaults.items() if k not in mirrored}
+    upd_cfg.update({k: v for k, v in presets.updater_overrides(cfg.preset, cfg.updater).items() if k in defaults})
+    upd_cfg.update(cfg.updater_config)
+    update = {"janus": cfg.janus_config().to_dict(), "updater_config": upd_cfg, "replay": cfg.replay_mode()}
+    if cfg.llm.backend == "local":
+        update["llm"] = {**cfg.llm.model_dump(), "n_ctx": cfg.context_window()}
+    return RunConfig.parse({**cfg.model_dump(), **update})
+
+
+
+def load_splits(cfg: RunConfig):
+    """The run's (stream, test) splits, the stream re-ordered by ``stream_order_seed``. ConfigError (one line with the
+    fix) when the data folder or a dataset file is missing or unreadable, or an --inject step lies past the stream.
+    The CLI calls it before printing anything and hands the splits to run_experiment."""
+    from ..tasks import load_split
+    from .injection import check_stream
+
+    try:
+        stream = load_split(cfg.dataset, "stream", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.stream_size)
+        test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size)
+    except (OSError, ValueError) as e:  # a missing file, a folder where a file belongs, unparsable records
+        raise ConfigError((str(e).splitlines() or [type(e).__name__])[0]) from e
+    if not stream.tasks:
+        files = ", ".join(f["path"] for f in stream.info.get("files", [])) or stream.dataset
+        raise ConfigError(f"the stream split of {stream.dataset} has no tasks ({files}); check the data file")
+    if cfg.stream_order_seed is not None:  # same tasks, another order (paper §8.7)
+        order = list(stream.tasks)
+        random.Random(cfg.stream_order_seed).shuffle(order)
+        stream.tasks = order
+        stream.ids_sha256 = hashlib.sha256("\n".join(t.id for t in order).encode()).hexdigest()
+        stream.info = {**getattr(stream, "info", {}), "stream_order_seed": cfg.stream_order_seed}
+    check_stream(cfg, len(stream.tasks))  # --inject steps within the loaded stream (before any model is loaded)
+    return stream, test
+
+
+def _split_notes(cfg: RunConfig, splits, log: Callable[[str], None]) -> None:
+    for s, want in zip(splits, (cfg.stream_size, cfg.test_size)):
+        if want is not None and len(s.tasks) < want:
+            log(f"note: the {s.split} split of {cfg.dataset} has {len(s.tasks)} tasks; using all of them (asked for {want})")
+
+
+def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=None) -> Context:
+    """Load the splits (unless ``splits``, :func:`load_splits` of the same settings, are given), the task family,
+    the LLM client and the encoder for an already validated config."""
+    from ..encoders import get_encoder
+    from ..llm import LLMClient, ResponseCache
+    from ..tasks import get_family
+    from .backends import make_llm_backend
+
+    stream, test = splits if splits is not None else load_splits(cfg)
+    _split_notes(cfg, (stream, test), log)
+    family = get_family(cfg.dataset, faithful=cfg.faithful)
+    if cfg.allow_weak_sandbox and hasattr(family, "allow_weak_sandbox"):
+        family = copy.copy(family)  # get_family caches one instance per (family, faithful): don't change it
+        family.allow_weak_sandbox = True
+    from ..tasks.checker_paper import with_checker
+
+    family = with_checker(family, cfg.checker_mode())  # paper: the authors' verdicts, ours kept in Score.detail
+    backend = make_llm_backend(cfg, list(stream.tasks) + list(test.tasks))
+    cache = None
+    if not cfg.no_cache:
+        cache = ResponseCache(Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir())
+    # at least one request in flight per engine slot, or the slots stay idle (docs/perf.md)
+    llm = cfg.llm
+    client = LLMClient(backend, cache=cache, concurrency=max(llm.concurrency, llm.n_parallel), max_retries=llm.max_retries,
+                       deadline_s=llm.request_deadline)
+    try:
+        encoder = get_encoder(cfg.encoder)
+    except (ValueError, ImportError, FileNotFoundError) as e:
+        raise ConfigError(f"encoder '{cfg.encoder}' unavailable: {e}") from e
+    info = {"identity": getattr(backend, "identity", cfg.llm.backend)}
+    sandbox = sandbox_info(family, bool(cfg.updater_settings().get("execute_code")))
+    if sandbox is not None:
+        info["sandbox"] = sandbox["backend"]
+        if sandbox["notice"]:
+            log(sandbox["notice"])
+    return Context(settings=cfg, family=family, stream=stream, test=test, client=client, encoder=encoder,
+                   backend_info=info)
+
+
+def sandbox_info(family, updater_runs_code: bool = False) -> dict | None:
+    """When the run executes model-written code (a family with a sandbox ``backend`` such as HumanEval, or DC's
+    "EXECUTE CODE!" follow-up): the sandbox backend it resolves to and the console notice when that is the fallback
+    (tasks.sandbox.sandbox_notice); None when no model code runs."""
+    from ..tasks.sandbox import choose_backend, sandbox_notice
+
+    wanted = getattr(family, "backend", None)
+    if not (isinstance(wanted, str) and hasattr(family, "allow_weak_sandbox")):
+        if not updater_runs_code:
+            return None
+        wanted = "auto"
+    try:
+        resolved = choose_backend(wanted)
+    except (ValueError, RuntimeError) as e:
+        raise ConfigError(str(e)) from None
+    return {"backend": resolved, "notice": sandbox_notice(wanted)}

@@ -1,0 +1,279 @@
+"""The run lifecycle: validate -> build -> (resume checks) -> each method's stream loop -> summary.
+
+One way through: settings (config.py) -> build (build.py) -> stream loop (loop.py, emitting events.py events) ->
+store (store.py, a subscriber) -> reader (reader.py) -> report (report.py).
+"""
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import ConfigError, JanusError, OutputError, StorageError
+from .build import Context, build_context, resolve_config, validate_names  # noqa: F401  (public re-exports)
+from ..settings.config import RunConfig, preset_summary
+from .estimate import log_estimate, record_timing
+from ..store.events import EventBus, MethodStarted, StepFinished
+from .loop import Stopped, run_method
+from .provenance import environment_info, prompts_used, split_record, to_yaml
+from ..store.lock import RunLock, RunLocked
+from .resume import check_resumable, check_resume_state, load_run_config  # noqa: F401  (load_run_config: re-export)
+from ..store.store import RunStore
+from .usage import sum_method_usage
+from ..killpoints import kill_point
+
+_Stopped = Stopped  # older name (tests)
+
+_STORAGE_ERRNOS = {"ENOSPC", "EROFS", "EDQUOT", "EACCES", "EPERM"}
+
+
+def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dict, env: dict, *,
+                      missing_only: bool = False, stored: dict | None = None) -> None:
+    """config.json/yaml, prompts/, environment.json, splits.json (the stored values: run.sqlite's meta holds them
+    from its creation). ``missing_only``: a resume puts back those a kill or a user deleted, and keeps the rest."""
+    from ..registry import UPDATERS
+
+    def want(name: str) -> bool:
+        return not (missing_only and (store.root / name).exists())
+
+    dump = {**(stored or cfg.model_dump()), "preset_summary": preset_summary(cfg)}  # the settings + preset
+    if want("config.json"):
+        store.write_json("config.json", dump)
+    if want("config.yaml"):
+        store.write_text("config.yaml", to_yaml(dump))
+    for name, text in prompts_used(UPDATERS[cfg.updater], ctx.family).items():
+        if want(f"prompts/{name}"):
+            store.write_text(f"prompts/{name}", text)
+    if want("environment.json"):
+        store.write_json("environment.json", env)
+    if want("splits.json"):
+        store.write_json("splits.json", splits)
+
+
+def _open_store(cfg: RunConfig, resume: bool, overwrite: bool) -> RunStore | None:
+    if resume:
+        from ..store.integrity import problems, refuse_damaged
+
+        if (Path(cfg.out).expanduser() / RunStore.DB).is_file():
+            refuse_damaged(cfg.out)  # before anything is unmarked or rewritten
+
+        repair = (Path(cfg.out).expanduser() / "COMPLETE").exists() and bool(problems(cfg.out))
+        return RunStore.open_existing(cfg.out, repair=repair)
+    RunStore.check_new(cfg.out, overwrite=overwrite)  # fail before any work; nothing is created yet
+    return None
+
+
+def _lock(cfg: RunConfig, resume: bool) -> RunLock:
+    """The run folder's lock, taken before anything in it is read for writing, created or deleted (issue 12 item 1)."""
+    if resume and not Path(cfg.out).expanduser().is_dir():
+        raise OutputError(f"{cfg.out} does not exist; nothing to resume")
+    lock = RunLock(cfg.out)
+    try:
+        return lock.acquire()
+    except RunLocked as e:
+        raise OutputError(str(e)) from None
+    except OSError as e:
+        raise OutputError(f"output folder {cfg.out} is not writable ({e.strerror or e}); "
+                          "choose another with --out") from None
+
+
+def _preflight(ctx: Context) -> None:
+    """Refuse before the run folder is written: an empty stream, invalid sampling or updater settings (issue 12
+    item 6: a run refused after its folder was created would leave a folder that looks resumable but never finishes)."""
+    from ..llm.client import LLMClient
+
+    if not ctx.stream.tasks:
+        files = ", ".join(f["path"] for f in ctx.stream.info.get("files", [])) or ctx.stream.dataset
+        raise ConfigError(f"the stream split of {ctx.stream.dataset} has no tasks ({files}); check the data file")
+    s = ctx.settings.updater_settings()
+    try:
+        for key in ("solver_max_tokens", "curator_max_tokens"):
+            LLMClient._request([{"role": "user", "content": "."}],
+                               {"temperature": s.get("temperature"), "max_tokens": s.get(key)})
+        ctx.make_updater()  # (updater_config keys and types were checked once: build.validate_names)
+    except (ValueError, TypeError, KeyError) as e:
+        raise ConfigError(f"invalid setting: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+
+
+def _run_methods(ctx: Context, store: RunStore, bus: EventBus, log, stop_after) -> dict:
+    from ..store.reader import RunReader
+
+    reader = RunReader(store.root)
+    methods = {}
+    for method, with_janus in ctx.settings.methods():
+        done = reader.method_result(method)
+        if done is not None:
+            store.rebuild_exports(method)  # a resumed folder: its files are rewritten from the database
+            methods[method] = done
+            continue
+        ck = reader.checkpoint(method)
+        where = f" (continuing after step {ck[0]})" if ck else ""
+        log(f"[{method}] stream of {len(ctx.stream.tasks)} tasks, then test on {len(ctx.test.tasks)} held-out tasks{where}")
+        methods[method] = run_method(ctx, method, with_janus, bus, resume=ck, stop_after=stop_after)
+    return methods
+
+
+def _legacy_on_step(on_step):
+    if on_step is None:
+        return None
+    return lambda ev: on_step(ev.progress()) if isinstance(ev, StepFinished) else None
+
+
+def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_step=None, on_event=None,
+                   overwrite: bool = False, resume: bool = False, stop_after: int | None = None,
+                   splits=None) -> dict:
+    """Validate, build, run every method of ``cfg`` and write the run folder. Returns the summary dict.
+
+    ``on_event(ev)`` receives every typed event (store/events.py); ``on_step(dict)`` the older progress dicts. With
+    ``resume=True`` the folder ``cfg.out`` must hold an unfinished run with the same config (apart from
+    out/concurrency/cache settings), package version and split hashes; each method continues after its last step.
+
+    ``splits``: the (stream, test) splits of ``cfg`` already loaded by build.load_splits (the CLI loads them before
+    printing anything); None loads them here.
+
+    A new run that stops before it wrote anything (an error or an interrupt while the model, encoder or cache is
+    set up) leaves no folder behind: the folder this call created is removed with its lock file.
+
+    Raises:
+        JanusError subclasses (ConfigError, OutputError, StorageError, ...): user-facing problems (CLI: exit 2).
+    """
+    from .. import __version__
+
+    t0 = time.time()
+    validate_names(cfg)
+    cfg = resolve_config(cfg)
+    created = None if resume else _top_missing(Path(cfg.out).expanduser())
+    lock = _lock(cfg, resume)
+    store = None
+    ok = False
+    try:
+        store = _open_store(cfg, resume, overwrite)
+        ctx = _build(cfg, log, splits)
+        if resume:
+            check_resumable(store, cfg, {s.split: split_record(s) for s in (ctx.stream, ctx.test)}, __version__)
+            check_resume_state(ctx, store)
+            _restore_provenance(store, ctx)
+            log(f"resuming {store.root}")
+        else:
+            _preflight(ctx)
+            splits_rec = {s.split: split_record(s) for s in (ctx.stream, ctx.test)}
+            env = {**environment_info(), "backend": ctx.backend_info, "janus_memory": __version__}
+            store = RunStore.create(cfg.out, overwrite=overwrite,
+                                    meta={"config": cfg.model_dump(), "splits": splits_rec, "environment": env})
+            _write_provenance(store, cfg, ctx, splits_rec, env)
+            kill_point("provenance_written")
+        log_estimate(ctx, store.root, resume, log)  # LLM calls ahead (and time, embedded model): run/estimate.py
+        summary = _finish(ctx, store, EventBus(store.on_event, _legacy_on_step(on_step), on_event), log, stop_after,
+                          cfg, t0, resumed=resume)
+        ok = True
+        return summary
+    except (OSError, sqlite3.OperationalError) as e:
+        if _is_storage_error(e):
+            raise StorageError(getattr(e, "strerror", None) or str(e)) from e
+        _discard_unstarted(store, resume)
+        raise
+    except (KeyboardInterrupt, JanusError) as e:
+        if not isinstance(e, (KeyboardInterrupt, StorageError)) and not _is_llm_error(e):
+            _discard_unstarted(store, resume)
+        raise
+    except Exception:
+        _discard_unstarted(store, resume)
+        raise
+    finally:
+        if store is not None:
+            store.close()
+        if not ok and created is not None:
+            lock.release_and_remove(created)  # only a folder that holds nothing but the lock file
+        lock.release()
+
+
+def _top_missing(path: Path) -> Path | None:
+    """The highest folder of ``path`` (itself or a parent) that does not exist yet: what creating it makes."""
+    if path.exists():
+        return None
+    top = path
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    return top
+
+
+def _build(cfg: RunConfig, log, splits=None) -> Context:
+    from ..llm.cache import CacheError
+
+    try:
+        return build_context(cfg, log=log, splits=splits)
+    except CacheError as e:  # the cache, not the run folder: its own one-line message (issue 12 item 8)
+        raise ConfigError(str(e).splitlines()[0]) from None
+
+
+def _restore_provenance(store: RunStore, ctx: Context) -> None:
+    """A resumed folder gets back the provenance files a kill (during set-up) or a user removed, from the stored
+    values (config.json: at the end, as before)."""
+    from ..store.reader import RunReader
+
+    reader = RunReader(store.root)
+    stored = reader.meta("config")
+    if stored is None:
+        return
+    _write_provenance(store, ctx.settings, ctx, reader.meta("splits") or {}, reader.meta("environment") or {},
+                      missing_only=True, stored=stored)
+
+
+def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: RunConfig, t0: float, *,
+            resumed: bool = False) -> dict:
+    methods = _run_methods(ctx, store, bus, log, stop_after)
+    if not (store.root / "config.json").exists():  # deleted to continue with the stored config: put it back
+        from ..store.reader import RunReader
+
+        store.write_json("config.json", {**(RunReader(store.root).meta("config") or cfg.model_dump()),
+                                         "preset_summary": preset_summary(cfg)})
+    stats = getattr(ctx.client.backend, "stats", None)
+    engine = {**stats.as_dict(), "n_parallel": getattr(ctx.client.backend, "n_parallel", 1),
+              "load_s": round(float(getattr(ctx.client.backend, "load_s", 0.0) or 0.0), 2)} \
+        if hasattr(stats, "as_dict") else None
+    summary = {"run_dir": str(store.root.resolve()), "engine": engine,
+               "dataset": cfg.dataset, "updater": cfg.updater, "backend": ctx.backend_info, "methods": methods,
+               "usage_total": sum_method_usage(methods), "wall_s": round(time.time() - t0, 2)}
+    if resumed:  # "calls paid" then leaves out what an interrupted attempt paid for uncommitted steps (cache hits)
+        summary["resumed"] = True
+    store.finish(summary)
+    record_timing(ctx)  # the measured speed of the embedded model on this machine, for the next run's estimate
+    return summary
+
+
+def _is_llm_error(e: BaseException) -> bool:
+    from ..llm.base import LLMError
+
+    return isinstance(e, LLMError)
+
+
+def _discard_unstarted(store: RunStore | None, resume: bool) -> None:
+    """A new run that failed before committing its first step leaves no run files (it would look resumable but
+    fail the same way on every resume): the folder is left as check_new accepts it."""
+    if store is None or resume:
+        return
+    try:
+        started = store.db.execute("SELECT 1 FROM steps LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        started = True
+    if not started:
+        store.close()
+        RunStore._remove_run_files(store.root)
+
+
+def _is_storage_error(e: BaseException) -> bool:
+    import errno
+
+    if isinstance(e, StorageError):
+        return False
+    if isinstance(e, OSError) and e.errno is not None:
+        return errno.errorcode.get(e.errno) in _STORAGE_ERRNOS
+    if isinstance(e, sqlite3.OperationalError):
+        msg = str(e).lower()
+        return "disk" in msg or "readonly" in msg or "read-only" in msg
+    return False
+
+
+__all__ = ["ConfigError", "Context", "MethodStarted", "Stopped", "build_context", "load_run_config", "resolve_config",
+           "run_experiment", "validate_names"]

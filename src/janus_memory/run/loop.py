@@ -1,0 +1,279 @@
+"""The stream loop of one method: the controller's own seam (controller.adapter.GuardedUpdate) plus records.
+
+Protocol (paper-spec §1.2, §4, §6.1): for each stream task the updater solves it and proposes a candidate memory;
+with Janus, GuardedUpdate embeds, lets the pure controller decide and rolls back when the old memory wins. Each step is
+turned into records and emitted as events (store/events.py): the store writes them, the progress bar and any user
+callback read them. After the stream the final memory is frozen and evaluated on the held-out test split.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import injection
+from .evaluator import UpdaterEvaluator
+from ..store.events import (EventBus, MethodFinished, MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress,
+                     TestStarted, Triggered)
+from ..store.store import text_hash
+from .usage import add_usage, step_usage, total_tokens, usage_delta
+
+_TIMING_KEYS = ("overhead_ms", "wall_s", "latency_s", "elapsed_s", "timing")
+
+
+def stable(d: dict) -> dict:
+    """Drop wall-clock fields so the decision log is byte-identical across resumed and uninterrupted runs."""
+    return {k: v for k, v in d.items() if k not in _TIMING_KEYS}
+
+
+class Stopped(Exception):
+    """Raised by ``stop_after`` to simulate an interruption (tests)."""
+
+    def __init__(self, step: int):
+        super().__init__(f"stopped after step {step}")
+        self.step = step
+
+
+@dataclass
+class _Method:
+    """The live pieces of one method's run."""
+
+    name: str
+    updater: Any
+    evaluator: UpdaterEvaluator
+    janus: Any  # controller.Janus or None
+    counters: dict = field(default_factory=lambda: {"n_correct": 0, "triggers": 0, "accepts": 0, "rollbacks": 0,
+                                                    "usage": {}, "wall_s": 0.0, "eval_checkpoints": {}})
+    start: int = 0
+
+
+def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | None) -> _Method:
+    from ..controller import Janus
+
+    upd = ctx.make_updater(ctx.namespace_of(with_janus))  # paper preset: the +Janus twin's own samples
+    evaluator = ctx.make_evaluator(upd)  # the run's replay mode and salt (build.Context)
+    m = _Method(name, upd, evaluator, Janus(ctx.settings.janus_config(), evaluator) if with_janus else None)
+    if resume is not None:
+        m.start, state = resume
+        upd.load_snapshot(state["updater"])
+        if m.janus is not None:
+            m.janus = Janus.from_state_dict(state["janus"], evaluator)
+        m.counters = state["counters"]
+    return m
+
+
+def _strict_field(score) -> dict:
+    """``{"strict_correct": bool}`` when the paper checker scored (our strict verdict beside it), else ``{}``."""
+    detail = score.detail or {}
+    return {"strict_correct": bool(detail["strict_correct"])} if detail.get("checker") == "paper" else {}
+
+
+def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, deployed: str) -> tuple[dict, dict]:
+    """(decisions.jsonl line, steps.jsonl line) of one step."""
+    line = {"step": i, "task_id": task.id, "correct": bool(out.score.correct),
+            "old_memory_sha256": text_hash(out.old_memory), "candidate_memory_sha256": text_hash(out.candidate_memory),
+            "candidate_rejected": out.candidate_rejected, "deployed": "candidate" if deployed_candidate else "previous",
+            "deployed_memory_sha256": text_hash(deployed), "decision": decision}
+    record = {"step": i, "task_id": task.id, "correct": bool(out.score.correct), **_strict_field(out.score),
+              "extracted": out.score.extracted, "status": out.score.status, "output": out.output.text, "reasoning": out.output.reasoning,
+              "finish_reason": out.output.finish_reason,
+              "llm_calls": [{"role": c.role, "prompt_tokens": c.result.usage.prompt_tokens,
+                             "completion_tokens": c.result.usage.completion_tokens,
+                             "finish_reason": c.result.finish_reason} for c in out.calls],
+              "info": out.info}
+    # tokens of the responses this step used, by role; what was actually paid (cache hits excluded) is in the summary
+    record["usage"] = step_usage(out.calls, decision.get("evaluations", []))
+    return line, record
+
+
+def _decide(m: _Method, guard, proposer, task, snap) -> tuple[Any, dict, bool]:
+    """Run one step through GuardedUpdate (or the bare updater without Janus): (outcome, decision entry, deployed?).
+    ``proposer`` (run/injection.py) is the updater with the run's planned injections, already set to this step."""
+    if guard is None:
+        return proposer.step(task), {"step": None, "triggered": False, "accept": True, "reason": "no_controller"}, True
+    out, d = guard.step(task, snapshot=snap)
+    decision = stable(d.to_dict())
+    decision["evaluations"] = m.evaluator.drain()
+    if d.triggered:
+        m.counters["triggers"] += 1
+        m.counters["accepts" if d.accept else "rollbacks"] += 1
+    elif d.reason == "trivially_equal":  # JanusConfig.skip_trivially_equal: accepted without evaluation
+        m.counters["trivially_equal"] = m.counters.get("trivially_equal", 0) + 1
+    return out, decision, bool(d.accept)
+
+
+def _checkpoint_hints(m: _Method) -> dict:
+    """What of the step's checkpoint only grew (store/ckpt_log.py): the updater's and the controller's declared
+    appends, and the eval checkpoints (set once at their step, never changed)."""
+    hints = {("updater",) + p: h for p, h in m.updater.snapshot_hints().items()}
+    if m.janus is not None:
+        hints.update({("janus",) + p: h for p, h in m.janus.state_hints().items()})
+    for frac, ckp in m.counters["eval_checkpoints"].items():
+        hints[("counters", "eval_checkpoints", frac)] = (("eval_checkpoint", ckp["step"]), None)
+    return hints
+
+
+def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: int | None = None) -> None:
+    """Run the stream from step ``m.start + 1``, emitting StepRecorded / Triggered / StepFinished per step.
+    ``usage0``/``t0``: the client's usage snapshot and the time when this process started the method."""
+    from ..controller.adapter import GuardedUpdate
+
+    tasks, c = ctx.stream.tasks, m.counters
+    n = len(tasks)
+    ck_steps = {max(1, round(n * f)): f for f in ctx.settings.checkpoints if f < 1.0} if n else {}
+    plan = ctx.settings.inject_plan()  # {step: kind}: the same injections for every method of the run
+    proposer = injection.Proposer(m.updater, plan, ctx.settings.seed)
+    guard = GuardedUpdate(m.janus, proposer, ctx.encoder.encode) if m.janus is not None else None
+    # state before the step; afterwards each step's own snapshot serves the next step. By reference (bank matrices as
+    # RowsRef, records shared): its cost does not grow with the run, and the store writes only the new rows
+    snap = m.updater.snapshot(by_reference=True)
+    for i, task in enumerate(tasks[m.start:], m.start + 1):
+        out, decision, deployed_candidate = _decide(m, guard, proposer.at(i, snap), task, snap)
+        if guard is None:
+            decision["step"] = i
+        c["n_correct"] += int(out.score.correct)
+        deployed = m.updater.memory_text()
+        state = m.updater.snapshot(by_reference=True)  # rollback/load_snapshot deep-copy: one serves all three uses
+        if i in ck_steps:
+            c["eval_checkpoints"][str(ck_steps[i])] = {"step": i, "state": state}
+        line, record = _step_records(i, task, out, decision, deployed_candidate, deployed)
+        if i in plan:  # the decision log marks injected steps; the counters keep them for the summary (resumable)
+            line["injected"] = plan[i]
+            injection.note(c, line)
+        usage_now = add_usage(c["usage"], usage_delta(ctx.client.usage.snapshot(), usage0))
+        checkpoint = {"updater": state, "janus": m.janus.state_dict(by_reference=True) if m.janus is not None else None,
+                      "counters": {**c, "usage": usage_now, "wall_s": c["wall_s"] + time.time() - t0}}
+        bus.emit(StepRecorded(m.name, i, line, record, deployed,
+                              (out.candidate_memory, text_hash(out.old_memory), out.candidate_rejected), checkpoint,
+                              _checkpoint_hints(m)))
+        if decision.get("triggered"):
+            bus.emit(Triggered(m.name, i, bool(decision.get("accept")), str(decision.get("reason"))))
+        bus.emit(StepFinished(m.name, i, n, bool(out.score.correct), decision, c["n_correct"] / i, c["triggers"],
+                              c["accepts"], c["rollbacks"], total_tokens(usage_now),
+                              sum(r.get("cache_hits") or 0 for r in usage_now.values())))
+        if stop_after is not None and i >= stop_after:
+            raise Stopped(i)
+        snap = state
+
+
+def frozen_test(ctx, updater) -> list[dict]:
+    """test.jsonl lines: the frozen memory on the held-out split."""
+    results = updater.solve_frozen(ctx.test.tasks, role="test") if ctx.test.tasks else []
+    return [{"task_id": task.id, "correct": bool(score.correct), **_strict_field(score), "extracted": score.extracted,
+             "status": score.status,
+             "output": chat.text, "finish_reason": chat.finish_reason}
+            for task, (chat, score) in zip(ctx.test.tasks, results)]
+
+
+def checkpoint_tests(ctx, m: _Method, test_correct: int) -> list[dict]:
+    """Test accuracy of the memory at each stream-fraction checkpoint (paper Fig. 4), then at the end."""
+    out = []
+    as_logged = ctx.settings.checkpoint_restore_mode() == "paper"
+    final_in_log = False
+
+    def probe_test(state):
+        probe = ctx.make_updater(ctx.namespace_of(m.janus is not None))
+        probe.load_snapshot(state)
+        if as_logged:  # the authors' Fig. 4 restore (DC-RS: successes-only pool; ExpeL: counts 2)
+            probe.restore_as_logged()
+        res = probe.solve_frozen(ctx.test.tasks, role="test") if ctx.test.tasks else []
+        return sum(int(sc.correct) for _, sc in res) / len(res) if res else None
+
+    for frac, ckp in sorted(m.counters["eval_checkpoints"].items(), key=lambda kv: float(kv[0])):
+        out.append({"fraction": float(frac), "step": ckp["step"], "test_accuracy": probe_test(ckp["state"])})
+        final_in_log = final_in_log or ckp["step"] == len(ctx.stream.tasks)
+    if ctx.settings.checkpoints and ctx.test.tasks:
+        acc = test_correct / len(ctx.test.tasks)
+        if as_logged and not final_in_log and _restore_changes(ctx, m):
+            acc = probe_test(m.updater.snapshot())  # the 100% point restored as the authors restore it too
+        out.append({"fraction": 1.0, "step": len(ctx.stream.tasks), "test_accuracy": acc})
+    return out
+
+
+def _restore_changes(ctx, m) -> bool:
+    """Whether the authors' restore gives the final memory another test state (DC-RS with a failure in its pool)."""
+    probe = ctx.make_updater(ctx.namespace_of(m.janus is not None))
+    probe.load_snapshot(m.updater.snapshot())
+    before = probe.get_state()
+    probe.restore_as_logged()
+    return probe.get_state() != before
+
+
+class TestPhase:
+    """The held-out test phase of one method as events: TestStarted on entry, then one TestProgress per test answer
+    (paid or from the cache; counted from the LLM client's usage listener, role ``test``), with the tokens paid in
+    this phase so far."""
+
+    def __init__(self, ctx, bus: EventBus, method: str, n_checkpoints: int):
+        self.usage, self.bus, self.method = ctx.client.usage, bus, method
+        self.tasks = len(ctx.test.tasks)
+        self.answers = self.tasks * (1 + n_checkpoints)
+        self.done, self.tokens, self.cached = 0, 0, 0
+
+    def __enter__(self) -> TestPhase:
+        self.bus.emit(TestStarted(self.method, self.tasks, self.answers))
+        self.usage.add_listener(self._reply)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.usage.remove_listener(self._reply)
+
+    def _reply(self, role: str, cached: bool, tokens: int) -> None:
+        if role != "test":
+            return
+        self.done, self.tokens = min(self.answers, self.done + 1), self.tokens + tokens
+        self.cached += int(cached)
+        self.bus.emit(TestProgress(self.method, self.done, self.answers, self.tokens, self.cached))
+
+
+def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[dict], final_memory: str,
+                   usage: dict, wall_s: float) -> dict:
+    c, n, with_janus = m.counters, len(ctx.stream.tasks), m.janus is not None
+    n_test, test_correct = len(ctx.test.tasks), sum(r["correct"] for r in test_records)
+    checker = ctx.settings.checker_mode()
+    strict_correct = sum(r.get("strict_correct", r["correct"]) for r in test_records)
+    post_warmup = max(0, n - int(ctx.settings.janus_config().warmup)) if with_janus else 0
+    janus_only = lambda v: v if with_janus else None  # noqa: E731
+    return {
+        "method": m.name, "janus": with_janus, "stream_tasks": n,
+        "online_accuracy": c["n_correct"] / n if n else None,
+        "test_tasks": n_test, "test_correct": test_correct, "test_accuracy": test_correct / n_test if n_test else None,
+        # the paper checker's accuracy above; our strict checker's on the same answers here (issue 27)
+        **({"checker": checker, "test_correct_strict": strict_correct,
+            "test_accuracy_strict": strict_correct / n_test if n_test else None} if checker == "paper" else {}),
+        "triggers": janus_only(c["triggers"]),
+        "trigger_rate": janus_only(c["triggers"] / post_warmup if post_warmup else 0.0),
+        "accepts": janus_only(c["accepts"]), "rollbacks": janus_only(c["rollbacks"]),
+        "janus_stats": m.janus.stats if with_janus else None,
+        # only with the option on (the demo preset): candidates accepted unevaluated as trivially equal
+        **({"trivially_equal": c.get("trivially_equal", 0)}
+           if with_janus and m.janus.config.skip_trivially_equal else {}),
+        "updater_stats": getattr(m.updater, "stats", {}),
+        "final_memory_sha256": text_hash(final_memory), "checkpoints": checkpoints,
+        "usage": usage, "wall_s": round(wall_s, 2),
+        **({"injections": injection.summary(c, plan)} if (plan := ctx.settings.inject_plan()) else {}),
+    }
+
+
+def run_method(ctx, method: str, with_janus: bool, bus: EventBus, *, resume: tuple[int, dict] | None = None,
+               stop_after: int | None = None) -> dict:
+    """Run one method (updater, optionally wrapped by Janus) over the stream, then the frozen test. Returns its summary.
+
+    ``resume``: ``(last committed step, checkpoint)`` to continue from. ``stop_after`` (tests only) raises
+    :class:`Stopped` after that many steps as if the process had been killed.
+    """
+    m = _open_method(ctx, method, with_janus, resume)
+    bus.emit(MethodStarted(method, len(ctx.stream.tasks), m.start, m.updater.memory_text()))
+    usage0, t0 = ctx.client.usage.snapshot(), time.time()
+    stream(ctx, m, bus, usage0, t0, stop_after)
+    final_memory = m.updater.memory_text()
+    with TestPhase(ctx, bus, method, len(m.counters["eval_checkpoints"])) as phase:
+        test_records = frozen_test(ctx, m.updater)
+        correct = sum(r["correct"] for r in test_records)
+        checkpoints = checkpoint_tests(ctx, m, correct)
+    usage = add_usage(m.counters["usage"], usage_delta(ctx.client.usage.snapshot(), usage0))
+    bus.emit(TestDone(method, test_records, correct, len(test_records), phase.tokens, phase.cached))
+    summary = method_summary(ctx, m, test_records, checkpoints, final_memory, usage,
+                             m.counters["wall_s"] + time.time() - t0)
+    bus.emit(MethodFinished(method, summary, final_memory))
+    return summary

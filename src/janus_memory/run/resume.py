@@ -1,0 +1,159 @@
+"""Resume checks: what a run folder must hold for ``janus run --resume`` to continue it unchanged.
+
+``load_run_config`` reads the stored settings (migrated: a config from before the presets or before the ``llm``
+section resumes as it ran); ``check_resumable`` refuses another config, package version or dataset; ``check_resume_state``
+refuses a folder that cannot end complete (missing step rows, a damaged checkpoint, an edited config.json). All raise
+one-line JanusErrors; only the RunReader reads the folder.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from ..errors import ConfigError, OutputError, RunFolderError
+from ..controller.config import SEED_MAX
+from ..settings.config import RunConfig, migrate_stored
+from ..settings.llm_settings import SettingsConflict, lift_llm
+from ..store.reader import RunReader
+
+if TYPE_CHECKING:
+    from .build import Context
+    from ..store.store import RunStore
+
+# keys that may differ on resume without changing results: the endpoint may move; the model may not
+RESUME_FREE_KEYS = {"out", "cache_dir", "no_cache", "llm.concurrency", "llm.base_url", "llm.n_parallel"}
+
+
+def config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
+    """``key: old -> new`` lines for every differing (nested) key, sorted by key."""
+    out = []
+    for k in sorted(set(a) | set(b)):
+        va, vb = a.get(k), b.get(k)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += config_diff(va, vb, prefix + k + ".")
+        elif va != vb:
+            out.append(f"{prefix}{k}: {va!r} -> {vb!r}")
+    return out
+
+
+def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
+    """The resolved config stored in an existing run folder (for `--resume`)."""
+    from pydantic import ValidationError
+
+    from ..store.integrity import _first_error
+
+    reader = RunReader(run_dir)
+    if not reader.root.is_dir():
+        raise OutputError(f"{run_dir} does not exist; nothing to resume")
+    if not reader.has_db:
+        from ..store.store import RunStore
+
+        RunStore.check_resumable(run_dir)  # no run.sqlite: one line saying why (set-up killed, or no run folder)
+    data = reader.meta("config")
+    if data is None:
+        raise ConfigError(f"{run_dir} has no stored config (the run stopped before it was set up); "
+                          "start it again with the same command, without --resume")
+    for key in ("seed", "stream_order_seed"):  # accepted before the range check; random.Random dropped the sign
+        v = data.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and v < 0:
+            flag = "--" + key.replace("_", "-")
+            raise ConfigError(f"cannot resume {run_dir}: its stored {key} {v} is no longer accepted (seeds are in "
+                              f"[0, {SEED_MAX}]; it ran what {flag} {-v} runs); start a new run with {flag} {-v}",
+                              key=key)
+    try:
+        return RunConfig.parse(migrate_stored(data))  # a config from before the presets resumes as it ran
+    except (ConfigError, ValidationError, TypeError) as e:
+        ver = (reader.meta("environment") or {}).get("janus_memory", "?")
+        why = str(e).splitlines()[0] if isinstance(e, ConfigError) else _first_error(e)
+        raise ConfigError(f"cannot resume {run_dir}: its stored config is not valid here ({why}); "
+                          f"it was written by janus-memory {ver}") from None
+
+
+def _with_defaults(stored: dict) -> dict:
+    """A stored config (flat backend keys lifted into ``llm``) with the defaults of settings added after it was
+    written (they had their default then), as plain JSON values."""
+    try:
+        stored = lift_llm(stored)
+    except SettingsConflict:  # an edited config.json: compared as it is, so the diff shows the edit
+        pass
+    defaults = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()
+                if k not in stored and not f.is_required()}
+    defaults = {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in defaults.items()}
+    return {**defaults, **stored}
+
+
+def check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str) -> None:
+    """ConfigError unless the stored run has the same config (apart from RESUME_FREE_KEYS), package version and
+    dataset split hashes (failure case C13)."""
+    reader = RunReader(store.root)
+    refuse_changed_config(reader, cfg)
+    old_ver = (reader.meta("environment") or {}).get("janus_memory")
+    if old_ver != version:
+        raise ConfigError(f"cannot resume: run was made by janus-memory {old_ver}, this is {version}")
+    old_splits = reader.meta("splits") or {}
+    for name, rec in splits.items():
+        o = old_splits.get(name, {})
+        for key, what in (("source_sha256", "the data files changed since the run started"),
+                          ("ids_sha256", "the split holds other task ids (the data files or the stored seed or "
+                                         "split settings changed since the run started)")):
+            if o.get(key) != rec[key]:  # the full hashes: a prefix may be the same
+                raise ConfigError(f"cannot resume: dataset hash mismatch for the {name} split of {cfg.dataset} "
+                                  f"({key}: stored {o.get(key, '?')}, now {rec[key]}); {what}")
+
+
+def refuse_changed_config(reader: RunReader, cfg: RunConfig) -> None:
+    """ConfigError naming every setting (apart from RESUME_FREE_KEYS) that differs from the stored run's; ``cfg`` is
+    resolved here. Also called by the CLI before it prints anything (cli/checks.preflight)."""
+    from .build import resolve_config
+
+    stored = _with_defaults(migrate_stored(reader.meta("config") or {}))
+    stored = resolve_config(RunConfig.parse(stored)).model_dump()  # new updater keys: their defaults
+    now = resolve_config(cfg).model_dump()
+    diff = [d for d in config_diff(stored, now) if d.split(":")[0] not in RESUME_FREE_KEYS]
+    if diff:
+        raise ConfigError("cannot resume: the config differs from the stored run: " + "; ".join(diff)
+                          + " (a resumed run keeps its stored settings: leave those options out)")
+
+
+def check_resume_state(ctx: Context, store: RunStore) -> None:
+    """Refuse a resume that cannot end complete: step rows missing below the checkpoint, a checkpoint that does not
+    load, a newest memory version that does not read back, a config.json edited after the run started."""
+    from ..store.integrity import gaps_message, missing_steps
+
+    reader = RunReader(store.root)
+    on_disk = reader.json_file("config.json")
+    stored = _with_defaults(reader.meta("config") or {})
+    if isinstance(on_disk, dict):  # config.json = the stored settings + the derived preset_summary
+        on_disk = {k: v for k, v in on_disk.items() if k != "preset_summary"}
+    stored.pop("preset_summary", None)
+    diff = config_diff(stored, _with_defaults(on_disk)) if isinstance(on_disk, dict) else ["not a JSON object"]
+    if on_disk is not None and diff:
+        raise ConfigError(f"{store.root / 'config.json'} was edited after the run started ({'; '.join(diff[:3])}); "
+                          "the run's config is the one stored in run.sqlite: delete config.json to continue with it, "
+                          "or start a new run with --config")
+    for method, with_janus in ctx.settings.methods():
+        ck = reader.checkpoint(method)
+        done = reader.method_result(method)
+        upto = int(done["stream_tasks"]) if done else (ck[0] if ck else 0)
+        gaps = missing_steps(reader, method, upto)
+        if gaps:
+            raise RunFolderError(gaps_message(store.root, method, gaps))
+        if ck is not None and done is None:
+            _probe_checkpoint(ctx, store.root, method, with_janus, ck)
+        reader.last_memory(method)  # the base of the next stored version reads back (DamagedStoreError if not)
+
+
+def _probe_checkpoint(ctx: Context, root, method: str, with_janus: bool, ck: tuple[int, dict]) -> None:
+    from ..controller import Janus
+
+    try:
+        ctx.make_updater().load_snapshot(ck[1]["updater"])
+        if with_janus:
+            Janus.from_state_dict(ck[1]["janus"], lambda *a: [])
+        ck[1]["counters"]["n_correct"]  # noqa: B018
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise RunFolderError(f"{root}: the checkpoint of {method} at step {ck[0]} is damaged "
+                             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+                             "the run cannot continue from it: start a new run") from None

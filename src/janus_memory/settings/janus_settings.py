@@ -1,0 +1,70 @@
+"""The `janus` section of the run settings: JanusSettings, the controller overrides on the preset's JanusConfig, typed
+with fields generated from JanusConfig's own dataclass fields (so the two cannot drift apart).
+"""
+from __future__ import annotations
+
+from typing import Any
+from pydantic import BaseModel, ConfigDict, create_model, model_serializer
+
+
+class _JanusSettingsBase(BaseModel):
+    """Controller settings (the fields of controller.JanusConfig, typed; ranges and names are checked by JanusConfig
+    itself, one source of truth). Only the keys that were set count: they override the preset's JanusConfig
+    (``presets.janus_config``). Serialised as the set keys only. The fields are generated from JanusConfig's own
+    dataclass fields (names, types, defaults) below, so the two cannot drift apart."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_serializer(mode="wrap")
+    def _set_keys_only(self, handler):
+        data = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
+
+    def overrides(self) -> dict:
+        """The keys that were set, with their values."""
+        return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
+
+    # read like the dict it used to be (grid/sweep/tests: ``{**cfg.janus}``, ``cfg.janus.get("trigger")``)
+    def keys(self):
+        return self.overrides().keys()
+
+    def __getitem__(self, key: str):
+        return self.overrides()[key]
+
+    def get(self, key: str, default: Any = None):
+        return self.overrides().get(key, default)
+
+    def __iter__(self):  # a mapping's iteration: the set keys
+        return iter(self.overrides())
+
+    def items(self):
+        return self.overrides().items()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.model_fields_set
+
+    def __len__(self) -> int:
+        return len(self.model_fields_set)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, JanusSettings):
+            return self.overrides() == other.overrides()
+        if isinstance(other, dict):
+            return self.overrides() == other
+        return NotImplemented
+
+    __hash__ = None  # mutable-looking mapping
+
+
+def _janus_settings_model() -> type[BaseModel]:
+    import dataclasses
+    import typing
+
+    from ..controller.janus import JanusConfig
+
+    hints = typing.get_type_hints(JanusConfig)
+    fields = {f.name: (hints[f.name], f.default) for f in dataclasses.fields(JanusConfig)}
+    return create_model("JanusSettings", __base__=_JanusSettingsBase, __module__=__name__, **fields)
+
+
+JanusSettings = _janus_settings_model()

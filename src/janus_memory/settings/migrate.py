@@ -1,0 +1,41 @@
+"""The settings of runs stored by older versions, spelled out as they ran (so an old run folder resumes and reports
+unchanged): before the presets and the ``llm`` section existed, and before issue 27.
+"""
+from __future__ import annotations
+
+from .llm_settings import lift_llm
+
+
+def migrate_stored(data: dict) -> dict:
+    """A config stored before the presets existed (no ``preset`` key) ran what is now ``preset: small`` with the
+    paper JanusConfig switches as stored and frozen (cached) replays: say so explicitly, so it resumes unchanged.
+    A config stored before the ``llm`` section existed has its backend keys flat: they are lifted into it."""
+    data = lift_llm(dict(data))  # stored before the llm section existed: flat backend keys
+    if "preset" not in data:
+        data.update(preset="small", janus_preset="paper", replay="frozen")
+        data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
+    if "twin_cache" not in data:  # stored before issue 27 (every config.json written since holds the key)
+        data = pre_issue27(data)
+    if data.get("updater") == "expel" and "outputs" not in (data.get("updater_config") or {}):
+        # stored before ExpeL kept the authors' raw outputs and showed raw questions as examples (issue 27 round 3)
+        data["updater_config"] = {"outputs": "visible", "examples_input": "task_prompt",
+                                  "test_scoring": "answer_block", **(data.get("updater_config") or {})}
+    return data
+
+
+def pre_issue27(data: dict) -> dict:
+    """The settings a run made before issue 27 ran with, spelled out: our strict checker, a replay failure ends
+    the comparison, the base and +Janus twin share cached answers, scikit-learn k-means, truncation samplers left
+    to the backend."""
+    data = dict(data)
+    data.update(checker="strict", replay_failures="abort", twin_cache="shared", checkpoint_restore="exact")
+    data["janus"] = {**(data.get("janus") or {})}
+    data["janus"].setdefault("clustering", "sklearn")
+    data["updater_config"] = {**(data.get("updater_config") or {})}
+    data["updater_config"].setdefault("sampling", "backend")
+    if data.get("updater") == "expel":  # ExpeL's retrieval fields were ours then
+        data["updater_config"].setdefault("retrieval", "multi_field")
+        data["updater_config"].setdefault("curator_input", "task_prompt")
+    if data.get("updater") in ("dc_rs", "dc_cu", "expel"):  # the parsers saw the answer text only
+        data["updater_config"].setdefault("parse_reasoning", False)
+    return data

@@ -1,0 +1,285 @@
+"""APIBench scoring by the AST: the call signatures and model identifiers of a line of code (constants folded,
+variables bound to loaded models followed, identifiers renamed in 2024 read as the database's), compared against the
+API database's entries by apibench.py.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CallSig:
+    """One call: dotted function name, all literal argument values, and its model/repo identifiers (see ``_ids``)."""
+
+    name: str
+    values: frozenset
+    ids: frozenset = frozenset()
+    extra: frozenset = frozenset()  # further repository ids (tokenizer=..., see EXTRA_ID_KEYWORDS)
+
+
+# keyword arguments that name a model or repository; other calls take it as their first positional argument
+ID_KEYWORDS = {"model", "repo_id", "repo", "source", "model_name", "model_id", "model_tag", "checkpoint",
+               "pretrained_model_name_or_path", "model_name_or_path"}
+
+
+_TASK_FIRST = {"pipeline"}  # pipeline(task, model): the identifier is the second positional argument
+
+
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+# Hugging Face moved its org-less "canonical" models into organisations in 2024 (the old names still redirect), so a
+# model written today as ``FacebookAI/roberta-base`` is the database's ``roberta-base``. Explicit table, new -> old:
+# organisation (lower case) -> the org-less names it took over (a name ending in "-" is a prefix of a family).
+RENAMED_2024: dict[str, tuple[str, ...]] = {
+    "google-bert": ("bert-",),
+    "facebookai": ("roberta-base", "roberta-large", "roberta-large-mnli", "xlm-"),
+    "openai-community": ("gpt2", "gpt2-", "openai-gpt", "roberta-base-openai-detector",
+                         "roberta-large-openai-detector"),
+    "distilbert": ("distilbert-", "distilgpt2", "distilroberta-"),
+    "google-t5": ("t5-",),
+    "albert": ("albert-",),
+    "xlnet": ("xlnet-",),
+    "almanach": ("camembert-",),
+    "salesforce": ("ctrl",),
+    "transfo-xl": ("transfo-xl-",),
+}
+
+
+# whole-id moves of 2024: runwayml removed its Stable Diffusion repositories; the community mirror kept the names
+RENAMED_REPOS_2024: dict[str, str] = {
+    "stable-diffusion-v1-5/stable-diffusion-v1-5": "runwayml/stable-diffusion-v1-5",
+    "stable-diffusion-v1-5/stable-diffusion-inpainting": "runwayml/stable-diffusion-inpainting",
+}
+
+
+def canonical_id(i: str) -> str:
+    """The database spelling of a model/repo identifier renamed in 2024 (see RENAMED_2024), else ``i`` unchanged."""
+    if i in RENAMED_REPOS_2024:
+        return RENAMED_REPOS_2024[i]
+    org, sep, name = i.partition("/")
+    if not sep or "/" in name:
+        return i
+    for old in RENAMED_2024.get(org.lower(), ()):
+        prefix = old.endswith("-")
+        if (name == old and not prefix) or (prefix and name.startswith(old) and len(name) > len(old)):
+            return name
+    return i
+
+
+def _slashed(node) -> bool:
+    """An unquoted ``org/model-name`` (parsed by Python as divisions and subtractions of names and numbers:
+    ``runwayml/stable-diffusion-v1-5`` is ``((runwayml / stable) - diffusion) - v1) - 5``)."""
+    def leaves_ok(n):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.Sub)):
+            return leaves_ok(n.left) and leaves_ok(n.right)
+        return isinstance(n, (ast.Name, ast.Attribute)) or (isinstance(n, ast.Constant)
+                                                            and isinstance(n.value, (int, float)))
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Sub)) and leaves_ok(node)):
+        return False
+    return sum(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) for n in ast.walk(node)) == 1
+
+
+UNRESOLVED = "<unresolved id>"  # an identifier argument that is not a constant the scorer can fold: never a match
+
+
+_OBJ = object()  # a variable bound to a loaded model/pipeline object (``model = X.from_pretrained(...)``), not an id
+
+
+# functions whose first positional argument (pipeline: second) names the model/repository
+ID_FUNCS = {"from_pretrained", "from_pretrained_keras", "load_from_hub", "hf_hub_download", "snapshot_download",
+            "SentenceTransformer", "CrossEncoder", "from_hparams", "load_model_ensemble_and_task_from_hf_hub",
+            "pipeline"}
+
+
+_LOADERS = {"load", "cached_download", "from_config", "from_hparams"}
+
+
+# keyword arguments that name a further repository (tokenizer, processor, ...): when given as a string it must be in
+# the database's pool of identifiers, but the matching entry need not name it
+EXTRA_ID_KEYWORDS = {"tokenizer", "feature_extractor", "image_processor", "processor", "tokenizer_name",
+                     "config_name", "revision_repo"}
+
+
+def _fold(node, env: dict | None = None):
+    """The string an expression certainly evaluates to, folded with ``ast`` only (nothing is evaluated): a constant,
+    an f-string of foldable parts, ``+`` of foldable strings, a walrus, or a variable bound to one of those (``env``).
+    Returns ``_OBJ`` for a variable bound to a loaded model object and None when it cannot be folded."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name) and env is not None and node.id in env:
+        return env[node.id]
+    if isinstance(node, ast.NamedExpr):
+        return _fold(node.value, env)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        a, b = _fold(node.left, env), _fold(node.right, env)
+        return a + b if isinstance(a, str) and isinstance(b, str) else None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.FormattedValue):
+                if v.conversion not in (-1, 115) or v.format_spec is not None:  # only {x} and {x!s}
+                    return None
+                v = v.value
+            f = _fold(v, env)
+            if not isinstance(f, str):
+                return None
+            parts.append(f)
+        return "".join(parts)
+    return None
+
+
+def _lit(node, env: dict | None = None) -> str | None:
+    """A literal argument value: a foldable string (see ``_fold``), a number, or an unquoted ``org/name``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+        return str(node.value)
+    if _slashed(node):
+        return canonical_id(ast.unparse(node).replace(" ", ""))
+    f = _fold(node, env)
+    return canonical_id(f) if isinstance(f, str) else None
+
+
+def _loads(node) -> bool:
+    """True when an expression calls a loader (``X.from_pretrained('org/m')``, ``cached_download(url)``, ...): its
+    value is a model object or a file whose own identifier is checked where the loader is called."""
+    for c in ast.walk(node):
+        last = (_dotted(c.func) or "").split(".")[-1] if isinstance(c, ast.Call) else ""
+        if last in ID_FUNCS or last in _LOADERS or last.endswith("from_pretrained"):
+            return True
+    return False
+
+
+def _id_arg(node, env: dict | None) -> str | None:
+    """An identifier argument: its folded value, None for a loaded model object, UNRESOLVED for anything else
+    (a subscript, a call such as ``os.getenv(...)`` or ``'/'.join(...)``, a starred list, an unbound name, ...)."""
+    if _slashed(node):
+        return _lit(node, env)
+    f = _fold(node, env)
+    if f is _OBJ or (f is None and _loads(node)):
+        return None
+    return canonical_id(f) if isinstance(f, str) else UNRESOLVED
+
+
+def _ids(node: ast.Call, name: str, env: dict | None = None) -> frozenset:
+    """The model/repo identifiers a call names: ID_KEYWORDS values, else the first (pipeline: second) positional
+    argument. In a call of an ID_FUNCS function (or an ID_KEYWORDS value anywhere) an identifier that cannot be folded
+    to a constant - or one hidden in ``*args`` / ``**kwargs`` - is UNRESOLVED; elsewhere only literals count."""
+    last = name.split(".")[-1]
+    id_func = last in ID_FUNCS or last.endswith("from_pretrained")
+    ids = [_id_arg(k.value, env) for k in node.keywords if k.arg in ID_KEYWORDS]
+    pos = 1 if last in _TASK_FIRST else 0
+    if not any(k.arg in ID_KEYWORDS for k in node.keywords):
+        if id_func and any(isinstance(a, ast.Starred) for a in node.args[:pos + 1]):
+            ids.append(UNRESOLVED)
+        elif len(node.args) > pos:
+            ids.append(_id_arg(node.args[pos], env) if id_func else _lit(node.args[pos], env))
+        elif id_func and any(k.arg is None for k in node.keywords):
+            ids.append(UNRESOLVED)  # X.from_pretrained(**{'pretrained_model_name_or_path': ...})
+    return frozenset(i for i in ids if i)
+
+
+def _extra_ids(node: ast.Call, env: dict | None = None) -> frozenset:
+    """Identifiers of EXTRA_ID_KEYWORDS given as (foldable) strings: ``pipeline(..., tokenizer='org/tok')``."""
+    vals = [_fold(k.value, env) for k in node.keywords if k.arg in EXTRA_ID_KEYWORDS]
+    return frozenset(canonical_id(v) for v in vals if isinstance(v, str))
+
+
+def _bindings(tree) -> dict:
+    """Variables assigned a foldable string (``model_id = 'org/name'``, ``org = 'x'; m = f'{org}/y'``), the last
+    assignment in source order winning: the diffusers idiom ``model_id = '...'; X.from_pretrained(model_id)`` names
+    its model through one (issue 26). A variable bound to an expression that loads a model is ``_OBJ``; any other
+    binding (a tuple target, a loop variable, a parameter) leaves the name unbound, so it is not resolved."""
+    env: dict = {}
+    assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+    for n in sorted(assigns, key=lambda n: (n.lineno, n.col_offset)):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+        val = _fold(n.value, env)
+        if val is None and _loads(n.value):
+            val = _OBJ
+        for t in targets:
+            if isinstance(t, ast.Name):
+                if val is None:
+                    env.pop(t.id, None)
+                else:
+                    env[t.id] = val if val is _OBJ else canonical_id(val)
+            else:
+                for sub in ast.walk(t):
+                    if isinstance(sub, ast.Name):
+                        env.pop(sub.id, None)
+    return env
+
+
+def _calls(tree) -> list[CallSig]:
+    out = []
+    env = _bindings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name is None:
+                continue
+            # values and identifiers of the whole call subtree (nested calls included), as Gorilla's matcher reads
+            # the candidate subtree's text
+            vals, ids, extra = [], set(), set()
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    vals += [_lit(a, env) for a in sub.args] + [_lit(k.value, env) for k in sub.keywords]
+                    sub_name = _dotted(sub.func)
+                    ids |= _ids(sub, sub_name, env) if sub_name else set()
+                    extra |= _extra_ids(sub, env)
+            out.append(CallSig(name, frozenset(v for v in vals if v is not None), frozenset(ids), frozenset(extra)))
+    return out
+
+
+def _first_call_prefix(s: str) -> str | None:
+    i = s.find("(")
+    if i < 0:
+        return None
+    depth, q = 0, None
+    for j in range(i, len(s)):
+        c = s[j]
+        if q:
+            if c == q:
+                q = None
+        elif c in "'\"":
+            q = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return s[:j + 1]
+    return None
+
+
+def parse_api_call(src: str) -> list[CallSig] | None:
+    """Candidate calls in an api_call string (with the repairs listed in the module docstring); None if unparseable."""
+    s = (src or "").strip().strip("`").strip()
+    if not s:
+        return None
+    tries = [s]
+    t = re.sub(r"[.;]+$", "", s).strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"" and "(" in t:
+        t = t[1:-1]
+    tries.append(t)
+    pre = _first_call_prefix(t)
+    if pre:
+        tries.append(pre)
+    tries += [re.sub(r"(?<=[=(,])\s*([A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+)(?=\s*[,)])", r"'\1'", x) for x in list(tries)]
+    for x in tries:
+        try:
+            calls = _calls(ast.parse(x))
+        except (SyntaxError, ValueError):
+            continue
+        if calls:
+            return calls
+    return None
