@@ -1,5 +1,10 @@
 """The Janus controller (pure: no I/O, no LLM client). Source: paper-spec.md §2-4, §8.3-8.6, §11.
 
+Owns the per-step decision: the trigger (MMT and the other policies), the evaluation set (coverage, boundary, fresh),
+the comparison rules and the controller's state. It asks an evaluator callback to score memories and never calls a
+model itself. May import the foundation modules only (types, errors, names, rows); nothing of the plugin packages,
+the run, the store or the CLI.
+
 Public API::
 
     from janus_memory.controller import Janus, JanusConfig, StepInput, Decision
