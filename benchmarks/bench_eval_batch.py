@@ -2,7 +2,7 @@
 
 Issue 17 goal: with a server that has |E| x 2 parallel slots, evaluating the entries E under both memories (old and
 new) should take <= 1.3x the latency of a single solve, because the runner sends entries x {old, new} as ONE
-``chat_many`` (runner/eval_batch.py) and the server decodes them together.
+``chat_many`` (run/eval_batch.py) and the server decodes them together.
 
 The server is llama.cpp's own HTTP server (tests/llamacpp_server.py, the C++ engine of the xllamacpp wheel) on
 127.0.0.1 with ``--slots`` = 2 |E| slots (default |E| = 4: 8 slots), a small GGUF (SmolLM2-135M by default, as

@@ -6,9 +6,9 @@ average at the start, after the synthetic part and at the end (the machine may b
 1. ``synthetic``: RunStore.commit_step with a checkpoint shaped like the real one (controller state: one task + one
    384-d float32 embedding appended per step, momentum and k-means centroids rewritten every step; updater state: a
    retrieval bank gaining one record + embedding per step, a rewritten cheatsheet; counters) and the hints the real
-   producers give (Janus.state_hints, RetrievalBank.state_hints; runner/ckpt_log.py). The embedding matrices are
+   producers give (Janus.state_hints, RetrievalBank.state_hints; store/ckpt_log.py). The embedding matrices are
    handed over as the stream loop hands them (``rows``: RowsRef handles from a real EmbeddingStore and
-   RetrievalBank, stored as new rows per step, runner/ckpt_rows.py). Median commit time and database bytes per step
+   RetrievalBank, stored as new rows per step, store/ckpt_rows.py). Median commit time and database bytes per step
    in a window of 21 steps around step 10, 1,000 and 10,000. Each window has its own run folder, first advanced
    untimed to the window; the windows' steps are then committed interleaved, so a load change on the machine hits
    every window alike. For comparison, at smaller step counts: the matrices as growing base64 strings (``b64``: the
@@ -60,7 +60,7 @@ def _b64(a: np.ndarray) -> dict:
 
 class _State:
     """A growing checkpoint with the real one's shape (see the module docstring), and the producers' hints.
-    ``rows``: the matrices by reference (RowsRef from a real EmbeddingStore / RetrievalBank), as runner/loop.py hands
+    ``rows``: the matrices by reference (RowsRef from a real EmbeddingStore / RetrievalBank), as run/loop.py hands
     them over; else as growing base64 strings (the form before store format 2)."""
 
     def __init__(self, rows: bool, seed: int = 0):
@@ -69,7 +69,7 @@ class _State:
         self.store, self.bank = EmbeddingStore(), RetrievalBank()
         self.tasks: list[dict] = []
         self.records: list[dict] = []
-        self.token = object()  # the producers' "only grew" token (runner/ckpt_log.py); constant: nothing is restored
+        self.token = object()  # the producers' "only grew" token (store/ckpt_log.py); constant: nothing is restored
 
     def _b64(self) -> dict:
         return {"dtype": "<f4", "shape": [len(self.rows), DIM], "b64": "".join(self.rows)}

@@ -1,4 +1,5 @@
-"""Size and opening time of a `janus view` page for a synthetic long run (docs/view.md quotes the numbers).
+"""Size and opening time of a `janus view` page for a synthetic long run (docs/measurements.md, "`janus view`: page
+size and opening time", holds the numbers).
 
 A synthetic run of N stream steps (default 10,000) with two methods, dc_rs and dc_rs+janus, shaped like a real one:
 a cheatsheet of ~60 lines (~4 KB) where each step's candidate rewrites one line and adds one (the oldest line drops

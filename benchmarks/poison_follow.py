@@ -1,6 +1,7 @@
 """Does a model follow an instruction planted in its memory? For each poison template (``janus run --inject
 poison``), solve the same held-out tasks with a run's cheatsheet as it is and with the template planted on top (as the
-injection writes it: janus_memory.inject.poisoned_cheatsheet), and count the answers the planted line turned wrong.
+injection writes it: janus_memory.inject.candidates.poisoned_cheatsheet), and count the answers the planted line
+turned wrong.
 
 Why it matters (issue 15): Janus can only block a harmful candidate that E can tell apart from the old memory. If the
 model ignores the planted instruction, the poisoned memory scores like the clean one, the tie goes to the new memory,

@@ -4,12 +4,13 @@ injected kind at each post-warm-up step? Offline (the run's stored memory versio
 The momentum follows the controller's rule (controller/trigger.py): untouched during warm-up, ``m := z`` at the
 first post-warm-up step, then ``m_t = beta * m_{t-1} + (1 - beta) * z_t`` with the genuine (deployed) update of the
 method given. At each later step it prints the cosine of the genuine update and of every kind of injected candidate
-built from the previous memory (``inject.harmful_candidate``; for ``dump`` the retrieved-pairs block is rebuilt
-approximately from the step's retrieved task ids and the run's own outputs, cut to 300 characters as the demo's
-DC-RS does). At a step where the run itself injected a candidate, "genuine" is that injected candidate.
+built from the previous memory (``inject.candidates.harmful_candidate``; for ``dump`` the retrieved-pairs block is
+rebuilt approximately from the step's retrieved task ids and the run's own outputs, cut to 300 characters as the
+demo's DC-RS does). At a step where the run itself injected a candidate, "genuine" is that injected candidate.
 
 Usage: python benchmarks/probe_run_trigger.py RUN_DIR [--method dc_rs] [--warmup 3] [--beta 0.9] [--tau 0.0]
-Measured on the demo (`janus demo`, 2026-12-01, DC-RS blind memories, warm-up 3) -> docs/experiments.md.
+Measured on the demo (`janus demo`, 2026-12-01, DC-RS blind memories, warm-up 3) -> docs/measurements.md, "MMT on
+the demo's short stream".
 """
 from __future__ import annotations
 

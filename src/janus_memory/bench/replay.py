@@ -13,7 +13,7 @@ Replay is open-loop: every recorded candidate is treated as deployed (the contro
 "both memories solve every task", so it accepts), so each step sees exactly the recorded (before, after) pair.
 What a setting would have compared is measured; what the updater would have proposed after a rollback cannot be.
 
-Destructive steps (``mark_destructive``; documented in docs/bench_replay.md):
+Destructive steps (``mark_destructive``; documented in docs/bench.md, "Destructive-step rule"):
 
 * ``dump``: the first non-empty line of the new memory matches ``DUMP_PATTERN`` (Dynamic Cheatsheet's block of
   retrieved previous solutions carried forward in place of the cheatsheet);

@@ -1,6 +1,7 @@
 """``janus replay``: replay recorded memory trajectories through the trigger (see bench/replay.py).
 
-Hooked into cli.py with ``add_replay_parser(subparsers)`` and ``run_replay(args) -> exit code``.
+Hooked into the CLI with ``add_replay_parser(subparsers)`` (cli/parser.py) and ``run_replay(args) -> exit code``
+(cli/app.py).
 Writes ``replay.json`` (rows + per-step records), ``replay.md`` (tables) and one cosine-timeline PNG per
 trajectory into ``--out``; prints the pooled and per-trajectory tables.
 """

@@ -30,7 +30,7 @@ def announce(evaluator: Any, c: JanusConfig, d: Decision, trigger_count: int, n_
     expect = getattr(evaluator, "expect_pair", None)
     if callable(expect) and n_entries and not (c.same_memory_shortcut and old_text == new_text):
         # both memories will be evaluated on these entries (all of them unless early stopping ends the
-        # comparison sooner): a batching evaluator may solve them together (runner/eval_batch.py); the
+        # comparison sooner): a batching evaluator may solve them together (run/eval_batch.py); the
         # calls it receives and the decision are unchanged
         partial = c.early_stop and c.decision_rule == "paper" or c.decision_rule == "sequential"
         expect(old_text, new_text, complete=full or not partial)

@@ -19,8 +19,9 @@ SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range (numpy's Random
 CLUSTERINGS = ("paper", "sklearn", "incremental")
 DECISION_RULES = ("paper", "sign_test", "sequential")
 EVAL_ORDERS = ("paper", "informative")
-# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24), with the
-# scikit-learn k-means it was measured with (the paper preset's k-means became the authors' one afterwards, issue 27)
+# JanusConfig.recommended(): the settings of docs/controller.md ("Recommended controller"; issue 24; measured in
+# docs/measurements.md, "Recommended controller (issue 24)"), with the scikit-learn k-means it was measured with
+# (the paper preset's k-means became the authors' one afterwards, issue 27)
 RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_order="informative", gate_full_compare=True,
                    seq_max_pairs=9, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, reuse_old_results=True,
                    dedup=True, same_memory_shortcut=True, clustering="sklearn")
@@ -57,7 +58,8 @@ class JanusConfig:
     ignore_usage_counters (off; not in the paper; needs skip_trivially_equal): usage counters are bookkeeping too:
       DC's ``** Count: N`` lines and ACE's ``helpful=N harmful=N`` in a bullet. A candidate that only moves a
       counter is then accepted unevaluated. Off by default because the solver reads the counters (ACE's generator
-      sees them); measured on a real ACE run in docs/updaters.md, where every compared candidate was of that kind.
+      sees them); measured on a real ACE run, where every compared candidate was of that kind (docs/measurements.md,
+      "Ignoring usage counters on the real runs").
 
     The recommended controller (issue 24; all off here; ``JanusConfig.recommended()``; docs/controller.md):
       decision_rule="sequential": Wald's SPRT on discordant pairs (seq_alpha, seq_beta, seq_theta), seq_round tasks
@@ -96,7 +98,8 @@ class JanusConfig:
     same_memory_shortcut: bool = False
     replay_limit: int | None = None
     # selective trigger (issue 16): read only when trigger == "selective" (trigger_options.py); defaults = the
-    # measured recommendation in docs/controller.md. 0 switches a gate off.
+    # recommendation of docs/controller.md, measured in docs/measurements.md ("Selective trigger (issue 16)"). 0
+    # switches a gate off.
     retention_min: float = 0.25
     shrink_max: float = 0.5
     magnitude_ratio: float = 1.5
@@ -215,7 +218,8 @@ class JanusConfig:
 
     @classmethod
     def recommended(cls, **overrides) -> JanusConfig:
-        """The recommended controller (issue 24; measured in docs/controller.md "Recommended controller"): compare
+        """The recommended controller (issue 24; docs/controller.md "Recommended controller", measured in
+        docs/measurements.md "Recommended controller (issue 24)"): compare
         at every post-warm-up step (``trigger="always"``) with Wald's sequential test on discordant pairs
         (``decision_rule="sequential"``), the most informative tasks first (``eval_order="informative"``), each
         comparison capped at ``seq_max_pairs`` tasks; a destructive-looking candidate (the item gate:

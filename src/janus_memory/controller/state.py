@@ -104,7 +104,7 @@ class StateMixin:
     def state_hints(self) -> dict:
         """What of :meth:`state_dict` only grows: ``{key path: (token, stable)}``; while ``token`` is the same object,
         the first ``stable`` items (tasks, ids) or base64 characters (the embedding matrix) stay as they are. The run
-        store uses it to write appends without comparing the whole state (runner/ckpt_log.py)."""
+        store uses it to write appends without comparing the whole state (store/ckpt_log.py)."""
         n, tok = self._store.n, self._grow_token
         return {("tasks",): (tok, n), ("ids",): (tok, n),
                 ("embeddings", "data", "b64"): (tok, 4 * (n * (self._store.dim or 0) * 4 // 3))}

@@ -52,8 +52,9 @@ def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
 
 def _normalised(cfg: dict) -> dict:
     """config.json as the runner reads it back: old flat backend keys lifted, the settings of runs made before a key
-    existed spelled out as they ran (config.migrate_stored), every default written out (build.resolve_config: the
-    updater's own defaults too); a config this version cannot parse gets the top-level, llm and Janus defaults only."""
+    existed spelled out as they ran (settings/migrate.migrate_stored), every default written out
+    (build.resolve_config: the updater's own defaults too); a config this version cannot parse gets the top-level, llm
+    and Janus defaults only."""
     from ..run.build import resolve_config
     from ..settings.config import RunConfig, migrate_stored
     from ..settings.llm_settings import LLMSettings
@@ -157,7 +158,7 @@ def _key_names(keys: set[str]) -> dict[str, str]:
 
 
 def assign_tags(rows: list) -> dict:
-    """Tell apart the rows of one group of comparable runs (report_setup.sections) that share a label; sets each
+    """Tell apart the rows of one group of comparable runs (setup.sections) that share a label; sets each
     MethodRun's ``tag`` and ``label`` (``cell_label`` keeps the name without the tag).
 
     Returns ``{"duplicates": [warning lines], "sources": [lines naming each tagged row's settings and folders]}``.

@@ -1,9 +1,10 @@
-"""The runner's side of injected harmful candidates (issue 15; the candidates themselves: janus_memory/inject.py).
+"""The runner's side of injected harmful candidates (issue 15; the candidates themselves: janus_memory/inject/).
 
 * :func:`validate` / :func:`check_stream`: one-line ConfigErrors for a plan the run cannot carry out;
 * :class:`Proposer`: what the stream loop (and GuardedUpdate) drives instead of the bare updater: the updater's own
-  ``step(task)``, then, at a planned step, :func:`janus_memory.inject.inject_candidate`, before Janus decides. Both
-  methods of a ``--controller both`` run use the same plan, seed and task order, so they get the same injections;
+  ``step(task)``, then, at a planned step, :func:`janus_memory.inject.candidates.inject_candidate`, before Janus
+  decides. Both methods of a ``--controller both`` run use the same plan, seed and task order, so they get the same
+  injections;
 * :func:`note` / :func:`summary`: the per-method counts kept in the loop's counters (so they survive a resume) and
   summarised for summary.json (``injections``);
 * :func:`console_subscriber` and :func:`next_steps`: what ``janus run`` / ``janus demo`` print about them.
@@ -87,7 +88,8 @@ def note(counters: dict, line: dict) -> None:
 
 
 def summary(counters: dict, plan: dict[int, str]) -> dict:
-    """summary.json's ``injections`` of one method: :func:`janus_memory.inject.summarise_injections` plus the plan."""
+    """summary.json's ``injections`` of one method: :func:`janus_memory.inject.candidates.summarise_injections` plus
+    the plan."""
     out = summarise_injections(counters.get(LOG_KEY, []))
     out["plan"] = ",".join(f"{k}@{s}" for s, k in sorted(plan.items()))
     out["deployed_steps"] = [x["step"] for x in counters.get(LOG_KEY, []) if x["deployed"] == "candidate"]

@@ -81,8 +81,8 @@ class RunConfig(BaseModel):
     allow_weak_sandbox: bool = False  # HumanEval: accept the fallback sandbox (unshare) when bubblewrap is missing
 
     # harmful candidates injected at chosen stream steps (issue 15): "KIND@STEP[,KIND@STEP...]" or a YAML list of
-    # such strings, kinds wipe / dump / overfit / poison / truncate (janus_memory/inject.py); stored in canonical
-    # form ("poison@5,wipe@12"), None = no injection
+    # such strings, kinds wipe / dump / overfit / poison / truncate (janus_memory/inject/candidates.py); stored in
+    # canonical form ("poison@5,wipe@12"), None = no injection
     inject: str | None = None
 
     checkpoints: list[float] = Field(default_factory=list)  # stream fractions whose memory is also tested, e.g. [0.2, 0.4, 0.6, 0.8]
@@ -351,8 +351,8 @@ def demo_config(**overrides) -> RunConfig:
     fresh 1, and the trigger ``always`` (the paper's "without MMT" ablation: compare at every post-warm-up step). A
     5-step stream gives the momentum no history: measured on real DC-RS runs, cos(z_t, m_{t-1}) of genuine and
     harmful candidates alike is noise (|cos| < 0.15) until ~6 updates after warm-up and clearly negative for harmful
-    kinds only after that (docs/experiments.md, probe table). `janus run` keeps MMT; the demo shows what Janus's
-    comparison does with a harmful candidate, and says that it compares every step.
+    kinds only after that (docs/measurements.md, "MMT on the demo's short stream", probe table). `janus run` keeps
+    MMT; the demo shows what Janus's comparison does with a harmful candidate, and says that it compares every step.
 
     One injected harmful candidate (issue 15): ``poison`` (a planted instruction that makes answers wrong, the
     memory-poisoning attack) at the last stream step, so that both final memories go to the held-out test: blind

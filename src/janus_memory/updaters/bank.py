@@ -77,7 +77,7 @@ class RetrievalBank:
 
     def state_hints(self) -> dict:
         """``{key path in state(): (token, stable)}``: while the token is the same object, the first ``stable``
-        records / base64 characters of ``emb_b64`` stay as they are (runner/ckpt_log.py)."""
+        records / base64 characters of ``emb_b64`` stay as they are (store/ckpt_log.py)."""
         n, d = len(self.records), (0 if self._buf is None else int(self._buf.shape[1]))
         return {("records",): (self._grow_token, n), ("emb_b64",): (self._grow_token, 4 * (n * d * 4 // 3))}
 

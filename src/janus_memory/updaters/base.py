@@ -113,7 +113,7 @@ class Updater(ABC):
     def set_state(self, state: dict) -> None:
         """Exact inverse of ``get_state``."""
 
-    # ---- registry fact: LLM calls per stream step (the run's time estimate, runner/estimate.py) -------------
+    # ---- registry fact: LLM calls per stream step (the run's time estimate, run/estimate.py) -------------
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float | None] | None:
         """(fewest, most) LLM calls one stream step makes, averaged over steps, with ``config`` (the updater's
@@ -130,7 +130,7 @@ class Updater(ABC):
     def snapshot(self, *, by_reference: bool = False) -> dict:
         """Full state incl. banks and stats; ``json.dumps(snapshot(), sort_keys=True)`` is deterministic.
 
-        ``by_reference=True``: the run store's form, whose cost does not grow with the banks (runner/loop.py): bank
+        ``by_reference=True``: the run store's form, whose cost does not grow with the banks (run/loop.py): bank
         matrices are :class:`~janus_memory.rows.RowsRef` handles and bank records are shared (read-only); the JSON
         check skips what :meth:`state_hints` declares append-only (RetrievalBank.add checks each record). It
         restores (``load_snapshot``, ``rollback``) like the plain form."""
@@ -168,7 +168,7 @@ class Updater(ABC):
     ) -> list[tuple[ChatResult, Score]]:
         """Janus replay: the solving prompt with this memory text only; 1 try, no retrieval, no code execution.
 
-        ``sample`` is the LLM client's sample index (0 = the stream solver's request; see runner/evaluator.py)."""
+        ``sample`` is the LLM client's sample index (0 = the stream solver's request; see run/evaluator.py)."""
         msgs = [self.solving_messages(memory_text, t) for t in tasks]
         return self._solve_batch(msgs, tasks, role, sample=sample)
 

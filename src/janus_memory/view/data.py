@@ -1,7 +1,7 @@
 """What `janus view` shows, read from finished run folders: one JSON-ready dict (format ``janus-view/1``).
 
 Everything is read through RunReader (store/reader.py) and computed by the report's own functions: the rows
-(runs.load_runs), the groups of comparable runs and their captions (report_setup), Table 1 and the paired base vs
+(runs.load_runs), the groups of comparable runs and their captions (report/setup.py), Table 1 and the paired base vs
 +Janus comparison (report's section tables, paired.py), the Wilson intervals (paired.wilson), the running accuracy
 (inject_report), the cumulative tokens (plots.cumulative_tokens), the cost per method (summary_table.method_cost) and
 the memory versions and line diffs (memdiff). This module only arranges them compactly, per step and per method:
@@ -53,7 +53,7 @@ def view_data(run_dirs: list[str | Path]) -> dict:
 
 # ------------------------------------------------------------------------------------------------ several runs
 def compare_data(rows: list, names: dict) -> list[dict]:
-    """Per group of comparable runs (report_setup.sections): its caption, Table 1 and the paired base vs +Janus
+    """Per group of comparable runs (report/setup.sections): its caption, Table 1 and the paired base vs +Janus
     comparisons, as `janus report` computes them (rows that share a label tagged first, then the report's section
     tables), with the report's notes on runs made twice and where tagged rows come from. Tags the rows' labels."""
     from ..report.report import _section_tables
