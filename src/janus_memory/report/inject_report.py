@@ -43,7 +43,7 @@ def markdown_section(table: dict) -> list[str]:
     if not table["markdown"]:
         return []
     return ["## Injected harmful candidates", "",
-            "Candidates replaced by `--inject KIND@STEP` (janus_memory/inject.py). Deployed = the harmful candidate "
+            "Candidates replaced by `--inject KIND@STEP` (janus_memory/inject/candidates.py). Deployed = the harmful candidate "
             "became the memory; blocked = Janus kept the previous memory. Blind deployment (no controller) deploys "
             "every one.", "", table["markdown"], ""]
 
