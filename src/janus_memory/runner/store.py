@@ -279,7 +279,14 @@ class RunStore:
         only: `janus run --resume` asks it before printing anything, open_existing again under the run lock."""
         root = Path(root).expanduser()
         if not (root / cls.DB).exists():
-            if any((root / n).exists() for n in (SETUP_DB, ASIDE)):
+            # janus's own files and nothing else (its lock, a set-up's temp database, an old run moved aside by an
+            # --overwrite): a run stopped before its run.sqlite was in place, which the same command starts again
+            try:
+                own = [p.name for p in root.iterdir()] if root.is_dir() else []
+            except OSError:  # a folder we may not list: not known to be janus's
+                own = []
+            if any((root / n).exists() for n in (SETUP_DB, ASIDE)) or (own and all(
+                    n in cls.OWN_FILES or n.startswith(".janus-probe-") for n in own)):
                 raise OutputError(f"{root} holds no run: it was stopped while its run was being set up (before "
                                   f"{cls.DB} was in place); nothing to resume: start it again with the same command")
             raise OutputError(f"{root} is not a run folder (no {cls.DB}); nothing to resume")
@@ -321,8 +328,16 @@ class RunStore:
             self.db.close()
             raise RunFolderError(f"{self.root / self.DB} has store format {have!r}; this janus-memory reads formats "
                                  f"1-{STORE_FORMAT}: continue it with the version that wrote it")
-        if have < STORE_FORMAT:
-            self.set_meta("store_format", STORE_FORMAT)
+        if have < STORE_FORMAT:  # an older folder resumed: marked, and sealed as it stands (runner/chain.py)
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.set_meta("store_format", STORE_FORMAT)
+                C.seal_existing(self.db)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                self.db.close()
+                raise
 
     # ----------------------------------------------------------------- meta
     def set_meta(self, key: str, value: Any) -> None:
