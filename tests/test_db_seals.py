@@ -94,8 +94,10 @@ def test_a_new_run_is_store_format_5_with_every_seal(finished):
         con.close()
 
 
-TEXT = "the memory and candidate texts (tables texts, text_chunks) were changed, deleted or added after they were committed"
-CKPT = "the saved state (checkpoint rows) of {m} was changed, deleted or added after it was committed (its seal does not match)"
+TEXT = ("the memory and candidate texts (tables texts, text_chunks) were changed, deleted or added after they were "
+        "committed")
+CKPT = ("the saved state (checkpoint rows) of {m} was changed, deleted or added after it was committed (its seal does "
+        "not match)")
 
 
 @pytest.mark.parametrize("sql,says", [

@@ -1,4 +1,4 @@
-"""The database's own integrity check (store format 4, issue 28): a per-method hash chain of the committed rows.
+"""The database's own integrity check (store formats 4 and 5, issue 28): a per-method hash chain of the committed rows.
 
 Each step commit stores, in the same transaction as the step, ``chain(method, step, hash)`` with
 
@@ -10,10 +10,17 @@ the rows: a step row edited after its commit (its hash differs), deleted (a chai
 re-numbered (a step without a chain row), test rows edited, deleted or added, an edited result, test rows or a result
 whose seal was deleted or set to NULL (once a method has a chain, its tests and result are sealed): each is named.
 
-Not detected (said in docs/run-folder.md): someone who edits a row *and* recomputes the chain after it (the hash is
-not secret: it finds damage and careless edits, not a forger); the checkpoint rows (checked when they load: the
-resume probes them) and the memory/candidate texts (each checked against its own sha256 when read, runner/texts.py).
-A folder written before format 4 has no chain: it reads as before, and its rows are reported "not checked".
+Store format 5 adds the state seals (below): the memory/candidate texts and each method's checkpoint rows are sealed
+too (:func:`state_problems`), and the chain and seals are required: the store format (itself sealed in the setup
+seal) says the folder was written with them, so a method whose chain and seal rows are both deleted is damaged, not
+old. A folder of an older format is sealed as it stands when it is resumed (:func:`seal_existing`).
+
+Not detected (said in docs/run-folder.md): someone who edits a row *and* recomputes the chain and seals after it (the
+hashes are not secret: they find damage and careless edits, not a forger); in a format 4 folder the checkpoint rows
+(checked when they load: the resume probes them) and the memory/candidate texts (each checked against its own sha256
+when read, runner/texts.py), and a method whose chain and seal rows are both deleted; the ``parent``/``rejected``
+columns of memories/candidates rows. A folder written before format 4 has no chain: it reads as before, and its rows
+are reported "not checked".
 """
 from __future__ import annotations
 

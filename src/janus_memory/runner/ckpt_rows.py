@@ -108,8 +108,8 @@ def write(db, method: str, new_base: bool, deletes: list, inserts: list) -> int:
     if new_base:
         db.execute("DELETE FROM checkpoint_rows WHERE method=?", (method,))
     for key, start in deletes:
-        for row in db.execute("SELECT method, path, idx, data FROM checkpoint_rows WHERE method=? AND path=? AND idx>=?",
-                              (method, key, start)).fetchall():
+        for row in db.execute("SELECT method, path, idx, data FROM checkpoint_rows "
+                              "WHERE method=? AND path=? AND idx>=?", (method, key, start)).fetchall():
             acc -= row_digest("checkpoint_rows", *row)
         db.execute("DELETE FROM checkpoint_rows WHERE method=? AND path=? AND idx>=?", (method, key, start))
     for key, i, data in inserts:

@@ -22,7 +22,8 @@ is written to a temp file and renamed.
 Crash safety of set-up and --overwrite (issue 28, docs/run-folder.md): a new run's database is written whole under
 ``.run.sqlite.setup`` (schema + config, splits, environment) and renamed to ``run.sqlite``, so a run.sqlite always
 holds its config; --overwrite moves the old run into ``.janus-overwritten/`` first and deletes it only after the new
-database is in place. Each step also stores its link of the per-method hash chain (store format 4, runner/chain.py).
+database is in place. Each step also stores its link of the per-method hash chain (store format 4, runner/chain.py),
+and keeps the state seals of the texts and of its method's checkpoint rows (store format 5, the same transaction).
 Named kill points (janus_memory/killpoints.py) let tests SIGKILL the process at each stage.
 
 Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
