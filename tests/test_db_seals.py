@@ -271,6 +271,10 @@ def test_a_kill_while_the_run_is_set_up_is_named_with_its_command(finished, tmp_
     rc, err = _resume(out, capsys)
     assert (rc, err) == (2, f"error: {out} holds no run: it was stopped while its run was being set up (before "
                             "run.sqlite was in place); nothing to resume: start it again with the same command\n")
+    rc, err = _report(out, capsys)
+    assert (rc, err) == (2, f"error: {out} holds no run: it was stopped while its run was being set up (before "
+                            "run.sqlite was in place); start it again with the command that made it (without "
+                            "--resume)\n")
     assert cli.main(["run", *ARGS, "--out", str(out)]) == 0
     # a folder that holds nothing of janus's is not a run folder
     empty = tmp_path / "empty"
