@@ -94,8 +94,8 @@ def test_a_new_run_is_store_format_5_with_every_seal(finished):
         con.close()
 
 
-TEXT = ("the memory and candidate texts (tables texts, text_chunks) were changed, deleted or added after they were "
-        "committed")
+TEXT = ("the memory and candidate texts (tables memories, candidates, texts, text_chunks) were changed, "
+        "deleted or added after they were committed")
 CKPT = ("the saved state (checkpoint rows) of {m} was changed, deleted or added after it was committed (its seal does "
         "not match)")
 
@@ -107,6 +107,13 @@ CKPT = ("the saved state (checkpoint rows) of {m} was changed, deleted or added 
     ("UPDATE text_chunks SET text = text || 'x' WHERE id = (SELECT MIN(id) FROM text_chunks)", None),
     ("DELETE FROM texts WHERE rowid = (SELECT MAX(rowid) FROM texts)", None),
     ("INSERT INTO text_chunks(sha256, text) VALUES ('0', 'added')", TEXT),
+    # the rows that name a text: a parent, a rejection reason, an inline text that does not match its sha256
+    ("UPDATE memories SET parent = NULL WHERE method='dc_rs' AND step = (SELECT MAX(step) FROM memories "
+     "WHERE method='dc_rs')", TEXT),
+    ("UPDATE candidates SET rejected = 'edited' WHERE method='dc_rs+janus' AND step = 2", TEXT),
+    ("UPDATE memories SET text = 'edited' WHERE method='dc_rs' AND step = 0", None),
+    ("DELETE FROM candidates WHERE method='dc_rs' AND step = 3",  # its sha256 is in the step's chain link too
+     "the step row(s) 3 of dc_rs were changed after they were committed (their hash chain does not match)"),
     ("UPDATE checkpoint_ops SET op = replace(op, '1', '2') WHERE method='dc_rs' AND rowid = "
      "(SELECT MAX(rowid) FROM checkpoint_ops WHERE method='dc_rs' AND op LIKE '%1%')", CKPT.format(m="dc_rs")),
     ("DELETE FROM checkpoint_ops WHERE method='dc_rs' AND rowid = (SELECT MAX(rowid) FROM checkpoint_ops "

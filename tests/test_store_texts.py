@@ -255,8 +255,8 @@ def test_damaged_texts_on_resume_memory_diff_and_report(tmp_path, capsys, monkey
     shutil.copytree(ref, gone)
     _damage(gone, f"DELETE FROM texts WHERE sha256='{sha}'")
     assert integrity.problems(gone)[:2] == [  # the texts' state seal (store format 5) first, then the row
-        "the database itself is damaged: the memory and candidate texts (tables texts, text_chunks) were changed, "
-        f"deleted or added after they were committed: the memory text of {m} at step {first} is not stored",
+        "the database itself is damaged: the memory and candidate texts (tables memories, candidates, texts, "
+        f"text_chunks) were changed, deleted or added after they were committed: the memory text of {m} at step {first} is not stored",
         f"{gone}: the database lacks the memory text of {m} at step {first} (rows deleted?); the database is damaged: "
         "start a new run"]
     line = one_error(main(["report", str(gone)]))

@@ -158,13 +158,13 @@ def chain_problems(query: Callable[..., list], method: str,
 
 
 # ------------------------------------------------------------------ state seals (store format 5)
-# The memory/candidate texts (tables texts, text_chunks: shared by the methods, never changed once written) and each
-# method's checkpoint (tables checkpoints, checkpoint_ops, checkpoint_rows, checkpoint_head: rewritten as the run goes,
-# superseded rows deleted) are sealed by an order-free sum of their rows' digests, kept in table ``state_seals``
-# (``texts``; ``checkpoint:<method>``) and updated in the transaction that writes or deletes the rows (runner/texts.py,
-# runner/ckpt_log.py): an add per written row, a subtraction per deleted one, so a step's cost stays flat. Recomputing
-# the sum from the rows (:func:`texts_acc`, :func:`checkpoint_acc`: one pass over the tables) finds a row edited,
-# deleted or added after its commit.
+# The memory/candidate texts (tables memories, candidates, texts, text_chunks: rows never changed once written, the
+# texts shared by the methods) and each method's checkpoint (tables checkpoints, checkpoint_ops, checkpoint_rows,
+# checkpoint_head: rewritten as the run goes, superseded rows deleted) are sealed by an order-free sum of their rows'
+# digests, kept in table ``state_seals`` (``texts``; ``checkpoint:<method>``) and updated in the transaction that
+# writes or deletes the rows (runner/store.py, runner/texts.py, runner/ckpt_log.py): an add per written row, a
+# subtraction per deleted one, so a step's cost stays flat. Recomputing the sum from the rows (:func:`texts_acc`,
+# :func:`checkpoint_acc`: one pass over the tables) finds a row edited, deleted or added after its commit.
 STORE_FORMAT_SEALED = 5  # from this store format on, chains, seals and state seals are written with every row, so
                          # their absence is damage (before it, a method without them reads "not checked")
 TEXTS_SEAL = "texts"
@@ -203,13 +203,15 @@ def acc_value(text) -> int | None:
 
 
 # the sealed columns of each table, in the order they are digested (every column: none is left out)
-TEXT_ROWS = {"texts": "sha256, base, prefix, suffix, middle, chunks, depth", "text_chunks": "id, sha256, text"}
+TEXT_ROWS = {"texts": "sha256, base, prefix, suffix, middle, chunks, depth", "text_chunks": "id, sha256, text",
+             "memories": "method, step, sha256, parent, text",
+             "candidates": "method, step, sha256, parent, rejected, text"}
 CKPT_ROWS = {"checkpoints": "method, step, state", "checkpoint_ops": "method, step, seq, path, op",
              "checkpoint_rows": "method, path, idx, data", "checkpoint_head": "method, step"}
 
 
 def texts_acc(query: Callable[..., list]) -> int:
-    """The seal of tables texts and text_chunks computed from their rows (one pass)."""
+    """The seal of tables texts, text_chunks, memories and candidates computed from their rows (one pass)."""
     acc = 0
     for table, cols in TEXT_ROWS.items():
         for row in query(f"SELECT {cols} FROM {table}", ()):
@@ -258,14 +260,13 @@ def state_problems(query: Callable[..., list], methods: list[str]) -> list[str]:
     older folder has none: not checked). A seal that is missing while its rows exist is damage."""
     out: list[str] = []
     present, want = stored_acc(query, TEXTS_SEAL)
-    has_texts = bool(query("SELECT 1 FROM texts LIMIT 1", ()) or query("SELECT 1 FROM text_chunks LIMIT 1", ())
-                     or query("SELECT 1 FROM memories WHERE text='' LIMIT 1", ()))
+    has_texts = any(query(f"SELECT 1 FROM {t} LIMIT 1", ()) for t in TEXT_ROWS)
     if present and want is None:
         out.append("its seal of the memory and candidate texts is malformed")
     elif present and texts_acc(query) != want or not present and has_texts:
         what = (f": {where}" if (where := _damaged_text(query, methods)) else "")
-        out.append("the memory and candidate texts (tables texts, text_chunks) were changed, deleted or added after "
-                   f"they were committed{what}" if present else
+        out.append("the memory and candidate texts (tables memories, candidates, texts, text_chunks) were changed, "
+                   f"deleted or added after they were committed{what}" if present else
                    "the seal of the memory and candidate texts was deleted after they were committed (not sealed)")
     for method in methods:
         name = ckpt_seal_name(method)

@@ -413,14 +413,12 @@ class RunStore:
             self.db.execute("INSERT OR REPLACE INTO chain(method, step, hash) VALUES (?,?,?)", (method, step, link))
             if sha != parent:
                 mem = (sha, deployed_memory, self.texts.put(sha, deployed_memory, prev))
-                self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,'')",
-                                (method, step, sha, parent))
+                self._put_version("memories", (method, step, sha, parent, ""))
             if candidate is not None:
                 ctext, cparent, creason = candidate
                 base = next((m for m in (mem, prev) if m and m[0] == cparent), mem)
                 self.texts.put(csha, ctext, base)
-                self.db.execute("INSERT OR REPLACE INTO candidates(method, step, sha256, parent, rejected, text) "
-                                "VALUES (?,?,?,?,?,'')", (method, step, csha, cparent, creason))
+                self._put_version("candidates", (method, step, csha, cparent, creason, ""))
             self.ckpt.write(method, step, pending)
             kill_point("step_commit", step)
             self.db.execute("COMMIT")
@@ -432,6 +430,15 @@ class RunStore:
         self.ckpt.accept(method, pending)
         kill_point("step_committed", step)
         return fname
+
+    def _put_version(self, table: str, row: tuple) -> None:
+        """Write one memories/candidates row (its text in table texts, ``text`` ''), inside the open transaction,
+        and keep the texts' state seal (runner/chain.py: these rows are sealed with the texts): a row it replaces
+        (the initial memory stored again by a resume) is taken out of the seal first."""
+        cols = C.TEXT_ROWS[table]
+        old = self.db.execute(f"SELECT {cols} FROM {table} WHERE method=? AND step=?", row[:2]).fetchone()
+        self.db.execute(f"INSERT OR REPLACE INTO {table}({cols}) VALUES ({','.join('?' * len(row))})", row)
+        C.bump_acc(self.db, C.TEXTS_SEAL, C.row_digest(table, *row) - (C.row_digest(table, *old) if old else 0))
 
     def _chain_head(self, method: str, step: int) -> str:
         """The chain link of step ``step - 1`` of ``method`` ("" before step 1). A method stored before the chain
@@ -476,8 +483,7 @@ class RunStore:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.texts.put(sha, text, None)
-            self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,'')",
-                            (method, 0, sha, None))
+            self._put_version("memories", (method, 0, sha, None, ""))
             self.db.execute("COMMIT")
         except BaseException:
             self._rollback()
