@@ -275,6 +275,15 @@ def test_an_intact_unfinished_run_is_continued_by_the_command_the_report_names(u
     assert _report(run, capsys) == (0, "")
 
 
+def test_report_and_resume_say_the_same_of_a_finished_run_whose_last_step_and_its_link_were_deleted(run, capsys):
+    _sql(run, "DELETE FROM steps WHERE method='dc_rs' AND step=3", "DELETE FROM chain WHERE method='dc_rs' AND step=3")
+    files = _files(run)
+    says = f"the database lacks step(s) 3 of dc_rs (rows deleted?); this run cannot be completed from it: {RESTORE}"
+    assert _report(run, capsys) == (2, f"error: {run} is marked complete but is not: {run}: {says} (+2 more)\n")
+    assert _resume(run, capsys) == (2, f"error: {run}: {says}\n")
+    assert _files(run) == files
+
+
 # ------------------------------------------------------------------ a kill before run.sqlite is in place
 def test_a_kill_while_the_run_is_set_up_is_named_with_its_command(finished, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("JANUS_CACHE_DIR", str(finished.parent / "cache"))

@@ -227,5 +227,7 @@ def check_complete(root: str | Path) -> None:
             hint = "; the files cannot be rebuilt from it: restore run.sqlite from a copy or start a new run"
         else:
             hint = f"; rebuild it with `janus run --resume {root}`"
+        if found[0].endswith(RESTORE):  # it names the fix already (a gap: runner/integrity.gaps_message)
+            hint = ""
         raise RunFolderError(f"{root} is marked complete but is not: {found[0]}"
                              f"{f' (+{len(found) - 1} more)' if len(found) > 1 else ''}{hint}")
