@@ -107,7 +107,7 @@ def test_a_zero_byte_database_and_a_future_store_format_are_one_line(run, tmp_pa
     shutil.copytree(run, other)
     _sql(other, "UPDATE meta SET value='99' WHERE key='store_format'")
     rc, err = _report(other, capsys)
-    assert (rc, err) == (2, f"error: {other}/run.sqlite has store format 99; this janus-memory reads formats 1-4: read "
+    assert (rc, err) == (2, f"error: {other}/run.sqlite has store format 99; this janus-memory reads formats 1-5: read "
                             "it with the version that wrote it\n")
     (run / "run.sqlite").write_bytes(b"")
     rc, err = _report(run, capsys)
@@ -116,8 +116,11 @@ def test_a_zero_byte_database_and_a_future_store_format_are_one_line(run, tmp_pa
 
 
 def test_a_folder_without_a_chain_reads_and_is_said_not_checked_once(run, capsys):
+    """A folder from before format 4 (no chain, no seals, no state seals; the format 5 case: tests/test_db_seals.py)."""
     _sql(run, "DELETE FROM chain")
     _sql(run, "DELETE FROM seals")
+    _sql(run, "DROP TABLE state_seals")
+    _sql(run, "DELETE FROM meta WHERE key IN ('seal:setup', 'store_format')")
     capsys.readouterr()
     assert cli.main(["report", str(run), "--out", str(run.parent / "rep")]) == 0
     out = capsys.readouterr().out

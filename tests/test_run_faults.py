@@ -137,6 +137,18 @@ def test_garbage_checkpoint(tmp_path, capsys, ref):
     bad = _copy_unfinished(ref, tmp_path / "bad")
     _edit_db(bad, ("DELETE FROM method_results",), ("DELETE FROM checkpoint_ops",),
              ("UPDATE checkpoints SET state=?", (json.dumps({"updater": [1], "janus": "x", "counters": 3}),)))
+    line = _one_error(capsys, main(["run", "--resume", str(bad)]))  # store format 5: the checkpoint's seal finds it
+    assert (f"the database itself is damaged: the saved state (checkpoint rows) of {M} was changed, deleted or added "
+            "after it was committed (its seal does not match)") in line
+    from janus_memory.store import chain
+
+    con = sqlite3.connect(bad / "run.sqlite")  # the seal recomputed too (a forger's edit): the resume's probe finds it
+    q = lambda sql, args=(): con.execute(sql, args).fetchall()  # noqa: E731
+    for (m,) in q("SELECT method FROM checkpoints"):
+        con.execute("UPDATE state_seals SET acc=? WHERE name=?", (chain.acc_hex(chain.checkpoint_acc(q, m)),
+                                                                  chain.ckpt_seal_name(m)))
+    con.commit()
+    con.close()
     line = _one_error(capsys, main(["run", "--resume", str(bad)]))
     assert f"the checkpoint of {M} at step 6 is damaged" in line
 

@@ -144,7 +144,7 @@ def test_each_step_writes_only_its_new_rows_and_reads_back_the_plain_state(tmp_p
     assert plans[1:] == [([], [(EMB, i), (BANK, i)]) for i in range(1, 12)]  # one new row per matrix and step
     assert _rows(tmp_path / "run") == {BANK: list(range(12)), EMB: list(range(12))}
     db = sqlite3.connect(tmp_path / "run" / "run.sqlite")
-    assert db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone() == ("4",)
+    assert db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone() == ("5",)
     ops = {path: op for path, op in db.execute("SELECT path, op FROM checkpoint_ops")}
     assert ops[f"{BANK}__janus_rows__{S}"] == '{"s": [12, 6, "b64"]}'
     assert ops[f"{EMB}__janus_rows__{S}"] == '{"s": [12, 6, "array"]}'
@@ -222,9 +222,10 @@ from janus_memory.store.store import RunStore
 
 real = ckpt_rows.write
 def write(db, method, new_base, deletes, inserts):
-    real(db, method, new_base, deletes, inserts)
+    out = real(db, method, new_base, deletes, inserts)
     if inserts and inserts[0][1] == {kill_row}:  # the rows of this step are in the open transaction: die now
         os.kill(os.getpid(), signal.SIGKILL)
+    return out
 ckpt_rows.write = write
 p, store = _Producers(), RunStore.create({root!r})
 for i in range(1, 100):
@@ -318,7 +319,7 @@ def test_a_store_format_1_folder_loads_and_resumes_byte_identical(tmp_path, monk
     assert main(["run", *V1_ARGS, *pre27, "--out", str(tmp_path / "new")]) == 0
     assert _exports(old) == _exports(tmp_path / "new")
     db = sqlite3.connect(old / "run.sqlite")
-    assert db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone() == ("4",)
+    assert db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone() == ("5",)
     assert db.execute("SELECT COUNT(*) FROM checkpoint_rows").fetchone() == (16,)  # 8 bank rows + 8 controller rows
 
 
@@ -326,9 +327,9 @@ def test_a_newer_store_format_is_refused_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad"
     shutil.copytree(HERE / "store_v1" / "dc_rs_janus_step5", bad)
     db = sqlite3.connect(bad / "run.sqlite")
-    db.execute("INSERT INTO meta(key, value) VALUES ('store_format', '5')")
+    db.execute("INSERT INTO meta(key, value) VALUES ('store_format', '6')")
     db.commit()
     db.close()
     assert main(["run", "--resume", str(bad)]) == 2
     err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
-    assert len(err) == 1 and "has store format 5; this janus-memory reads formats 1-4" in err[0]
+    assert len(err) == 1 and "has store format 6; this janus-memory reads formats 1-5" in err[0]

@@ -254,8 +254,11 @@ def test_damaged_texts_on_resume_memory_diff_and_report(tmp_path, capsys, monkey
     gone = tmp_path / "gone"
     shutil.copytree(ref, gone)
     _damage(gone, f"DELETE FROM texts WHERE sha256='{sha}'")
-    assert integrity.problems(gone)[0] == (f"{gone}: the database lacks the memory text of {m} at step {first} (rows "
-                                           "deleted?); the database is damaged: start a new run")
+    assert integrity.problems(gone)[:2] == [  # the texts' state seal (store format 5) first, then the row
+        "the database itself is damaged: the memory and candidate texts (tables memories, candidates, texts, "
+        f"text_chunks) were changed, deleted or added after they were committed: the memory text of {m} at step {first} is not stored",
+        f"{gone}: the database lacks the memory text of {m} at step {first} (rows deleted?); the database is damaged: "
+        "start a new run"]
     line = one_error(main(["report", str(gone)]))
     assert "is marked complete but is not: " in line and "--resume" not in line
 
@@ -379,7 +382,7 @@ def test_a_store_format_2_folder_loads_and_resumes_byte_identical(tmp_path, monk
     assert _v2_exports(old) == _v2_exports(tmp_path / "new")
     assert _texts(old) == _texts(tmp_path / "new")  # every memory and candidate, inline or stored anew, reads the same
     db = sqlite3.connect(old / "run.sqlite")
-    assert db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone() == ("4",)
+    assert db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone() == ("5",)
     inline = db.execute("SELECT method, MAX(step), COUNT(*) FROM candidates WHERE text<>'' GROUP BY method").fetchall()
     assert inline == [("reasoning_bank", 8, 8), ("reasoning_bank+janus", 5, 5)]  # the old rows stay as they were
     assert db.execute("SELECT COUNT(*) FROM candidates WHERE text=''").fetchone() == (3,)  # steps 6-8, format 3 and later
@@ -391,12 +394,12 @@ def test_a_newer_store_format_is_refused_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad"
     shutil.copytree(HERE / "store_v2" / "reasoning_bank_both_step5", bad)
     db = sqlite3.connect(bad / "run.sqlite")
-    db.execute("UPDATE meta SET value='5' WHERE key='store_format'")
+    db.execute("UPDATE meta SET value='6' WHERE key='store_format'")
     db.commit()
     db.close()
     assert main(["run", "--resume", str(bad)]) == 2
     err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
-    assert len(err) == 1 and "has store format 5; this janus-memory reads formats 1-4" in err[0]
+    assert len(err) == 1 and "has store format 6; this janus-memory reads formats 1-5" in err[0]
 
 
 # ------------------------------------------------------------------ a ReasoningBank run reads back what it deployed
@@ -433,10 +436,10 @@ def test_reasoning_bank_run_reads_back_every_deployed_memory_and_candidate(tmp_p
         for v in want:  # the per-version files hold the same texts
             assert (out / m / "memories" / f"{v[0]:05d}_{v[1][:12]}.txt").read_text(encoding="utf-8") == v[2]
     db = sqlite3.connect(out / "run.sqlite")
-    assert db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone() == ("4",)
+    assert db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone() == ("5",)
     # most texts are deltas: bytes stored are about the banks' growth, not the sum of their lengths
     stored = db.execute("SELECT SUM(LENGTH(middle)) FROM texts").fetchone()[0] + \
         db.execute("SELECT SUM(LENGTH(text)) FROM text_chunks").fetchone()[0]
     whole = sum(len(t) for steps in seen.values() for _, mem, cand in steps for t in (mem, cand[0] if cand else ""))
     assert stored * 4 < whole
-    assert json.loads(db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone()[0]) == 4
+    assert json.loads(db.execute("SELECT value FROM meta WHERE key='store_format'").fetchone()[0]) == 5

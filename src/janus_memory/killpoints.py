@@ -15,6 +15,8 @@ ENV = "JANUS_TEST_KILL_AT"
 
 # stage -> where it is, in the order a run reaches them
 STAGES: dict[str, str] = {
+    "run_started": "a new run's folder and lock are in place; the data, model and encoder are being set up, nothing "
+                   "else written",
     "setup_db_begun": "the new database is being written under its temp name (.run.sqlite.setup), uncommitted",
     "setup_db_written": "the new database (schema + config, splits, environment) is written, not yet in place",
     "overwrite_moved_aside": "--overwrite: the old run is moved aside (.janus-overwritten/), run.sqlite not yet in place",
@@ -33,7 +35,8 @@ STAGES: dict[str, str] = {
 # the one command that recovers after a kill at each stage: "resume" = `janus run --resume DIR`; "same" = the command
 # that was killed, again (before run.sqlite is in place the folder holds no run; its leftovers are cleared)
 RECOVERY: dict[str, str] = {s: "resume" for s in STAGES}
-RECOVERY.update({"setup_db_begun": "same", "setup_db_written": "same", "overwrite_moved_aside": "same"})
+RECOVERY.update({"run_started": "same", "setup_db_begun": "same", "setup_db_written": "same",
+                 "overwrite_moved_aside": "same"})
 
 
 def kill_point(stage: str, n: int | None = None) -> None:

@@ -43,7 +43,9 @@ from .tables import (  # noqa: F401  (re-exported)
 
 
 def _unchecked_notes(folders: list[Path]) -> list[str]:
-    """One line per folder whose database predates the hash chain (store format < 4): what was not checked."""
+    """One line per folder whose database predates the hash chain (store format < 4) or the state seals (format 4):
+    what was not checked."""
+    from ..store.chain import STORE_FORMAT_SEALED, store_format
     from ..store.integrity import db_problems
 
     from ..store.reader import RunReader
@@ -56,6 +58,9 @@ def _unchecked_notes(folders: list[Path]) -> list[str]:
         if unchecked:
             out.append(f"note: {d} was written before run databases carried a hash chain (store format < 4): "
                        f"edited or deleted rows of {', '.join(unchecked)} are not detected (not checked)")
+        elif RunReader(d)._with_db(store_format, 1) < STORE_FORMAT_SEALED:
+            out.append(f"note: {d} was written before run databases sealed their memory texts and checkpoint rows "
+                       "(store format 4): edited or deleted rows of those are not detected (not checked)")
     return out
 
 

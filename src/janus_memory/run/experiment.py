@@ -149,6 +149,8 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
     ok = False
     try:
         store = _open_store(cfg, resume, overwrite)
+        if not resume:
+            kill_point("run_started")
         ctx = _build(cfg, log, splits)
         if resume:
             check_resumable(store, cfg, {s.split: split_record(s) for s in (ctx.stream, ctx.test)}, __version__)

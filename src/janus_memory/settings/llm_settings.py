@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
 
@@ -34,6 +34,22 @@ class LLMSettings(BaseModel):
     request_timeout: float = Field(default=120.0, gt=0.0)  # seconds per HTTP request (openai backend)
     max_retries: int = Field(default=6, ge=0)  # LLM client retries per request (transient errors)
     request_deadline: float | None = Field(default=None, gt=0.0)  # seconds for one request including retries (None: no cap)
+
+    @field_validator("model_path")
+    @classmethod
+    def _path(cls, v):
+        """A path that can name a file here (janus_memory/paths.py), as RunConfig's out, data_dir and cache_dir: a
+        config file's model_path too long or in a symlink loop is one line, not an OSError when the model loads."""
+        from pydantic_core import PydanticCustomError
+
+        from ..paths import check_path
+
+        if isinstance(v, str):
+            try:
+                check_path(v)
+            except ValueError as e:
+                raise PydanticCustomError("path", "{text}", {"text": str(e)}) from None
+        return v
 
 
 LLM_KEYS: tuple[str, ...] = tuple(LLMSettings.model_fields)

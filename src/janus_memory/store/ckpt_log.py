@@ -27,6 +27,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import chain as _C
 from . import ckpt_rows as _rows
 from . import delta as _delta
 from .jsonio import dumps as _dumps
@@ -107,23 +108,36 @@ class CheckpointLog:
         return p
 
     def write(self, method: str, step: int, p: Pending) -> None:
-        """The SQL of one step, inside the caller's open transaction."""
-        if p.base_json is not None:  # first step this process commits for the method: a new base, older ops dropped
+        """The SQL of one step, inside the caller's open transaction. The method's state seal (runner/chain.py) gets
+        the digest of every row written added and of every row deleted subtracted, in the same transaction (a new
+        base replaces every row of the method: its seal starts again)."""
+        new_base = p.base_json is not None
+        acc = 0  # the change of the seal
+        if new_base:  # first step this process commits for the method: a new base, older ops dropped
             self.db.execute("INSERT OR REPLACE INTO checkpoints(method, step, state) VALUES (?,?,?)",
                             (method, step, p.base_json))
             self.db.execute("DELETE FROM checkpoint_ops WHERE method=?", (method,))
+            acc += _C.row_digest("checkpoints", method, step, p.base_json)
+        else:
+            old = self.db.execute("SELECT step FROM checkpoint_head WHERE method=?", (method,)).fetchone()
+            if old is not None:
+                acc -= _C.row_digest("checkpoint_head", method, old[0])
         for seq, (keys, op, _) in enumerate(p.ops):
             path = "".join(k + _delta.SEP for k in keys)
             if op.startswith(('{"s"', '{"x"')):  # a set/remove supersedes the earlier ops at or below its path
-                if path:
-                    self.db.execute("DELETE FROM checkpoint_ops WHERE method=? AND path>=? AND path<?",
-                                    (method, path, path[:-1] + chr(ord(_delta.SEP) + 1)))
-                else:
-                    self.db.execute("DELETE FROM checkpoint_ops WHERE method=?", (method,))
+                where, args = ("method=? AND path>=? AND path<?", (method, path, path[:-1] + chr(ord(_delta.SEP) + 1))
+                               ) if path else ("method=?", (method,))
+                for row in self.db.execute(f"SELECT method, step, seq, path, op FROM checkpoint_ops WHERE {where}",
+                                           args).fetchall():
+                    acc -= _C.row_digest("checkpoint_ops", *row)
+                self.db.execute(f"DELETE FROM checkpoint_ops WHERE {where}", args)
             self.db.execute("INSERT INTO checkpoint_ops(method, step, seq, path, op) VALUES (?,?,?,?,?)",
                             (method, step, seq, path, op))
-        _rows.write(self.db, method, p.base_json is not None, p.row_deletes, p.row_inserts)
+            acc += _C.row_digest("checkpoint_ops", method, step, seq, path, op)
+        acc += _rows.write(self.db, method, new_base, p.row_deletes, p.row_inserts)
         self.db.execute("INSERT OR REPLACE INTO checkpoint_head(method, step) VALUES (?,?)", (method, step))
+        acc += _C.row_digest("checkpoint_head", method, step)
+        _C.bump_acc(self.db, _C.ckpt_seal_name(method), acc, reset=new_base)
 
     def accept(self, method: str, p: Pending) -> None:
         """After COMMIT: the written checkpoint becomes the base of the next step's delta."""
@@ -137,6 +151,11 @@ class CheckpointLog:
         if self.verify and (_dumps(prev) != _dumps(p.checkpoint) or not self._rows_match(method, p.refs)):
             self.forget(method)
             raise AssertionError(f"checkpoint of {method}: the stored delta does not rebuild the state (wrong hint?)")
+        if self.verify and _C.stored_acc(self._q, _C.ckpt_seal_name(method))[1] != _C.checkpoint_acc(self._q, method):
+            raise AssertionError(f"checkpoint of {method}: its state seal does not match its rows")
+
+    def _q(self, sql: str, args: tuple = ()) -> list:
+        return self.db.execute(sql, args).fetchall()
 
     def _rows_match(self, method: str, refs: dict) -> bool:
         """Verify mode: the stored rows of every matrix are its rows (and no more)."""

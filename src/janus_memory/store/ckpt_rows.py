@@ -26,9 +26,11 @@ from ..rows import FORMS, RowsRef, encode_form
 from .delta import SEP
 
 KEY = "__janus_rows__"  # the placeholder's one key: [n rows, dim, form]
-STORE_FORMAT = 4        # meta 'store_format': 1 (absent) = matrices inline as base64; 2 = checkpoint_rows;
+STORE_FORMAT = 5        # meta 'store_format': 1 (absent) = matrices inline as base64; 2 = checkpoint_rows;
                         # 3 = memory/candidate texts once each, as deltas (table texts, store/texts.py);
-                        # 4 = a hash chain of each method's committed rows (tables chain, seals: store/chain.py)
+                        # 4 = a hash chain of each method's committed rows (tables chain, seals: store/chain.py);
+                        # 5 = the texts and each checkpoint sealed too (table state_seals), and chains and seals
+                        #     required: their absence is damage, not an older folder (store/chain.py)
 Path = tuple            # a key path (tuple of dict keys)
 Seen = dict             # {key path: (token, n, array)} of the last committed checkpoint
 
@@ -96,15 +98,30 @@ def plan(seen: Seen | None, refs: dict[Path, RowsRef]) -> tuple[list, list]:
     return deletes, inserts
 
 
-def write(db, method: str, new_base: bool, deletes: list, inserts: list) -> None:
-    """The row SQL of one commit, inside the caller's transaction."""
+def write(db, method: str, new_base: bool, deletes: list, inserts: list) -> int:
+    """The row SQL of one commit, inside the caller's transaction. Returns the change of the method's state seal
+    (runner/chain.py): the digests of the rows written, less those of the rows deleted or replaced (a new base
+    deletes every row of the method: its seal starts again, see CheckpointLog.write)."""
+    from .chain import row_digest
+
+    acc = 0
     if new_base:
         db.execute("DELETE FROM checkpoint_rows WHERE method=?", (method,))
     for key, start in deletes:
+        for row in db.execute("SELECT method, path, idx, data FROM checkpoint_rows "
+                              "WHERE method=? AND path=? AND idx>=?", (method, key, start)).fetchall():
+            acc -= row_digest("checkpoint_rows", *row)
         db.execute("DELETE FROM checkpoint_rows WHERE method=? AND path=? AND idx>=?", (method, key, start))
     for key, i, data in inserts:
+        if not new_base:  # a row replaced (not expected: the deletes above clear the rows from where they differ)
+            old = db.execute("SELECT data FROM checkpoint_rows WHERE method=? AND path=? AND idx=?",
+                             (method, key, i)).fetchone()
+            if old is not None:
+                acc -= row_digest("checkpoint_rows", method, key, i, old[0])
         db.execute("INSERT OR REPLACE INTO checkpoint_rows(method, path, idx, data) VALUES (?,?,?,?)",
                    (method, key, i, data))
+        acc += row_digest("checkpoint_rows", method, key, i, data)
+    return acc
 
 
 def seen_after(refs: dict[Path, RowsRef]) -> Seen:

@@ -48,6 +48,11 @@ def scan_run_dirs(paths: list[str | Path]) -> tuple[list[Path], list[Path]]:
         else:
             found = sorted({f.parent for name in ("summary.json", DB) for f in p.rglob(name) if f.is_file()})
         if not found:
+            from .store import RunStore
+
+            if RunStore.stopped_in_setup(p):  # what `janus run --resume` says of it too (killpoints.RECOVERY)
+                raise RunFolderError(f"{p} holds no run: it was stopped while its run was being set up (before {DB} "
+                                     "was in place); start it again with the command that made it (without --resume)")
             raise RunFolderError(f"no finished run (summary.json) under {p}")
         for d in found:
             if d.resolve() in seen:

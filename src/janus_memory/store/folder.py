@@ -214,12 +214,25 @@ class RunFolder:
         only: `janus run --resume` asks it before printing anything, open_existing again under the run lock."""
         root = Path(root).expanduser()
         if not (root / cls.DB).exists():
-            if any((root / n).exists() for n in (SETUP_DB, ASIDE)):
+            if cls.stopped_in_setup(root):
                 raise OutputError(f"{root} holds no run: it was stopped while its run was being set up (before "
                                   f"{cls.DB} was in place); nothing to resume: start it again with the same command")
             raise OutputError(f"{root} is not a run folder (no {cls.DB}); nothing to resume")
         if (root / "COMPLETE").exists() and not repair:
             raise OutputError(f"{root} holds a finished run; nothing to resume")
+
+    @classmethod
+    def stopped_in_setup(cls, root: Path) -> bool:
+        """Whether ``root`` (without run.sqlite) holds a run stopped before its run.sqlite was in place: a set-up's
+        temp database, an old run moved aside by an --overwrite, or janus's own files and nothing else (its lock,
+        a grid cell's cell.json): the same command starts it again (killpoints.RECOVERY)."""
+        if any((root / n).exists() for n in (SETUP_DB, ASIDE)):
+            return True
+        try:
+            names = [p.name for p in root.iterdir()] if root.is_dir() else []
+        except OSError:  # a folder we may not list: not known to be janus's
+            return False
+        return bool(names) and all(n in cls.OWN_FILES or n.startswith(".janus-probe-") for n in names)
 
     @classmethod
     def open_existing(cls, root: str | os.PathLike, *, repair: bool = False) -> Self:

@@ -59,18 +59,32 @@ def _span(steps: list[int]) -> str:
         else ", ".join(map(str, steps[:5])) + (" ..." if len(steps) > 5 else "")
 
 
+RESTORE = "restore run.sqlite from a copy or start a new run"
+
+
 def gaps_message(root: Path, method: str, gaps: list[int]) -> str:
     return (f"{root}: the database lacks step(s) {_span(gaps)} of {method} (rows deleted?); this run cannot be "
-            "completed from it: start a new run")
+            f"completed from it: {RESTORE}")
+
+
+def saved_step(reader: RunReader, method: str) -> int:
+    """The step of ``method``'s saved state (checkpoint head, else its base), without replaying it; 0 without one."""
+    for sql in ("SELECT step FROM checkpoint_head WHERE method=?", "SELECT step FROM checkpoints WHERE method=?"):
+        rows = reader._query(sql, (method,))
+        if rows:
+            return int(rows[0][0])
+    return 0
 
 
 DAMAGED_DB = "the database itself is damaged"
 
 
 def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
-    """``(problems, unchecked methods)`` of the database's own hash chain (store/chain.py): rows edited, deleted or
-    added after their commit, named; the methods whose rows were written before the chain (store format < 4)."""
-    from .chain import chain_problems, setup_problems
+    """``(problems, unchecked methods)`` of the database's own hash chain and seals (store/chain.py): rows edited,
+    deleted or added after their commit, named; the methods whose rows were written before the chain (store format
+    < 4). From store format 5 the chain and seals are required (their absence is damage) and the memory/candidate
+    texts and each method's checkpoint rows are checked against their state seals."""
+    from .chain import STORE_FORMAT_SEALED, chain_problems, setup_problems, state_problems, store_format
 
     reader = RunReader(root)
     if not reader.has_db:
@@ -78,28 +92,48 @@ def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
     out, unchecked = reader._with_db(setup_problems, []), []
     if out:  # the stored config is not to be read for the methods it names
         return out, []
+    sealed = reader._with_db(store_format, 1) >= STORE_FORMAT_SEALED
     methods = stored_methods(reader) or [m for (m,) in reader._query("SELECT DISTINCT method FROM steps")]
     for method in methods:
         checked, found = reader._with_db(lambda query: chain_problems(
-            query, method, lambda m: reader.method_result(m) is not None), (False, []))
+            query, method, lambda m: reader.method_result(m) is not None, required=sealed), (False, []))
         out += found
         if not checked and reader._query("SELECT 1 FROM steps WHERE method=? LIMIT 1", (method,)):
             unchecked.append(method)
+    if sealed:
+        out += reader._with_db(lambda query: state_problems(query, methods), [])
     return out, unchecked
 
 
-def refuse_damaged(root: str | Path) -> None:
-    """RunFolderError naming the first row whose hash chain does not match: a run is never continued or repaired
-    from a database that is damaged (its rows would be copied over the intact exports)."""
+def unresumable(root: str | Path) -> str | None:
+    """Why ``janus run --resume`` refuses the folder before it writes anything, in one line naming what to do (None:
+    nothing in the database stops it). The database itself damaged (its hash chain, seals, state seals: a repair
+    would copy the damage over the intact exports), or step rows missing below a method's saved state or its result
+    (the saved state is after them: the method cannot continue from it). `janus run --resume` (refuse_damaged) and
+    `janus report`'s line for an unfinished folder (runner/unfinished.py) both say this, so they agree."""
     found = db_problems(root)[0]
     if not found:  # the same condition under which `janus report` says "restore" (check_complete): a stored summary
         # that differs from the stored results, test rows the result does not count, ...
         found = [p.split(f"{DAMAGED_DB}: ", 1)[1] for p in problems(root) if p.startswith(f"{DAMAGED_DB}: ")]
-        if not found:
-            return
-    more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
-    raise RunFolderError(f"{root}: {DAMAGED_DB}: {found[0]}{more}; it cannot be continued or repaired: restore "
-                         "run.sqlite from a copy or start a new run")
+    if found:
+        more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+        return f"{root}: {DAMAGED_DB}: {found[0]}{more}; it cannot be continued or repaired: {RESTORE}"
+    reader = RunReader(root)
+    for method in stored_methods(reader):
+        done = reader.method_result(method)
+        upto = int(done["stream_tasks"]) if done else saved_step(reader, method)
+        gaps = missing_steps(reader, method, upto)
+        if gaps:
+            return gaps_message(reader.root, method, gaps)
+    return None
+
+
+def refuse_damaged(root: str | Path) -> None:
+    """RunFolderError (:func:`unresumable`): a run is never continued or repaired from a database that is damaged
+    (its rows would be copied over the intact exports) or that lacks steps below its saved state."""
+    why = unresumable(root)
+    if why:
+        raise RunFolderError(why)
 
 
 def problems(root: str | Path) -> list[str]:
@@ -193,5 +227,7 @@ def check_complete(root: str | Path) -> None:
             hint = "; the files cannot be rebuilt from it: restore run.sqlite from a copy or start a new run"
         else:
             hint = f"; rebuild it with `janus run --resume {root}`"
+        if found[0].endswith(RESTORE):  # it names the fix already (a gap: runner/integrity.gaps_message)
+            hint = ""
         raise RunFolderError(f"{root} is marked complete but is not: {found[0]}"
                              f"{f' (+{len(found) - 1} more)' if len(found) > 1 else ''}{hint}")

@@ -22,7 +22,8 @@ is written to a temp file and renamed.
 Crash safety of set-up and --overwrite (issue 28, docs/run-folder.md): a new run's database is written whole under
 ``.run.sqlite.setup`` (schema + config, splits, environment) and renamed to ``run.sqlite``, so a run.sqlite always
 holds its config; --overwrite moves the old run into ``.janus-overwritten/`` first and deletes it only after the new
-database is in place. Each step also stores its link of the per-method hash chain (store format 4, store/chain.py).
+database is in place. Each step also stores its link of the per-method hash chain (store format 4, store/chain.py),
+and keeps the state seals of the texts and of its method's checkpoint rows (store format 5, the same transaction).
 Named kill points (janus_memory/killpoints.py) let tests SIGKILL the process at each stage.
 
 Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
@@ -96,8 +97,16 @@ class RunStore(RunFolder):
             self.db.close()
             raise RunFolderError(f"{self.root / self.DB} has store format {have!r}; this janus-memory reads formats "
                                  f"1-{STORE_FORMAT}: continue it with the version that wrote it")
-        if have < STORE_FORMAT:
-            self.set_meta("store_format", STORE_FORMAT)
+        if have < STORE_FORMAT:  # an older folder resumed: marked, and sealed as it stands (runner/chain.py)
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.set_meta("store_format", STORE_FORMAT)
+                C.seal_existing(self.db)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                self.db.close()
+                raise
 
     # ----------------------------------------------------------------- meta
     def set_meta(self, key: str, value: Any) -> None:
@@ -166,14 +175,12 @@ class RunStore(RunFolder):
             self.db.execute("INSERT OR REPLACE INTO chain(method, step, hash) VALUES (?,?,?)", (method, step, link))
             if sha != parent:
                 mem = (sha, deployed_memory, self.texts.put(sha, deployed_memory, prev))
-                self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,'')",
-                                (method, step, sha, parent))
+                self._put_version("memories", (method, step, sha, parent, ""))
             if candidate is not None:
                 ctext, cparent, creason = candidate
                 base = next((m for m in (mem, prev) if m and m[0] == cparent), mem)
                 self.texts.put(csha, ctext, base)
-                self.db.execute("INSERT OR REPLACE INTO candidates(method, step, sha256, parent, rejected, text) "
-                                "VALUES (?,?,?,?,?,'')", (method, step, csha, cparent, creason))
+                self._put_version("candidates", (method, step, csha, cparent, creason, ""))
             self.ckpt.write(method, step, pending)
             kill_point("step_commit", step)
             self.db.execute("COMMIT")
@@ -185,6 +192,15 @@ class RunStore(RunFolder):
         self.ckpt.accept(method, pending)
         kill_point("step_committed", step)
         return fname
+
+    def _put_version(self, table: str, row: tuple) -> None:
+        """Write one memories/candidates row (its text in table texts, ``text`` ''), inside the open transaction,
+        and keep the texts' state seal (runner/chain.py: these rows are sealed with the texts): a row it replaces
+        (the initial memory stored again by a resume) is taken out of the seal first."""
+        cols = C.TEXT_ROWS[table]
+        old = self.db.execute(f"SELECT {cols} FROM {table} WHERE method=? AND step=?", row[:2]).fetchone()
+        self.db.execute(f"INSERT OR REPLACE INTO {table}({cols}) VALUES ({','.join('?' * len(row))})", row)
+        C.bump_acc(self.db, C.TEXTS_SEAL, C.row_digest(table, *row) - (C.row_digest(table, *old) if old else 0))
 
     def _chain_head(self, method: str, step: int) -> str:
         """The chain link of step ``step - 1`` of ``method`` ("" before step 1). A method stored before the chain
@@ -229,8 +245,7 @@ class RunStore(RunFolder):
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.texts.put(sha, text, None)
-            self.db.execute("INSERT OR REPLACE INTO memories(method, step, sha256, parent, text) VALUES (?,?,?,?,'')",
-                            (method, 0, sha, None))
+            self._put_version("memories", (method, 0, sha, None, ""))
             self.db.execute("COMMIT")
         except BaseException:
             self._rollback()

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from . import chain as _C
 from .delta import common_prefix
 from .jsonio import text_hash
 
@@ -144,29 +145,40 @@ class TextLog:
         have = self.depth(sha)
         if have is not None:
             return have
+        self._added = 0
         depth = self._put(sha, text, base)
-        if self.verify and TextReader(lambda q, a: self.db.execute(q, a).fetchall(), keep=0).text(sha) != text:
-            raise AssertionError(f"text {sha[:12]} does not read back as written")
+        _C.bump_acc(self.db, _C.TEXTS_SEAL, self._added)  # the texts' state seal (runner/chain.py), same transaction
+        if self.verify:
+            query = lambda q, a: self.db.execute(q, a).fetchall()  # noqa: E731
+            if TextReader(query, keep=0).text(sha) != text:
+                raise AssertionError(f"text {sha[:12]} does not read back as written")
+            if _C.stored_acc(query, _C.TEXTS_SEAL)[1] != _C.texts_acc(query):
+                raise AssertionError("the texts' state seal does not match their rows")
         return depth
 
     def _put(self, sha: str, text: str, base: tuple[str, str, int | None] | None) -> int:
         if base is not None and base[2] is not None and base[2] + 1 < MAX_CHAIN:
             p, s, middle = split(base[1], text)
             if p + s > 0 and 2 * (p + s) >= len(text):
-                self.db.execute("INSERT INTO texts(sha256, base, prefix, suffix, middle, chunks, depth) "
-                                "VALUES (?,?,?,?,?,NULL,?)", (sha, base[0], p, s, middle, base[2] + 1))
+                self._insert(sha, base[0], p, s, middle, None, base[2] + 1)
                 return base[2] + 1
         ids = [self._chunk_id(c) for c in chunks(text)]
-        self.db.execute("INSERT INTO texts(sha256, base, prefix, suffix, middle, chunks, depth) "
-                        "VALUES (?,NULL,0,0,NULL,?,0)", (sha, pack_ids(ids)))
+        self._insert(sha, None, 0, 0, None, pack_ids(ids), 0)
         return 0
+
+    def _insert(self, *row) -> None:
+        self.db.execute("INSERT INTO texts(sha256, base, prefix, suffix, middle, chunks, depth) VALUES (?,?,?,?,?,?,?)",
+                        row)
+        self._added += _C.row_digest("texts", *row)
 
     def _chunk_id(self, chunk: str) -> int:
         h = text_hash(chunk)
         row = self.db.execute("SELECT id FROM text_chunks WHERE sha256=?", (h,)).fetchone()
         if row is not None:
             return int(row[0])
-        return int(self.db.execute("INSERT INTO text_chunks(sha256, text) VALUES (?,?)", (h, chunk)).lastrowid)
+        cid = int(self.db.execute("INSERT INTO text_chunks(sha256, text) VALUES (?,?)", (h, chunk)).lastrowid)
+        self._added += _C.row_digest("text_chunks", cid, h, chunk)
+        return cid
 
 
 # ------------------------------------------------------------------ reading

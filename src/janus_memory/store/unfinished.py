@@ -58,6 +58,14 @@ def describe(run_dir: str | Path) -> str:
     if p["state"] == "not set up":
         return (f"{run_dir} holds a run that stopped before its settings were stored; start it again with the "
                 "command that made it (without --resume)")
+    from .integrity import unresumable
+
+    try:
+        why = unresumable(run_dir)
+    except JanusError as e:  # a database that does not read: what `janus run --resume` would say too
+        why = str(e)
+    if why:  # what `janus run --resume` says of it, word for word after the folder's name
+        return f"{where} is unfinished and cannot be continued: {why.removeprefix(f'{run_dir}: ')}"
     return f"{where} is unfinished; continue it with: janus run --resume {shlex.quote(str(run_dir))}"
 
 
