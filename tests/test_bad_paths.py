@@ -1,5 +1,5 @@
 """Bad input is one line, exit 2, nothing created (issue 28): every option and argument that takes a path, found in
-the argparse tree (cli_parser gives each the type path_arg, so a new one is covered here without a new test row),
+the argparse tree (cli/flags.py gives each the type path_arg, so a new one is covered here without a new test row),
 refuses a name longer than the file system allows, a whole path longer than it allows and a symlink loop; a config
 file's paths and a negative updater setting are refused the same way."""
 from __future__ import annotations
@@ -88,11 +88,11 @@ def test_a_config_file_path_and_a_negative_updater_setting_are_one_line(tmp_path
 
 
 def test_no_option_that_takes_a_path_escapes_the_check():
-    """An option whose metavar or name says it takes a path is path-typed (cli_parser._typed_paths), so the table
+    """An option whose metavar or name says it takes a path is path-typed (cli/flags._typed_paths), so the table
     above covers it: none of another type, or missed by the name list."""
     import re
 
-    from janus_memory.cli_parser import PATH_DESTS, PATH_METAVARS
+    from janus_memory.cli.flags import PATH_DESTS, PATH_METAVARS
 
     loose = []
 

@@ -162,7 +162,7 @@ def chain_problems(query: Callable[..., list], method: str,
 # texts shared by the methods) and each method's checkpoint (tables checkpoints, checkpoint_ops, checkpoint_rows,
 # checkpoint_head: rewritten as the run goes, superseded rows deleted) are sealed by an order-free sum of their rows'
 # digests, kept in table ``state_seals`` (``texts``; ``checkpoint:<method>``) and updated in the transaction that
-# writes or deletes the rows (runner/store.py, runner/texts.py, runner/ckpt_log.py): an add per written row, a
+# writes or deletes the rows (store/store.py, store/texts.py, store/ckpt_log.py): an add per written row, a
 # subtraction per deleted one, so a step's cost stays flat. Recomputing the sum from the rows (:func:`texts_acc`,
 # :func:`checkpoint_acc`: one pass over the tables) finds a row edited, deleted or added after its commit.
 STORE_FORMAT_SEALED = 5  # from this store format on, chains, seals and state seals are written with every row, so
@@ -255,7 +255,8 @@ def store_format(query: Callable[..., list]) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
-def state_problems(query: Callable[..., list], methods: list[str]) -> list[str]:
+def state_problems(query: Callable[..., list], methods: list[str],
+                   explain: Callable[..., str] | None = None) -> list[str]:
     """The memory/candidate texts and the methods' checkpoints against their state seals (store format >= 5; an
     older folder has none: not checked). A seal that is missing while its rows exist is damage."""
     out: list[str] = []
@@ -264,7 +265,7 @@ def state_problems(query: Callable[..., list], methods: list[str]) -> list[str]:
     if present and want is None:
         out.append("its seal of the memory and candidate texts is malformed")
     elif present and texts_acc(query) != want or not present and has_texts:
-        what = (f": {where}" if (where := _damaged_text(query, methods)) else "")
+        what = (f": {where}" if explain and (where := explain(query, methods)) else "")
         out.append("the memory and candidate texts (tables memories, candidates, texts, text_chunks) were changed, "
                    f"deleted or added after they were committed{what}" if present else
                    "the seal of the memory and candidate texts was deleted after they were committed (not sealed)")
@@ -279,28 +280,6 @@ def state_problems(query: Callable[..., list], methods: list[str]) -> list[str]:
             out.append(f"the seal of the saved state (checkpoint rows) of {method} was deleted after it was committed "
                        "(not sealed)")
     return out
-
-
-def _damaged_text(query: Callable[..., list], methods: list[str]) -> str:
-    """Which stored text does not read back: 'the memory text of M at step S (reason)'; '' when each reads back
-    (a row added, or one no memory or candidate uses)."""
-    from . import texts as T
-
-    reader = T.TextReader(query)
-    for method in methods:
-        missing = T.unstored(query, method)
-        for table in ("memories", "candidates"):
-            kind = "memory" if table == "memories" else "candidate"
-            for tbl, step in missing:
-                if tbl == table:
-                    return f"the {kind} text of {method} at step {step} is not stored"
-            for step, sha, inline in query(f"SELECT step, sha256, text FROM {table} WHERE method=? ORDER BY step",
-                                           (method,)):
-                try:
-                    T.row_text(reader, sha, inline)
-                except T.Damaged as e:
-                    return f"the {kind} text of {method} at step {step} does not read back ({e})"
-    return ""
 
 
 def seal_existing(db) -> None:

@@ -108,7 +108,7 @@ class CheckpointLog:
         return p
 
     def write(self, method: str, step: int, p: Pending) -> None:
-        """The SQL of one step, inside the caller's open transaction. The method's state seal (runner/chain.py) gets
+        """The SQL of one step, inside the caller's open transaction. The method's state seal (store/chain.py) gets
         the digest of every row written added and of every row deleted subtracted, in the same transaction (a new
         base replaces every row of the method: its seal starts again)."""
         new_base = p.base_json is not None

@@ -100,7 +100,7 @@ def plan(seen: Seen | None, refs: dict[Path, RowsRef]) -> tuple[list, list]:
 
 def write(db, method: str, new_base: bool, deletes: list, inserts: list) -> int:
     """The row SQL of one commit, inside the caller's transaction. Returns the change of the method's state seal
-    (runner/chain.py): the digests of the rows written, less those of the rows deleted or replaced (a new base
+    (store/chain.py): the digests of the rows written, less those of the rows deleted or replaced (a new base
     deletes every row of the method: its seal starts again, see CheckpointLog.write)."""
     from .chain import row_digest
 

@@ -85,6 +85,7 @@ def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
     < 4). From store format 5 the chain and seals are required (their absence is damage) and the memory/candidate
     texts and each method's checkpoint rows are checked against their state seals."""
     from .chain import STORE_FORMAT_SEALED, chain_problems, setup_problems, state_problems, store_format
+    from .texts import damaged_text
 
     reader = RunReader(root)
     if not reader.has_db:
@@ -101,7 +102,7 @@ def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
         if not checked and reader._query("SELECT 1 FROM steps WHERE method=? LIMIT 1", (method,)):
             unchecked.append(method)
     if sealed:
-        out += reader._with_db(lambda query: state_problems(query, methods), [])
+        out += reader._with_db(lambda query: state_problems(query, methods, damaged_text), [])
     return out, unchecked
 
 
@@ -110,7 +111,7 @@ def unresumable(root: str | Path) -> str | None:
     nothing in the database stops it). The database itself damaged (its hash chain, seals, state seals: a repair
     would copy the damage over the intact exports), or step rows missing below a method's saved state or its result
     (the saved state is after them: the method cannot continue from it). `janus run --resume` (refuse_damaged) and
-    `janus report`'s line for an unfinished folder (runner/unfinished.py) both say this, so they agree."""
+    `janus report`'s line for an unfinished folder (store/unfinished.py) both say this, so they agree."""
     found = db_problems(root)[0]
     if not found:  # the same condition under which `janus report` says "restore" (check_complete): a stored summary
         # that differs from the stored results, test rows the result does not count, ...
@@ -227,7 +228,7 @@ def check_complete(root: str | Path) -> None:
             hint = "; the files cannot be rebuilt from it: restore run.sqlite from a copy or start a new run"
         else:
             hint = f"; rebuild it with `janus run --resume {root}`"
-        if found[0].endswith(RESTORE):  # it names the fix already (a gap: runner/integrity.gaps_message)
+        if found[0].endswith(RESTORE):  # it names the fix already (a gap: store/integrity.gaps_message)
             hint = ""
         raise RunFolderError(f"{root} is marked complete but is not: {found[0]}"
                              f"{f' (+{len(found) - 1} more)' if len(found) > 1 else ''}{hint}")

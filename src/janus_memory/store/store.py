@@ -97,7 +97,7 @@ class RunStore(RunFolder):
             self.db.close()
             raise RunFolderError(f"{self.root / self.DB} has store format {have!r}; this janus-memory reads formats "
                                  f"1-{STORE_FORMAT}: continue it with the version that wrote it")
-        if have < STORE_FORMAT:  # an older folder resumed: marked, and sealed as it stands (runner/chain.py)
+        if have < STORE_FORMAT:  # an older folder resumed: marked, and sealed as it stands (store/chain.py)
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 self.set_meta("store_format", STORE_FORMAT)
@@ -195,7 +195,7 @@ class RunStore(RunFolder):
 
     def _put_version(self, table: str, row: tuple) -> None:
         """Write one memories/candidates row (its text in table texts, ``text`` ''), inside the open transaction,
-        and keep the texts' state seal (runner/chain.py: these rows are sealed with the texts): a row it replaces
+        and keep the texts' state seal (store/chain.py: these rows are sealed with the texts): a row it replaces
         (the initial memory stored again by a resume) is taken out of the seal first."""
         cols = C.TEXT_ROWS[table]
         old = self.db.execute(f"SELECT {cols} FROM {table} WHERE method=? AND step=?", row[:2]).fetchone()

@@ -147,7 +147,7 @@ class TextLog:
             return have
         self._added = 0
         depth = self._put(sha, text, base)
-        _C.bump_acc(self.db, _C.TEXTS_SEAL, self._added)  # the texts' state seal (runner/chain.py), same transaction
+        _C.bump_acc(self.db, _C.TEXTS_SEAL, self._added)  # the texts' state seal (store/chain.py), same transaction
         if self.verify:
             query = lambda q, a: self.db.execute(q, a).fetchall()  # noqa: E731
             if TextReader(query, keep=0).text(sha) != text:
@@ -301,3 +301,23 @@ def damage_error(db_path) -> Callable[[str, str, int, str], Exception]:
         return DamagedStoreError(f"{db_path}: the {kind} text of {method} at step {step} does not read back "
                                  f"({reason}); the database is damaged")
     return make
+
+
+def damaged_text(query: Callable[..., list], methods: list[str]) -> str:
+    """Which stored text does not read back: 'the memory text of M at step S (reason)'; '' when each reads back
+    (a row added, or one no memory or candidate uses)."""
+    reader = TextReader(query)
+    for method in methods:
+        missing = unstored(query, method)
+        for table in ("memories", "candidates"):
+            kind = "memory" if table == "memories" else "candidate"
+            for tbl, step in missing:
+                if tbl == table:
+                    return f"the {kind} text of {method} at step {step} is not stored"
+            for step, sha, inline in query(f"SELECT step, sha256, text FROM {table} WHERE method=? ORDER BY step",
+                                           (method,)):
+                try:
+                    row_text(reader, sha, inline)
+                except Damaged as e:
+                    return f"the {kind} text of {method} at step {step} does not read back ({e})"
+    return ""
