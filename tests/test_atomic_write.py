@@ -36,3 +36,35 @@ def test_view_out_to_a_pipe_is_one_line(view_fake_run, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot write the view to {fifo}: ") and err.count("\n") == 1
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("umask,want", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_a_new_file_gets_the_umask_mode_not_mkstemps_0600(tmp_path, umask, want):
+    """A new user shared a run folder on a cluster and found every export -rw------- (mkstemp's mode)."""
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "summary.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "summary.json").st_mode) == want
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path):
+    f = tmp_path / "report.md"
+    f.write_text("old")
+    os.chmod(f, 0o640)
+    atomic_write_text(f, "new")
+    assert (f.read_text(), stat.S_IMODE(os.stat(f).st_mode)) == ("new", 0o640)
+
+
+def test_a_run_folders_exports_are_readable_by_others_under_umask_022(tmp_path):
+    old = os.umask(0o022)
+    try:
+        assert main(["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "4", "--test-size", "2",
+                     "--out", str(tmp_path / "r"), "-q"]) == 0
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "r").rglob("*")
+             if p.is_file() and p.name in ("summary.json", "decisions.jsonl", "config.json", "run.sqlite")}
+    assert set(modes) >= {"summary.json", "decisions.jsonl", "config.json", "run.sqlite"}
+    assert set(modes.values()) == {0o644}, modes

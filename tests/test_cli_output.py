@@ -173,7 +173,7 @@ def test_test_phase_has_its_own_bar():
     assert bars.calls == [
         ("add", "m test (frozen memory): tokens paid 0", 10, {"unit": "answers"}),
         ("update", 7, 1, "m test (frozen memory): tokens paid 120"),
-        ("update", 7, 2, "m test (frozen memory): tokens paid 120 (1 answers from the response cache)"),
+        ("update", 7, 2, "m test (frozen memory): tokens paid 120 (1 answer from the response cache)"),
         ("update", 7, 10, "m test done: test acc 0.400 (2/5), tokens paid 1,200 (3 answers from the response cache)")]
 
 

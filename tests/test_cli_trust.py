@@ -87,7 +87,7 @@ def test_report_says_what_it_is_doing(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     stages = [re.sub(r"^report \[ *\d+\.\d s\]: ", "", x) for x in err]
     assert stages == [f"reading the run folders in {tmp_path / 'r'}",
-                      "building the tables: 2 method runs in 1 run folders, 1 group(s) of comparable runs",
+                      "building the tables: 2 method runs in 1 run folder, 1 group of comparable runs",
                       f"drawing the plots into {tmp_path / 'r' / 'report'}: checkpoints and token overhead first",
                       "drawing 1 trigger timeline plot(s)", "writing report.md"]
     assert all(re.match(r"^report \[ *\d+\.\d s\]: ", x) for x in err)

@@ -80,6 +80,7 @@ def test_start_line(method: str, tasks: int, answers: int) -> str:
 
 def paid(tokens: int, cached: int, what: str = "responses") -> str:
     """'tokens paid 1,234' plus, when some came from the response cache, how many (they cost no tokens)."""
+    what = what[:-1] if cached == 1 and what.endswith("s") else what
     return f"tokens paid {tokens:,}" + (f" ({cached:,} {what} from the response cache)" if cached else "")
 
 
@@ -87,7 +88,8 @@ def test_done_line(method: str, correct: int, total: int, tokens: int, unscored:
                    cached: int = 0) -> str:
     """The plain line when a method's held-out test ends."""
     acc = f"acc {correct / total:.3f}" if total else "acc -"
-    bad = f"; {unscored} answers could not be scored (listed at the end)" if unscored else ""
+    bad = (f"; {unscored} {'answer' if unscored == 1 else 'answers'} could not be scored (listed at the end)"
+           if unscored else "")
     return (f"[{method}] test done: {correct}/{total} correct ({acc}), {paid(tokens, cached, 'answers')}, "
             f"{elapsed:.1f}s{bad}")
 

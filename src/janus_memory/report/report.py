@@ -94,8 +94,10 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     out = Path(out_dir).expanduser() if out_dir else Path(run_dirs[0]).expanduser() / "report"
     _check_out_folder(out)
     groups = sections(rows)
-    log(f"building the tables: {len(rows)} method runs in {len({r.run_dir for r in rows})} run folders, "
-        f"{len(groups)} group(s) of comparable runs")
+    n_dirs = len({r.run_dir for r in rows})
+    log(f"building the tables: {len(rows)} method {'run' if len(rows) == 1 else 'runs'} in {n_dirs} run "
+        f"{'folder' if n_dirs == 1 else 'folders'}, {len(groups)} {'group' if len(groups) == 1 else 'groups'} of "
+        "comparable runs")
     names = short_names([r.run_dir for r in rows])
     secs = []
     for g in groups:

@@ -37,6 +37,9 @@ def atomic_write_text(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            # mkstemp makes the temp file 0600; the file it becomes gets the mode a plain open() would give it (the
+            # umask's), or keeps the mode of the file it replaces, so run folders can be shared as the user expects
+            os.fchmod(f.fileno(), stat.S_IMODE(mode) if mode is not None and stat.S_ISREG(mode) else 0o666 & ~_umask())
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -45,6 +48,20 @@ def atomic_write_text(path: Path, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (Linux: /proc/self/status; elsewhere set and restored at once)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    u = os.umask(0o022)
+    os.umask(u)
+    return u
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
