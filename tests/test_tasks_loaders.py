@@ -245,3 +245,19 @@ def test_families_pickle_and_are_shared():
         assert type(clone) is type(fam) and clone.name == fam.name
     assert get_family("gsm8k") is get_family("math500") and get_family("gsm8k").name == "math"
     assert get_family("math500", faithful=True) is not get_family("math500")
+
+
+def test_missing_gpqa_says_where_it_looked_without_python_none(tmp_path, monkeypatch):
+    """A new user saw 'looked in JANUS_GPQA_PATH=None, data_dir=None': the message names what was (not) given."""
+    from janus_memory.tasks.multiple_choice import load_gpqa
+
+    monkeypatch.delenv("JANUS_GPQA_PATH", raising=False)
+    with pytest.raises(FileNotFoundError) as e:
+        load_gpqa("test")
+    assert str(e.value).startswith("gpqa_diamond.csv not found (JANUS_GPQA_PATH is not set; no --data-dir given); "
+                                   "fix: GPQA is bring-your-own-file")
+    monkeypatch.setenv("JANUS_GPQA_PATH", str(tmp_path / "g"))
+    with pytest.raises(FileNotFoundError) as e:
+        load_gpqa("test", data_dir=tmp_path)
+    assert f"(JANUS_GPQA_PATH={tmp_path / 'g'}; --data-dir {tmp_path} (and its gpqa/ folder))" in str(e.value)
+    assert "None" not in str(e.value)

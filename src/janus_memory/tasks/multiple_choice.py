@@ -107,8 +107,10 @@ def _read_csv(p: Path) -> list[dict]:
 def load_gpqa(split: str, *, data_dir=None, seed: int = 0):
     paths = _gpqa_paths(data_dir)
     if "diamond" not in paths:
-        raise FileNotFoundError(f"gpqa_diamond.csv not found (looked in {ENV_GPQA}={os.environ.get(ENV_GPQA)!r}, "
-                                f"data_dir={data_dir!r}); fix: {_gpqa_fix('diamond')}")
+        env = os.environ.get(ENV_GPQA)
+        where = [f"{ENV_GPQA}={env}" if env else f"{ENV_GPQA} is not set",
+                 f"--data-dir {data_dir} (and its gpqa/ folder)" if data_dir is not None else "no --data-dir given"]
+        raise FileNotFoundError(f"gpqa_diamond.csv not found ({'; '.join(where)}); fix: {_gpqa_fix('diamond')}")
     drows = _read_csv(paths["diamond"])
     diamond = [t for t in (gpqa_task(r, seed) for r in drows) if t is not None]
     if split == "test":
