@@ -31,3 +31,21 @@ def view_fake_run(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("view")
     return make_fake_run(root / "run", root / "cache")
+
+
+# The slowest test files (seconds each, serial, benchmarks/suite_time.md), sent to the pytest-xdist workers first:
+# with `--dist loadfile` a file runs whole on one worker, so a slow file dispatched last would run alone at the end
+# while the other worker idles. Only the order changes (no test is added or dropped); a stale list costs time only.
+SLOW_FILES_FIRST = (
+    "test_cli_e2e.py", "test_run_concurrency.py", "test_cli_interrupt_grid.py", "test_cli_interrupt.py",
+    "test_kill_points.py", "test_inject_run.py", "test_grid_sweep.py", "test_llamacpp_server.py",
+    "test_differential_paper.py", "test_encoders.py", "test_llm_local.py", "test_poison_follow.py",
+    "test_damaged_rows.py", "test_report_runs.py", "test_cli_stdout_faults.py", "test_sandbox.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):  # not an xdist worker: keep the collection order
+        return
+    rank = {name: i for i, name in enumerate(SLOW_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the order inside a file is kept

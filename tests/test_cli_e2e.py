@@ -23,6 +23,20 @@ def _isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
 
 
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """One finished `janus run SMALL` (in this process, its own response cache), the uninterrupted reference of the
+    tests below; they only read it."""
+    root = tmp_path_factory.mktemp("small")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("JANUS_CACHE_DIR", str(root / "cache"))
+    try:
+        assert main(["run", *SMALL, "--out", str(root / "ref")]) == 0
+    finally:
+        mp.undo()
+    return root / "ref"
+
+
 def _cfg(out, **kw):
     base = dict(backend="fake", dataset="gsm8k", stream_size=14, test_size=5, encoder="hashing", out=str(out),
                 janus={"warmup": 4, "coverage_size": 2, "boundary_size": 2, "fresh_size": 2}, temperature=0.0,
@@ -152,13 +166,11 @@ def test_resume_refuses_changed_config(tmp_path):
         run_experiment(_cfg(out, seed=1), log=lambda m: None, resume=True)
 
 
-@pytest.mark.timeout(900)  # seven CLI processes (1 reference, 3 killed, 3 resumes), each ~10 s of start-up under load
-def test_sigkill_then_resume_is_byte_identical(tmp_path):
-    ref = tmp_path / "ref"
+@pytest.mark.timeout(900)  # three CLI processes (the killed runs), each ~10 s of start-up under load
+def test_sigkill_then_resume_is_byte_identical(tmp_path, small_run, capsys):
     args = [sys.executable, "-m", "janus_memory.cli", "run", *SMALL]
     env = {**os.environ}
-    subprocess.run([*args, "--out", str(ref)], check=True, env=env, capture_output=True, timeout=300)
-    expected = _artifacts(ref)
+    expected = _artifacts(small_run)  # the uninterrupted run (in-process: its process is not what is tested here)
     for kill_at in (3, 10, 17):  # committed steps across both methods (14 + 14)
         out = tmp_path / f"k{kill_at}"
         proc = subprocess.Popen([*args, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -175,8 +187,9 @@ def test_sigkill_then_resume_is_byte_identical(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert not (out / "COMPLETE").exists()
-        r = subprocess.run([*args[:4], "--resume", str(out), "--quiet"], env=env, capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
+        capsys.readouterr()
+        rc = main(["run", "--resume", str(out), "--quiet"])  # the resume in this process: the kill is what is tested
+        assert rc == 0, capsys.readouterr().err
         assert _artifacts(out) == expected, f"differs after SIGKILL at {kill_at} steps"
 
 
@@ -302,7 +315,7 @@ def test_version(capsys):
     assert e.value.code == 0 and capsys.readouterr().out.strip() == "janus-memory 0.1.0"
 
 
-def test_run_against_openai_compatible_server_with_faults(tmp_path, capsys):
+def test_run_against_openai_compatible_server_with_faults(tmp_path, capsys, small_run):
     """`janus run --backend openai` end to end over real HTTP (127.0.0.1) with injected 429/500/timeouts/truncated
     JSON: the run completes and makes exactly the decisions of the same scripted replies served in-process."""
     from janus_memory.run.fake_llm import scripted_backend
@@ -311,8 +324,7 @@ def test_run_against_openai_compatible_server_with_faults(tmp_path, capsys):
 
     tasks = load_split("gsm8k", "stream", limit=14).tasks + load_split("gsm8k", "test", limit=5).tasks
     fake = scripted_backend(tasks)
-    ref = tmp_path / "ref"
-    assert main(["run", *SMALL, "--out", str(ref)]) == 0
+    ref = small_run
     with OpenAITestServer(faults=True, timeout_sleep_s=0.5, responder=fake.reply) as srv:
         out = tmp_path / "http"
         args = [a for a in SMALL if a not in ("fake",)]
@@ -342,7 +354,7 @@ def test_overwrite_removes_the_previous_runs_files(tmp_path):
     assert keep.read_text() == "mine"
 
 
-def test_server_dying_mid_run_is_one_line_and_resumable(tmp_path, capsys):
+def test_server_dying_mid_run_is_one_line_and_resumable(tmp_path, capsys, small_run):
     """A server that starts failing with 500s after some requests: one error line naming --resume, then resume
     against a healthy server finishes with the same decisions as an uninterrupted run."""
     from janus_memory.run.fake_llm import scripted_backend
@@ -368,8 +380,7 @@ def test_server_dying_mid_run_is_one_line_and_resumable(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "the model call failed" in err[0] and f"--resume {out}" in err[0], err
     assert not (out / "COMPLETE").exists()
-    ref = tmp_path / "ref"
-    assert main(["run", *SMALL, "--out", str(ref)]) == 0
+    ref = small_run
     with OpenAITestServer(responder=fake.reply) as srv:  # the endpoint may move (new port) between resumes
         rc = main(["run", "--resume", str(out), "--base-url", srv.base_url, "--quiet"])
     assert rc == 0, capsys.readouterr().err

@@ -45,28 +45,36 @@ def _stop_after_step_3(tmp_path: Path, send, **popen_kw) -> tuple[Path, int, lis
     return out, p.returncode, seen, err
 
 
-def _resumes_to_completion(tmp_path: Path, out: Path) -> None:
-    """`janus run --resume OUT` exits 0 without a traceback and the run then holds all 120 steps, once each."""
+def _resumes_to_completion(tmp_path: Path, out: Path, capsys) -> None:
+    """`janus run --resume OUT` exits 0 without a traceback and the run then holds all 120 steps, once each. In this
+    process (the signal went to the stopped run's process; the resume is an ordinary command), with the run's cache."""
+    import pytest
+
+    from janus_memory import cli
+
     assert not (out / "COMPLETE").exists()
-    r = subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--resume", str(out), "--quiet"],
-                       capture_output=True, text=True, env=_env(tmp_path), timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert "Traceback" not in r.stderr
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JANUS_CACHE_DIR", _env(tmp_path)["JANUS_CACHE_DIR"])
+        code = cli.main(["run", "--resume", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "Traceback" not in err
     steps = [json.loads(x)["step"] for x in (out / "dc_rs" / "steps.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 121))
 
 
-def test_sigint_stops_with_resume_hint_and_resumes(tmp_path):
+def test_sigint_stops_with_resume_hint_and_resumes(tmp_path, capsys):
     out, code, seen, err = _stop_after_step_3(tmp_path, lambda p: os.killpg(p.pid, signal.SIGINT))
     assert any(s.startswith("[dc_rs] step   3/120 ") for s in seen)
     assert code == 130
     assert err == f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n"
-    _resumes_to_completion(tmp_path, out)
+    _resumes_to_completion(tmp_path, out, capsys)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["methods"]["dc_rs"]["stream_tasks"] == 120
 
 
-def test_sigterm_to_a_background_run_that_ignores_sigint_stops_like_ctrl_c(tmp_path):
+def test_sigterm_to_a_background_run_that_ignores_sigint_stops_like_ctrl_c(tmp_path, capsys):
     """A job started in the background by a non-interactive shell has SIGINT ignored; `kill PID` (SIGTERM, also a batch
     scheduler's time limit) must stop it at the last committed step with the resume line, exit 143, and resume."""
     def send(p):
@@ -78,7 +86,7 @@ def test_sigterm_to_a_background_run_that_ignores_sigint_stops_like_ctrl_c(tmp_p
     assert code == 143
     assert err == ("terminated (SIGTERM): stopping at the last committed step\n"
                    f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n")
-    _resumes_to_completion(tmp_path, out)
+    _resumes_to_completion(tmp_path, out, capsys)
 
 
 def _children(pid: int) -> list[int]:
@@ -95,7 +103,7 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def test_sigterm_to_the_process_group_with_a_math_verify_worker_is_one_terminated_line(tmp_path):
+def test_sigterm_to_the_process_group_with_a_math_verify_worker_is_one_terminated_line(tmp_path, capsys):
     """`timeout`, `kill -TERM -- -PGID` and Slurm send SIGTERM to the whole group, math-verify's scoring worker (a
     forked child) included: the worker exits silently on it (default action), so stderr has one "terminated" line, no
     traceback, exit 143, and the run resumes to completion."""
@@ -110,4 +118,4 @@ def test_sigterm_to_the_process_group_with_a_math_verify_worker_is_one_terminate
     assert code == 143
     assert err == ("terminated (SIGTERM): stopping at the last committed step\n"
                    f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n")
-    _resumes_to_completion(tmp_path, out)
+    _resumes_to_completion(tmp_path, out, capsys)

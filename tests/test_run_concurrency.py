@@ -88,9 +88,16 @@ def _versions_ok(out: Path) -> None:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, env):
+    """The uninterrupted run, in this process (its process is not what is tested; the runs compared with it are)."""
+    from janus_memory import cli
+
     ref = tmp_path_factory.mktemp("ref") / "run"
-    rc, err = _reap(_start(env, "run", *ARGS, "--out", str(ref)))
-    assert rc == 0, err
+    mp = pytest.MonkeyPatch()
+    mp.setenv("JANUS_CACHE_DIR", env["JANUS_CACHE_DIR"])
+    try:
+        assert cli.main(["run", *ARGS, "--out", str(ref)]) == 0
+    finally:
+        mp.undo()
     return _artifacts(ref)
 
 
