@@ -44,7 +44,8 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
     caller, which counts it after its own bookkeeping.
 
     ``full``: the paper rule on every entry whatever the configured rule (a text gate's forced comparison).
-    ``max_pairs``: the sequential rule's cap for this comparison (default ``c.seq_max_pairs``).
+    ``max_pairs``: the sequential rule's cap for this comparison (default ``c.seq_max_pairs``, extended by the
+    adaptive cap ``c.seq_extend_pairs`` when on; an explicit ``max_pairs`` is never extended).
     ``known_old``: the old memory's outcomes already measured (``reuse_old_results``; sequential rule only)."""
     rule = "paper" if full else c.decision_rule
     seq = rule == "sequential"
@@ -55,7 +56,9 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
                        same_memory_shortcut=c.same_memory_shortcut,
                        sprt=SPRT(c.seq_alpha, c.seq_beta, c.seq_theta) if seq else None,
                        max_pairs=c.seq_max_pairs if max_pairs is None else max_pairs,
-                       known_old=known_old if seq else None)
+                       known_old=known_old if seq else None,
+                       extend_pairs=c.seq_extend_pairs if seq and max_pairs is None else 0,
+                       extend_margin=c.seq_extend_margin)
     except EvaluationError as exc:
         d.accept = True
         d.reason = f"evaluation_failed:{exc}"

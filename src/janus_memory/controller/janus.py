@@ -28,7 +28,7 @@ from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
 from .decision import UNKNOWN, Comparison
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
-from .evalplan import flips_of, plan_trigger, plan_warmup
+from .evalplan import flips_of, order_by_relevance, plan_trigger, plan_warmup
 from .evalset import (
     EmbeddingStore,
     FullCoverage,
@@ -349,6 +349,8 @@ class Janus(StateMixin):
         except Exception as exc:  # spec §3.2 step 3: keep the previous coverage
             d.warnings.append(f"coverage refresh failed ({type(exc).__name__}: {exc}); previous coverage kept")
         plan = plan_trigger(c, self._coverage, self._boundary, fresh, self._trigger_count)
+        if c.eval_order == "relevant":
+            plan.entries = order_by_relevance(plan.entries, self._store, self._store.n - 1)
         plan.record(d, self._ids)
         comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs)
         if comp is None:
