@@ -193,4 +193,6 @@ def test_trigger_line_says_how_many_tasks_were_compared():
     same = dict(d, old_correct=[], new_correct=[], reason="sprt_new_not_worse", accept=True)
     assert "(coverage+boundary+fresh 2+1+1) compared on 0 of 4 -> ACCEPT" in trigger_line("m", 1, same, "x")
     full = dict(d, old_correct=[True] * 4, new_correct=[False] * 4)
-    assert "2+1+1) old 1.000 vs new 0.500 -> ROLLBACK" in trigger_line("m", 1, full, "x")
+    assert "2+1+1) compared on 4 of 4: old 1.000 vs new 0.500 -> ROLLBACK" in trigger_line("m", 1, full, "x")
+    paper = dict(full, reason="old_better")
+    assert "2+1+1) old 1.000 vs new 0.500 -> ROLLBACK (old_better)" in trigger_line("m", 1, paper, "x")

@@ -59,3 +59,36 @@ def test_sweep_and_grid_accept_the_recommended_preset(tmp_path, capsys):
         main(["sweep", str(grid), "--janus-preset", "recomended", "--dry-run"])
     assert e.value.code == 2
     assert "invalid choice: 'recomended' (did you mean recommended?)" in capsys.readouterr().err
+
+
+def _run(tmp_path, *extra):
+    return main(["run", "--backend", "fake", "--encoder", "hashing", "--dataset", "gsm8k", "--stream-size", "6",
+                 "--test-size", "2", "--updater", "dc_rs", "--controller", "janus", "--janus-preset", "recommended",
+                 "--warmup", "2", "--coverage-size", "3", "--boundary-size", "2", "--fresh-size", "2",
+                 "--out", str(tmp_path / "r"), *extra])
+
+
+def test_trigger_lines_say_how_many_tasks_the_sequential_test_compared(tmp_path, capsys):
+    assert _run(tmp_path) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if " trigger at step " in ln]
+    assert lines and all(" compared on " in ln for ln in lines)
+    rows = [json.loads(x)["decision"] for x in (tmp_path / "r" / "dc_rs+janus" / "decisions.jsonl").read_text()
+            .splitlines()]
+    want = [f"|E|={len(d['eval_ids'])} " for d in rows if d["triggered"]]
+    assert [ln.split(" (coverage")[0].rsplit(" ", 1)[-1] + " " for ln in lines] == want
+    assert [int(ln.split(" compared on ")[1].split(" of ")[0]) for ln in lines] == [
+        d["n_evaluated"] for d in rows if d["triggered"]]
+
+
+def test_a_changed_recommended_trigger_is_labelled_and_tau_without_effect_is_named(tmp_path, capsys):
+    assert _run(tmp_path, "--quiet", "--trigger", "mmt", "--tau", "0.2") == 0
+    out = capsys.readouterr().out
+    assert "janus preset: recommended + trigger mmt (trigger=mmt, tau=0.2, " in out
+    assert "has no effect" not in out  # mmt reads tau
+    assert _run(tmp_path, "--quiet", "--tau", "0.3", "--overwrite") == 0
+    out = capsys.readouterr().out
+    assert ("warning: --tau 0.3 has no effect with trigger always (only the mmt and selective triggers read the "
+            "threshold)") in out
+    assert "janus preset: recommended (trigger=always, tau=0.3, " in out
+    assert _run(tmp_path, "--quiet", "--overwrite") == 0
+    assert "has no effect" not in capsys.readouterr().out
