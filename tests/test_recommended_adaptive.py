@@ -196,3 +196,43 @@ def test_trigger_line_says_how_many_tasks_were_compared():
     assert "2+1+1) compared on 4 of 4: old 1.000 vs new 0.500 -> ROLLBACK" in trigger_line("m", 1, full, "x")
     paper = dict(full, reason="old_better")
     assert "2+1+1) old 1.000 vs new 0.500 -> ROLLBACK (old_better)" in trigger_line("m", 1, paper, "x")
+
+
+# ----------------------------------------------------------------------------- seq_recent_pairs
+
+
+def test_recent_closeness_budget_grows_after_a_close_comparison_and_is_stored():
+    import json
+
+    mode = {"new_loses": False}
+
+    def ev(text, ts):
+        return [not (mode["new_loses"] and text.startswith("new"))] * len(ts)
+
+    cfg = JanusConfig.recommended(warmup=2, coverage_size=4, boundary_size=2, fresh_size=2, seq_max_pairs=2,
+                                  seq_recent_pairs=4, seq_recent_window=1, seq_round=1, gate_full_compare=False,
+                                  reuse_old_results=False)
+    j = Janus(cfg, ev)
+
+    def step(i, old, new):
+        e = np.zeros(4)
+        e[i % 4] = 1.0
+        return j.decide(StepInput({"id": f"t{i}"}, e, old, new, np.ones(3) * i, np.ones(3) * (i + 1)))
+
+    step(0, "m0", "m1")
+    step(1, "m1", "m2")
+    got = [step(2, "m2", "new 3"), step(3, "new 3", "new 4")]  # all ties: close at the cap
+    assert [(d.n_evaluated, d.reason) for d in got] == [(2, "sprt_truncated_new_ge_old"),
+                                                         (4, "sprt_truncated_new_ge_old")]
+    assert j.state_dict()["recent_close"] == [True]
+    mode["new_loses"] = True
+    d = step(4, "old 4", "new 5")  # 3 old-memory wins of 4: settled after 3, not close
+    assert (d.n_evaluated, d.reason, d.accept) == (3, "sprt_old_worse", False)
+    restored = Janus.from_state_dict(json.loads(json.dumps(j.state_dict())), ev)
+    assert restored.state_dict()["recent_close"] == [False]
+    assert step(5, "old 4", "new 6").n_evaluated == 2  # back to the small cap
+    assert "recent_close" not in Janus(JanusConfig.recommended(), ev).state_dict()
+    with pytest.raises(ValueError, match="seq_recent_pairs must be above seq_max_pairs"):
+        JanusConfig.recommended(seq_recent_pairs=9)
+    with pytest.raises(ValueError, match="seq_recent_pairs sets the sequential test's cap"):
+        JanusConfig(seq_recent_pairs=9)

@@ -28,6 +28,7 @@ RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_order="inf
 # settings of recommended() that JanusConfig.preset does not compare: a change to one is named in the preset label
 # ("recommended + trigger mmt"); sizes, tau and seed are settings of every preset and are not named
 RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_round", "seq_extend_margin",
+                      "seq_recent_pairs", "seq_recent_window",
                       "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max")
 
 
@@ -75,7 +76,10 @@ class JanusConfig:
       old memory reaches it is compared on at most near_copy_pairs tasks (0: accepted unevaluated, "near_copy");
       seq_extend_pairs (0 = off; > seq_max_pairs; sequential rule only): the adaptive cap (sequential.AdaptiveCap):
       a comparison still close at seq_max_pairs tasks (new-minus-old discordant wins within seq_extend_margin)
-      goes on until one memory leads by more than seq_extend_margin, at most seq_extend_pairs tasks.
+      goes on until one memory leads by more than seq_extend_margin, at most seq_extend_pairs tasks;
+      seq_recent_pairs (0 = off; > seq_max_pairs; sequential rule only): a budget that tracks recent closeness: a
+      comparison is capped at seq_recent_pairs instead of seq_max_pairs when one of the last seq_recent_window
+      sequential comparisons ended close (truncated with |w - l| <= seq_extend_margin); stored in the state.
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -130,11 +134,15 @@ class JanusConfig:
     # adaptive cap (issue 24 round 2; sequential.AdaptiveCap): 0 = off (the fixed cap seq_max_pairs)
     seq_extend_pairs: int = 0
     seq_extend_margin: int = 1
+    # a budget that tracks recent closeness (issue 24 round 2): 0 = off
+    seq_recent_pairs: int = 0
+    seq_recent_window: int = 3
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
                 "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window",
-                "seq_max_pairs", "seq_round", "near_copy_pairs", "seq_extend_pairs", "seq_extend_margin")
+                "seq_max_pairs", "seq_round", "near_copy_pairs", "seq_extend_pairs", "seq_extend_margin",
+                "seq_recent_pairs", "seq_recent_window")
         for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
@@ -143,7 +151,8 @@ class JanusConfig:
                 raise ValueError(f"{name} must be >= 0, got {v}")
         if not 0 <= self.seed <= SEED_MAX:  # it seeds scikit-learn's KMeans, which takes no other seed
             raise ValueError(f"seed must be in [0, {SEED_MAX}], got {self.seed}")
-        for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window", "seq_round"):
+        for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window", "seq_round",
+                     "seq_recent_window"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
@@ -189,6 +198,12 @@ class JanusConfig:
             if not 0 < self.seq_max_pairs < self.seq_extend_pairs:
                 raise ValueError(f"seq_extend_pairs must be above seq_max_pairs (> 0), got seq_extend_pairs="
                                  f"{self.seq_extend_pairs} with seq_max_pairs={self.seq_max_pairs}")
+        if self.seq_recent_pairs:
+            if self.decision_rule != "sequential":
+                raise ValueError("seq_recent_pairs sets the sequential test's cap: set decision_rule: sequential too")
+            if not 0 < self.seq_max_pairs < self.seq_recent_pairs:
+                raise ValueError(f"seq_recent_pairs must be above seq_max_pairs (> 0), got seq_recent_pairs="
+                                 f"{self.seq_recent_pairs} with seq_max_pairs={self.seq_max_pairs}")
         if self.near_copy_similarity > 0 and self.decision_rule != "sequential":
             raise ValueError("near_copy_similarity caps the sequential test: set decision_rule: sequential too")
         rl = self.replay_limit
