@@ -73,6 +73,7 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--cache", default=str(Path(__file__).resolve().parent / "results" / "tuning_baselines.json"))
     p.add_argument("--json", help="append every number here (one JSON object per line)")
+    p.add_argument("--per-seed", help="append one JSON line per (setting, seed, variant) as each seed finishes")
     args = p.parse_args(argv)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     if any(s in JUDGED for s in seeds):
@@ -101,6 +102,13 @@ def main(argv=None) -> int:
             for s in specs:
                 fin[s.name].append(m[s.name]["final"])
                 calls[s.name].append(m[s.name]["evaluator_calls"])
+            if args.per_seed:  # one line per (setting, seed, variant): partial results can be read while it runs
+                with open(args.per_seed, "a") as fh:
+                    for s in specs:
+                        fh.write(json.dumps({"setting": setting, "seed": seed, "variant": s.name,
+                                             "final": m[s.name]["final"], "calls": m[s.name]["evaluator_calls"],
+                                             "blind": base["blind"]["final"], "always": base["always"]["final"],
+                                             "always_calls": base["always"]["calls"]}) + "\n")
         f = {n: np.array(v, float) for n, v in fin.items()}
         c = {n: np.array(v, float) for n, v in calls.items()}
         g_all = f["always"] - f["blind"]

@@ -155,7 +155,9 @@ def test_failing_evaluator_raises_with_the_calls_spent():
 def test_recommended_preset_and_paper_unchanged():
     r = JanusConfig.recommended()
     assert (r.trigger, r.decision_rule, r.eval_order, r.gate_full_compare, r.seq_max_pairs, r.seq_round, r.dedup,
-            r.same_memory_shortcut, r.reuse_old_results) == ("always", "sequential", "informative", True, 9, 2, True, True, True)
+            r.same_memory_shortcut, r.reuse_old_results) == ("always", "sequential", "informative", True, 6, 2, True, True, True)
+    assert (r.seq_extend_pairs, r.seq_extend_margin, r.near_copy_similarity, r.near_copy_pairs, r.clustering) == (
+        14, 0, 0.93, 4, "paper")
     assert r.preset == "recommended" and JanusConfig().preset == "paper"
     p = JanusConfig()
     assert (p.decision_rule, p.eval_order, p.gate_full_compare, p.near_copy_similarity, p.seq_max_pairs) == (

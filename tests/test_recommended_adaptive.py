@@ -153,7 +153,8 @@ def test_controller_with_relevance_order_reads_the_nearest_tasks_first():
         return [True] * len(ts)
 
     cfg = JanusConfig.recommended(warmup=4, coverage_size=2, boundary_size=2, fresh_size=0, eval_order="relevant",
-                                  seq_round=1, seq_max_pairs=0, gate_full_compare=False)
+                                  seq_round=1, seq_max_pairs=0, seq_extend_pairs=0, gate_full_compare=False,
+                                  near_copy_similarity=0.0)
     j = Janus(cfg, ev)
     axes = [0, 1, 2, 3, 0]
     for i, a in enumerate(axes):
@@ -211,7 +212,7 @@ def test_recent_closeness_budget_grows_after_a_close_comparison_and_is_stored():
 
     cfg = JanusConfig.recommended(warmup=2, coverage_size=4, boundary_size=2, fresh_size=2, seq_max_pairs=2,
                                   seq_recent_pairs=4, seq_recent_window=1, seq_round=1, gate_full_compare=False,
-                                  reuse_old_results=False)
+                                  reuse_old_results=False, seq_extend_pairs=0, near_copy_similarity=0.0)
     j = Janus(cfg, ev)
 
     def step(i, old, new):
@@ -233,6 +234,6 @@ def test_recent_closeness_budget_grows_after_a_close_comparison_and_is_stored():
     assert step(5, "old 4", "new 6").n_evaluated == 2  # back to the small cap
     assert "recent_close" not in Janus(JanusConfig.recommended(), ev).state_dict()
     with pytest.raises(ValueError, match="seq_recent_pairs must be above seq_max_pairs"):
-        JanusConfig.recommended(seq_recent_pairs=9)
+        JanusConfig.recommended(seq_recent_pairs=6)
     with pytest.raises(ValueError, match="seq_recent_pairs sets the sequential test's cap"):
         JanusConfig(seq_recent_pairs=9)

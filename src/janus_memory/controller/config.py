@@ -19,11 +19,14 @@ SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range (numpy's Random
 CLUSTERINGS = ("paper", "sklearn", "incremental")
 DECISION_RULES = ("paper", "sign_test", "sequential")
 EVAL_ORDERS = ("paper", "informative", "relevant")
-# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24), with the
-# scikit-learn k-means it was measured with (the paper preset's k-means became the authors' one afterwards, issue 27)
+# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24). Round 2
+# (constants picked on tuning seeds 100-109 of the default world and S1): the adaptive cap (6 tasks, up to 14 while
+# tied), near copies (3-gram Jaccard >= 0.93) compared on 4 tasks, and the paper preset's k-means (round 1: a fixed
+# cap of 9 with the scikit-learn k-means)
 RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_order="informative", gate_full_compare=True,
-                   seq_max_pairs=9, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, reuse_old_results=True,
-                   dedup=True, same_memory_shortcut=True, clustering="sklearn")
+                   seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2,
+                   seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
+                   near_copy_pairs=4, dedup=True, same_memory_shortcut=True, clustering="paper")
 
 # settings of recommended() that JanusConfig.preset does not compare: a change to one is named in the preset label
 # ("recommended + trigger mmt"); sizes, tau and seed are settings of every preset and are not named
@@ -251,9 +254,12 @@ class JanusConfig:
         """The recommended controller (issue 24; measured in docs/controller.md "Recommended controller"): compare
         at every post-warm-up step (``trigger="always"``) with Wald's sequential test on discordant pairs
         (``decision_rule="sequential"``), the most informative tasks first (``eval_order="informative"``), each
-        comparison capped at ``seq_max_pairs`` tasks; a destructive-looking candidate (the item gate:
-        ``retention_min``, ``shrink_max``) forces a full paper-rule comparison, warm-up included
-        (``gate_full_compare``); identical texts are evaluated once, duplicates dropped."""
+        comparison capped at ``seq_max_pairs`` tasks and, while still tied there, extended up to
+        ``seq_extend_pairs`` (the adaptive cap, ``sequential.AdaptiveCap``); a near copy (3-gram Jaccard >=
+        ``near_copy_similarity``) is compared on ``near_copy_pairs`` tasks; the deployed memory's outcomes are
+        reused; a destructive-looking candidate (the item gate: ``retention_min``, ``shrink_max``) forces a full
+        paper-rule comparison, warm-up included (``gate_full_compare``); identical texts are evaluated once,
+        duplicates dropped; coverage uses the paper preset's k-means."""
         base = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)
@@ -290,6 +296,8 @@ class JanusConfig:
         """One line for run headers, e.g. ``janus preset: paper (same_memory_shortcut=False, ...)``."""
         extend = (f", seq_extend_pairs={self.seq_extend_pairs}, seq_extend_margin={self.seq_extend_margin}"
                   if self.seq_extend_pairs else "")
+        if self.near_copy_similarity > 0:
+            extend += f", near_copy_similarity={self.near_copy_similarity}, near_copy_pairs={self.near_copy_pairs}"
         return (f"janus preset: {self.preset_label()} (trigger={self.trigger}, tau={self.tau}, "
                 f"same_memory_shortcut={self.same_memory_shortcut}, early_stop={self.early_stop}, "
                 f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit}"
