@@ -11,12 +11,15 @@ Per setting, from one run: final true accuracy (mean ± 95% t-interval over seed
 step, paper rule), the paper preset (``janus``) and ``recommended`` (``JanusConfig.recommended()``); paired 95%
 intervals of (recommended − blind) and (always − blind); **gain share** = mean(rec − blind) / mean(always − blind)
 and **call share** = mean rec calls / mean always calls, each with a 95% paired bootstrap interval over seeds
-(10,000 resamples, fixed generator seed). ``--caps`` adds ``recommended`` variants with other ``seq_max_pairs``
-(the frontier). Goal (issue 24): gain share >= 0.90 at call share <= 0.25 on every judged setting.
+(10,000 resamples, fixed generator seed). ``--caps`` adds ``recommended`` variants with a fixed cap of that many
+tasks (``seq_max_pairs``, no adaptive extension). Goal (issue 24): gain share >= 0.90 at call share <= 0.25 on every
+judged setting.
 
 The judged settings were fixed in docs/bench.md before their results were seen: the default world, S1 (a low-noise
 evaluator, ``coupling=1.0``), S2 (more harmful candidates, the harsher mix) and S3 (``eval_noise="fresh"``: every
-evaluation a new draw). Constants were tuned on seeds 100-119 of the default world only (``--tuning``).
+evaluation a new draw). Constants are tuned on seeds 100 and above only: round 1 on the default world (``--tuning``),
+round 2 (the adaptive cap, the paper k-means) on seeds 100-119 of the default world and S1 with
+``benchmarks/tune_recommended.py``, which refuses seeds 0-19.
 
 Prints the CPU seconds and the load average (the machine is shared; no timing goal).
 """
@@ -50,16 +53,23 @@ SHORT = {"default": "default", "s1": "S1 coupling=1.0", "s2": "S2 harsh mix", "s
 BOOT = 10_000
 
 
-def policies(caps: list[int], with_paper: bool = True) -> list[PolicySpec]:
+# the recommended controller as judged in round 1 (issue 24, before the adaptive cap): fixed cap 9, scikit-learn k-means
+ROUND1 = dict(seq_max_pairs=9, seq_extend_pairs=0, seq_recent_pairs=0, clustering="sklearn")
+
+
+def policies(caps: list[int], with_paper: bool = True, round1: bool = False) -> list[PolicySpec]:
     paper = JanusConfig()
     out = [PolicySpec("blind", "blind"), PolicySpec("always", "janus", dataclasses.replace(paper, trigger="always"))]
     if with_paper:
         out.append(PolicySpec("janus", "janus", paper))
     out.append(PolicySpec("recommended", "janus", JanusConfig.recommended()))
     rec = JanusConfig.recommended()
-    for c in caps:
-        if c != rec.seq_max_pairs:
-            out.append(PolicySpec(f"rec-cap{c}", "janus", JanusConfig.recommended(seq_max_pairs=c)))
+    if round1 and JanusConfig.recommended(**ROUND1) != rec:
+        out.append(PolicySpec("rec-round1", "janus", JanusConfig.recommended(**ROUND1)))
+    for c in caps:  # the frontier: the recommended controller with a fixed cap of c tasks (no adaptive extension)
+        if c != rec.seq_max_pairs or rec.seq_extend_pairs:
+            out.append(PolicySpec(f"rec-cap{c}", "janus",
+                                  JanusConfig.recommended(seq_max_pairs=c, seq_extend_pairs=0, seq_recent_pairs=0)))
     return out
 
 
@@ -127,12 +137,14 @@ def main(argv=None) -> int:
     p.add_argument("--caps", default="", help="extra seq_max_pairs values for the frontier, e.g. 4,8,12")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--no-paper", action="store_true", help="leave out the paper preset's row (saves CPU)")
+    p.add_argument("--round1", action="store_true", help="add the round-1 recommended controller's row (fixed cap 9, "
+                   "scikit-learn k-means)")
     p.add_argument("--json", help="write all numbers here")
     args = p.parse_args(argv)
     if args.tuning:
         args.settings, args.first_seed = "default", 100
     caps = [int(c) for c in args.caps.split(",") if c.strip()]
-    specs = policies(caps, with_paper=not args.no_paper)
+    specs = policies(caps, with_paper=not args.no_paper, round1=args.round1)
     names = [s.name for s in specs]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     t0 = time.time()

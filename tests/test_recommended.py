@@ -155,7 +155,9 @@ def test_failing_evaluator_raises_with_the_calls_spent():
 def test_recommended_preset_and_paper_unchanged():
     r = JanusConfig.recommended()
     assert (r.trigger, r.decision_rule, r.eval_order, r.gate_full_compare, r.seq_max_pairs, r.seq_round, r.dedup,
-            r.same_memory_shortcut, r.reuse_old_results) == ("always", "sequential", "informative", True, 9, 2, True, True, True)
+            r.same_memory_shortcut, r.reuse_old_results) == ("always", "sequential", "informative", True, 6, 2, True, True, True)
+    assert (r.seq_extend_pairs, r.seq_extend_margin, r.near_copy_similarity, r.near_copy_pairs, r.clustering) == (
+        14, 0, 0.93, 4, "paper")
     assert r.preset == "recommended" and JanusConfig().preset == "paper"
     p = JanusConfig()
     assert (p.decision_rule, p.eval_order, p.gate_full_compare, p.near_copy_similarity, p.seq_max_pairs) == (
@@ -168,7 +170,7 @@ def test_recommended_preset_and_paper_unchanged():
     (dict(seq_theta=0.0), "seq_theta must be in (0, 0.5), got 0.0"),
     (dict(seq_round=0), "seq_round must be >= 1, got 0"),
     (dict(seq_max_pairs=-1), "seq_max_pairs must be >= 0, got -1"),
-    (dict(eval_order="random"), "eval_order must be one of ('paper', 'informative'), got 'random'"),
+    (dict(eval_order="random"), "eval_order must be one of ('paper', 'informative', 'relevant'), got 'random'"),
     (dict(decision_rule="sequentail"), "did you mean sequential?"),
     (dict(near_copy_similarity=0.9), "near_copy_similarity caps the sequential test"),
     (dict(gate_full_compare=1), "gate_full_compare must be a bool"),

@@ -51,7 +51,9 @@ def step_line(method: str, step: int, total: int, correct: bool, decision: dict,
 
 
 def trigger_line(method: str, step: int, decision: dict, change: str) -> str:
-    """One line per trigger: step, cosine, |E| by role, old vs new score, decision, one-line diff summary."""
+    """One line per trigger: step, cosine, |E| by role, old vs new score, decision, one-line diff summary. When
+    fewer than |E| tasks were compared (early stopping), and always under the sequential rule, the line says how
+    many, and the scores are over those."""
     roles = [list(decision.get(k) or []) for k in ("coverage", "boundary", "fresh")]
     sizes = "+".join(str(len(r)) for r in roles)
     eval_ids = list(decision.get("eval_ids") or [])
@@ -66,6 +68,13 @@ def trigger_line(method: str, step: int, decision: dict, change: str) -> str:
         sizes += f"; {shared} task{'s' if shared > 1 else ''} in two roles, {how}"
     old, new = decision.get("old_score"), decision.get("new_score")
     scores = "old ? vs new ?" if old is None or new is None else f"old {old:.3f} vs new {new:.3f}"
+    oc, nc = decision.get("old_correct"), decision.get("new_correct")
+    seq = str(decision.get("reason") or "").startswith("sprt_")
+    if oc is not None and nc is not None and n and (seq or len(oc) < n or len(nc) < n):
+        # the sequential test (always said) or early stopping compared on a prefix of E: the scores are over it
+        scores = (f"compared on 0 of {n}" if not oc and not nc else
+                  f"compared on {len(oc)} of {n}: {scores}" if len(oc) == len(nc) else
+                  f"old scored on {len(oc)}, new on {len(nc)} of {n}: {scores}")
     verdict = "ACCEPT" if decision.get("accept") else "ROLLBACK"
     return (f"[{method}] trigger at step {step}: {_cos(decision)} |E|={n} (coverage+boundary+fresh {sizes}) "
             f"{scores} -> {verdict} ({decision.get('reason')}); candidate {change}")

@@ -105,7 +105,7 @@ def _option_for(setting: str, args) -> str | None:
     return f"--{key.replace('_', '-')}"
 
 
-def _print_preset(cfg, console, demo: bool = False) -> None:
+def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     from ..inject.plan import parse_inject
     from ..settings.presets import encoder_line
 
@@ -120,6 +120,10 @@ def _print_preset(cfg, console, demo: bool = False) -> None:
         say(f"demo: Janus compares old and new memory at every step after warm-up (trigger always, the paper's "
             f"ablation without MMT): {cfg.stream_size} steps give the momentum trigger no history; `janus run` uses MMT")
     say(encoder_line(cfg.encoder))
+    if cfg.controller in ("janus", "both") and jc.tau != 0.0 and jc.trigger not in ("mmt", "selective"):
+        given = _option_for("janus.tau", args) if args is not None else None
+        say(f"warning: {given or 'tau'} {jc.tau} has no effect with trigger {jc.trigger} (only the mmt and selective "
+            f"triggers read the threshold)")
     if cfg.controller in ("janus", "both") and cfg.stream_size and cfg.stream_size <= jc.warmup:
         say(f"warning: the stream has {cfg.stream_size} steps and Janus's warm-up is {jc.warmup}: Janus never compares "
             f"in this run (every candidate is deployed unexamined); give --warmup below {cfg.stream_size}")
@@ -150,7 +154,7 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
         raise (_with_file_line(e, args.config, args) if getattr(args, "config", None) else e) from None
     # data, output folder, model, changed resume settings: before the header and before any folder is made
     splits = preflight(cfg, resume=bool(getattr(args, "resume", None)), overwrite=args.overwrite)
-    _print_preset(cfg, console, demo=getattr(args, "cmd", None) == "demo")
+    _print_preset(cfg, console, demo=getattr(args, "cmd", None) == "demo", args=args)
     say = _plain(console)
     say(f"run folder: {Path(cfg.out).expanduser().resolve()}")
     busy = load_warning() if cfg.llm.backend == "local" else None  # the embedded model shares this machine's CPU

@@ -38,15 +38,18 @@ def announce(evaluator: Any, c: JanusConfig, d: Decision, trigger_count: int, n_
 
 def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old_text: str, new_text: str,
                    stats: dict[str, int], *, full: bool = False, max_pairs: int | None = None,
-                   known_old: list | None = None) -> Comparison | None:
+                   known_old: list | None = None, base_pairs: int | None = None) -> Comparison | None:
     """Compare both memories on ``tasks`` (the planned entries), fill ``d`` and ``stats``; None (candidate kept,
     counted as an accept) when the evaluator failed. Accept/rollback of a completed comparison is left to the
     caller, which counts it after its own bookkeeping.
 
     ``full``: the paper rule on every entry whatever the configured rule (a text gate's forced comparison).
-    ``max_pairs``: the sequential rule's cap for this comparison (default ``c.seq_max_pairs``).
+    ``max_pairs``: the sequential rule's cap for this comparison (default ``c.seq_max_pairs``, extended by the
+    adaptive cap ``c.seq_extend_pairs`` when on and above it; an explicit ``max_pairs`` is never extended).
+    ``base_pairs``: this comparison's cap instead of ``c.seq_max_pairs`` (``seq_recent_pairs``), still extended.
     ``known_old``: the old memory's outcomes already measured (``reuse_old_results``; sequential rule only)."""
     rule = "paper" if full else c.decision_rule
+    base = c.seq_max_pairs if base_pairs is None else base_pairs
     seq = rule == "sequential"
     try:
         comp = compare(evaluator, tasks, old_text, new_text,
@@ -54,8 +57,11 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
                        early_stop=c.early_stop and not full, round_size=c.seq_round if seq else c.early_stop_round,
                        same_memory_shortcut=c.same_memory_shortcut,
                        sprt=SPRT(c.seq_alpha, c.seq_beta, c.seq_theta) if seq else None,
-                       max_pairs=c.seq_max_pairs if max_pairs is None else max_pairs,
-                       known_old=known_old if seq else None)
+                       max_pairs=max_pairs if max_pairs is not None else base,
+                       known_old=known_old if seq else None,
+                       extend_pairs=c.seq_extend_pairs if seq and max_pairs is None and c.seq_extend_pairs > base
+                       else 0,
+                       extend_margin=c.seq_extend_margin)
     except EvaluationError as exc:
         d.accept = True
         d.reason = f"evaluation_failed:{exc}"

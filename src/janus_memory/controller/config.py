@@ -18,13 +18,21 @@ SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range (numpy's Random
 # scikit-learn k-means++ with exact warm starts (before issue 27 the default, stored as "full"), incremental = fast()
 CLUSTERINGS = ("paper", "sklearn", "incremental")
 DECISION_RULES = ("paper", "sign_test", "sequential")
-EVAL_ORDERS = ("paper", "informative")
-# JanusConfig.recommended(): the settings of docs/controller.md ("Recommended controller"; issue 24; measured in
-# docs/measurements.md, "Recommended controller (issue 24)"), with the scikit-learn k-means it was measured with
-# (the paper preset's k-means became the authors' one afterwards, issue 27)
+EVAL_ORDERS = ("paper", "informative", "relevant")
+# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24). Round 2
+# (constants picked on tuning seeds 100-109 of the default world and S1): the adaptive cap (6 tasks, up to 14 while
+# tied), near copies (3-gram Jaccard >= 0.93) compared on 4 tasks, and the paper preset's k-means (round 1: a fixed
+# cap of 9 with the scikit-learn k-means)
 RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_order="informative", gate_full_compare=True,
-                   seq_max_pairs=9, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, reuse_old_results=True,
-                   dedup=True, same_memory_shortcut=True, clustering="sklearn")
+                   seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2,
+                   seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
+                   near_copy_pairs=4, dedup=True, same_memory_shortcut=True, clustering="paper")
+
+# settings of recommended() that JanusConfig.preset does not compare: a change to one is named in the preset label
+# ("recommended + trigger mmt"); sizes, tau and seed are settings of every preset and are not named
+RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_round", "seq_extend_margin",
+                      "seq_recent_pairs", "seq_recent_window",
+                      "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max")
 
 
 @dataclass(frozen=True)
@@ -64,11 +72,18 @@ class JanusConfig:
     The recommended controller (issue 24; all off here; ``JanusConfig.recommended()``; docs/controller.md):
       decision_rule="sequential": Wald's SPRT on discordant pairs (seq_alpha, seq_beta, seq_theta), seq_round tasks
       per call, at most seq_max_pairs tasks (0 = all), then the paper rule on the pairs seen (controller/sequential.py);
-      eval_order="informative": boundary (past flips first), coverage, fresh; reuse_old_results: the deployed memory's
+      eval_order="informative": boundary (past flips first), coverage, fresh; "relevant": those entries sorted by
+      the cosine of their task embedding with the current task's (evalplan.order_by_relevance); reuse_old_results: the deployed memory's
       measured outcomes are reused until it changes (sequential rule only); gate_full_compare: the item gate
       (retention_min, shrink_max) forces a full paper-rule comparison, also in warm-up, whatever the trigger;
       near_copy_similarity (> 0 on; sequential rule only): a candidate whose word-3-gram Jaccard similarity to the
-      old memory reaches it is compared on at most near_copy_pairs tasks (0: accepted unevaluated, "near_copy").
+      old memory reaches it is compared on at most near_copy_pairs tasks (0: accepted unevaluated, "near_copy");
+      seq_extend_pairs (0 = off; > seq_max_pairs; sequential rule only): the adaptive cap (sequential.AdaptiveCap):
+      a comparison still close at seq_max_pairs tasks (new-minus-old discordant wins within seq_extend_margin)
+      goes on until one memory leads by more than seq_extend_margin, at most seq_extend_pairs tasks;
+      seq_recent_pairs (0 = off; > seq_max_pairs; sequential rule only): a budget that tracks recent closeness: a
+      comparison is capped at seq_recent_pairs instead of seq_max_pairs when one of the last seq_recent_window
+      sequential comparisons ended close (truncated with |w - l| <= seq_extend_margin); stored in the state.
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -121,11 +136,18 @@ class JanusConfig:
     near_copy_similarity: float = 0.0
     near_copy_pairs: int = 2
     reuse_old_results: bool = False
+    # adaptive cap (issue 24 round 2; sequential.AdaptiveCap): 0 = off (the fixed cap seq_max_pairs)
+    seq_extend_pairs: int = 0
+    seq_extend_margin: int = 1
+    # a budget that tracks recent closeness (issue 24 round 2): 0 = off
+    seq_recent_pairs: int = 0
+    seq_recent_window: int = 3
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
                 "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window",
-                "seq_max_pairs", "seq_round", "near_copy_pairs")
+                "seq_max_pairs", "seq_round", "near_copy_pairs", "seq_extend_pairs", "seq_extend_margin",
+                "seq_recent_pairs", "seq_recent_window")
         for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
@@ -134,7 +156,8 @@ class JanusConfig:
                 raise ValueError(f"{name} must be >= 0, got {v}")
         if not 0 <= self.seed <= SEED_MAX:  # it seeds scikit-learn's KMeans, which takes no other seed
             raise ValueError(f"seed must be in [0, {SEED_MAX}], got {self.seed}")
-        for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window", "seq_round"):
+        for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window", "seq_round",
+                     "seq_recent_window"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
@@ -174,6 +197,18 @@ class JanusConfig:
                              f"{did_you_mean(self.eval_order, EVAL_ORDERS)}")
         if self.reuse_old_results and self.decision_rule != "sequential":
             raise ValueError("reuse_old_results feeds the sequential test: set decision_rule: sequential too")
+        if self.seq_extend_pairs:
+            if self.decision_rule != "sequential":
+                raise ValueError("seq_extend_pairs extends the sequential test's cap: set decision_rule: sequential too")
+            if not 0 < self.seq_max_pairs < self.seq_extend_pairs:
+                raise ValueError(f"seq_extend_pairs must be above seq_max_pairs (> 0), got seq_extend_pairs="
+                                 f"{self.seq_extend_pairs} with seq_max_pairs={self.seq_max_pairs}")
+        if self.seq_recent_pairs:
+            if self.decision_rule != "sequential":
+                raise ValueError("seq_recent_pairs sets the sequential test's cap: set decision_rule: sequential too")
+            if not 0 < self.seq_max_pairs < self.seq_recent_pairs:
+                raise ValueError(f"seq_recent_pairs must be above seq_max_pairs (> 0), got seq_recent_pairs="
+                                 f"{self.seq_recent_pairs} with seq_max_pairs={self.seq_max_pairs}")
         if self.near_copy_similarity > 0 and self.decision_rule != "sequential":
             raise ValueError("near_copy_similarity caps the sequential test: set decision_rule: sequential too")
         rl = self.replay_limit
@@ -222,9 +257,12 @@ class JanusConfig:
         docs/measurements.md "Recommended controller (issue 24)"): compare
         at every post-warm-up step (``trigger="always"``) with Wald's sequential test on discordant pairs
         (``decision_rule="sequential"``), the most informative tasks first (``eval_order="informative"``), each
-        comparison capped at ``seq_max_pairs`` tasks; a destructive-looking candidate (the item gate:
-        ``retention_min``, ``shrink_max``) forces a full paper-rule comparison, warm-up included
-        (``gate_full_compare``); identical texts are evaluated once, duplicates dropped."""
+        comparison capped at ``seq_max_pairs`` tasks and, while still tied there, extended up to
+        ``seq_extend_pairs`` (the adaptive cap, ``sequential.AdaptiveCap``); a near copy (3-gram Jaccard >=
+        ``near_copy_similarity``) is compared on ``near_copy_pairs`` tasks; the deployed memory's outcomes are
+        reused; a destructive-looking candidate (the item gate: ``retention_min``, ``shrink_max``) forces a full
+        paper-rule comparison, warm-up included (``gate_full_compare``); identical texts are evaluated once,
+        duplicates dropped; coverage uses the paper preset's k-means."""
         base = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)
@@ -238,7 +276,7 @@ class JanusConfig:
         of either preset): early_stop, dedup, clustering, decision_rule, same_memory_shortcut, replay_limit, and
         the recommended controller's own switches (eval_order, gate_full_compare, seq_max_pairs)."""
         keys = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
-                "eval_order", "gate_full_compare", "seq_max_pairs", "reuse_old_results")
+                "eval_order", "gate_full_compare", "seq_max_pairs", "reuse_old_results", "seq_extend_pairs")
         mine = tuple(getattr(self, k) for k in keys)
         for name, ref in (("paper", JanusConfig.paper()), ("fast", JanusConfig.fast()),
                           ("recommended", JanusConfig.recommended())):
@@ -246,13 +284,28 @@ class JanusConfig:
                 return name
         return "custom"
 
+    def preset_label(self) -> str:
+        """The preset's name, and for ``recommended`` the recommended settings this configuration changes, e.g.
+        ``"recommended + trigger mmt"`` (``preset`` compares the speed/fidelity switches only, so a recommended
+        configuration with another trigger is still ``"recommended"`` there)."""
+        name = self.preset
+        if name != "recommended":
+            return name
+        ref = JanusConfig.recommended()
+        changed = [f"{k} {getattr(self, k)}" for k in RECOMMENDED_TUNING if getattr(self, k) != getattr(ref, k)]
+        return " + ".join([name] + changed)
+
     def preset_line(self) -> str:
         """One line for run headers, e.g. ``janus preset: paper (same_memory_shortcut=False, ...)``."""
-        return (f"janus preset: {self.preset} (trigger={self.trigger}, tau={self.tau}, "
+        extend = (f", seq_extend_pairs={self.seq_extend_pairs}, seq_extend_margin={self.seq_extend_margin}"
+                  if self.seq_extend_pairs else "")
+        if self.near_copy_similarity > 0:
+            extend += f", near_copy_similarity={self.near_copy_similarity}, near_copy_pairs={self.near_copy_pairs}"
+        return (f"janus preset: {self.preset_label()} (trigger={self.trigger}, tau={self.tau}, "
                 f"same_memory_shortcut={self.same_memory_shortcut}, early_stop={self.early_stop}, "
                 f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit}"
                 + (f", decision_rule={self.decision_rule}, seq_max_pairs={self.seq_max_pairs}, "
-                   f"gate_full_compare={self.gate_full_compare}, reuse_old_results={self.reuse_old_results}"
+                   f"gate_full_compare={self.gate_full_compare}, reuse_old_results={self.reuse_old_results}{extend}"
                    if self.preset == "recommended" else "") + ")")
 
     @classmethod

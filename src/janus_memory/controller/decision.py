@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
-from .sequential import SPRT, discordant, settled
+from .sequential import SPRT, AdaptiveCap, discordant, settled
 
 Evaluator = Callable[[str, list], list]
 UNKNOWN = object()  # an old-memory outcome not measured yet (``known_old``)
@@ -142,12 +142,17 @@ def compare(
     sprt: SPRT | None = None,
     max_pairs: int = 0,
     known_old: list | None = None,
+    extend_pairs: int = 0,
+    extend_margin: int = 1,
 ) -> Comparison:
     """Compare ``old_text`` vs ``new_text`` on ``tasks`` (the evaluation entries, in order).
 
     ``rule="sequential"`` uses ``sprt`` (default ``SPRT()``), ``round_size`` tasks per call and at most ``max_pairs``
     tasks (0: all of them). ``known_old`` (sequential rule only): per task, the old memory's outcome when it is
     already known (``True``/``False``/``None``) or ``UNKNOWN``; known outcomes are reused instead of evaluated.
+    ``extend_pairs`` > ``max_pairs`` > 0 (sequential rule only): the adaptive cap (``sequential.AdaptiveCap``): a
+    comparison still close at ``max_pairs`` (new-minus-old discordant wins within ``extend_margin``) goes on, up to
+    ``extend_pairs`` tasks, until one memory leads by more than ``extend_margin``.
 
     Raises:
         EvaluationError: the evaluator raised or returned a wrong-length / non-boolean result.
@@ -163,8 +168,9 @@ def compare(
 
     try:
         if rule == "sequential":
+            cap = AdaptiveCap(max_pairs, extend_pairs, extend_margin) if extend_pairs > 0 and max_pairs > 0 else None
             return _sequential(ev, tasks, old_text, new_text, full, same, sprt or SPRT(), round_size, max_pairs,
-                               known_old)
+                               known_old, cap)
         return _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_margin, early_stop, round_size)
     except EvaluationError as exc:
         exc.calls = spent[0]
@@ -172,23 +178,30 @@ def compare(
 
 
 def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_size: int, max_pairs: int,
-                known_old: list | None = None) -> Comparison:
+                known_old: list | None = None, cap: AdaptiveCap | None = None) -> Comparison:
     """The ``sequential`` rule (module docstring). Identical texts (with the C23 guard) are accepted unevaluated.
-    Old-memory outcomes given in ``known_old`` are reused (not evaluated, not counted as calls)."""
+    Old-memory outcomes given in ``known_old`` are reused (not evaluated, not counted as calls). ``cap``: the
+    adaptive cap (None: the fixed cap ``max_pairs``)."""
     n = len(tasks)
     if same:
         return Comparison(True, "sprt_new_not_worse", [], [], 0, 0, full, None, n > 0)
     limit = n if max_pairs <= 0 else min(n, max_pairs)
+    top = limit if cap is None else min(n, cap.top)
     old_c: list = []
     new_c: list = []
     verdict = None
     spent = 0
     while True:
         w, ll = discordant(old_c, new_c)
-        verdict = settled(test, w, ll, limit - len(old_c))
-        if verdict is not None or len(old_c) >= limit:
+        k = len(old_c)
+        if cap is None:
+            verdict = settled(test, w, ll, limit - k)
+        else:
+            verdict = cap.stop(test, w, ll, k, n)
+        if verdict is not None or k >= top:
             break
-        lo, hi = len(old_c), min(limit, len(old_c) + max(1, round_size))
+        stage_end = limit if cap is not None and k < limit else top
+        lo, hi = k, min(stage_end, k + max(1, round_size))
         chunk = tasks[lo:hi]
         known = [UNKNOWN] * len(chunk) if known_old is None else list(known_old[lo:hi])
         todo = [t for t, v in zip(chunk, known) if v is UNKNOWN]
@@ -198,6 +211,8 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
         spent += len(todo) + len(chunk)
     k = len(old_c)
     w, ll = discordant(old_c, new_c)
+    if verdict is None:  # reached the (possibly extended) cap undecided: the paper rule on the pairs seen
+        verdict = test.truncated(w, ll)
     crossed = test.verdict(w, ll) is not None or k < limit
     accept = verdict == "deploy"
     if crossed:

@@ -7,6 +7,8 @@ of one comparison, records them on the :class:`~janus_memory.controller.step.Dec
 from __future__ import annotations
 
 import random
+
+import numpy as np
 from dataclasses import dataclass
 
 from .config import JanusConfig
@@ -42,7 +44,7 @@ def plan_trigger(c: JanusConfig, coverage: list[int], boundary: list[tuple[int, 
     cov = list(coverage) if c.use_coverage else []
     bnd = [i for i, _ in boundary] if c.use_boundary else []
     fr = fresh if c.use_fresh else []
-    if c.eval_order == "informative":  # past flips, then the rest of the boundary, coverage, fresh (sequential rule)
+    if c.eval_order in ("informative", "relevant"):  # past flips, the rest of the boundary, coverage, fresh
         tag = dict(boundary)
         first = [i for i in bnd if tag.get(i) == "flip"] + [i for i in bnd if tag.get(i) != "flip"]
         entries = build_entries(first, cov, fr, c.dedup)
@@ -51,6 +53,24 @@ def plan_trigger(c: JanusConfig, coverage: list[int], boundary: list[tuple[int, 
     if c.replay_limit is not None and len(entries) > c.replay_limit:
         entries = random.Random(c.seed + trigger_count + 17).sample(entries, c.replay_limit)
     return EvalPlan(cov, bnd, fr, entries)
+
+
+def order_by_relevance(entries: list[int], store, current: int) -> list[int]:
+    """``eval_order="relevant"``: the planned entries sorted by the cosine of their task embedding with the current
+    task's (the task whose update made the candidate), most similar first; ties keep the informative order.
+
+    Why: an update written after task ``t`` mostly changes what the memory says about tasks like ``t``, so the
+    discordant pairs concentrate there; reading them first lets a sequential test with a small cap see them
+    (the same idea as importance-weighted or targeted test selection)."""
+    if len(entries) < 2:
+        return list(entries)
+    emb = store.view()
+    q = emb[current].astype(np.float64)
+    rows = emb[entries].astype(np.float64)
+    norms = np.linalg.norm(rows, axis=1) * (np.linalg.norm(q) or 1.0)
+    sims = rows @ q / np.where(norms > 0, norms, 1.0)
+    order = sorted(range(len(entries)), key=lambda k: (-round(float(sims[k]), 9), k))
+    return [entries[k] for k in order]
 
 
 def plan_warmup(c: JanusConfig, n_seen: int, trigger_count: int) -> EvalPlan:

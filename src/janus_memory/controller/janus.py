@@ -27,8 +27,9 @@ from .changes import change_stats, shingle_similarity
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
 from .decision import UNKNOWN, Comparison
+from .sequential import discordant
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
-from .evalplan import flips_of, plan_trigger, plan_warmup
+from .evalplan import flips_of, order_by_relevance, plan_trigger, plan_warmup
 from .evalset import (
     EmbeddingStore,
     FullCoverage,
@@ -99,6 +100,7 @@ class Janus(StateMixin):
         self._stats = new_stats()
         self._old_key: str | None = None  # reuse_old_results: sha256 of the memory whose outcomes are cached
         self._old_cache: dict[int, bool] = {}  # stream index -> that memory's measured outcome
+        self._recent_close: list[bool] = []  # seq_recent_pairs: was each of the last comparisons close
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -317,10 +319,18 @@ class Janus(StateMixin):
             if self._old_key != _sha(old_text):
                 self._old_key, self._old_cache = _sha(old_text), {}
             known = [self._old_cache.get(i, UNKNOWN) for i in entries]
-        comp = run_comparison(self.evaluator, self.config, d, [self._tasks[i] for i in entries], old_text,
-                              new_text, self._stats, full=full, max_pairs=max_pairs, known_old=known)
-        if comp is not None and self.config.reuse_old_results:
+        c = self.config
+        base = None
+        if c.seq_recent_pairs and max_pairs is None and not full and any(self._recent_close):
+            base = c.seq_recent_pairs  # a close comparison among the last seq_recent_window: the bigger budget
+        comp = run_comparison(self.evaluator, c, d, [self._tasks[i] for i in entries], old_text,
+                              new_text, self._stats, full=full, max_pairs=max_pairs, known_old=known, base_pairs=base)
+        if comp is not None and c.reuse_old_results:
             self._remember(entries, comp, new_text)
+        if comp is not None and c.seq_recent_pairs and not full and max_pairs is None and comp.calls_full:
+            w, ll = discordant(comp.old_correct, comp.new_correct)
+            close = comp.reason.startswith("sprt_truncated") and abs(w - ll) <= c.seq_extend_margin
+            self._recent_close = (self._recent_close + [close])[-c.seq_recent_window:]
         return comp
 
     def _remember(self, entries: list[int], comp: Comparison, new_text: str) -> None:
@@ -349,6 +359,8 @@ class Janus(StateMixin):
         except Exception as exc:  # spec §3.2 step 3: keep the previous coverage
             d.warnings.append(f"coverage refresh failed ({type(exc).__name__}: {exc}); previous coverage kept")
         plan = plan_trigger(c, self._coverage, self._boundary, fresh, self._trigger_count)
+        if c.eval_order == "relevant":
+            plan.entries = order_by_relevance(plan.entries, self._store, self._store.n - 1)
         plan.record(d, self._ids)
         comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs)
         if comp is None:

@@ -117,3 +117,60 @@ def discordant(old: list, new: list) -> tuple[int, int]:
     w = sum(1 for o, n in zip(old, new) if o is not None and n is not None and n and not o)
     ll = sum(1 for o, n in zip(old, new) if o is not None and n is not None and o and not n)
     return w, ll
+
+
+@dataclass(frozen=True)
+class AdaptiveCap:
+    """The adaptive cap of the truncated SPRT (``JanusConfig.seq_extend_pairs``): spend more tasks only on a close
+    comparison.
+
+    Stage 1 is the truncated test with cap ``base`` (``seq_max_pairs``). If it reaches ``base`` tasks without
+    crossing a boundary and the comparison is *close* (``|w - l| <= margin``, ``w``/``l`` the new/old discordant
+    wins), stage 2 goes on, ``seq_round`` tasks at a time, while it stays close: it stops as soon as one memory
+    leads by more than ``margin`` (that memory wins), a Wald boundary is crossed, or ``top`` tasks are used (then
+    the paper rule on the pairs seen, ties deploy). A comparison that is clear at ``base`` costs what the fixed cap
+    costs; only close ones pay for more tasks.
+
+    Where it comes from: stage 2 is the "play until one leads by r" stopping rule of Bechhofer, Kiefer and Sobel's
+    sequential selection procedures for Bernoulli populations (1968), here truncated at ``top``; the two stages
+    are a two-look group-sequential design (Pocock 1977) whose second look is taken only when the first is in the
+    "promising" (close) zone, as in adaptive sample-size re-estimation (Mehta and Pocock 2011). The stopping rule is
+    a deterministic function of the outcomes; no error rate beyond Wald's approximations is claimed.
+
+    Curtailment stays exact for the whole two-stage rule (``stop``): before ``base`` the comparison stops when every
+    completion up to ``base`` ends with a lead above ``margin`` for the same memory (no stage 2 possible), or when
+    :func:`settled` with the remaining pairs up to ``top`` decides it (every completion, through both stages, then
+    ends the same way: the extreme paths bound ``w - l`` at every point, and with ``w >= l`` at every point no
+    completion rolls back by either rule, and the mirror). ``tests/test_recommended.py`` checks ``stop`` against
+    every completion of small cases.
+    """
+
+    base: int
+    top: int
+    margin: int = 1
+
+    def __post_init__(self):
+        if not 0 < self.base < self.top:
+            raise ValueError(f"the adaptive cap needs 0 < seq_max_pairs < seq_extend_pairs, got {self.base}, {self.top}")
+        if self.margin < 0:
+            raise ValueError(f"seq_extend_margin must be >= 0, got {self.margin}")
+
+    def stop(self, test: SPRT, wins: int, losses: int, k: int, n: int) -> str | None:
+        """The outcome after ``k`` of ``n`` planned tasks if the comparison stops here, else None (continue)."""
+        base, top = min(n, self.base), min(n, self.top)
+        now = test.verdict(wins, losses)
+        if now is not None:
+            return now
+        d = wins - losses
+        if k >= top:
+            return test.truncated(wins, losses)
+        if k >= base:
+            if abs(d) > self.margin:
+                return "deploy" if d > 0 else "rollback"
+            return settled(test, wins, losses, top - k)
+        left = base - k
+        if d - left > self.margin:
+            return "deploy"
+        if d + left < -self.margin:
+            return "rollback"
+        return settled(test, wins, losses, top - k)

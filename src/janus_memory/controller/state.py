@@ -70,6 +70,8 @@ class StateMixin:
         if self.config.reuse_old_results:  # only then, so other configs keep their stored form
             extra["old_results"] = {"sha256": self._old_key,
                                     "results": [[i, v] for i, v in sorted(self._old_cache.items())]}
+        if self.config.seq_recent_pairs:  # only then, as old_results
+            extra["recent_close"] = list(self._recent_close)
         return {
             **extra,
             "format": STATE_FORMAT,
@@ -140,6 +142,7 @@ class StateMixin:
         old = state.get("old_results") or {}
         fresh._old_key = old.get("sha256")
         fresh._old_cache = {int(i): bool(v) for i, v in old.get("results", [])}
+        fresh._recent_close = [bool(v) for v in state.get("recent_close", [])]
         self.__dict__.update(fresh.__dict__)
 
     @classmethod
