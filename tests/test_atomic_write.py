@@ -68,3 +68,17 @@ def test_a_run_folders_exports_are_readable_by_others_under_umask_022(tmp_path):
              if p.is_file() and p.name in ("summary.json", "decisions.jsonl", "config.json", "run.sqlite")}
     assert set(modes) >= {"summary.json", "decisions.jsonl", "config.json", "run.sqlite"}
     assert set(modes.values()) == {0o644}, modes
+
+
+def test_the_database_and_lock_follow_the_umask_too(tmp_path):
+    """The adversary's umask 002 run: exports 664 but run.sqlite and .janus.lock 644, so the group could not resume."""
+    old = os.umask(0o002)
+    try:
+        assert main(["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "4", "--test-size", "2",
+                     "--out", str(tmp_path / "r"), "-q"]) == 0
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "r").iterdir()
+             if p.name in ("run.sqlite", ".janus.lock", "summary.json", "run.sqlite-wal", "run.sqlite-shm")}
+    assert {k: v for k, v in modes.items()} == {k: 0o664 for k in modes}, modes
+    assert {"run.sqlite", ".janus.lock", "summary.json"} <= set(modes)

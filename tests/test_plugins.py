@@ -70,3 +70,23 @@ def test_plugin_updater_and_dataset_run_grid_report(tmp_path, capsys):
     body = [line.split(" | ")[0].lstrip("| ") for line in md.splitlines()
             if line.startswith("| ") and not line.startswith("| Method")]
     assert body[:4] == ["memory_free", "exprag", "notes", "notes+janus"]  # Table 1: baselines first (table_rank facts)
+
+
+def test_a_plugin_that_fails_at_import_is_one_line(tmp_path, capsys, monkeypatch):
+    """The adversary's plugin raised RuntimeError at import: `janus --plugin badplug report DIR` printed a traceback."""
+    (tmp_path / "badplug_x29.py").write_text('raise RuntimeError("boom")\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(registry.PLUGINS_ENV, "")
+    assert main(["--plugin", "badplug_x29", "report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: plugin module 'badplug_x29' failed while it was imported (RuntimeError: boom); fix the "
+                   "module or leave it out of JANUS_PLUGINS / --plugin")
+
+
+def test_plugin_after_the_subcommand_says_where_it_goes(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--plugin", "mymod", "--backend", "fake"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: unrecognized arguments: --plugin (a global option: put it before the subcommand, `janus --plugin "
+        "MODULE run ...`); see `janus run --help`")

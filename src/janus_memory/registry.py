@@ -126,12 +126,19 @@ def load_plugins() -> list[str]:
             importlib.import_module(m)
         except ImportError as e:
             raise ConfigError(f"cannot import plugin module '{m}' ({e}); fix {PLUGINS_ENV} / --plugin") from e
+        except Exception as e:  # noqa: BLE001 - the plugin's own code failed at import: one line, not a traceback
+            raise ConfigError(f"plugin module '{m}' failed while it was imported ({type(e).__name__}: {e}); fix the "
+                              f"module or leave it out of {PLUGINS_ENV} / --plugin") from e
         _LOADED.add(m)
         done.append(m)
     for ep in eps:
         if ep.value in _LOADED:
             continue
-        ep.load()
+        try:
+            ep.load()
+        except Exception as e:  # noqa: BLE001 - an installed plugin that fails at import: one line naming it
+            raise ConfigError(f"plugin entry point '{ep.name}' ({ep.value}) failed while it was imported "
+                              f"({type(e).__name__}: {e}); fix or uninstall it") from e
         _LOADED.add(ep.value)
         done.append(ep.value)
     return done

@@ -42,7 +42,9 @@ class Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments: "):
             opts = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
             words = message[len("unrecognized arguments: "):].split()
-            hints = [w + did_you_mean(w, opts) for w in words if w.startswith("-")]
+            hints = [w + (" (a global option: put it before the subcommand, `janus --plugin MODULE "
+                          f"{self.prog.split()[-1]} ...`)" if w.split("=")[0] == "--plugin" and "--plugin" not in opts
+                          else did_you_mean(w, opts)) for w in words if w.startswith("-")]
             if hints:
                 message = "unrecognized arguments: " + ", ".join(hints)
         print(f"error: {message}; see `{self.prog} --help`", file=sys.stderr)

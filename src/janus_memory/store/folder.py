@@ -159,6 +159,11 @@ class RunFolder:
             db.execute("COMMIT")
         finally:
             db.close()
+        # SQLite creates files 0644 whatever the umask allows (its default mode): give the database the mode a plain
+        # open() would (its -wal/-shm files copy it), so a group that may write the exports may resume the run too
+        from .jsonio import _umask
+
+        os.chmod(setup, 0o666 & ~_umask())
         kill_point("setup_db_written")
         if (root / cls.DB).exists() or (root / "COMPLETE").exists():
             cls._move_aside(root)

@@ -71,7 +71,7 @@ def _flock_ex_briefly(fd: int, tries: int = 10, pause_s: float = 0.02) -> None:
 
 
 def _open_lock_file(path: Path) -> int:
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
 
 
 class RunLock:
@@ -100,7 +100,7 @@ class RunLock:
         parent.mkdir(parents=True, exist_ok=True)
         try:
             try:  # O_EXCL first: whether this process made the parent's lock file (release_and_remove takes it away)
-                pfd: int | None = os.open(parent / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                pfd: int | None = os.open(parent / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
                 self._made_parent_lock = True
             except FileExistsError:
                 pfd = _open_lock_file(parent / LOCK_NAME)

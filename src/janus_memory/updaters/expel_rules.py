@@ -7,8 +7,9 @@ A rule list is a list of ``[text, count]`` pairs, shown to the solver as "1. tex
 Update semantics (both modes): ADD -> count 2; AGREE -> +1; EDIT -> replace the text, +1; REMOVE -> -1, or -3 when
 the list is full (``len >= max_rules`` before the update); operations are applied in the order REMOVE, AGREE,
 EDIT, ADD against the numbering shown to the curator; then rules with count <= 0 are dropped, the rest are
-stably sorted by count (descending) and cut to ``max_rules``. Duplicate ADDs are filtered and an EDIT whose text
-equals an existing rule becomes an AGREE of that rule.
+stably sorted by count (descending) and cut to ``max_rules``. Duplicate ADDs are filtered (strict: within the reply
+too; paper: only against the rules before the reply, as the authors) and an EDIT whose text equals an existing rule
+becomes an AGREE of that rule.
 
 Strict mode (default): one operation per line, ``OP <n>: text`` (``ADD: text`` or ``ADD <n>: text``), optional
 leading "- " / "* " bullet. EDIT/AGREE/REMOVE resolve their target by number; a number outside 1..len is dropped
