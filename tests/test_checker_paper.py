@@ -209,3 +209,15 @@ def test_report_shows_both_accuracies(tmp_path, monkeypatch):
     assert "Table 1: test accuracy (%)" in out and "Table 1, strict checker (%)" in out
     assert out.index("100.0") < out.index("Table 1, strict checker (%)") < out.index("50.0")
     assert "the difference is checker leniency" in out
+
+
+def test_the_same_accuracy_line_names_the_strict_rows_of_a_mixed_group():
+    """The adversary reported a paper-checker run beside a strict ExpeL run: the line said Table 1 scored with the
+    authors' checker, but the ExpeL rows were scored with ours."""
+    from janus_memory.report.report import STRICT_SAME, strict_same
+
+    assert strict_same({"same": True, "strict_rows": []}) == STRICT_SAME
+    assert strict_same({"same": True, "strict_rows": ["expel", "expel+janus"]}) == (
+        "Table 1 scores each run with its own checker: expel, expel+janus with our strict checker (`checker: "
+        "strict`), the other rows with the authors' (`checker: paper`); our strict checker gives the same accuracy "
+        "in every cell.")

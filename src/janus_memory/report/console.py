@@ -35,8 +35,9 @@ def print_report(res: dict, console) -> None:
                 _print(console, pub["note"])
             strict = sec["tables"].get("accuracy_strict")
             if strict and strict["same"]:
-                _print(console, "Table 1 scores with the authors' checker (checker: paper); our strict checker "
-                                "gives the same accuracy in every cell")
+                from .report import strict_same
+
+                _print(console, strict_same(strict).replace("`", "").rstrip("."))
             elif strict:
                 t = fit_table("Table 1, strict checker (%)", tuple(strict["header"]),
                               strict["body"], width=width)
