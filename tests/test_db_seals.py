@@ -302,3 +302,21 @@ def test_a_kill_while_the_run_is_set_up_is_named_with_its_command(finished, tmp_
     empty.mkdir()
     rc, err = _resume(empty, capsys)
     assert (rc, err) == (2, f"error: {empty} is not a run folder (no run.sqlite); nothing to resume\n")
+
+
+def test_an_edited_stored_config_is_named_as_damage_by_resume_as_by_report(unfinished, tmp_path, capsys,
+                                                                            monkeypatch):
+    """The adversary edited the stored dataset name: the report said the database was damaged, the resume
+    said `unknown dataset ...` (it read the config before checking its seal)."""
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    shutil.copytree(unfinished, run)
+    _sql(run, "UPDATE meta SET value=replace(value, '\"mmlu_pro_eng\"', '\"mmlu_pro_enG\"') WHERE key='config'")
+    files = _files(run)
+    rc, err = _report(run, capsys)
+    assert rc == 2 and "is unfinished and cannot be continued: " in err
+    says = err.split("is unfinished and cannot be continued: ", 1)[1].strip()
+    assert "stored config" in says and "restore run.sqlite from a copy or start a new run" in says
+    rc, err = _resume(run, capsys)
+    assert (rc, err) == (2, f"error: {run}: {says}\n")
+    assert _files(run) == files

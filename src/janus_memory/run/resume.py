@@ -51,6 +51,13 @@ def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
         from ..store.store import RunStore
 
         RunStore.check_resumable(run_dir)  # no run.sqlite: one line saying why (set-up killed, or no run folder)
+    if reader.has_db:
+        from ..store.chain import setup_problems
+
+        if reader._with_db(setup_problems, []):  # the stored config itself was edited: say so before reading it,
+            from ..store.integrity import refuse_damaged  # in the words `janus report` uses (not a config error)
+
+            refuse_damaged(run_dir)
     data = reader.meta("config")
     if data is None:
         raise ConfigError(f"{run_dir} has no stored config (the run stopped before it was set up); "
