@@ -186,3 +186,15 @@ def test_real_engine_streamed_reply_equals_the_one_piece_reply():
         assert got["choices"][0]["finish_reason"] == plain["choices"][0]["finish_reason"]
         assert got["usage"]["completion_tokens"] == plain["usage"]["completion_tokens"]
         assert got["usage"]["prompt_tokens"] == plain["usage"]["prompt_tokens"]
+
+
+def test_generation_rate_is_not_measured_from_one_token_calls():
+    """The adversary's max-tokens-1 run printed 'generation 1000000.0 tok/s' (each call's one token came with the
+    prompt pass, 0.001 ms of generation)."""
+    from janus_memory.llm.base import BackendStats
+
+    st = BackendStats()
+    st.add({"prompt_n": 40, "prompt_ms": 400.0, "predicted_n": 1, "predicted_ms": 0.001, "cache_n": 0})
+    assert (st.gen_tok_s, round(st.prompt_tok_s, 1)) == (0.0, 100.0)
+    st.add({"prompt_n": 40, "prompt_ms": 400.0, "predicted_n": 21, "predicted_ms": 2000.0, "cache_n": 0})
+    assert round(st.gen_tok_s, 3) == round(1000 * 22 / 2000.001, 3)

@@ -137,8 +137,9 @@ def print_summary(summary: dict, console) -> None:
         console.print(line, markup=False, soft_wrap=True)
     eng = summary.get("engine")
     if eng and eng.get("calls"):
+        gen = f"{eng['gen_tok_s']:.1f} tok/s" if eng.get("gen_tok_s") else "not measured (too few tokens generated)"
         console.print(f"embedded engine: {eng['calls']} calls this session, prompt {eng.get('prompt_tok_s', 0):.1f} "
-                      f"tok/s, generation {eng.get('gen_tok_s', 0):.1f} tok/s, {eng.get('cached_prompt_tokens', 0)} "
+                      f"tok/s, generation {gen}, {eng.get('cached_prompt_tokens', 0)} "
                       "prompt tokens reused from the KV cache", markup=False, soft_wrap=True)
 
 
