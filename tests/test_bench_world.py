@@ -214,6 +214,8 @@ def test_cli_writes_report_and_rejects_bad_settings(tmp_path, capsys):
     rc = main(["bench", "world", "--seeds", "2", "--steps", "40", "--policies", "blind,oracle,janus", "--set",
                "n_clusters=4", "--out", str(out), "--workers", "1"])
     assert rc == 0
+    err = capsys.readouterr().err.splitlines()  # a long grid is never silent: one line per seed, on stderr
+    assert [e.split(", ")[0] for e in err] == ["bench world: seed 1/2 done", "bench world: seed 2/2 done"]
     text = (out / "report.md").read_text()
     assert "| janus |" in text and "| oracle | " in text and "| sanity | oracle − blind |" in text
     assert sorted(np.load(out / "trajectories.npz").files) == ["blind", "janus", "oracle"]

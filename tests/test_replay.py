@@ -1,6 +1,7 @@
 """`janus replay`: loaders (JSONL, DC logs, run folders) incl. malformed input, the destructive-step rule, exact
 replay numbers on the real Dynamic Cheatsheet trajectories with the hashing encoder, the CLI."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -198,7 +199,11 @@ def test_cli_replay_writes_tables_and_plot(tmp_path, capsys):
     rc = main(["replay", str(src), "--encoder", "hashing:256", "--warmup", "0", "--settings", "mmt,selective",
                "--trigger", "selective", "--retention-min", "0.5", "--no-mmt", "--out", str(out)])
     assert rc == 0
-    text = capsys.readouterr().out
+    cap = capsys.readouterr()
+    text = cap.out
+    # progress on stderr, one line per trajectory embedded (the slow part), so the tables on stdout stay clean
+    assert [re.sub(r", [0-9.]+ s$", "", e) for e in cap.err.splitlines()] == [
+        "replay: embedded traj (1/1, encoder hashing:256, z memory)"]
     assert "| all | hashing:256 | memory | custom | 0 | 2/3 | 67% | 1/1 | 0/0 | 1/1 | 0 | 22 |" in text
     data = json.loads((out / "replay.json").read_text())
     assert {r["setting"] for r in data["rows"]} == {"mmt", "selective", "custom"}

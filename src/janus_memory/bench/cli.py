@@ -76,7 +76,10 @@ def run_world(args) -> int:
         return 2
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     try:
-        result = run_grid(config, seeds, specs, workers=args.workers)
+        def progress(done: int, total: int, seconds: float) -> None:  # stderr: the report on stdout stays clean
+            print(f"bench world: seed {done}/{total} done, {seconds:.1f} s", file=sys.stderr, flush=True)
+
+        result = run_grid(config, seeds, specs, workers=args.workers, progress=progress)
     except (ValueError, ImportError, FileNotFoundError) as e:  # bad settings, or an encoder that is not installed
         print(f"error: {e}", file=sys.stderr)
         return 2

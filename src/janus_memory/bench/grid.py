@@ -102,19 +102,30 @@ class GridResult:
         return aggregate(self.per_seed)
 
 
-def run_grid(config: WorldConfig, seeds: list[int], specs: list[PolicySpec], workers: int = 2) -> GridResult:
-    """Every policy on every seed; ``workers`` > 1 uses a process pool (one task per seed)."""
+def run_grid(config: WorldConfig, seeds: list[int], specs: list[PolicySpec], workers: int = 2,
+             progress=None) -> GridResult:
+    """Every policy on every seed; ``workers`` > 1 uses a process pool (one task per seed). ``progress(done, total,
+    seconds)`` is called after each seed's result arrives (in seed order), so a long grid is never silent."""
     t0 = time.time()
     order_policies(specs)  # validate before starting workers
     jobs = [(config, int(s), specs) for s in seeds]
+    outs = []
+
+    def arrived(out) -> None:
+        outs.append(out)
+        if progress is not None:
+            progress(len(outs), len(jobs), time.time() - t0)
+
     if workers > 1 and len(jobs) > 1:
         import multiprocessing as mp
 
         ctx = mp.get_context("fork" if os.name == "posix" else "spawn")
         with ctx.Pool(min(workers, len(jobs))) as pool:
-            outs = pool.map(_worker, jobs, chunksize=1)
+            for out in pool.imap(_worker, jobs, chunksize=1):
+                arrived(out)
     else:
-        outs = [_worker(j) for j in jobs]
+        for j in jobs:
+            arrived(_worker(j))
     names = [s.name for s in specs]
     per_seed = {n: [o["metrics"][n] for o in outs] for n in names}
     traj = {n: np.stack([o["traj"][n] for o in outs]) for n in names}

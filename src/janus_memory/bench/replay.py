@@ -275,18 +275,24 @@ def setting_config(overrides: dict, warmup: int) -> JanusConfig:
 
 
 def run_grid(trajs: list[Trajectory], encoders: dict, settings: dict[str, dict], warmups: list[int],
-             z_sources: tuple[str, ...] = ("memory",)) -> tuple[list[dict], dict]:
+             z_sources: tuple[str, ...] = ("memory",), progress=None) -> tuple[list[dict], dict]:
     """Replay every trajectory under every (encoder, z source, setting, warm-up).
 
     Args:
         encoders: label -> encoder object (``encode(list[str])``). settings: label -> JanusConfig overrides.
+        progress: ``progress(text)`` after each trajectory is embedded (the slow part), so a long replay is never
+            silent.
     Returns:
         (rows, records): one summary row per cell; records[(traj, encoder, z_source, setting, warmup)] = steps.
     """
     rows, records = [], {}
     for enc_name, enc in encoders.items():
         for zs in z_sources:
-            embs = [embed_trajectory(t, enc, zs) for t in trajs]
+            embs = []
+            for i, t in enumerate(trajs, 1):
+                embs.append(embed_trajectory(t, enc, zs))
+                if progress is not None:
+                    progress(f"embedded {t.name} ({i}/{len(trajs)}, encoder {enc_name}, z {zs})")
             for s_name, ov in settings.items():
                 for wu in warmups:
                     cfg = setting_config(ov, wu)

@@ -107,7 +107,11 @@ def run_replay(args) -> int:
     except (ReplayInputError, LoadError, ValueError, ImportError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    rows, records = run_grid(trajs, encoders, settings, warmups, z_sources)
+    import time
+
+    t0 = time.monotonic()
+    rows, records = run_grid(trajs, encoders, settings, warmups, z_sources, progress=lambda text: print(
+        f"replay: {text}, {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True))  # stderr: tables stay clean
     pool = pooled(rows)
     print("pooled over trajectories (rate = fired / (steps - 1) per trajectory, summed):")
     print(fmt_table(pool))
