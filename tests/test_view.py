@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from child_signals import sigint_default  # nohup-safe Ctrl-C in the child
 
 from janus_memory.cli import main
 from janus_memory.report.memdiff import line_diff
@@ -351,7 +352,8 @@ def test_cli_serve_stops_cleanly_on_ctrl_c(view_fake_run, tmp_path):
     out = tmp_path / "v.html"
     env = {**__import__("os").environ, "PYTHONPATH": str(SRC)}
     p = subprocess.Popen([sys.executable, "-m", "janus_memory.cli", "view", str(view_fake_run), "--out", str(out),
-                          "--serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                          "--serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=sigint_default)
     try:
         lines = []
         for line in p.stdout:

@@ -51,17 +51,16 @@ def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
         from ..store.store import RunStore
 
         RunStore.check_resumable(run_dir)  # no run.sqlite: one line saying why (set-up killed, or no run folder)
-    if reader.has_db:
-        from ..store.chain import setup_problems
-
-        if reader._with_db(setup_problems, []):  # the stored config itself was edited: say so before reading it,
-            from ..store.integrity import refuse_damaged  # in the words `janus report` uses (not a config error)
-
-            refuse_damaged(run_dir)
-    data = reader.meta("config")
+    data = reader.meta("config")  # a row that is not a JSON object: its own one-line error, from the reader
     if data is None:
         raise ConfigError(f"{run_dir} has no stored config (the run stopped before it was set up); "
                           "start it again with the same command, without --resume")
+    from ..store.chain import setup_problems
+
+    if reader._with_db(setup_problems, []):  # the stored config was edited: say so before its values are used,
+        from ..store.integrity import refuse_damaged  # in the words `janus report` uses (not a config error)
+
+        refuse_damaged(run_dir)
     for key in ("seed", "stream_order_seed"):  # accepted before the range check; random.Random dropped the sign
         v = data.get(key)
         if isinstance(v, int) and not isinstance(v, bool) and v < 0:
