@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..controller.config import SEED_MAX
 from ..errors import ConfigError
 from . import presets
-from .llm_settings import LLMSettings, SettingsConflict, lift_llm, overlay
+from .llm_settings import LLMSettings, SettingsConflict, checked_path, lift_llm, overlay
 from .janus_settings import JanusSettings  # noqa: F401
 from .updater_settings import check_updater_config  # noqa: F401
 from .migrate import migrate_stored, pre_issue27  # noqa: F401
@@ -110,17 +110,8 @@ class RunConfig(BaseModel):
     @field_validator("out", "data_dir", "cache_dir")
     @classmethod
     def _path(cls, v):
-        """A path that can name a file here (janus_memory/paths.py): one line instead of an OSError mid-run."""
-        from pydantic_core import PydanticCustomError
-
-        from ..paths import check_path
-
-        if isinstance(v, str):
-            try:
-                check_path(v)
-            except ValueError as e:
-                raise PydanticCustomError("path", "{text}", {"text": str(e)}) from None
-        return v
+        """A path that can name a file here: one line instead of an OSError mid-run (llm_settings.checked_path)."""
+        return checked_path(v)
 
     @field_validator("dataset", "updater")
     @classmethod

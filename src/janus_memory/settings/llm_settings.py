@@ -14,6 +14,20 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..errors import ConfigError
 
 
+def checked_path(v):
+    """A settings validator's check of a path given as text (janus_memory/paths.py: too long for the file system, a
+    symlink loop, a NUL byte): one pydantic error line instead of an OSError mid-run. Other values pass unchanged."""
+    from pydantic_core import PydanticCustomError
+
+    from ..paths import check_path
+
+    if isinstance(v, str):
+        try:
+            check_path(v)
+        except ValueError as e:
+            raise PydanticCustomError("path", "{text}", {"text": str(e)}) from None
+    return v
+
 class LLMSettings(BaseModel):
     """How the chat model is reached and sampled. Token limits are per LLM call."""
 
@@ -38,18 +52,9 @@ class LLMSettings(BaseModel):
     @field_validator("model_path")
     @classmethod
     def _path(cls, v):
-        """A path that can name a file here (janus_memory/paths.py), as RunConfig's out, data_dir and cache_dir: a
-        config file's model_path too long or in a symlink loop is one line, not an OSError when the model loads."""
-        from pydantic_core import PydanticCustomError
-
-        from ..paths import check_path
-
-        if isinstance(v, str):
-            try:
-                check_path(v)
-            except ValueError as e:
-                raise PydanticCustomError("path", "{text}", {"text": str(e)}) from None
-        return v
+        """A config file's model_path too long or in a symlink loop is one line, not an OSError when the model
+        loads (:func:`checked_path`, as RunConfig's out, data_dir and cache_dir)."""
+        return checked_path(v)
 
 
 LLM_KEYS: tuple[str, ...] = tuple(LLMSettings.model_fields)
