@@ -56,6 +56,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 from . import chain as C
@@ -98,13 +99,11 @@ class RunStore(RunFolder):
             raise RunFolderError(f"{self.root / self.DB} has store format {have!r}; this janus-memory reads formats "
                                  f"1-{STORE_FORMAT}: continue it with the version that wrote it")
         if have < STORE_FORMAT:  # an older folder resumed: marked, and sealed as it stands (store/chain.py)
-            self.db.execute("BEGIN IMMEDIATE")
             try:
-                self.set_meta("store_format", STORE_FORMAT)
-                C.seal_existing(self.db)
-                self.db.execute("COMMIT")
+                with self._transaction():
+                    self.set_meta("store_format", STORE_FORMAT)
+                    C.seal_existing(self.db)
             except BaseException:
-                self._rollback()
                 self.db.close()
                 raise
 
@@ -168,8 +167,7 @@ class RunStore(RunFolder):
         dec_line, rec_line = dumps(decision), dumps(record)
         prev_link = self._chain_head(method, step)
         link = C.link(prev_link, step, dec_line, rec_line, sha if sha != parent else None, csha)
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             self.db.execute("INSERT OR REPLACE INTO steps(method, step, decision, record) VALUES (?,?,?,?)",
                             (method, step, dec_line, rec_line))
             self.db.execute("INSERT OR REPLACE INTO chain(method, step, hash) VALUES (?,?,?)", (method, step, link))
@@ -183,10 +181,6 @@ class RunStore(RunFolder):
                 self._put_version("candidates", (method, step, csha, cparent, creason, ""))
             self.ckpt.write(method, step, pending)
             kill_point("step_commit", step)
-            self.db.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
         self._mem[method] = mem
         self._chain[method] = link
         self.ckpt.accept(method, pending)
@@ -223,13 +217,8 @@ class RunStore(RunFolder):
                                        "ORDER BY step", (method, step)).fetchall():
             prev = C.link(prev, s, d, r, mems.get(s), cands.get(s))
             links.append((method, s, prev))
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             self.db.executemany("INSERT OR REPLACE INTO chain(method, step, hash) VALUES (?,?,?)", links)
-            self.db.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
         return prev
 
     def _write_memory_file(self, method: str, step: int, sha: str, text: str) -> str:
@@ -242,14 +231,9 @@ class RunStore(RunFolder):
         """Record the memory deployed before the first step (step 0). Idempotent."""
         sha = text_hash(text)
         fname = self._write_memory_file(method, 0, sha, text)
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             self.texts.put(sha, text, None)
             self._put_version("memories", (method, 0, sha, None, ""))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
         self._mem.pop(method, None)
         kill_point("initial_memory_stored")
         return fname
@@ -279,19 +263,26 @@ class RunStore(RunFolder):
         last = self.db.execute("SELECT MAX(step) FROM steps WHERE method=?", (method,)).fetchone()[0]
         if last:
             self._chain_head(method, int(last) + 1)  # a method stored before the chain: its links, once
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             self.db.execute("DELETE FROM tests WHERE method=?", (method,))
             lines = [dumps(r) for r in records]
             self.db.executemany("INSERT INTO tests(method, idx, record) VALUES (?,?,?)",
                                 [(method, i, x) for i, x in enumerate(lines)])
             self.db.execute("INSERT OR IGNORE INTO seals(method) VALUES (?)", (method,))
             self.db.execute("UPDATE seals SET tests=? WHERE method=?", (C.tests_hash(lines), method))
+        kill_point("tests_committed")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction: BEGIN IMMEDIATE, the block, COMMIT; any exception (a KeyboardInterrupt included)
+        rolls it back and goes on."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
             self.db.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
-        kill_point("tests_committed")
 
     def _rollback(self) -> None:
         """Roll back the open transaction, if SQLite has not already done so (it does on a full disk: a second
@@ -307,15 +298,10 @@ class RunStore(RunFolder):
 
     def set_method_result(self, method: str, summary: dict) -> None:
         line = dumps(summary)
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             self.db.execute("INSERT OR REPLACE INTO method_results(method, summary) VALUES (?, ?)", (method, line))
             self.db.execute("INSERT OR IGNORE INTO seals(method) VALUES (?)", (method,))
             self.db.execute("UPDATE seals SET result=? WHERE method=?", (C.result_hash(line), method))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
         kill_point("method_result_stored")
 
     # ----------------------------------------------------------------- exports
