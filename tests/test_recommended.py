@@ -170,7 +170,7 @@ def test_recommended_preset_and_paper_unchanged():
     (dict(seq_theta=0.0), "seq_theta must be in (0, 0.5), got 0.0"),
     (dict(seq_round=0), "seq_round must be >= 1, got 0"),
     (dict(seq_max_pairs=-1), "seq_max_pairs must be >= 0, got -1"),
-    (dict(eval_order="random"), "eval_order must be one of ('paper', 'informative', 'relevant'), got 'random'"),
+    (dict(eval_order="random"), "eval_order must be one of ('paper', 'informative', 'relevant', 'fresh_first', 'interleaved'), got 'random'"),
     (dict(decision_rule="sequentail"), "did you mean sequential?"),
     (dict(near_copy_similarity=0.9), "near_copy_similarity caps the sequential test"),
     (dict(gate_full_compare=1), "gate_full_compare must be a bool"),
@@ -186,6 +186,26 @@ def test_informative_order_puts_past_flips_first():
     plan = plan_trigger(c, [0, 1, 2], [(5, "bootstrap"), (7, "flip"), (1, "flip")], [9], 1)
     assert plan.entries == [7, 1, 5, 0, 2, 9]  # flips, rest of the boundary, coverage (deduplicated), fresh
     assert plan_trigger(JanusConfig(), [0, 1, 2], [(5, "bootstrap"), (7, "flip")], [9], 1).entries == [0, 1, 2, 5, 7, 9]
+
+
+@pytest.mark.parametrize("order, dedup, want", [
+    ("fresh_first", True, [9, 1, 0, 2, 5, 7]),  # fresh, coverage, boundary (the second 1s dropped)
+    ("fresh_first", False, [9, 1, 0, 1, 2, 5, 7, 1]),
+    ("interleaved", True, [9, 1, 0, 5, 7, 2]),  # fresh, then coverage and boundary in turn
+    ("interleaved", False, [9, 1, 0, 5, 1, 7, 2, 1]),
+])
+def test_fresh_first_and_interleaved_orders(order, dedup, want):
+    c = JanusConfig.recommended(eval_order=order, dedup=dedup)
+    plan = plan_trigger(c, [0, 1, 2], [(5, "bootstrap"), (7, "flip"), (1, "flip")], [9, 1], 1)
+    assert plan.entries == want
+    assert (plan.coverage, plan.boundary, plan.fresh) == ([0, 1, 2], [5, 7, 1], [9, 1])  # roles kept as planned
+
+
+def test_interleave_keeps_the_longer_tail():
+    from janus_memory.controller.evalplan import interleave
+
+    assert interleave([1, 2, 3], [7]) == [1, 7, 2, 3]
+    assert interleave([], [4, 5]) == [4, 5] and interleave([], []) == []
 
 
 # ----------------------------------------------------------------------------- the controller

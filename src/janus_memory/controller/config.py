@@ -18,7 +18,7 @@ SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range (numpy's Random
 # scikit-learn k-means++ with exact warm starts (before issue 27 the default, stored as "full"), incremental = fast()
 CLUSTERINGS = ("paper", "sklearn", "incremental")
 DECISION_RULES = ("paper", "sign_test", "sequential")
-EVAL_ORDERS = ("paper", "informative", "relevant")
+EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
 # JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24). Round 2
 # (constants picked on tuning seeds 100-109 of the default world and S1): the adaptive cap (6 tasks, up to 14 while
 # tied), near copies (3-gram Jaccard >= 0.93) compared on 4 tasks, and the paper preset's k-means (round 1: a fixed

@@ -48,11 +48,23 @@ def plan_trigger(c: JanusConfig, coverage: list[int], boundary: list[tuple[int, 
         tag = dict(boundary)
         first = [i for i in bnd if tag.get(i) == "flip"] + [i for i in bnd if tag.get(i) != "flip"]
         entries = build_entries(first, cov, fr, c.dedup)
+    elif c.eval_order == "fresh_first":  # the tasks since the last comparison, then coverage, then the boundary
+        entries = build_entries(fr, cov, bnd, c.dedup)
+    elif c.eval_order == "interleaved":  # fresh, then coverage and boundary entries taken in turn
+        entries = build_entries(fr, interleave(cov, bnd), [], c.dedup)
     else:
         entries = build_entries(cov, bnd, fr, c.dedup)
     if c.replay_limit is not None and len(entries) > c.replay_limit:
         entries = random.Random(c.seed + trigger_count + 17).sample(entries, c.replay_limit)
     return EvalPlan(cov, bnd, fr, entries)
+
+
+def interleave(a: list[int], b: list[int]) -> list[int]:
+    """``a[0], b[0], a[1], b[1], ...``; the longer list's tail follows."""
+    out: list[int] = []
+    for k in range(max(len(a), len(b))):
+        out.extend(x[k] for x in (a, b) if k < len(x))
+    return out
 
 
 def order_by_relevance(entries: list[int], store, current: int) -> list[int]:
