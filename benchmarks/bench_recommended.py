@@ -55,9 +55,11 @@ BOOT = 10_000
 
 # the recommended controller as judged in round 1 (issue 24, before the adaptive cap): fixed cap 9, scikit-learn k-means
 ROUND1 = dict(seq_max_pairs=9, seq_extend_pairs=0, seq_recent_pairs=0, clustering="sklearn")
+# round 2 (judged on seeds 0-19 on 2026-12-03): boundary-first ("informative") evaluation order
+ROUND2 = dict(eval_order="informative", seq_max_pairs=6, seq_extend_pairs=14, near_copy_pairs=4, clustering="paper")
 
 
-def policies(caps: list[int], with_paper: bool = True, round1: bool = False) -> list[PolicySpec]:
+def policies(caps: list[int], with_paper: bool = True, round1: bool = False, round2: bool = False) -> list[PolicySpec]:
     paper = JanusConfig()
     out = [PolicySpec("blind", "blind"), PolicySpec("always", "janus", dataclasses.replace(paper, trigger="always"))]
     if with_paper:
@@ -66,6 +68,8 @@ def policies(caps: list[int], with_paper: bool = True, round1: bool = False) -> 
     rec = JanusConfig.recommended()
     if round1 and JanusConfig.recommended(**ROUND1) != rec:
         out.append(PolicySpec("rec-round1", "janus", JanusConfig.recommended(**ROUND1)))
+    if round2 and JanusConfig.recommended(**ROUND2) != rec:
+        out.append(PolicySpec("rec-round2", "janus", JanusConfig.recommended(**ROUND2)))
     for c in caps:  # the frontier: the recommended controller with a fixed cap of c tasks (no adaptive extension)
         if c != rec.seq_max_pairs or rec.seq_extend_pairs:
             out.append(PolicySpec(f"rec-cap{c}", "janus",
@@ -139,12 +143,14 @@ def main(argv=None) -> int:
     p.add_argument("--no-paper", action="store_true", help="leave out the paper preset's row (saves CPU)")
     p.add_argument("--round1", action="store_true", help="add the round-1 recommended controller's row (fixed cap 9, "
                    "scikit-learn k-means)")
+    p.add_argument("--round2", action="store_true", help="add the round-2 recommended controller's row (boundary-first "
+                   "order)")
     p.add_argument("--json", help="write all numbers here")
     args = p.parse_args(argv)
     if args.tuning:
         args.settings, args.first_seed = "default", 100
     caps = [int(c) for c in args.caps.split(",") if c.strip()]
-    specs = policies(caps, with_paper=not args.no_paper, round1=args.round1)
+    specs = policies(caps, with_paper=not args.no_paper, round1=args.round1, round2=args.round2)
     names = [s.name for s in specs]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     t0 = time.time()

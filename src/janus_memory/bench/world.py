@@ -179,8 +179,18 @@ class World:
 
     # ------------------------------------------------------------------ registry and truth
     def register(self, m: Memory) -> Memory:
-        """Record a memory so the evaluator can look its text up; the first memory with a given text wins."""
-        return self._by_text.setdefault(m.text, m)
+        """Record a memory so the evaluator can look its text up, and return ``m`` itself.
+
+        Two policies on one world can reach the same text by different paths (a dump's text has no version line;
+        a reworded sheet can come back to an earlier wording). The text fixes the truth (the items' effects), so the
+        first memory registered with a text answers the evaluator's lookups, but each policy keeps its own object:
+        its version counter, and so the text of its next sheet, must not depend on which policies ran before it on
+        this world. Raises RuntimeError if one text is registered with two different effects (a bug in the world).
+        """
+        first = self._by_text.setdefault(m.text, m)
+        if first is not m and not (first.dump == m.dump and np.array_equal(first.effect, m.effect)):
+            raise RuntimeError("two memories with one text but different effects: the world's texts must fix the truth")
+        return m
 
     def memory(self, text: str) -> Memory:
         try:
