@@ -188,7 +188,9 @@ def test_episode_metrics_and_ci_exact():
     assert (m["harm_through"], m["harm_pts"], m["destr"], m["destr_through"]) == (1, pytest.approx(0.5), 1, 0)
     assert (m["trig_recall"], m["trig_recall_1pt"], m["trig_recall_dump"]) == (1.0, 1.0, 1.0)
     m0 = episode_metrics(ep, 0.8, warmup=2)  # the dump falls inside the warm-up: no post-warm-up dump
-    assert m0["trig_recall"] == 1.0 and math.isnan(m0["trig_recall_dump"]) and m0["trigger_rate"] == 1.5
+    # the step-1 comparison falls inside the warm-up (a gate armed there): counted in triggers, not in the rate
+    assert m0["trig_recall"] == 1.0 and math.isnan(m0["trig_recall_dump"]) and m0["trigger_rate"] == 1.0
+    assert m0["triggers"] == 3
     assert math.isnan(episode_metrics(ep, None, None)["regret"])
     mean, half, n = mean_ci([1.0, 2.0, 3.0, float("nan")])
     assert (mean, n) == (2.0, 3) and half == pytest.approx(4.302652729749464 / math.sqrt(3), abs=1e-9)

@@ -9,7 +9,9 @@ Definitions (accuracies in points, i.e. x100):
   recall_1pt: the same recall restricted to candidates that cost at least 1 point.
 * harm_through: harmful candidates deployed; harm_pts: true accuracy they removed in total (points).
 * destr_through: destructive candidates (retrieved-examples dumps) deployed, of ``destr`` proposed.
-* triggers and trigger rate (triggers / post-warm-up steps), evaluator calls ((memory, task) evaluations).
+* triggers (all comparisons, warm-up included: the recommended controller's text gate compares inside the warm-up)
+  and trigger rate (post-warm-up triggers / post-warm-up steps, so at most 1), evaluator calls ((memory, task)
+  evaluations).
 * trigger selectivity (Janus policies; post-warm-up candidates only): trig_recall = harmful candidates on which the
   trigger fired / harmful candidates; trig_recall_1pt the same for candidates costing >= 1 point; trig_recall_dump for
   the retrieved-examples dumps.
@@ -38,14 +40,14 @@ def episode_metrics(ep: dict, oracle_final: float | None, warmup: int | None) ->
     final = 100 * float(acc[-1])
     trig = int(ep["triggered"].sum())
     post = n - warmup if warmup is not None else n
-    live = np.arange(n) >= (warmup or 0)  # post-warm-up steps (the trigger can only fire there)
+    live = np.arange(n) >= (warmup or 0)  # post-warm-up steps (a gate armed in the warm-up also fires before)
     fired = ep["triggered"]
     return {
         "final": final,
         "regret": (100 * oracle_final - final) if oracle_final is not None else float("nan"),
         "auc": 100 * float(acc.mean()),
         "triggers": trig,
-        "trigger_rate": (trig / post) if warmup is not None and post > 0 else 0.0,
+        "trigger_rate": (int((ep["triggered"] & live).sum()) / post) if warmup is not None and post > 0 else 0.0,
         "evaluator_calls": int(ep["evaluator_calls"]),
         "harmful": n_harm,
         "rejected": n_rej,
