@@ -56,7 +56,11 @@ BOOT = 10_000
 # the recommended controller as judged in round 1 (issue 24, before the adaptive cap): fixed cap 9, scikit-learn k-means
 ROUND1 = dict(seq_max_pairs=9, seq_extend_pairs=0, seq_recent_pairs=0, clustering="sklearn")
 # round 2 (judged on seeds 0-19 on 2026-12-03): boundary-first ("informative") evaluation order
-ROUND2 = dict(eval_order="informative", seq_max_pairs=6, seq_extend_pairs=14, near_copy_pairs=4, clustering="paper")
+# (every recommended() setting, so a later round's change cannot leak into this row)
+ROUND2 = dict(trigger="always", decision_rule="sequential", eval_order="informative", gate_full_compare=True,
+              seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2,
+              seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93, near_copy_pairs=4, dedup=True,
+              same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0)
 
 
 def policies(caps: list[int], with_paper: bool = True, round1: bool = False, round2: bool = False) -> list[PolicySpec]:
@@ -68,8 +72,11 @@ def policies(caps: list[int], with_paper: bool = True, round1: bool = False, rou
     rec = JanusConfig.recommended()
     if round1 and JanusConfig.recommended(**ROUND1) != rec:
         out.append(PolicySpec("rec-round1", "janus", JanusConfig.recommended(**ROUND1)))
-    if round2 and JanusConfig.recommended(**ROUND2) != rec:
-        out.append(PolicySpec("rec-round2", "janus", JanusConfig.recommended(**ROUND2)))
+    if round2:
+        if JanusConfig.recommended(**ROUND2) != rec:
+            out.append(PolicySpec("rec-round2", "janus", JanusConfig.recommended(**ROUND2)))
+        else:
+            print("note: --round2 adds no row: recommended() is round 2", file=sys.stderr)
     for c in caps:  # the frontier: the recommended controller with a fixed cap of c tasks (no adaptive extension)
         if c != rec.seq_max_pairs or rec.seq_extend_pairs:
             out.append(PolicySpec(f"rec-cap{c}", "janus",

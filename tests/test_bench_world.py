@@ -225,17 +225,28 @@ def test_a_policy_does_not_depend_on_the_policies_run_before_it_on_the_same_worl
         (e[0], e[2]) for e in EXPECT_JANUS]
 
 
-def test_one_text_with_two_truths_is_refused():
+def test_one_text_with_two_truths_stays_inside_its_episode():
+    """An overwrite's new item draws its effect after a policy-dependent number of drops, so two policies can reach
+    one text with two truths (found on seed 3 of a dump/overwrite-heavy 4-cluster world). Each episode has its own
+    registry and the accuracy is cached on the memory object, so neither policy sees the other's truth."""
     w = World(SMALL, 0)
-    a = make_memory((), 7, "same text", SMALL.n_clusters, SMALL.n_subtopics, dump=True)
-    b = make_memory((), 9, "same text", SMALL.n_clusters, SMALL.n_subtopics, dump=True)
-    assert w.register(a) is a and w.register(b) is b and w.memory("same text") is a  # same truth, own objects
     eff = np.zeros((SMALL.n_clusters, SMALL.n_subtopics))
-    eff[0, 0] = 1.0
-    bad = make_memory((Item("u", "general", 0, ("l",), eff),), 1, "same text", SMALL.n_clusters, SMALL.n_subtopics,
-                      dump=True)
-    with pytest.raises(RuntimeError, match="one text but different effects"):
-        w.register(bad)
+    eff[0, 0] = 3.0
+    a = make_memory((), 7, "same text", SMALL.n_clusters, SMALL.n_subtopics)
+    b = make_memory((Item("u", "general", 0, ("l",), eff),), 9, "same text", SMALL.n_clusters, SMALL.n_subtopics)
+    e1, e2 = w.episode(), w.episode()
+    assert e1.register(a) is a and e2.register(b) is b
+    assert e1.memory("same text") is a and e2.memory("same text") is b
+    assert e1.true_accuracy(a) == w.true_accuracy(w.empty) < e2.true_accuracy(b)
+    with pytest.raises(KeyError):
+        w.memory("same text")  # the world itself registered nothing
+    cfg = WorldConfig(n_steps=60, n_clusters=4, n_subtopics=2, test_per_cell=4,
+                      mix=parse_mix("general=0.3,overwrite=0.2,dump=0.2,reword=0.3"))
+    nb = pols("no-boundary")
+    alone = run_grid(cfg, [3], nb, workers=1)
+    after = run_grid(cfg, [3], pols("janus") + nb, workers=1)
+    assert alone.per_seed["no-boundary"][0]["final"] == after.per_seed["no-boundary"][0]["final"]
+    assert np.array_equal(alone.traj["no-boundary"], after.traj["no-boundary"])
 
 
 def test_cli_writes_report_and_rejects_bad_settings(tmp_path, capsys):
@@ -283,3 +294,19 @@ def test_degenerate_worlds_run():
     for bad in (dict(n_steps=0), dict(drift=1.5), dict(coupling=-0.1)):
         with pytest.raises(ValueError):
             WorldConfig(**bad)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(n_clusters=2.5), "n_clusters must be a whole number, got 2.5"),
+    (dict(max_items=True), "max_items must be a whole number, got True"),
+    (dict(dump_gain=float("nan")), "dump_gain must be a finite number, got nan"),
+    (dict(dump_gain="x"), "dump_gain must be a finite number, got 'x'"),
+    (dict(coupling=float("inf")), "coupling must be a finite number, got inf"),
+    (dict(general_gain=(float("nan"), 1.0)), "general_gain must be two finite numbers [low, high], got (nan, 1.0)"),
+    (dict(specific_harm=(0.4,)), "specific_harm must be two finite numbers [low, high], got (0.4,)"),
+])
+def test_world_settings_that_would_crash_or_mislead_are_refused(kw, msg):
+    """A NaN gain used to surface as an unrelated crash, 2.5 clusters as a traceback, 1.5 items as 1."""
+    with pytest.raises(ValueError) as e:
+        WorldConfig(**kw)
+    assert str(e.value) == msg

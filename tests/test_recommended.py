@@ -347,3 +347,22 @@ def test_bench_world_policy_names():
     p = parse_policy('cap4=janus:preset="recommended";seq_max_pairs=4')
     assert p.config == JanusConfig.recommended(seq_max_pairs=4)
     assert parse_policy("recommended").config.preset == "recommended"
+
+
+def test_replay_limit_keeps_the_reading_order_of_a_non_paper_order():
+    cov, bnd, fr = [0, 1, 2, 3], [(5, "flip"), (7, "bootstrap")], [9, 10]
+    c = JanusConfig(eval_order="fresh_first", replay_limit=4)
+    plan = plan_trigger(c, cov, bnd, fr, 1)
+    full = plan_trigger(JanusConfig(eval_order="fresh_first"), cov, bnd, fr, 1).entries
+    assert len(plan.entries) == 4 and plan.entries == [e for e in full if e in plan.entries]
+    # the paper order keeps the authors' sampled order (random.sample), unchanged
+    p = plan_trigger(JanusConfig(replay_limit=4), cov, bnd, fr, 1).entries
+    import random
+
+    assert p == random.Random(0 + 1 + 17).sample([0, 1, 2, 3, 5, 7, 9, 10], 4)
+
+
+def test_preset_line_names_the_order_of_any_sequential_configuration():
+    line = JanusConfig.recommended(eval_order="interleaved").preset_line()
+    assert line.startswith("janus preset: custom (") and "decision_rule=sequential, eval_order=interleaved" in line
+    assert "eval_order" not in JanusConfig().preset_line()

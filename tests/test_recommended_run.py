@@ -6,7 +6,8 @@ import json
 from janus_memory.cli import main
 
 PRESET_LINE = ("janus preset: recommended (trigger=always, tau=0.0, same_memory_shortcut=True, early_stop=False, "
-               "dedup=True, clustering=paper, replay_limit=None, decision_rule=sequential, seq_max_pairs=6, "
+               "dedup=True, clustering=paper, replay_limit=None, decision_rule=sequential, eval_order=informative, "
+               "seq_max_pairs=6, "
                "gate_full_compare=True, reuse_old_results=True, seq_extend_pairs=14, seq_extend_margin=0, "
                "near_copy_similarity=0.93, near_copy_pairs=4)")
 # (step, triggered, accept, reason, evaluator calls, full-evaluation calls, pairs evaluated); issue 24 round 2 (cap 6

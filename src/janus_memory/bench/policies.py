@@ -186,6 +186,7 @@ def make_decider(spec: PolicySpec, world: World, evaluator: WorldEvaluator, ref_
 def run_episode(world: World, spec: PolicySpec, embed: Callable[[str], np.ndarray], task_emb: np.ndarray,
                 ref_triggers: int | None = None) -> dict:
     """Run one policy over the world's stream. Returns per-step arrays and totals (see metrics.episode_metrics)."""
+    world = world.episode()  # its own registry of memory texts: nothing leaks between policies on one world
     evaluator = WorldEvaluator(world, stream_key=spec.name)
     decider = make_decider(spec, world, evaluator, ref_triggers)
     updater = WorldUpdater(world)

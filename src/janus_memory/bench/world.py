@@ -49,8 +49,21 @@ class WorldConfig:
 
     def __post_init__(self):
         for name in ("n_steps", "n_clusters", "n_subtopics", "test_per_cell", "max_items", "dump_examples"):
-            if int(getattr(self, name)) < 1:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"{name} must be a whole number, got {v!r}")
+            if v < 1:
                 raise ValueError(f"{name} must be >= 1")
+        for name in ("drift", "base_logit", "cluster_sd", "difficulty_sd", "specific_cluster_harm", "dump_gain",
+                     "coupling"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+        for name in ("general_gain", "neighbour_gain", "specific_gain", "specific_harm"):
+            v = getattr(self, name)
+            if (not isinstance(v, (tuple, list)) or len(v) != 2
+                    or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)):
+                raise ValueError(f"{name} must be two finite numbers [low, high], got {v!r}")
         if not 0.0 <= self.drift <= 1.0 or not 0.0 <= self.coupling <= 1.0:
             raise ValueError("drift and coupling must be in [0, 1]")
         if self.eval_noise not in ("keyed", "fresh"):
@@ -175,21 +188,27 @@ class World:
         self.task_u = rng.random(c.n_steps)  # latent per-task luck of the solver (shared across memories)
         self.empty = make_memory((), 0, "(empty)", c.n_clusters, c.n_subtopics)
         self._by_text: dict[str, Memory] = {self.empty.text: self.empty}
-        self._acc: dict[str, float] = {}
 
     # ------------------------------------------------------------------ registry and truth
-    def register(self, m: Memory) -> Memory:
-        """Record a memory so the evaluator can look its text up, and return ``m`` itself.
+    def episode(self) -> World:
+        """This world for one policy's episode: the same stream, test set and solver luck, and a registry of memory
+        texts of its own.
 
-        Two policies on one world can reach the same text by different paths (a dump's text has no version line;
-        a reworded sheet can come back to an earlier wording). The text fixes the truth (the items' effects), so the
-        first memory registered with a text answers the evaluator's lookups, but each policy keeps its own object:
-        its version counter, and so the text of its next sheet, must not depend on which policies ran before it on
-        this world. Raises RuntimeError if one text is registered with two different effects (a bug in the world).
+        Two policies can reach one text by different paths: a dump's text has no version line, and an overwrite's new
+        item draws its effect after a number of drops that depends on the policy's memory, so one text can even carry
+        two different truths. With one registry for all policies the evaluator answered for whichever policy got there
+        first, and a policy's numbers depended on the policies run before it on the same world (issue 24, round 3).
         """
-        first = self._by_text.setdefault(m.text, m)
-        if first is not m and not (first.dump == m.dump and np.array_equal(first.effect, m.effect)):
-            raise RuntimeError("two memories with one text but different effects: the world's texts must fix the truth")
+        import copy
+
+        ep = copy.copy(self)
+        ep._by_text = {self.empty.text: self.empty}
+        return ep
+
+    def register(self, m: Memory) -> Memory:
+        """Record a memory so the evaluator can look its text up (the latest memory with a text answers); returns
+        ``m``. Policies share nothing through it: each episode registers in its own copy (:meth:`episode`)."""
+        self._by_text[m.text] = m
         return m
 
     def memory(self, text: str) -> Memory:
@@ -199,11 +218,13 @@ class World:
             raise KeyError("the evaluator was asked about a memory text this world never produced") from None
 
     def true_accuracy(self, m: Memory) -> float:
-        """Mean solve probability over the held-out test set (exact, no sampling)."""
-        acc = self._acc.get(m.text)
+        """Mean solve probability over the held-out test set (exact, no sampling); cached on the memory object, not
+        by text (one text can carry two truths, see :meth:`episode`)."""
+        acc = m.__dict__.get("_acc")
         if acc is None:
             logits = self._test_base + m.effect[self._test_c, self._test_s]
-            acc = self._acc[m.text] = float(np.mean(sigmoid(logits)))
+            acc = float(np.mean(sigmoid(logits)))
+            object.__setattr__(m, "_acc", acc)
         return acc
 
     def solve_prob(self, m: Memory, tasks: list[WorldTask]) -> np.ndarray:

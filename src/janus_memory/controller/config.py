@@ -304,9 +304,10 @@ class JanusConfig:
         return (f"janus preset: {self.preset_label()} (trigger={self.trigger}, tau={self.tau}, "
                 f"same_memory_shortcut={self.same_memory_shortcut}, early_stop={self.early_stop}, "
                 f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit}"
-                + (f", decision_rule={self.decision_rule}, seq_max_pairs={self.seq_max_pairs}, "
+                + (f", decision_rule={self.decision_rule}, eval_order={self.eval_order}, "
+                   f"seq_max_pairs={self.seq_max_pairs}, "
                    f"gate_full_compare={self.gate_full_compare}, reuse_old_results={self.reuse_old_results}{extend}"
-                   if self.preset == "recommended" else "") + ")")
+                   if self.preset == "recommended" or self.decision_rule == "sequential" else "") + ")")
 
     @classmethod
     def with_support_size(cls, k: int, *, coverage_size: int = 12, **overrides) -> JanusConfig:

@@ -55,7 +55,11 @@ def plan_trigger(c: JanusConfig, coverage: list[int], boundary: list[tuple[int, 
     else:
         entries = build_entries(cov, bnd, fr, c.dedup)
     if c.replay_limit is not None and len(entries) > c.replay_limit:
-        entries = random.Random(c.seed + trigger_count + 17).sample(entries, c.replay_limit)
+        kept = random.Random(c.seed + trigger_count + 17).sample(entries, c.replay_limit)
+        if c.eval_order != "paper":  # a reading order was asked for: keep the sampled tasks in it
+            pos = {e: k for k, e in reversed(list(enumerate(entries)))}
+            kept = sorted(kept, key=lambda e: pos[e])
+        entries = kept
     return EvalPlan(cov, bnd, fr, entries)
 
 
