@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 from janus_memory.bench.grid import run_grid
+from janus_memory.bench.metrics import boot_ratio as _boot_ratio
 from janus_memory.bench.metrics import mean_ci, paired
 from janus_memory.bench.policies import PolicySpec
 from janus_memory.bench.world import WorldConfig, parse_mix
@@ -85,16 +86,8 @@ def policies(caps: list[int], with_paper: bool = True, round1: bool = False, rou
 
 
 def boot_ratio(num: np.ndarray, den: np.ndarray, seed: int = 24) -> tuple[float, float, float]:
-    """mean(num) / mean(den) and its 95% percentile interval over paired bootstrap resamples of the seeds."""
-    rng = np.random.default_rng(seed)
-    n = len(num)
-    idx = rng.integers(0, n, size=(BOOT, n))
-    d = den[idx].mean(1)
-    r = num[idx].mean(1) / np.where(np.abs(d) < 1e-12, np.nan, d)
-    r = r[np.isfinite(r)]
-    est = float(num.mean() / den.mean()) if abs(den.mean()) > 1e-12 else float("nan")
-    lo, hi = (np.percentile(r, [2.5, 97.5]) if r.size else (float("nan"), float("nan")))
-    return est, float(lo), float(hi)
+    """mean(num) / mean(den) and its 95% percentile interval (janus_memory.bench.metrics.boot_ratio, BOOT resamples)."""
+    return _boot_ratio(num, den, seed=seed, n_boot=BOOT)
 
 
 def summarise(result, names: list[str]) -> dict:

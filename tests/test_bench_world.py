@@ -310,3 +310,18 @@ def test_world_settings_that_would_crash_or_mislead_are_refused(kw, msg):
     with pytest.raises(ValueError) as e:
         WorldConfig(**kw)
     assert str(e.value) == msg
+
+
+def test_share_table_is_the_issue_24_yardstick():
+    from janus_memory.bench.metrics import boot_ratio, share_table
+
+    per = {"blind": [{"final": 50.0, "evaluator_calls": 0}, {"final": 60.0, "evaluator_calls": 0}],
+           "always": [{"final": 70.0, "evaluator_calls": 100}, {"final": 80.0, "evaluator_calls": 300}],
+           "rec": [{"final": 65.0, "evaluator_calls": 20}, {"final": 70.0, "evaluator_calls": 30}]}
+    t = share_table(per, ["blind", "always", "rec"])
+    # gain share (15 + 10) / (20 + 20) = 0.625; call share 25 / 200 = 0.125; intervals over the 2-seed resamples
+    assert t.splitlines()[2] == "| rec | 0.62 [0.50, 0.75] | 0.12 [0.10, 0.20] |"
+    assert share_table({k: v for k, v in per.items() if k != "always"}, ["blind", "rec"]) is None
+    e, lo, hi = boot_ratio([1.0, 2.0], [0.0, 0.0])
+    assert all(math.isnan(x) for x in (e, lo, hi))  # always gained nothing: no share, not a division error
+    assert all(math.isnan(x) for x in boot_ratio([], []))  # no seeds

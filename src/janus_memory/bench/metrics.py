@@ -174,3 +174,38 @@ def claims_table(per_seed: dict[str, list[dict]]) -> str:
         lines.append(f"| {claim} | {a} − {b} | {fmt(p['mean'], p['ci'], 2)} | {p['a_ge_b']}/{p['n']} | "
                      f"{p['a_gt_b']}/{p['n']} |")
     return "\n".join(lines)
+
+
+def boot_ratio(num, den, seed: int = 24, n_boot: int = 10_000) -> tuple[float, float, float]:
+    """mean(num) / mean(den) and its 95% percentile interval over paired bootstrap resamples of the seeds (the
+    issue-24 yardstick; ``benchmarks/bench_recommended.py`` uses it too). NaN when the denominator's mean is 0."""
+    num, den = np.asarray(num, float), np.asarray(den, float)
+    n = len(num)
+    if n == 0 or abs(den.mean()) < 1e-12:
+        return float("nan"), float("nan"), float("nan")
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    d = den[idx].mean(1)
+    r = num[idx].mean(1) / np.where(np.abs(d) < 1e-12, np.nan, d)
+    r = r[np.isfinite(r)]
+    lo, hi = np.percentile(r, [2.5, 97.5]) if r.size else (float("nan"), float("nan"))
+    return float(num.mean() / den.mean()), float(lo), float(hi)
+
+
+def share_table(per_seed: dict[str, list[dict]], order: list[str]) -> str | None:
+    """Each policy's share of always's gain over blind in final accuracy, and of always's evaluation calls, with 95%
+    paired-bootstrap intervals over seeds; None unless the grid has both ``blind`` and ``always``."""
+    if "blind" not in per_seed or "always" not in per_seed:
+        return None
+    fin = {p: np.array([m["final"] for m in per_seed[p]]) for p in order}
+    calls = {p: np.array([m["evaluator_calls"] for m in per_seed[p]], float) for p in order}
+    gain = fin["always"] - fin["blind"]
+    lines = ["| policy | gain share [95%] | call share [95%] |", "|---|---|---|"]
+
+    def f(t):
+        return f"{t[0]:.2f} [{t[1]:.2f}, {t[2]:.2f}]" if math.isfinite(t[0]) else "n/a"
+
+    for p in order:
+        if p in ("blind", "always"):
+            continue
+        lines.append(f"| {p} | {f(boot_ratio(fin[p] - fin['blind'], gain))} | {f(boot_ratio(calls[p], calls['always']))} |")
+    return "\n".join(lines)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .metrics import CHECKPOINTS, claims_table, fmt, markdown_table, trigger_table
+from .metrics import CHECKPOINTS, claims_table, fmt, markdown_table, share_table, trigger_table
 
 
 def render_markdown(result) -> str:
@@ -27,6 +27,7 @@ def render_markdown(result) -> str:
         "",
         trigger_table(agg, result.policies),
         "",
+        *share_section(result),
         "## Paired comparisons (same seeds)",
         "",
         claims_table(result.per_seed),
@@ -41,6 +42,16 @@ def render_markdown(result) -> str:
         tr = agg[p]["trigger_rate"][0]
         lines.append(f"| {p} | {cps} | {tr:.2f} |")
     return "\n".join(lines) + "\n"
+
+
+def share_section(result) -> list[str]:
+    """The issue-24 yardstick when the grid has blind and always: (policy − blind) / (always − blind) in final
+    accuracy and calls / always's calls."""
+    t = share_table(result.per_seed, result.policies)
+    if t is None:
+        return []
+    return ["## Share of always's gain and calls (gain share = (policy − blind) / (always − blind), final accuracy; "
+            f"95% paired bootstrap over {len(result.seeds)} seeds)", "", t, ""]
 
 
 def _clean(x):
