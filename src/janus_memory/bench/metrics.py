@@ -47,7 +47,7 @@ def episode_metrics(ep: dict, oracle_final: float | None, warmup: int | None) ->
         "regret": (100 * oracle_final - final) if oracle_final is not None else float("nan"),
         "auc": 100 * float(acc.mean()),
         "triggers": trig,
-        "trigger_rate": (int((ep["triggered"] & live).sum()) / post) if warmup is not None and post > 0 else 0.0,
+        "trigger_rate": (int((fired & live).sum()) / post) if warmup is not None and post > 0 else 0.0,
         "evaluator_calls": int(ep["evaluator_calls"]),
         "harmful": n_harm,
         "rejected": n_rej,

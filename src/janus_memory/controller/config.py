@@ -307,7 +307,7 @@ class JanusConfig:
                 + (f", decision_rule={self.decision_rule}, eval_order={self.eval_order}, "
                    f"seq_max_pairs={self.seq_max_pairs}, "
                    f"gate_full_compare={self.gate_full_compare}, reuse_old_results={self.reuse_old_results}{extend}"
-                   if self.preset == "recommended" or self.decision_rule == "sequential" else "") + ")")
+                   if self.decision_rule == "sequential" else "") + ")")  # the recommended preset is sequential
 
     @classmethod
     def with_support_size(cls, k: int, *, coverage_size: int = 12, **overrides) -> JanusConfig:
