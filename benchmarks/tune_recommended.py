@@ -31,7 +31,7 @@ from bench_recommended import SETTINGS, SHORT, boot_ratio, fmt_share  # noqa: E4
 
 from janus_memory.bench.grid import run_seed  # noqa: E402
 from janus_memory.bench.policies import PolicySpec  # noqa: E402
-from janus_memory.bench.world import WorldConfig  # noqa: E402
+from janus_memory.bench.world import WorldConfig, json_value  # noqa: E402
 from janus_memory.controller import JanusConfig  # noqa: E402
 
 JUDGED = range(0, 20)
@@ -46,10 +46,7 @@ def parse_variants(text: str) -> list[PolicySpec]:
             k, sep, v = kv.partition("=")
             if not sep:
                 raise ValueError(f"variant option {kv!r} is not key=value")
-            try:
-                over[k.strip()] = json.loads(v)
-            except json.JSONDecodeError:
-                over[k.strip()] = v
+            over[k.strip()] = json_value(v)
         out.append(PolicySpec(name.strip(), "janus", JanusConfig.recommended(**over)))
     return out
 

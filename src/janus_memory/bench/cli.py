@@ -5,11 +5,10 @@ Hook into the main CLI with ``add_world_parser(bench_subparsers)``; the handler 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from .policies import default_policies, parse_policy
-from .world import WorldConfig, parse_mix
+from .world import WorldConfig, json_value, parse_mix
 
 
 def add_world_parser(subparsers) -> argparse.ArgumentParser:
@@ -39,10 +38,7 @@ def world_config_from_args(args) -> WorldConfig:
         k, sep, v = item.partition("=")
         if not sep:
             raise ValueError(f"--set {item!r} is not KEY=VALUE")
-        try:
-            over[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
-            over[k.strip()] = v
+        over[k.strip()] = json_value(v)
     if args.mix:
         over["mix"] = parse_mix(args.mix)
     if args.encoder:

@@ -23,7 +23,7 @@ import numpy as np
 from janus_memory.controller import Janus, JanusConfig, StepInput
 
 from .updater import WorldUpdater
-from .world import Memory, World, WorldEvaluator
+from .world import Memory, World, WorldEvaluator, json_value
 
 POLICY_KINDS = ("blind", "never", "oracle", "janus", "custom")
 
@@ -75,8 +75,6 @@ def parse_policy(text: str) -> PolicySpec:
     """``NAME=janus[:key=value;key=value]`` (JanusConfig overrides on the paper preset, or on
     ``JanusConfig.recommended()`` with ``preset="recommended"``; values parsed as JSON scalars; ``match`` and
     ``reference`` set a matched random/periodic trigger), or the name of a default policy."""
-    import json
-
     defaults = {p.name: p for p in default_policies()}
     if "=" not in text.split(":", 1)[0]:
         if text in defaults:
@@ -93,10 +91,7 @@ def parse_policy(text: str) -> PolicySpec:
         k, sep, v = part.partition("=")
         if not sep:
             raise ValueError(f"policy option {part!r} is not key=value")
-        try:
-            val = json.loads(v)
-        except json.JSONDecodeError:
-            val = v
+        val = json_value(v)
         if k == "match":
             match = val
         elif k == "reference":

@@ -12,6 +12,7 @@ Model (every assumption is listed in docs/bench.md):
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 from dataclasses import asdict, dataclass, field
@@ -100,6 +101,15 @@ def parse_mix(spec: str) -> dict:
         except ValueError:
             raise ValueError(f"mix weight {v!r} is not a number") from None
     return out
+
+
+def json_value(text: str):
+    """A ``KEY=VALUE`` option's value: JSON when it parses (``0.5``, ``true``, ``"fresh"``, ``[1, 2]``), else the text
+    as given (``--set``, bench policies, ``benchmarks/tune_recommended.py`` variants)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def seed_int(*parts) -> int:
