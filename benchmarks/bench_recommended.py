@@ -54,14 +54,16 @@ SHORT = {"default": "default", "s1": "S1 coupling=1.0", "s2": "S2 harsh mix", "s
 BOOT = 10_000
 
 
-# the recommended controller as judged in round 1 (issue 24, before the adaptive cap): fixed cap 9, scikit-learn k-means
-ROUND1 = dict(seq_max_pairs=9, seq_extend_pairs=0, seq_recent_pairs=0, clustering="sklearn")
 # round 2 (judged on seeds 0-19 on 2026-12-03): boundary-first ("informative") evaluation order
 # (every recommended() setting, so a later round's change cannot leak into this row)
 ROUND2 = dict(trigger="always", decision_rule="sequential", eval_order="informative", gate_full_compare=True,
               seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2,
               seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93, near_copy_pairs=4, dedup=True,
-              same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0)
+              same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0, eval_set="hybrid",
+              near_copy_inherit=False)
+# the recommended controller as judged in round 1 (issue 24, before the adaptive cap): round 2 with a fixed cap 9 and
+# the scikit-learn k-means
+ROUND1 = dict(ROUND2, seq_max_pairs=9, seq_extend_pairs=0, near_copy_similarity=0.0, clustering="sklearn")
 
 
 def policies(caps: list[int], with_paper: bool = True, round1: bool = False, round2: bool = False) -> list[PolicySpec]:

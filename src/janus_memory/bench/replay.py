@@ -225,14 +225,15 @@ def replay_setting(traj: Trajectory, emb: Embedded, cfg: JanusConfig) -> list[di
                     "fired": d.triggered, "fired_by": sig.get("fired_by", cfg.trigger if d.triggered else ""),
                     "threshold": sig.get("threshold", cfg.tau if d.phase == "stream" else None),
                     "retention": sig.get("retention"), "destructive": s.destructive,
-                    "evaluator_calls": d.evaluator_calls_full, "full": sig.get("forced_by") == "gate"})
+                    "evaluator_calls": d.evaluator_calls_full, "gated": sig.get("forced_by") == "gate"})
     return out
 
 
 def summarise(records: list[dict]) -> dict:
     """Trigger rate over steps 2..T (step 1 has no previous update, so no momentum; it counts too when the setting
-    fired there, as ``trigger="always"`` does) and recall per kind; ``<kind>_full``: marked steps compared in full
-    because the text gate forced it (``gate_full_compare``)."""
+    fired there, as ``trigger="always"`` does) and recall per kind; ``<kind>_gated``: marked steps whose comparison
+    the text gate forced (``gate_full_compare``: a full paper-rule comparison; ``gate_compare``: one by the configured
+    rule)."""
     n = len(records)
     fired = sum(r["fired"] for r in records)
     eligible = max(1, n - 1 + (1 if records and records[0]["fired"] else 0))  # step 1 counts when fired there
@@ -243,7 +244,7 @@ def summarise(records: list[dict]) -> dict:
         row[f"{kind}_total"] = len(marked)
         row[f"{kind}_caught"] = sum(r["fired"] for r in marked)
         row[f"{kind}_in_warmup"] = sum(r["phase"] == "warmup" for r in marked)
-        row[f"{kind}_full"] = sum(r["fired"] and r.get("full", False) for r in marked)
+        row[f"{kind}_gated"] = sum(r["fired"] and r.get("gated", False) for r in marked)
     return row
 
 
@@ -317,7 +318,7 @@ def pooled(rows: list[dict]) -> list[dict]:
         acc["fired"] += r["fired"]
         acc["evaluator_calls"] += r["evaluator_calls"]
         for kind in KINDS + ("any",):
-            for f in ("total", "caught", "in_warmup", "full"):
+            for f in ("total", "caught", "in_warmup", "gated"):
                 acc[f"{kind}_{f}"] = acc.get(f"{kind}_{f}", 0) + r[f"{kind}_{f}"]
     res = []
     for acc in out.values():

@@ -76,7 +76,9 @@ def trigger_line(method: str, step: int, decision: dict, change: str) -> str:
                   f"compared on {len(oc)} of {n}: {scores}" if len(oc) == len(nc) else
                   f"old scored on {len(oc)}, new on {len(nc)} of {n}: {scores}")
     verdict = "ACCEPT" if decision.get("accept") else "ROLLBACK"
-    return (f"[{method}] trigger at step {step}: {_cos(decision)} |E|={n} (coverage+boundary+fresh {sizes}) "
+    where = (f"(coverage+boundary+fresh {sizes})" if any(roles) or not n else
+             "(the panel)")  # eval_set="panel": the tasks have no roles
+    return (f"[{method}] trigger at step {step}: {_cos(decision)} |E|={n} {where} "
             f"{scores} -> {verdict} ({decision.get('reason')}); candidate {change}")
 
 

@@ -12,10 +12,12 @@ steps. All values are deterministic functions of the two texts.
 * ``line_ratio``: new item count / old item count (``inf`` when the old memory is empty and the new one is not,
   1.0 when both are empty).
 * ``lines_added`` / ``lines_removed``: distinct items only in the new / only in the old memory.
+* ``rewords_only``: every changed item of the new memory rewrites a removed one (no item added or dropped).
 """
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 _WS = re.compile(r"\s+")
@@ -81,3 +83,36 @@ def changed_items_texts(old_text: str, new_text: str) -> tuple[str, str]:
     removed = list(dict.fromkeys(x for x in old_l if x not in sn))
     added = list(dict.fromkeys(x for x in new_l if x not in so))
     return "\n".join(removed), "\n".join(added)
+
+
+def _word_jaccard(a: str, b: str) -> float:
+    wa, wb = set(_WORD.findall(a)), set(_WORD.findall(b))
+    union = wa | wb
+    return len(wa & wb) / len(union) if union else 1.0
+
+
+def rewords_only(old_text: str, new_text: str, min_line_similarity: float = 0.5) -> bool:
+    """True when the new memory only rewords the old one: as many items (lines) leave as arrive, and each arriving
+    item shares at least ``min_line_similarity`` of its words (Jaccard of word sets) with a leaving one, each leaving
+    item matched once (greedy, in order: a rewording a better matching would accept may be refused, never the
+    reverse). Reordered or re-spaced lines count as unchanged; version and usage-count lines (``Version: 7``,
+    ``** Count: 3``: equivalence.COUNTER_BOOKKEEPING) are left out on both sides. An inserted line (a planted instruction, a new rule),
+    a dropped line or a rewritten one that shares too few words makes it False. Used by ``near_copy_inherit``.
+    """
+    from .equivalence import COUNTER_BOOKKEEPING, _is_bookkeeping
+
+    def items(text):  # version and usage-count lines are bookkeeping, not instructions: left out
+        return Counter(x for x in memory_items(text) if not _is_bookkeeping(x, COUNTER_BOOKKEEPING))
+
+    old_l, new_l = items(old_text), items(new_text)
+    added = list((new_l - old_l).elements())
+    removed = list((old_l - new_l).elements())
+    if len(added) != len(removed):
+        return False
+    free = list(removed)
+    for line in added:
+        best = max(range(len(free)), key=lambda k: _word_jaccard(line, free[k]))
+        if _word_jaccard(line, free[best]) < min_line_similarity:
+            return False
+        free.pop(best)
+    return True

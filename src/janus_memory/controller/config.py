@@ -19,19 +19,25 @@ SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range (numpy's Random
 CLUSTERINGS = ("paper", "sklearn", "incremental")
 DECISION_RULES = ("paper", "sign_test", "sequential")
 EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
-# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24). Round 2
-# (constants picked on tuning seeds 100-109 of the default world and S1): the adaptive cap (6 tasks, up to 14 while
-# tied), near copies (3-gram Jaccard >= 0.93) compared on 4 tasks, and the paper preset's k-means (round 1: a fixed
-# cap of 9 with the scikit-learn k-means)
-RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_order="informative", gate_full_compare=True,
-                   seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2,
-                   seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
-                   near_copy_pairs=4, dedup=True, same_memory_shortcut=True, clustering="paper")
+# where a comparison's tasks come from: "hybrid" = the paper's coverage + boundary + fresh set; "panel" = a seeded
+# random panel of seen tasks that changes by at most one task per comparison (issue 24, round 4; evalplan.refresh_panel)
+EVAL_SETS = ("hybrid", "panel")
+# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24). Round 4
+# (2026-12-04; chosen on tuning seeds 100-159 of all four settings, docs/bench.md §3): a stable panel of 19 seen
+# tasks (read 11, up to 19 while tied), half the comparisons rotating out the member on which memories disagreed
+# least, rewordings accepted with the deployed memory's outcomes, the text gate forcing an ordinary comparison.
+# Round 2 (until 2026-12-04): the paper's coverage/boundary/fresh set read boundary first, cap 6 -> 14 while tied,
+# near copies on 4 tasks, the gate's comparisons full (benchmarks/bench_recommended.py ROUND2 keeps it)
+RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19, panel_rotate=0.5,
+                   panel_min_evals=5, seq_max_pairs=11, seq_extend_pairs=19, seq_extend_margin=0, seq_round=2,
+                   seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
+                   near_copy_inherit=True, near_copy_pairs=4, gate_compare=True, gate_full_compare=False,
+                   eval_order="informative", dedup=True, same_memory_shortcut=True, clustering="paper")
 
 # settings of recommended() that JanusConfig.preset does not compare: a change to one is named in the preset label
 # ("recommended + trigger mmt"); sizes, tau and seed are settings of every preset and are not named
 RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_round", "seq_extend_margin",
-                      "seq_recent_pairs", "seq_recent_window",
+                      "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_rotate", "panel_min_evals",
                       "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max")
 
 
@@ -84,6 +90,17 @@ class JanusConfig:
       seq_recent_pairs (0 = off; > seq_max_pairs; sequential rule only): a budget that tracks recent closeness: a
       comparison is capped at seq_recent_pairs instead of seq_max_pairs when one of the last seq_recent_window
       sequential comparisons ended close (truncated with |w - l| <= seq_extend_margin); stored in the state.
+    Round 4 (issue 24; docs/controller.md "Recommended controller"):
+      eval_set="panel": compare on a stable panel of panel_size seen tasks read in order (evalplan.refresh_panel):
+      with probability panel_rotate per comparison one member is replaced, the one on which memories disagreed least
+      among those read panel_min_evals times or more (0: a seeded member); no coverage, boundary or fresh sample.
+      near_copy_inherit (needs reuse_old_results and near_copy_similarity > 0): a near copy that only rewords the
+      deployed memory (changes.rewords_only: as many lines leave as arrive, each new line sharing half its words
+      with an old one; version and count lines left out) is accepted unevaluated, reason "near_copy", and keeps the
+      deployed memory's reused outcomes; any other near copy (an inserted line, e.g. a planted instruction) gets an
+      ordinary comparison and near_copy_pairs is not used.
+      gate_compare: the item gate forces a comparison by the configured rule (not a full one), warm-up included;
+      exclusive with gate_full_compare.
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -133,6 +150,8 @@ class JanusConfig:
     seq_round: int = 2
     eval_order: str = "paper"
     gate_full_compare: bool = False
+    # the same gate forcing an ordinary comparison (the configured rule), warm-up included (issue 24 round 4)
+    gate_compare: bool = False
     near_copy_similarity: float = 0.0
     near_copy_pairs: int = 2
     reuse_old_results: bool = False
@@ -142,12 +161,19 @@ class JanusConfig:
     # a budget that tracks recent closeness (issue 24 round 2): 0 = off
     seq_recent_pairs: int = 0
     seq_recent_window: int = 3
+    # the stable panel (issue 24 round 4; docs/controller.md "Recommended controller"): "hybrid" = the paper's set
+    eval_set: str = "hybrid"
+    panel_size: int = 18
+    panel_rotate: float = 0.3
+    panel_min_evals: int = 5
+    # a near copy is accepted unevaluated and keeps the deployed memory's reused outcomes (issue 24 round 4)
+    near_copy_inherit: bool = False
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
                 "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window",
                 "seq_max_pairs", "seq_round", "near_copy_pairs", "seq_extend_pairs", "seq_extend_margin",
-                "seq_recent_pairs", "seq_recent_window")
+                "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_min_evals")
         for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
@@ -157,18 +183,18 @@ class JanusConfig:
         if not 0 <= self.seed <= SEED_MAX:  # it seeds scikit-learn's KMeans, which takes no other seed
             raise ValueError(f"seed must be in [0, {SEED_MAX}], got {self.seed}")
         for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window", "seq_round",
-                     "seq_recent_window"):
+                     "seq_recent_window", "panel_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
                      "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters", "gate_full_compare",
-                     "reuse_old_results"):
+                     "reuse_old_results", "near_copy_inherit", "gate_compare"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool")
         if self.ignore_usage_counters and not self.skip_trivially_equal:
             raise ValueError("ignore_usage_counters refines skip_trivially_equal: set skip_trivially_equal: true too")
         for name in ("beta", "tau", "trigger_rate", "alpha", "retention_min", "shrink_max", "magnitude_ratio",
-                     "tau_quantile", "seq_alpha", "seq_beta", "seq_theta", "near_copy_similarity"):
+                     "tau_quantile", "seq_alpha", "seq_beta", "seq_theta", "near_copy_similarity", "panel_rotate"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise ValueError(f"{name} must be a finite number, got {v!r}")
@@ -209,6 +235,17 @@ class JanusConfig:
             if not 0 < self.seq_max_pairs < self.seq_recent_pairs:
                 raise ValueError(f"seq_recent_pairs must be above seq_max_pairs (> 0), got seq_recent_pairs="
                                  f"{self.seq_recent_pairs} with seq_max_pairs={self.seq_max_pairs}")
+        if self.gate_full_compare and self.gate_compare:
+            raise ValueError("gate_full_compare and gate_compare are two forms of one gate (a full paper-rule "
+                             "comparison, or one by the configured rule): set one of them")
+        if self.eval_set not in EVAL_SETS:
+            raise ValueError(f"eval_set must be one of {EVAL_SETS}, got {self.eval_set!r}"
+                             f"{did_you_mean(self.eval_set, EVAL_SETS)}")
+        if not 0.0 <= self.panel_rotate <= 1.0:
+            raise ValueError(f"panel_rotate must be in [0, 1], got {self.panel_rotate}")
+        if self.near_copy_inherit and not (self.reuse_old_results and self.near_copy_similarity > 0):
+            raise ValueError("near_copy_inherit passes the reused outcomes to a near copy: set reuse_old_results: true "
+                             "and near_copy_similarity > 0 too")
         if self.near_copy_similarity > 0 and self.decision_rule != "sequential":
             raise ValueError("near_copy_similarity caps the sequential test: set decision_rule: sequential too")
         rl = self.replay_limit
@@ -276,7 +313,8 @@ class JanusConfig:
         of either preset): early_stop, dedup, clustering, decision_rule, same_memory_shortcut, replay_limit, and
         the recommended controller's own switches (eval_order, gate_full_compare, seq_max_pairs)."""
         keys = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
-                "eval_order", "gate_full_compare", "seq_max_pairs", "reuse_old_results", "seq_extend_pairs")
+                "eval_order", "gate_full_compare", "seq_max_pairs", "reuse_old_results", "seq_extend_pairs",
+                "eval_set", "near_copy_inherit", "gate_compare")
         mine = tuple(getattr(self, k) for k in keys)
         for name, ref in (("paper", JanusConfig.paper()), ("fast", JanusConfig.fast()),
                           ("recommended", JanusConfig.recommended())):
@@ -297,17 +335,27 @@ class JanusConfig:
 
     def preset_line(self) -> str:
         """One line for run headers, e.g. ``janus preset: paper (same_memory_shortcut=False, ...)``."""
-        extend = (f", seq_extend_pairs={self.seq_extend_pairs}, seq_extend_margin={self.seq_extend_margin}"
-                  if self.seq_extend_pairs else "")
-        if self.near_copy_similarity > 0:
-            extend += f", near_copy_similarity={self.near_copy_similarity}, near_copy_pairs={self.near_copy_pairs}"
-        return (f"janus preset: {self.preset_label()} (trigger={self.trigger}, tau={self.tau}, "
+        head = (f"janus preset: {self.preset_label()} (trigger={self.trigger}, tau={self.tau}, "
                 f"same_memory_shortcut={self.same_memory_shortcut}, early_stop={self.early_stop}, "
-                f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit}"
-                + (f", decision_rule={self.decision_rule}, eval_order={self.eval_order}, "
-                   f"seq_max_pairs={self.seq_max_pairs}, "
-                   f"gate_full_compare={self.gate_full_compare}, reuse_old_results={self.reuse_old_results}{extend}"
-                   if self.decision_rule == "sequential" else "") + ")")  # the recommended preset is sequential
+                f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit}")
+        if self.decision_rule != "sequential":  # the recommended preset is sequential
+            return head + ")"
+        parts = [f"decision_rule={self.decision_rule}"]
+        if self.eval_set != "panel":  # the panel has its own order
+            parts.append(f"eval_order={self.eval_order}")
+        parts += [f"seq_max_pairs={self.seq_max_pairs}", f"gate_full_compare={self.gate_full_compare}"]
+        if self.gate_compare:
+            parts.append("gate_compare=True")
+        parts.append(f"reuse_old_results={self.reuse_old_results}")
+        if self.seq_extend_pairs:
+            parts += [f"seq_extend_pairs={self.seq_extend_pairs}", f"seq_extend_margin={self.seq_extend_margin}"]
+        if self.near_copy_similarity > 0:
+            parts.append(f"near_copy_similarity={self.near_copy_similarity}")
+            parts.append("near_copy_inherit=True" if self.near_copy_inherit else f"near_copy_pairs={self.near_copy_pairs}")
+        if self.eval_set == "panel":
+            parts += ["eval_set=panel", f"panel_size={self.panel_size}", f"panel_rotate={self.panel_rotate}",
+                      f"panel_min_evals={self.panel_min_evals}"]
+        return head + ", " + ", ".join(parts) + ")"
 
     @classmethod
     def with_support_size(cls, k: int, *, coverage_size: int = 12, **overrides) -> JanusConfig:

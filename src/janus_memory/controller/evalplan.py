@@ -89,6 +89,42 @@ def order_by_relevance(entries: list[int], store, current: int) -> list[int]:
     return [entries[k] for k in order]
 
 
+def refresh_panel(panel: list[int], stats: dict[int, tuple[int, int]], n_avail: int, c: JanusConfig,
+                  trigger_count: int) -> list[int]:
+    """``eval_set="panel"``: the panel of the comparison numbered ``trigger_count`` (after the increment), drawn from
+    stream indices ``0 .. n_avail - 1`` (the tasks before the current one). ``stats[i] = (reads, discordant)``: how
+    many comparisons read member ``i`` and in how many of them the two memories disagreed on it.
+
+    The panel is filled up to ``panel_size`` with a seeded sample of the tasks not in it. Then, with probability
+    ``panel_rotate`` and when a task outside it exists, one member is replaced by a seeded task from outside: the
+    member with the lowest discordance rate among those read at least ``panel_min_evals`` times (ties by a seeded
+    draw), or a seeded member when none has been read that often (or ``panel_min_evals`` is 0). Members keep their
+    places: a comparison reads the panel in order, so the first ``seq_max_pairs`` members are read every time and
+    the deployed memory's outcomes there are known (``reuse_old_results``); the adaptive cap reads on while tied.
+
+    Why: the paper's coverage, boundary and fresh tasks change at every comparison, so the deployed memory's outcomes
+    are rarely known and a pair costs two calls; on a stable panel it costs one. A task on which memories never
+    disagree (always solved, never solved) says nothing about any candidate, so it is the one let go: the item
+    discrimination of classical test theory, used the same way by adaptive testing. The replacement is drawn at
+    random and the drop does not depend on which memory won, so the panel is not fitted to the memories it let
+    through (the reusable-holdout problem, Dwork et al., Science 2015). The randomness is a function of (seed,
+    trigger_count) alone, so a restored controller draws the same panel.
+    """
+    r = random.Random(f"janus-panel|{c.seed}|{trigger_count}")
+    out = list(panel)
+    want = min(c.panel_size, n_avail)
+    if len(out) < want:
+        taken = set(out)
+        out += r.sample([i for i in range(n_avail) if i not in taken], want - len(out))
+    if out and n_avail > len(out) and r.random() < c.panel_rotate:
+        ranked = [(d / n, r.random(), j) for j, i in enumerate(out)
+                  for n, d in [stats.get(i, (0, 0))] if c.panel_min_evals and n >= c.panel_min_evals]
+        j = min(ranked)[2] if ranked else r.randrange(len(out))
+        taken = set(out)
+        out[j] = r.choice([i for i in range(n_avail) if i not in taken])
+    return out
+
+
 def plan_warmup(c: JanusConfig, n_seen: int, trigger_count: int) -> EvalPlan:
     """Entries of a selective trigger armed during warm-up: a seeded sample of up to K + K_F of the ``n_seen``
     tasks so far, all in the role ``fresh`` (``trigger_count`` before the increment)."""

@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from .changes import change_stats, shingle_similarity
+from .changes import change_stats, rewords_only, shingle_similarity
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
 from .decision import UNKNOWN, Comparison
 from .sequential import discordant
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
-from .evalplan import flips_of, order_by_relevance, plan_trigger, plan_warmup
+from .evalplan import EvalPlan, flips_of, order_by_relevance, plan_trigger, plan_warmup, refresh_panel
 from .evalset import (
     EmbeddingStore,
     FullCoverage,
@@ -101,6 +101,8 @@ class Janus(StateMixin):
         self._old_key: str | None = None  # reuse_old_results: sha256 of the memory whose outcomes are cached
         self._old_cache: dict[int, bool] = {}  # stream index -> that memory's measured outcome
         self._recent_close: list[bool] = []  # seq_recent_pairs: was each of the last comparisons close
+        self._panel: list[int] = []  # eval_set="panel": stream indices, in reading order
+        self._panel_stats: dict[int, tuple[int, int]] = {}  # panel member -> (comparisons that read it, discordant)
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -123,6 +125,11 @@ class Janus(StateMixin):
     @property
     def boundary_tags(self) -> list[str]:
         return [t for _, t in self._boundary]
+
+    @property
+    def panel_ids(self) -> list[str]:
+        """``eval_set="panel"``: the task ids of the current panel, in reading order (empty otherwise)."""
+        return [self._ids[i] for i in self._panel]
 
     @property
     def pending_ids(self) -> list[str]:
@@ -179,7 +186,7 @@ class Janus(StateMixin):
             ch = change_stats(inp.old_memory, inp.new_memory)
             verdict = self._selective.warmup_fires(ch)
             signals = {**ch.to_dict(), **verdict.to_dict()}
-        if c.gate_full_compare and self._gate(inp.old_memory, inp.new_memory):
+        if (c.gate_full_compare or c.gate_compare) and self._gate(inp.old_memory, inp.new_memory):
             gate = True
             signals = {**(signals or {}), "forced_by": "gate"}
         if ((verdict is not None and verdict.fire) or gate) and self.evaluator is None:
@@ -189,7 +196,7 @@ class Janus(StateMixin):
                      reason="warmup", warnings=warnings, trigger_signals=signals or {})
         if (verdict is not None and verdict.fire) or gate:
             d.triggered = True
-            self._warmup_trigger(d, inp.old_memory, inp.new_memory, full=gate)
+            self._warmup_trigger(d, inp.old_memory, inp.new_memory, full=gate and c.gate_full_compare)
         else:
             self._stats["accepts"] += 1
         if self._step == c.warmup and not self._warmup_initialized:
@@ -205,7 +212,7 @@ class Janus(StateMixin):
         z, w = update_direction(old_v, new_v)
         warnings += w
         prev = self._momentum
-        if (c.trigger != "never" or c.gate_full_compare) and self.evaluator is None:
+        if (c.trigger != "never" or c.gate_full_compare or c.gate_compare) and self.evaluator is None:
             raise RuntimeError("Janus needs an evaluator callback to compare memories")
         self._append(q, inp.task, tid)
         cos = None
@@ -242,12 +249,13 @@ class Janus(StateMixin):
         return DEFAULT_BOOKKEEPING, ()
 
     def _gate(self, old_text: str, new_text: str) -> bool:
-        """The text gate of ``gate_full_compare``: the selective trigger's item gate (retention_min, shrink_max)."""
+        """The text gate of ``gate_full_compare`` / ``gate_compare``: the selective trigger's item gate (retention_min,
+        shrink_max)."""
         return item_flag(self._selective.opts, change_stats(old_text, new_text))
 
     def _act(self, d: Decision, fire: bool, old_text: str, new_text: str) -> None:
         """Gate (``gate_full_compare``) on a destructive-looking candidate: a full paper-rule comparison, fired or
-        not. Not fired: accept. Fired on a trivially-equal candidate (when enabled): accept without evaluation, the
+        not; (``gate_compare``) a comparison by the configured rule, fired or not. Not fired: accept. Fired on a trivially-equal candidate (when enabled): accept without evaluation, the
         trigger's bookkeeping left to the next real trigger. Fired on a near copy (``near_copy_similarity``): the
         sequential test capped at ``near_copy_pairs`` pairs (0: accepted unevaluated, reason "near_copy"). Fired
         otherwise: compare (``_trigger``)."""
@@ -256,6 +264,11 @@ class Janus(StateMixin):
             d.triggered = True
             d.trigger_signals = {**d.trigger_signals, "forced_by": "gate"}
             self._trigger(d, old_text, new_text, full=True)
+            return
+        if c.gate_compare and self._gate(old_text, new_text):  # compared by the configured rule, fired or not
+            d.triggered = True
+            d.trigger_signals = {**d.trigger_signals, "forced_by": "gate"}
+            self._trigger(d, old_text, new_text)
             return
         if fire and c.skip_trivially_equal and trivially_equal(old_text, new_text, *self._bookkeeping()):
             d.triggered = False
@@ -267,6 +280,17 @@ class Janus(StateMixin):
             return
         cap = None
         if c.near_copy_similarity > 0 and shingle_similarity(old_text, new_text) >= c.near_copy_similarity:
+            if c.near_copy_inherit:
+                if rewords_only(old_text, new_text):
+                    d.triggered = False
+                    d.reason = "near_copy"
+                    if self._old_key == _sha(old_text):  # the rewording answers as the deployed memory did
+                        self._old_key = _sha(new_text)
+                    self._stats["accepts"] += 1
+                    return
+                # a near copy that inserts, drops or rewrites a line (a planted instruction): compared as any other
+                self._trigger(d, old_text, new_text)
+                return
             cap = c.near_copy_pairs
             if cap == 0:
                 d.triggered = False
@@ -287,6 +311,10 @@ class Janus(StateMixin):
         """End of warm-up: coverage via k-means on the warm-up tasks, bootstrap boundary (spec §3.2)."""
         n = self._store.n
         warnings = []
+        if self.config.eval_set == "panel":  # no coverage or boundary: the panel is drawn at the first comparison
+            self._seen_end = n
+            self._warmup_initialized = True
+            return warnings
         try:
             reps = self._cov_model.refresh(self._store, n)
         except Exception as exc:  # clustering failure: leave coverage empty, keep going
@@ -350,6 +378,9 @@ class Janus(StateMixin):
         """A post-warm-up trigger (spec §3.2): fresh sample, coverage refresh, planned entries, comparison,
         boundary refresh from the flips."""
         c = self.config
+        if c.eval_set == "panel":
+            self._panel_trigger(d, old_text, new_text, full=full, max_pairs=max_pairs)
+            return
         fresh = sample_fresh(self._seen_end, self._store.n, c.fresh_size, c.seed, self._trigger_count)
         self._seen_end = self._store.n
         self._trigger_count += 1
@@ -370,3 +401,25 @@ class Janus(StateMixin):
         self._boundary = refresh_boundary(self._boundary, flips, self._coverage, c.boundary_size, c.seed,
                                           self._trigger_count)
         self._stats["accepts" if comp.accept else "rollbacks"] += 1
+
+    def _panel_trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
+                       max_pairs: int | None = None) -> None:
+        """A post-warm-up trigger with ``eval_set="panel"``: refresh the panel (evalplan.refresh_panel) from the
+        tasks before the current one, compare on it in its order. No coverage, boundary or fresh sample."""
+        self._seen_end = self._store.n
+        self._trigger_count += 1
+        self._stats["triggers"] += 1
+        self._panel = refresh_panel(self._panel, self._panel_stats, self._store.n - 1, self.config,
+                                    self._trigger_count)
+        stats = {i: self._panel_stats.get(i, (0, 0)) for i in self._panel}  # a dropped member's counts go with it
+        plan = EvalPlan([], [], [], list(self._panel))
+        plan.record(d, self._ids)
+        comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs)
+        if comp is not None:
+            for p in range(comp.n_evaluated):
+                o, n_ = comp.old_correct[p], comp.new_correct[p]
+                if o is not None and n_ is not None:
+                    reads, disc = stats[plan.entries[p]]
+                    stats[plan.entries[p]] = (reads + 1, disc + (o != n_))
+            self._stats["accepts" if comp.accept else "rollbacks"] += 1
+        self._panel_stats = stats

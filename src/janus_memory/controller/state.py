@@ -72,6 +72,8 @@ class StateMixin:
                                     "results": [[i, v] for i, v in sorted(self._old_cache.items())]}
         if self.config.seq_recent_pairs:  # only then, as old_results
             extra["recent_close"] = list(self._recent_close)
+        if self.config.eval_set == "panel":  # only then, as old_results
+            extra["panel"] = [[i, *self._panel_stats.get(i, (0, 0))] for i in self._panel]
         return {
             **extra,
             "format": STATE_FORMAT,
@@ -143,6 +145,15 @@ class StateMixin:
         fresh._old_key = old.get("sha256")
         fresh._old_cache = {int(i): bool(v) for i, v in old.get("results", [])}
         fresh._recent_close = [bool(v) for v in state.get("recent_close", [])]
+        try:
+            panel = [(int(i), int(r), int(d_)) for i, r, d_ in state.get("panel", [])]
+        except (TypeError, ValueError):
+            raise ValueError("state panel entries must be [task index, reads, discordant]") from None
+        fresh._panel = [i for i, _, _ in panel]
+        fresh._panel_stats = {i: (r, d_) for i, r, d_ in panel}
+        if (any(not 0 <= i < n for i in fresh._panel) or len(set(fresh._panel)) != len(fresh._panel)
+                or any(not 0 <= d_ <= r for _, r, d_ in panel)):
+            raise ValueError("state panel holds an unknown or repeated task index, or impossible counts")
         self.__dict__.update(fresh.__dict__)
 
     @classmethod
