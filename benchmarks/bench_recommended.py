@@ -60,7 +60,7 @@ ROUND2 = dict(trigger="always", decision_rule="sequential", eval_order="informat
               seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2,
               seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93, near_copy_pairs=4, dedup=True,
               same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0, eval_set="hybrid",
-              near_copy_inherit=False)
+              near_copy_inherit=False, gate_compare=False)
 # the recommended controller as judged in round 1 (issue 24, before the adaptive cap): round 2 with a fixed cap 9 and
 # the scikit-learn k-means
 ROUND1 = dict(ROUND2, seq_max_pairs=9, seq_extend_pairs=0, near_copy_similarity=0.0, clustering="sklearn")

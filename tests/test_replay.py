@@ -153,15 +153,15 @@ def test_real_dc_trajectories_hashing_reproduces_the_issue_numbers():
     pool = {(r["setting"], r["warmup"]): r for r in pooled(rows)}
     assert (pool[("mmt", 0)]["fired"], pool[("selective", 0)]["fired"]) == (86, 31)
     assert pool[("selective", 0)]["rate"] == 31 / 87
-    # the recommended controller (issue 24) compares every dump and every wipe, in full (the text gate), at both
-    # warm-ups: inside the warm-up too
+    # the recommended controller (issue 24) compares every dump and every wipe at both warm-ups, inside the warm-up
+    # too: the text gate forces the comparison there (round 4: by the sequential rule, gate_compare)
     for wu in (0, 20):
         assert got[("gpt-4o_dc-rs", "recommended", wu)][1:3] == (11, 2)
         marked = [r for r in records[("aime_2025_gpt-4o_dc-rs", "hashing", "memory", "recommended", wu)]
                   if r["destructive"]]
-        assert len(marked) == 13 and all(r["fired"] and r["full"] for r in marked)
+        assert len(marked) == 13 and all(r["fired"] and r["gated"] for r in marked)
     assert (pool[("recommended", 0)]["fired"], pool[("recommended", 0)]["eligible"]) == (90, 90)
-    assert (pool[("recommended", 20)]["any_full"], pool[("recommended", 20)]["any_in_warmup"]) == (13, 8)
+    assert (pool[("recommended", 20)]["any_gated"], pool[("recommended", 20)]["any_in_warmup"]) == (13, 8)
     rec = records[("aime_2025_gpt-4o_dc-rs", "hashing", "memory", "mmt", 0)]
     assert rec[0]["cosine"] is None and round(rec[1]["cosine"], 2) == -0.40
 
@@ -180,7 +180,7 @@ def test_replay_setting_small_sequence_exact():
     assert summarise(sel) == {"steps": 3, "eligible": 2, "fired": 1, "rate": 0.5, "evaluator_calls": 8, "dump_total": 1,
                               "dump_caught": 1, "dump_in_warmup": 0, "wipe_total": 0, "wipe_caught": 0,
                               "wipe_in_warmup": 0, "any_total": 1, "any_caught": 1, "any_in_warmup": 0,
-                              "dump_full": 0, "wipe_full": 0, "any_full": 0}
+                              "dump_gated": 0, "wipe_gated": 0, "any_gated": 0}
     items = embed_trajectory(traj, get_encoder("hashing:256"), "items")
     assert items.before[0].tolist() == [0.0] * 256  # nothing removed at step 1
     with pytest.raises(ValueError):
