@@ -42,6 +42,7 @@ from janus_memory.bench.metrics import mean_ci, paired
 from janus_memory.bench.policies import PolicySpec
 from janus_memory.bench.world import WorldConfig, parse_mix
 from janus_memory.controller import JanusConfig
+from janus_memory.controller.config import RECOMMENDED_ROUND2
 
 HARSH_MIX = "general=0.3,specific=0.25,overwrite=0.15,dump=0.05,reword=0.25"
 SETTINGS = {
@@ -56,11 +57,7 @@ BOOT = 10_000
 
 # round 2 (judged on seeds 0-19 on 2026-12-03): boundary-first ("informative") evaluation order
 # (every recommended() setting, so a later round's change cannot leak into this row)
-ROUND2 = dict(trigger="always", decision_rule="sequential", eval_order="informative", gate_full_compare=True,
-              seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2,
-              seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93, near_copy_pairs=4, dedup=True,
-              same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0, eval_set="hybrid",
-              near_copy_inherit=False, gate_compare=False)
+ROUND2 = dict(RECOMMENDED_ROUND2)
 # the recommended controller as judged in round 1 (issue 24, before the adaptive cap): round 2 with a fixed cap 9 and
 # the scikit-learn k-means
 ROUND1 = dict(ROUND2, seq_max_pairs=9, seq_extend_pairs=0, near_copy_similarity=0.0, clustering="sklearn")

@@ -12,7 +12,8 @@ caching controller would pay. Kinds (``"cls"`` in a variant):
 
 * ``sample``: each comparison draws ``n`` tasks afresh: ``sampler`` = ``uniform`` (seen tasks), ``recent`` (the last
   ``n``), ``directed`` (among the 3n seen tasks whose embedding is most aligned, in absolute cosine, with
-  phi(new) - phi(old)), ``dirmix`` (a ``frac`` share directed, the rest uniform).
+  phi(new) - phi(old)), ``dirmix`` (a ``frac`` share directed, the rest uniform), ``panel`` (the first panel: n kept
+  tasks, one replaced with probability 0.1 per comparison).
 * ``panel``: a fixed random panel of ``n`` seen tasks, one member replaced with probability ``rotate`` per comparison;
   ``nc`` > 0: a near copy (word 3-gram Jaccard >= nc) is accepted unevaluated and inherits the old memory's outcomes;
   ``ext``: a tied comparison (``|w - l| <= margin``) reads random extra tasks up to ``ext`` in all.
@@ -92,6 +93,7 @@ class Sample(Base):
     def __init__(self, world, evaluator, task_emb, n=8, sampler="uniform", frac=0.5, **kw):
         super().__init__(world, evaluator, task_emb, **kw)
         self.n, self.sampler, self.frac = n, sampler, frac
+        self.panel: list[int] = []
 
     def pick(self, step) -> list[int]:
         t, n = step.t, min(self.n, step.t)
@@ -99,6 +101,16 @@ class Sample(Base):
             return self.rng.sample(range(t), n)
         if self.sampler == "recent":
             return list(range(t - n, t))
+        if self.sampler == "panel":  # the first harness's panel: n kept tasks, one replaced with probability 0.1
+            while len(self.panel) < n:
+                x = self.rng.randrange(t)
+                if x not in self.panel:
+                    self.panel.append(x)
+            if self.rng.random() < 0.1:
+                j, x = self.rng.randrange(len(self.panel)), self.rng.randrange(t)
+                if x not in self.panel:
+                    self.panel[j] = x
+            return list(self.panel)
         k = n if self.sampler == "directed" else int(round(n * self.frac))
         s = _abs_cos(self.E[:t], step.new_embedding - step.old_embedding)
         top = [int(i) for i in np.argsort(-s)[:3 * k]]

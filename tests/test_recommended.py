@@ -6,9 +6,16 @@ import math
 import numpy as np
 import pytest
 
+from janus_memory.controller.config import RECOMMENDED_ROUND2
 from janus_memory.controller import EvaluationError, Janus, JanusConfig, StepInput, compare
 from janus_memory.controller.evalplan import plan_trigger
 from janus_memory.controller.sequential import SPRT, discordant, settled
+
+
+def round2(**kw) -> JanusConfig:
+    """The round-2 recommended controller (the paper's hybrid set read boundary first, the full gate): the machinery
+    these tests pin; ``recommended()`` itself is round 4 (tests/test_recommended_panel.py)."""
+    return JanusConfig(**{**RECOMMENDED_ROUND2, **kw})
 
 
 def fixed(results: dict[str, list]):
@@ -153,15 +160,17 @@ def test_failing_evaluator_raises_with_the_calls_spent():
 
 
 def test_recommended_preset_and_paper_unchanged():
-    r = JanusConfig.recommended()
-    assert (r.trigger, r.decision_rule, r.eval_order, r.gate_full_compare, r.seq_max_pairs, r.seq_round, r.dedup,
-            r.same_memory_shortcut, r.reuse_old_results) == ("always", "sequential", "informative", True, 6, 2, True, True, True)
-    assert (r.seq_extend_pairs, r.seq_extend_margin, r.near_copy_similarity, r.near_copy_pairs, r.clustering) == (
-        14, 0, 0.93, 4, "paper")
+    r = JanusConfig.recommended()  # round 4 (2026-12-04)
+    assert (r.trigger, r.decision_rule, r.eval_set, r.panel_size, r.panel_rotate, r.panel_min_evals, r.seq_max_pairs,
+            r.seq_extend_pairs, r.seq_extend_margin, r.seq_round) == ("always", "sequential", "panel", 19, 0.5, 5, 11,
+                                                                      19, 0, 2)
+    assert (r.near_copy_similarity, r.near_copy_inherit, r.gate_compare, r.gate_full_compare, r.reuse_old_results,
+            r.dedup, r.same_memory_shortcut) == (0.93, True, True, False, True, True, True)
     assert r.preset == "recommended" and JanusConfig().preset == "paper"
+    assert JanusConfig(**RECOMMENDED_ROUND2).preset == "custom"  # round 2 is a configuration now, not the preset
     p = JanusConfig()
-    assert (p.decision_rule, p.eval_order, p.gate_full_compare, p.near_copy_similarity, p.seq_max_pairs) == (
-        "paper", "paper", False, 0.0, 0)
+    assert (p.decision_rule, p.eval_order, p.gate_full_compare, p.near_copy_similarity, p.seq_max_pairs, p.eval_set,
+            p.gate_compare, p.near_copy_inherit) == ("paper", "paper", False, 0.0, 0, "hybrid", False, False)
     assert JanusConfig.recommended(seq_max_pairs=8).seq_max_pairs == 8
 
 
@@ -182,7 +191,7 @@ def test_bad_options_name_the_field(kw, msg):
 
 
 def test_informative_order_puts_past_flips_first():
-    c = JanusConfig.recommended()
+    c = round2()
     plan = plan_trigger(c, [0, 1, 2], [(5, "bootstrap"), (7, "flip"), (1, "flip")], [9], 1)
     assert plan.entries == [7, 1, 5, 0, 2, 9]  # flips, rest of the boundary, coverage (deduplicated), fresh
     assert plan_trigger(JanusConfig(), [0, 1, 2], [(5, "bootstrap"), (7, "flip")], [9], 1).entries == [0, 1, 2, 5, 7, 9]
@@ -195,7 +204,7 @@ def test_informative_order_puts_past_flips_first():
     ("interleaved", False, [9, 1, 0, 5, 1, 7, 2, 1]),
 ])
 def test_fresh_first_and_interleaved_orders(order, dedup, want):
-    c = JanusConfig.recommended(eval_order=order, dedup=dedup)
+    c = round2(eval_order=order, dedup=dedup)
     plan = plan_trigger(c, [0, 1, 2], [(5, "bootstrap"), (7, "flip"), (1, "flip")], [9, 1], 1)
     assert plan.entries == want
     assert (plan.coverage, plan.boundary, plan.fresh) == ([0, 1, 2], [5, 7, 1], [9, 1])  # roles kept as planned
@@ -227,7 +236,7 @@ def test_gate_forces_a_full_comparison_in_warmup_and_after():
         seen.append((text[:5], len(ts)))
         return [text != DUMP] * len(ts)
 
-    j = Janus(JanusConfig.recommended(warmup=3, coverage_size=2, boundary_size=1, fresh_size=1), ev)
+    j = Janus(round2(warmup=3, coverage_size=2, boundary_size=1, fresh_size=1), ev)
     d1 = step(j, 0, "", SHEET)
     assert (d1.phase, d1.triggered, d1.reason, d1.evaluator_calls) == ("warmup", False, "warmup", 0)
     d2 = step(j, 1, SHEET, DUMP)  # a dump inside the warm-up: compared, on every task seen so far, paper rule
@@ -254,7 +263,7 @@ def test_gate_off_in_the_paper_preset_and_near_copy_cap():
     step(j, 0, "", SHEET)
     assert step(j, 1, SHEET, DUMP).reason == "not_triggered"  # no momentum yet: MMT cannot fire, no gate
     near = SHEET.replace("family 3", "family three")
-    cfg = JanusConfig.recommended(warmup=2, coverage_size=2, boundary_size=2, fresh_size=2, near_copy_similarity=0.9,
+    cfg = round2(warmup=2, coverage_size=2, boundary_size=2, fresh_size=2, near_copy_similarity=0.9,
                                   near_copy_pairs=0)
     j = Janus(cfg, ev)
     step(j, 0, "", SHEET)
@@ -262,7 +271,7 @@ def test_gate_off_in_the_paper_preset_and_near_copy_cap():
     calls.clear()
     d = step(j, 2, SHEET, near)
     assert (d.triggered, d.accept, d.reason, calls) == (False, True, "near_copy", [])
-    j = Janus(JanusConfig.recommended(**{**cfg.to_dict(), "near_copy_pairs": 1, "trigger": "always"}), ev)
+    j = Janus(round2(**{**cfg.to_dict(), "near_copy_pairs": 1, "trigger": "always"}), ev)
     step(j, 0, "", SHEET)
     step(j, 1, SHEET, SHEET + "\nrule 12: x")
     calls.clear()
@@ -271,7 +280,7 @@ def test_gate_off_in_the_paper_preset_and_near_copy_cap():
 
 
 def test_gate_needs_an_evaluator_even_with_trigger_never():
-    j = Janus(JanusConfig.recommended(trigger="never", warmup=0))
+    j = Janus(round2(trigger="never", warmup=0))
     with pytest.raises(RuntimeError, match="needs an evaluator"):
         step(j, 0, SHEET, DUMP)
 
@@ -285,7 +294,7 @@ def test_state_round_trip_keeps_the_recommended_decisions():
     def run(j, lo, hi):
         return [step(j, i, SHEET + "\n" * (i % 2), SHEET + f"\nrule x{i}").to_dict() for i in range(lo, hi)]
 
-    cfg = JanusConfig.recommended(warmup=2, coverage_size=2, boundary_size=2, fresh_size=1)
+    cfg = round2(warmup=2, coverage_size=2, boundary_size=2, fresh_size=1)
 
     def ev2(text, ts):
         return ev(text, [dict(t, i=int(t["id"][1:])) for t in ts])
@@ -318,7 +327,7 @@ def test_controller_reuses_the_deployed_memorys_outcomes_until_it_changes():
         asked.append((text.count("\n"), [t["id"] for t in ts]))
         return [text == SHEET] * len(ts)  # the old sheet always wins: every candidate is rolled back
 
-    cfg = JanusConfig.recommended(warmup=2, coverage_size=2, boundary_size=0, fresh_size=1, reuse_old_results=True,
+    cfg = round2(warmup=2, coverage_size=2, boundary_size=0, fresh_size=1, reuse_old_results=True,
                                   gate_full_compare=False)
     j = Janus(cfg, ev)
     step(j, 0, "", SHEET)
@@ -363,6 +372,6 @@ def test_replay_limit_keeps_the_reading_order_of_a_non_paper_order():
 
 
 def test_preset_line_names_the_order_of_any_sequential_configuration():
-    line = JanusConfig.recommended(eval_order="interleaved").preset_line()
+    line = round2(eval_order="interleaved").preset_line()
     assert line.startswith("janus preset: custom (") and "decision_rule=sequential, eval_order=interleaved" in line
     assert "eval_order" not in JanusConfig().preset_line()

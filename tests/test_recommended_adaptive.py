@@ -7,10 +7,17 @@ import itertools
 import numpy as np
 import pytest
 
+from janus_memory.controller.config import RECOMMENDED_ROUND2
 from janus_memory.controller import Janus, JanusConfig, StepInput, compare
 from janus_memory.controller.evalplan import order_by_relevance
 from janus_memory.controller.evalset import EmbeddingStore
 from janus_memory.controller.sequential import SPRT, AdaptiveCap
+
+
+def round2(**kw) -> JanusConfig:
+    """The round-2 recommended controller (the paper's hybrid set read boundary first, the full gate): the machinery
+    these tests pin; ``recommended()`` itself is round 4 (tests/test_recommended_panel.py)."""
+    return JanusConfig(**{**RECOMMENDED_ROUND2, **kw})
 
 
 def fixed(results: dict[str, list]):
@@ -152,7 +159,7 @@ def test_controller_with_relevance_order_reads_the_nearest_tasks_first():
         seen.append([t["id"] for t in ts])
         return [True] * len(ts)
 
-    cfg = JanusConfig.recommended(warmup=4, coverage_size=2, boundary_size=2, fresh_size=0, eval_order="relevant",
+    cfg = round2(warmup=4, coverage_size=2, boundary_size=2, fresh_size=0, eval_order="relevant",
                                   seq_round=1, seq_max_pairs=0, seq_extend_pairs=0, gate_full_compare=False,
                                   near_copy_similarity=0.0)
     j = Janus(cfg, ev)
@@ -169,13 +176,15 @@ def test_controller_with_relevance_order_reads_the_nearest_tasks_first():
 
 
 def test_preset_label_names_changed_recommended_settings():
-    assert JanusConfig.recommended().preset_label() == "recommended"
-    assert JanusConfig.recommended(trigger="mmt").preset_label() == "recommended + trigger mmt"
-    assert JanusConfig.recommended(trigger="mmt", seq_alpha=0.1).preset_label() == (
-        "recommended + trigger mmt + seq_alpha 0.1")
-    assert JanusConfig.recommended(tau=0.3, warmup=5).preset_label() == "recommended"  # settings of every preset
+    rec = JanusConfig.recommended
+    assert rec().preset_label() == "recommended"
+    assert rec(trigger="mmt").preset_label() == "recommended + trigger mmt"
+    assert rec(trigger="mmt", seq_alpha=0.1).preset_label() == "recommended + trigger mmt + seq_alpha 0.1"
+    assert rec(panel_rotate=0.3).preset_label() == "recommended + panel_rotate 0.3"
+    assert rec(tau=0.3, warmup=5).preset_label() == "recommended"  # settings of every preset
+    assert round2().preset_label() == "custom"  # round 2 differs in the switches that define the preset
     assert JanusConfig().preset_label() == "paper" and JanusConfig(trigger="always").preset_label() == "paper"
-    line = JanusConfig.recommended(trigger="mmt").preset_line()
+    line = rec(trigger="mmt").preset_line()
     assert line.startswith("janus preset: recommended + trigger mmt (trigger=mmt, tau=0.0, ")
 
 
@@ -210,7 +219,7 @@ def test_recent_closeness_budget_grows_after_a_close_comparison_and_is_stored():
     def ev(text, ts):
         return [not (mode["new_loses"] and text.startswith("new"))] * len(ts)
 
-    cfg = JanusConfig.recommended(warmup=2, coverage_size=4, boundary_size=2, fresh_size=2, seq_max_pairs=2,
+    cfg = round2(warmup=2, coverage_size=4, boundary_size=2, fresh_size=2, seq_max_pairs=2,
                                   seq_recent_pairs=4, seq_recent_window=1, seq_round=1, gate_full_compare=False,
                                   reuse_old_results=False, seq_extend_pairs=0, near_copy_similarity=0.0)
     j = Janus(cfg, ev)
@@ -232,8 +241,8 @@ def test_recent_closeness_budget_grows_after_a_close_comparison_and_is_stored():
     restored = Janus.from_state_dict(json.loads(json.dumps(j.state_dict())), ev)
     assert restored.state_dict()["recent_close"] == [False]
     assert step(5, "old 4", "new 6").n_evaluated == 2  # back to the small cap
-    assert "recent_close" not in Janus(JanusConfig.recommended(), ev).state_dict()
+    assert "recent_close" not in Janus(round2(), ev).state_dict()
     with pytest.raises(ValueError, match="seq_recent_pairs must be above seq_max_pairs"):
-        JanusConfig.recommended(seq_recent_pairs=6)
+        round2(seq_recent_pairs=6)
     with pytest.raises(ValueError, match="seq_recent_pairs sets the sequential test's cap"):
         JanusConfig(seq_recent_pairs=9)

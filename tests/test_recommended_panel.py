@@ -15,7 +15,8 @@ SHEET = "\n".join(f"rule {i}: check the small cases of family {i} before solving
 
 def panel_cfg(**kw):
     base = dict(eval_set="panel", panel_size=4, panel_rotate=0.0, warmup=2, seq_max_pairs=2, seq_extend_pairs=4,
-                gate_full_compare=False, near_copy_similarity=0.0, near_copy_pairs=4)
+                gate_full_compare=False, gate_compare=False, near_copy_similarity=0.0, near_copy_inherit=False,
+                near_copy_pairs=4)
     base.update(kw)
     return JanusConfig.recommended(**base)
 

@@ -6,23 +6,25 @@ import json
 from janus_memory.cli import main
 
 PRESET_LINE = ("janus preset: recommended (trigger=always, tau=0.0, same_memory_shortcut=True, early_stop=False, "
-               "dedup=True, clustering=paper, replay_limit=None, decision_rule=sequential, eval_order=informative, "
-               "seq_max_pairs=6, "
-               "gate_full_compare=True, reuse_old_results=True, seq_extend_pairs=14, seq_extend_margin=0, "
-               "near_copy_similarity=0.93, near_copy_pairs=4)")
-# (step, triggered, accept, reason, evaluator calls, full-evaluation calls, pairs evaluated); issue 24 round 2 (cap 6
-# extended to 14 while tied, paper k-means): step 9 compares 5 tasks (round 1, cap 9 and scikit-learn k-means: 6 of 6)
+               "dedup=True, clustering=paper, replay_limit=None, decision_rule=sequential, seq_max_pairs=11, "
+               "gate_full_compare=False, gate_compare=True, reuse_old_results=True, seq_extend_pairs=19, "
+               "seq_extend_margin=0, near_copy_similarity=0.93, near_copy_inherit=True, eval_set=panel, "
+               "panel_size=19, panel_rotate=0.5, panel_min_evals=5)")
+# (step, triggered, accept, reason, evaluator calls, full-evaluation calls, pairs evaluated); issue 24 round 4 (the
+# stable panel): the panel holds every task before the current one on this short stream (2 at step 3, 8 at step 10),
+# and after the first comparison the deployed memory's outcomes are known, so a pair mostly costs one call (round 2,
+# the hybrid set read boundary first: 41 calls for 32 pairs)
 EXPECT = [
     (1, False, True, "warmup", 0, 0, 0),
     (2, False, True, "warmup", 0, 0, 0),
-    (3, True, False, "sprt_truncated_old_better", 6, 6, 3),
-    (4, True, True, "sprt_truncated_new_ge_old", 5, 8, 4),
-    (5, True, False, "sprt_truncated_old_better", 4, 6, 3),
-    (6, True, True, "sprt_truncated_new_ge_old", 5, 8, 4),
-    (7, True, False, "sprt_truncated_old_better", 5, 8, 4),
-    (8, True, False, "sprt_truncated_old_better", 6, 10, 5),
-    (9, True, True, "sprt_truncated_new_ge_old", 6, 10, 5),
-    (10, True, False, "sprt_old_worse", 4, 12, 4),
+    (3, True, False, "sprt_truncated_old_better", 4, 4, 2),
+    (4, True, True, "sprt_truncated_new_ge_old", 4, 6, 3),
+    (5, True, False, "sprt_truncated_old_better", 5, 8, 4),
+    (6, True, True, "sprt_truncated_new_ge_old", 6, 10, 5),
+    (7, True, False, "sprt_truncated_old_better", 7, 12, 6),
+    (8, True, True, "sprt_truncated_new_ge_old", 8, 14, 7),
+    (9, True, False, "sprt_truncated_old_better", 9, 16, 8),
+    (10, True, False, "sprt_old_worse", 8, 18, 8),
 ]
 
 
@@ -30,10 +32,11 @@ def test_run_with_the_recommended_preset_pins_its_decisions(tmp_path, capsys):
     out = tmp_path / "r"
     rc = main(["run", "--backend", "fake", "--encoder", "hashing", "--quiet", "--dataset", "gsm8k", "--stream-size",
                "10", "--test-size", "2", "--updater", "dc_rs", "--controller", "janus", "--janus-preset",
-               "recommended", "--warmup", "2", "--coverage-size", "3", "--boundary-size", "2", "--fresh-size", "2",
-               "--out", str(out)])
+               "recommended", "--warmup", "2", "--out", str(out)])
     assert rc == 0
-    assert PRESET_LINE in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert PRESET_LINE in printed
+    assert "Janus: warm-up 2, a panel of 19 seen tasks (read 11, up to 19 while tied), beta 0.9" in printed
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["janus_preset"] == "recommended" and cfg["preset_summary"]["janus"] == PRESET_LINE
     rows = [json.loads(x)["decision"] for x in (out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()]
@@ -41,10 +44,11 @@ def test_run_with_the_recommended_preset_pins_its_decisions(tmp_path, capsys):
             d["n_evaluated"]) for d in rows]
     assert got == EXPECT
     # the old memory's outcomes are reused: fewer calls than two per evaluated pair once it has been measured
-    assert sum(d["evaluator_calls"] for d in rows) == 41 < 2 * sum(d["n_evaluated"] for d in rows) == 64
-    # the boundary (past flips) leads the evaluation order
-    d9 = rows[8]
-    assert d9["eval_ids"][:len(d9["boundary"])] == d9["boundary"]
+    assert sum(d["evaluator_calls"] for d in rows) == 51 < 2 * sum(d["n_evaluated"] for d in rows) == 86
+    # the panel keeps its members in place: each comparison's tasks start with the previous comparison's
+    ids = [d["eval_ids"] for d in rows if d["triggered"]]
+    assert all(b[:len(a)] == a for a, b in zip(ids, ids[1:]))
+    assert all(d["coverage"] == d["boundary"] == d["fresh"] == [] for d in rows)
 
 
 def test_sweep_and_grid_accept_the_recommended_preset(tmp_path, capsys):
@@ -67,8 +71,7 @@ def test_sweep_and_grid_accept_the_recommended_preset(tmp_path, capsys):
 def _run(tmp_path, *extra):
     return main(["run", "--backend", "fake", "--encoder", "hashing", "--dataset", "gsm8k", "--stream-size", "6",
                  "--test-size", "2", "--updater", "dc_rs", "--controller", "janus", "--janus-preset", "recommended",
-                 "--warmup", "2", "--coverage-size", "3", "--boundary-size", "2", "--fresh-size", "2",
-                 "--out", str(tmp_path / "r"), *extra])
+                 "--warmup", "2", "--out", str(tmp_path / "r"), *extra])
 
 
 def test_trigger_lines_say_how_many_tasks_the_sequential_test_compared(tmp_path, capsys):
@@ -78,7 +81,7 @@ def test_trigger_lines_say_how_many_tasks_the_sequential_test_compared(tmp_path,
     rows = [json.loads(x)["decision"] for x in (tmp_path / "r" / "dc_rs+janus" / "decisions.jsonl").read_text()
             .splitlines()]
     want = [f"|E|={len(d['eval_ids'])} " for d in rows if d["triggered"]]
-    assert [ln.split(" (coverage")[0].rsplit(" ", 1)[-1] + " " for ln in lines] == want
+    assert [ln.split(" (the panel)")[0].rsplit(" ", 1)[-1] + " " for ln in lines] == want
     assert [int(ln.split(" compared on ")[1].split(" of ")[0]) for ln in lines] == [
         d["n_evaluated"] for d in rows if d["triggered"]]
 
@@ -95,3 +98,7 @@ def test_a_changed_recommended_trigger_is_labelled_and_tau_without_effect_is_nam
     assert "janus preset: recommended (trigger=always, tau=0.3, " in out
     assert _run(tmp_path, "--quiet", "--overwrite") == 0
     assert "has no effect" not in capsys.readouterr().out
+    # the hybrid set's sizes do nothing on the panel: said, not silently ignored
+    assert _run(tmp_path, "--quiet", "--overwrite", "--coverage-size", "3", "--fresh-size", "2") == 0
+    assert ("warning: --coverage-size, --fresh-size have no effect with eval_set panel (the recommended preset "
+            "compares on a panel of 19 seen tasks; docs/controller.md)") in capsys.readouterr().out

@@ -132,9 +132,18 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     if cfg.controller in ("janus", "both") and cfg.stream_size and cfg.stream_size <= jc.warmup:
         say(f"warning: the stream has {cfg.stream_size} steps and Janus's warm-up is {jc.warmup}: Janus never compares "
             f"in this run (every candidate is deployed unexamined); give --warmup below {cfg.stream_size}")
+    if cfg.controller in ("janus", "both") and jc.eval_set == "panel" and args is not None:
+        sizes = [o for o in (_option_for(f"janus.{k}", args) for k in ("coverage_size", "boundary_size", "fresh_size"))
+                 if o]
+        if sizes:
+            say(f"warning: {', '.join(sizes)} {'has' if len(sizes) == 1 else 'have'} no effect with eval_set panel "
+                f"(the recommended preset compares on a panel of {jc.panel_size} seen tasks; docs/controller.md)")
     early = [str(i) for i in parse_inject(cfg.inject) if i.step <= jc.warmup]
     if cfg.controller in ("janus", "both") and early:
-        say(f"warning: {', '.join(early)} inside Janus's warm-up ({jc.warmup} steps): Janus deploys it unexamined")
+        gate = (" unless the text gate flags it as a wipe or a dump" if jc.gate_compare or jc.gate_full_compare
+                else "")
+        say(f"warning: {', '.join(early)} inside Janus's warm-up ({jc.warmup} steps): Janus deploys it "
+            f"unexamined{gate}")
 
 
 def _run(cfg, args, console, t0: float | None = None) -> int:
