@@ -99,7 +99,7 @@ def summarise(result, names: list[str]) -> dict:
         row = {"final": mean_ci(fin[n]), "calls": mean_ci(calls[n]), "auc": mean_ci([m["auc"] for m in ps[n]])}
         if n not in ("blind", "always"):
             row["minus_blind"] = paired(ps, n, "blind")
-            row["gain_share"] = boot_ratio(fin[n] - fin["blind"], g_all)
+            row["gain_share"] = boot_ratio(fin[n] - fin["blind"], g_all, positive_den=True)
             row["call_share"] = boot_ratio(calls[n], calls["always"])
         if n == "always":
             row["minus_blind"] = paired(ps, n, "blind")
@@ -145,6 +145,8 @@ def main(argv=None) -> int:
     p.add_argument("--round2", action="store_true", help="add the round-2 recommended controller's row (boundary-first "
                    "order)")
     p.add_argument("--json", help="write all numbers here")
+    p.add_argument("--per-seed", help="append one JSON line per (setting, seed, policy): final accuracy and calls, "
+                   "so seed sets can be pooled later (benchmarks/pool_recommended.py)")
     args = p.parse_args(argv)
     if args.tuning:
         args.settings, args.first_seed = "default", 100
@@ -163,6 +165,12 @@ def main(argv=None) -> int:
             return 2
         wc = WorldConfig.from_dict({**WorldConfig().to_dict(), "n_steps": args.steps, **SETTINGS[name]})
         res = run_grid(wc, seeds, specs, workers=args.workers)
+        if args.per_seed:
+            with open(args.per_seed, "a") as fh:
+                for n in names:
+                    for seed, m in zip(res.seeds, res.per_seed[n]):
+                        fh.write(json.dumps({"setting": name, "seed": int(seed), "policy": n, "final": m["final"],
+                                             "calls": m["evaluator_calls"]}) + "\n")
         s = summarise(res, names)
         report["settings"][name] = s
         print(table(name, s), "\n", flush=True)

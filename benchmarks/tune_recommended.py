@@ -113,7 +113,7 @@ def main(argv=None) -> int:
               f"{f['always'].mean():.1f} ({c['always'].mean():.0f} calls)\n")
         print("| variant | final | gain share [95%] | call share [95%] | calls |\n|---|---|---|---|---|")
         for s in specs:
-            gs = boot_ratio(f[s.name] - f["blind"], g_all)
+            gs = boot_ratio(f[s.name] - f["blind"], g_all, positive_den=True)
             cs = boot_ratio(c[s.name], c["always"])
             print(f"| {s.name} | {f[s.name].mean():.1f} | {fmt_share(gs)} | {fmt_share(cs)} | {c[s.name].mean():.0f} |",
                   flush=True)

@@ -325,3 +325,10 @@ def test_share_table_is_the_issue_24_yardstick():
     e, lo, hi = boot_ratio([1.0, 2.0], [0.0, 0.0])
     assert all(math.isnan(x) for x in (e, lo, hi))  # always gained nothing: no share, not a division error
     assert all(math.isnan(x) for x in boot_ratio([], []))  # no seeds
+    # always and rec both lose to blind: -2 / -1 would read as a share of 2.00; a gain share needs a gain
+    lost = {"blind": per["blind"], "always": [{"final": 49.0, "evaluator_calls": 100}, {"final": 59.0, "evaluator_calls": 300}],
+            "rec": [{"final": 48.0, "evaluator_calls": 20}, {"final": 58.0, "evaluator_calls": 30}]}
+    assert share_table(lost, ["blind", "always", "rec"]).splitlines()[2] == (
+        "| rec | n/a (always − blind is -1.00: no gain to share) | 0.12 [0.10, 0.20] |")
+    assert boot_ratio([-2.0, -2.0], [-1.0, -1.0])[0] == 2.0  # a plain ratio stays a ratio
+    assert all(math.isnan(x) for x in boot_ratio([-2.0, -2.0], [-1.0, -1.0], positive_den=True))

@@ -13,8 +13,8 @@ from .world import WorldConfig, json_value, parse_mix
 
 def add_world_parser(subparsers) -> argparse.ArgumentParser:
     w = subparsers.add_parser("world", help="memory-world benchmark: policies vs ground-truth memory utility (no LLM)")
-    w.add_argument("--seeds", type=int, default=20, help="number of seeds (0..n-1; default 20)")
-    w.add_argument("--first-seed", type=int, default=0)
+    w.add_argument("--seeds", type=int, default=20, help="number of seeds (default 20): first-seed .. first-seed+n-1")
+    w.add_argument("--first-seed", type=int, default=0, help="the first world seed (default 0)")
     w.add_argument("--steps", type=int, default=300, help="stream length (default 300)")
     w.add_argument("--policies", default=None,
                    help="comma-separated default policies (default: all of " +

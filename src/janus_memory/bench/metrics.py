@@ -176,12 +176,15 @@ def claims_table(per_seed: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def boot_ratio(num, den, seed: int = 24, n_boot: int = 10_000) -> tuple[float, float, float]:
+def boot_ratio(num, den, seed: int = 24, n_boot: int = 10_000,
+               positive_den: bool = False) -> tuple[float, float, float]:
     """mean(num) / mean(den) and its 95% percentile interval over paired bootstrap resamples of the seeds (the
-    issue-24 yardstick; ``benchmarks/bench_recommended.py`` uses it too). NaN when the denominator's mean is 0."""
+    issue-24 yardstick; ``benchmarks/bench_recommended.py`` uses it too). NaN when the denominator's mean is 0, and
+    with ``positive_den`` when it is not above 0: a share of always's gain over blind means nothing when always does
+    not gain (two losses would make a large positive share)."""
     num, den = np.asarray(num, float), np.asarray(den, float)
     n = len(num)
-    if n == 0 or abs(den.mean()) < 1e-12:
+    if n == 0 or abs(den.mean()) < 1e-12 or (positive_den and den.mean() <= 0):
         return float("nan"), float("nan"), float("nan")
     idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
     d = den[idx].mean(1)
@@ -201,11 +204,13 @@ def share_table(per_seed: dict[str, list[dict]], order: list[str]) -> str | None
     gain = fin["always"] - fin["blind"]
     lines = ["| policy | gain share [95%] | call share [95%] |", "|---|---|---|"]
 
-    def f(t):
-        return f"{t[0]:.2f} [{t[1]:.2f}, {t[2]:.2f}]" if math.isfinite(t[0]) else "n/a"
+    def f(t, why="n/a"):
+        return f"{t[0]:.2f} [{t[1]:.2f}, {t[2]:.2f}]" if math.isfinite(t[0]) else why
 
+    none = f"n/a (always − blind is {gain.mean():+.2f}: no gain to share)"
     for p in order:
         if p in ("blind", "always"):
             continue
-        lines.append(f"| {p} | {f(boot_ratio(fin[p] - fin['blind'], gain))} | {f(boot_ratio(calls[p], calls['always']))} |")
+        lines.append(f"| {p} | {f(boot_ratio(fin[p] - fin['blind'], gain, positive_den=True), none)} | "
+                     f"{f(boot_ratio(calls[p], calls['always']))} |")
     return "\n".join(lines)

@@ -197,7 +197,8 @@ def _add_janus_options(j) -> None:
     j.add_argument("--janus-preset", choices=["paper", "fast", "recommended"],
                    help="controller switches: paper (JanusConfig.paper) or fast (early stop, dedup, incremental "
                         "k-means, identical-memory shortcut) or recommended (compare every step with a sequential "
-                        "test, full comparison on dumps/wipes; docs/controller.md); default: the run preset's "
+                        "test on a stable panel of earlier tasks, rewordings kept without evaluation, dumps/wipes "
+                        "compared inside the warm-up too; docs/controller.md); default: the run preset's "
                         "(paper -> paper, small -> fast)")
     j.add_argument("--replay", choices=["fresh", "frozen"],
                    help="Janus replays: fresh = a new sample per (trigger, entry, memory) as the authors (paper "

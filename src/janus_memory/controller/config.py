@@ -297,16 +297,16 @@ class JanusConfig:
 
     @classmethod
     def recommended(cls, **overrides) -> JanusConfig:
-        """The recommended controller (issue 24; docs/controller.md "Recommended controller", measured in
-        docs/measurements.md "Recommended controller (issue 24)"): compare
-        at every post-warm-up step (``trigger="always"``) with Wald's sequential test on discordant pairs
-        (``decision_rule="sequential"``), the most informative tasks first (``eval_order="informative"``), each
-        comparison capped at ``seq_max_pairs`` tasks and, while still tied there, extended up to
-        ``seq_extend_pairs`` (the adaptive cap, ``sequential.AdaptiveCap``); a near copy (3-gram Jaccard >=
-        ``near_copy_similarity``) is compared on ``near_copy_pairs`` tasks; the deployed memory's outcomes are
-        reused; a destructive-looking candidate (the item gate: ``retention_min``, ``shrink_max``) forces a full
-        paper-rule comparison, warm-up included (``gate_full_compare``); identical texts are evaluated once,
-        duplicates dropped; coverage uses the paper preset's k-means."""
+        """The recommended controller (issue 24, round 4; docs/controller.md "Recommended controller", measured in
+        docs/measurements.md "Recommended controller (issue 24)"): compare at every post-warm-up step
+        (``trigger="always"``) with Wald's sequential test on discordant pairs (``decision_rule="sequential"``) on a
+        stable panel of ``panel_size`` seen tasks read in order (``eval_set="panel"``): ``seq_max_pairs`` of them,
+        up to ``seq_extend_pairs`` while tied (the adaptive cap); per comparison, with probability ``panel_rotate``,
+        the member on which memories disagreed least (read ``panel_min_evals`` times or more) is replaced by a random
+        seen task; the deployed memory's outcomes are reused; a near copy that only rewords the memory is accepted
+        unevaluated and keeps them (``near_copy_inherit``); a dump/wipe-looking candidate (the item gate) is compared
+        also inside the warm-up (``gate_compare``); identical texts are evaluated once. Round 2 (the paper's hybrid
+        set read boundary first) is ``JanusConfig(**config.RECOMMENDED_ROUND2)``."""
         base = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)
