@@ -84,9 +84,11 @@ def policies(caps: list[int], with_paper: bool = True, round1: bool = False, rou
     return out
 
 
-def boot_ratio(num: np.ndarray, den: np.ndarray, seed: int = 24) -> tuple[float, float, float]:
-    """mean(num) / mean(den) and its 95% percentile interval (janus_memory.bench.metrics.boot_ratio, BOOT resamples)."""
-    return _boot_ratio(num, den, seed=seed, n_boot=BOOT)
+def boot_ratio(num: np.ndarray, den: np.ndarray, seed: int = 24,
+               positive_den: bool = False) -> tuple[float, float, float]:
+    """mean(num) / mean(den) and its 95% percentile interval (janus_memory.bench.metrics.boot_ratio, BOOT resamples;
+    ``positive_den``: NaN unless the denominator's mean is above 0, for gain shares)."""
+    return _boot_ratio(num, den, seed=seed, n_boot=BOOT, positive_den=positive_den)
 
 
 def summarise(result, names: list[str]) -> dict:

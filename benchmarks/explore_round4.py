@@ -52,7 +52,7 @@ from janus_memory.bench.world import World, WorldConfig  # noqa: E402
 from janus_memory.controller import JanusConfig  # noqa: E402
 from janus_memory.controller.changes import shingle_similarity  # noqa: E402
 
-JUDGED = range(0, 60)
+JUDGED = range(0, 80)
 
 
 class Outcomes:
@@ -293,7 +293,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     seeds = list(range(a.first_seed, a.first_seed + a.seeds))
     if any(s in JUDGED for s in seeds):
-        print("error: seeds 0-59 are judged seeds (docs/bench.md §3); explore on 100 and above", file=sys.stderr)
+        print("error: seeds 0-79 are judged seeds (docs/bench.md §3); explore on 100 and above", file=sys.stderr)
         return 2
     from janus_memory.encoders import get_encoder
 

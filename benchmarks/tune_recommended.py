@@ -11,7 +11,7 @@ same four as ``bench_recommended.py``) and seed, blind and always (paper preset,
 kept in ``--cache`` (their numbers do not depend on the variants), then every variant runs on the same worlds.
 Prints, per setting, each variant's final accuracy, gain share = mean(variant − blind) / mean(always − blind) and
 call share = mean calls / mean always calls, with 95% paired-bootstrap intervals over seeds (as
-``bench_recommended.py``). Refuses judged seeds (0-59): the judged run is ``bench_recommended.py``.
+``bench_recommended.py``). Refuses judged seeds (0-79): the judged run is ``bench_recommended.py``.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from janus_memory.bench.policies import PolicySpec  # noqa: E402
 from janus_memory.bench.world import WorldConfig, json_value  # noqa: E402
 from janus_memory.controller import JanusConfig  # noqa: E402
 
-JUDGED = range(0, 60)  # 0-19 judged in rounds 1-2, 20-39 in round 3, 40-59 kept for round 4 (docs/bench.md §3)
+JUDGED = range(0, 80)  # 0-19 judged in rounds 1-2, 20-39 in round 3, 40-59 round 4a, 60-79 round 4b (docs/bench.md §3)
 
 
 def parse_variants(text: str) -> list[PolicySpec]:
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     if any(s in JUDGED for s in seeds):
-        print("error: seeds 0-59 are judged seeds (docs/bench.md §3); tune on 100 and above", file=sys.stderr)
+        print("error: seeds 0-79 are judged seeds (docs/bench.md §3); tune on 100 and above", file=sys.stderr)
         return 2
     specs = parse_variants(args.variants)
     cache_path = Path(args.cache)

@@ -286,6 +286,30 @@ def test_migrate_stored_config_spells_out_the_old_behaviour():
         "preset": "paper", "janus": {}, "twin_cache": None}  # written since issue 27: as stored
 
 
+def test_a_recommended_run_stored_before_round_4_resumes_as_round_2():
+    """The whole resolved JanusConfig of a run started with the recommended preset before issue 24 round 4 has no
+    eval_set, near_copy_inherit or gate_compare key: it resumes on what it ran (the hybrid set, the full gate), not
+    on today's panel, and does not fail on the two gates."""
+    from janus_memory.controller.config import RECOMMENDED_ROUND2
+
+    old = {k: v for k, v in JanusConfig(**RECOMMENDED_ROUND2, warmup=2).to_dict().items()
+           if k not in ("eval_set", "panel_size", "panel_rotate", "panel_min_evals", "near_copy_inherit",
+                        "gate_compare")}
+    stored = {"preset": "paper", "twin_cache": "separate", "janus_preset": "recommended", "backend": "fake",
+              "janus": old}
+    cfg = RunConfig.parse(migrate_stored(stored))
+    jc = cfg.janus_config()
+    unused = ("panel_size", "panel_rotate")  # the panel's own settings, not read with eval_set hybrid
+    want = JanusConfig(**RECOMMENDED_ROUND2, warmup=2).to_dict()
+    assert {k: v for k, v in jc.to_dict().items() if k not in unused} == {k: v for k, v in want.items()
+                                                                          if k not in unused}
+    assert (jc.eval_set, jc.gate_full_compare, jc.gate_compare, jc.near_copy_inherit, jc.seq_max_pairs) == (
+        "hybrid", True, False, False, 6)
+    today = {"preset": "paper", "twin_cache": "separate", "janus_preset": "recommended", "backend": "fake",
+             "janus": JanusConfig.recommended(warmup=2).to_dict()}
+    assert RunConfig.parse(migrate_stored(today)).janus_config() == JanusConfig.recommended(warmup=2)
+
+
 def test_yaml_config_file_errors_are_one_line(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
     bad.write_text("backend: fake\npreset: small\njanus:\n  warmup: 2\n  tau_x: 0.1\n")

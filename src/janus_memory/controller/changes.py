@@ -12,12 +12,11 @@ steps. All values are deterministic functions of the two texts.
 * ``line_ratio``: new item count / old item count (``inf`` when the old memory is empty and the new one is not,
   1.0 when both are empty).
 * ``lines_added`` / ``lines_removed``: distinct items only in the new / only in the old memory.
-* ``rewords_only``: every changed item of the new memory rewrites a removed one (no item added or dropped).
+* ``rewords_only``: the new memory only rewords lines in place (see its docstring for what a rewording may not touch).
 """
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import asdict, dataclass
 
 _WS = re.compile(r"\s+")
@@ -91,28 +90,58 @@ def _word_jaccard(a: str, b: str) -> float:
     return len(wa & wb) / len(union) if union else 1.0
 
 
-def rewords_only(old_text: str, new_text: str, min_line_similarity: float = 0.5) -> bool:
-    """True when the new memory only rewords the old one: as many items (lines) leave as arrive, and each arriving
-    item shares at least ``min_line_similarity`` of its words (Jaccard of word sets) with a leaving one, each leaving
-    item matched once (greedy, in order: a rewording a better matching would accept may be refused, never the
-    reverse). Reordered or re-spaced lines count as unchanged; version and usage-count lines (``Version: 7``,
-    ``** Count: 3``: equivalence.COUNTER_BOOKKEEPING) are left out on both sides. An inserted line (a planted instruction, a new rule),
-    a dropped line or a rewritten one that shares too few words makes it False. Used by ``near_copy_inherit``.
+# words that scope, order or flip an instruction (negations, quantifiers, modals, order, signs and directions): a
+# rewording may not add, drop or change one (issue 24 round 4; an adversarial review turned "often" into "never" and
+# "Look for" into "Do not look for" unevaluated)
+GUARD_WORDS = frozenset("""not no nor never none nothing nobody nowhere neither without cannot can't don't doesn't
+didn't isn't aren't wasn't weren't won't shouldn't mustn't avoid except unless only always often usually sometimes
+rarely seldom all every each any some most least more less must should may might before after plus minus
+negative positive increase decrease increasing decreasing greater smaller larger fewer maximum minimum max min above
+below over under true false odd even left right upper lower add subtract multiply divide""".split())
+_TOKEN = re.compile(r"\w+(?:'\w+)?|[^\w\s]", re.UNICODE)
+
+
+def _guarded(line: str) -> tuple[list[str], list[str]]:
+    """(numbers and symbols in order, guard words in order) of a line: what a rewording must leave as it is."""
+    toks = _TOKEN.findall(line)
+    marks = [t for t in toks if not t[0].isalpha() and t[0] != "_"]  # digits, operators, punctuation
+    return marks, [t for t in toks if t in GUARD_WORDS]
+
+
+def _in_order(a: str, b: str) -> bool:
+    """The words two lines share appear in the same order in both (no swap such as "A implies B" -> "B implies A")."""
+    wa, wb = _WORD.findall(a), _WORD.findall(b)
+    common = set(wa) & set(wb)
+    return [w for w in wa if w in common] == [w for w in wb if w in common]
+
+
+def _rewords(new_line: str, old_line: str, min_line_similarity: float, max_growth: int) -> bool:
+    """One arriving line rewords one leaving line: enough shared words, the same numbers, symbols and guard words in
+    the same order, the shared words in the same order, at most ``max_growth`` more words."""
+    if _word_jaccard(new_line, old_line) < min_line_similarity:
+        return False
+    if _guarded(new_line) != _guarded(old_line) or not _in_order(new_line, old_line):
+        return False
+    return len(_WORD.findall(new_line)) - len(_WORD.findall(old_line)) <= max_growth
+
+
+def rewords_only(old_text: str, new_text: str, min_line_similarity: float = 0.5, max_growth: int = 2) -> bool:
+    """True when the new memory only rewords the old one: the same lines in the same order except lines changed in
+    place, each changed line a rewording of the line it replaces: at least ``min_line_similarity`` of its words
+    shared (Jaccard of word sets), the same numbers, operators, punctuation and guard words (``GUARD_WORDS``:
+    negations, quantifiers, "only", "before", ...) in the same order, the shared words in the same order, and at most
+    ``max_growth`` more words. Version and usage-count lines (``Version: 7``, ``** Count: 3``:
+    equivalence.COUNTER_BOOKKEEPING) are left out on both sides. An inserted, dropped, moved or reordered line, a
+    changed number or operator, a flipped negation or a clause appended to a line makes it False. Used by
+    ``near_copy_inherit``; a one-word change outside the guard words (increase -> decrease) still passes, which is
+    why the option is documented as a cost saving with that risk (docs/controller.md).
     """
     from .equivalence import COUNTER_BOOKKEEPING, _is_bookkeeping
 
-    def items(text):  # version and usage-count lines are bookkeeping, not instructions: left out
-        return Counter(x for x in memory_items(text) if not _is_bookkeeping(x, COUNTER_BOOKKEEPING))
+    def items(text):
+        return [x for x in memory_items(text) if not _is_bookkeeping(x, COUNTER_BOOKKEEPING)]
 
     old_l, new_l = items(old_text), items(new_text)
-    added = list((new_l - old_l).elements())
-    removed = list((old_l - new_l).elements())
-    if len(added) != len(removed):
+    if len(old_l) != len(new_l):
         return False
-    free = list(removed)
-    for line in added:
-        best = max(range(len(free)), key=lambda k: _word_jaccard(line, free[k]))
-        if _word_jaccard(line, free[best]) < min_line_similarity:
-            return False
-        free.pop(best)
-    return True
+    return all(a == b or _rewords(b, a, min_line_similarity, max_growth) for a, b in zip(old_l, new_l))

@@ -103,6 +103,7 @@ class Janus(StateMixin):
         self._recent_close: list[bool] = []  # seq_recent_pairs: was each of the last comparisons close
         self._panel: list[int] = []  # eval_set="panel": stream indices, in reading order
         self._panel_stats: dict[int, tuple[int, int]] = {}  # panel member -> (comparisons that read it, discordant)
+        self._inherit_pending = False  # near_copy_inherit: the next comparison checks a rewording
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -281,15 +282,22 @@ class Janus(StateMixin):
         cap = None
         if c.near_copy_similarity > 0 and shingle_similarity(old_text, new_text) >= c.near_copy_similarity:
             if c.near_copy_inherit:
-                if rewords_only(old_text, new_text):
+                if not rewords_only(old_text, new_text):
+                    # a near copy that inserts, drops or rewrites a line (a planted instruction): compared as any other
+                    self._trigger(d, old_text, new_text)
+                    return
+                d.trigger_signals = {**d.trigger_signals, "near_copy": "rewording"}
+                if c.near_copy_pairs == 0:  # accepted unevaluated (measured, not the default: a one-word flip passes)
                     d.triggered = False
                     d.reason = "near_copy"
                     if self._old_key == _sha(old_text):  # the rewording answers as the deployed memory did
                         self._old_key = _sha(new_text)
                     self._stats["accepts"] += 1
                     return
-                # a near copy that inserts, drops or rewrites a line (a planted instruction): compared as any other
-                self._trigger(d, old_text, new_text)
+                # a rewording is checked on the first near_copy_pairs tasks; deployed, it keeps the deployed
+                # memory's outcomes on the tasks it was not asked
+                self._inherit_pending = True
+                self._trigger(d, old_text, new_text, max_pairs=c.near_copy_pairs)
                 return
             cap = c.near_copy_pairs
             if cap == 0:
@@ -341,6 +349,7 @@ class Janus(StateMixin):
     def _compare(self, d: Decision, entries: list[int], old_text: str, new_text: str, full: bool = False,
                  max_pairs: int | None = None) -> Comparison | None:
         """Evaluate both memories on ``entries``, fill ``d``; None (candidate kept) when the evaluator failed."""
+        inherit, self._inherit_pending = self._inherit_pending, False
         announce(self.evaluator, self.config, d, self._trigger_count, len(entries), old_text, new_text, full=full)
         known = None
         if self.config.reuse_old_results:
@@ -354,18 +363,22 @@ class Janus(StateMixin):
         comp = run_comparison(self.evaluator, c, d, [self._tasks[i] for i in entries], old_text,
                               new_text, self._stats, full=full, max_pairs=max_pairs, known_old=known, base_pairs=base)
         if comp is not None and c.reuse_old_results:
-            self._remember(entries, comp, new_text)
+            self._remember(entries, comp, new_text, inherit)
         if comp is not None and c.seq_recent_pairs and not full and max_pairs is None and comp.calls_full:
             w, ll = discordant(comp.old_correct, comp.new_correct)
             close = comp.reason.startswith("sprt_truncated") and abs(w - ll) <= c.seq_extend_margin
             self._recent_close = (self._recent_close + [close])[-c.seq_recent_window:]
         return comp
 
-    def _remember(self, entries: list[int], comp: Comparison, new_text: str) -> None:
+    def _remember(self, entries: list[int], comp: Comparison, new_text: str, inherit: bool = False) -> None:
         """reuse_old_results: keep the deployed memory's measured outcomes (the candidate's when it is deployed);
-        an indeterminate outcome (None) is not kept, so it is measured again."""
+        an indeterminate outcome (None) is not kept, so it is measured again. ``inherit`` (a rewording checked on a
+        few tasks and deployed): the old memory's outcomes on the tasks the candidate was not asked are kept as
+        its own."""
         if comp.accept:
-            self._old_key, self._old_cache = _sha(new_text), {}
+            asked = set(entries[:len(comp.new_correct)])
+            kept = {i: v for i, v in self._old_cache.items() if i not in asked} if inherit else {}
+            self._old_key, self._old_cache = _sha(new_text), kept
             pairs = zip(entries, comp.new_correct)
         else:
             pairs = zip(entries, comp.old_correct)

@@ -145,15 +145,18 @@ class StateMixin:
         fresh._old_key = old.get("sha256")
         fresh._old_cache = {int(i): bool(v) for i, v in old.get("results", [])}
         fresh._recent_close = [bool(v) for v in state.get("recent_close", [])]
-        try:
-            panel = [(int(i), int(r), int(d_)) for i, r, d_ in state.get("panel", [])]
-        except (TypeError, ValueError):
-            raise ValueError("state panel entries must be [task index, reads, discordant]") from None
+        if fresh.config.eval_set == "panel" and "panel" not in state and fresh._trigger_count:
+            raise ValueError("state of a panel controller (eval_set panel) that has compared holds no 'panel'")
+        raw = state.get("panel", [])
+        if not isinstance(raw, list) or not all(
+                isinstance(e, list) and len(e) == 3 and all(type(x) is int for x in e) for e in raw):
+            raise ValueError("state panel entries must be [task index, reads, discordant], whole numbers")
+        panel = [tuple(e) for e in raw]
         fresh._panel = [i for i, _, _ in panel]
         fresh._panel_stats = {i: (r, d_) for i, r, d_ in panel}
         if (any(not 0 <= i < n for i in fresh._panel) or len(set(fresh._panel)) != len(fresh._panel)
-                or any(not 0 <= d_ <= r for _, r, d_ in panel)):
-            raise ValueError("state panel holds an unknown or repeated task index, or impossible counts")
+                or any(not 0 <= d_ <= r for _, r, d_ in panel) or len(panel) > fresh.config.panel_size):
+            raise ValueError("state panel holds an unknown or repeated task index, or impossible counts (or more members than panel_size)")
         self.__dict__.update(fresh.__dict__)
 
     @classmethod
