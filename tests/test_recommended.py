@@ -164,8 +164,8 @@ def test_recommended_preset_and_paper_unchanged():
     assert (r.trigger, r.decision_rule, r.eval_set, r.panel_size, r.panel_rotate, r.panel_min_evals, r.seq_max_pairs,
             r.seq_extend_pairs, r.seq_extend_margin, r.seq_round) == ("always", "sequential", "panel", 19, 0.5, 5, 11,
                                                                       19, 0, 2)
-    assert (r.near_copy_similarity, r.near_copy_inherit, r.gate_compare, r.gate_full_compare, r.reuse_old_results,
-            r.dedup, r.same_memory_shortcut) == (0.93, True, True, False, True, True, True)
+    assert (r.near_copy_similarity, r.near_copy_inherit, r.near_copy_pairs, r.gate_compare, r.gate_full_compare,
+            r.reuse_old_results, r.dedup, r.same_memory_shortcut) == (0.93, True, 1, True, False, True, True, True)
     assert r.preset == "recommended" and JanusConfig().preset == "paper"
     assert JanusConfig(**RECOMMENDED_ROUND2).preset == "custom"  # round 2 is a configuration now, not the preset
     p = JanusConfig()
