@@ -382,3 +382,38 @@ def test_a_planted_near_copy_is_compared_not_inherited():
     assert shingle_similarity(SHEET, bad) >= 0.9
     d = step(j, 3, SHEET, bad)
     assert (d.triggered, d.accept, d.reason != "near_copy", d.n_evaluated > 0) == (True, False, True, True)
+
+
+CODE = """Version: 3
+<memory_item>
+Divisors by trial division:
+```python
+def divisors(n):
+    out, i = [], 1
+    while i * i <= n:
+        if n % i == 0:
+            out.append(i)
+        i += 1
+    return sorted(out)
+```
+For bounds use $-1 \\leq \\frac{m}{7} \\leq 1$ and the Fraction class.
+X should be at that vertex.
+** Count: 2
+</memory_item>"""
+
+
+@pytest.mark.parametrize("new, want", [
+    (CODE.replace("Version: 3", "Version: 4").replace("Count: 2", "Count: 3"), True),     # DC bookkeeping
+    (CODE.replace("X should be at that vertex.", "X should lie at that vertex."), True),  # a plain rewording
+    (CODE.replace("        i += 1", "    i += 1"), False),                # re-indented: out of the loop
+    (CODE.replace("Fraction class", "fraction class"), False),              # a case-only change
+    (CODE.replace("should be at", "should n\u043et be at"), False),         # a negation with a Cyrillic o
+    (CODE.replace("should be at", "should \uff4eot be at"), False),         # a fullwidth negation (NFKC: not)
+    (CODE.replace("\\leq \\frac{m}{7} \\leq", "\\geq \\frac{m}{7} \\geq"), False),  # a LaTeX operator flipped
+    (CODE.replace("    out, i = [], 1", "    out, i = [], 1\n    count = 0"), False),  # a code line shaped as a count
+    (CODE.replace("** Count: 2\n", "").replace("Version: 3\n", "Version: 3\n** Count: 2\n"), False),  # moved
+])
+def test_rewords_only_on_code_latex_and_lookalikes(new, want):
+    from janus_memory.controller.changes import rewords_only
+
+    assert rewords_only(CODE, new) is want

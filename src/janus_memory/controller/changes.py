@@ -17,6 +17,7 @@ steps. All values are deterministic functions of the two texts.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import asdict, dataclass
 
 _WS = re.compile(r"\s+")
@@ -94,18 +95,29 @@ def _word_jaccard(a: str, b: str) -> float:
 # rewording may not add, drop or change one (issue 24 round 4; an adversarial review turned "often" into "never" and
 # "Look for" into "Do not look for" unevaluated)
 GUARD_WORDS = frozenset("""not no nor never none nothing nobody nowhere neither without cannot can't don't doesn't
-didn't isn't aren't wasn't weren't won't shouldn't mustn't avoid except unless only always often usually sometimes
-rarely seldom all every each any some most least more less must should may might before after plus minus
-negative positive increase decrease increasing decreasing greater smaller larger fewer maximum minimum max min above
-below over under true false odd even left right upper lower add subtract multiply divide""".split())
-_TOKEN = re.compile(r"\w+(?:'\w+)?|[^\w\s]", re.UNICODE)
+didn't isn't aren't wasn't weren't won't shouldn't mustn't dont cant wont isnt doesnt didnt arent wasnt werent shouldnt
+mustnt avoid except unless skip ignore omit exclude include only always often usually sometimes rarely seldom all
+every each any some most least more less must should may might before after plus minus negative positive increase
+decrease increasing decreasing greater smaller larger fewer maximum minimum max min above below over under true false
+odd even left right upper lower add subtract multiply divide""".split())
+# a LaTeX command, a word (with an apostrophe part), or any other non-space character
+_TOKEN = re.compile(r"\\[A-Za-z]+|\w+(?:'\w+)?|[^\w\s]", re.UNICODE)
+# DC's bookkeeping lines, in the form DC writes them (a colon): a version header and an item's usage count
+_BOOKKEEPING = (re.compile(r"version\s*:\s*v?\d+(?:\.\d+)*", re.IGNORECASE),
+                re.compile(r"(?:usage\s+)?count\s*:\s*\d+", re.IGNORECASE))
+_DECOR = re.compile(r"[*_`#>]")
+
+
+def _is_mark(tok: str) -> bool:
+    """A token a rewording must keep: a number, an operator or punctuation, a LaTeX command, or a token with any
+    non-ASCII character (a homoglyph "nоt" with a Cyrillic o, a Greek letter, an accented name)."""
+    return not tok.isascii() or tok.startswith("\\") or not (tok[0].isalpha() or tok[0] == "_")
 
 
 def _guarded(line: str) -> tuple[list[str], list[str]]:
-    """(numbers and symbols in order, guard words in order) of a line: what a rewording must leave as it is."""
-    toks = _TOKEN.findall(line)
-    marks = [t for t in toks if not t[0].isalpha() and t[0] != "_"]  # digits, operators, punctuation
-    return marks, [t for t in toks if t in GUARD_WORDS]
+    """(marks in order, guard words in order) of a line: what a rewording must leave as it is."""
+    toks = _TOKEN.findall(unicodedata.normalize("NFKC", line))
+    return [t for t in toks if _is_mark(t)], [t.lower() for t in toks if t.lower() in GUARD_WORDS]
 
 
 def _in_order(a: str, b: str) -> bool:
@@ -115,33 +127,60 @@ def _in_order(a: str, b: str) -> bool:
     return [w for w in wa if w in common] == [w for w in wb if w in common]
 
 
+def _case_kept(a: str, b: str) -> bool:
+    """No word changes only its case ("Fraction" -> "fraction")."""
+    wa, wb = set(_WORD.findall(a)), set(_WORD.findall(b))
+    lower = {w.lower(): w for w in wa}
+    return all(w.lower() not in lower for w in wb - wa)
+
+
 def _rewords(new_line: str, old_line: str, min_line_similarity: float, max_growth: int) -> bool:
-    """One arriving line rewords one leaving line: enough shared words, the same numbers, symbols and guard words in
-    the same order, the shared words in the same order, at most ``max_growth`` more words."""
-    if _word_jaccard(new_line, old_line) < min_line_similarity:
+    """One arriving line rewords one leaving line: the same indentation, enough shared words, the same marks and
+    guard words in the same order, the shared words in the same order and case, at most ``max_growth`` more words."""
+    if len(new_line) - len(new_line.lstrip()) != len(old_line) - len(old_line.lstrip()):
+        return False
+    if _word_jaccard(new_line.lower(), old_line.lower()) < min_line_similarity:
         return False
     if _guarded(new_line) != _guarded(old_line) or not _in_order(new_line, old_line):
+        return False
+    if not _case_kept(new_line, old_line):
         return False
     return len(_WORD.findall(new_line)) - len(_WORD.findall(old_line)) <= max_growth
 
 
+def _bookkeeping_kind(line: str) -> int | None:
+    core = _DECOR.sub("", line).strip()
+    for k, pat in enumerate(_BOOKKEEPING):
+        if pat.fullmatch(core):
+            return k
+    return None
+
+
 def rewords_only(old_text: str, new_text: str, min_line_similarity: float = 0.5, max_growth: int = 2) -> bool:
-    """True when the new memory only rewords the old one: the same lines in the same order except lines changed in
-    place, each changed line a rewording of the line it replaces: at least ``min_line_similarity`` of its words
-    shared (Jaccard of word sets), the same numbers, operators, punctuation and guard words (``GUARD_WORDS``:
-    negations, quantifiers, "only", "before", ...) in the same order, the shared words in the same order, and at most
-    ``max_growth`` more words. Version and usage-count lines (``Version: 7``, ``** Count: 3``:
-    equivalence.COUNTER_BOOKKEEPING) are left out on both sides. An inserted, dropped, moved or reordered line, a
-    changed number or operator, a flipped negation or a clause appended to a line makes it False. Used by
-    ``near_copy_inherit``; a one-word change outside the guard words (increase -> decrease) still passes, which is
-    why the option is documented as a cost saving with that risk (docs/controller.md).
+    """True when the new memory only rewords the old one: the same non-empty lines in the same order, except lines
+    changed in place, each a rewording of the line it replaces: the same indentation, at least
+    ``min_line_similarity`` of its words shared (Jaccard of lower-cased word sets), the same marks (numbers,
+    operators, punctuation, LaTeX commands, tokens with non-ASCII characters, after NFKC normalisation) and guard
+    words (``GUARD_WORDS``: negations, quantifiers, modals, order, sign and direction words) in the same order, the
+    shared words in the same order and case, and at most ``max_growth`` more words. A DC version line
+    (``Version: 7``) or usage count (``** Count: 3``) may change its number in place. An inserted, dropped, moved or
+    re-indented line, a changed number, operator or LaTeX command, a flipped negation (also spelled with lookalike
+    letters) or a clause appended to a line makes it False. Used by ``near_copy_inherit``; a one-word change outside
+    the guard words ("mean" -> "median", "sin" -> "cos") still passes, which is why a rewording is still checked on
+    ``near_copy_pairs`` tasks (docs/controller.md).
     """
-    from .equivalence import COUNTER_BOOKKEEPING, _is_bookkeeping
+    def lines(text):
+        return [ln.rstrip() for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if ln.strip()]
 
-    def items(text):
-        return [x for x in memory_items(text) if not _is_bookkeeping(x, COUNTER_BOOKKEEPING)]
-
-    old_l, new_l = items(old_text), items(new_text)
+    old_l, new_l = lines(old_text), lines(new_text)
     if len(old_l) != len(new_l):
         return False
-    return all(a == b or _rewords(b, a, min_line_similarity, max_growth) for a, b in zip(old_l, new_l))
+    for a, b in zip(old_l, new_l):
+        if a == b:
+            continue
+        kind = _bookkeeping_kind(a)
+        if kind is not None and kind == _bookkeeping_kind(b):
+            continue
+        if not _rewords(b, a, min_line_similarity, max_growth):
+            return False
+    return True

@@ -17,19 +17,18 @@ JanusConfig in ``config.py``, StepInput / Decision / task_id_of in ``step.py``, 
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .changes import change_stats, rewords_only, shingle_similarity
+from .changes import change_stats, shingle_similarity
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
 from .decision import UNKNOWN, Comparison
 from .sequential import discordant
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
-from .evalplan import EvalPlan, flips_of, order_by_relevance, plan_trigger, plan_warmup, refresh_panel
+from .evalplan import flips_of, order_by_relevance, plan_trigger, plan_warmup
 from .evalset import (
     EmbeddingStore,
     FullCoverage,
@@ -38,19 +37,16 @@ from .evalset import (
     refresh_boundary,
     sample_fresh,
 )
+from .reuse import ReuseMixin, _sha
 from .state import STATE_FORMAT, StateMixin
 from .step import Decision, StepInput, task_id_of
 from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction
 from .trigger_options import SelectiveOptions, SelectiveTrigger, item_flag
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 __all__ = ["STATE_FORMAT", "Decision", "Janus", "JanusConfig", "StepInput", "task_id_of"]
 
 
-class Janus(StateMixin):
+class Janus(StateMixin, ReuseMixin):
     """The Janus controller (spec §4). See module docstring.
 
     Args:
@@ -256,10 +252,11 @@ class Janus(StateMixin):
 
     def _act(self, d: Decision, fire: bool, old_text: str, new_text: str) -> None:
         """Gate (``gate_full_compare``) on a destructive-looking candidate: a full paper-rule comparison, fired or
-        not; (``gate_compare``) a comparison by the configured rule, fired or not. Not fired: accept. Fired on a trivially-equal candidate (when enabled): accept without evaluation, the
-        trigger's bookkeeping left to the next real trigger. Fired on a near copy (``near_copy_similarity``): the
-        sequential test capped at ``near_copy_pairs`` pairs (0: accepted unevaluated, reason "near_copy"). Fired
-        otherwise: compare (``_trigger``)."""
+        not; (``gate_compare``) a comparison by the configured rule, fired or not. Not fired: accept. Fired on a
+        trivially-equal candidate (when enabled): accept without evaluation, the trigger's bookkeeping left to the
+        next real trigger. Fired on a near copy (``near_copy_similarity``): with ``near_copy_inherit`` see
+        ``reuse.ReuseMixin._near_copy``, else the sequential test capped at ``near_copy_pairs`` pairs (0: accepted
+        unevaluated, reason "near_copy"). Fired otherwise: compare (``_trigger``)."""
         c = self.config
         if c.gate_full_compare and self._gate(old_text, new_text):
             d.triggered = True
@@ -282,22 +279,7 @@ class Janus(StateMixin):
         cap = None
         if c.near_copy_similarity > 0 and shingle_similarity(old_text, new_text) >= c.near_copy_similarity:
             if c.near_copy_inherit:
-                if not rewords_only(old_text, new_text):
-                    # a near copy that inserts, drops or rewrites a line (a planted instruction): compared as any other
-                    self._trigger(d, old_text, new_text)
-                    return
-                d.trigger_signals = {**d.trigger_signals, "near_copy": "rewording"}
-                if c.near_copy_pairs == 0:  # accepted unevaluated (measured, not the default: a one-word flip passes)
-                    d.triggered = False
-                    d.reason = "near_copy"
-                    if self._old_key == _sha(old_text):  # the rewording answers as the deployed memory did
-                        self._old_key = _sha(new_text)
-                    self._stats["accepts"] += 1
-                    return
-                # a rewording is checked on the first near_copy_pairs tasks; deployed, it keeps the deployed
-                # memory's outcomes on the tasks it was not asked
-                self._inherit_pending = True
-                self._trigger(d, old_text, new_text, max_pairs=c.near_copy_pairs)
+                self._near_copy(d, old_text, new_text)
                 return
             cap = c.near_copy_pairs
             if cap == 0:
@@ -370,22 +352,6 @@ class Janus(StateMixin):
             self._recent_close = (self._recent_close + [close])[-c.seq_recent_window:]
         return comp
 
-    def _remember(self, entries: list[int], comp: Comparison, new_text: str, inherit: bool = False) -> None:
-        """reuse_old_results: keep the deployed memory's measured outcomes (the candidate's when it is deployed);
-        an indeterminate outcome (None) is not kept, so it is measured again. ``inherit`` (a rewording checked on a
-        few tasks and deployed): the old memory's outcomes on the tasks the candidate was not asked are kept as
-        its own."""
-        if comp.accept:
-            asked = set(entries[:len(comp.new_correct)])
-            kept = {i: v for i, v in self._old_cache.items() if i not in asked} if inherit else {}
-            self._old_key, self._old_cache = _sha(new_text), kept
-            pairs = zip(entries, comp.new_correct)
-        else:
-            pairs = zip(entries, comp.old_correct)
-        for i, v in pairs:
-            if v is not None:
-                self._old_cache[i] = bool(v)
-
     def _trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
                  max_pairs: int | None = None) -> None:
         """A post-warm-up trigger (spec §3.2): fresh sample, coverage refresh, planned entries, comparison,
@@ -414,25 +380,3 @@ class Janus(StateMixin):
         self._boundary = refresh_boundary(self._boundary, flips, self._coverage, c.boundary_size, c.seed,
                                           self._trigger_count)
         self._stats["accepts" if comp.accept else "rollbacks"] += 1
-
-    def _panel_trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
-                       max_pairs: int | None = None) -> None:
-        """A post-warm-up trigger with ``eval_set="panel"``: refresh the panel (evalplan.refresh_panel) from the
-        tasks before the current one, compare on it in its order. No coverage, boundary or fresh sample."""
-        self._seen_end = self._store.n
-        self._trigger_count += 1
-        self._stats["triggers"] += 1
-        self._panel = refresh_panel(self._panel, self._panel_stats, self._store.n - 1, self.config,
-                                    self._trigger_count)
-        stats = {i: self._panel_stats.get(i, (0, 0)) for i in self._panel}  # a dropped member's counts go with it
-        plan = EvalPlan([], [], [], list(self._panel))
-        plan.record(d, self._ids)
-        comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs)
-        if comp is not None:
-            for p in range(comp.n_evaluated):
-                o, n_ = comp.old_correct[p], comp.new_correct[p]
-                if o is not None and n_ is not None:
-                    reads, disc = stats[plan.entries[p]]
-                    stats[plan.entries[p]] = (reads + 1, disc + (o != n_))
-            self._stats["accepts" if comp.accept else "rollbacks"] += 1
-        self._panel_stats = stats

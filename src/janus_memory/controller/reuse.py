@@ -1,0 +1,76 @@
+"""The parts of :class:`~janus_memory.controller.janus.Janus` that reuse measured outcomes (issue 24): the deployed
+memory's outcome cache (``reuse_old_results``), near-copy inheritance (``near_copy_inherit``) and the stable panel
+(``eval_set="panel"``). A mixin over the controller's private fields, as ``state.StateMixin`` is.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from .changes import rewords_only
+from .decision import Comparison
+from .evalplan import EvalPlan, refresh_panel
+from .step import Decision
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class ReuseMixin:
+    def _near_copy(self, d: Decision, old_text: str, new_text: str) -> None:
+        """A near copy under ``near_copy_inherit``: a rewording (``changes.rewords_only``) is checked on the first
+        ``near_copy_pairs`` tasks (0: accepted unevaluated, reason "near_copy") and, deployed, keeps the deployed
+        memory's outcomes on the tasks it was not asked; any other near copy (an inserted, dropped or rewritten
+        line, e.g. a planted instruction) is compared as any candidate."""
+        c = self.config
+        if not rewords_only(old_text, new_text):
+            self._trigger(d, old_text, new_text)
+            return
+        d.trigger_signals = {**d.trigger_signals, "near_copy": "rewording"}
+        if c.near_copy_pairs == 0:  # measured, not the default: a one-word change outside the guard words passes
+            d.triggered = False
+            d.reason = "near_copy"
+            if self._old_key == _sha(old_text):  # the rewording answers as the deployed memory did
+                self._old_key = _sha(new_text)
+            self._stats["accepts"] += 1
+            return
+        self._inherit_pending = True
+        self._trigger(d, old_text, new_text, max_pairs=c.near_copy_pairs)
+
+    def _remember(self, entries: list[int], comp: Comparison, new_text: str, inherit: bool = False) -> None:
+        """reuse_old_results: keep the deployed memory's measured outcomes (the candidate's when it is deployed);
+        an indeterminate outcome (None) is not kept, so it is measured again. ``inherit`` (a rewording checked on a
+        few tasks and deployed): the old memory's outcomes on the tasks the candidate was not asked are kept as
+        its own."""
+        if comp.accept:
+            asked = set(entries[:len(comp.new_correct)])
+            kept = {i: v for i, v in self._old_cache.items() if i not in asked} if inherit else {}
+            self._old_key, self._old_cache = _sha(new_text), kept
+            pairs = zip(entries, comp.new_correct)
+        else:
+            pairs = zip(entries, comp.old_correct)
+        for i, v in pairs:
+            if v is not None:
+                self._old_cache[i] = bool(v)
+
+    def _panel_trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
+                       max_pairs: int | None = None) -> None:
+        """A post-warm-up trigger with ``eval_set="panel"``: refresh the panel (evalplan.refresh_panel) from the
+        tasks before the current one, compare on it in its order. No coverage, boundary or fresh sample."""
+        self._seen_end = self._store.n
+        self._trigger_count += 1
+        self._stats["triggers"] += 1
+        self._panel = refresh_panel(self._panel, self._panel_stats, self._store.n - 1, self.config,
+                                    self._trigger_count)
+        stats = {i: self._panel_stats.get(i, (0, 0)) for i in self._panel}  # a dropped member's counts go with it
+        plan = EvalPlan([], [], [], list(self._panel))
+        plan.record(d, self._ids)
+        comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs)
+        if comp is not None:
+            for p in range(comp.n_evaluated):
+                o, n_ = comp.old_correct[p], comp.new_correct[p]
+                if o is not None and n_ is not None:
+                    reads, disc = stats[plan.entries[p]]
+                    stats[plan.entries[p]] = (reads + 1, disc + (o != n_))
+            self._stats["accepts" if comp.accept else "rollbacks"] += 1
+        self._panel_stats = stats
