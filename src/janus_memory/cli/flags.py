@@ -197,7 +197,7 @@ def _add_janus_options(j) -> None:
     j.add_argument("--janus-preset", choices=["paper", "fast", "recommended"],
                    help="controller switches: paper (JanusConfig.paper) or fast (early stop, dedup, incremental "
                         "k-means, identical-memory shortcut) or recommended (compare every step with a sequential "
-                        "test on a stable panel of earlier tasks, rewordings kept without evaluation, dumps/wipes "
+                        "test on a stable panel of earlier tasks, rewordings checked on one task, dumps/wipes "
                         "compared inside the warm-up too; docs/controller.md); default: the run preset's "
                         "(paper -> paper, small -> fast)")
     j.add_argument("--replay", choices=["fresh", "frozen"],

@@ -114,11 +114,13 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
         f"updater={cfg.updater} controller={cfg.controller} backend={cfg.llm.backend} seed={cfg.seed}")
     say(f"preset: {cfg.preset} (replay {cfg.replay_mode()}); {jc.preset_line()}")
-    capped = jc.decision_rule == "sequential" and jc.seq_max_pairs
-    tasks = (f"a panel of {jc.panel_size} seen tasks"
-             + (f" (read {jc.seq_max_pairs}, up to {max(jc.seq_extend_pairs, jc.seq_max_pairs)} while tied)"
-                if capped else "") if jc.eval_set == "panel" else
-             f"coverage {jc.coverage_size} + boundary {jc.boundary_size} + fresh {jc.fresh_size}")
+    if jc.eval_set != "panel":
+        tasks = f"coverage {jc.coverage_size} + boundary {jc.boundary_size} + fresh {jc.fresh_size}"
+    elif jc.decision_rule == "sequential" and jc.seq_max_pairs:
+        top = max(jc.seq_extend_pairs, jc.seq_max_pairs)
+        tasks = f"a panel of {jc.panel_size} seen tasks (read {jc.seq_max_pairs}, up to {top} while tied)"
+    else:
+        tasks = f"a panel of {jc.panel_size} seen tasks"
     say(f"Janus: warm-up {jc.warmup}, {tasks}, beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} "
         f"(paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)")
     if demo and jc.trigger == "always":

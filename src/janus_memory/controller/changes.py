@@ -68,7 +68,10 @@ def change_stats(old_text: str, new_text: str) -> ChangeStats:
 def shingle_similarity(old_text: str, new_text: str) -> float:
     """Jaccard similarity of the two texts' word 3-gram sets (1.0 when both have none): how much of a copy the new
     memory is, in both directions (an addition lowers it as much as a removal). Used by ``near_copy_similarity``."""
-    a, b = shingles(old_text), shingles(new_text)
+    return _jaccard(shingles(old_text), shingles(new_text))
+
+
+def _jaccard(a: set, b: set) -> float:
     union = a | b
     return len(a & b) / len(union) if union else 1.0
 
@@ -85,12 +88,6 @@ def changed_items_texts(old_text: str, new_text: str) -> tuple[str, str]:
     return "\n".join(removed), "\n".join(added)
 
 
-def _word_jaccard(a: str, b: str) -> float:
-    wa, wb = set(_WORD.findall(a)), set(_WORD.findall(b))
-    union = wa | wb
-    return len(wa & wb) / len(union) if union else 1.0
-
-
 # words that scope, order or flip an instruction (negations, quantifiers, modals, order, signs and directions): a
 # rewording may not add, drop or change one (issue 24 round 4; an adversarial review turned "often" into "never" and
 # "Look for" into "Do not look for" unevaluated)
@@ -105,7 +102,6 @@ _TOKEN = re.compile(r"\\[A-Za-z]+|\w+(?:'\w+)?|[^\w\s]", re.UNICODE)
 # DC's bookkeeping lines, in the form DC writes them (a colon): a version header and an item's usage count
 _BOOKKEEPING = (re.compile(r"version\s*:\s*v?\d+(?:\.\d+)*", re.IGNORECASE),
                 re.compile(r"(?:usage\s+)?count\s*:\s*\d+", re.IGNORECASE))
-_DECOR = re.compile(r"[*_`#>]")
 
 
 def _is_mark(tok: str) -> bool:
@@ -139,7 +135,7 @@ def _rewords(new_line: str, old_line: str, min_line_similarity: float, max_growt
     guard words in the same order, the shared words in the same order and case, at most ``max_growth`` more words."""
     if len(new_line) - len(new_line.lstrip()) != len(old_line) - len(old_line.lstrip()):
         return False
-    if _word_jaccard(new_line.lower(), old_line.lower()) < min_line_similarity:
+    if _jaccard(set(_WORD.findall(new_line.lower())), set(_WORD.findall(old_line.lower()))) < min_line_similarity:
         return False
     if _guarded(new_line) != _guarded(old_line) or not _in_order(new_line, old_line):
         return False
@@ -149,11 +145,10 @@ def _rewords(new_line: str, old_line: str, min_line_similarity: float, max_growt
 
 
 def _bookkeeping_kind(line: str) -> int | None:
-    core = _DECOR.sub("", line).strip()
-    for k, pat in enumerate(_BOOKKEEPING):
-        if pat.fullmatch(core):
-            return k
-    return None
+    """Which of ``_BOOKKEEPING`` the line is (decoration stripped as ``equivalence`` strips it), else None."""
+    from .equivalence import _is_bookkeeping
+
+    return next((k for k, pat in enumerate(_BOOKKEEPING) if _is_bookkeeping(line, (pat,))), None)
 
 
 def rewords_only(old_text: str, new_text: str, min_line_similarity: float = 0.5, max_growth: int = 2) -> bool:

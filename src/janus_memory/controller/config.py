@@ -25,7 +25,8 @@ EVAL_SETS = ("hybrid", "panel")
 # JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24). Round 4
 # (2026-12-04; chosen on tuning seeds 100-159 of all four settings, docs/bench.md §3): a stable panel of 19 seen
 # tasks (read 11, up to 19 while tied), half the comparisons rotating out the member on which memories disagreed
-# least, rewordings accepted with the deployed memory's outcomes, the text gate forcing an ordinary comparison.
+# least, rewordings checked on one task and keeping the deployed memory's outcomes, the text gate forcing an ordinary
+# comparison.
 # Round 2 (until 2026-12-04): the paper's coverage/boundary/fresh set read boundary first, cap 6 -> 14 while tied,
 # near copies on 4 tasks, the gate's comparisons full (benchmarks/bench_recommended.py ROUND2 keeps it)
 RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19, panel_rotate=0.5,
@@ -35,8 +36,8 @@ RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel
                    eval_order="informative", dedup=True, same_memory_shortcut=True, clustering="paper")
 # round 2 as judged on 2026-12-03 (every field it set, so a later round cannot leak into it): for reproducing its
 # measurements (benchmarks/bench_recommended.py --round2) and for the hybrid-set machinery's tests
-RECOMMENDED_ROUND2 = dict(trigger="always", decision_rule="sequential", eval_order="informative", gate_full_compare=True,
-                          seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2,
+RECOMMENDED_ROUND2 = dict(trigger="always", decision_rule="sequential", eval_order="informative",
+                          gate_full_compare=True, seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2,
                           seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
                           near_copy_pairs=4, dedup=True, same_memory_shortcut=True, clustering="paper",
                           seq_recent_pairs=0, eval_set="hybrid", near_copy_inherit=False, gate_compare=False)
@@ -102,10 +103,10 @@ class JanusConfig:
       with probability panel_rotate per comparison one member is replaced, the one on which memories disagreed least
       among those read panel_min_evals times or more (0: a seeded member); no coverage, boundary or fresh sample.
       near_copy_inherit (needs reuse_old_results and near_copy_similarity > 0): a near copy that only rewords the
-      deployed memory (changes.rewords_only: as many lines leave as arrive, each new line sharing half its words
-      with an old one; version and count lines left out) is accepted unevaluated, reason "near_copy", and keeps the
-      deployed memory's reused outcomes; any other near copy (an inserted line, e.g. a planted instruction) gets an
-      ordinary comparison and near_copy_pairs is not used.
+      deployed memory (changes.rewords_only: lines changed in place, keeping their marks, guard words, word order
+      and case) is compared on near_copy_pairs tasks (0: accepted unevaluated, reason "near_copy") and, deployed,
+      keeps the deployed memory's reused outcomes on the others; any other near copy (an inserted line, e.g. a
+      planted instruction) gets an ordinary comparison.
       gate_compare: the item gate forces a comparison by the configured rule (not a full one), warm-up included;
       exclusive with gate_full_compare.
 
@@ -173,7 +174,7 @@ class JanusConfig:
     panel_size: int = 18
     panel_rotate: float = 0.3
     panel_min_evals: int = 5
-    # a near copy is accepted unevaluated and keeps the deployed memory's reused outcomes (issue 24 round 4)
+    # a rewording is checked on near_copy_pairs tasks and keeps the deployed memory's other outcomes (issue 24 round 4)
     near_copy_inherit: bool = False
 
     def __post_init__(self):
@@ -303,8 +304,8 @@ class JanusConfig:
         stable panel of ``panel_size`` seen tasks read in order (``eval_set="panel"``): ``seq_max_pairs`` of them,
         up to ``seq_extend_pairs`` while tied (the adaptive cap); per comparison, with probability ``panel_rotate``,
         the member on which memories disagreed least (read ``panel_min_evals`` times or more) is replaced by a random
-        seen task; the deployed memory's outcomes are reused; a near copy that only rewords the memory is accepted
-        unevaluated and keeps them (``near_copy_inherit``); a dump/wipe-looking candidate (the item gate) is compared
+        seen task; the deployed memory's outcomes are reused; a near copy that only rewords the memory is checked on
+        ``near_copy_pairs`` tasks and keeps them (``near_copy_inherit``); a dump/wipe-looking candidate is compared
         also inside the warm-up (``gate_compare``); identical texts are evaluated once. Round 2 (the paper's hybrid
         set read boundary first) is ``JanusConfig(**config.RECOMMENDED_ROUND2)``."""
         base = dict(RECOMMENDED)
@@ -358,7 +359,8 @@ class JanusConfig:
             parts += [f"seq_extend_pairs={self.seq_extend_pairs}", f"seq_extend_margin={self.seq_extend_margin}"]
         if self.near_copy_similarity > 0:
             parts.append(f"near_copy_similarity={self.near_copy_similarity}")
-            parts.append("near_copy_inherit=True" if self.near_copy_inherit else f"near_copy_pairs={self.near_copy_pairs}")
+            parts.append("near_copy_inherit=True" if self.near_copy_inherit else
+                         f"near_copy_pairs={self.near_copy_pairs}")
         if self.eval_set == "panel":
             parts += ["eval_set=panel", f"panel_size={self.panel_size}", f"panel_rotate={self.panel_rotate}",
                       f"panel_min_evals={self.panel_min_evals}"]

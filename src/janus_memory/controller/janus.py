@@ -99,7 +99,6 @@ class Janus(StateMixin, ReuseMixin):
         self._recent_close: list[bool] = []  # seq_recent_pairs: was each of the last comparisons close
         self._panel: list[int] = []  # eval_set="panel": stream indices, in reading order
         self._panel_stats: dict[int, tuple[int, int]] = {}  # panel member -> (comparisons that read it, discordant)
-        self._inherit_pending = False  # near_copy_inherit: the next comparison checks a rewording
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -258,15 +257,10 @@ class Janus(StateMixin, ReuseMixin):
         ``reuse.ReuseMixin._near_copy``, else the sequential test capped at ``near_copy_pairs`` pairs (0: accepted
         unevaluated, reason "near_copy"). Fired otherwise: compare (``_trigger``)."""
         c = self.config
-        if c.gate_full_compare and self._gate(old_text, new_text):
+        if (c.gate_full_compare or c.gate_compare) and self._gate(old_text, new_text):
             d.triggered = True
             d.trigger_signals = {**d.trigger_signals, "forced_by": "gate"}
-            self._trigger(d, old_text, new_text, full=True)
-            return
-        if c.gate_compare and self._gate(old_text, new_text):  # compared by the configured rule, fired or not
-            d.triggered = True
-            d.trigger_signals = {**d.trigger_signals, "forced_by": "gate"}
-            self._trigger(d, old_text, new_text)
+            self._trigger(d, old_text, new_text, full=c.gate_full_compare)
             return
         if fire and c.skip_trivially_equal and trivially_equal(old_text, new_text, *self._bookkeeping()):
             d.triggered = False
@@ -329,9 +323,9 @@ class Janus(StateMixin, ReuseMixin):
             self._stats["accepts" if comp.accept else "rollbacks"] += 1
 
     def _compare(self, d: Decision, entries: list[int], old_text: str, new_text: str, full: bool = False,
-                 max_pairs: int | None = None) -> Comparison | None:
-        """Evaluate both memories on ``entries``, fill ``d``; None (candidate kept) when the evaluator failed."""
-        inherit, self._inherit_pending = self._inherit_pending, False
+                 max_pairs: int | None = None, inherit: bool = False) -> Comparison | None:
+        """Evaluate both memories on ``entries``, fill ``d``; None (candidate kept) when the evaluator failed.
+        ``inherit``: a rewording checked on a few tasks (``ReuseMixin._near_copy``), see ``_remember``."""
         announce(self.evaluator, self.config, d, self._trigger_count, len(entries), old_text, new_text, full=full)
         known = None
         if self.config.reuse_old_results:
@@ -353,12 +347,12 @@ class Janus(StateMixin, ReuseMixin):
         return comp
 
     def _trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
-                 max_pairs: int | None = None) -> None:
+                 max_pairs: int | None = None, inherit: bool = False) -> None:
         """A post-warm-up trigger (spec §3.2): fresh sample, coverage refresh, planned entries, comparison,
         boundary refresh from the flips."""
         c = self.config
         if c.eval_set == "panel":
-            self._panel_trigger(d, old_text, new_text, full=full, max_pairs=max_pairs)
+            self._panel_trigger(d, old_text, new_text, full=full, max_pairs=max_pairs, inherit=inherit)
             return
         fresh = sample_fresh(self._seen_end, self._store.n, c.fresh_size, c.seed, self._trigger_count)
         self._seen_end = self._store.n
@@ -372,7 +366,7 @@ class Janus(StateMixin, ReuseMixin):
         if c.eval_order == "relevant":
             plan.entries = order_by_relevance(plan.entries, self._store, self._store.n - 1)
         plan.record(d, self._ids)
-        comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs)
+        comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs, inherit=inherit)
         if comp is None:
             return
         flips = flips_of(plan.entries, comp, self._coverage)

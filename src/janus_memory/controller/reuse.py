@@ -34,8 +34,7 @@ class ReuseMixin:
                 self._old_key = _sha(new_text)
             self._stats["accepts"] += 1
             return
-        self._inherit_pending = True
-        self._trigger(d, old_text, new_text, max_pairs=c.near_copy_pairs)
+        self._trigger(d, old_text, new_text, max_pairs=c.near_copy_pairs, inherit=True)
 
     def _remember(self, entries: list[int], comp: Comparison, new_text: str, inherit: bool = False) -> None:
         """reuse_old_results: keep the deployed memory's measured outcomes (the candidate's when it is deployed);
@@ -54,7 +53,7 @@ class ReuseMixin:
                 self._old_cache[i] = bool(v)
 
     def _panel_trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
-                       max_pairs: int | None = None) -> None:
+                       max_pairs: int | None = None, inherit: bool = False) -> None:
         """A post-warm-up trigger with ``eval_set="panel"``: refresh the panel (evalplan.refresh_panel) from the
         tasks before the current one, compare on it in its order. No coverage, boundary or fresh sample."""
         self._seen_end = self._store.n
@@ -65,7 +64,7 @@ class ReuseMixin:
         stats = {i: self._panel_stats.get(i, (0, 0)) for i in self._panel}  # a dropped member's counts go with it
         plan = EvalPlan([], [], [], list(self._panel))
         plan.record(d, self._ids)
-        comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs)
+        comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs, inherit=inherit)
         if comp is not None:
             for p in range(comp.n_evaluated):
                 o, n_ = comp.old_correct[p], comp.new_correct[p]

@@ -156,7 +156,8 @@ class StateMixin:
         fresh._panel_stats = {i: (r, d_) for i, r, d_ in panel}
         if (any(not 0 <= i < n for i in fresh._panel) or len(set(fresh._panel)) != len(fresh._panel)
                 or any(not 0 <= d_ <= r for _, r, d_ in panel) or len(panel) > fresh.config.panel_size):
-            raise ValueError("state panel holds an unknown or repeated task index, or impossible counts (or more members than panel_size)")
+            raise ValueError("state panel holds an unknown or repeated task index, or impossible counts (or more "
+                             "members than panel_size)")
         self.__dict__.update(fresh.__dict__)
 
     @classmethod
