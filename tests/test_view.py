@@ -42,8 +42,15 @@ def test_view_data_of_a_fake_run_exact(view_fake_run):
         "fake", "scripted", "gsm8k", "GSM8K", "dc_rs", "hashing:256", "paper")
     assert (h["stream_n"], h["test_n"], h["stream_size"], h["test_size"], h["seed"], h["janus_seed"]) == (
         12, 4, 12, 4, 0, 0)
-    assert h["janus"] == {"warmup": 3, "trigger": "always", "tau": 0.0, "beta": 0.9, "coverage_size": 2,
-                          "boundary_size": 1, "fresh_size": 1}
+    # the run preset and the controller, as the report's header says them (report.setup_fields, controller/describe)
+    assert dict(h["setup"]) == {
+        "Run preset": "paper (the authors' prompts, parsers, checker and sampling; Janus replays a fresh sample per "
+                      "task, memory and comparison)",
+        "Janus preset": "custom: paper with clustering=sklearn", "Janus warm-up": "3",
+        "Janus trigger": "always (a comparison at every step after the warm-up)",
+        "Janus evaluation set": "the paper's hybrid set of coverage 2 + boundary 1 + fresh 1 = 4 tasks",
+        "Janus decision": "the paper's rule: deploy the candidate when it solves at least as many of the tasks as the "
+                          "old memory (ties go to the candidate)"}
     assert h["inject"] == "poison@8" and h["wall_s"] > 0 and run["task_note"] == ""
     base, janus = run["methods"]
     assert [m["name"] for m in run["methods"]] == ["dc_rs", "dc_rs+janus"]
@@ -55,6 +62,9 @@ def test_view_data_of_a_fake_run_exact(view_fake_run):
     assert base["online"] == [6, 12, *wilson(6, 12)] and janus["online"] == [8, 12, *wilson(8, 12)]
     assert base["test"] == [3, 4, *wilson(3, 4)] and janus["test"] == [4, 4, *wilson(4, 4)]
     assert (janus["triggers"], janus["accepts"], janus["rollbacks"]) == (9, 6, 3)
+    # 9 paper-rule comparisons of 4 tasks x 2 memories: what the controller evaluated, and what the run paid for it
+    assert janus["cost"]["evaluations"] == 72 == janus["cost"]["roles"]["janus"]["calls"]
+    assert base["cost"]["evaluations"] is None
     assert janus["injections"] == {"plan": "poison@8", "injected": 1, "deployed": 0, "blocked": 1}
     assert base["injections"] == {"plan": "poison@8", "injected": 1, "deployed": 1, "blocked": 0}
     assert janus["checkpoints"] == [[6, 0.5], [12, 1.0]]
