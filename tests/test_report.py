@@ -419,3 +419,25 @@ def test_timelines_of_several_folders_with_one_dataset_label_and_seed_do_not_ove
     # the same settings and seed in two folders: two rows named by folder, so two timelines named by folder
     assert timelines == ["timeline_gsm8k_dc_rs+janus_clean_seed0", "timeline_gsm8k_dc_rs+janus_inj_seed0"]
     assert all(Path(rep["plots"][k]).is_file() for k in timelines)
+
+
+def test_a_run_stored_before_the_presets_and_the_cost_records_says_what_ran_and_n_a(tmp_path):
+    """An old run folder: no preset in config.json (it ran as the small preset does: scikit-learn k-means, the
+    identical-memory shortcut on; settings/migrate.py), no evaluator_calls in its decision log, no usage stored. Its
+    controller is described as it ran, its rows keep the trigger's name, and every cost it cannot tell is n/a: no
+    number invented, and no paper's cost for a controller that was not the paper's."""
+    decs = [{k: v for k, v in d.items() if k != "evaluator_calls"} for d in _decs("ww.AR.")]
+    make_run(tmp_path / "old", "gsm8k", "dc_rs", {
+        "dc_rs": {"test_accuracy": 0.5, "summary": {"usage": None}},
+        "dc_rs+janus": {"test_accuracy": 0.5, "triggers": 2, "trigger_rate": 0.5, "accepts": 1, "rollbacks": 1,
+                        "decisions": decs, "summary": {"usage": None}}}, before_presets=True)
+    rep = build_report([str(tmp_path / "old")], str(tmp_path / "rep"))
+    (row,) = [r for r in rep["tables"]["trigger"]["rows"] if r["policy"] != "base (no Janus)"]
+    assert (row["policy"], row["controller"], row["evaluations"], row["janus_calls_paid"], row["paper_cost"]) == (
+        "mmt", "custom: paper with clustering=sklearn, same_memory_shortcut=True", None, None, None)
+    md = Path(rep["report"]).read_text()
+    assert "| mmt | 50.0 | 2 | 2 | 50.0% | 2+1+2 | 4.0 / 5 | n/a | n/a | n/a | 1/1 |" in md
+    assert "Paper's cost" not in md
+    assert "| GSM8K | dc_rs+janus | n/a | n/a | n/a | n/a | n/a | n/a |" in md
+    assert "- Run preset: not recorded (a run made before the presets; it ran as the small preset does)" in md
+    assert "- Janus preset: custom: paper with clustering=sklearn, same_memory_shortcut=True" in md
