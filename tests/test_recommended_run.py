@@ -24,7 +24,7 @@ EXPECT = [
     (7, True, False, "sprt_truncated_old_better", 7, 12, 6),
     (8, True, True, "sprt_truncated_new_ge_old", 8, 14, 7),
     (9, True, False, "sprt_truncated_old_better", 9, 16, 8),
-    (10, True, False, "sprt_old_worse", 8, 18, 8),
+    (10, True, False, "sprt_new_worse", 8, 18, 8),
 ]
 
 

@@ -159,7 +159,8 @@ COST_LEGEND = ("Evaluations = the (memory, task) evaluations the controller's de
                "the backend calls of the Janus evaluation role (a reply served by the response cache is not paid and "
                "not counted; requests a batching evaluator sent ahead that the decision did not need are paid and "
                "counted)")
-PAPER_COST_LEGEND = ("Paper's cost (#Trig×|E|) = triggers × the configured |E|, the paper's measure, given for the "
+PAPER_COST_LEGEND = ("Paper's cost (#Trig×|E|) = triggers × the configured |E|, the paper's measure, in tasks (each "
+                     "replayed under both memories, so a full comparison is 2 evaluations a task), given for the "
                      "paper's controller only")
 
 

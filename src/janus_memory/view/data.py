@@ -256,6 +256,7 @@ class _Versions:
 def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
               tasks: TaskTable) -> tuple[int, float | None, dict]:
     """(flags, cosine, detail) of one step."""
+    from ..controller.decision import STORED_REASON_NAMES
     from ..report.memdiff import line_diff
 
     d = dec.get("decision") if isinstance(dec.get("decision"), dict) else {}
@@ -268,7 +269,8 @@ def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
          | (INJECTED if injected else 0) | (WARMUP if d.get("phase") == "warmup" else 0)
          | (CHANGED if changed else 0) | (REJECTED if dec.get("candidate_rejected") else 0))
     cos = d.get("cosine")
-    out = {"a": cut(rec.get("output")), "r": d.get("reason"), "dep": dec.get("deployed")}
+    reason = d.get("reason")
+    out = {"a": cut(rec.get("output")), "r": STORED_REASON_NAMES.get(reason, reason), "dep": dec.get("deployed")}
     _put(out, "x", rec.get("extracted"))
     _put(out, "st", rec.get("status") if rec.get("status") not in (None, "ok") else None)
     _put(out, "rs", cut(rec.get("reasoning")))
