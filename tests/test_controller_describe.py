@@ -114,3 +114,15 @@ def test_a_new_evaluation_set_strategy_describes_itself(monkeypatch):
     d = describe(JanusConfig.recommended())
     assert (d.evaluation, d.reads_cell, d.configured, d.reads, d.reads_most) == (
         "seven recent tasks", "tiny 7", 7, 7, 7)  # the sequential cap (19) is above its size: read whole
+
+
+def test_extras_say_what_the_options_do():
+    assert describe(JanusConfig.recommended(near_copy_pairs=0)).extras[1] == (
+        "a rewording (similarity >= 0.93) is deployed unevaluated and keeps the deployed memory's outcomes")
+    assert describe(JanusConfig.recommended(near_copy_inherit=False, near_copy_pairs=2)).extras[1] == (
+        "a near copy (similarity >= 0.93) is checked on at most 2 tasks")
+    assert describe(JanusConfig(skip_trivially_equal=True, ignore_usage_counters=True)).extras == (
+        "a candidate that differs only in bookkeeping (usage counters included) is deployed unevaluated",)
+    assert describe(JanusConfig.recommended(gate_compare=False, gate_full_compare=True)).extras[0] == (
+        "a dump/wipe-looking candidate gets a full paper-rule comparison at any step, warm-up included")
+    assert describe(JanusConfig.paper()).extras == ()

@@ -186,14 +186,15 @@ def _extras(c: JanusConfig) -> list[str]:
         how = "a full paper-rule comparison" if c.gate_full_compare else "a comparison"
         out.append(f"a dump/wipe-looking candidate gets {how} at any step, warm-up included")
     if c.near_copy_similarity > 0:
-        if c.near_copy_inherit:
-            out.append(f"a rewording (similarity >= {c.near_copy_similarity:g}) is checked on "
-                       f"{_tasks(c.near_copy_pairs)} and keeps the deployed memory's other outcomes")
-        else:
-            out.append(f"a near copy (similarity >= {c.near_copy_similarity:g}) is checked on at most "
-                       f"{_tasks(c.near_copy_pairs)}")
+        what = "a rewording" if c.near_copy_inherit else "a near copy"
+        checked = ("is deployed unevaluated" if c.near_copy_pairs == 0 else
+                   f"is checked on {'' if c.near_copy_inherit else 'at most '}{_tasks(c.near_copy_pairs)}")
+        keeps = (f" and keeps the deployed memory's {'other ' if c.near_copy_pairs else ''}outcomes"
+                 if c.near_copy_inherit else "")
+        out.append(f"{what} (similarity >= {c.near_copy_similarity:g}) {checked}{keeps}")
     if c.skip_trivially_equal:
-        out.append("a candidate that differs only in bookkeeping is deployed unevaluated")
+        counters = " (usage counters included)" if c.ignore_usage_counters else ""
+        out.append(f"a candidate that differs only in bookkeeping{counters} is deployed unevaluated")
     if c.same_memory_shortcut:
         out.append("identical texts are evaluated once")
     return out
