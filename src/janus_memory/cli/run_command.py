@@ -114,7 +114,7 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     say = _plain(console)
     say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
         f"updater={cfg.updater} controller={cfg.controller} backend={cfg.llm.backend} seed={cfg.seed}")
-    say(run_preset_line(cfg.preset, cfg.replay_mode()))
+    say(run_preset_line(cfg.preset, cfg.replay_mode() if cfg.controller != "none" else None))
     if cfg.controller == "none":
         say("Janus: not run (--controller none: the updater deploys every candidate)")
     else:
