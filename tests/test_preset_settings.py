@@ -249,8 +249,11 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
                "9", "--out", str(out)])
     assert rc == 0
     printed = capsys.readouterr().out
-    assert ("preset: paper (replay fresh); janus preset: custom (trigger=always, tau=0.0, same_memory_shortcut=True, "
-            "early_stop=False, dedup=False, clustering=paper, replay_limit=2)") in printed
+    assert ("\nJanus preset: custom: paper with same_memory_shortcut=True, replay_limit=2; differs from the paper's: "
+            "warm-up 1 (paper 20), coverage 1 (paper 12), boundary 1 (paper 8), fresh 1 (paper 5), trigger always "
+            "(paper mmt)\n") in printed
+    assert ("evaluation set: the paper's hybrid set of coverage 1 + boundary 1 + fresh 1 = 3 tasks, 2 of them sampled "
+            "per comparison;") in printed
     assert "triggers decided by encoder hashing: scikit-learn HashingVectorizer" in printed
     cfg = json.loads((out / "config.json").read_text())
     assert (cfg["preset"], cfg["replay"], cfg["llm"]["max_retries"], cfg["llm"]["request_deadline"],
@@ -268,8 +271,8 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
     assert all("sample" in e for d in decisions for e in d["decision"]["evaluations"])  # fresh draws are recorded
     assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert ("Preset: paper (replay fresh); janus preset: custom (trigger=always, tau=0.0, same_memory_shortcut=True, "
-            "early_stop=False, dedup=False, clustering=paper, replay_limit=2); triggers decided by encoder hashing") in md
+    assert "- Janus preset: custom: paper with same_memory_shortcut=True, replay_limit=2\n" in md
+    assert "- Encoder (decides the triggers): hashing: scikit-learn HashingVectorizer" in md
 
 
 # ------------------------------------------------------------------ old stored configs

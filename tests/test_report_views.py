@@ -3,6 +3,7 @@ injected steps on the timeline and the trajectory, coinciding curves kept visibl
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -63,25 +64,33 @@ def test_grid_report_pairs_cells_and_prints_the_preset_once(tmp_path):
     md = Path(rep["report"]).read_text().splitlines()
     assert ("| GSM8K | dc_rs vs dc_rs+janus | dc_rs/seed0 vs dc_rs+janus/seed0 | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
             "0.5 |") in md
-    assert sum(line.startswith("Preset:") for line in md) == 1
-    i = md.index(next(line for line in md if line.startswith("Preset:")))
-    assert md[i:i + 5] == [
-        "Preset: paper (replay fresh); janus preset: paper (trigger=(per cell, below), tau=0.0, "
-        "same_memory_shortcut=False, early_stop=False, dedup=False, clustering=full, replay_limit=None); "
-        "triggers decided by encoder hashing", "",
-        "- trigger=mmt: dc_rs, dc_rs+janus",
-        "- trigger=always: dc_rs+janus[trigger=always]", ""]
+    head = "What the runs ran with (two presets: the run preset sets prompts, parsers and replays; the Janus preset is " \
+           "the controller):"
+    assert md.count(head) == 1
+    i = md.index(head)
+    assert md[i + 2:i + 16] == [
+        "- Run preset: paper (the authors' prompts, parsers, checker and sampling; Janus replays a fresh sample per "
+        "task, memory and comparison)",
+        "- Janus preset: paper", "- Janus warm-up: 2", "- Janus trigger: (per cell, below)",
+        "- Janus evaluation set: the paper's hybrid set of coverage 2 + boundary 1 + fresh 2 = 5 tasks",
+        "- Janus decision: the paper's rule: deploy the candidate when it solves at least as many of the tasks as the "
+        "old memory (ties go to the candidate)",
+        "- Janus differs from the paper's: (per cell, below)", "- Encoder (decides the triggers): not recorded", "",
+        "Per cell:", "",
+        "- dc_rs+janus: Janus trigger: MMT (compares when cos(z_t, m_t-1) < tau = 0; beta = 0.9); Janus differs from "
+        "the paper's: warm-up 2 (paper 20), coverage 2 (paper 12), boundary 1 (paper 8), fresh 2 (paper 5)",
+        "- dc_rs+janus[trigger=always]: Janus trigger: always (a comparison at every step after the warm-up); Janus "
+        "differs from the paper's: warm-up 2 (paper 20), coverage 2 (paper 12), boundary 1 (paper 8), fresh 2 (paper "
+        "5), trigger always (paper mmt)", ""]
 
 
 def test_one_preset_line_when_every_run_has_the_same(tmp_path):
     root = _grid(tmp_path)
-    _set_preset(root / "gsm8k" / "dc_rs+janus[trigger=always]" / "seed0", "mmt")
+    shutil.rmtree(root / "gsm8k" / "dc_rs+janus[trigger=always]")
     md = Path(build_report([str(root)], str(tmp_path / "rep"))["report"]).read_text().splitlines()
-    i = md.index(next(line for line in md if line.startswith("Preset:")))
-    assert md[i] == ("Preset: paper (replay fresh); janus preset: paper (trigger=mmt, tau=0.0, same_memory_shortcut=False, "
-                     "early_stop=False, dedup=False, clustering=full, replay_limit=None); triggers decided by encoder "
-                     "hashing")
-    assert md[i + 1] == "" and not md[i + 2].startswith("- ")
+    i = md.index("- Janus trigger: MMT (compares when cos(z_t, m_t-1) < tau = 0; beta = 0.9)")
+    assert md[i - 3].startswith("- Run preset: paper (") and md[i + 4] == "- Encoder (decides the triggers): not recorded"
+    assert md[i + 5] == "" and "Per cell:" not in md
 
 
 def _injected_run(tmp_path: Path) -> Path:

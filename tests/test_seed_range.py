@@ -105,5 +105,5 @@ def test_report_reads_a_stored_negative_seed_and_says_which_seed_it_ran(tmp_path
     assert rc == 0, captured.err
     out = captured.out
     setup = [line for line in out.splitlines() if line.startswith("setup:")]
-    assert setup == ["setup: backend fake, model scripted, encoder hashing, preset paper; GSM8K: stream n=3, test "
-                     "n=2; seeds -1 (ran as seed 1), 1"]
+    assert setup == ["setup: backend fake, model scripted, encoder hashing, run preset paper; Janus paper; GSM8K: "
+                     "stream n=3, test n=2; seeds -1 (ran as seed 1), 1"]

@@ -42,8 +42,17 @@ def test_view_data_of_a_fake_run_exact(view_fake_run):
         "fake", "scripted", "gsm8k", "GSM8K", "dc_rs", "hashing:256", "paper")
     assert (h["stream_n"], h["test_n"], h["stream_size"], h["test_size"], h["seed"], h["janus_seed"]) == (
         12, 4, 12, 4, 0, 0)
-    assert h["janus"] == {"warmup": 3, "trigger": "always", "tau": 0.0, "beta": 0.9, "coverage_size": 2,
-                          "boundary_size": 1, "fresh_size": 1}
+    # the run preset and the controller, as the report's header says them (report.setup_fields, controller/describe)
+    assert dict(h["setup"]) == {
+        "Run preset": "paper (the authors' prompts, parsers, checker and sampling; Janus replays a fresh sample per "
+                      "task, memory and comparison)",
+        "Janus preset": "custom: paper with clustering=sklearn", "Janus warm-up": "3",
+        "Janus trigger": "always (a comparison at every step after the warm-up)",
+        "Janus evaluation set": "the paper's hybrid set of coverage 2 + boundary 1 + fresh 1 = 4 tasks",
+        "Janus decision": "the paper's rule: deploy the candidate when it solves at least as many of the tasks as the "
+                          "old memory (ties go to the candidate)",
+        "Janus differs from the paper's": "warm-up 3 (paper 20), coverage 2 (paper 12), boundary 1 (paper 8), fresh 1 "
+                                          "(paper 5), trigger always (paper mmt)"}
     assert h["inject"] == "poison@8" and h["wall_s"] > 0 and run["task_note"] == ""
     base, janus = run["methods"]
     assert [m["name"] for m in run["methods"]] == ["dc_rs", "dc_rs+janus"]
@@ -55,6 +64,9 @@ def test_view_data_of_a_fake_run_exact(view_fake_run):
     assert base["online"] == [6, 12, *wilson(6, 12)] and janus["online"] == [8, 12, *wilson(8, 12)]
     assert base["test"] == [3, 4, *wilson(3, 4)] and janus["test"] == [4, 4, *wilson(4, 4)]
     assert (janus["triggers"], janus["accepts"], janus["rollbacks"]) == (9, 6, 3)
+    # 9 paper-rule comparisons of 4 tasks x 2 memories: what the controller evaluated, and what the run paid for it
+    assert janus["cost"]["evaluations"] == 72 == janus["cost"]["roles"]["janus"]["calls"]
+    assert base["cost"]["evaluations"] is None
     assert janus["injections"] == {"plan": "poison@8", "injected": 1, "deployed": 0, "blocked": 1}
     assert base["injections"] == {"plan": "poison@8", "injected": 1, "deployed": 1, "blocked": 0}
     assert janus["checkpoints"] == [[6, 0.5], [12, 1.0]]
@@ -390,3 +402,14 @@ def test_several_runs_tabs_and_the_reports_comparison(view_fake_run, tmp_path):
     assert got == want and [g[0] for g in got] == ["a/run", "b/run"]
     assert d["compare"][0]["body"] == rep["tables"]["accuracy"]["body"]  # "dc_rs (a/run)": the report's tags
     assert d["compare"][0]["notes"] == rep["sections"][0]["duplicates"] + rep["sections"][0]["sources"] != []
+
+
+def test_a_stored_reason_under_its_earlier_name_is_shown_under_the_present_one():
+    """The sequential rule's rejection was logged as sprt_old_worse (it said the opposite of what happened); stored
+    runs keep that text, the page shows sprt_new_worse; other reasons pass unchanged."""
+    tasks = V.TaskTable.from_texts({})
+    for stored, shown in (("sprt_old_worse", "sprt_new_worse"), ("sprt_new_worse", "sprt_new_worse"),
+                          ("old_better", "old_better")):
+        dec = {"step": 1, "decision": {"reason": stored, "triggered": True, "accept": False}}
+        _, _, detail = V.step_view(dec, {}, V._Versions([]), None, tasks)
+        assert detail["r"] == shown

@@ -107,22 +107,19 @@ def _option_for(setting: str, args) -> str | None:
 
 def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     from ..inject.plan import parse_inject
-    from ..settings.presets import encoder_line
+    from ..controller.describe import describe
+    from ..settings.presets import encoder_line, run_preset_line
 
     jc = cfg.janus_config()
     say = _plain(console)
     say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
         f"updater={cfg.updater} controller={cfg.controller} backend={cfg.llm.backend} seed={cfg.seed}")
-    say(f"preset: {cfg.preset} (replay {cfg.replay_mode()}); {jc.preset_line()}")
-    if jc.eval_set != "panel":
-        tasks = f"coverage {jc.coverage_size} + boundary {jc.boundary_size} + fresh {jc.fresh_size}"
-    elif jc.decision_rule == "sequential" and jc.seq_max_pairs:
-        top = max(jc.seq_extend_pairs, jc.seq_max_pairs)
-        tasks = f"a panel of {jc.panel_size} seen tasks (read {jc.seq_max_pairs}, up to {top} while tied)"
+    say(run_preset_line(cfg.preset, cfg.replay_mode() if cfg.controller != "none" else None))
+    if cfg.controller == "none":
+        say("Janus: not run (--controller none: the updater deploys every candidate)")
     else:
-        tasks = f"a panel of {jc.panel_size} seen tasks"
-    say(f"Janus: warm-up {jc.warmup}, {tasks}, beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} "
-        f"(paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)")
+        for line in describe(jc).lines():
+            say(line)
     if demo and jc.trigger == "always":
         say(f"demo: Janus compares old and new memory at every step after warm-up (trigger always, the paper's "
             f"ablation without MMT): {cfg.stream_size} steps give the momentum trigger no history; `janus run` uses MMT")

@@ -22,8 +22,10 @@ Source: paper-spec.md §3.2 steps 5-7 and §11 item 1 (paper rule); the rest is 
   (sign / exact McNemar) test ``P(X >= b | X ~ Bin(b + c, 1/2)) <= alpha``; otherwise deploy the candidate.
 * ``sequential`` rule (option, ``sequential.py``): both memories on the same tasks, ``round_size`` tasks per call,
   until Wald's SPRT on the discordant pairs settles (or ``max_pairs`` / the entries run out: the paper rule on the
-  pairs seen). Reasons ``sprt_new_not_worse`` / ``sprt_old_worse`` (a boundary crossed, or settled because the
+  pairs seen). Reasons ``sprt_new_not_worse`` / ``sprt_new_worse`` (a boundary crossed, or settled because the
   remaining pairs cannot change the outcome) and ``sprt_truncated_new_ge_old`` / ``sprt_truncated_old_better``.
+  Decision logs written before the rule's rejection was named ``sprt_new_worse`` say ``sprt_old_worse`` for it
+  (``STORED_REASON_NAMES``: readers show the current name).
 * C23 guard: when old and new memory texts are identical, the memories cannot differ, so the entries are
   evaluated once and the result is reused for both (no noise flips); with early stopping nothing is evaluated.
 """
@@ -40,6 +42,8 @@ from .sequential import SPRT, AdaptiveCap, discordant, settled
 
 Evaluator = Callable[[str, list], list]
 UNKNOWN = object()  # an old-memory outcome not measured yet (``known_old``)
+# reasons that stored decision logs may hold under another name: {stored name: the name of the same verdict now}
+STORED_REASON_NAMES = {"sprt_old_worse": "sprt_new_worse"}
 
 
 class EvaluationError(RuntimeError):
@@ -216,7 +220,7 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
     crossed = test.verdict(w, ll) is not None or k < limit
     accept = verdict == "deploy"
     if crossed:
-        reason = "sprt_new_not_worse" if accept else "sprt_old_worse"
+        reason = "sprt_new_not_worse" if accept else "sprt_new_worse"
     else:
         reason = "sprt_truncated_new_ge_old" if accept else "sprt_truncated_old_better"
     return Comparison(accept, reason, old_c, new_c, k, spent, full, None, k < n)

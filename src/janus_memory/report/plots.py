@@ -112,6 +112,8 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
     cos = [(ln.get("decision") or {}).get("cosine") for ln in lines]
     with_cos = any(c is not None for c in cos)
     trig = r.janus_cfg.get("trigger", "mmt")
+    label = r.controller.label if len(r.controller.label) <= 28 else r.controller.preset  # a title line, not a list
+    who = "" if label == "paper" else f"Janus {label}, "  # a controller other than the paper's is named
     if with_cos:
         fig, (ax, ax_e) = plt.subplots(2, 1, figsize=(9, 5.6), sharex=True, height_ratios=[3, 2])
     else:
@@ -138,10 +140,10 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
                 ax.scatter(*marks[ok], marker=marker, s=size, color=color, zorder=3,
                            label=f"triggered: {what} ({len(marks[ok][0])})")
         ax.set_ylabel("cosine")
-        ax.set_title(f"Trigger timeline: {r.label} on {r.dataset} (seed {r.seed}, trigger={trig})")
+        ax.set_title(f"Trigger timeline: {r.label} on {r.dataset} (seed {r.seed}, {who}trigger={trig})")
     else:
-        ax_e.set_title(f"Janus's comparisons: {r.label} on {r.dataset} (seed {r.seed}, trigger={trig}; no step has a "
-                       "cosine yet)", fontsize=10)
+        ax_e.set_title(f"Janus's comparisons: {r.label} on {r.dataset} (seed {r.seed}, {who}trigger={trig}; no step "
+                       "has a cosine yet)", fontsize=10)
     _evalset_scores(ax_e, lines, size)
     for a in (x for x in (ax, ax_e) if x is not None):
         if warmup:

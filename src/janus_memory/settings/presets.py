@@ -90,6 +90,23 @@ def encoder_line(encoder_name: str) -> str:
     return f"triggers decided by encoder {encoder_name}: {note}"
 
 
+_RUN_PRESET_NOTES = {
+    "paper": "the authors' prompts, parsers, checker and sampling",
+    "small": "our capped prompts and strict parsers for small models",
+}
+_REPLAY_NOTES = {"fresh": "Janus replays a fresh sample per task, memory and comparison",
+                 "frozen": "Janus's replays are the stream's own requests, answered by the response cache"}
+
+
+def run_preset_line(preset: str | None, replay: str | None) -> str:
+    """The run preset in one line: what it sets for the updater and the replays. It is not the controller's preset
+    (``janus_preset``: paper, fast, recommended), which controller/describe.py describes."""
+    if not preset:
+        return "run preset: not recorded (a run made before the presets)"
+    notes = [n for n in (_RUN_PRESET_NOTES.get(preset), _REPLAY_NOTES.get(str(replay))) if n]
+    return f"run preset: {preset} ({'; '.join(notes)})" if notes else f"run preset: {preset}"
+
+
 def preset_summary(preset: str, jcfg: JanusConfig, encoder_name: str, replay: str) -> dict:
     """What ``janus run`` prints and writes to config.json (key ``preset``), and ``janus report`` shows."""
     return {"name": preset, "janus_preset": jcfg.preset, "janus": jcfg.preset_line(), "replay": replay,

@@ -111,7 +111,7 @@
   function signed(x) { return x === null ? "—" : (x >= 0 ? "+" : "") + (100 * x).toFixed(1); }
 
   function headerCard(run) {
-    var h = run.header, j = h.janus || {};
+    var h = run.header;
     var sizes = "stream " + num(h.stream_n) + " (asked " + (h.stream_size === null ? "all" : h.stream_size) +
       "), test " + num(h.test_n) + " (asked " + (h.test_size === null ? "all" : h.test_size) + ")";
     var seeds = "split " + h.seed + (h.stream_order_seed !== null && h.stream_order_seed !== undefined ?
@@ -121,13 +121,11 @@
       ", $" + h.cost_usd.toFixed(4) : "");
     var rows = [
       ["Run folder", run.path], ["Backend", h.backend + (h.identity ? " (" + h.identity + ")" : "")],
-      ["Model", h.model], ["Dataset", h.dataset_name + " (" + h.dataset + ")"], ["Updater", h.updater],
-      ["Preset", h.preset + (h.replay ? ", replay " + h.replay : "") + (h.preset_janus ? "; " + h.preset_janus : "")],
-      ["Janus", "warm-up " + j.warmup + ", trigger " + j.trigger + ", τ " + j.tau + ", β " + j.beta + ", |E| = " +
-        j.coverage_size + " coverage + " + j.boundary_size + " boundary + " + j.fresh_size + " fresh"],
+      ["Model", h.model], ["Dataset", h.dataset_name + " (" + h.dataset + ")"], ["Updater", h.updater]
+    ].concat(h.setup || []).concat([
       ["Encoder", h.encoder], ["Sizes", sizes], ["Seeds", seeds],
       ["Wall time", h.wall_s === null || h.wall_s === undefined ? "—" : h.wall_s.toFixed(1) + " s"], ["Cost", cost]
-    ];
+    ]);
     if (h.inject) rows.push(["Injected candidates", h.inject]);
     if (h.version) rows.push(["janus-memory", h.version]);
     var kids = [el("dl", {cls: "kv"}, [].concat.apply([], rows.map(function (r) {
@@ -376,8 +374,11 @@
       });
       cs.push({label: "τ", stroke: "#999", dash: [6, 4], width: 1, points: {show: false}});
       cd.push(xs.map(function () { return jm[0].tau; }));
-      addChart(box, "cos-chart", "MMT cosine cos(z_t, m_{t-1}) per step (the trigger fires below τ)", width, cs, cd,
-               {y: [-1, 1]});
+      var other = jm.filter(function (m) { return m.trigger !== "mmt" && m.trigger !== "selective"; })
+        .map(function (m) { return m.label + ": trigger " + m.trigger; });
+      addChart(box, "cos-chart", "MMT cosine cos(z_t, m_{t-1}) per step (" + (other.length ? other.join(", ") +
+               ", which compares whatever the cosine; τ drawn for reference" : "the trigger fires below τ") + ")",
+               width, cs, cd, {y: [-1, 1]});
     }
     var ts = [{label: "step"}], td = [xs];
     run.methods.forEach(function (m, k) {
@@ -423,17 +424,21 @@
     var order = ["solver", "curator", "janus", "test"].filter(function (r) { return roles[r]; })
       .concat(Object.keys(roles).filter(function (r) { return ["solver", "curator", "janus", "test"].indexOf(r) < 0; }));
     var rows = run.methods.map(function (m) {
+      var ev = !m.janus ? "—" : m.cost.evaluations === null || m.cost.evaluations === undefined ? "n/a" :
+        num(m.cost.evaluations);
       return [m.label, num(m.cost.needed_calls), num(m.cost.needed_tokens), num(m.cost.paid_calls),
-              num(m.cost.paid_tokens), num(m.cost.cache_hits)].concat(order.map(function (r) {
+              num(m.cost.paid_tokens), num(m.cost.cache_hits), ev].concat(order.map(function (r) {
         var x = m.cost.roles[r];
         return x ? num(x.tokens) + " (" + num(x.calls) + ")" : "—";
       }));
     });
     return section("Cost per method", "cost", [
-      table(["Method", "Calls needed", "Tokens needed", "Calls paid", "Tokens paid", "Cache hits"].concat(
-        order.map(function (r) { return r + " tokens (calls)"; })), rows),
+      table(["Method", "Calls needed", "Tokens needed", "Calls paid", "Tokens paid", "Cache hits (not paid)",
+             "Janus evaluations used"].concat(order.map(function (r) { return r + " tokens (calls)"; })), rows),
       el("p", {cls: "note", text: "needed = every response the method used (cache included); paid = calls this run " +
-        "made (as janus run prints)."})]);
+        "made (as janus run prints): a reply served by the response cache is not paid. Janus evaluations used = " +
+        "the (memory, task) evaluations the controller's decisions used (decision log); the janus role's calls " +
+        "also count requests sent ahead that a decision did not need."})]);
   }
 
   // ------------------------------------------------------------------ state in the URL hash (#run=0&method=..&step=..)
