@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from janus_memory.llm.reasoning import split_answer
 from janus_memory.types import ChatResult, Score, Task
 
 from janus_memory.registry import DATASETS as DATASET_REGISTRY
@@ -146,11 +147,14 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
 # ----------------------------------------------------------------------------------------------- families
 
 def output_text(output: ChatResult | str) -> tuple[str, bool]:
-    """(answer text, truncated?) of a model output. Only ``ChatResult.text`` is used, never the reasoning."""
+    """(answer text, truncated?) of a model output. Only ``ChatResult.text`` is used, never the reasoning; reasoning
+    still left in the text (``<think>...</think>`` and the other forms ``llm.reasoning.split_answer`` knows, in a
+    string or a ChatResult) is removed, and a reasoning block left open makes the output truncated with no text."""
     if isinstance(output, ChatResult):
-        return output.text or "", output.truncated
+        text, open_block = split_answer(output.text or "")
+        return text, output.truncated or open_block
     if isinstance(output, str):
-        return output, False
+        return split_answer(output)
     raise TypeError(f"output must be ChatResult or str, got {type(output).__name__}")
 
 

@@ -1,6 +1,7 @@
 """Code extraction: model text -> Python source (no execution here). Failure case C14.
 
-1. Remove reasoning that leaked into the text (``<think>...</think>``, or everything before a lone ``</think>``).
+1. Remove reasoning that leaked into the text (``llm.reasoning.split_answer``: ``<think>...</think>`` and its kin, or
+   everything before a lone closing tag; a block never closed leaves nothing).
 2. Fenced blocks with 3 or more backticks (or tildes); the closing fence must be at least as long as the opening one.
    Only blocks tagged python/py/python3 or untagged are considered; an untagged block that holds no statement but bare
    expressions (``[1, 2, 3]``, ``True``: output shown to the reader) or does not parse (``>>> f(1)``) is not code.
@@ -19,18 +20,16 @@ from __future__ import annotations
 import ast
 import re
 
-_THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
+from janus_memory.llm.reasoning import split_answer
+
 _FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*$", re.M)
 _PY_TAGS = {"", "python", "py", "python3", "py3"}
 _START = re.compile(r"^(def |async def |class |import |from |@)")
 
 
 def strip_reasoning(text: str) -> str:
-    t = _THINK_BLOCK.sub("", text or "")
-    m = re.search(r"</think(?:ing)?>", t, re.I)
-    if m:
-        t = t[m.end():]
-    return t
+    """The text after the model's reasoning (``llm.reasoning.split_answer``; "" when a reasoning block never closed)."""
+    return split_answer(text)[0]
 
 
 def compiles(src: str) -> bool:
