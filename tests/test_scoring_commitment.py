@@ -123,6 +123,34 @@ def test_mention_ranks(text, rank):
     assert mention_rank(text, i, i + 3) == rank
 
 
+@pytest.mark.parametrize("text", [
+    "If the friction is large, the answer is (A); if it is small, the answer is (B).",
+    "Assuming an ideal gas the answer is (C). If the gas is real, the answer is (D).",
+])
+def test_mc_only_conditional_answers_naming_several_letters_are_a_hedge(text):
+    ex = extract_choice(text, "ABCDEFGHIJ")
+    assert (ex.letter, ex.source) == (None, "hedge")
+    assert mc_score("B", text) == (False, None, "unparsed")
+
+
+def test_mc_one_conditional_answer_alone_still_counts():
+    assert mc_score("C", "Assuming an ideal gas, the answer is (C).") == (True, "C", "ok")
+    assert mc_score("C", "If g = 9.8, the answer is (C). If g = 10, the answer is still (C).") == (True, "C", "ok")
+
+
+def test_math_only_conditional_answers_naming_several_values_are_a_hedge():
+    text = "If n is even the answer is \\boxed{2}; if n is odd, it would be \\boxed{3}."
+    assert math_score("2", text) == (False, None, "unparsed")
+    text = "If the rate is 5% the answer is 42. If the rate is 6% the answer is 44."
+    assert math_score("42", text) == (False, None, "unparsed")
+    assert math_score("42", "Assuming a 5% rate, the answer is 42.") == (True, "42", "ok")
+
+
+def test_a_correction_label_that_is_no_value_leaves_the_box():
+    assert extract_math_answer("\\boxed{\\frac{1}{2}}\n\nActually, the answer is half of the area.").answer == \
+        "\\frac{1}{2}"
+
+
 # ------------------------------------------------------------------------------- cut off while revising
 
 @pytest.mark.parametrize("text", [

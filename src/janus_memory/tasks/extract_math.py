@@ -45,7 +45,8 @@ _SEP_NUM_RE = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 
 @dataclass(frozen=True)
 class MathExtraction:
-    """answer: extracted string (None if nothing found). source: "boxed" | "tag" | "label" | "number" | None.
+    """answer: extracted string (None if nothing found). source: "boxed" | "tag" | "label" | "number" | "hedge" (only
+    conditional answers naming several values: none committed) | None.
     strong: True for an explicit final answer (box, tag, labelled line); False for the last-number fallback.
     parts: the distinct contents of a group of boxes written together (empty for a single answer)."""
 
@@ -191,11 +192,18 @@ def extract_math_answer(text: str) -> MathExtraction:
     return ex
 
 
+def _overlapping(rx: re.Pattern, t: str):
+    """Every match of a label pattern, also one inside the previous match's answer text (two labels on a line)."""
+    pos = 0
+    while (m := rx.search(t, pos)) is not None:
+        yield m
+        pos = m.start("ans")
+
+
 def _labels(t: str) -> list[tuple[int, int, int, str]]:
     """Labelled answers as (rank, end of the label's value, start, text after the label)."""
-    found = [(m.start(), m.start("ans"), m.group("ans")) for m in _LABEL_RE.finditer(t)]
-    found += [(m.start(), m.start("ans"), m.group("ans")) for m in _ANSWER_IS_RE.finditer(t)]
-    found += [(m.start(), m.start("ans"), m.group("ans")) for m in _HASH_RE.finditer(t)]
+    found = [(m.start(), m.start("ans"), m.group("ans")) for rx in (_LABEL_RE, _ANSWER_IS_RE, _HASH_RE)
+             for m in _overlapping(rx, t)]
     out = []
     for start, vs, ans in found:
         if not clean_answer(ans) or re.match(r"\s*(?:not|never|neither)\b", ans, re.I):
@@ -213,10 +221,13 @@ def _extract(t: str) -> tuple[MathExtraction, int | None]:
     cands = [c for c in cands if c[3].strip()]
     labels = _labels(t)
     if cands:
-        _, end, _, content, src = pick(cands)
+        rank, end, _, content, src = pick(cands)
+        if rank < 2 and len({clean_answer(c[3]) for c in cands if c[0] == rank}) > 1:
+            return MathExtraction(None, "hedge", False), None  # only conditional boxes, several values
         # a labelled correction after the chosen box replaces it ("\boxed{30} ... hmm, I counted the first day twice,
         # so the answer is 27")
-        later = [lb for lb in labels if lb[2] >= end and lb[0] == 2 and corrects(t, lb[2])]
+        later = [lb for lb in labels if lb[2] >= end and lb[0] == 2 and corrects(t, lb[2])
+                 and re.search(r"[\d\\]", label_value(clean_answer(lb[3])))]  # a value, not "half of the area"
         if later:
             _, lend, _, ans = later[-1]
             return MathExtraction(clean_answer(label_value(clean_answer(ans))), "label", True), lend
@@ -226,7 +237,9 @@ def _extract(t: str) -> tuple[MathExtraction, int | None]:
                                   tuple(parts) if len(parts) > 1 else ()), end
         return MathExtraction(clean_answer(label_value(clean_answer(content))), src, True), end
     if labels:
-        _, end, _, ans = pick(labels)
+        rank, end, _, ans = pick(labels)
+        if rank < 2 and len({label_value(clean_answer(lb[3])) for lb in labels if lb[0] == rank}) > 1:
+            return MathExtraction(None, "hedge", False), None
         return MathExtraction(clean_answer(label_value(clean_answer(ans))), "label", True), end
     nums = list(_NUM_RE.finditer(t))
     if nums:

@@ -20,7 +20,7 @@ letter is followed by another option in a list ("D or B", "A, B, C, or D", "D/B"
 Committed, conditional and tentative mentions (answer_text.mention_rank): among the strong forms the last one of the
 highest rank wins, so "The answer is (B). If friction were ignored, the answer would be (A)." is B, "At first glance
 (A) ... the answer is (C) if my numbers hold" is C, and a correction ("On reflection, the correct choice is (C)")
-replaces what came before. A letter right after "instead of", "rather than" or "as opposed to" is rejected. Full-width
+replaces what came before. Only conditional (or only tentative) answers naming several letters are a hedge. A letter right after "instead of", "rather than" or "as opposed to" is rejected. Full-width
 letters and brackets read as ASCII (``（Ｂ）`` is B).
 Cut-off replies: a reply ending on an answer label ("... the answer is") is ``cut``; ``revised`` says the text after
 the chosen letter re-checks or corrects it (the family scores a truncated reply that was revising as truncated).
@@ -168,9 +168,11 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
              if _is_letter(t, m, bool(m.group(1)), src) and not _rejected(t, m, labels)]
     best = pick(found)
     if best:
-        _, end, letter, src = best
-        if _hedged(t, end, labels):
-            return MCExtraction(None, "hedge", False)  # "The answer is D or B": no single letter committed
+        rank, end, letter, src = best
+        if _hedged(t, end, labels) or (rank < 2 and len({f[2] for f in found if f[0] == rank}) > 1):
+            # "The answer is D or B", or only conditional answers naming several letters ("if the friction is large
+            # the answer is (A); if it is small, the answer is (B)"): no single letter committed
+            return MCExtraction(None, "hedge", False)
         return MCExtraction(letter, src, True, revised=revised_after(t, end))
     opt = _option_line(t, labels)
     if opt:
