@@ -144,6 +144,10 @@ def test_math_only_conditional_answers_naming_several_values_are_a_hedge():
     text = "If the rate is 5% the answer is 42. If the rate is 6% the answer is 44."
     assert math_score("42", text) == (False, None, "unparsed")
     assert math_score("42", "Assuming a 5% rate, the answer is 42.") == (True, "42", "ok")
+    # boxes written together are one answer, conditional or not
+    s = get_family("math500").score(Task(id="x", dataset="math500", question="q", gold="1, 2"),
+                                    "If $x > 0$, the solutions are $\\boxed{1}$ and $\\boxed{2}$.")
+    assert (s.correct, s.extracted) == (True, "1, 2")
 
 
 def test_a_correction_label_that_is_no_value_leaves_the_box():

@@ -222,8 +222,9 @@ def _extract(t: str) -> tuple[MathExtraction, int | None]:
     labels = _labels(t)
     if cands:
         rank, end, _, content, src = pick(cands)
-        if rank < 2 and len({clean_answer(c[3]) for c in cands if c[0] == rank}) > 1:
-            return MathExtraction(None, "hedge", False), None  # only conditional boxes, several values
+        group = box_group([b for b in boxes if b[1] <= end], t) if src == "boxed" else [clean_answer(content)]
+        if rank < 2 and any(clean_answer(c[3]) not in group for c in cands if c[0] == rank):
+            return MathExtraction(None, "hedge", False), None  # only conditional answers, several values
         # a labelled correction after the chosen box replaces it ("\boxed{30} ... hmm, I counted the first day twice,
         # so the answer is 27")
         later = [lb for lb in labels if lb[2] >= end and lb[0] == 2 and corrects(t, lb[2])
@@ -232,7 +233,7 @@ def _extract(t: str) -> tuple[MathExtraction, int | None]:
             _, lend, _, ans = later[-1]
             return MathExtraction(clean_answer(label_value(clean_answer(ans))), "label", True), lend
         if src == "boxed":
-            parts = box_group([b for b in boxes if b[1] <= end], t)
+            parts = group
             return MathExtraction(", ".join(parts) if parts else clean_answer(content), "boxed", True,
                                   tuple(parts) if len(parts) > 1 else ()), end
         return MathExtraction(clean_answer(label_value(clean_answer(content))), src, True), end
