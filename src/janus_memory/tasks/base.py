@@ -16,7 +16,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from janus_memory.llm.reasoning import split_answer
 from janus_memory.types import ChatResult, Score, Task
 
 from janus_memory.registry import DATASETS as DATASET_REGISTRY
@@ -150,6 +149,8 @@ def output_text(output: ChatResult | str) -> tuple[str, bool]:
     """(answer text, truncated?) of a model output. Only ``ChatResult.text`` is used, never the reasoning; reasoning
     still left in the text (``<think>...</think>`` and the other forms ``llm.reasoning.split_answer`` knows, in a
     string or a ChatResult) is removed, and a reasoning block left open makes the output truncated with no text."""
+    from janus_memory.llm.reasoning import split_answer  # here, not at import: the llm package loads its backends
+
     if isinstance(output, ChatResult):
         text, open_block = split_answer(output.text or "")
         return text, output.truncated or open_block

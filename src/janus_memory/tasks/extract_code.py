@@ -23,8 +23,6 @@ from __future__ import annotations
 import ast
 import re
 
-from janus_memory.llm.reasoning import split_answer
-
 _FENCE_OPEN = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*$", re.M)
 _PY_TAGS = {"", "python", "py", "python3", "py3"}
 _START = re.compile(r"^(def |async def |class |import |from |@)")
@@ -32,6 +30,8 @@ _START = re.compile(r"^(def |async def |class |import |from |@)")
 
 def strip_reasoning(text: str) -> str:
     """The text after the model's reasoning (``llm.reasoning.split_answer``; "" when a reasoning block never closed)."""
+    from janus_memory.llm.reasoning import split_answer  # here, not at import: the llm package loads its backends
+
     return split_answer(text)[0]
 
 
