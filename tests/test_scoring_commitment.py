@@ -77,6 +77,9 @@ def test_math_committed_answer_stands(text, gold):
     ("The answer is (B). Hmm, if I redo the integral correctly, the answer is (D).", "D"),
     ("At first glance the answer is (B), but checking units, the answer is (D).", "D"),
     ("My first guess is (A). If the block slides, though, the answer is (C).", "C"),
+    # a justification after the letter is not a condition on it
+    ("The answer is (A).\n\nTherefore, the correct answer is **(C)**, since otherwise energy would not be conserved.",
+     "C"),
 ])
 def test_mc_real_correction_replaces(text, letter):
     assert mc_score(letter, text) == (True, letter, "ok")

@@ -7,7 +7,8 @@ subscripts indices; a thin, narrow or no-break space between digit groups joins 
 ``√``, ``π``, ``°`` and ``∞`` are their LaTeX.
 
 Commitment (:func:`mention_rank`): models state answers they do not commit to. A mention of an answer is ranked by the
-clause around it (bounded by sentence ends, line breaks, brackets, dashes and "but"/"however"/"whereas"):
+clause around it (bounded by sentence ends, line breaks, brackets, dashes and "but"/"however"/"whereas"; after the
+mention, a justification - "since", "because", "which" ... - ends it):
 - 2, committed: a plain statement, or a correction ("On reflection, the correct choice is (C)", "hmm, I counted the
   first day twice, so the answer is 27"; the sentence before the clause counts for the correction words);
 - 1, conditional: a hypothetical, counterfactual or qualified mention ("Option (A) would be right if friction were
@@ -101,6 +102,7 @@ _REVISION = re.compile(
     r"|to\s+(?:confirm|be\s+sure|check)|alternatively|but\s+(?:wait|is|does|what|maybe|perhaps)|is\s+that\s+right"
     r"|are\s+we\s+sure|sanity\s+check)\b", re.I)
 _WINDOW = 400
+_JUSTIFICATION = re.compile(r"\b(?:since|because|as|given\s+that|due\s+to|which|so\s+that)\b", re.I)
 
 
 def clause(text: str, start: int, end: int) -> str:
@@ -115,6 +117,8 @@ def clause(text: str, start: int, end: int) -> str:
         cs = m.end()
     m = _BOUNDARY.search(text, end, min(len(text), end + _WINDOW))
     ce = m.start() if m else min(len(text), end + _WINDOW)
+    why = _JUSTIFICATION.search(text, end, ce)  # "(C), since otherwise ... would": the reason, not a condition
+    ce = why.start() if why else ce
     return text[cs:start] + " … " + text[end:ce]
 
 
