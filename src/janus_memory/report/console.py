@@ -45,7 +45,7 @@ def print_report(res: dict, console) -> None:
                 _print(console, "the first table scores with the authors' checker (checker: paper): gold letter "
                                 "or option text in the answer tag, the output's first character, or the gold option "
                                 "text anywhere, thinking included; the strict table is ours; the difference is "
-                                "checker leniency")
+                                "checker leniency (APIBench: the authors' AST match, which can go either way)")
         else:
             _print_cost_rows(sec, group, console, width)
         _print_paid(sec, console, width)

@@ -146,11 +146,16 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
 # ----------------------------------------------------------------------------------------------- families
 
 def output_text(output: ChatResult | str) -> tuple[str, bool]:
-    """(answer text, truncated?) of a model output. Only ``ChatResult.text`` is used, never the reasoning."""
+    """(answer text, truncated?) of a model output. Only ``ChatResult.text`` is used, never the reasoning; reasoning
+    still left in the text (``<think>...</think>`` and the other forms ``llm.reasoning.split_answer`` knows, in a
+    string or a ChatResult) is removed, and a reasoning block left open makes the output truncated with no text."""
+    from janus_memory.llm.reasoning import split_answer  # here, not at import: the llm package loads its backends
+
     if isinstance(output, ChatResult):
-        return output.text or "", output.truncated
+        text, open_block = split_answer(output.text or "")
+        return text, output.truncated or open_block
     if isinstance(output, str):
-        return output, False
+        return split_answer(output)
     raise TypeError(f"output must be ChatResult or str, got {type(output).__name__}")
 
 

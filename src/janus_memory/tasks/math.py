@@ -150,9 +150,10 @@ class MathFamily(TaskFamily):
             ans = faithful_extract(text)
             return ans, "faithful", truncated and ans is None, ()
         ex = extract_math_answer(text)
-        # a truncated reply only counts when it contains an explicit final answer (box/tag/labelled line); a reply
-        # that ends inside an unclosed final \boxed{ is truncated whatever its finish reason
-        if ex.cut or (truncated and not ex.strong):
+        # a truncated reply only counts when it contains an explicit final answer (box/tag/labelled line) that it was
+        # not re-checking or correcting when it stopped; a reply that ends inside an unclosed final \boxed{ or on an
+        # empty answer label is truncated whatever its finish reason
+        if ex.cut or (truncated and (not ex.strong or ex.revised)):
             return None, ex.source, True, ()
         return ex.answer, ex.source, False, ex.parts
 

@@ -153,7 +153,8 @@ class MultipleChoiceFamily(TaskFamily):
         text, truncated = output_text(output)
         labels = task.meta.get("labels") or LETTERS[:len(task.meta.get("options", [])) or 4]
         ex = extract_choice(text, labels)
-        if truncated and not ex.strong:
+        # a cut-off reply counts only with a strong answer it was not revising; one ending on "the answer is" was cut
+        if ex.cut or (truncated and (not ex.strong or ex.revised)):
             return Score(False, None, "truncated")
         if ex.letter is None:
             if self.faithful:  # paper's checker: gold option text appearing in the reply counts
