@@ -16,7 +16,7 @@ What the pipeline differential (test_differential_pipeline.py) cannot see, this 
 * both sides' checker verdicts are compared on those replies: stream, replays (old and new memory), the held-out
   test and the Fig. 4 checkpoints (the authors' restore of the logged memory);
 * the sampling parameters of every call are compared (temperature, max_tokens, presence_penalty, top_p, top_k,
-  min_p; nothing else sent), and the message shape of every call.
+  min_p; nothing else sent), the message shape of every call, and the reply the model wrote to it.
 
 Asserted identical on every call and step, over GPQA-like rows loaded by each side's own loader (ours: the
 dataset loader with the run's option order; theirs: options shuffled by the question alone): every call's
@@ -115,7 +115,7 @@ class ReadingModel(ScriptedModel):
     def __init__(self, rows: list[dict]):
         super().__init__([])
         self.gold_text = {r["Question"][:6]: r["Correct Answer"] for r in rows}
-        self.log: list[dict] = []  # per call: the structured inputs, the shape and the sampling parameters
+        self.log: list[dict] = []  # per call: the structured inputs, the shape, the sampling parameters, the reply
         self.stats = {"cut_in_thinking": 0, "cut_in_answer": 0, "cut_in_thinking_gold_a": 0, "paren": 0,
                       "restated_format": 0}
 
@@ -124,7 +124,8 @@ class ReadingModel(ScriptedModel):
 
     def complete(self, call: dict, messages: list[dict], params: dict) -> tuple[str, str]:
         shape = shape_of(messages)
-        self.log.append({"call": call, "shape": shape, "params": params})
+        entry = {"call": call, "shape": shape, "params": params}
+        self.log.append(entry)
         key = json.dumps({**{k: v for k, v in call.items() if k != "unused"}, "shape": shape}, sort_keys=True)
         n = self.seen[key] = self.seen.get(key, -1) + 1
         h = _h(key, n)
@@ -134,6 +135,7 @@ class ReadingModel(ScriptedModel):
         reasoning, answer = getattr(self, "_" + call["kind"])(call, h)
         raw = f"<think>\n{reasoning}\n</think>\n\n{answer}" if reasoning else answer
         out, finish = cut(raw, params.get("max_tokens"))
+        entry["reply"] = out
         if finish == "length":
             inside = "</think>" not in out and out.startswith("<think>")
             self.stats["cut_in_thinking" if inside else "cut_in_answer"] += 1
@@ -357,7 +359,7 @@ def compare(ours, ref, label):
     (osteps, omodel), (rsteps, rmodel) = ours, ref
     used = [c for c in rmodel.log if not c["call"].get("unused")]
     for i, (a, b) in enumerate(zip(omodel.log, used)):
-        for part in ("call", "shape", "params"):
+        for part in ("call", "shape", "params", "reply"):
             assert a[part] == b[part], f"{label}: model call {i + 1} differs ({part})\nours {a[part]}\nref  {b[part]}"
     assert len(omodel.log) == len(used), f"{label}: {len(omodel.log)} calls (ours) vs {len(used)} (reference)"
     for t, (a, b) in enumerate(zip(osteps, rsteps, strict=True), start=1):

@@ -16,6 +16,8 @@ def migrate_stored(data: dict) -> dict:
         data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
     if "twin_cache" not in data:  # stored before issue 27 (every config.json written since holds the key)
         data = pre_issue27(data)
+    if "option_order" not in data:  # stored before GPQA's options could follow the question alone (issue 43)
+        data["option_order"] = "seeded"
     janus = data.get("janus")
     if isinstance(janus, dict) and "trigger" in janus and "eval_set" not in janus:
         # the whole resolved JanusConfig, stored before issue 24 round 4 (2026-12-04): the switches added then were
