@@ -60,6 +60,7 @@ from janus_memory.updaters.base import (
     fill,
     load_prompt,
     register_updater,
+    thinking_output,
     truncate,
     visible_text,
 )
@@ -129,12 +130,12 @@ class _DCBase(Updater):
         return text
 
     def stored_output(self, result: ChatResult) -> str:
-        """The output DC-RS keeps for retrieval: with ``parse_reasoning`` the thinking (as Qwen3 writes it, in
-        ``<think>`` tags) and then the answer, as the authors store ``model_output``; otherwise the answer text."""
-        shown = visible_text(result)
-        if self.config["parse_reasoning"] and result.reasoning and shown is not result.reasoning:
-            return f"<think>\n{result.reasoning}\n</think>\n\n{shown}"
-        return shown
+        """The output DC-RS keeps for retrieval: with ``parse_reasoning`` the raw output as the authors store
+        ``model_output`` (:func:`thinking_output`: the thinking in ``<think>`` tags, then the answer; a reply cut off
+        inside its thinking keeps the unclosed ``<think>``); otherwise the visible answer text."""
+        if self.config["parse_reasoning"]:
+            return thinking_output(result)
+        return visible_text(result)
 
     def _apply_curator_output(self, result: ChatResult, info: dict, fallback: str | None = None) -> str | None:
         """Update ``self.cheatsheet`` from the curator reply; return the rejection reason (None if deployed).

@@ -50,6 +50,7 @@ from janus_memory.updaters.base import (
     fill,
     load_prompt,
     register_updater,
+    thinking_output,
     truncate,
     visible_text,
 )
@@ -135,13 +136,13 @@ class ExpeL(CaseRetrieval, Updater):
         return result.text or ""
 
     def raw_output(self, result: ChatResult) -> str:
-        """A reply as the authors' vLLM path returns it (``outputs="paper"`` with ``parse_reasoning``): the thinking
-        in ``<think>`` tags, then the answer text; otherwise the visible answer text."""
-        shown = visible_text(result)
-        if (self.config["outputs"] == "paper" and self.config["parse_reasoning"] and result.reasoning
-                and shown is not result.reasoning):
-            return f"<think>\n{result.reasoning}\n</think>\n\n{shown}"
-        return shown
+        """A reply as the authors' vLLM path returns it (``outputs="paper"`` with ``parse_reasoning``,
+        :func:`thinking_output`): the thinking in ``<think>`` tags, then the answer text, and a reply cut off inside
+        its thinking still opening with ``<think>`` (so the stream check never reads the thinking's first word as
+        a letter); otherwise the visible answer text."""
+        if self.config["outputs"] == "paper" and self.config["parse_reasoning"]:
+            return thinking_output(result)
+        return visible_text(result)
 
     def _block(self, text: str, tag: str) -> str | None:
         return (_first_block if self.config["answer_block"] == "first" else _last_block)(text, tag)
