@@ -56,7 +56,8 @@ from janus_memory.updaters import expel as expel_mod
 N_STEPS = 36
 N_TEST = 10
 MAX_NEW_TOKENS = 60  # the authors' max_new_tokens; ours: solver_max_tokens 60, curator_max_tokens 512
-CHECKPOINTS = [0.05, 0.5]  # steps 2 and 18 of 36: ExpeL has no rule yet at step 2 on these streams
+CHECKPOINTS = [0.05, 0.5]  # steps 2 and 18 of 36
+EMPTY_SEED = 6  # rows of this seed leave ExpeL without a rule after steps 1 and 2 (the reference's log says so)
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -89,6 +90,7 @@ def write_gpqa(folder: Path, main: list[dict], diamond: list[dict]) -> Path:
 _EXAMPLE_PAREN = re.compile(r"(?:e\.g\.,?|for example|such as)[^\n]{0,80}?\(([A-J])\)", re.IGNORECASE)
 _OPTION_LINE = re.compile(r"^\s*\(?([A-J])[.):]\s+(\S.*?)\s*$", re.MULTILINE)
 _FORMAT_LINE = re.compile(r"^\s*(?:ADD|EDIT|AGREE|REMOVE)\b.*$", re.MULTILINE)
+_AUTHORS_OP = re.compile(r"((?:REMOVE|EDIT|ADD|AGREE)(?: \d+)?):\s*(.*)")  # ExpeL._parse_rules_ops' pattern
 
 
 def shape_of(messages: list[dict]) -> tuple:
@@ -135,7 +137,7 @@ class ReadingModel(ScriptedModel):
         reasoning, answer = getattr(self, "_" + call["kind"])(call, h)
         raw = f"<think>\n{reasoning}\n</think>\n\n{answer}" if reasoning else answer
         out, finish = cut(raw, params.get("max_tokens"))
-        entry["reply"] = out
+        entry["reply"] = self._restated_as_read(out)
         if finish == "length":
             inside = "</think>" not in out and out.startswith("<think>")
             self.stats["cut_in_thinking" if inside else "cut_in_answer"] += 1
@@ -143,6 +145,13 @@ class ReadingModel(ScriptedModel):
             if inside and task_gold == "A" and call["kind"] == "expel_solver" and call["phase"] == "stream":
                 self.stats["cut_in_thinking_gold_a"] += 1
         return out, finish
+
+    def _restated_as_read(self, reply: str) -> str:
+        """The reply as compared: each restated format line (its wording is each side's own) replaced by what the
+        authors' operation pattern reads in it."""
+        lines = set(self.read["format_lines"])
+        return "\n".join(f"[format line; read as {_AUTHORS_OP.findall(ln)}]" if ln in lines else ln
+                         for ln in reply.split("\n"))
 
     # ---- reading the problem
     def _options(self, call) -> list[tuple[str, str]]:
@@ -301,7 +310,7 @@ class ReadingClient(OurClient):
 
 
 def run_ours(method, trigger, folder, monkeypatch, *, with_janus=True, updater_config=None, settings=None,
-             rows=None):
+             rows=None, checkpoints=CHECKPOINTS):
     model = ReadingModel(rows)
     rec = ReadingClient(model)
     monkeypatch.setattr(dc_mod, "fill", rec.fill(dc_mod.fill))
@@ -310,7 +319,7 @@ def run_ours(method, trigger, folder, monkeypatch, *, with_janus=True, updater_c
                            "controller": "janus" if with_janus else "none",
                            "janus": {**JANUS, "trigger": trigger}, "updater_config": updater_config or {},
                            "solver_max_tokens": MAX_NEW_TOKENS, "curator_max_tokens": 512,
-                           "checkpoints": CHECKPOINTS, **(settings or {})})
+                           "checkpoints": checkpoints, **(settings or {})})
     stream, test = load_splits(cfg)
     client = RoleClient(FakeBackend(default=rec.respond, name="reading"), cache=None, concurrency=1, max_retries=0)
     ctx = Context(settings=cfg, family=with_checker(get_family("gpqa"), cfg.checker_mode()), stream=stream,
@@ -330,7 +339,7 @@ def run_ours(method, trigger, folder, monkeypatch, *, with_janus=True, updater_c
     return steps, model
 
 
-def run_reference(method, trigger, rows, diamond, *, with_janus=True, seed=0):
+def run_reference(method, trigger, rows, diamond, *, with_janus=True, seed=0, checkpoints=CHECKPOINTS):
     import numpy as np
 
     model = ReadingModel(rows)
@@ -348,7 +357,7 @@ def run_reference(method, trigger, rows, diamond, *, with_janus=True, seed=0):
         steps.append(s)
     final = ref.test(test)
     steps.append({"test": final})
-    steps.append({"checkpoints": ref.checkpoint_tests(test, CHECKPOINTS) + [ref.final_checkpoint(test, final)]})
+    steps.append({"checkpoints": ref.checkpoint_tests(test, checkpoints) + [ref.final_checkpoint(test, final)]})
     return steps, model, ref
 
 
@@ -369,12 +378,14 @@ def compare(ours, ref, label):
             np.testing.assert_allclose(va, vb, atol=1e-6, err_msg=f"{label}: step {t} document embeddings")
 
 
-def both(method, trigger, tmp_path, monkeypatch, *, seed=0, with_janus=True, updater_config=None, settings=None):
+def both(method, trigger, tmp_path, monkeypatch, *, seed=0, with_janus=True, updater_config=None, settings=None,
+         checkpoints=CHECKPOINTS):
     main, diamond = make_rows(seed)
     folder = write_gpqa(tmp_path / f"data{seed}", main, diamond)
     ours = run_ours(method, trigger, folder, monkeypatch, with_janus=with_janus, updater_config=updater_config,
-                    settings={"seed": seed, **(settings or {})}, rows=main)
-    rsteps, rmodel, ref = run_reference(method, trigger, main, diamond, with_janus=with_janus, seed=seed)
+                    settings={"seed": seed, **(settings or {})}, rows=main, checkpoints=checkpoints)
+    rsteps, rmodel, ref = run_reference(method, trigger, main, diamond, with_janus=with_janus, seed=seed,
+                                        checkpoints=checkpoints)
     return ours, (rsteps, rmodel), ref
 
 
@@ -408,3 +419,13 @@ def test_replies_match_the_authors_runner(method, trigger, tmp_path, monkeypatch
 def test_base_method_alone_matches(method, tmp_path, monkeypatch):
     ours, ref, _ = both(method, "mmt", tmp_path, monkeypatch, seed=2, with_janus=False)
     compare(ours, ref, f"{method} without Janus")
+
+
+def test_a_checkpoint_without_rules_is_restored_as_the_authors_restore_it(tmp_path, monkeypatch):
+    """Fig. 4 at a step where ExpeL has no rule: the authors' restore reads the logged "(empty)" as a rule, so the
+    checkpoint's test prompts show "1. (empty).", and so must ours."""
+    ours, ref, pipeline = both("expel", "mmt", tmp_path, monkeypatch, seed=EMPTY_SEED, checkpoints=[0.03, 0.5])
+    assert pipeline.log[0][0] == "(empty)"
+    compare(ours, ref, "expel checkpoints")
+    memories = [c["call"]["memory"] for c in ref[1].log if c["call"]["phase"] == "test"]
+    assert memories.count("1. (empty).") == N_TEST  # the step-1 checkpoint's test prompts

@@ -64,7 +64,8 @@ from janus_memory.updaters.expel_rules import apply_curator_reply, render_rules
 
 SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scoring": "answer_block",
                       "presence_penalty": None, "retrieval": "question", "outputs": "visible",
-                      "examples_input": "task_prompt", "test_scoring": "answer_block"}
+                      "examples_input": "task_prompt", "test_scoring": "answer_block",
+                      "message_shape": "system_user"}
 
 
 @register_updater("expel")
@@ -86,11 +87,15 @@ class ExpeL(CaseRetrieval, Updater):
                 "outputs": "paper",
                 # held-out test answers: the raw output through the checker (the authors' batched test) or the
                 # answer block, as the stream checks it
-                "test_scoring": "raw"}
+                "test_scoring": "raw",
+                # the solver prompt: "one_text" = one user message with a [SYSTEM] and a [HUMAN] section (the
+                # authors'), "system_user" = a system message and a user message (the chat roles)
+                "message_shape": "one_text"}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question"),
                 "curator_input": ("question", "task_prompt"), "examples_input": ("question", "task_prompt"),
-                "outputs": ("paper", "visible"), "test_scoring": ("raw", "answer_block")}
+                "outputs": ("paper", "visible"), "test_scoring": ("raw", "answer_block"),
+                "message_shape": ("one_text", "system_user")}
 
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
@@ -119,7 +124,9 @@ class ExpeL(CaseRetrieval, Updater):
     def solving_messages(
         self, memory_text: str, task: Task, examples: str = "(none)", reflections: str = "(none)", attempt: int = 1
     ) -> list[dict]:
-        """System: solver instructions; user: rules, retrieved examples, reflections, attempt number, task prompt."""
+        """The solver instructions, then the rules, retrieved examples, reflections, attempt number and task prompt:
+        one user message with a ``[SYSTEM]`` and a ``[HUMAN]`` section (``message_shape="one_text"``, as the authors
+        send it) or a system and a user message (``"system_user"``)."""
         user = fill(
             load_prompt("expel_solver_user"),
             RULES=memory_text,
@@ -128,7 +135,10 @@ class ExpeL(CaseRetrieval, Updater):
             ATTEMPT=str(attempt),
             TASK=self.family.prompt(task),
         )
-        return [{"role": "system", "content": load_prompt("expel_solver_system")}, {"role": "user", "content": user}]
+        system = load_prompt("expel_solver_system")
+        if self.config["message_shape"] == "one_text":
+            return [{"role": "user", "content": f"[SYSTEM]\n{system}\n\n[HUMAN]\n{user}"}]
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def parse_view(self, result: ChatResult) -> str:
         if self.config["parse_reasoning"] and result.reasoning:
