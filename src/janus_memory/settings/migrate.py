@@ -32,8 +32,10 @@ def migrate_stored(data: dict) -> dict:
         data["updater_config"] = {"outputs": "visible", "examples_input": "task_prompt",
                                   "test_scoring": "answer_block", **(data.get("updater_config") or {})}
     if data.get("updater") == "expel" and "message_shape" not in (data.get("updater_config") or {}):
-        # stored before the solver prompt went out as one [SYSTEM] / [HUMAN] text (issue 43)
-        data["updater_config"] = {"message_shape": "system_user", **(data.get("updater_config") or {})}
+        # stored before the solver prompt went out as one [SYSTEM] / [HUMAN] text with the authors' kind of
+        # operation format lines (issue 43)
+        data["updater_config"] = {"message_shape": "system_user", "ops_format": "short",
+                                  **(data.get("updater_config") or {})}
     return data
 
 

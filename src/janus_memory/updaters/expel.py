@@ -65,7 +65,7 @@ from janus_memory.updaters.expel_rules import apply_curator_reply, render_rules
 SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scoring": "answer_block",
                       "presence_penalty": None, "retrieval": "question", "outputs": "visible",
                       "examples_input": "task_prompt", "test_scoring": "answer_block",
-                      "message_shape": "system_user"}
+                      "message_shape": "system_user", "ops_format": "short"}
 
 
 @register_updater("expel")
@@ -90,12 +90,17 @@ class ExpeL(CaseRetrieval, Updater):
                 "test_scoring": "raw",
                 # the solver prompt: "one_text" = one user message with a [SYSTEM] and a [HUMAN] section (the
                 # authors'), "system_user" = a system message and a user message (the chat roles)
-                "message_shape": "one_text"}
+                "message_shape": "one_text",
+                # the curators' operation format lines: "paper" = a placeholder between the operation and its colon
+                # ("ADD <k>: ..."), which the authors' operation pattern cannot read as an operation; "short" =
+                # "ADD: <a new rule>", which that pattern reads as the rule "<a new rule>." when the curator's
+                # thinking restates it (safe with rule_ops "strict", which drops a <...> placeholder)
+                "ops_format": "paper"}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question"),
                 "curator_input": ("question", "task_prompt"), "examples_input": ("question", "task_prompt"),
                 "outputs": ("paper", "visible"), "test_scoring": ("raw", "answer_block"),
-                "message_shape": ("one_text", "system_user")}
+                "message_shape": ("one_text", "system_user"), "ops_format": ("paper", "short")}
 
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
@@ -338,7 +343,7 @@ class ExpeL(CaseRetrieval, Updater):
             SUCCESS_TRAJECTORY=truncate(success["trajectory"], lim),
             FAIL_QUESTION=self._curator_text(success),
             FAIL_TRAJECTORY=truncate(failed["trajectory"], lim),
-            OPS_FORMAT=load_prompt("expel_ops_format"),
+            OPS_FORMAT=self._ops_format(),
         )
 
     def _batch_prompt(self, cases: list[dict]) -> str:
@@ -351,8 +356,11 @@ class ExpeL(CaseRetrieval, Updater):
             load_prompt("expel_batch_curator"),
             RULES=self.memory_text(),
             SUCCESSES=items,
-            OPS_FORMAT=load_prompt("expel_ops_format"),
+            OPS_FORMAT=self._ops_format(),
         )
+
+    def _ops_format(self) -> str:
+        return load_prompt("expel_ops_format_paper" if self.config["ops_format"] == "paper" else "expel_ops_format")
 
     # ---- state -------------------------------------------------------------------------------
     def restore_as_logged(self) -> None:
