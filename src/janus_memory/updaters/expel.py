@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from typing import Sequence
 
 from janus_memory.types import ChatResult, Score, Task
@@ -60,7 +61,7 @@ from janus_memory.updaters.expel_cases import (  # noqa: F401  (re-exported: the
     _last_block,
     paper_case_fields,
 )
-from janus_memory.updaters.expel_rules import apply_curator_reply, render_rules
+from janus_memory.updaters.expel_rules import apply_curator_reply, normalize_rule_paper, render_rules
 
 SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scoring": "answer_block",
                       "presence_penalty": None, "retrieval": "question", "outputs": "visible",
@@ -364,9 +365,13 @@ class ExpeL(CaseRetrieval, Updater):
 
     # ---- state -------------------------------------------------------------------------------
     def restore_as_logged(self) -> None:
-        """The authors' checkpoint restore reads the rules back from their log and gives each the count 2 (a new
-        rule's count). The rendered rules, hence the test prompts, do not change; later updates would."""
-        self.rules = [[text, 2] for text, _ in self.rules]
+        """The authors' checkpoint restore reads each line of the logged memory text back as a rule: its number
+        dropped, normalised as the paper parser normalises a rule text (a period appended, a placeholder dropped),
+        with the count 2 (a new rule's count). So the "(empty)" logged for a memory without rules becomes the rule
+        "(empty).", shown in the test prompts as "1. (empty)."; rules of the paper parser render unchanged."""
+        lines = self.memory_text().splitlines()
+        texts = [normalize_rule_paper(re.sub(r"^\d+\.\s*", "", line)) for line in lines]
+        self.rules = [[text, 2] for text in texts if text]
 
     def get_state(self) -> dict:
         return {
