@@ -292,15 +292,8 @@ def on_the_wire(raw: str, finish: str, h: int) -> dict:
 
 
 class ReadingClient(OurClient):
-    """Reads our calls' structured inputs from the filled templates (the paper ExpeL solver's one user text holds
-    the filled template after its [SYSTEM] section)."""
-
-    def to_call(self, messages, role):
-        content = messages[-1]["content"]
-        if content not in self.filled:
-            key = max((k for k in self.filled if content.endswith(k)), key=len)
-            messages = [*messages[:-1], {**messages[-1], "content": key}]
-        return super().to_call(messages, role)
+    """Reads our calls' structured inputs from the filled templates, as the pipeline differential does, and answers
+    through the reading model as a server would."""
 
     def respond(self, msgs, req, idx):
         role = ROLE.get()

@@ -24,9 +24,11 @@ def migrate_stored(data: dict) -> dict:
         # off. Without this a run started with the recommended preset of that time would resume on the new one's
         # panel (or fail: its stored gate_full_compare and the new gate_compare exclude each other)
         data["janus"] = {**janus, "eval_set": "hybrid", "near_copy_inherit": False, "gate_compare": False}
-    if data.get("updater") in ("dc_rs", "dc_cu") and "letter_format" not in (data.get("updater_config") or {}):
-        # stored before the paper generator showed a choice as "(A)" (issue 43)
-        data["updater_config"] = {"letter_format": "bare", **(data.get("updater_config") or {})}
+    stored_dc = data.get("updater_config") or {}
+    if data.get("updater") in ("dc_rs", "dc_cu") and "prompts" in stored_dc and "letter_format" not in stored_dc:
+        # a resolved DC config (config.json lists every updater default) stored before the paper generator showed
+        # a choice as "(A)" (issue 43)
+        data["updater_config"] = {"letter_format": "bare", **stored_dc}
     if data.get("updater") == "expel" and "outputs" not in (data.get("updater_config") or {}):
         # stored before ExpeL kept the authors' raw outputs and showed raw questions as examples (issue 27 round 3)
         data["updater_config"] = {"outputs": "visible", "examples_input": "task_prompt",
