@@ -404,8 +404,8 @@ def test_replies_match_the_authors_runner(method, trigger, tmp_path, monkeypatch
     assert reading["cut_in_thinking"] > 0 and reading["cut_in_answer"] > 0, reading
     if method == "dc_rs":
         assert reading["paren"] > 0, reading
-    else:
-        assert reading["restated_format"] > 0, reading
+    else:  # restated format lines, and stream tries cut off inside their thinking on a gold-A question
+        assert reading["restated_format"] > 0 and reading["cut_in_thinking_gold_a"] > 0, reading
 
 
 @pytest.mark.parametrize("method", ["dc_rs", "expel"])
@@ -422,3 +422,39 @@ def test_a_checkpoint_without_rules_is_restored_as_the_authors_restore_it(tmp_pa
     compare(ours, ref, "expel checkpoints")
     memories = [c["call"]["memory"] for c in ref[1].log if c["call"]["phase"] == "test"]
     assert memories.count("1. (empty).") == N_TEST  # the step-1 checkpoint's test prompts
+
+
+def _old_thinking_output(result):
+    """The raw output as built before the fix: a reply cut off inside its thinking lost its "<think>" opener."""
+    from janus_memory.updaters.texts import visible_text
+
+    shown = visible_text(result)
+    if result.reasoning and shown is not result.reasoning:
+        return f"<think>\n{result.reasoning}\n</think>\n\n{shown}"
+    return shown
+
+
+@pytest.mark.parametrize("method,option,where", [
+    # the five differences, each re-introduced alone through our own option (or the code before the fix)
+    ("dc_rs", {"settings": {"option_order": "seeded"}}, "model call 1 differs (call)"),
+    ("dc_rs", {"updater_config": {"letter_format": "bare"}}, "model call 4 differs (reply)"),  # B, not (B)
+    ("dc_rs", {"cut_off": "old"}, "step 1 differs"),  # the stored pair output lost its <think> opener
+    # the stream check read "Alright, ..." of a cut-off thinking as the gold A: no reflection followed
+    ("expel", {"cut_off": "old"}, "model call 10 differs (call)"),
+    ("expel", {"updater_config": {"ops_format": "short"}}, "model call 8 differs (reply)"),
+    ("expel", {"updater_config": {"message_shape": "system_user"}}, "model call 1 differs (shape)"),
+    ("expel", {"settings": {"checkpoint_restore": "exact"}, "seed": EMPTY_SEED, "checkpoints": [0.03, 0.5]},
+     "model call 266 differs (call)"),
+    # and the sampling parameters
+    ("expel", {"updater_config": {"sampling": "backend"}}, "model call 1 differs (params)"),
+    ("dc_rs", {"updater_config": {"presence_penalty": None}}, "model call 2 differs (params)"),  # the solver
+])
+def test_each_difference_is_seen(method, option, where, tmp_path, monkeypatch):
+    """Power check: the comparison fails where each difference first shows."""
+    option = dict(option)
+    if option.pop("cut_off", None) == "old":
+        monkeypatch.setattr(dc_mod, "thinking_output", _old_thinking_output)
+        monkeypatch.setattr(expel_mod, "thinking_output", _old_thinking_output)
+    ours, ref, _ = both(method, "mmt", tmp_path, monkeypatch, **option)
+    with pytest.raises(AssertionError, match=re.escape(where)):
+        compare(ours, ref, "power")
