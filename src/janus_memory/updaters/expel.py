@@ -143,7 +143,7 @@ class ExpeL(CaseRetrieval, Updater):
         )
         system = load_prompt("expel_solver_system")
         if self.config["message_shape"] == "one_text":
-            return [{"role": "user", "content": f"[SYSTEM]\n{system}\n\n[HUMAN]\n{user}"}]
+            return [{"role": "user", "content": fill(load_prompt("expel_solver_sections"), SYSTEM=system, HUMAN=user)}]
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def parse_view(self, result: ChatResult) -> str:
