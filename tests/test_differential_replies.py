@@ -38,16 +38,15 @@ import re
 from pathlib import Path
 
 import pytest
-from reference_pipeline import MARK, RefPipeline, gpqa_entries, marks
-from test_differential_pipeline import JANUS, TOPICS, WORDS, OurClient, ScriptedModel, _h, _our_step
+from reference_pipeline import MARK, RefPipeline, gpqa_entries
+from test_differential_pipeline import (JANUS, TOPICS, WORDS, OurClient, ScriptedModel, _h, compare_steps,
+                                        reference_steps, run_collected)
 from updater_fakes import HashEncoder
 
 from janus_memory.llm.client import LLMClient
 from janus_memory.llm.fake import FakeBackend
-from janus_memory.run import loop
 from janus_memory.run.build import Context, load_splits
 from janus_memory.settings.config import RunConfig
-from janus_memory.store.events import EventBus, MethodFinished, StepRecorded, TestDone
 from janus_memory.tasks import get_family
 from janus_memory.tasks.checker_paper import with_checker
 from janus_memory.updaters import dc as dc_mod
@@ -317,37 +316,17 @@ def run_ours(method, trigger, folder, monkeypatch, *, with_janus=True, updater_c
     client = RoleClient(FakeBackend(default=rec.respond, name="reading"), cache=None, concurrency=1, max_retries=0)
     ctx = Context(settings=cfg, family=with_checker(get_family("gpqa"), cfg.checker_mode()), stream=stream,
                   test=test, client=client, encoder=HashEncoder())
-    steps: list[dict] = []
-
-    def on_event(ev):
-        if isinstance(ev, StepRecorded):
-            steps.append(_our_step(method, ev, with_janus))
-        if isinstance(ev, TestDone):
-            steps.append({"test": [r["correct"] for r in ev.records]})
-        if isinstance(ev, MethodFinished):
-            steps.append({"checkpoints": [{k: c[k] for k in ("fraction", "step", "test_accuracy")}
-                                          for c in ev.summary["checkpoints"]]})
-    loop.run_method(ctx, method, with_janus, EventBus(on_event))
-    monkeypatch.undo()
-    return steps, model
+    return run_collected(ctx, method, with_janus, monkeypatch, checkpoints=True), model
 
 
 def run_reference(method, trigger, rows, diamond, *, with_janus=True, seed=0, checkpoints=CHECKPOINTS):
-    import numpy as np
-
     model = ReadingModel(rows)
     enc = HashEncoder()
     stream, test = gpqa_entries(rows, diamond, sample_seed=seed)
     ref = RefPipeline(method, None, enc.encode, with_janus=with_janus, policy=trigger, k=JANUS["warmup"],
                       k_prime=JANUS["coverage_size"], l_fresh=JANUS["fresh_size"], model=model,
                       max_new_tokens=MAX_NEW_TOKENS)
-    steps = []
-    for t in stream:
-        s = ref.step(t)
-        if method == "expel":
-            texts = s.pop("doc_texts")
-            s["doc_vectors"] = enc.encode(texts) if texts else np.zeros((0, 256), dtype=np.float32)
-        steps.append(s)
+    steps = reference_steps(ref, method, enc, stream)
     final = ref.test(test)
     steps.append({"test": final})
     steps.append({"checkpoints": ref.checkpoint_tests(test, checkpoints) + [ref.final_checkpoint(test, final)]})
@@ -355,20 +334,15 @@ def run_reference(method, trigger, rows, diamond, *, with_janus=True, seed=0, ch
 
 
 def compare(ours, ref, label):
-    """Assert identical calls (structured inputs, shape, parameters) and steps; the first difference is named."""
-    import numpy as np
-
+    """Assert identical calls (structured inputs, shape, parameters, reply) and steps; the first difference is
+    named."""
     (osteps, omodel), (rsteps, rmodel) = ours, ref
     used = [c for c in rmodel.log if not c["call"].get("unused")]
     for i, (a, b) in enumerate(zip(omodel.log, used)):
         for part in ("call", "shape", "params", "reply"):
             assert a[part] == b[part], f"{label}: model call {i + 1} differs ({part})\nours {a[part]}\nref  {b[part]}"
     assert len(omodel.log) == len(used), f"{label}: {len(omodel.log)} calls (ours) vs {len(used)} (reference)"
-    for t, (a, b) in enumerate(zip(osteps, rsteps, strict=True), start=1):
-        va, vb = a.pop("doc_vectors", None), b.pop("doc_vectors", None)
-        assert a == b, f"{label}: step {t} differs\nours {a}\nref  {b}"
-        if va is not None:
-            np.testing.assert_allclose(va, vb, atol=1e-6, err_msg=f"{label}: step {t} document embeddings")
+    compare_steps(osteps, rsteps, label)
 
 
 def both(method, trigger, tmp_path, monkeypatch, *, seed=0, with_janus=True, updater_config=None, settings=None,
