@@ -24,19 +24,16 @@ def _isolated_cache(tmp_path, monkeypatch):
 
 
 def _cfg(out, **kw) -> RunConfig:
-    # clustering sklearn, ExpeL's own retrieval fields, curator input, examples, message shape and format lines, and
-    # DC's bare answer example: the settings the expected counts below were measured with (issues 27 and 43 made
-    # the authors' the paper preset's; the scripted backend's verdicts hash the prompt text)
+    # clustering sklearn and ExpeL's own retrieval fields, curator input and examples: the settings the expected
+    # counts below were measured with (issue 27 made the authors' k-means, fields, curator input and examples the
+    # paper preset's)
     base = dict(backend="fake", dataset="gsm8k", stream_size=30, test_size=2, encoder="hashing:256", out=str(out),
                 janus={"warmup": 6, "coverage_size": 1, "boundary_size": 1, "fresh_size": 1, "clustering": "sklearn"},
                 temperature=0.0, no_cache=True)
     base.update(kw)
     if base.get("updater") == "expel":
         base["updater_config"] = {"retrieval": "multi_field", "curator_input": "task_prompt",
-                                  "examples_input": "task_prompt", "message_shape": "system_user",
-                                  "ops_format": "short", **base.get("updater_config", {})}
-    elif base.get("updater", "dc_rs") in ("dc_rs", "dc_cu") and base.get("preset", "paper") == "paper":
-        base["updater_config"] = {"letter_format": "bare", **base.get("updater_config", {})}
+                                  "examples_input": "task_prompt", **base.get("updater_config", {})}
     return RunConfig(**base)
 
 
@@ -220,7 +217,7 @@ def test_printed_table_closing_lines_and_report(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "injected harmful candidates (poison@7,wipe@10)" in text
-    assert "[dc_rs+janus] step 7: injected poison candidate -> blocked (trigger fired, E: old memory 0.67 vs " \
+    assert "[dc_rs+janus] step 7: injected poison candidate -> blocked (trigger fired, E: old memory 1.00 vs " \
            "injected 0.00)" in text
     tail = text[text.index("where to look next:"):].splitlines()
     assert tail[1] == f"  the rollback of step 7 (poison): line 7 of {out.resolve()}/dc_rs+janus/decisions.jsonl"
@@ -241,7 +238,7 @@ def test_printed_table_closing_lines_and_report(tmp_path, capsys):
     assert "## Injected harmful candidates" in md
     assert "| dc_rs | poison@7,wipe@10 | 2 | 2 | 0 |" in md
     assert "| dc_rs+janus | poison@7,wipe@10 | 2 |" in md
-    assert "poison@7: trigger fired, E 0.67 vs 0.00" in md
+    assert "poison@7: trigger fired, E 1.00 vs 0.00" in md
     traj = [p for name, p in res["plots"].items() if name.startswith("trajectory_")]
     assert len(traj) == 1 and Path(traj[0]).stat().st_size > 10_000
 

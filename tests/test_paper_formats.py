@@ -45,6 +45,10 @@ def test_bare_keeps_the_earlier_wording_byte_for_byte():
     text = _upd("dc_rs", letter_format="bare").solving_messages("(empty)", GPQA)[0]["content"]
     assert "(for example a \\boxed{...} expression, an option letter, or a complete code block)." in text
     assert "(A)" not in text.split("## CHEATSHEET")[0]
+    # a task without options keeps that wording with either setting
+    math = Task(id="m1", dataset="gsm8k", question="What is 2 + 2?", gold="4")
+    assert _upd("dc_rs", family=get_family("gsm8k")).solving_messages("(empty)", math) == \
+        _upd("dc_rs", family=get_family("gsm8k"), letter_format="bare").solving_messages("(empty)", math)
     # the small preset's prompts have no such example either way
     small = _upd("dc_rs", **updater_overrides("small", "dc_rs")).solving_messages("(empty)", GPQA)
     assert [m["role"] for m in small] == ["system", "user"]

@@ -51,9 +51,8 @@ def test_twin_answers_are_independent_in_the_paper_preset(tmp_path, monkeypatch)
     sep, shared = _usage(tmp_path / "separate", "dc_rs+janus"), _usage(tmp_path / "shared", "dc_rs+janus")
     # separate (the paper preset's default): the twin paid for all 8 solver and 8 curator calls itself
     assert (sep["solver"]["calls"], sep["solver"]["cache_hits"], sep["curator"]["cache_hits"]) == (8, 0, 0)
-    # shared: the twin's 8 stream requests are identical to the base's here (no rollback changed its sheet in
-    # these 8 steps) and all are served by the cache
-    assert (shared["solver"]["calls"], shared["solver"]["cache_hits"]) == (0, 8)
+    # shared: 7 of the twin's 8 stream requests are identical to the base's and are served by the cache
+    assert (shared["solver"]["calls"], shared["solver"]["cache_hits"]) == (1, 7)
     assert RunConfig().twin_cache_mode() == "separate" and RunConfig(preset="small").twin_cache_mode() == "shared"
 
 

@@ -13,8 +13,9 @@ DC-Cu step: the generator answers with the current sheet, then the curator rewri
 Presets (issue 13; ``docs/fidelity.md`` has the rule-by-rule table):
   * paper (the defaults): the authors' code. Prompts with their structure in our words (uncapped sheet of
     ``<memory_item><strategy><when_to_use>`` items; generator asking for ``FINAL ANSWER: <answer>..</answer>`` with
-    the "EXECUTE CODE!" protocol, its example of a choice the letter in parentheses, "(A)", which the authors' GPQA
-    checker does not credit by its first-character rule: ``letter_format="bare"`` asks for "an option letter"),
+    the "EXECUTE CODE!" protocol, its example of a choice, for a task with options, the letter in parentheses,
+    "(A)", which the authors' GPQA checker does not credit by its first-character rule: ``letter_format="bare"``
+    asks for "an option letter"),
     one user message each; the curator sees the full task prompt; the candidate is
     the FIRST complete ``<cheatsheet>`` block (both tags present, case-sensitive) and an unparsable reply keeps the
     previous sheet; presence_penalty 1.0 on every call; in the stream, a reply that ends a python block with
@@ -79,8 +80,8 @@ class _DCBase(Updater):
         "parse_reasoning": True,  # parsers and the stored outputs see the thinking text (the authors'; issue 27)
         "execute_code": True,  # DC-RS stream: run "EXECUTE CODE!" blocks in the sandbox, one follow-up
         "exec_timeout_s": 15.0,
-        # the paper generator's example of a multiple-choice answer: "parenthesized" = the letter in parentheses,
-        # "(A)" (the authors'), "bare" = "an option letter" (ours; docs/fidelity.md)
+        # the paper generator's example of a multiple-choice answer (a task with options): "parenthesized" = the
+        # letter in parentheses, "(A)" (the authors'), "bare" = "an option letter" (ours; docs/fidelity.md)
         "letter_format": "parenthesized",
     }
     _CHOICES = {"prompts": ("paper", "small"), "extraction": ("first", "last"), "fallback": ("previous", "dc_original"),
@@ -103,8 +104,10 @@ class _DCBase(Updater):
         "## Retrieved Nearest Examples"). Small: system = instructions; user = sheet, examples, task prompt."""
         if self.config["prompts"] == "paper":
             sheet = f"{memory_text}\n\n## Retrieved Nearest Examples\n{examples}" if examples else memory_text
+            # the example of a choice is the authors' for a task with options; other tasks keep the list's wording
+            letters = self.config["letter_format"] if (task.meta or {}).get("options") else "bare"
             user = fill(load_prompt("dc_generator_paper"), CHEATSHEET=sheet, QUESTION=self.family.prompt(task),
-                        LETTER_EXAMPLE=self._LETTER_EXAMPLES[self.config["letter_format"]])
+                        LETTER_EXAMPLE=self._LETTER_EXAMPLES[letters])
             return [{"role": "user", "content": user}]
         user = fill(
             load_prompt("dc_generator_user"),
