@@ -27,6 +27,9 @@ authors' vLLM outputs include it). ``outputs="paper"`` (default) keeps each try 
 ``<final_answer>`` block (``answer``); the reflection reads the raw failed output and takes the first
 ``<reflection>`` block of its raw reply; the checker sees the answer block alone, as the authors' checker does.
 ``examples_input="question"`` (default) shows each retrieved case's raw question, as the authors' examples do.
+``message_shape="one_text"`` (default) sends the solver prompt as one user message with ``[SYSTEM]`` and ``[HUMAN]``
+sections, as the authors do; ``ops_format="paper"`` (default) gives the curators format lines that the authors'
+operation pattern cannot read as an operation when a reply's thinking restates them.
 
 Retrieval of success cases (the pool, its documents, the examples block) is :mod:`expel_cases`.
 
