@@ -168,6 +168,10 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
                        help="memories tested at --checkpoints: paper = restored as the authors' Fig. 4 script does "
                             "(DC-RS pool of successes only, ExpeL counts 2; paper preset), exact = the stream's exact "
                             "snapshots (small preset)")
+        g.add_argument("--option-order", choices=["question", "seeded"],
+                       help="GPQA option order: question = shuffled by the question alone, the same for every seed "
+                            "(the authors'; paper preset), seeded = by record id and --seed, so seeds also vary the "
+                            "positions (small preset)")
         g.add_argument("--checker", choices=["paper", "strict"],
                        help="answer checker of stream feedback, replays and test: paper = the authors' (lenient "
                             "multiple-choice rules, thinking included; our strict verdict is recorded beside it and "

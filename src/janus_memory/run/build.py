@@ -177,8 +177,11 @@ def load_splits(cfg: RunConfig):
     from .injection import check_stream
 
     try:
-        stream = load_split(cfg.dataset, "stream", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.stream_size)
-        test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size)
+        options = {"option_order": cfg.option_order_mode()}  # the loaders that take it (GPQA)
+        stream = load_split(cfg.dataset, "stream", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.stream_size,
+                            options=options)
+        test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size,
+                          options=options)
     except (OSError, ValueError) as e:  # a missing file, a folder where a file belongs, unparsable records
         raise ConfigError((str(e).splitlines() or [type(e).__name__])[0]) from e
     if not stream.tasks:

@@ -70,6 +70,10 @@ class RunConfig(BaseModel):
     # retrieval pool from successful records only, ExpeL rule counts 2); exact = the exact snapshot of the stream
     # (ours); None = the preset's (paper -> paper, small -> exact)
     checkpoint_restore: Literal["paper", "exact"] | None = None
+    # GPQA option order: question = shuffled by the question text alone, the same for every seed (the authors');
+    # seeded = by record id and split seed, so each seed shows other positions (ours); None = the preset's
+    # (paper -> question, small -> seeded). Other datasets keep their own order
+    option_order: Literal["question", "seeded"] | None = None
 
     # the backend section (settings/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
     # lifted into it before validation
@@ -181,6 +185,10 @@ class RunConfig(BaseModel):
     def checkpoint_restore_mode(self) -> str:
         """``paper`` (Fig. 4 memories restored as the authors do) or ``exact`` (the stream's exact snapshots)."""
         return self.checkpoint_restore or presets.checkpoint_restore(self.preset)
+
+    def option_order_mode(self) -> str:
+        """``question`` (GPQA options ordered by the question alone, the authors') or ``seeded`` (by record and seed)."""
+        return self.option_order or presets.option_order(self.preset)
 
     def twin_cache_mode(self) -> str:
         """``separate`` (the +Janus twin draws its own answers) or ``shared`` (identical requests share answers)."""

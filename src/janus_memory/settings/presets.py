@@ -65,6 +65,11 @@ def checkpoint_restore(preset: str) -> str:
     return "paper" if preset == "paper" else "exact"
 
 
+def option_order(preset: str) -> str:
+    """``question`` (paper: GPQA options shuffled by the question alone) or ``seeded`` (small: by record and seed)."""
+    return "question" if preset == "paper" else "seeded"
+
+
 def twin_cache(preset: str) -> str:
     """``separate`` (paper: the base method and its +Janus twin are independent samples) or ``shared`` (small)."""
     return "separate" if preset == "paper" else "shared"

@@ -70,13 +70,16 @@ class DatasetSpec:
     test_rule: str
     display_name: str = ""  # "" = the registry name
     table_rank: int | None = None  # column order of the paper's Table 1 (None: after those, alphabetically)
+    options: tuple[str, ...] = ()  # keyword options the loader takes from the run settings (GPQA: option_order)
 
-    def load_raw(self, split: str, data_dir, seed: int) -> tuple[list[Task], list[Path], str]:
+    def load_raw(self, split: str, data_dir, seed: int, options: dict | None = None) -> tuple[list[Task], list[Path], str]:
+        """``options``: run settings for loaders; only the ones this dataset declares are passed on."""
         fn = self.loader
         if isinstance(fn, str):
             mod, name = fn.split(":")
             fn = getattr(importlib.import_module(mod if "." in mod else f"janus_memory.tasks.{mod}"), name)
-        return fn(split, data_dir=data_dir, seed=seed)
+        kw = {k: v for k, v in (options or {}).items() if k in self.options}
+        return fn(split, data_dir=data_dir, seed=seed, **kw)
 
 
 DATASETS = DATASET_REGISTRY
@@ -95,7 +98,7 @@ DATASETS.update({s.name: s for s in [
                 "category 'physics', stable shuffle key 'TIGER-Lab/MMLU-Pro:physics:<seed>', [0:250)", "[250:500)"),
     DatasetSpec("gpqa", "mc", "multiple_choice:load_gpqa",
                 "user gpqa_main.csv minus gpqa_diamond.csv, <4 distinct options skipped, random.Random(seed).shuffle, cap 1000",
-                "user gpqa_diamond.csv (198, file order)"),
+                "user gpqa_diamond.csv (198, file order)", options=("option_order",)),
     DatasetSpec("humaneval", "humaneval", "humaneval:load_humaneval",
                 "stable shuffle key 'HumanEval:<seed>' of the 164 problems, [0:50)", "[50:164) (114)"),
     DatasetSpec("apibench_hf", "apibench", "apibench:load_apibench_hf",
@@ -114,11 +117,14 @@ def _check_dataset(dataset: str) -> DatasetSpec:
     return DATASETS[dataset]
 
 
-def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int = 0, limit: int | None = None) -> Split:
+def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int = 0, limit: int | None = None,
+               options: dict | None = None) -> Split:
     """Load one split of a registered dataset (rules in ``DATASETS`` and docs/tasks.md).
 
     split: "stream" (memory construction), "test" (frozen evaluation) or "all" (every record, stream then test).
     limit: keep the first ``limit`` tasks of the split (None = all).
+    options: run settings some loaders take (``DatasetSpec.options``; GPQA: ``option_order``), recorded in ``info``;
+    the others are ignored.
     Raises ValueError (unknown dataset/split, bad limit) and FileNotFoundError (missing file; the message names
     the path and the env var / --data-dir fix).
     """
@@ -127,7 +133,8 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
         raise ValueError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
         raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
-    tasks, files, rule = spec.load_raw(split, data_dir, seed)
+    used = {k: v for k, v in (options or {}).items() if k in spec.options}
+    tasks, files, rule = spec.load_raw(split, data_dir, seed, used)
     if limit is not None:
         tasks = tasks[:limit]
     ids = [t.id for t in tasks]
@@ -138,7 +145,8 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
         digest = file_info[0]["sha256"]
     else:
         digest = sha256_text("\n".join(sorted(f"{Path(f['path']).name} {f['sha256']}" for f in file_info)))
-    info = {"files": file_info, "rule": rule, "seed": seed, "limit": limit, "n": len(tasks), "family": spec.family}
+    info = {"files": file_info, "rule": rule, "seed": seed, "limit": limit, "n": len(tasks), "family": spec.family,
+            **used}
     return Split(tasks=tasks, dataset=dataset, split=split, sha256=digest,
                  ids_sha256=sha256_text("\n".join(ids)), info=info)
 

@@ -31,12 +31,12 @@ from janus_memory.types import ChatResult, Score, Task
 
 from .bank import RetrievalBank
 from .records import ChatLLM, Encoder, Family, LLMCall, StepOutcome
-from .texts import fill, load_prompt, truncate, visible_text
+from .texts import fill, load_prompt, thinking_output, truncate, visible_text
 
 __all__ = [
     "COMMON_DEFAULTS", "EMPTY_MEMORY", "SNAPSHOT_FORMAT", "ChatLLM", "Encoder", "Family", "LLMCall",
     "RetrievalBank", "StepOutcome", "UPDATERS", "Updater", "fill", "load_prompt", "make_updater", "register_updater",
-    "truncate", "visible_text",
+    "thinking_output", "truncate", "visible_text",
 ]
 
 EMPTY_MEMORY = "(empty)"
