@@ -112,6 +112,10 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                    help="send a Janus comparison's replays (entries x old/new memory) as one batch: auto (default: "
                         "batched, early-stopping rounds prefetched only with parallel slots/requests), on, or off "
                         "(each memory's replays on their own; faster on a CPU llama.cpp server, docs/perf.md)")
+    m.add_argument("--speculate", choices=["on", "off", "auto"], type=str.lower,
+                   help="with a batched evaluation, send every read a sequential Janus comparison may make at once "
+                        "(one round of latency; reads it never uses are paid and counted): auto (default: when the "
+                        "backend serves requests in parallel), on, or off; the decisions are the same either way")
     m.add_argument("--parallel-methods", choices=["on", "off", "auto"], type=str.lower,
                    help="run the methods (base and +Janus) side by side, sharing --concurrency: auto (default: when "
                         "the backend serves requests in parallel, a server or several --n-parallel slots), on, or "

@@ -54,7 +54,7 @@ def _config_from_args(args, *, demo: bool):
 
         base = overlay(load_run_config(args.resume).model_dump(), base, {"out": args.resume})
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
-    for key in ("batch_eval", "parallel_methods"):  # on|off|auto -> True / False / None (auto undoes the file's value)
+    for key in ("batch_eval", "parallel_methods", "speculate"):  # on|off|auto -> True / False / None (auto undoes the file's value)
         if key in over:
             over[key] = {"on": True, "off": False}.get(over[key])
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}

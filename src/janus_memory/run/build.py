@@ -62,8 +62,12 @@ class Context:
         parallel = int(getattr(backend, "n_parallel", self.client.concurrency)) > 1
         batch = True if s.batch_eval is None else s.batch_eval
         parallel = parallel if s.batch_eval is None else s.batch_eval
-        return PairedEvaluator(updater, batch=batch, parallel=parallel, replay=s.replay_mode(),
-                               salt=f"seed={s.seed};order={s.stream_order_seed}", failures=s.replay_failure_mode())
+        # speculation (every read a sequential comparison may make, in its first batch): RunConfig.speculate, auto =
+        # when the backend serves requests in parallel (a server or several engine slots; not the instant fake)
+        speculate = serves_in_parallel(backend, self.client.concurrency) if s.speculate is None else s.speculate
+        return PairedEvaluator(updater, batch=batch, parallel=parallel, speculate=batch and speculate,
+                               replay=s.replay_mode(), salt=f"seed={s.seed};order={s.stream_order_seed}",
+                               failures=s.replay_failure_mode())
 
 
 def serves_in_parallel(backend: Any, concurrency: int) -> bool:

@@ -95,6 +95,11 @@ def _decide(m: _Method, guard, proposer, task, snap) -> tuple[Any, dict, bool]:
     out, d = guard.step(task, snapshot=snap)
     decision = stable(d.to_dict())
     decision["evaluations"] = m.evaluator.drain()
+    take = getattr(m.evaluator, "take_batch_stats", None)
+    if callable(take):  # requests sent for the comparison, those sent ahead and those never read (run/eval_batch.py)
+        sums = m.counters.setdefault("eval_batch", {})
+        for k, v in take().items():
+            sums[k] = sums.get(k, 0) + v
     if d.triggered:
         m.counters["triggers"] += 1
         m.counters["accepts" if d.accept else "rollbacks"] += 1
@@ -261,6 +266,8 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
         # only with the option on (the demo preset): candidates accepted unevaluated as trivially equal
         **({"trivially_equal": c.get("trivially_equal", 0)}
            if with_janus and m.janus.config.skip_trivially_equal else {}),
+        # the batched evaluation's requests (speculative ones included; "unused": sent ahead, never read)
+        **({"eval_batch": c["eval_batch"]} if with_janus and c.get("eval_batch") else {}),
         "updater_stats": getattr(m.updater, "stats", {}),
         "final_memory_sha256": text_hash(final_memory), "checkpoints": checkpoints,
         "usage": usage, "wall_s": round(wall_s, 2),

@@ -78,6 +78,10 @@ class RunConfig(BaseModel):
     # None = automatic (batched; early-stopping rounds prefetched only on a parallel engine), True = batched and
     # always prefetched, False = each memory's replays sent on their own (docs/perf.md: slower batched on a CPU server)
     batch_eval: bool | None = None
+    # with a batched evaluation: send every read a sequential (or early-stopping) comparison may make in its first
+    # batch, so it costs one round of latency; the reads it never uses are paid (run/eval_batch.py). None = automatic
+    # (on when the backend serves requests in parallel), True/False = always / never. Decisions are the same either way
+    speculate: bool | None = None
     # the methods of the run (base and +Janus) as side-by-side streams sharing llm.concurrency (run/streams.py):
     # None = automatic (side by side when the backend serves requests in parallel: a server, or an embedded engine
     # with several slots), True/False = always / one method after another. Results are the same either way
@@ -142,7 +146,7 @@ class RunConfig(BaseModel):
 
         return {i.step: i.kind for i in parse_inject(self.inject)}
 
-    @field_validator("batch_eval", "parallel_methods", mode="before")
+    @field_validator("batch_eval", "parallel_methods", "speculate", mode="before")
     @classmethod
     def _auto_on_off(cls, v):
         """The command line's words ``auto`` (None), ``on`` (True) and ``off`` (False); else a boolean or null."""
