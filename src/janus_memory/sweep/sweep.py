@@ -247,8 +247,9 @@ def _cell_from_out(out: str) -> str:
     return p.parent.name if p.name.startswith("seed") else p.name
 
 
-def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False) -> dict:
+def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False, *, shared_budget=None) -> dict:
     """Run (or resume, or skip when finished) one configuration. Never raises: failures come back as status "failed".
+    ``shared_budget``: the request budget of the run's endpoint shared with the sweep's other workers (llm/budget.py).
 
     Returns ``{"out", "cell", "status": "done"|"skipped"|"resumed"|"failed", "error", "test_accuracy": {method: acc}}``.
     Writes ``<out>/cell.json`` ({"cell", "suffix", ...cell info}) and appends progress to ``<out>/sweep.log``.
@@ -275,7 +276,7 @@ def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False) -
             out.mkdir(parents=True, exist_ok=True)
             with open(out / "sweep.log", "a", encoding="utf-8") as logf:
                 summary = run_experiment(cfg, log=lambda m: print(m, file=logf, flush=True), overwrite=overwrite,
-                                         resume=resume)
+                                         resume=resume, shared_budget=shared_budget)
             res["status"] = "resumed" if resume else "done"
         from ..store.store import atomic_write_json
 
@@ -323,6 +324,41 @@ def _items(configs: Iterable) -> list[tuple[dict, dict]]:
     return items
 
 
+def endpoint_of(cfg_dict: dict) -> str | None:
+    """The server a run sends its requests to (``llm.base_url`` of an ``openai`` run), else None: runs on one endpoint
+    share its request budget."""
+    llm = cfg_dict.get("llm") or {}
+    if llm.get("backend") != "openai" or not llm.get("base_url"):
+        return None
+    return str(llm["base_url"]).rstrip("/")
+
+
+def _endpoints(items: list[tuple[dict, dict]]) -> dict[str, int]:
+    """{endpoint: its request budget}: the smallest ``llm.concurrency`` among the runs on it."""
+    out: dict[str, int] = {}
+    for d, _ in items:
+        ep = endpoint_of(d)
+        if ep is not None:
+            c = int((d.get("llm") or {}).get("concurrency") or 1)
+            out[ep] = min(out.get(ep, c), c)
+    return out
+
+
+def _ray_share(items: list[tuple[dict, dict]], workers: int, log: Callable[[str], None]) -> list[tuple[dict, dict]]:
+    """On Ray every worker gets its share of its endpoint's budget: ``llm.concurrency`` // workers (at least 1)."""
+    budgets = _endpoints(items)
+    for ep, limit in budgets.items():
+        log(f"requests in flight to {ep}: at most {limit} for the whole sweep; on Ray each of the {workers} workers "
+            f"sends at most {max(1, limit // workers)}")
+    out = []
+    for d, info in items:
+        ep = endpoint_of(d)
+        if ep is not None:
+            d = {**d, "llm": {**d["llm"], "concurrency": max(1, budgets[ep] // workers)}}
+        out.append((d, info))
+    return out
+
+
 def run_sweep(configs: Iterable, executor: str = "local", workers: int = 2, address: str | None = None, *,
               overwrite: bool = False, log: Callable[[str], None] = print) -> list[dict]:
     """Run every configuration; return one result dict per run (see :func:`run_one`) in input order.
@@ -331,6 +367,11 @@ def run_sweep(configs: Iterable, executor: str = "local", workers: int = 2, addr
     processes; 1 = in this process) or "ray" (``address`` of the cluster, e.g. "ray://head:10001" or "auto"; None starts
     a local Ray instance with ``workers`` CPUs unless Ray is already initialised). Finished runs are skipped (unless
     ``overwrite``), unfinished ones resumed. A failed run does not stop the others.
+
+    Runs on one OpenAI-compatible endpoint share its request budget (the smallest ``llm.concurrency`` among them):
+    local workers take their slots from one budget shared by the processes (llm/budget.py), so at most that many
+    requests are in flight to the endpoint whatever the number of workers, and each finished run's line says how many
+    are in flight now; on Ray each worker gets ``concurrency // workers``.
 
     Raises:
         ValueError: unknown executor, workers < 1, duplicate output folders.
@@ -342,20 +383,38 @@ def run_sweep(configs: Iterable, executor: str = "local", workers: int = 2, addr
         raise ValueError("workers must be >= 1")
     items = _items(configs)
     results: list[dict | None] = [None] * len(items)
+    budgets: dict = {}
+    parallel = executor == "local" and workers > 1 and len(items) > 1
+    if parallel:
+        import multiprocessing as mp
+
+        from ..llm.budget import SharedBudget
+
+        mp_ctx = mp.get_context("spawn")
+        budgets = {ep: SharedBudget(limit, mp_ctx) for ep, limit in _endpoints(items).items()}
+        for ep, b in budgets.items():
+            log(f"requests in flight to {ep}: at most {b.limit}, shared by {min(workers, len(items))} worker "
+                "processes (each run's methods side by side included)")
+    elif executor == "local":
+        for ep, limit in _endpoints(items).items():
+            log(f"requests in flight to {ep}: at most {limit} (one run at a time in this process)")
+
+    def _in_flight() -> str:
+        return "".join(f"  [in flight now: {b.in_flight()}/{b.limit} to {ep}]" for ep, b in budgets.items())
 
     def _done(i: int, r: dict) -> None:
         results[i] = r
         n = sum(x is not None for x in results)
         log(f"[{n}/{len(items)}] {r['status']:<8} {r['cell']} {Path(r['out']).name}{_acc_text(r['test_accuracy'])}"
-            f"  ({r['out']})" + (f"  error: {r['error']}" if r["error"] else ""))
+            f"  ({r['out']})" + (f"  error: {r['error']}" if r["error"] else "") + _in_flight())
 
     from .executors import run_in_processes, run_on_ray
 
-    if executor == "local" and (workers == 1 or len(items) <= 1):
+    if executor == "local" and not parallel:
         for i, (d, info) in enumerate(items):
             _done(i, run_one(d, info, overwrite))
     elif executor == "local":
-        run_in_processes(run_one, items, workers, overwrite, _done)
+        run_in_processes(run_one, items, workers, overwrite, _done, budgets=budgets, mp_context=mp_ctx)
     else:
-        run_on_ray(run_one, items, workers, address, overwrite, _done)
+        run_on_ray(run_one, _ray_share(items, workers, log), workers, address, overwrite, _done)
     return [r for r in results if r is not None]
