@@ -428,3 +428,63 @@ def test_speculation_sends_every_planned_read_at_once_with_the_same_decisions(tm
     assert m_on["usage"]["janus"]["calls"] == m_on["eval_batch"]["requests"]
     assert m_on["eval_batch"]["requests"] - m_on["eval_batch"]["unused"] == \
         m_off["eval_batch"]["requests"] - m_off["eval_batch"]["unused"]
+
+
+# ------------------------------------------------------------------------------------------- the command line
+def _cli_env(tmp: Path) -> dict:
+    import os
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    return {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            "JANUS_CACHE_DIR": str(tmp / "cache"), "PYTHONUNBUFFERED": "1"}
+
+
+CLI_ARGS = ["--backend", "fake", "--dataset", "gsm8k", "--stream-size", "40", "--test-size", "2", "--encoder",
+            "hashing", "--warmup", "3", "--coverage-size", "2", "--boundary-size", "1", "--fresh-size", "1",
+            "--trigger", "always", "--updater", "dc_rs", "--controller", "both", "--no-cache"]
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
+def test_cli_stop_of_side_by_side_methods_then_resume(tmp_path, how):
+    """Ctrl-C (SIGINT to the process group) prints the resume line and exits 130; SIGKILL leaves the last committed
+    steps; either way `--resume` finishes with the files of a run made one method after another."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from child_signals import sigint_default
+
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "janus_memory.cli", "run", *CLI_ARGS, "--parallel-methods", "on", "--out", str(out)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_cli_env(tmp_path),
+                         start_new_session=True, preexec_fn=sigint_default)
+    try:
+        seen = []
+        for line in p.stdout:
+            seen.append(line)
+            if line.startswith("[dc_rs+janus] step  5/40 "):
+                break
+        os.killpg(p.pid, getattr(signal, how))
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert "methods side by side: dc_rs, dc_rs+janus (at most 4 LLM requests in flight for all of them)\n" in seen
+    if how == "SIGINT":
+        assert p.returncode == 130
+        assert err == f"interrupted: every committed step is kept; continue with `janus run --resume {out}`\n"
+    else:
+        assert p.returncode == -signal.SIGKILL
+    assert not (out / "COMPLETE").exists()
+    r = subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", "--resume", str(out), "--quiet"],
+                       capture_output=True, text=True, env=_cli_env(tmp_path), timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    ref = tmp_path / "ref"
+    r = subprocess.run([sys.executable, "-m", "janus_memory.cli", "run", *CLI_ARGS, "--parallel-methods", "off",
+                        "--out", str(ref), "--quiet"], capture_output=True, text=True, env=_cli_env(tmp_path),
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert _artifacts(out) == _artifacts(ref)
