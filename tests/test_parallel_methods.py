@@ -488,3 +488,30 @@ def test_cli_stop_of_side_by_side_methods_then_resume(tmp_path, how):
                        timeout=300)
     assert r.returncode == 0, r.stderr
     assert _artifacts(out) == _artifacts(ref)
+
+
+def test_sweep_workers_share_one_request_budget_per_endpoint(tmp_path):
+    """Two local worker processes, each running a cell whose two methods run side by side, against one 127.0.0.1
+    server: at most --concurrency requests reach it at once, and the sweep's lines say so."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from openai_test_server import OpenAITestServer
+
+    from janus_memory.sweep.sweep import expand_grid, run_sweep
+
+    lines = []
+    with OpenAITestServer(latency_s=0.05) as srv:
+        base = {"backend": "openai", "base_url": srv.base_url, "model": "stub", "dataset": "gsm8k", "stream_size": 4,
+                "test_size": 8, "encoder": "hashing", "no_cache": True, "concurrency": 3, "controller": "both",
+                "janus": {"warmup": 1, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1, "trigger": "always"},
+                "out": str(tmp_path / "sw")}
+        url = srv.base_url
+        cells = expand_grid(base, {"seed": [0, 1, 2]})
+        results = run_sweep(cells, workers=2, log=lines.append)
+    assert [r["status"] for r in results] == ["done"] * 3, results
+    assert 2 <= srv.max_inflight <= 3
+    assert lines[0] == f"requests in flight to {url}: at most 3, shared by 2 worker processes (each run's methods " \
+                       "side by side included)"
+    assert all(x.endswith(f"  [in flight now: {x.rsplit('now: ', 1)[1].split('/')[0]}/3 to {url}]")
+               for x in lines[1:])
