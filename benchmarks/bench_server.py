@@ -72,9 +72,9 @@ def serve(a) -> None:
     from janus_memory.run.fake_llm import scripted_backend
     from janus_memory.tasks import load_split
 
-    tasks = []
-    for split in ("stream", "test"):
-        tasks += load_split(a.dataset, split, data_dir=None, seed=0, limit=None).tasks
+    tasks = []  # the run's own tasks (the scripted reply looks for each of them in the prompt: keep the list short)
+    for split, limit in (("stream", a.stream_size), ("test", a.test_size)):
+        tasks += load_split(a.dataset, split, data_dir=None, seed=a.split_seed, limit=limit).tasks
     responder = scripted_backend(tasks).reply
     with OpenAITestServer(latency_s=a.latency, jitter_s=a.jitter, tail_rate=a.tail_rate, tail_s=a.tail_s,
                           fail_rate=a.fail_rate, parallel_limit=a.parallel_limit or None, seed=a.seed,
@@ -312,6 +312,9 @@ def main() -> int:
         ap.add_argument("--parallel-limit", type=int, default=0)
         ap.add_argument("--seed", type=int, default=0)
         ap.add_argument("--dataset", default="gsm8k")
+        ap.add_argument("--stream-size", type=int, default=30)
+        ap.add_argument("--test-size", type=int, default=30)
+        ap.add_argument("--split-seed", type=int, default=0)
         serve(ap.parse_args(sys.argv[2:]))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -266,8 +266,9 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
         # only with the option on (the demo preset): candidates accepted unevaluated as trivially equal
         **({"trivially_equal": c.get("trivially_equal", 0)}
            if with_janus and m.janus.config.skip_trivially_equal else {}),
-        # the batched evaluation's requests (speculative ones included; "unused": sent ahead, never read)
-        **({"eval_batch": c["eval_batch"]} if with_janus and c.get("eval_batch") else {}),
+        # the batched evaluation's requests when some were sent ahead and never read (speculation, early stopping):
+        # batches, requests (all paid), prefetched (sent ahead), served, unused (sent ahead, never read)
+        **({"eval_batch": c["eval_batch"]} if with_janus and (c.get("eval_batch") or {}).get("unused") else {}),
         "updater_stats": getattr(m.updater, "stats", {}),
         "final_memory_sha256": text_hash(final_memory), "checkpoints": checkpoints,
         "usage": usage, "wall_s": round(wall_s, 2),
