@@ -277,7 +277,7 @@ def test_session_one_budget_for_every_thread_and_no_thread_left():
             t.start()
         for t in threads:
             t.join()
-    assert backend.max_inflight == 3 and got == {0: 5, 1: 5, 2: 5}
+    assert backend.max_inflight == 3 and got == {0: 5, 1: 5, 2: 5} and client.in_flight() == 0
     assert client.usage.snapshot()["solver"]["calls"] == 15
     assert {t.name for t in threading.enumerate()} == before
 

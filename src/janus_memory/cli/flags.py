@@ -97,7 +97,8 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     m.add_argument("--temperature", type=float, help="sampling temperature of every LLM call, in [0, 2]")
     m.add_argument("--solver-max-tokens", type=int, help="output token limit of each solving call (stream, replay, test)")
     m.add_argument("--curator-max-tokens", type=int, help="output token limit of each memory-update call")
-    m.add_argument("--concurrency", type=int, help="parallel LLM requests for OpenAI-compatible servers")
+    m.add_argument("--concurrency", type=int, help="LLM requests in flight at once, one budget for all the run's methods "
+                                                   "(a grid's or sweep's workers share it per endpoint)")
     m.add_argument("--n-ctx", type=int, help="context window of the embedded backend (default 0: max of the solver/"
                                              "curator max tokens + 2048 prompt tokens; a smaller value is refused)")
     m.add_argument("--request-timeout", type=float, help="seconds per HTTP request to an OpenAI-compatible server (default 120)")
