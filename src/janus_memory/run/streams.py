@@ -11,7 +11,8 @@ What stays as in one thread:
 * **Events** go through :class:`EventRelay`: a method thread hands each event to the calling thread and waits until
   every subscriber (the store first) has had it, so a step is committed before its method goes on, the store's
   SQLite connection and the console are used by one thread only, and a user's ``on_event`` is called where it was.
-  Test-answer progress (emitted from the client's loop while a test batch runs) is posted without waiting.
+  Events that only report progress (a step finished, a trigger, test answers: the store writes nothing for them) are
+  posted without waiting, in order; test answers are emitted from the client's loop while a test batch runs.
 * **Results**: every method has its own updater, controller and usage meter (``UsageMeter.scope``, with the run order
   as rank, so a response two methods share counts as paid by the first, as one after another); decisions, records,
   the response cache and the summary's numbers do not depend on how the threads interleave
@@ -32,7 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..interrupts import Stopping, check_stop, stoppable
-from ..store.events import TestProgress
+from ..store.events import StepFinished, TestProgress, TestStarted, Triggered
+
+# events that only report (the store writes nothing for them): posted without waiting, still delivered in order
+_PROGRESS = (StepFinished, Triggered, TestStarted, TestProgress)
 
 _JOIN_S = 5.0  # how long a stopping run waits for its method threads (they leave at their next event or LLM call)
 _POLL_S = 0.2
@@ -64,7 +68,7 @@ class EventRelay:
         self._stop = threading.Event()
 
     def emit(self, ev: Any) -> None:
-        self.here(lambda: self.bus.emit(ev), wait=not isinstance(ev, TestProgress))
+        self.here(lambda: self.bus.emit(ev), wait=not isinstance(ev, _PROGRESS))
 
     def here(self, fn: Callable[[], Any], *, wait: bool = True) -> None:
         """Call ``fn`` in the relay's own thread (at once when called from it) and, with ``wait``, return after it
