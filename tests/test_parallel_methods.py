@@ -200,6 +200,35 @@ def test_keyboard_interrupt_in_the_calling_thread_stops_every_method(tmp_path, s
     assert _artifacts(out) == _artifacts(ref)
 
 
+def test_a_slow_request_of_one_method_does_not_stall_the_other(tmp_path, slow_fake, monkeypatch):
+    """One request of the +Janus twin (its own sample indices under the paper preset) takes 1.5 s: meanwhile the base
+    method's steps go on and are committed; the run's files are still those of one method after another."""
+    from janus_memory.store.events import StepFinished
+
+    orig = fake_llm._ScriptedBackend.acomplete
+    window = {}
+
+    async def stall_once(self, req):
+        if req.sample and "start" not in window and len(window.setdefault("seen", [])) >= 5:
+            window["start"] = time.monotonic()
+            await asyncio.sleep(1.5)
+            window["end"] = time.monotonic()
+        elif req.sample:
+            window.setdefault("seen", []).append(1)
+        return await orig(self, req)
+
+    monkeypatch.setattr(fake_llm._ScriptedBackend, "acomplete", stall_once)
+    done = []
+    run_experiment(_cfg(tmp_path / "par", parallel_methods=True, no_cache=True, stream_size=30), log=lambda m: None,
+                   on_event=lambda ev: done.append((time.monotonic(), ev.method)) if isinstance(ev, StepFinished)
+                   else None)
+    during = [m for t, m in done if window["start"] < t < window["end"]]
+    assert during.count("dc_rs") >= 5 and "dc_rs+janus" not in during
+    monkeypatch.setattr(fake_llm._ScriptedBackend, "acomplete", orig)
+    run_experiment(_cfg(tmp_path / "seq", parallel_methods=False, no_cache=True, stream_size=30), log=lambda m: None)
+    assert _files(tmp_path / "par") == _files(tmp_path / "seq")
+
+
 def test_auto_runs_side_by_side_only_on_a_backend_that_serves_in_parallel(tmp_path):
     from janus_memory.run.build import serves_in_parallel
 
