@@ -3,8 +3,9 @@
 A run against a server is bound by latency: its fastest possible time is its **critical path**, the chain of calls
 that must wait for each other. Per method: every stream step's updater calls one after another (DC-RS: curator, then
 solver), plus one round per Janus comparison (all its reads in flight together: ceil(reads / --concurrency) rounds),
-plus one round for the held-out test (final and checkpoint memories together); the run's path is the longest
-method's, times the server's latency. Everything else (the other method, the other requests of a round) should
+plus one round for the held-out test (final and checkpoint memories together); a round holds at most --concurrency
+requests and at most the server's parallel limit; the run's path is the longest method's, times the server's latency.
+The path counts no jitter, slow tail or retry: in the ``faults`` shape what they add to the wall is in the ratio. Everything else (the other method, the other requests of a round) should
 overlap. The goal: wall time (start-up excluded, as the run prints it) <= 1.3 x the critical path.
 
 The stub server (``serve``, started here in its own process) answers every request after ``--latency`` seconds with
@@ -112,8 +113,9 @@ class Stub:
 
 
 # ----------------------------------------------------------------------------------------------- critical path
-def critical_rounds(run_dir: Path, budget: int) -> dict[str, int]:
-    """{method: rounds on its critical path} (module docstring) from the run folder."""
+def critical_rounds(run_dir: Path, budget: int, *, stream_only: bool = False) -> dict[str, int]:
+    """{method: rounds on its critical path} (module docstring) from the run folder (``stream_only``: without the
+    test wave)."""
     config = json.loads((run_dir / "config.json").read_text())
     checkpoints = len([f for f in config.get("checkpoints") or [] if f < 1.0])
     out = {}
@@ -125,13 +127,22 @@ def critical_rounds(run_dir: Path, budget: int) -> dict[str, int]:
             reads = len(json.loads(line)["decision"].get("evaluations") or [])
             rounds += math.ceil(reads / budget)
         tests = len((mdir / "test.jsonl").read_text().splitlines()) * (1 + checkpoints)
-        rounds += math.ceil(tests / budget)
+        rounds += 0 if stream_only else math.ceil(tests / budget)
         out[mdir.name] = rounds
     return out
 
 
 def load1() -> float:
     return os.getloadavg()[0]
+
+
+def stream_seconds(output: str) -> dict[str, float]:
+    """{method: seconds from its first step to its last} as the run's last step line of each method says."""
+    out = {}
+    for m in re.finditer(r"^\[(\S+)\] step\s+(\d+)/(\d+) .* ([\d.]+)s$", output, re.M):
+        if m.group(2) == m.group(3):
+            out[m.group(1)] = float(m.group(4))
+    return out
 
 
 def run_janus(url: str, args: list[str], out: Path, concurrency: int) -> tuple[float, str]:
@@ -156,18 +167,24 @@ def bench(a) -> list[dict]:
             for rep in range(a.repeats):
                 before = load1()
                 with Stub(latency=a.latency, seed=rep, **server) as stub:
-                    wall, _ = run_janus(stub.url, args, tmp / f"{shape}-{rep}", a.concurrency)
+                    wall, output = run_janus(stub.url, args, tmp / f"{shape}-{rep}", a.concurrency)
                 after = load1()
-                rounds = critical_rounds(tmp / f"{shape}-{rep}", a.concurrency)
+                # a round holds at most --concurrency requests, and at most the server's parallel limit
+                budget = min(a.concurrency, server.get("parallel_limit") or a.concurrency)
+                rounds = critical_rounds(tmp / f"{shape}-{rep}", budget)
                 path = max(rounds.values()) * a.latency
+                streams = stream_seconds(output)
+                own = critical_rounds(tmp / f"{shape}-{rep}", budget, stream_only=True)
                 row = {"shape": shape, "repeat": rep + 1, "wall_s": wall, "critical_path_s": path,
                        "ratio": wall / path, "rounds": rounds, "server": stub.stats, "load_before": before,
-                       "load_after": after}
+                       "load_after": after, "streams_s": streams, "stream_rounds": own}
                 rows.append(row)
+                each = ", ".join(f"{m} {t:.1f} s / {own.get(m, 0) * a.latency:.1f} s" for m, t in streams.items())
                 print(f"{shape:<12} run {rep + 1}: wall {wall:6.1f} s (start-up excluded), critical path {path:5.1f} s "
-                      f"({max(rounds.values())} rounds x {a.latency:g} s), ratio {wall / path:.2f}; server: "
-                      f"{stub.stats.get('requests')} requests, peak {stub.stats.get('max_inflight')} in flight, "
-                      f"{stub.stats.get('outcomes')}; load {before:.2f} -> {after:.2f}", flush=True)
+                      f"({max(rounds.values())} rounds x {a.latency:g} s), ratio {wall / path:.2f}; stream vs own "
+                      f"path: {each}; server: {stub.stats.get('requests')} requests, peak "
+                      f"{stub.stats.get('max_inflight')} in flight, {stub.stats.get('outcomes')}; load {before:.2f} -> "
+                      f"{after:.2f}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rows
@@ -258,10 +275,10 @@ def llamacpp(a) -> int:
         print(f"no SmolLM2 GGUF at {gguf}: run `janus model fetch --test-models` first")
         return 2
     args = ["--backend", "openai", "--model", "smollm2", "--dataset", "gsm8k", "--stream-size", str(a.ll_steps),
-            "--test-size", "6", "--warmup", "2", "--encoder", "hashing", "--no-cache", "--temperature", "0",
-            "--solver-max-tokens", "48", "--curator-max-tokens", "48", "--updater", "dc_rs", "--controller", "both",
-            "--trigger", "always", "--coverage-size", "3", "--boundary-size", "2", "--fresh-size", "1",
-            "--concurrency", str(a.ll_concurrency), "--quiet"]
+            "--test-size", "4", "--warmup", "2", "--encoder", "hashing", "--no-cache", "--temperature", "0",
+            "--solver-max-tokens", "32", "--curator-max-tokens", "32", "--updater", "dc_rs", "--controller", "both",
+            "--trigger", "always", "--coverage-size", "2", "--boundary-size", "1", "--fresh-size", "1",
+            "--concurrency", str(a.ll_concurrency), "--request-timeout", "600", "--quiet"]
     tmp = Path(tempfile.mkdtemp(prefix="bench-llamacpp-"))
     out = {}
     try:
@@ -324,7 +341,7 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--json", help="write every measurement here")
     ap.add_argument("--llamacpp", action="store_true", help="llama.cpp's server: concurrency honoured, same files")
-    ap.add_argument("--ll-steps", type=int, default=6)
+    ap.add_argument("--ll-steps", type=int, default=4)
     ap.add_argument("--ll-concurrency", type=int, default=3)
     a = ap.parse_args()
     if a.llamacpp:
