@@ -83,7 +83,24 @@ def serve(a) -> None:
         print(srv.base_url, flush=True)
         sys.stdin.read()
         print(json.dumps({"requests": srv.requests, "max_inflight": srv.max_inflight,
-                          "max_active": srv.max_active, "outcomes": dict(srv.outcomes)}), flush=True)
+                          "max_active": srv.max_active, "outcomes": dict(srv.outcomes),
+                          "burst_spread_s": burst_spread(srv.timeline)}), flush=True)
+
+
+def burst_spread(timeline: list) -> float | None:
+    """Mean time between the first and the last arrival of a burst of 10 or more requests (a comparison or a test
+    wave: arrivals less than 0.2 s apart), i.e. how long the client took to send one round."""
+    arrivals = sorted(t[0] for t in timeline)
+    bursts, cur = [], arrivals[:1]
+    for t in arrivals[1:]:
+        if t - cur[-1] < 0.2:
+            cur.append(t)
+        else:
+            bursts.append(cur)
+            cur = [t]
+    bursts.append(cur)
+    big = [b[-1] - b[0] for b in bursts if len(b) >= 10]
+    return round(sum(big) / len(big), 4) if big else None
 
 
 class Stub:
@@ -183,7 +200,8 @@ def bench(a) -> list[dict]:
                 print(f"{shape:<12} run {rep + 1}: wall {wall:6.1f} s (start-up excluded), critical path {path:5.1f} s "
                       f"({max(rounds.values())} rounds x {a.latency:g} s), ratio {wall / path:.2f}; stream vs own "
                       f"path: {each}; server: {stub.stats.get('requests')} requests, peak "
-                      f"{stub.stats.get('max_inflight')} in flight, {stub.stats.get('outcomes')}; load {before:.2f} -> "
+                      f"{stub.stats.get('max_inflight')} in flight, {stub.stats.get('outcomes')}, a round of 10+ sent in "
+                      f"{stub.stats.get('burst_spread_s')} s; load {before:.2f} -> "
                       f"{after:.2f}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
