@@ -293,8 +293,8 @@ def llamacpp(a) -> int:
         print(f"no SmolLM2 GGUF at {gguf}: run `janus model fetch --test-models` first")
         return 2
     args = ["--backend", "openai", "--model", "smollm2", "--dataset", "gsm8k", "--stream-size", str(a.ll_steps),
-            "--test-size", "4", "--warmup", "2", "--encoder", "hashing", "--no-cache", "--temperature", "0",
-            "--solver-max-tokens", "32", "--curator-max-tokens", "32", "--updater", "dc_rs", "--controller", "both",
+            "--test-size", "2", "--warmup", "2", "--encoder", "hashing", "--no-cache", "--temperature", "0",
+            "--solver-max-tokens", "16", "--curator-max-tokens", "16", "--updater", "dc_rs", "--controller", "both",
             "--trigger", "always", "--coverage-size", "2", "--boundary-size", "1", "--fresh-size", "1",
             "--concurrency", str(a.ll_concurrency), "--request-timeout", "600", "--quiet"]
     tmp = Path(tempfile.mkdtemp(prefix="bench-llamacpp-"))
@@ -359,7 +359,7 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--json", help="write every measurement here")
     ap.add_argument("--llamacpp", action="store_true", help="llama.cpp's server: concurrency honoured, same files")
-    ap.add_argument("--ll-steps", type=int, default=4)
+    ap.add_argument("--ll-steps", type=int, default=3)
     ap.add_argument("--ll-concurrency", type=int, default=3)
     a = ap.parse_args()
     if a.llamacpp:
