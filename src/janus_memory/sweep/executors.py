@@ -36,6 +36,41 @@ def _worker_init(budgets: dict | None = None) -> None:
     _worker["budgets"] = dict(budgets or {})
 
 
+def endpoint_of(cfg_dict: dict) -> str | None:
+    """The server a run sends its requests to (``llm.base_url`` of an ``openai`` run), else None: runs on one endpoint
+    share its request budget (sweep.py)."""
+    llm = cfg_dict.get("llm") or {}
+    if llm.get("backend") != "openai" or not llm.get("base_url"):
+        return None
+    return str(llm["base_url"]).rstrip("/")
+
+
+def endpoints(items: list[tuple[dict, dict]]) -> dict[str, int]:
+    """{endpoint: its request budget}: the smallest ``llm.concurrency`` among the runs on it."""
+    out: dict[str, int] = {}
+    for d, _ in items:
+        ep = endpoint_of(d)
+        if ep is not None:
+            c = int((d.get("llm") or {}).get("concurrency") or 1)
+            out[ep] = min(out.get(ep, c), c)
+    return out
+
+
+def ray_share(items: list[tuple[dict, dict]], workers: int, log: Callable[[str], None]) -> list[tuple[dict, dict]]:
+    """On Ray every worker gets its share of its endpoint's budget: ``llm.concurrency`` // workers (at least 1)."""
+    budgets = endpoints(items)
+    for ep, limit in budgets.items():
+        log(f"requests in flight to {ep}: at most {limit} for the whole sweep; on Ray each of the {workers} workers "
+            f"sends at most {max(1, limit // workers)}")
+    out = []
+    for d, info in items:
+        ep = endpoint_of(d)
+        if ep is not None:
+            d = {**d, "llm": {**d["llm"], "concurrency": max(1, budgets[ep] // workers)}}
+        out.append((d, info))
+    return out
+
+
 def _interrupted(d: dict, info: dict) -> dict:
     return {"out": d["out"], "cell": info.get("cell"), "status": "interrupted", "error": None, "test_accuracy": {}}
 
@@ -43,8 +78,6 @@ def _interrupted(d: dict, info: dict) -> dict:
 def _run_in_worker(run_one: Callable, d: dict, info: dict, overwrite: bool) -> dict:
     """``run_one`` in a pool worker, with the request budget of its endpoint shared by all workers (if any); a
     Ctrl-C ends it as status "interrupted" instead of a worker traceback."""
-    from .sweep import endpoint_of
-
     try:
         if _worker["stopping"]:
             return _interrupted(d, info)  # a run handed over after Ctrl-C is not started

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..settings.config import RunConfig
 from ..settings.llm_settings import LLM_KEYS, SettingsConflict, lift_llm
+from .executors import endpoints, ray_share
 
 TOP_KEYS = ("base", "grid")
 _NESTED = ("janus", "updater_config", "llm")
@@ -324,41 +325,6 @@ def _items(configs: Iterable) -> list[tuple[dict, dict]]:
     return items
 
 
-def endpoint_of(cfg_dict: dict) -> str | None:
-    """The server a run sends its requests to (``llm.base_url`` of an ``openai`` run), else None: runs on one endpoint
-    share its request budget."""
-    llm = cfg_dict.get("llm") or {}
-    if llm.get("backend") != "openai" or not llm.get("base_url"):
-        return None
-    return str(llm["base_url"]).rstrip("/")
-
-
-def _endpoints(items: list[tuple[dict, dict]]) -> dict[str, int]:
-    """{endpoint: its request budget}: the smallest ``llm.concurrency`` among the runs on it."""
-    out: dict[str, int] = {}
-    for d, _ in items:
-        ep = endpoint_of(d)
-        if ep is not None:
-            c = int((d.get("llm") or {}).get("concurrency") or 1)
-            out[ep] = min(out.get(ep, c), c)
-    return out
-
-
-def _ray_share(items: list[tuple[dict, dict]], workers: int, log: Callable[[str], None]) -> list[tuple[dict, dict]]:
-    """On Ray every worker gets its share of its endpoint's budget: ``llm.concurrency`` // workers (at least 1)."""
-    budgets = _endpoints(items)
-    for ep, limit in budgets.items():
-        log(f"requests in flight to {ep}: at most {limit} for the whole sweep; on Ray each of the {workers} workers "
-            f"sends at most {max(1, limit // workers)}")
-    out = []
-    for d, info in items:
-        ep = endpoint_of(d)
-        if ep is not None:
-            d = {**d, "llm": {**d["llm"], "concurrency": max(1, budgets[ep] // workers)}}
-        out.append((d, info))
-    return out
-
-
 def run_sweep(configs: Iterable, executor: str = "local", workers: int = 2, address: str | None = None, *,
               overwrite: bool = False, log: Callable[[str], None] = print) -> list[dict]:
     """Run every configuration; return one result dict per run (see :func:`run_one`) in input order.
@@ -391,12 +357,12 @@ def run_sweep(configs: Iterable, executor: str = "local", workers: int = 2, addr
         from ..llm.budget import SharedBudget
 
         mp_ctx = mp.get_context("spawn")
-        budgets = {ep: SharedBudget(limit, mp_ctx) for ep, limit in _endpoints(items).items()}
+        budgets = {ep: SharedBudget(limit, mp_ctx) for ep, limit in endpoints(items).items()}
         for ep, b in budgets.items():
             log(f"requests in flight to {ep}: at most {b.limit}, shared by {min(workers, len(items))} worker "
                 "processes (each run's methods side by side included)")
     elif executor == "local":
-        for ep, limit in _endpoints(items).items():
+        for ep, limit in endpoints(items).items():
             log(f"requests in flight to {ep}: at most {limit} (one run at a time in this process)")
 
     def _in_flight() -> str:
@@ -416,5 +382,5 @@ def run_sweep(configs: Iterable, executor: str = "local", workers: int = 2, addr
     elif executor == "local":
         run_in_processes(run_one, items, workers, overwrite, _done, budgets=budgets, mp_context=mp_ctx)
     else:
-        run_on_ray(run_one, _ray_share(items, workers, log), workers, address, overwrite, _done)
+        run_on_ray(run_one, ray_share(items, workers, log), workers, address, overwrite, _done)
     return [r for r in results if r is not None]
