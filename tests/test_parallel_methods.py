@@ -163,10 +163,11 @@ def test_an_error_in_one_method_stops_the_other_and_is_raised(tmp_path, slow_fak
     orig = fake_llm._ScriptedBackend.acomplete
     seen = {"n": 0}
 
-    async def failing(self, req):
-        seen["n"] += 1
-        if seen["n"] == 25:
-            raise FatalLLMError("HTTP 400 from the server: refused", status=400)
+    async def failing(self, req):  # the base method's 10th request (sample 0; the twin's are never 0): not a replay,
+        if req.sample == 0:  # whose failure the paper preset would score 0 and go on
+            seen["n"] += 1
+            if seen["n"] == 10:
+                raise FatalLLMError("HTTP 400 from the server: refused", status=400)
         return await orig(self, req)
 
     monkeypatch.setattr(fake_llm._ScriptedBackend, "acomplete", failing)
@@ -175,7 +176,7 @@ def test_an_error_in_one_method_stops_the_other_and_is_raised(tmp_path, slow_fak
         run_experiment(_cfg(tmp_path / "run", parallel_methods=True, no_cache=True, stream_size=30),
                        log=lambda m: None, on_event=lambda ev: events.append(threading.current_thread().name))
     assert set(events) == {threading.current_thread().name}  # every event was delivered in the calling thread
-    assert seen["n"] < 60  # neither method went on to its end after the error
+    assert seen["n"] < 60  # the base method did not go on to its end after the error
     assert [t.name for t in threading.enumerate() if t.name.startswith(("janus-method", "janus-llm"))] == []
 
 
