@@ -54,8 +54,9 @@ def _config_from_args(args, *, demo: bool):
 
         base = overlay(load_run_config(args.resume).model_dump(), base, {"out": args.resume})
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
-    if "batch_eval" in over:  # --batch-eval on|off|auto -> True / False / None (auto also undoes a config file's value)
-        over["batch_eval"] = {"on": True, "off": False}.get(over["batch_eval"])
+    for key in ("batch_eval", "parallel_methods", "speculate"):  # on|off|auto -> True / False / None (auto undoes the file's value)
+        if key in over:
+            over[key] = {"on": True, "off": False}.get(over[key])
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}
     if janus_over and isinstance(base.get("janus"), dict):  # an option replaces the file's value before it is checked
         base = {**base, "janus": {**base["janus"], **janus_over}}

@@ -98,7 +98,8 @@ def openai_backend(cfg, tasks: list):
         raise ConfigError("--backend openai needs --base-url and --model")
     check_endpoint(llm.base_url, float(llm.request_timeout), max_retries=llm.max_retries,
                    deadline_s=llm.request_deadline)
-    return OpenAIBackend(llm.base_url, llm.model, timeout=float(llm.request_timeout))
+    return OpenAIBackend(llm.base_url, llm.model, timeout=float(llm.request_timeout),
+                         max_connections=max(64, int(llm.concurrency)))  # --concurrency is the bound, not the pool
 
 
 def make_llm_backend(cfg, tasks: list | None = None):

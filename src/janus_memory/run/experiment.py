@@ -97,21 +97,50 @@ def _preflight(ctx: Context) -> None:
 
 
 def _run_methods(ctx: Context, store: RunStore, bus: EventBus, log, stop_after) -> dict:
+    """Every method of the run that is not finished yet, in helper threads: side by side when
+    :func:`~janus_memory.run.build.methods_side_by_side` says so, else one after another (run/streams.py); this thread
+    delivers their events (the store writes each step) and returns their summaries in run order."""
     from ..store.reader import RunReader
+    from .build import methods_side_by_side
+    from .streams import EventRelay
 
     reader = RunReader(store.root)
-    methods = {}
-    for method, with_janus in ctx.settings.methods():
+    methods, jobs = {}, []
+    for rank, (method, with_janus) in enumerate(ctx.settings.methods()):
         done = reader.method_result(method)
         if done is not None:
             store.rebuild_exports(method)  # a resumed folder: its files are rewritten from the database
             methods[method] = done
             continue
         ck = reader.checkpoint(method)
-        where = f" (continuing after step {ck[0]})" if ck else ""
-        log(f"[{method}] stream of {len(ctx.stream.tasks)} tasks, then test on {len(ctx.test.tasks)} held-out tasks{where}")
-        methods[method] = run_method(ctx, method, with_janus, bus, resume=ck, stop_after=stop_after)
+        methods[method] = None
+        jobs.append((method, with_janus, ck, rank))
+    side_by_side = len(jobs) > 1 and methods_side_by_side(ctx)
+    if side_by_side:
+        log(f"methods side by side: {', '.join(j[0] for j in jobs)} (at most {ctx.client.concurrency} LLM requests "
+            "in flight for all of them)")
+    relay = EventRelay(bus)
+
+    def job(method, with_janus, ck, rank):
+        def go():
+            if not side_by_side:
+                line = _stream_line(ctx, method, ck)
+                relay.here(lambda: log(line))
+            return run_method(ctx, method, with_janus, relay, resume=ck, stop_after=stop_after, rank=rank)
+        return method, go
+
+    if side_by_side:
+        for method, _, ck, _ in jobs:
+            log(_stream_line(ctx, method, ck))
+    with ctx.client.session():
+        done = relay.serve([job(*j) for j in jobs], side_by_side=side_by_side, on_stop=ctx.client.stop_session)
+    methods.update(done)
     return methods
+
+
+def _stream_line(ctx: Context, method: str, ck) -> str:
+    where = f" (continuing after step {ck[0]})" if ck else ""
+    return f"[{method}] stream of {len(ctx.stream.tasks)} tasks, then test on {len(ctx.test.tasks)} held-out tasks{where}"
 
 
 def _legacy_on_step(on_step):
@@ -122,7 +151,7 @@ def _legacy_on_step(on_step):
 
 def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_step=None, on_event=None,
                    overwrite: bool = False, resume: bool = False, stop_after: int | None = None,
-                   splits=None) -> dict:
+                   splits=None, shared_budget=None) -> dict:
     """Validate, build, run every method of ``cfg`` and write the run folder. Returns the summary dict.
 
     ``on_event(ev)`` receives every typed event (store/events.py); ``on_step(dict)`` the older progress dicts. With
@@ -130,7 +159,8 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
     out/concurrency/cache settings), package version and split hashes; each method continues after its last step.
 
     ``splits``: the (stream, test) splits of ``cfg`` already loaded by build.load_splits (the CLI loads them before
-    printing anything); None loads them here.
+    printing anything); None loads them here. ``shared_budget``: a llm.budget.SharedBudget whose slots every LLM
+    request also takes (the worker processes of a sweep sharing one endpoint).
 
     A new run that stops before it wrote anything (an error or an interrupt while the model, encoder or cache is
     set up) leaves no folder behind: the folder this call created is removed with its lock file.
@@ -151,7 +181,7 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
         store = _open_store(cfg, resume, overwrite)
         if not resume:
             kill_point("run_started")
-        ctx = _build(cfg, log, splits)
+        ctx = _build(cfg, log, splits, shared_budget)
         if resume:
             check_resumable(store, cfg, {s.split: split_record(s) for s in (ctx.stream, ctx.test)}, __version__)
             check_resume_state(ctx, store)
@@ -200,11 +230,11 @@ def _top_missing(path: Path) -> Path | None:
     return top
 
 
-def _build(cfg: RunConfig, log, splits=None) -> Context:
+def _build(cfg: RunConfig, log, splits=None, shared_budget=None) -> Context:
     from ..llm.cache import CacheError
 
     try:
-        return build_context(cfg, log=log, splits=splits)
+        return build_context(cfg, log=log, splits=splits, shared_budget=shared_budget)
     except CacheError as e:  # the cache, not the run folder: its own one-line message (issue 12 item 8)
         raise ConfigError(str(e).splitlines()[0]) from None
 

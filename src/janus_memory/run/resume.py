@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from ..store.store import RunStore
 
 # keys that may differ on resume without changing results: the endpoint may move; the model may not
-RESUME_FREE_KEYS = {"out", "cache_dir", "no_cache", "llm.concurrency", "llm.base_url", "llm.n_parallel"}
+RESUME_FREE_KEYS = {"out", "cache_dir", "no_cache", "llm.concurrency", "llm.base_url", "llm.n_parallel",
+                    "parallel_methods"}
 
 
 def config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:

@@ -82,6 +82,14 @@ class RunConfig(BaseModel):
     # None = automatic (batched; early-stopping rounds prefetched only on a parallel engine), True = batched and
     # always prefetched, False = each memory's replays sent on their own (docs/perf.md: slower batched on a CPU server)
     batch_eval: bool | None = None
+    # with a batched evaluation: send every read a sequential (or early-stopping) comparison may make in its first
+    # batch, so it costs one round of latency; the reads it never uses are paid (run/eval_batch.py). None = automatic
+    # (on when the backend serves requests in parallel), True/False = always / never. Decisions are the same either way
+    speculate: bool | None = None
+    # the methods of the run (base and +Janus) as side-by-side streams sharing llm.concurrency (run/streams.py):
+    # None = automatic (side by side when the backend serves requests in parallel: a server, or an embedded engine
+    # with several slots), True/False = always / one method after another. Results are the same either way
+    parallel_methods: bool | None = None
     allow_weak_sandbox: bool = False  # HumanEval: accept the fallback sandbox (unshare) when bubblewrap is missing
 
     # harmful candidates injected at chosen stream steps (issue 15): "KIND@STEP[,KIND@STEP...]" or a YAML list of
@@ -142,16 +150,16 @@ class RunConfig(BaseModel):
 
         return {i.step: i.kind for i in parse_inject(self.inject)}
 
-    @field_validator("batch_eval", mode="before")
+    @field_validator("batch_eval", "parallel_methods", "speculate", mode="before")
     @classmethod
-    def _batch_eval(cls, v):
+    def _auto_on_off(cls, v):
         """The command line's words ``auto`` (None), ``on`` (True) and ``off`` (False); else a boolean or null."""
         from pydantic_core import PydanticCustomError
 
         words = {"auto": None, "on": True, "off": False}
         if isinstance(v, str):
             if v.strip().lower() not in words:
-                raise PydanticCustomError("batch_eval", "choose auto, on or off (or true, false, null)")
+                raise PydanticCustomError("auto_on_off", "choose auto, on or off (or true, false, null)")
             return words[v.strip().lower()]
         return v
 
