@@ -20,15 +20,15 @@ def _plain(console):
 def _load_config_file(path: str) -> dict:
     import yaml
 
-    from ..settings.yaml_load import load_unique
+    from ..settings.yaml_load import load_unique, read_settings_text
 
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file not found: {p}")
+    try:  # a directory, FIFO or device, a file over the size limit: named before anything is read
+        text = read_settings_text(p)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     try:
-        data = load_unique(p.read_text(encoding="utf-8"))  # a key given twice: an error naming it and its lines
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{p} is not UTF-8 text (byte offset {e.start}); save it as UTF-8") from None
+        data = load_unique(text)  # a key given twice, an alias bomb: an error naming it (and its lines)
     except yaml.YAMLError as e:
         raise ConfigError(f"invalid YAML in {p}: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict):

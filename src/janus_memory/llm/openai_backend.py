@@ -20,6 +20,7 @@ import openai
 
 from janus_memory.llm.base import ChatRequest, FatalLLMError, TransientLLMError
 from janus_memory.llm.reasoning import normalise_response
+from janus_memory.llm.reply_cap import ACCEPT_ENCODING, ReplyTooLarge, cap_response, limit_replies, reply_limit
 from janus_memory.types import ChatResult
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
@@ -99,6 +100,8 @@ class OpenAIBackend:
                     timeout=self.timeout,
                     limits=httpx.Limits(max_connections=self.max_connections,
                                         max_keepalive_connections=self.max_connections),
+                    # every body read is bounded (llm/reply_cap.py): a reply by its request's max_tokens
+                    event_hooks={"response": [cap_response]}, headers={"Accept-Encoding": ACCEPT_ENCODING},
                 )
                 c = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
                                        max_retries=0, http_client=http, default_headers=self.default_headers)
@@ -126,9 +129,12 @@ class OpenAIBackend:
             # per request) and returns the raw httpx response so we parse the body ourselves.
             # the whole attempt (connect, headers, body) is bounded by ``timeout``: httpx's own timeouts are per
             # read, so a server dripping one byte at a time would otherwise hold the request indefinitely
-            raw = await asyncio.wait_for(client.post("/chat/completions", cast_to=httpx.Response, body=payload),
-                                         self.timeout)
+            with limit_replies(reply_limit(req.max_tokens)):
+                raw = await asyncio.wait_for(client.post("/chat/completions", cast_to=httpx.Response, body=payload),
+                                             self.timeout)
             text = raw.text
+        except ReplyTooLarge as e:  # not retried: the same request gets the same answer
+            raise FatalLLMError(str(e)) from None
         except TimeoutError as e:
             raise TransientLLMError(f"timeout: no complete reply within {self.timeout:g}s") from e
         except openai.APITimeoutError as e:
