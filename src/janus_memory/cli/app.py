@@ -25,7 +25,7 @@ from .closing import (
 from . import signals as cli_signals
 from .parser import EXIT_USAGE, build_parser
 from ..errors import JanusError
-from .run_command import _config_from_args, _run
+from .run_command import _config_from_args, _run, run_command  # noqa: F401  (re-exported)
 from .commands import _bench_world, _grid, _memory, _model_fetch, _model_path, _report, _sweep, _view
 
 __all__ = ["EXIT_USAGE", "build_parser", "main"]
@@ -55,7 +55,7 @@ def _dispatch(args, console):
 
         return lambda a, c: run_demo(a, c, t0)
     if args.cmd == "run":
-        return lambda a, c: _run(_config_from_args(a, demo=False), a, c, t0)
+        return lambda a, c: run_command(a, c, t0)
     if args.cmd == "memory":
         return _memory if args.memory_cmd == "diff" else None
     if args.cmd == "model":

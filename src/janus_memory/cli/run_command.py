@@ -47,10 +47,8 @@ def _config_from_args(args, *, demo: bool):
     if not demo and getattr(args, "resume", None):
         from ..run.experiment import load_run_config
 
-        if getattr(args, "out", None) is not None and \
-                Path(args.out).expanduser().absolute() != Path(args.resume).expanduser().absolute():
-            raise ConfigError(f"--resume continues the run in its own folder {args.resume}; --out {args.out} names "
-                              "another: leave --out out (to continue elsewhere, copy the folder and resume the copy)")
+        if getattr(args, "out", None) is not None:
+            _same_folder(args)
 
         base = overlay(load_run_config(args.resume).model_dump(), base, {"out": args.resume})
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
@@ -148,6 +146,27 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
             f"unexamined{gate}")
 
 
+def run_command(args, console, t0: float | None = None) -> int:
+    """`janus run`: with --resume, the folder's lock is taken before anything in it is read (a run still writing it
+    is named "in use by process N", never read half-written) and held until the resume ends."""
+    from contextlib import nullcontext
+
+    from ..run.resume import held_for_resume
+
+    resume = getattr(args, "resume", None)
+    if resume and getattr(args, "out", None) is not None:
+        _same_folder(args)
+    with held_for_resume(resume) if resume else nullcontext() as lock:
+        args.resume_lock = lock
+        return _run(_config_from_args(args, demo=False), args, console, t0)
+
+
+def _same_folder(args) -> None:
+    if Path(args.out).expanduser().absolute() != Path(args.resume).expanduser().absolute():
+        raise ConfigError(f"--resume continues the run in its own folder {args.resume}; --out {args.out} names "
+                          "another: leave --out out (to continue elsewhere, copy the folder and resume the copy)")
+
+
 def _run(cfg, args, console, t0: float | None = None) -> int:
     _run_summary(cfg, args, console, t0)
     return 0
@@ -191,7 +210,8 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
 
         with Heartbeat(progress):  # off a terminal: a line at least every 30 s, also inside a long model call
             summary = run_experiment(cfg, log=say, on_event=on_event, overwrite=args.overwrite,
-                                     resume=bool(getattr(args, "resume", None)), splits=splits)
+                                     resume=bool(getattr(args, "resume", None)), splits=splits,
+                                     lock=getattr(args, "resume_lock", None))
     print_summary(summary, console)  # always printed, whatever --quiet says (it quiets the progress only)
     closing_lines(summary, say, t0, first_step[0] if first_step else None)
     for line in injection.next_steps(summary):  # runs with --inject: where to look next

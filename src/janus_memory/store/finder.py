@@ -31,7 +31,8 @@ def scan_run_dirs(paths: list[str | Path]) -> tuple[list[Path], list[Path]]:
     whether it was interrupted, is still running, or lost COMPLETE to a repair that did not end.
 
     Raises:
-        RunFolderError: a path does not exist or holds no run folder, or a folder marked COMPLETE is not
+        RunFolderError: a path does not exist or holds no run folder, a run folder has no run.sqlite (nothing to
+            check its numbers against: :func:`unchecked_message`), or a folder marked COMPLETE is not
             (integrity.check_complete).
     """
     from .integrity import check_complete
@@ -58,12 +59,20 @@ def scan_run_dirs(paths: list[str | Path]) -> tuple[list[Path], list[Path]]:
             if d.resolve() in seen:
                 continue
             seen.add(d.resolve())
-            if (d / DB).is_file() and not (d / "COMPLETE").exists():
+            if not (d / DB).is_file():  # summary.json alone: nothing to check a number against
+                raise RunFolderError(unchecked_message(d))
+            if not (d / "COMPLETE").exists():
                 unfinished.append(d)
             else:
                 check_complete(d)  # COMPLETE must mean every artefact is present and consistent (issue 12 item 6)
                 finished.append(d)
     return finished, unfinished
+
+
+def unchecked_message(d: Path) -> str:
+    """The refusal of a run folder without its database (copied without it, or deleted)."""
+    return (f"{d} has no {DB}: its numbers cannot be checked (summary.json and the other files are exports of the "
+            f"run's database, and an edited one would be reported as it is); copy the run's {DB} back into it")
 
 
 def _is_run_folder(p: Path) -> bool:
