@@ -12,7 +12,7 @@ class JanusError(Exception):
 
     def user_message(self, run_dir: str | None = None) -> str:
         """The line the CLI prints (``run_dir``: the run folder involved, for a resume hint)."""
-        return str(self).splitlines()[0] if str(self) else type(self).__name__
+        return str(self).split("\n")[0] if str(self) else type(self).__name__  # (a \r inside is escaped, not cut)
 
 
 class ConfigError(JanusError, ValueError):

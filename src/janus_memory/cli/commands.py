@@ -137,16 +137,19 @@ def _view(args, console) -> int:
 
 
 def _memory(args, console) -> int:
+    """Memory texts are a model's: their control characters are shown escaped (terminal.printable)."""
     from ..report.memdiff import cross_method_diff, memory_diff
+    from ..terminal import printable
 
     if args.methods:
         if args.step_b is not None or args.method:
             raise ConfigError("--methods compares two methods at one step: give one step and no --method")
-        print(cross_method_diff(args.run_dir, args.step_a, tuple(args.methods), context=args.context), end="")
+        print(printable(cross_method_diff(args.run_dir, args.step_a, tuple(args.methods), context=args.context)),
+              end="")
         return 0
     if args.step_b is None:
         raise ConfigError("give two steps (janus memory diff RUN STEP_A STEP_B) or one step and --methods BASE OTHER")
-    print(memory_diff(args.run_dir, args.step_a, args.step_b, args.method, context=args.context))
+    print(printable(memory_diff(args.run_dir, args.step_a, args.step_b, args.method, context=args.context)))
     return 0
 
 

@@ -13,8 +13,11 @@ from ..errors import ConfigError
 
 
 def _plain(console):
-    """A log callback printing one message verbatim (no rich markup: method names like [dc_rs] are not tags)."""
-    return lambda m: console.print(m, markup=False, soft_wrap=True)
+    """A log callback printing one message verbatim (no rich markup: method names like [dc_rs] are not tags), its
+    control characters escaped (a server's or a model's text may be in it: terminal.printable)."""
+    from ..terminal import printable
+
+    return lambda m: console.print(printable(m), markup=False, soft_wrap=True)
 
 
 def _load_config_file(path: str) -> dict:
@@ -50,11 +53,17 @@ def _config_from_args(args, *, demo: bool):
         if getattr(args, "out", None) is not None:
             _same_folder(args)
 
-        base = overlay(load_run_config(args.resume).model_dump(), base, {"out": args.resume})
+        stored = load_run_config(args.resume)
+        base = overlay(stored.model_dump(), base, {"out": args.resume})
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
     if "batch_eval" in over:  # --batch-eval on|off|auto -> True / False / None (auto also undoes a config file's value)
         over["batch_eval"] = {"on": True, "off": False}.get(over["batch_eval"])
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}
+    if not demo and getattr(args, "resume", None):
+        try:
+            _refuse_resume_options(stored, over, janus_over)
+        except ConfigError as e:
+            raise _named_by_option(e, args) from None
     if janus_over and isinstance(base.get("janus"), dict):  # an option replaces the file's value before it is checked
         base = {**base, "janus": {**base["janus"], **janus_over}}
     # flat flags fill the llm section key by key (a flag wins over the file's llm.<key>); ConfigError naming the key
@@ -66,6 +75,34 @@ def _config_from_args(args, *, demo: bool):
         if named is e and not demo and getattr(args, "config", None):
             named = _with_file_line(e, args.config, args)
         raise named from None
+
+
+def _refuse_resume_options(stored, over: dict, janus_over: dict) -> None:
+    """ConfigError when an option given with --resume changes a stored setting other than those a resume may change
+    (resume.RESUME_FREE_KEYS: where the server is and how it is called), in the words of the resume's own check
+    (resume.refuse_changed_config), before the options are combined with the stored settings: `--resume R --updater
+    expel` names the updater, not an updater_config key the stored dc_rs settings hold that ExpeL does not know."""
+    from ..run.resume import RESUME_FREE_KEYS
+    from ..settings.config import RunConfig
+    from ..settings.llm_settings import LLM_KEYS
+
+    diff = []
+    for k, v in over.items():
+        key = f"llm.{k}" if k in LLM_KEYS else k
+        if key in RESUME_FREE_KEYS:
+            continue
+        alone = RunConfig.parse({k: v})  # the option's value as the settings hold it (ConfigError when invalid)
+        now, was = (getattr(alone.llm, k), getattr(stored.llm, k)) if k in LLM_KEYS else (getattr(alone, k),
+                                                                                          getattr(stored, k))
+        if now != was:
+            diff.append(f"{key}: {was!r} -> {now!r}")
+    jc = stored.janus_config()
+    for k, v in janus_over.items():
+        if getattr(jc, k) != v:
+            diff.append(f"janus.{k}: {getattr(jc, k)!r} -> {v!r}")
+    if diff:
+        raise ConfigError("cannot resume: the config differs from the stored run: " + "; ".join(diff)
+                          + " (a resumed run keeps its stored settings: leave those options out)")
 
 
 def _with_file_line(e: ConfigError, path: str, args) -> ConfigError:

@@ -54,10 +54,16 @@ def _server_message(e: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
+            return _short(err["message"])
         if isinstance(err, str):
-            return err
-    return str(getattr(e, "message", "") or e)
+            return _short(err)
+    return _short(getattr(e, "message", "") or e)
+
+
+def _short(text, limit: int = 500) -> str:
+    """A server's message for an error line: at most ``limit`` characters (the CLI escapes its control characters)."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 class OpenAIBackend:
@@ -156,7 +162,8 @@ class OpenAIBackend:
             raise TransientLLMError(f"malformed JSON body ({len(text)} bytes): {e}") from e
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             err = data["error"]
-            raise TransientLLMError(f"error body with HTTP 200: {err.get('message') if isinstance(err, dict) else err}")
+            raise TransientLLMError(f"error body with HTTP 200: "
+                                    f"{_short(err.get('message') if isinstance(err, dict) else err)}")
         try:
             return normalise_response(data, messages, model=self.model)
         except ValueError as e:

@@ -194,8 +194,8 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
         if store is not None:
             store.close()
         if own_lock:
-            if not ok and created is not None:
-                lock.release_and_remove(created)  # only a folder that holds nothing but the lock file
+            if not ok and not resume:  # a folder made for nothing, or the lock file left in a folder of yours
+                lock.release_and_remove(created)
             lock.release()
 
 

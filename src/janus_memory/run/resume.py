@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     from .build import Context
     from ..store.store import RunStore
 
-# keys that may differ on resume without changing results: the endpoint may move; the model may not
-RESUME_FREE_KEYS = {"out", "cache_dir", "no_cache", "llm.concurrency", "llm.base_url", "llm.n_parallel"}
+# keys that may differ on resume without changing results: the endpoint may move, and how it is called (requests in
+# flight, their time limits and retries); the model may not
+RESUME_FREE_KEYS = {"out", "cache_dir", "no_cache", "llm.concurrency", "llm.base_url", "llm.n_parallel",
+                    "llm.request_timeout", "llm.max_retries", "llm.request_deadline"}
 
 
 def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
