@@ -184,3 +184,12 @@ def test_a_run_refuses_a_huge_reply_in_one_line_stores_none_of_it_and_resumes(tm
         rc = cli.main(["run", "--resume", str(out), "--base-url", srv.base_url, "-q"])
     assert rc == 0, capsys.readouterr().err
     assert (out / "COMPLETE").exists()
+
+
+def test_the_start_up_check_reads_at_most_the_base_limit():
+    """GET /models answered with 50 MB: the endpoint answered (reachable), and no more than 1 MiB of it was read."""
+    from janus_memory.run.backends import check_endpoint
+
+    with BodyServer(b"m" * 50_000_000, length=None) as srv:
+        check_endpoint(srv.base_url, 30.0)
+        assert srv.sent < BASE_BYTES + 8 * 2 ** 20

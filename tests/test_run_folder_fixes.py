@@ -108,6 +108,10 @@ CASES = {  # name: (damage, the report's line after "error: ")
     "COMPLETE deleted": (lambda r, o: (r / "COMPLETE").unlink(),
                          "no finished run under {run}: {run} (dc_rs: 3/3 steps, tested; dc_rs+janus: 3/3 steps, "
                          "tested) is unfinished; continue it with: janus run --resume {run}"),
+    "config.json edited in an unfinished run": (
+        lambda r, o: ((r / "COMPLETE").unlink(), _edit_json(r / "config.json", lambda d: d["janus"].update(tau=0.5))),
+        "no finished run under {run}: {run} (dc_rs: 3/3 steps, tested; dc_rs+janus: 3/3 steps, tested) is unfinished "
+        "and cannot be continued: " + CONFIG_EDIT),
     "a step row edited": (lambda r, o: _sql(r, "UPDATE steps SET record=replace(record, '\"step\": 2', "
                                                "'\"step\": 2, \"x\": 1') WHERE method='dc_rs' AND step=2"),
                           "{run} is marked complete but is not: the database itself is damaged: the step row(s) 2 of "
@@ -170,6 +174,7 @@ def test_each_messages_fix_works(finished, tmp_path, capsys, monkeypatch, name):
         assert cli.main(["run", "--resume", str(run), "-q"]) == 2
         err = capsys.readouterr().err
         reason = line.split(" is marked complete but is not: ", 1)[-1].split("; the files cannot be rebuilt", 1)[0]
+        reason = reason.split(" is unfinished and cannot be continued: ", 1)[-1]
         if "has no run.sqlite" in line:
             assert err == f"error: {run} is not a run folder (no run.sqlite); nothing to resume\n"
         elif "the database itself is damaged" in line:
@@ -203,3 +208,24 @@ def test_a_refused_resume_keeps_complete_and_every_file(finished, tmp_path, caps
         assert capsys.readouterr().err == f"error: {CONFIG_EDIT.format(run=run)}\n"
     assert _state(run) == before and (run / "COMPLETE").exists()
     assert os.listdir(run).count("COMPLETE") == 1
+
+
+def test_a_run_of_another_version_is_refused_by_report_and_resume_alike(finished, tmp_path, capsys, monkeypatch):
+    """A folder written by another janus-memory version whose files need a repair: the report does not send the user
+    to a resume that would refuse; both name the version to use."""
+    import janus_memory
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(finished / "cache"))
+    run = tmp_path / "run"
+    shutil.copytree(finished / "run", run)
+    (run / "splits.json").unlink()
+    monkeypatch.setattr(janus_memory, "__version__", "9.9.9")
+    why = (f"the run was made by janus-memory 0.1.0, this is 9.9.9; continue or repair it with janus-memory 0.1.0")
+    assert _report(run, capsys) == (2, f"error: {run} is marked complete but is not: {why}\n")
+    before = _state(run)
+    assert cli.main(["run", "--resume", str(run), "-q"]) == 2
+    assert capsys.readouterr().err == f"error: {run}: {why}\n"
+    assert _state(run) == before
+    monkeypatch.setattr(janus_memory, "__version__", "0.1.0")  # the fix: the version that wrote it
+    assert cli.main(["run", "--resume", str(run), "-q"]) == 0
+    assert _report(run, capsys) == (0, "")

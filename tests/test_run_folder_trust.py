@@ -91,6 +91,12 @@ def test_a_resume_of_a_running_folder_names_the_process_and_touches_nothing(tmp_
                 assert sorted(p.name for p in out.iterdir()) == before
             assert cli.main(["report", "-q", str(out)]) == 2
             assert f"is still running (pid {proc.pid})" in capsys.readouterr().err
+            for extra in ([], ["--overwrite"]):  # a new run there: the same line, not "continue it with --resume"
+                assert cli.main(["run", "--backend", "fake", "--stream-size", "1", "--test-size", "1", "--encoder",
+                                 "hashing", "--out", str(out), "-q", *extra]) == 2
+                assert capsys.readouterr().err == (f"error: run folder {out} is in use by process {proc.pid} "
+                                                   "(another janus run or resume); wait for it to finish or stop it "
+                                                   "first\n")
             _, err = proc.communicate(timeout=240)
         finally:
             if proc.poll() is None:

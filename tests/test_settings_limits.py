@@ -100,3 +100,22 @@ def test_a_grid_of_too_many_cells_is_refused_before_it_is_expanded(tmp_path):
         load_grid_cells(tmp_path / "fifo")
     assert str(e.value) == (f"grid file {tmp_path / 'fifo'} is a FIFO (named pipe), not a file; give the path of a "
                             "YAML or JSON file")
+
+
+def test_a_native_panic_while_setting_up_leaves_no_folder(tmp_path, monkeypatch):
+    """A native library's panic is a BaseException (pyo3's PanicException), not an Exception: a new run that meets
+    one while it is set up still leaves no folder holding only its lock file."""
+    from janus_memory.run import experiment
+
+    class Panic(BaseException):
+        pass
+
+    def panic(*a, **k):
+        raise Panic("rust panicked")
+
+    monkeypatch.setattr(experiment, "build_context", panic)
+    out = tmp_path / "new" / "run"
+    with pytest.raises(Panic):
+        experiment.run_experiment(RunConfig(backend="fake", stream_size=2, test_size=1, encoder="hashing",
+                                            out=str(out)), log=lambda m: None)
+    assert not (tmp_path / "new").exists()

@@ -1,9 +1,12 @@
 """Resume checks: what a run folder must hold for ``janus run --resume`` to continue it unchanged.
 
-``load_run_config`` reads the stored settings (migrated: a config from before the presets or before the ``llm``
-section resumes as it ran); ``check_resumable`` refuses another config, package version or dataset; ``check_resume_state``
-refuses a folder that cannot end complete (missing step rows, a damaged checkpoint, an edited config.json). All raise
-one-line JanusErrors; only the RunReader reads the folder.
+``held_for_resume`` takes the folder's lock before anything in it is read; ``check_before_resume`` makes every
+refusal that needs no model or data (not a run, nothing to repair, a damaged database, missing steps, another
+version, an edited config.json: the words `janus report` uses too); ``load_run_config`` reads the stored settings
+(migrated: a config from before the presets or before the ``llm`` section resumes as it ran); ``check_resumable``
+refuses another config, package version or dataset; ``check_resume_state`` refuses a folder that cannot end complete
+(missing step rows, a damaged checkpoint). All read only and raise one-line JanusErrors, so a refused resume leaves
+the folder as it was; only the RunReader reads the folder.
 """
 from __future__ import annotations
 
