@@ -61,6 +61,9 @@ CONFIG_EDIT = ("{run}/config.json was edited after the run started (janus.tau: 0
                "stored in run.sqlite: delete config.json and run `janus run --resume {run}` (it writes the file back "
                "from run.sqlite), or start a new run with --config")
 
+MISPLACED = ("{path} is {kind}, not the {what} the run writes there: move it out of the folder, then run `janus run "
+             "--resume {{run}}` (it writes the {what} again)")
+
 CASES = {  # name: (damage, the report's line after "error: ")
     "splits.json edited": (lambda r, o: _edit_json(r / "splits.json", lambda d: d["stream"].update(ids=[])),
                            "{run} is marked complete but is not: splits.json differs from the database; " + FIX_RESUME),
@@ -112,6 +115,17 @@ CASES = {  # name: (damage, the report's line after "error: ")
         lambda r, o: ((r / "COMPLETE").unlink(), _edit_json(r / "config.json", lambda d: d["janus"].update(tau=0.5))),
         "no finished run under {run}: {run} (dc_rs: 3/3 steps, tested; dc_rs+janus: 3/3 steps, tested) is unfinished "
         "and cannot be continued: " + CONFIG_EDIT),
+    "summary.json a folder": (lambda r, o: ((r / "summary.json").unlink(), (r / "summary.json").mkdir()),
+                              "{run} is marked complete but is not: " + MISPLACED.format(path="{run}/summary.json",
+                                                                                          kind="a folder",
+                                                                                          what="file")),
+    "splits.json a FIFO": (lambda r, o: ((r / "splits.json").unlink(), os.mkfifo(r / "splits.json")),
+                           "{run} is marked complete but is not: " + MISPLACED.format(path="{run}/splits.json",
+                                                                                       kind="a FIFO", what="file")),
+    "memories/ a file": (lambda r, o: (shutil.rmtree(r / "dc_rs" / "memories"),
+                                       (r / "dc_rs" / "memories").write_text("x")),
+                         "{run} is marked complete but is not: " + MISPLACED.format(path="{run}/dc_rs/memories",
+                                                                                     kind="a file", what="folder")),
     "a step row edited": (lambda r, o: _sql(r, "UPDATE steps SET record=replace(record, '\"step\": 2', "
                                                "'\"step\": 2, \"x\": 1') WHERE method='dc_rs' AND step=2"),
                           "{run} is marked complete but is not: the database itself is damaged: the step row(s) 2 of "
@@ -136,7 +150,11 @@ CASES = {  # name: (damage, the report's line after "error: ")
 
 def _apply_fix(line: str, run: Path, original: Path) -> None:
     """Do what the line says (the fix is read from the line, not from the table)."""
-    if f"delete config.json and run `janus run --resume {run}`" in line:
+    if f"move it out of the folder, then run `janus run --resume {run}`" in line:
+        path = Path(line.split(" is marked complete but is not: ")[-1].split(" is ", 1)[0])
+        os.rename(path, run.parent / "moved-away")
+        assert cli.main(["run", "--resume", str(run), "-q"]) == 0
+    elif f"delete config.json and run `janus run --resume {run}`" in line:
         (run / "config.json").unlink()
         assert cli.main(["run", "--resume", str(run), "-q"]) == 0
     elif line.endswith(f"rebuild it with `janus run --resume {run}`") or \

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, RunFolderError
 from .reader import RunReader
-from .records import config_edit, extra_memory_files, file_sha, record_problems, same_bytes
+from .records import config_edit, extra_memory_files, file_sha, misplaced, record_problems, same_bytes
 
 EXPORTS = ("decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt")
 
@@ -124,7 +124,7 @@ def unresumable(root: str | Path) -> str | None:
         gaps = missing_steps(reader, method, upto)
         if gaps:
             return gaps_message(reader.root, method, gaps)
-    return other_version(reader) or config_edit(root)
+    return other_version(reader) or misplaced(reader.root, stored_methods(reader)) or config_edit(root)
 
 
 def other_version(reader: RunReader) -> str | None:

@@ -26,6 +26,7 @@ refuses it (finder.scan_run_dirs).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import stat
 from pathlib import Path
@@ -166,3 +167,35 @@ def extra_memory_files(root: Path, method: str, versions: list[dict]) -> list[Pa
         return []
     want = {f"{v['step']:05d}_{v['sha256'][:12]}.txt" for v in versions}
     return sorted(p for p in folder.iterdir() if MEMORY_FILE.match(p.name) and p.name not in want)
+
+
+FILES = ("config.json", "config.yaml", "splits.json", "environment.json", "summary.json", "COMPLETE")
+METHOD_FILES = ("decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt")
+
+
+def _kind(mode: int) -> str:
+    return ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a file")
+
+
+def misplaced(root: str | Path, methods: list[str]) -> str | None:
+    """The line naming a path where the run writes a file (or a folder) that holds something of another kind: a
+    folder or a FIFO named summary.json, a file named memories. A resume would fail to write there, and replacing it
+    could destroy what it holds: it is moved away by you, then the resume writes the file again. None: none."""
+    root = Path(root).expanduser()
+    want: dict[str, bool] = {name: False for name in FILES}  # path -> whether a folder belongs there
+    want["prompts"] = True
+    for method in methods:
+        want[method] = want[f"{method}/memories"] = True
+        want.update({f"{method}/{name}": False for name in METHOD_FILES})
+    for rel, folder in want.items():
+        try:
+            mode = os.lstat(root / rel).st_mode
+        except OSError:
+            continue
+        if stat.S_ISLNK(mode) or stat.S_ISDIR(mode) == folder and (folder or stat.S_ISREG(mode)):
+            continue
+        what = "folder" if folder else "file"
+        return (f"{root / rel} is {_kind(mode)}, not the {what} the run writes there: move it out of the folder, then "
+                f"run `janus run --resume {root}` (it writes the {what} again)")
+    return None
