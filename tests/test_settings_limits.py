@@ -119,3 +119,23 @@ def test_a_native_panic_while_setting_up_leaves_no_folder(tmp_path, monkeypatch)
         experiment.run_experiment(RunConfig(backend="fake", stream_size=2, test_size=1, encoder="hashing",
                                             out=str(out)), log=lambda m: None)
     assert not (tmp_path / "new").exists()
+
+
+def test_the_fixes_the_lines_name_work(tmp_path, capsys, monkeypatch):
+    """'write the values out', 'give the path of a YAML or JSON file', a dimension in range: each applied, the run
+    starts and finishes."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "c.yaml").write_text(BOMB + "llm: {backend: fake, extra_body: {x: *f}}\n")
+    assert cli.main(["run", "--config", "c.yaml", *SMALL, "--out", "r"]) == 2
+    (tmp_path / "c.yaml").write_text("llm: {backend: fake, extra_body: {x: [x, x, x]}}\n")  # written out, small
+    assert cli.main(["run", "--config", "c.yaml", *SMALL, "--out", "r"]) == 0
+    (tmp_path / "d").mkdir()
+    assert cli.main(["run", "--config", "d", *SMALL, "--out", "r2"]) == 2
+    assert cli.main(["run", "--config", "c.yaml", *SMALL, "--out", "r2"]) == 0
+    args = [a for a in SMALL if a != "hashing"]
+    args[args.index("--encoder") + 1:args.index("--encoder") + 1] = ["hashing:1000000000000"]
+    assert cli.main(["run", *args, "--out", "r3"]) == 2
+    args[args.index("--encoder") + 1] = "hashing:4096"
+    assert cli.main(["run", *args, "--out", "r3"]) == 0
+    capsys.readouterr()

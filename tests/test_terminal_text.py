@@ -1,4 +1,4 @@
-"""A server's or a model's text reaches the terminal with its control characters escaped (terminal.py): HTTP error
+"""A server's or a model's text reaches the terminal with its control characters escaped (errors.printable): HTTP error
 bodies (400, 500 after the retries, an error inside HTTP 200), memory texts in `janus memory diff`, the lines a run
 logs. Before, a title change, a line erase and the alternate screen went to the terminal as they were."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from janus_memory import cli
-from janus_memory.terminal import printable
+from janus_memory.errors import printable
 from test_reply_cap import BodyServer
 
 HOSTILE = "bad\x1b]0;pwned\x07 \x1b[2K\x1b[?1049h\r\u202eevil\x9b\x00 tab\tok"

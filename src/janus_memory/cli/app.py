@@ -25,7 +25,7 @@ from .closing import (
 from . import signals as cli_signals
 from .parser import EXIT_USAGE, build_parser
 from ..errors import JanusError
-from ..terminal import printable
+from ..errors import printable
 from .run_command import _config_from_args, _run, run_command  # noqa: F401  (re-exported)
 from .commands import _bench_world, _grid, _memory, _model_fetch, _model_path, _report, _sweep, _view
 
@@ -120,7 +120,7 @@ def _main(argv: list[str] | None) -> int:
         return code
     except JanusError as e:
         where = getattr(args, "run_folder", None) or where
-        # a server's error body or a model's text may be in it: control characters shown escaped (terminal.py)
+        # a server's error body or a model's text may be in it: control characters shown escaped (errors.printable)
         print(f"error: {printable(e.user_message(where if _resumable(where) else None), one_line=True)}",
               file=sys.stderr)
         return EXIT_USAGE

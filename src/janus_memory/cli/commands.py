@@ -128,7 +128,9 @@ def _view(args, console) -> int:
     console.print(f"view: {path}  ({len(data['runs'])} run(s), {steps:,} method steps, "
                   f"{path.stat().st_size / 1024:,.0f} KiB; open it in a browser)", markup=False, soft_wrap=True)
     for line in data["unfinished"]:
-        console.print(f"not in the view: {line}", markup=False, soft_wrap=True)
+        from ..errors import printable
+
+        console.print(printable(f"not in the view: {line}"), markup=False, soft_wrap=True)
     if args.serve:
         from ..view.serve import serve
 
@@ -137,9 +139,9 @@ def _view(args, console) -> int:
 
 
 def _memory(args, console) -> int:
-    """Memory texts are a model's: their control characters are shown escaped (terminal.printable)."""
+    """Memory texts are a model's: their control characters are shown escaped (errors.printable)."""
     from ..report.memdiff import cross_method_diff, memory_diff
-    from ..terminal import printable
+    from ..errors import printable
 
     if args.methods:
         if args.step_b is not None or args.method:

@@ -14,8 +14,8 @@ from ..errors import ConfigError
 
 def _plain(console):
     """A log callback printing one message verbatim (no rich markup: method names like [dc_rs] are not tags), its
-    control characters escaped (a server's or a model's text may be in it: terminal.printable)."""
-    from ..terminal import printable
+    control characters escaped (a server's or a model's text may be in it: errors.printable)."""
+    from ..errors import printable
 
     return lambda m: console.print(printable(m), markup=False, soft_wrap=True)
 

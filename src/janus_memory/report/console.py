@@ -10,7 +10,7 @@ from .summary_table import fit_table
 
 
 def _print(console, text: str) -> None:
-    from ..terminal import printable
+    from ..errors import printable
 
     console.print(printable(text), markup=False, soft_wrap=True)
 

@@ -47,7 +47,7 @@ def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dic
         for p in folder.iterdir():
             if p.name not in prompts:
                 shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
-    for name, text in (prompts or prompts_used(_updater_class(cfg), ctx.family)).items():
+    for name, text in (prompts if prompts is not None else prompts_used(_updater_class(cfg), ctx.family)).items():
         if prompts is not None or not (resume and (folder / name).exists()):
             store.write_text(f"prompts/{name}", text)
     for name, value in (("environment.json", env), ("splits.json", splits)):

@@ -39,7 +39,7 @@ MEMORY_FILE = re.compile(r"^\d{5,}_[0-9a-f]{12}\.txt$")
 
 
 def file_sha(path: Path) -> str:
-    """sha256 of a file's bytes (as written: a CRLF inside a model's text is two bytes, not a newline)."""
+    """sha256 of a file's bytes as written (read as text, a model's CRLF would be translated to LF and not match)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
