@@ -127,10 +127,13 @@ def _view(args, console) -> int:
     steps = sum(m["n"] for r in data["runs"] for m in r["methods"])
     console.print(f"view: {path}  ({len(data['runs'])} run(s), {steps:,} method steps, "
                   f"{path.stat().st_size / 1024:,.0f} KiB; open it in a browser)", markup=False, soft_wrap=True)
-    for line in data["unfinished"]:
-        from ..errors import printable
+    from ..errors import printable
 
+    for line in data["unfinished"]:
         console.print(printable(f"not in the view: {line}"), markup=False, soft_wrap=True)
+    for d in data.get("unchecked", []):
+        console.print(printable(f"unchecked in the view: {d} has no run.sqlite; its numbers are its files', not "
+                                "checked against the run's database"), markup=False, soft_wrap=True)
     if args.serve:
         from ..view.serve import serve
 
