@@ -94,10 +94,10 @@ def test_resolved_config_writes_every_preset_choice_out():
     ({"janus": {"replay_limit": 0}}, "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
     ({"preset": "fast"}, "invalid value for 'preset': Input should be 'paper' or 'small' (got 'fast')"),
     ({"replay": "warm"}, "invalid value for 'replay': Input should be 'fresh' or 'frozen' (got 'warm')"),
-    ({"max_retries": -1}, "invalid value for 'llm.max_retries': must be >= 0, got -1"),
-    ({"request_timeout": 0}, "invalid value for 'llm.request_timeout': must be > 0, got 0"),
-    ({"request_deadline": -5.0}, "invalid value for 'llm.request_deadline': must be > 0, got -5.0"),
-    ({"n_ctx": -1}, "invalid value for 'llm.n_ctx': must be >= 0, got -1"),
+    ({"max_retries": -1}, "invalid value for 'llm.max_retries': must be in [0, 100], got -1"),
+    ({"request_timeout": 0}, "invalid value for 'llm.request_timeout': must be in (0, 86400], got 0"),
+    ({"request_deadline": -5.0}, "invalid value for 'llm.request_deadline': must be in (0, 604800], got -5.0"),
+    ({"n_ctx": -1}, "invalid value for 'llm.n_ctx': must be in [0, 1048576], got -1"),
 ])
 def test_bad_settings_are_one_line_config_errors(data, msg):
     with pytest.raises(ConfigError) as e:
@@ -220,9 +220,9 @@ def test_cli_seed_help_and_new_options(capsys):
     (["--preset", "large"], "argument --preset: invalid choice: 'large' (choose from 'paper', 'small')"),
     (["--replay", "warm"], "argument --replay: invalid choice: 'warm' (choose from 'fresh', 'frozen')"),
     (["--same-memory-shortcut", "maybe"], "argument --same-memory-shortcut: expected on or off, got 'maybe'"),
-    (["--max-retries", "-1"], "--max-retries must be >= 0, got -1"),
+    (["--max-retries", "-1"], "--max-retries must be in [0, 100], got -1"),
     (["--replay-limit", "0"], "--replay-limit must be None or an int >= 1, got 0"),
-    (["--request-timeout", "0"], "--request-timeout must be > 0, got 0.0"),
+    (["--request-timeout", "0"], "--request-timeout must be in (0, 86400], got 0.0"),
     (["--backend", "local", "--n-ctx", "1024"], "n_ctx: n_ctx 1024 is below max_tokens 8192 + a 2048-token prompt "
                                                  "budget (10240); raise n_ctx (or leave it 0 to size it) or lower the "
                                                  "max tokens"),

@@ -206,6 +206,11 @@ def test_report_bad_input(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "summary.json").write_text("{not json")
+    with pytest.raises(ValueError, match="has no run.sqlite: its numbers cannot be checked"):
+        build_report([str(bad)], None)  # nothing to check the summary against
+    sqlite3.connect(bad / "run.sqlite").executescript("CREATE TABLE steps (method TEXT, step INTEGER, decision TEXT, "
+                                                      "record TEXT);")
+    (bad / "COMPLETE").write_text("ok\n")
     with pytest.raises(ValueError, match="not valid JSON"):
         build_report([str(bad)], None)
     (bad / "summary.json").write_text('{"x": 1}')

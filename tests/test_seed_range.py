@@ -83,6 +83,9 @@ def _store_seed(run_dir, key, value):
     cfg_json = json.loads((run_dir / "config.json").read_text())
     cfg_json[key] = value
     (run_dir / "config.json").write_text(json.dumps(cfg_json))
+    from janus_memory.run.provenance import to_yaml
+
+    (run_dir / "config.yaml").write_text(to_yaml(cfg_json))  # the files such a run wrote hold it too
 
 
 @pytest.mark.parametrize("key, flag", [("seed", "--seed"), ("stream_order_seed", "--stream-order-seed")])

@@ -130,18 +130,24 @@ def test_view_data_without_the_dataset_files_says_why(view_fake_run, tmp_path, m
 
 
 def test_view_data_from_exported_files_only(view_fake_run, tmp_path):
-    """A copied folder without run.sqlite: the timeline is the same; candidates that were not deployed have no text."""
+    """A copied folder without run.sqlite: the timeline is the same; candidates that were not deployed have no text;
+    the run is marked unchecked (`janus report` refuses such a folder: store/finder.py)."""
     import shutil
+
+    from janus_memory.view.data import UNCHECKED
 
     copy = tmp_path / "run"
     shutil.copytree(view_fake_run, copy)
     full = V.view_data([view_fake_run])["runs"][0]["methods"]
     (copy / "run.sqlite").unlink()
-    part = V.view_data([copy])["runs"][0]["methods"]
+    data = V.view_data([copy])
+    part = data["runs"][0]["methods"]
     for a, b in zip(full, part):
         assert a["f"] == b["f"] and a["c"] == b["c"] and a["acc"] == b["acc"]
     assert part[1]["d"][7]["dn"] == "the candidate's text is not stored in this folder (no run.sqlite)"
     assert part[0]["d"][7]["df"] == full[0]["d"][7]["df"]  # a deployed candidate is a stored memory version
+    assert data["unchecked"] == [str(copy)] and data["runs"][0]["task_note"].startswith(UNCHECKED)
+    assert V.view_data([view_fake_run])["unchecked"] == []
 
 
 def test_view_data_refuses_what_is_not_a_finished_run(tmp_path):

@@ -20,6 +20,7 @@ import openai
 
 from janus_memory.llm.base import ChatRequest, FatalLLMError, TransientLLMError
 from janus_memory.llm.reasoning import normalise_response
+from janus_memory.llm.reply_cap import ACCEPT_ENCODING, ReplyTooLarge, cap_response, limit_replies, reply_limit
 from janus_memory.types import ChatResult
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
@@ -53,10 +54,16 @@ def _server_message(e: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
+            return _short(err["message"])
         if isinstance(err, str):
-            return err
-    return str(getattr(e, "message", "") or e)
+            return _short(err)
+    return _short(getattr(e, "message", "") or e)
+
+
+def _short(text, limit: int = 500) -> str:
+    """A server's message for an error line: at most ``limit`` characters (the CLI escapes its control characters)."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 class OpenAIBackend:
@@ -113,6 +120,8 @@ class OpenAIBackend:
                     timeout=self.timeout,
                     limits=httpx.Limits(max_connections=self.max_connections,
                                         max_keepalive_connections=self.max_keepalive),
+                    # every body read is bounded (llm/reply_cap.py): a reply by its request's max_tokens
+                    event_hooks={"response": [cap_response]}, headers={"Accept-Encoding": ACCEPT_ENCODING},
                 )
                 c = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
                                        max_retries=0, http_client=http, default_headers=self.default_headers)
@@ -140,9 +149,12 @@ class OpenAIBackend:
             # per request) and returns the raw httpx response so we parse the body ourselves.
             # the whole attempt (connect, headers, body) is bounded by ``timeout``: httpx's own timeouts are per
             # read, so a server dripping one byte at a time would otherwise hold the request indefinitely
-            raw = await asyncio.wait_for(client.post("/chat/completions", cast_to=httpx.Response, body=payload),
-                                         self.timeout)
+            with limit_replies(reply_limit(req.max_tokens)):
+                raw = await asyncio.wait_for(client.post("/chat/completions", cast_to=httpx.Response, body=payload),
+                                             self.timeout)
             text = raw.text
+        except ReplyTooLarge as e:  # not retried: the same request gets the same answer
+            raise FatalLLMError(str(e)) from None
         except TimeoutError as e:
             raise TransientLLMError(f"timeout: no complete reply within {self.timeout:g}s") from e
         except openai.APITimeoutError as e:
@@ -164,7 +176,8 @@ class OpenAIBackend:
             raise TransientLLMError(f"malformed JSON body ({len(text)} bytes): {e}") from e
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             err = data["error"]
-            raise TransientLLMError(f"error body with HTTP 200: {err.get('message') if isinstance(err, dict) else err}")
+            raise TransientLLMError(f"error body with HTTP 200: "
+                                    f"{_short(err.get('message') if isinstance(err, dict) else err)}")
         try:
             return normalise_response(data, messages, model=self.model)
         except ValueError as e:

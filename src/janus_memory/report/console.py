@@ -10,7 +10,9 @@ from .summary_table import fit_table
 
 
 def _print(console, text: str) -> None:
-    console.print(text, markup=False, soft_wrap=True)
+    from ..errors import printable
+
+    console.print(printable(text), markup=False, soft_wrap=True)
 
 
 def print_report(res: dict, console) -> None:

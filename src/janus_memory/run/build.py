@@ -160,13 +160,20 @@ def validate_names(cfg: RunConfig) -> None:
 
 
 def check_encoder(spec: str | None) -> None:
-    """ConfigError for an encoder spec whose kind (before ':') is not registered."""
+    """ConfigError for an encoder spec whose kind (before ':') is not registered, or whose argument the kind's
+    factory refuses (its optional ``check(arg)``, e.g. a hashing dimension out of range)."""
     import janus_memory.encoders  # noqa: F401  (registers the built-in encoder kinds)
     from ..registry import ENCODERS
 
-    kind = str(spec or "").partition(":")[0]
+    kind, _, arg = str(spec or "").partition(":")
     if spec and kind not in ENCODERS:
         raise ConfigError(ENCODERS.unknown(str(spec), ENCODER_FORMS))
+    check = getattr(ENCODERS[kind], "check", None) if spec else None
+    if check is not None:  # the kind's own argument check (a dimension in range ...), nothing loaded
+        try:
+            check(arg)
+        except ValueError as e:
+            raise ConfigError(f"encoder '{spec}': {e}", key="encoder") from None
 
 
 ENCODER_FORMS = " ('minilm', 'hashing[:n]' or 'st:<name-or-path>')"

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..controller.config import SEED_MAX
 from ..errors import ConfigError
+from . import limits as L
 from . import presets
 from .llm_settings import LLMSettings, SettingsConflict, checked_path, lift_llm, overlay
 from .janus_settings import JanusSettings  # noqa: F401
@@ -125,6 +126,17 @@ class RunConfig(BaseModel):
         """A path that can name a file here: one line instead of an OSError mid-run (llm_settings.checked_path)."""
         return checked_path(v)
 
+    @field_validator("updater_config", mode="before")
+    @classmethod
+    def _bounded_updater_config(cls, v):
+        """Bounded in values, depth and bytes before it is copied (settings/limits.py)."""
+        return L.bounded_json(v)
+
+    @field_validator("dataset", "updater", "encoder", "inject", "out", "data_dir", "cache_dir", mode="before")
+    @classmethod
+    def _bounded_text(cls, v):
+        return L.bounded_text(v)
+
     @field_validator("dataset", "updater")
     @classmethod
     def _non_empty(cls, v: str) -> str:
@@ -168,6 +180,8 @@ class RunConfig(BaseModel):
     def _fractions(cls, v: list[float]) -> list[float]:
         from pydantic_core import PydanticCustomError
 
+        if len(v) > L.MAX_CHECKPOINTS:
+            raise PydanticCustomError("range", "{rule}", {"rule": f"at most {L.MAX_CHECKPOINTS} fractions, got {len(v)}"})
         for f in v:
             if not 0.0 < f <= 1.0:  # nan and inf fail here too
                 raise PydanticCustomError("range", "{rule}", {"rule": f"must be stream fractions in (0, 1], got {f}"})
@@ -325,9 +339,9 @@ def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
     rule = None
     if err["type"] in _RANGE_ERRORS and model is not None:
         span = allowed_range(model, key)
-        rule = f"must be {span}, got {got!r}" if span else None
+        rule = f"must be {span}, got {_shown(got)}" if span else None
     elif err["type"] == "finite_number":
-        rule = f"must be a finite number, got {got!r}"
+        rule = f"must be a finite number, got {_shown(got)}"
     elif err["type"] == "range":
         rule = err["ctx"]["rule"]
     if rule is not None:
@@ -337,7 +351,19 @@ def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
         import re
 
         hint = did_you_mean(got, re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", ""))))
-    return ConfigError(f"invalid value for '{loc}': {err['msg']} (got {got!r}){hint}", key=loc)
+    return ConfigError(f"invalid value for '{loc}': {err['msg']} (got {_shown(got)}){hint}", key=loc)
+
+
+def _shown(value) -> str:
+    """``repr(value)`` for an error line, bounded (reprlib: a 10 MB text or a value built from shared references is
+    not printed back, nor expanded to be shortened)."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxstring = r.maxother = 60
+    r.maxlevel, r.maxlist, r.maxdict, r.maxtuple, r.maxset = 2, 4, 4, 4, 4
+    text = r.repr(value)
+    return text if len(text) <= 100 else text[:96] + " ..."
 
 
 def preset_summary(cfg: RunConfig) -> dict:

@@ -28,6 +28,7 @@ OpenAI-compatible URL given as ``base_url``).
 from __future__ import annotations
 
 import itertools
+import math
 import json
 import traceback
 from collections.abc import Callable, Iterable
@@ -125,6 +126,9 @@ def run_folder(root: str | Path, dataset: str, cell: str, seed: int, *, prefix: 
     return str(Path(root) / dataset / cell / f"{prefix}{seed}")
 
 
+MAX_CELLS = 10_000  # runs one grid file may expand to
+
+
 def expand_grid(base: dict, grid: dict, *, lines: dict[str, int] | None = None) -> list[tuple[str, RunConfig]]:
     """Cartesian product of ``grid`` over ``base`` -> [(cell name, RunConfig)] with ``out`` set per run.
 
@@ -143,6 +147,10 @@ def expand_grid(base: dict, grid: dict, *, lines: dict[str, int] | None = None) 
         if not isinstance(vals, list) or not vals:
             raise ValueError(f"grid key '{k}'{where} must map to a non-empty list, got {vals!r}")
     keys = list(grid)
+    cells = math.prod(len(grid[k]) for k in keys)
+    if cells > MAX_CELLS:  # checked before the product is walked (30 keys of 2 values: 2^30 cells)
+        raise ValueError(f"the grid has {cells:,} cells (the product of its lists' lengths); at most {MAX_CELLS:,} "
+                         "per grid file: split it into several")
     root = base.get("out") or "runs/sweep"
     out: list[tuple[str, RunConfig]] = []
     seen: dict[str, str] = {}
@@ -200,15 +208,13 @@ def load_grid_cells(path: str | Path, janus_preset: str | None = None) -> list[t
     import yaml
     from pydantic import ValidationError
 
-    from ..settings.yaml_load import load_unique
+    from ..settings.yaml_load import load_unique, read_settings_text
 
     p = Path(path).expanduser()
-    if not p.is_file():
-        raise ValueError(f"grid file not found: {p}")
-    text = p.read_text(encoding="utf-8")
+    text = read_settings_text(p, "grid file")  # a regular file within the size limit (ValueError naming it)
     try:
-        node = yaml.compose(text)
-        data = load_unique(text)  # a key given twice at any depth (also inside janus:): YAML error with its lines
+        data = load_unique(text)  # (an alias bomb is refused before the nodes below are walked)
+        node = yaml.compose(text)  # a key given twice at any depth (also inside janus:): YAML error with its lines
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

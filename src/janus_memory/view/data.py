@@ -41,14 +41,22 @@ def view_data(run_dirs: list[str | Path]) -> dict:
 
     if not run_dirs:
         raise RunFolderError("give at least one run folder")
-    finished, unfinished = scan_run_dirs(run_dirs)
+    unchecked: list[Path] = []  # folders without run.sqlite: shown, each marked unchecked (janus report refuses them)
+    finished, unfinished = scan_run_dirs(run_dirs, unchecked=unchecked)
     if not finished:
         find_run_dirs(run_dirs)  # raises: no finished run, naming the unfinished ones and how to continue them
     rows = load_runs(finished)
     names = short_names([r.run_dir for r in rows])
     runs = [run_data(d, [r for r in rows if r.run_dir == d], names[d]) for d in dict.fromkeys(r.run_dir for r in rows)]
+    for run, d in zip(runs, dict.fromkeys(r.run_dir for r in rows)):
+        if d in unchecked:
+            run["task_note"] = " ".join(x for x in (UNCHECKED, run.get("task_note")) if x)
     return clean({"format": FORMAT, "runs": runs, "compare": compare_data(rows, names),  # after runs: it tags labels
-                  "unfinished": [describe(d) for d in unfinished]})
+                  "unfinished": [describe(d) for d in unfinished], "unchecked": [str(d) for d in unchecked]})
+
+
+UNCHECKED = ("unchecked: this folder has no run.sqlite, so its numbers and texts are shown as its exported files hold "
+             "them, not checked against the run's database (janus report refuses such a folder)")
 
 
 # ------------------------------------------------------------------------------------------------ several runs
