@@ -198,7 +198,7 @@ def test_wave(ctx, m: _Method) -> tuple[list[dict], list[dict]]:
     if restored_final:
         final_state = m.updater.snapshot()
         jobs.append(lambda: probe_test(final_state))
-    got = run_parallel(jobs)
+    got = run_parallel(jobs, side_by_side=getattr(ctx.client, "concurrency", 1) > 1)
     records = got[0]
     out = [{"fraction": float(frac), "step": ckp["step"], "test_accuracy": acc}
            for (frac, ckp), acc in zip(points, got[1:1 + len(points)])]

@@ -159,11 +159,12 @@ class EventRelay:
         return t
 
 
-def run_parallel(fns: list[Callable[[], Any]]) -> list[Any]:
+def run_parallel(fns: list[Callable[[], Any]], side_by_side: bool = True) -> list[Any]:
     """Call every function in its own thread (with a copy of this context: the method's usage scope and stop signal)
     and return their results in order; the first error is raised after all have ended. Used for a method's test
-    wave (the final memory and every checkpoint memory at once)."""
-    if len(fns) <= 1:
+    wave (the final memory and every checkpoint memory at once). ``side_by_side=False`` (a budget of one request,
+    where threads gain nothing) calls them one after another, so the requests reach the backend in a fixed order."""
+    if len(fns) <= 1 or not side_by_side:
         return [fn() for fn in fns]
     out: list[Any] = [None] * len(fns)
     errors: list[BaseException | None] = [None] * len(fns)
