@@ -38,6 +38,9 @@ def migrate_stored(data: dict) -> dict:
         # operation format lines (issue 43)
         data["updater_config"] = {"message_shape": "system_user", "ops_format": "short",
                                   **(data.get("updater_config") or {})}
+    if data.get("updater") == "expel" and "solver_layout" not in (data.get("updater_config") or {}):
+        # stored before the solver prompt followed the authors' section order and placeholders
+        data["updater_config"] = {"solver_layout": "rules_first", **(data.get("updater_config") or {})}
     return data
 
 
