@@ -285,3 +285,15 @@ def test_option_order_setting_and_flag(tmp_path):
     assert rc == 0
     stored = (tmp_path / "run" / "config.json").read_text()
     assert '"option_order": "seeded"' in stored
+
+
+def test_the_run_header_names_the_gpqa_option_order(tmp_path, capsys):
+    args = ["run", "--backend", "fake", "--encoder", "hashing", "--dataset", "gpqa", "--data-dir",
+            str(_gpqa_files(tmp_path)), "--updater", "memory_free", "--controller", "none", "--stream-size", "1",
+            "--test-size", "1", "--no-cache"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    assert ("GPQA option order: question (shuffled by the question alone, the same for every seed: the authors')"
+            in capsys.readouterr().out.splitlines())
+    assert main(args + ["--option-order", "seeded", "--out", str(tmp_path / "b")]) == 0
+    assert ("GPQA option order: seeded (by record id and --seed; the authors': question)"
+            in capsys.readouterr().out.splitlines())

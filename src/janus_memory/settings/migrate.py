@@ -18,6 +18,8 @@ def migrate_stored(data: dict) -> dict:
         data = pre_issue27(data)
     if "option_order" not in data:  # stored before GPQA's options could follow the question alone (issue 43)
         data["option_order"] = "seeded"
+    if "apibench_split" not in data:  # stored before APIBench took the authors' split key and question text
+        data.update(apibench_split="registry", apibench_question="instruction")
     janus = data.get("janus")
     if isinstance(janus, dict) and "trigger" in janus and "eval_set" not in janus:
         # the whole resolved JanusConfig, stored before issue 24 round 4 (2026-12-04): the switches added then were
