@@ -124,7 +124,8 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
 
     split: "stream" (memory construction), "test" (frozen evaluation) or "all" (every record, stream then test).
     limit: keep the first ``limit`` tasks of the split (None = all).
-    options: run settings some loaders take (``DatasetSpec.options``; GPQA: ``option_order``), recorded in ``info``;
+    options: run settings some loaders take (``DatasetSpec.options``; GPQA: ``option_order``; APIBench-HF:
+    ``apibench_split``, ``apibench_question``), recorded in ``info``;
     the others are ignored.
     Raises ValueError (unknown dataset/split, bad limit) and FileNotFoundError (missing file; the message names
     the path and the env var / --data-dir fix).
