@@ -74,13 +74,10 @@ class RunConfig(BaseModel):
     # seeded = by record id and split seed, so each seed shows other positions (ours); None = the preset's
     # (paper -> question, small -> seeded). Other datasets keep their own order
     option_order: Literal["question", "seeded"] | None = None
-    # APIBench-HF stream/test split: paper = stable shuffle keyed "APIBench:hf:<seed>" (the authors'); registry = keyed
-    # "apibench_hf:<seed>" (our dataset name; runs stored before); None = the preset's (paper -> paper, small ->
-    # registry)
+    # APIBench-HF split: paper = stable shuffle keyed "APIBench:hf:<seed>" (the authors'), registry = "apibench_hf:<seed>";
+    # question (prompt, retrieval query, Janus's embedding): code = the row's whole code field as the authors use it,
+    # the reference output included, instruction = the instruction alone; None = the preset's (paper/code, small)
     apibench_split: Literal["paper", "registry"] | None = None
-    # APIBench-HF question (prompt, retrieval query, curator input, Janus's task embedding): code = the row's whole
-    # ``code`` field, as the authors use it: the instruction AND the reference output (domain, api_call, ...);
-    # instruction = the instruction alone (ours); None = the preset's (paper -> code, small -> instruction)
     apibench_question: Literal["code", "instruction"] | None = None
 
     # the backend section (settings/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are

@@ -28,9 +28,8 @@ authors' vLLM outputs include it). ``outputs="paper"`` (default) keeps each try 
 ``<reflection>`` block of its raw reply; the checker sees the answer block alone, as the authors' checker does.
 ``examples_input="question"`` (default) shows each retrieved case's raw question, as the authors' examples do.
 ``message_shape="one_text"`` (default) sends the solver prompt as one user message with ``[SYSTEM]`` and ``[HUMAN]``
-sections, as the authors do, in their section order (``solver_layout="paper"``: retrieved examples before the
-rules); ``ops_format="paper"`` (default) gives the curators format lines that the authors'
-operation pattern cannot read as an operation when a reply's thinking restates them.
+sections in the authors' order (``solver_layout="paper"``); ``ops_format="paper"`` (default) gives the curators
+format lines that the authors' operation pattern cannot read as an operation when a reply's thinking restates them.
 
 Retrieval of success cases (the pool, its documents, the examples block) is :mod:`expel_cases`.
 
@@ -101,10 +100,8 @@ class ExpeL(CaseRetrieval, Updater):
                 # "ADD: <a new rule>", which that pattern reads as the rule "<a new rule>." when the curator's
                 # thinking restates it (safe with rule_ops "strict", which drops a <...> placeholder)
                 "ops_format": "paper",
-                # the solver prompt's sections: "paper" = the authors' order (retrieved examples, rules, notes from
-                # failed tries, attempt, answer format, problem) with their placeholders ("(none)" for no example,
-                # "(empty)" for no rule and for no note, in the reflection prompt too); "rules_first" = rules,
-                # examples, notes ("(none)"), attempt with the answer format, problem
+                # the solver's sections: "paper" = the authors' order and placeholders (examples "(none)", rules,
+                # notes "(empty)", attempt, answer format, problem); "rules_first" = rules first, notes "(none)"
                 "solver_layout": "paper"}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question"),
@@ -137,26 +134,19 @@ class ExpeL(CaseRetrieval, Updater):
     def memory_text(self) -> str:
         return render_rules(self.rules) or EMPTY_MEMORY
 
-    def no_notes(self) -> str:
-        """What the solver and reflection prompts show when there is no note from a failed try yet."""
+    def no_notes(self) -> str:  # the solver and reflection prompts' text for "no note from a failed try yet"
         return "(empty)" if self.config["solver_layout"] == "paper" else "(none)"
 
     def solving_messages(
         self, memory_text: str, task: Task, examples: str = "(none)", reflections: str | None = None, attempt: int = 1
     ) -> list[dict]:
-        """The solver instructions, then the retrieved examples, rules, reflections (``None``: :meth:`no_notes`),
-        attempt number, answer format and task prompt (``solver_layout="paper"``, the authors' order; ``"rules_first"``:
-        the rules before the examples): one user message with a ``[SYSTEM]`` and a ``[HUMAN]`` section
-        (``message_shape="one_text"``, as the authors send it) or a system and a user message (``"system_user"``)."""
+        """The solver instructions, then the examples, rules, reflections (``None``: :meth:`no_notes`), attempt,
+        answer format and task prompt (``solver_layout="paper"``; ``"rules_first"``: the rules first): one user
+        message with a ``[SYSTEM]`` and a ``[HUMAN]`` section (``message_shape="one_text"``, as the authors send it)
+        or a system and a user message (``"system_user"``)."""
         layout = "expel_solver_user_paper" if self.config["solver_layout"] == "paper" else "expel_solver_user"
-        user = fill(
-            load_prompt(layout),
-            RULES=memory_text,
-            EXAMPLES=examples,
-            REFLECTIONS=self.no_notes() if reflections is None else reflections,
-            ATTEMPT=str(attempt),
-            TASK=self.family.prompt(task),
-        )
+        user = fill(load_prompt(layout), RULES=memory_text, EXAMPLES=examples, ATTEMPT=str(attempt),
+                    REFLECTIONS=self.no_notes() if reflections is None else reflections, TASK=self.family.prompt(task))
         system = load_prompt("expel_solver_system")
         if self.config["message_shape"] == "one_text":
             return [{"role": "user", "content": fill(load_prompt("expel_solver_sections"), SYSTEM=system, HUMAN=user)}]
@@ -381,11 +371,9 @@ class ExpeL(CaseRetrieval, Updater):
 
     # ---- state -------------------------------------------------------------------------------
     def restore_as_logged(self) -> None:
-        """The authors' checkpoint restore reads each line of the logged memory text back as a rule: the line
-        stripped, a leading "N." dropped, normalised as the paper parser normalises a rule text (a period appended, a
-        placeholder dropped), with the count 2 (a new rule's count). So the "(empty)" logged for a memory without
-        rules becomes the rule "(empty).", shown in the test prompts as "1. (empty)."; rules of the paper parser
-        render unchanged."""
+        """The authors' checkpoint restore reads each logged memory line back as a rule: stripped, its leading "N."
+        dropped, normalised as the paper parser does (a period appended, a placeholder dropped), count 2. So the
+        "(empty)" logged for no rule becomes the rule "(empty)." ("1. (empty)." in the test prompts)."""
         lines = self.memory_text().splitlines()
         texts = [normalize_rule_paper(re.sub(r"^\d+\.\s*", "", line.strip())) for line in lines]
         self.rules = [[text, 2] for text in texts if text]
