@@ -127,21 +127,21 @@ def _gpqa_norm(text) -> str:
 def gpqa_entries(main_rows: list[dict], diamond_rows: list[dict], sample_seed: int = 0, cap: int = 1000):
     """Their GPQA task: the stream is gpqa_main without the diamond questions (matched on normalised question and
     correct answer), rows with fewer than 4 distinct options skipped, ``random.Random(sample_seed).shuffle``, capped;
-    the test is gpqa_diamond in file order. The options of a question are shuffled by the question ALONE (known:
-    a sha256 seed per question; assumed here: the first 8 bytes of sha256 of the stripped question, big-endian,
-    seeding ``random.Random`` to shuffle [correct, incorrect 1, 2, 3]), so neither the record id nor the sample seed
-    changes them. Entries are plain objects with ``id``, ``question``, ``gold`` (the letter), ``meta["options"]``."""
+    the test is gpqa_diamond in file order. The options of a question are shuffled by the question ALONE: the
+    first 16 hex digits of sha256 of the ``Question`` field as the row holds it (not stripped) seed
+    ``random.Random``, which shuffles [correct, incorrect 1, 2, 3] (their ``task_gpqa.py``), so neither the record
+    id nor the sample seed changes them. Entries are plain objects with ``id``, ``question`` (stripped: the records
+    and the retrieval query the authors strip), ``gold`` (the letter), ``meta["options"]``."""
     from types import SimpleNamespace
 
     def entry(row):
-        question = (row.get("Question") or "").strip()
+        raw_question = row.get("Question") or ""
         correct = (row.get("Correct Answer") or "").strip()
         options = [correct] + [(row.get(f"Incorrect Answer {i}") or "").strip() for i in (1, 2, 3)]
         if len({_gpqa_norm(o) for o in options if o}) < 4:
             return None
-        seed = int.from_bytes(hashlib.sha256(question.encode("utf-8")).digest()[:8], "big")
-        random.Random(seed).shuffle(options)
-        return SimpleNamespace(id=(row.get("Record ID") or "").strip(), question=question,
+        random.Random(int(hashlib.sha256(raw_question.encode("utf-8")).hexdigest()[:16], 16)).shuffle(options)
+        return SimpleNamespace(id=(row.get("Record ID") or "").strip(), question=raw_question.strip(),
                                gold="ABCD"[options.index(correct)], meta={"options": options, "labels": "ABCD"})
 
     held_out = {(_gpqa_norm(r["Question"]), _gpqa_norm(r["Correct Answer"])) for r in diamond_rows}
@@ -198,11 +198,13 @@ EXPEL_SYSTEM = "You are a reasoning agent: solve the problem, reusing the rules 
 
 
 def expel_solver_messages(examples: str, rules: str, reflections: str, attempt: int, problem: str) -> list[dict]:
-    """ONE user message with a [SYSTEM] and a [HUMAN] section; their section order."""
-    human = (f"# FEWSHOT EXAMPLES (DYNAMIC, RETRIEVED FROM SUCCESS POOL)\n{examples}\n\n# EXISTING RULES\n{rules}\n\n"
-             f"# PREVIOUS FAILURE REFLECTIONS FOR THIS SAME TASK\n{reflections}\n\n# CURRENT ATTEMPT: {attempt}\n"
-             "Answer as <trajectory>your steps</trajectory><final_answer>your answer</final_answer>.\n\n"
-             f"# CURRENT PROBLEM\n{problem}")
+    """ONE user message with a [SYSTEM] and a [HUMAN] section; their section order: the retrieved examples ("(none)"
+    without one), the rules ("(empty)" without one), the reflections on failed tries ("(empty)" without one), the
+    attempt number, the output format, the problem."""
+    human = (f"# EXAMPLES FROM THE POOL OF SOLVED CASES\n{examples}\n\n# RULES IN FORCE\n{rules}\n\n"
+             f"# REFLECTIONS AFTER FAILED TRIES AT THIS TASK\n{reflections}\n\n# CURRENT ATTEMPT: {attempt}\n\n"
+             "# OUTPUT FORMAT TO USE\n<trajectory>your steps</trajectory>\n<final_answer>your answer</final_answer>\n\n"
+             f"# THE PROBLEM NOW\n{problem}")
     return _user(f"[SYSTEM]\n{EXPEL_SYSTEM}\n\n[HUMAN]\n{human}")
 
 
@@ -214,7 +216,7 @@ def expel_examples_text(cases: list[dict]) -> str:
 
 def expel_reflection_messages(reflections: str, problem: str, failed: str) -> list[dict]:
     return _user("This attempt failed. Say briefly why and what to do differently, inside <reflection>..."
-                 f"</reflection>.\n\nEarlier notes:\n{reflections or '(none)'}\n\nProblem:\n{problem}\n\n"
+                 f"</reflection>.\n\nEarlier notes:\n{reflections or EMPTY}\n\nProblem:\n{problem}\n\n"
                  f"Attempt:\n{failed}")
 
 
@@ -474,7 +476,7 @@ class RefExpeL:
         for attempt in range(1, 4):
             raw = self.gen({"phase": "stream", "kind": "expel_solver", "memory": before, "retrieved": shown,
                             "reflections": marks(note), "attempt": attempt, "input": task_input(task)},
-                           expel_solver_messages(examples, before, note or "(none)", attempt, gpqa_prompt(task)))
+                           expel_solver_messages(examples, before, note or EMPTY, attempt, gpqa_prompt(task)))
             trajectory = tag_content(raw, "trajectory") or raw
             answer = tag_content(raw, "final_answer") or raw
             ok = gpqa_score(answer, task) >= 1.0
@@ -550,7 +552,7 @@ class RefExpeL:
         """ExpeLJanusAdapter.build_solver_prompt: these rules, no retrieved cases, no reflection, try 1."""
         return ({"phase": "replay", "kind": "expel_solver", "memory": memory, "retrieved": [], "reflections": [],
                  "attempt": 1, "input": task_input(task)},
-                expel_solver_messages("(none)", memory, "(none)", 1, gpqa_prompt(task)))
+                expel_solver_messages("(none)", memory, EMPTY, 1, gpqa_prompt(task)))
 
     def test_call(self, task) -> tuple[dict, list[dict]]:
         """``test_build_solver_prompt``: the frozen rules with the retrieved success cases, no reflection, try 1."""
@@ -558,7 +560,7 @@ class RefExpeL:
         shown = [(f"{r['score']:.2f}", marks(r["question"]) + marks(r["trajectory"])) for r in hits]
         return ({"phase": "test", "kind": "expel_solver", "memory": self.insights(), "retrieved": shown,
                  "reflections": [], "attempt": 1, "input": task_input(task)},
-                expel_solver_messages(expel_examples_text(hits), self.insights(), "(none)", 1, gpqa_prompt(task)))
+                expel_solver_messages(expel_examples_text(hits), self.insights(), EMPTY, 1, gpqa_prompt(task)))
 
     def log_row(self) -> tuple:
         """What their per-step memory log lets the checkpoint script restore: the rules text, the pool size."""

@@ -174,7 +174,7 @@ def test_report_tables_show_the_checkers_differ_on_real_spellings(tmp_path, monk
     run = tmp_path / "run"
     assert main(["run", "--backend", "fake", "--encoder", "hashing", "--quiet", "--dataset", "apibench_hf",
                  "--updater", "memory_free", "--controller", "none", "--stream-size", "2", "--test-size", "250",
-                 "--out", str(run)]) == 0
+                 "--apibench-split", "registry", "--out", str(run)]) == 0
     m = json.loads((run / "summary.json").read_text())["methods"]["memory_free"]
     test = [json.loads(x) for x in (run / "memory_free" / "test.jsonl").read_text().splitlines()]
     golds = {t.id: t.gold for t in load_split("apibench_hf", "test").tasks}

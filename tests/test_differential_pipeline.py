@@ -192,8 +192,8 @@ class ScriptedModel:
 
 
 # ------------------------------------------------------------------------------------------ our side
-_TEMPLATES = ("dc_rs_curator_paper", "dc_generator_paper", "expel_solver_user", "expel_reflection",
-              "expel_pair_curator", "expel_batch_curator")
+_TEMPLATES = ("dc_rs_curator_paper", "dc_generator_paper", "expel_solver_user", "expel_solver_user_paper",
+              "expel_reflection", "expel_pair_curator", "expel_batch_curator")
 
 
 def _items(block: str, header: str) -> list[tuple[str, list[str]]]:
@@ -237,7 +237,7 @@ class OurClient:
             return {"phase": phase, "kind": "dc_solver", "memory": sheet,
                     "retrieved": _items(pairs, r"#### Previous Input #\d+ \(Similarity: (-?\d+\.\d\d)\):"),
                     "input": marks(v["QUESTION"])}
-        if name == "expel_solver_user":
+        if name in ("expel_solver_user", "expel_solver_user_paper"):
             return {"phase": phase, "kind": "expel_solver", "memory": v["RULES"],
                     "retrieved": _items(v["EXAMPLES"], r"### Example \d+ \(similarity (-?\d+\.\d\d)\)"),
                     "reflections": marks(v["REFLECTIONS"]), "attempt": int(v["ATTEMPT"]), "input": marks(v["TASK"])}

@@ -48,7 +48,9 @@ from janus_memory.llm.fake import FakeBackend
 from janus_memory.run.build import Context, load_splits
 from janus_memory.settings.config import RunConfig
 from janus_memory.tasks import get_family
+from janus_memory.tasks import multiple_choice as mc_mod
 from janus_memory.tasks.checker_paper import with_checker
+from janus_memory.tasks.data import stable_shuffle
 from janus_memory.updaters import dc as dc_mod
 from janus_memory.updaters import expel as expel_mod
 
@@ -56,20 +58,22 @@ N_STEPS = 36
 N_TEST = 10
 MAX_NEW_TOKENS = 60  # the authors' max_new_tokens; ours: solver_max_tokens 60, curator_max_tokens 512
 CHECKPOINTS = [0.05, 0.5]  # steps 2 and 18 of 36
-EMPTY_SEED = 6  # rows of this seed leave ExpeL without a rule after steps 1 and 2 (the reference's log says so)
+EMPTY_SEED = 3  # rows of this seed leave ExpeL without a rule after steps 1 and 2 (the reference's log says so)
 
 
 # ------------------------------------------------------------------------------------------ data
 def make_rows(seed: int = 0) -> tuple[list[dict], list[dict]]:
     """(gpqa_main rows, gpqa_diamond rows) with the official columns; the diamond questions are in main too, as in
-    the real files, so both loaders must take them out of the stream."""
+    the real files, so both loaders must take them out of the stream. Two rows in three have a space or a line
+    break at both ends of the question (the authors seed the option order with the question as the file holds it)."""
     rows = []
     for i in range(N_STEPS + N_TEST):
         h = _h("row", seed, i)
         topic = TOPICS[h % 4]
         extra = " ".join(WORDS[(h >> (8 * j)) % len(WORDS)] for j in range(1, 3))
         answers = [f"OPT{i:03d}{col} {WORDS[(h >> (5 * k + 3)) % len(WORDS)]} value" for k, col in enumerate("ABCD")]
-        rows.append({"Question": f"QST{i:03d} {' '.join(topic)} {extra}?", "Correct Answer": answers[0],
+        ends = ("", " ", "\n")[i % 3]  # spaces or a line break at a question's ends, as some file rows have
+        rows.append({"Question": f"{ends}QST{i:03d} {' '.join(topic)} {extra}?{ends}", "Correct Answer": answers[0],
                      "Incorrect Answer 1": answers[1], "Incorrect Answer 2": answers[2],
                      "Incorrect Answer 3": answers[3], "Record ID": f"rec{(h >> 50) % 10 ** 6:06d}{i:03d}"})
     return rows, rows[N_STEPS:]
@@ -92,12 +96,32 @@ _FORMAT_LINE = re.compile(r"^\s*(?:ADD|EDIT|AGREE|REMOVE)\b.*$", re.MULTILINE)
 _AUTHORS_OP = re.compile(r"((?:REMOVE|EDIT|ADD|AGREE)(?: \d+)?):\s*(.*)")  # ExpeL._parse_rules_ops' pattern
 
 
-def shape_of(messages: list[dict]) -> tuple:
-    """The roles sent, and for a single user text the [SYSTEM] / [HUMAN] section markers it holds."""
+_SECTION_KINDS = (("examples", "EXAMPLE"), ("rules", "RULE"), ("notes", "REFLECTION|NOTES"), ("format", "FORMAT"),
+                  ("attempt", "ATTEMPT"), ("problem", "PROBLEM"))
+_PLACEHOLDER = re.compile(r"^\((?:none|empty)\)$", re.MULTILINE)
+
+
+def layout_of(text: str) -> tuple:
+    """A solver prompt's sections as a reader tells them apart: the kind of each top-level heading ("# ..."), in
+    order, with its body when that is a placeholder ("(none)", "(empty)"), else "*"."""
+    parts = re.split(r"^# (.*)$", text, flags=re.MULTILINE)
+    out = []
+    for heading, body in zip(parts[1::2], parts[2::2]):
+        kind = next((k for k, words in _SECTION_KINDS if re.search(words, heading.upper())), "other")
+        out.append((kind, body.strip() if _PLACEHOLDER.fullmatch(body.strip()) else "*"))
+    return tuple(out)
+
+
+def shape_of(messages: list[dict], kind: str = "") -> tuple:
+    """The roles sent; for a single user text the [SYSTEM] / [HUMAN] section markers it holds; the placeholder
+    lines it shows, in order; and for a solver prompt of ExpeL its sections (:func:`layout_of`)."""
     roles = tuple(m["role"] for m in messages)
+    text = messages[-1]["content"]
+    shape = roles
     if roles == ("user",):
-        return roles + tuple(re.findall(r"^\[(SYSTEM|HUMAN)\]$", messages[0]["content"], re.MULTILINE))
-    return roles
+        shape += tuple(re.findall(r"^\[(SYSTEM|HUMAN)\]$", text, re.MULTILINE))
+    shape += tuple(_PLACEHOLDER.findall(text))
+    return shape + (layout_of(text),) if kind == "expel_solver" else shape
 
 
 def cut(raw: str, max_tokens: int | None) -> tuple[str, str]:
@@ -115,7 +139,7 @@ class ReadingModel(ScriptedModel):
 
     def __init__(self, rows: list[dict]):
         super().__init__([])
-        self.gold_text = {r["Question"][:6]: r["Correct Answer"] for r in rows}
+        self.gold_text = {r["Question"].strip()[:6]: r["Correct Answer"] for r in rows}
         self.log: list[dict] = []  # per call: the structured inputs, the shape, the sampling parameters, the reply
         self.stats = {"cut_in_thinking": 0, "cut_in_answer": 0, "cut_in_thinking_gold_a": 0, "paren": 0,
                       "restated_format": 0}
@@ -124,7 +148,7 @@ class ReadingModel(ScriptedModel):
         return self.complete(call, messages, params)[0]
 
     def complete(self, call: dict, messages: list[dict], params: dict) -> tuple[str, str]:
-        shape = shape_of(messages)
+        shape = shape_of(messages, call["kind"])
         entry = {"call": call, "shape": shape, "params": params}
         self.log.append(entry)
         key = json.dumps({**{k: v for k, v in call.items() if k != "unused"}, "shape": shape}, sort_keys=True)
@@ -373,7 +397,7 @@ def test_replies_match_the_authors_runner(method, trigger, tmp_path, monkeypatch
         for k, v in rmodel.stats.items():
             reading[k] = reading.get(k, 0) + v
     # the streams exercise what the test is about: comparisons, rollbacks, both verdicts, cut-off replies
-    assert stats["triggers"] >= 8 and stats["rollbacks"] >= 3, stats
+    assert stats["triggers"] >= 8 and stats["rollbacks"] >= 2, stats
     assert 0 < stats["correct"] < 2 * N_STEPS and 0 < stats["test_correct"] < 2 * N_TEST, stats
     assert reading["cut_in_thinking"] > 0 and reading["cut_in_answer"] > 0, reading
     if method == "dc_rs":
@@ -411,14 +435,17 @@ def _old_thinking_output(result):
 @pytest.mark.parametrize("method,option,where", [
     # the five differences, each re-introduced alone through our own option (or the code before the fix)
     ("dc_rs", {"settings": {"option_order": "seeded"}}, "model call 1 differs (call)"),
-    ("dc_rs", {"updater_config": {"letter_format": "bare"}}, "model call 4 differs (reply)"),  # B, not (B)
-    ("dc_rs", {"cut_off": "old"}, "step 1 differs"),  # the stored pair output lost its <think> opener
+    ("dc_rs", {"question_key": "stripped"}, "model call 3 differs (call)"),  # the order seeded by the stripped text
+    ("dc_rs", {"updater_config": {"letter_format": "bare"}}, "model call 2 differs (reply)"),  # D, not (D)
+    ("dc_rs", {"cut_off": "old"}, "step 14 differs"),  # the stored pair output lost its <think> opener
     # the stream check read "Alright, ..." of a cut-off thinking as the gold A: no reflection followed
-    ("expel", {"cut_off": "old"}, "model call 10 differs (call)"),
-    ("expel", {"updater_config": {"ops_format": "short"}}, "model call 8 differs (reply)"),
+    ("expel", {"cut_off": "old"}, "model call 107 differs (call)"),
+    ("expel", {"updater_config": {"ops_format": "short"}}, "model call 4 differs (reply)"),
     ("expel", {"updater_config": {"message_shape": "system_user"}}, "model call 1 differs (shape)"),
+    # the solver's sections in our order (rules first, "(none)" for no note)
+    ("expel", {"updater_config": {"solver_layout": "rules_first"}}, "model call 1 differs (shape)"),
     ("expel", {"settings": {"checkpoint_restore": "exact"}, "seed": EMPTY_SEED, "checkpoints": [0.03, 0.5]},
-     "model call 266 differs (call)"),
+     "model call 307 differs (call)"),
     # and the sampling parameters
     ("expel", {"updater_config": {"sampling": "backend"}}, "model call 1 differs (params)"),
     ("dc_rs", {"updater_config": {"presence_penalty": None}}, "model call 2 differs (params)"),  # the solver
@@ -426,6 +453,8 @@ def _old_thinking_output(result):
 def test_each_difference_is_seen(method, option, where, tmp_path, monkeypatch):
     """Power check: the comparison fails where each difference first shows."""
     option = dict(option)
+    if option.pop("question_key", None) == "stripped":
+        monkeypatch.setattr(mc_mod, "stable_shuffle", lambda items, key: stable_shuffle(items, key.strip()))
     if option.pop("cut_off", None) == "old":
         monkeypatch.setattr(dc_mod, "thinking_output", _old_thinking_output)
         monkeypatch.setattr(expel_mod, "thinking_output", _old_thinking_output)

@@ -141,12 +141,15 @@ def test_bad_option_values_are_refused():
 
 def test_stored_expel_configs_from_before_resume_as_they_ran():
     old = {"preset": "paper", "twin_cache": "separate", "updater": "expel", "updater_config": {"retrieval": "paper"}}
-    shape = {"message_shape": "system_user", "ops_format": "short"}  # stored before the prompts took the authors'
+    # stored before the prompts took the authors' shape, format lines and section order
+    shape = {"message_shape": "system_user", "ops_format": "short", "solver_layout": "rules_first"}
     assert migrate_stored(old)["updater_config"] == {"outputs": "visible", "examples_input": "task_prompt",
                                                      "test_scoring": "answer_block", "retrieval": "paper", **shape}
     new = {**old, "updater_config": {"outputs": "paper", "examples_input": "question"}}
     assert migrate_stored(new)["updater_config"] == {"outputs": "paper", "examples_input": "question", **shape}
-    newest = {**old, "updater_config": {"outputs": "paper", "message_shape": "one_text", "ops_format": "paper"}}
+    shaped = {**old, "updater_config": {"outputs": "paper", "message_shape": "one_text", "ops_format": "paper"}}
+    assert migrate_stored(shaped)["updater_config"] == {**shaped["updater_config"], "solver_layout": "rules_first"}
+    newest = {**old, "updater_config": {**shaped["updater_config"], "solver_layout": "paper"}}
     assert migrate_stored(newest)["updater_config"] == newest["updater_config"]
     dc = {**old, "updater": "dc_rs", "updater_config": {}}
     assert migrate_stored(dc)["updater_config"] == {}

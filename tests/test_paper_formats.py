@@ -120,11 +120,48 @@ def test_expel_solver_is_one_text_with_sections_in_the_paper_preset():
     msgs = upd.solving_messages("1. Check units.", GPQA)
     system = load_prompt("expel_solver_system")
     assert len(msgs) == 1 and msgs[0]["role"] == "user"
-    head = f"[SYSTEM]\n{system}\n\n[HUMAN]\n# RULES LEARNED FROM EARLIER PROBLEMS\n1. Check units.\n\n"
+    head = f"[SYSTEM]\n{system}\n\n[HUMAN]\n# SOLVED EXAMPLES RETRIEVED FROM EARLIER PROBLEMS\n(none)\n\n"
     assert msgs[0]["content"].startswith(head)
     roles = _upd("expel", message_shape="system_user").solving_messages("1. Check units.", GPQA)
     assert [m["role"] for m in roles] == ["system", "user"] and roles[0]["content"] == system
     assert msgs[0]["content"] == f"[SYSTEM]\n{system}\n\n[HUMAN]\n{roles[1]['content']}"  # same words
+
+
+def test_the_paper_solver_sections_follow_the_authors_order():
+    """Examples, rules, notes, attempt, answer format, problem; "(none)" for no example, "(empty)" for no rule and
+    for no note. The small preset's layout puts the rules first and shows "(none)" for no note."""
+    human = _upd("expel").solving_messages("(empty)", GPQA)[0]["content"].split("[HUMAN]\n", 1)[1]
+    assert human == (
+        "# SOLVED EXAMPLES RETRIEVED FROM EARLIER PROBLEMS\n(none)\n\n# RULES LEARNED SO FAR\n(empty)\n\n"
+        "# NOTES FROM YOUR FAILED ATTEMPTS AT THIS SAME PROBLEM\n(empty)\n\n# ATTEMPT: 1\n\n"
+        "# ANSWER FORMAT (REQUIRED)\nReply with exactly:\n<trajectory>your step-by-step reasoning, kept short"
+        "</trajectory>\n<final_answer>the final answer alone</final_answer>\n\n# PROBLEM TO SOLVE\n"
+        + PAPER_MC.prompt(GPQA))
+    old = _upd("expel", solver_layout="rules_first").solving_messages("(empty)", GPQA)[0]["content"]
+    assert old.split("[HUMAN]\n", 1)[1] == (
+        "# RULES LEARNED FROM EARLIER PROBLEMS\n(empty)\n\n# SUCCESSFUL EXAMPLES FROM EARLIER PROBLEMS\n(none)\n\n"
+        "# NOTES FROM YOUR FAILED ATTEMPTS AT THIS PROBLEM\n(none)\n\n# ATTEMPT 1\nWrite your step-by-step reasoning "
+        "inside <trajectory>...</trajectory>, then the final answer inside <final_answer>...</final_answer>, written "
+        "exactly in the form the problem below asks for.\n\n# PROBLEM\n" + PAPER_MC.prompt(GPQA))
+    assert updater_overrides("small", "expel")["solver_layout"] == "rules_first"
+    with pytest.raises(ValueError, match="config 'solver_layout' must be one of"):
+        _upd("expel", solver_layout="examples_first")
+
+
+@pytest.mark.parametrize("layout,empty", [("paper", "(empty)"), ("rules_first", "(none)")])
+def test_the_notes_placeholder_of_the_solver_and_reflection_prompts(layout, empty):
+    """Two failed tries: the first reflection prompt shows the placeholder, the second try the note."""
+    llm = ScriptedLLM({
+        "solver": [ChatResult(text="<trajectory>t1</trajectory><final_answer>B</final_answer>"),
+                   ChatResult(text="<trajectory>t2</trajectory><final_answer>C</final_answer>")],
+        "reflection": ["<reflection>name the gas</reflection>"],
+    })
+    _upd("expel", llm=llm, max_tries=2, solver_layout=layout).step(GPQA)
+    solver = [c["messages"][-1]["content"] for c in llm.calls if c["role"] == "solver"]
+    reflection = [c["messages"][0]["content"] for c in llm.calls if c["role"] == "reflection"]
+    notes = "# NOTES FROM YOUR FAILED ATTEMPTS AT THIS" + (" SAME" if layout == "paper" else "") + " PROBLEM\n"
+    assert f"{notes}{empty}\n\n" in solver[0] and f"{notes}- name the gas\n\n" in solver[1]
+    assert len(reflection) == 1 and f"# EARLIER NOTES\n{empty}\n\n# PROBLEM\n" in reflection[0]
 
 
 def test_the_paper_format_lines_cannot_be_read_as_operations():
@@ -170,6 +207,9 @@ def test_the_small_preset_keeps_our_expel_prompts():
      "1. Check units.\n2. Name the gas."),
     ([["check units", 4]], [["check units.", 2]], "1. check units."),  # a strict-mode rule gets the period
     ([["Rule 1", 3], ["Keep it.", 2]], [["Keep it.", 2]], "1. Keep it."),  # a placeholder is not read back
+    # a rule text holding a line break: each line is stripped before its number is dropped, as the authors do
+    ([["Check units.\n  3. Then round.", 3]], [["Check units.", 2], ["Then round.", 2]],
+     "1. Check units.\n2. Then round."),
 ])
 def test_restore_as_logged_reads_the_logged_memory_back(rules, restored, text):
     upd = _upd("expel")
@@ -187,13 +227,18 @@ ROW = {"Question": "  Which gas do plants take in?  ", "Correct Answer": "Carbon
 def test_question_order_depends_on_the_question_alone():
     tasks = [gpqa_task({**ROW, "Record ID": rid}, seed, option_order="question")
              for rid in ("recA", "recB") for seed in (0, 1, 77)]
-    assert {tuple(t.meta["options"]) for t in tasks} == {("Carbon dioxide", "Oxygen", "Argon", "Helium")}
-    assert {t.gold for t in tasks} == {"A"}
-    # the shuffle of [correct, incorrect 1, 2, 3] seeded by the first 8 bytes of sha256(the stripped question)
-    opts = ["Carbon dioxide", "Oxygen", "Helium", "Argon"]
-    q = "Which gas do plants take in?"
-    random.Random(int.from_bytes(hashlib.sha256(q.encode()).digest()[:8], "big")).shuffle(opts)
-    assert opts == tasks[0].meta["options"]
+    assert {tuple(t.meta["options"]) for t in tasks} == {("Carbon dioxide", "Oxygen", "Helium", "Argon")}
+    assert {t.gold for t in tasks} == {"A"} and {t.question for t in tasks} == {"Which gas do plants take in?"}
+    # the authors' rule: random.Random(int(first 16 hex digits of sha256(Question as the file holds it), 16))
+    # shuffles [correct, incorrect 1, 2, 3]; the question's spaces at its ends are part of the seed
+    for q, want in ((ROW["Question"], ["Carbon dioxide", "Oxygen", "Helium", "Argon"]),
+                    (ROW["Question"].strip(), ["Carbon dioxide", "Oxygen", "Argon", "Helium"])):
+        opts = ["Carbon dioxide", "Oxygen", "Helium", "Argon"]
+        random.Random(int(hashlib.sha256(q.encode("utf-8")).hexdigest()[:16], 16)).shuffle(opts)
+        assert opts == want
+        assert gpqa_task({**ROW, "Question": q}, 5, option_order="question").meta["options"] == want
+    newline = gpqa_task({**ROW, "Question": ROW["Question"].strip() + "\n"}, 0, option_order="question")
+    assert newline.meta["options"] == ["Argon", "Helium", "Carbon dioxide", "Oxygen"] and newline.gold == "C"
     seeded = {tuple(gpqa_task(ROW, s).meta["options"]) for s in range(6)}
     assert len(seeded) > 1  # ours: the split seed moves the options
     with pytest.raises(ValueError, match="option_order must be one of"):
@@ -240,3 +285,15 @@ def test_option_order_setting_and_flag(tmp_path):
     assert rc == 0
     stored = (tmp_path / "run" / "config.json").read_text()
     assert '"option_order": "seeded"' in stored
+
+
+def test_the_run_header_names_the_gpqa_option_order(tmp_path, capsys):
+    args = ["run", "--backend", "fake", "--encoder", "hashing", "--dataset", "gpqa", "--data-dir",
+            str(_gpqa_files(tmp_path)), "--updater", "memory_free", "--controller", "none", "--stream-size", "1",
+            "--test-size", "1", "--no-cache"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    assert ("GPQA option order: question (shuffled by the question alone, the same for every seed: the authors')"
+            in capsys.readouterr().out.splitlines())
+    assert main(args + ["--option-order", "seeded", "--out", str(tmp_path / "b")]) == 0
+    assert ("GPQA option order: seeded (by record id and --seed; the authors': question)"
+            in capsys.readouterr().out.splitlines())

@@ -279,16 +279,22 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
 def test_migrate_stored_config_spells_out_the_old_behaviour():
     # (and, stored before issue 27 too, the settings of then: runner/config.pre_issue27)
     pre27 = {"checker": "strict", "replay_failures": "abort", "twin_cache": "shared", "checkpoint_restore": "exact",
-             "updater_config": {"sampling": "backend"}, "option_order": "seeded"}
+             "updater_config": {"sampling": "backend"}, "option_order": "seeded", "apibench_split": "registry",
+             "apibench_question": "instruction"}
     assert migrate_stored({"janus": {"warmup": 2}}) == {
         "janus": {"same_memory_shortcut": True, "warmup": 2, "clustering": "sklearn"}, "preset": "small",
         "janus_preset": "paper", "replay": "frozen", **pre27}
     assert migrate_stored({"preset": "paper", "janus": {}}) == {"preset": "paper", "janus": {"clustering": "sklearn"},
                                                                 **pre27}
+    before_apibench = {"apibench_split": "registry", "apibench_question": "instruction"}
     assert migrate_stored({"preset": "paper", "janus": {}, "twin_cache": None}) == {
-        "preset": "paper", "janus": {}, "twin_cache": None, "option_order": "seeded"}  # since issue 27: as stored
+        "preset": "paper", "janus": {}, "twin_cache": None, "option_order": "seeded",
+        **before_apibench}  # since issue 27: as stored
     assert migrate_stored({"preset": "paper", "janus": {}, "twin_cache": None, "option_order": None}) == {
-        "preset": "paper", "janus": {}, "twin_cache": None, "option_order": None}  # the preset's (question)
+        "preset": "paper", "janus": {}, "twin_cache": None, "option_order": None, **before_apibench}
+    newest = {"preset": "paper", "janus": {}, "twin_cache": None, "option_order": None, "apibench_split": None,
+              "apibench_question": None}
+    assert migrate_stored(newest) == newest  # the preset's (question, paper, code)
 
 
 def test_a_recommended_run_stored_before_round_4_resumes_as_round_2():

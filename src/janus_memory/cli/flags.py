@@ -181,6 +181,12 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
                        help="GPQA option order: question = shuffled by the question alone, the same for every seed "
                             "(the authors'; paper preset), seeded = by record id and --seed, so seeds also vary the "
                             "positions (small preset)")
+        g.add_argument("--apibench-split", choices=["paper", "registry"],
+                       help="APIBench-HF stream/test split: paper = stable shuffle keyed 'APIBench:hf:<seed>' (the "
+                            "authors'; paper preset), registry = keyed 'apibench_hf:<seed>' (small preset)")
+        g.add_argument("--apibench-question", choices=["code", "instruction"],
+                       help="APIBench-HF question: code = the row's whole code field, which holds the reference "
+                            "output (the authors'; paper preset), instruction = the instruction alone (small preset)")
         g.add_argument("--checker", choices=["paper", "strict"],
                        help="answer checker of stream feedback, replays and test: paper = the authors' (lenient "
                             "multiple-choice rules, thinking included; our strict verdict is recorded beside it and "

@@ -14,6 +14,7 @@ CLI_TO_CFG = (
     "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "preset", "replay", "janus_preset", "n_ctx",
     "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel", "inject", "batch_eval",
     "parallel_methods", "speculate", "checker", "replay_failures", "twin_cache", "checkpoint_restore", "option_order",
+    "apibench_split", "apibench_question",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
                 "same_memory_shortcut", "clustering")

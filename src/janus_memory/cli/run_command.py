@@ -144,13 +144,17 @@ def _option_for(setting: str, args) -> str | None:
 def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     from ..inject.plan import parse_inject
     from ..controller.describe import describe
-    from ..settings.presets import encoder_line, run_preset_line
+    from ..settings.presets import encoder_line, loader_option_lines, run_preset_line
+    from ..tasks import DATASETS
 
     jc = cfg.janus_config()
     say = _plain(console)
     say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
         f"updater={cfg.updater} controller={cfg.controller} backend={cfg.llm.backend} seed={cfg.seed}")
     say(run_preset_line(cfg.preset, cfg.replay_mode() if cfg.controller != "none" else None))
+    spec = DATASETS.get(cfg.dataset)
+    for line in loader_option_lines({k: v for k, v in cfg.loader_options().items() if spec and k in spec.options}):
+        say(line)
     if cfg.controller == "none":
         say("Janus: not run (--controller none: the updater deploys every candidate)")
     else:

@@ -208,7 +208,7 @@ def load_splits(cfg: RunConfig):
     from .injection import check_stream
 
     try:
-        options = {"option_order": cfg.option_order_mode()}  # the loaders that take it (GPQA)
+        options = cfg.loader_options()  # the loaders that take them (GPQA, APIBench)
         stream = load_split(cfg.dataset, "stream", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.stream_size,
                             options=options)
         test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size,

@@ -75,6 +75,11 @@ class RunConfig(BaseModel):
     # seeded = by record id and split seed, so each seed shows other positions (ours); None = the preset's
     # (paper -> question, small -> seeded). Other datasets keep their own order
     option_order: Literal["question", "seeded"] | None = None
+    # APIBench-HF split: paper = stable shuffle keyed "APIBench:hf:<seed>" (the authors'), registry = "apibench_hf:<seed>";
+    # question (prompt, retrieval query, Janus's embedding): code = the row's whole code field as the authors use it,
+    # the reference output included, instruction = the instruction alone; None = the preset's (paper/code, small)
+    apibench_split: Literal["paper", "registry"] | None = None
+    apibench_question: Literal["code", "instruction"] | None = None
 
     # the backend section (settings/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
     # lifted into it before validation
@@ -211,6 +216,20 @@ class RunConfig(BaseModel):
     def option_order_mode(self) -> str:
         """``question`` (GPQA options ordered by the question alone, the authors') or ``seeded`` (by record and seed)."""
         return self.option_order or presets.option_order(self.preset)
+
+    def apibench_split_mode(self) -> str:
+        """``paper`` (APIBench split keyed as the authors key it) or ``registry`` (keyed by our dataset name)."""
+        return self.apibench_split or presets.apibench_split(self.preset)
+
+    def apibench_question_mode(self) -> str:
+        """``code`` (the row's whole code field, reference output included, as the authors) or ``instruction``."""
+        return self.apibench_question or presets.apibench_question(self.preset)
+
+    def loader_options(self) -> dict:
+        """The run settings dataset loaders take (``DatasetSpec.options``: GPQA's option order, APIBench's split and
+        question)."""
+        return {"option_order": self.option_order_mode(), "apibench_split": self.apibench_split_mode(),
+                "apibench_question": self.apibench_question_mode()}
 
     def twin_cache_mode(self) -> str:
         """``separate`` (the +Janus twin draws its own answers) or ``shared`` (identical requests share answers)."""

@@ -18,6 +18,8 @@ def migrate_stored(data: dict) -> dict:
         data = pre_issue27(data)
     if "option_order" not in data:  # stored before GPQA's options could follow the question alone (issue 43)
         data["option_order"] = "seeded"
+    if "apibench_split" not in data:  # stored before APIBench took the authors' split key and question text
+        data.update(apibench_split="registry", apibench_question="instruction")
     janus = data.get("janus")
     if isinstance(janus, dict) and "trigger" in janus and "eval_set" not in janus:
         # the whole resolved JanusConfig, stored before issue 24 round 4 (2026-12-04): the switches added then were
@@ -38,6 +40,9 @@ def migrate_stored(data: dict) -> dict:
         # operation format lines (issue 43)
         data["updater_config"] = {"message_shape": "system_user", "ops_format": "short",
                                   **(data.get("updater_config") or {})}
+    if data.get("updater") == "expel" and "solver_layout" not in (data.get("updater_config") or {}):
+        # stored before the solver prompt followed the authors' section order and placeholders
+        data["updater_config"] = {"solver_layout": "rules_first", **(data.get("updater_config") or {})}
     return data
 
 

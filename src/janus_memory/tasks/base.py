@@ -102,7 +102,8 @@ DATASETS.update({s.name: s for s in [
     DatasetSpec("humaneval", "humaneval", "humaneval:load_humaneval",
                 "stable shuffle key 'HumanEval:<seed>' of the 164 problems, [0:50)", "[50:164) (114)"),
     DatasetSpec("apibench_hf", "apibench", "apibench:load_apibench_hf",
-                "huggingface_eval.jsonl (911), stable shuffle key 'apibench_hf:<seed>', [0:250)", "[250:500)"),
+                "huggingface_eval.jsonl (911), stable shuffle key 'APIBench:hf:<seed>' (apibench_split paper) or "
+                "'apibench_hf:<seed>' (registry), [0:250)", "[250:500)", options=("apibench_split", "apibench_question")),
 ]})
 # display names and the paper's Table 1 column order (facts of the datasets, read by `janus report`)
 for _name, _disp, _rank in (("math500", "MATH500", 0), ("gpqa", "GPQA", 1), ("mmlu_pro_eng", "MMLU-Pro Eng", 2),
@@ -123,7 +124,8 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
 
     split: "stream" (memory construction), "test" (frozen evaluation) or "all" (every record, stream then test).
     limit: keep the first ``limit`` tasks of the split (None = all).
-    options: run settings some loaders take (``DatasetSpec.options``; GPQA: ``option_order``), recorded in ``info``;
+    options: run settings some loaders take (``DatasetSpec.options``; GPQA: ``option_order``; APIBench-HF:
+    ``apibench_split``, ``apibench_question``), recorded in ``info``;
     the others are ignored.
     Raises ValueError (unknown dataset/split, bad limit) and FileNotFoundError (missing file; the message names
     the path and the env var / --data-dir fix).

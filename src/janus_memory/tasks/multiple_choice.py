@@ -86,10 +86,11 @@ OPTION_ORDERS = ("question", "seeded")
 
 def gpqa_task(row: dict, seed: int, dataset: str = "gpqa", option_order: str = "seeded") -> Task | None:
     """One GPQA row -> Task with its options [correct, incorrect 1, 2, 3] shuffled deterministically
-    (:func:`stable_shuffle`): ``option_order="question"`` keys the shuffle by the stripped question text alone, as the
-    authors' loader seeds it per question (the paper preset); ``"seeded"`` by "gpqa:<Record ID>:<seed>", so another
-    split seed shows the options in other positions. Returns None when the row has fewer than 4 distinct options
-    (skipped, as the paper's code does)."""
+    (:func:`stable_shuffle`): ``option_order="question"`` keys the shuffle by the row's ``Question`` text alone, as
+    the file holds it (spaces and line breaks at its ends included, as the authors' loader seeds it; the paper
+    preset); ``"seeded"`` by "gpqa:<Record ID>:<seed>", so another split seed shows the options in other positions.
+    The task's question (prompt, retrieval, records) is the stripped text. Returns None when the row has fewer than
+    4 distinct options (skipped, as the paper's code does)."""
     if option_order not in OPTION_ORDERS:
         raise ValueError(f"option_order must be one of {OPTION_ORDERS}, got {option_order!r}")
     rid = (row.get("Record ID") or "").strip()
@@ -97,11 +98,11 @@ def gpqa_task(row: dict, seed: int, dataset: str = "gpqa", option_order: str = "
     opts = [correct] + [(row.get(f"Incorrect Answer {i}") or "").strip() for i in (1, 2, 3)]
     if not rid or len({_norm(o) for o in opts if o}) < 4:
         return None
-    question = (row.get("Question") or "").strip()
-    order = stable_shuffle(range(4), question if option_order == "question" else f"gpqa:{rid}:{seed}")
+    raw_question = row.get("Question") or ""
+    order = stable_shuffle(range(4), raw_question if option_order == "question" else f"gpqa:{rid}:{seed}")
     shuffled = [opts[i] for i in order]
     gold = LETTERS[order.index(0)]
-    return Task(id=rid, dataset=dataset, question=question, gold=gold,
+    return Task(id=rid, dataset=dataset, question=raw_question.strip(), gold=gold,
                 meta={"options": shuffled, "labels": "ABCD", "subdomain": row.get("Subdomain", "")})
 
 

@@ -28,8 +28,8 @@ authors' vLLM outputs include it). ``outputs="paper"`` (default) keeps each try 
 ``<reflection>`` block of its raw reply; the checker sees the answer block alone, as the authors' checker does.
 ``examples_input="question"`` (default) shows each retrieved case's raw question, as the authors' examples do.
 ``message_shape="one_text"`` (default) sends the solver prompt as one user message with ``[SYSTEM]`` and ``[HUMAN]``
-sections, as the authors do; ``ops_format="paper"`` (default) gives the curators format lines that the authors'
-operation pattern cannot read as an operation when a reply's thinking restates them.
+sections in the authors' order (``solver_layout="paper"``); ``ops_format="paper"`` (default) gives the curators
+format lines that the authors' operation pattern cannot read as an operation when a reply's thinking restates them.
 
 Retrieval of success cases (the pool, its documents, the examples block) is :mod:`expel_cases`.
 
@@ -69,7 +69,7 @@ from janus_memory.updaters.expel_rules import apply_curator_reply, normalize_rul
 SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scoring": "answer_block",
                       "presence_penalty": None, "retrieval": "question", "outputs": "visible",
                       "examples_input": "task_prompt", "test_scoring": "answer_block",
-                      "message_shape": "system_user", "ops_format": "short"}
+                      "message_shape": "system_user", "ops_format": "short", "solver_layout": "rules_first"}
 
 
 @register_updater("expel")
@@ -99,12 +99,16 @@ class ExpeL(CaseRetrieval, Updater):
                 # ("ADD <k>: ..."), which the authors' operation pattern cannot read as an operation; "short" =
                 # "ADD: <a new rule>", which that pattern reads as the rule "<a new rule>." when the curator's
                 # thinking restates it (safe with rule_ops "strict", which drops a <...> placeholder)
-                "ops_format": "paper"}
+                "ops_format": "paper",
+                # the solver's sections: "paper" = the authors' order and placeholders (examples "(none)", rules,
+                # notes "(empty)", attempt, answer format, problem); "rules_first" = rules first, notes "(none)"
+                "solver_layout": "paper"}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question"),
                 "curator_input": ("question", "task_prompt"), "examples_input": ("question", "task_prompt"),
                 "outputs": ("paper", "visible"), "test_scoring": ("raw", "answer_block"),
-                "message_shape": ("one_text", "system_user"), "ops_format": ("paper", "short")}
+                "message_shape": ("one_text", "system_user"), "ops_format": ("paper", "short"),
+                "solver_layout": ("paper", "rules_first")}
 
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
@@ -130,20 +134,19 @@ class ExpeL(CaseRetrieval, Updater):
     def memory_text(self) -> str:
         return render_rules(self.rules) or EMPTY_MEMORY
 
+    def no_notes(self) -> str:  # the solver and reflection prompts' text for "no note from a failed try yet"
+        return "(empty)" if self.config["solver_layout"] == "paper" else "(none)"
+
     def solving_messages(
-        self, memory_text: str, task: Task, examples: str = "(none)", reflections: str = "(none)", attempt: int = 1
+        self, memory_text: str, task: Task, examples: str = "(none)", reflections: str | None = None, attempt: int = 1
     ) -> list[dict]:
-        """The solver instructions, then the rules, retrieved examples, reflections, attempt number and task prompt:
-        one user message with a ``[SYSTEM]`` and a ``[HUMAN]`` section (``message_shape="one_text"``, as the authors
-        send it) or a system and a user message (``"system_user"``)."""
-        user = fill(
-            load_prompt("expel_solver_user"),
-            RULES=memory_text,
-            EXAMPLES=examples,
-            REFLECTIONS=reflections,
-            ATTEMPT=str(attempt),
-            TASK=self.family.prompt(task),
-        )
+        """The solver instructions, then the examples, rules, reflections (``None``: :meth:`no_notes`), attempt,
+        answer format and task prompt (``solver_layout="paper"``; ``"rules_first"``: the rules first): one user
+        message with a ``[SYSTEM]`` and a ``[HUMAN]`` section (``message_shape="one_text"``, as the authors send it)
+        or a system and a user message (``"system_user"``)."""
+        layout = "expel_solver_user_paper" if self.config["solver_layout"] == "paper" else "expel_solver_user"
+        user = fill(load_prompt(layout), RULES=memory_text, EXAMPLES=examples, ATTEMPT=str(attempt),
+                    REFLECTIONS=self.no_notes() if reflections is None else reflections, TASK=self.family.prompt(task))
         system = load_prompt("expel_solver_system")
         if self.config["message_shape"] == "one_text":
             return [{"role": "user", "content": fill(load_prompt("expel_solver_sections"), SYSTEM=system, HUMAN=user)}]
@@ -229,7 +232,7 @@ class ExpeL(CaseRetrieval, Updater):
         score: Score | None = None
         max_tries = int(self.config["max_tries"])
         for attempt in range(1, max_tries + 1):
-            note = "\n".join(f"- {r}" for r in reflections) or "(none)"
+            note = "\n".join(f"- {r}" for r in reflections) or self.no_notes()
             msgs = self.solving_messages(old, task, examples=examples, reflections=note, attempt=attempt)
             out = self._chat(msgs, role="solver", calls=calls, params=self.solver_params())
             score = self.score(task, out)
@@ -368,12 +371,11 @@ class ExpeL(CaseRetrieval, Updater):
 
     # ---- state -------------------------------------------------------------------------------
     def restore_as_logged(self) -> None:
-        """The authors' checkpoint restore reads each line of the logged memory text back as a rule: its number
-        dropped, normalised as the paper parser normalises a rule text (a period appended, a placeholder dropped),
-        with the count 2 (a new rule's count). So the "(empty)" logged for a memory without rules becomes the rule
-        "(empty).", shown in the test prompts as "1. (empty)."; rules of the paper parser render unchanged."""
+        """The authors' checkpoint restore reads each logged memory line back as a rule: stripped, its leading "N."
+        dropped, normalised as the paper parser does (a period appended, a placeholder dropped), count 2. So the
+        "(empty)" logged for no rule becomes the rule "(empty)." ("1. (empty)." in the test prompts)."""
         lines = self.memory_text().splitlines()
-        texts = [normalize_rule_paper(re.sub(r"^\d+\.\s*", "", line)) for line in lines]
+        texts = [normalize_rule_paper(re.sub(r"^\d+\.\s*", "", line.strip())) for line in lines]
         self.rules = [[text, 2] for text in texts if text]
 
     def get_state(self) -> dict:
