@@ -110,7 +110,9 @@ def _add_view(sub) -> None:
                                     "evaluation set and decision on click, the accuracy trajectory and cost charts, "
                                     "and for several runs the paired comparison of janus report. docs/view.md")
     vp.add_argument("dirs", nargs="+", metavar="RUN", help="finished run folders, or folders above them")
-    vp.add_argument("--out", metavar="FILE", help="the HTML file to write (default: <first RUN>/view.html)")
+    vp.add_argument("--out", metavar="FILE", help="the HTML file to write (default: RUN/view.html, for a folder of "
+                                                  "runs too; several RUNs: view.html in their common folder); a page "
+                                                  "janus view wrote there before is replaced and the output says so")
     vp.add_argument("--serve", action="store_true", help="then serve the page on 127.0.0.1 until Ctrl-C")
     vp.add_argument("--port", type=port_number, default=0, metavar="N",
                     help="port for --serve (default 0: any free port; the address is printed)")
