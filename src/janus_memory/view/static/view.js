@@ -7,7 +7,7 @@
   var F = {CORRECT: 1, TRIGGERED: 2, DEPLOYED: 4, ROLLED_BACK: 8, INJECTED: 16, WARMUP: 32, CHANGED: 64, REJECTED: 128};
   var MARK_W = 16; // px per timeline mark (14 px mark + 2 px gap, view.css); a row holds what fits, in tens
   var LABEL_W = 150; // px of a lane's method label (view.css)
-  var MAX_OPEN = 5; // steps that matter opened on load (the rest are listed closed, drawn when opened)
+  var MAX_OPEN = 3; // steps that matter opened on load (the rest are listed closed, drawn when opened)
   var MAX_LISTED = 60; // steps that matter listed at all (the timeline shows every step)
   var COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"];
   var REASONS = {
@@ -403,7 +403,7 @@
                       newN + "/" + n}),
       box, el("p", {cls: "note", text: "Rows where the two memories disagree are tinted (green: only the candidate " +
         "right; red: only the old memory right). Verdicts: — = not evaluated (early stop) or no verdict; answers: — = none " +
-        "extracted. A question shows 3 lines; click it for the whole text."})]);
+        "extracted. Click a question to see it whole."})]);
   }
 
   // ------------------------------------------------------------------ the steps that matter, open on load
@@ -417,11 +417,13 @@
         if (f & F.ROLLED_BACK) why.push("rolled back");
         if (f & F.INJECTED) why.push("injected " + m.d[i].inj + (f & F.DEPLOYED ? " (deployed)" : " (blocked)"));
         if (m.janus && firstCmp < 0 && (f & F.TRIGGERED)) { firstCmp = i; why.push("first comparison"); }
-        if (why.length) out.push({m: m, mi: mi, i: i, why: why, rank: f & F.ROLLED_BACK ? 0 : f & F.INJECTED ? 1 : 2});
+        // opened first: a planted candidate Janus rolled back, then any planted candidate, a rollback, a comparison
+        var rank = f & F.INJECTED ? (f & F.ROLLED_BACK ? 0 : 1) : f & F.ROLLED_BACK ? 2 : 3;
+        if (why.length) out.push({m: m, mi: mi, i: i, why: why, rank: rank});
       }
     });
     var byStep = function (a, b) { return a.i - b.i || a.mi - b.mi; };
-    // opened on load: rollbacks first, then injected candidates, then first comparisons, each in step order
+    // opened on load: by rank, each rank in step order
     var order = out.slice().sort(function (a, b) { return a.rank - b.rank || byStep(a, b); });
     order.slice(0, MAX_OPEN).forEach(function (k) { k.open = true; });
     // listed: the opened ones and the earliest others, at most MAX_LISTED, in step order
@@ -446,8 +448,9 @@
     } else {
       var opened = keys.filter(function (k) { return k.open; }).length;
       kids.push(el("p", {cls: "note", text: found.all + " step(s): every rollback, every injected candidate and the " +
-        "first comparison of each Janus method; " + (opened < keys.length ? opened + " of them are open (rollbacks " +
-        "first, then injected candidates), the others open with a click." : "all open.") +
+        "first comparison of each Janus method; " + (opened < keys.length ? opened + " of them are open (a planted " +
+        "candidate Janus rolled back first, then planted candidates, then rollbacks), the others open with a click." :
+        "all open.") +
         (found.all > keys.length ? " " + keys.length + " are listed here; the timeline shows every step." : "")}));
     }
     keys.forEach(function (k) {
