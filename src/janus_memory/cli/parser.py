@@ -70,8 +70,21 @@ def _names() -> dict[str, str]:
         load_plugins()
     except Exception:  # noqa: BLE001 - a broken plugin is reported when a command uses it, not in --help
         pass
-    return {"datasets": ", ".join(DATASETS), "updaters": ", ".join(UPDATERS), "backends": ", ".join(BACKENDS.names()),
+    return {"datasets": _datasets_help(), "updaters": ", ".join(UPDATERS), "backends": ", ".join(BACKENDS.names()),
             "baselines": ", ".join(UPDATERS.names(lambda c: c.is_baseline))}
+
+
+def _datasets_help() -> str:
+    """The dataset names as a run can use them: ready with the shipped data, after a fetch, test split only."""
+    from ..tasks.base import dataset_groups
+
+    g = dataset_groups()
+    text = f"ready with the shipped data: {', '.join(g['shipped'])}"
+    if g["fetch"]:
+        text += f"; after you fetch a file, docs/tasks.md: {', '.join(g['fetch'])}"
+    if g["test_only"]:
+        text += f"; test split only, no stream: {', '.join(g['test_only'])}"
+    return text
 
 
 def _add_memory_and_report(sub, names: dict) -> None:
