@@ -4,12 +4,10 @@
 - trigger timeline: cos(z_t, m_{t-1}) per stream step with the threshold tau, warm-up shaded, accepted candidates and
   rollbacks marked (paper §2, Algorithm 1), triggers without a cosine in an "n/a" band, injected candidates as
   labelled vertical lines; below it the evaluation-set scores (old memory vs candidate) of every comparison;
-- tokens by role: cumulative LLM tokens (prompt + completion) per stream step for solver / curator / janus;
-- eval-set ablation bars (Fig. 3) and stream-order spread (Fig. 5).
+- tokens by role (solver / curator / janus, cumulative per step); eval-set ablation (Fig. 3); stream order (Fig. 5);
 - token overhead: base vs +Janus cumulative stream tokens on one scale, the overhead as `janus run` prints it.
-Legends list only what is drawn (no "rolled back (0)" entry, no evaluation band when Janus evaluated nothing).
-Every function returns the written path (or None when the run has nothing to plot); every PNG of the package (bench
-included) is written by :func:`save_figure`.
+Legends list only what is drawn (no "rolled back (0)" entry, no evaluation band when Janus evaluated nothing). Every
+function returns the written path (None: nothing to plot); every PNG of the package is written by :func:`save_figure`.
 """
 from __future__ import annotations
 
@@ -174,7 +172,7 @@ def _evalset_scores(ax, lines: list[dict], size: int) -> None:
         old_y.append(o)
         new[bool(d.get("accept"))][0].append(st)
         new[bool(d.get("accept"))][1].append(n)
-    if old_x:  # a ring painted over the candidate's triangle: at a tie both stay visible, the triangle inside the ring
+    if old_x:  # a ring painted over the candidate's triangle: a tie shows the triangle inside the ring
         ax.scatter(old_x, old_y, marker="o", s=size * 2.2, facecolors="none", edgecolors="0.3", linewidths=1.3,
                    zorder=5, label="E score: old memory (ring)")
     for ok, marker, color, what in ((True, "^", "tab:green", "deployed"), (False, "v", "tab:red", "rolled back")):
@@ -219,15 +217,12 @@ def injected_steps(r) -> dict[int, str]:
 
 
 def mark_injected(ax, kinds: dict[int, str], *, label: bool = True, text: bool = True) -> None:
-    """A dotted vertical line at each injected step, with one legend entry naming the kinds (``label``) and the kind
-    written above the panel, outside the axes, so it never covers a point (``text``; a label closer than 4% of the
-    x-range to the previous one is left out, the line stays). The panel's title is moved up to make room."""
-    lo, hi = ax.get_xlim()
-    last = None
-    names = sorted(set(kinds.values()))
+    """A dotted line at each injected step, one legend entry naming the kinds (``label``) and the kind written above
+    the axes, never over a point (``text``: none closer than 4% of the x-range to the last; the title moves up)."""
+    (lo, hi), last, names = ax.get_xlim(), None, ", ".join(sorted(set(kinds.values())))
     for i, (step, kind) in enumerate(sorted(kinds.items())):
         ax.axvline(step, color="0.4", ls=":", lw=1.2, zorder=1,
-                   label=f"injected candidate ({', '.join(names)})" if i == 0 and label else None)
+                   label=f"injected candidate ({names})" if i == 0 and label else None)
         if text and (last is None or step - last >= 0.04 * (hi - lo)):
             ax.text(step, 1.01, kind, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=7,
                     color="0.25", clip_on=False)
