@@ -119,9 +119,11 @@ def _add_view(sub) -> None:
                         description="Write one HTML file that opens from disk with nothing fetched from the network: "
                                     "the run's header and accuracy table with 95% intervals, a timeline with one mark "
                                     "per stream step and method (online answer, trigger and cosine, accepted or "
-                                    "rolled back, injected candidates), each step's task, answer, memory diff, "
-                                    "evaluation set and decision on click, the accuracy trajectory and cost charts, "
-                                    "and for several runs the paired comparison of janus report. docs/view.md")
+                                    "rolled back, injected candidates; keyboard: Tab, arrows, Enter), each step's "
+                                    "task, answer, memory diff, evaluation set and decision (rollbacks, injected "
+                                    "candidates and first comparisons open on load, any other step on click), the "
+                                    "accuracy trajectory and cost charts, and for several runs the paired comparison "
+                                    "of janus report. docs/view.md")
     vp.add_argument("dirs", nargs="+", metavar="RUN", help="finished run folders, or folders above them")
     vp.add_argument("--out", metavar="FILE", help="the HTML file to write (default: RUN/view.html, for a folder of "
                                                   "runs too; several RUNs: view.html in their common folder); a page "
