@@ -362,6 +362,11 @@ def test_view_of_a_folder_of_runs_writes_one_page_beside_them_and_never_replaces
     assert capsys.readouterr().err == (f"error: refusing to overwrite {mine}: it is an HTML file janus view did not "
                                        "write; give another --out, or move that file\n")
     assert mine.read_text() == "<!doctype html><p>my notes</p>"
+    link = parent / "link.html"  # a link to the user's page is the user's page
+    link.symlink_to(mine)
+    assert main(["view", str(parent), "--out", str(link)]) == 2
+    assert "it is an HTML file janus view did not write" in capsys.readouterr().err
+    assert mine.read_text() == "<!doctype html><p>my notes</p>" and link.is_symlink()
     assert (parent / "real" / "view.html").read_bytes() == real_page
     assert view_path([tmp_path / "x" / "a", tmp_path / "x" / "b" / "c"]) == tmp_path.absolute() / "x" / "view.html"
     assert view_path([parent], tmp_path) == tmp_path / "view.html"

@@ -133,6 +133,8 @@ def existing_page(path: Path) -> str | None:
         # never overwrite a file the page is not (run.sqlite, summary.json, a user's file): one line, nothing lost
         raise OutputError(f"refusing to overwrite {path} with the view: it exists and is not an .html file; "
                           "give a new file or an .html path")
+    if not path.is_file():  # a pipe, a device, a dangling link: never opened here; the write says what it cannot do
+        return None
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             head = f.read(4096)
