@@ -454,7 +454,7 @@ def test_run_help_shows_the_default_stream_size_and_output_folder(capsys):
             "gsm8k)") in text
     assert ("--out DIR run folder to create, made with its parents, relative to the current folder; a finished run "
             "there needs --overwrite or another --out (default: runs/latest)") in text
-    assert "--dataset NAME dataset name (gsm8k, " in text and "(default: gsm8k)" in text
+    assert "--dataset NAME dataset name (ready with the shipped data: gsm8k, " in text and "(default: gsm8k)" in text
     assert "--tau X MMT threshold in [-1, 1]" in text
     assert len(load_split("gsm8k", "stream").tasks) == 500 and len(load_split("gsm8k", "test").tasks) == 500
     assert RunConfig().out == "runs/latest" and RunConfig().dataset == "gsm8k"

@@ -117,9 +117,13 @@ def test_timeline_puts_missing_cosines_in_an_na_band_and_marks_injections(tmp_pa
     assert round(ax.get_yticks()[0], 6) == -0.768 and round(ax.get_ylim()[0], 4) == -0.9024
     accepted = next(c for c in ax.collections if c.get_label().startswith("triggered: accepted"))
     assert [(int(x), round(float(y), 3)) for x, y in accepted.get_offsets()] == [(3, -0.768), (4, -0.5)]
-    inj = [ln for ln in ax.lines if ln.get_label() == "injected candidate"]
+    inj = [ln for ln in ax.lines if ln.get_label() == "injected candidate (poison)"]
     assert len(inj) == 1 and list(inj[0].get_xdata()) == [4, 4] and inj[0].get_linestyle() == ":"
-    assert [t.get_text() for t in ax.texts if t.get_text().strip() == "poison"] == [" poison"]
+    label = next(t for t in ax.texts if t.get_text() == "poison")  # above the axes: it covers no point
+    assert (label.get_position(), label.get_rotation(), label.get_clip_on()) == ((4, 1.01), 0.0, False)
+    captured[0].canvas.draw()
+    box, title, axes = (x.get_window_extent() for x in (label, ax.title, ax))
+    assert box.y0 >= axes.y1 and title.y0 >= box.y1  # between the axes and the title, overlapping neither
 
 
 def test_trajectory_keeps_coinciding_curves_and_markers_visible(tmp_path, captured):
@@ -130,12 +134,20 @@ def test_trajectory_keeps_coinciding_curves_and_markers_visible(tmp_path, captur
     ax = captured[0].axes[0]
     curves = [ln for ln in ax.lines if ln.get_label().startswith("dc_rs")]
     assert [c.get_label() for c in curves] == [
-        "dc_rs (final test accuracy 50.0%; large markers)",
-        "dc_rs+janus (final test accuracy 50.0%; small markers); same curve as dc_rs"]
+        "dc_rs (final test accuracy 50.0%)", "dc_rs+janus (final test accuracy 50.0%); same curve as dc_rs"]
     assert [(c.get_linewidth(), c.get_linestyle(), c.get_zorder()) for c in curves] == [(3.2, "-", 2), (1.5, "--", 3)]
     marks = [c for c in ax.collections if len(c.get_offsets())]
     assert [(list(c.get_sizes()), c.get_zorder()) for c in marks] == [([170.0], 5), ([45.0], 6)]
-    assert [ln.get_label() for ln in ax.lines if list(ln.get_xdata()) == [4, 4]] == ["injected candidate"]
+    assert [ln.get_label() for ln in ax.lines if list(ln.get_xdata()) == [4, 4]] == ["injected candidate (poison)"]
+    # each method's legend entry draws its line and the marker it put on the curve, at that marker's size (the
+    # legend used to name "large/small markers" and draw none)
+    handles = ax.get_legend().legend_handles
+    assert [type(h).__name__ for h in handles[:2]] == ["Line2D", "Line2D"]
+    entry = {lab.get_text(): h for lab, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)}
+    assert not any("markers" in t for t in entry)
+    legend_marks = [a for a in ax.get_legend().findobj(lambda a: type(a).__name__ == "Line2D" and a.get_marker() not in
+                                                       (None, "None", "", " "))]
+    assert sorted((m.get_marker(), round(m.get_markersize() ** 2)) for m in legend_marks)[:2] == [("s", 45), ("v", 170)]
 
 
 def test_overhead_has_one_definition_in_console_and_plot(tmp_path, captured):
@@ -194,8 +206,8 @@ def _injections(tmp_path: Path, janus_deploys: bool) -> Path:
 
 
 @pytest.mark.parametrize("janus_deploys, entries", [
-    (True, ["injected candidate", "injected candidate deployed"]),
-    (False, ["injected candidate", "injected candidate deployed", "injected candidate blocked"]),
+    (True, ["injected candidate (poison)", "injected candidate deployed"]),
+    (False, ["injected candidate (poison)", "injected candidate deployed", "injected candidate blocked"]),
 ])
 def test_trajectory_legend_lists_only_the_marks_drawn(tmp_path, captured, janus_deploys, entries):
     from janus_memory.report.inject_report import plot_trajectories
@@ -245,9 +257,13 @@ def test_the_timeline_shows_each_comparison_s_evaluation_set_scores_below_the_co
     assert len(fig.axes) == 2
     e = fig.axes[1]
     assert [t.get_text() for t in e.get_legend().get_texts()] == [
-        "E score: old memory", "E score: candidate, deployed", "E score: candidate, rolled back"]
+        "E score: old memory (ring)", "E score: candidate, deployed", "E score: candidate, rolled back"]
     points = [[tuple(p) for p in c.get_offsets()] for c in e.collections if len(c.get_offsets())]
     assert points == [[(4.0, 0.5), (5.0, 0.75)], [(4.0, 0.75)], [(5.0, 0.25)]]
+    ring = e.collections[0]  # hollow and painted last: a candidate's triangle at the same score shows inside it
+    assert ring.get_facecolor().size == 0 or ring.get_facecolor()[0][3] == 0
+    assert ring.get_zorder() > max(c.get_zorder() for c in e.collections[1:])
+    assert min(ring.get_sizes()) > max(max(c.get_sizes()) for c in e.collections[1:])  # a ring around the triangle
 
 
 def test_a_run_without_any_cosine_gets_the_evaluation_set_panel_alone(tmp_path, captured):
@@ -261,7 +277,7 @@ def test_a_run_without_any_cosine_gets_the_evaluation_set_panel_alone(tmp_path, 
     fig = captured[0]
     assert len(fig.axes) == 1
     assert fig.axes[0].get_title().startswith("Janus's comparisons: dc_rs+janus on gsm8k")
-    assert _legend(fig) == ["E score: old memory", "E score: candidate, rolled back", "warm-up (2)"]  # make_run: 2
+    assert _legend(fig) == ["E score: old memory (ring)", "E score: candidate, rolled back", "warm-up (2)"]  # make_run: 2
 
 
 def test_the_trajectory_legend_sits_below_the_curves(tmp_path, captured):

@@ -75,7 +75,8 @@ def test_call_counts_are_exact(kw, done, want):
 def test_lines_per_backend_and_measurement():
     count = CallCount(48, 72, 70, 12, 5)
     parts = f"calls = stream 48-72 + Janus evaluation 70 ({BOUND}) + test 12"
-    assert estimate_line(_cfg(backend="fake"), count) is None
+    assert estimate_line(_cfg(backend="fake"), count) == (
+        f"estimate: at most 154 LLM calls (scripted replies, nothing paid; a model backend makes the same calls); {parts}")
     assert estimate_line(_cfg(), count) == f"estimate: at most 154 LLM calls; {parts}"
     local = _cfg(backend="local", base_url=None, model=None)
     assert estimate_line(local, count) == ("estimate: at most 154 LLM calls (no measurement yet of this model on this "
@@ -360,3 +361,27 @@ def test_hostile_timing_records_are_ignored_and_never_end_a_run(tmp_path):
     assert timing.record_run("m.gguf", 1, calls=20, busy_s=200.0, completion_tokens=400, path=p) is True
     m = timing.read_measurement("m.gguf", 1, path=p)
     assert (m.s_per_call, m.tokens_per_s, m.runs, m.calls) == (10.0, 2.0, 1, 20)
+
+
+def test_janus_run_help_and_a_fake_run_agree_on_the_estimate_line(tmp_path, capsys, monkeypatch):
+    """`janus run --help` promises an estimate line before the first step; a run on the scripted fake backend prints
+    it (the count a model backend would make, said to be free) before its first step, and the run makes no more calls
+    than it says."""
+    from janus_memory.cli import main
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "Before the first step it prints an estimate" in " ".join(capsys.readouterr().out.split())
+    out = tmp_path / "fake"
+    assert main(["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "8", "--test-size", "2",
+                 "--encoder", "hashing", "--preset", "small", "--warmup", "4", "--coverage-size", "2",
+                 "--boundary-size", "1", "--fresh-size", "2", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    est = [x for x in lines if x.startswith("estimate")]
+    assert est == [f"estimate: at most 66 LLM calls (scripted replies, nothing paid; a model backend makes the same "
+                   f"calls); {PARTS}"]
+    first_step = next(i for i, x in enumerate(lines) if " step 1/8 " in x)
+    assert lines.index(est[0]) < first_step
+    used = json.loads((out / "summary.json").read_text())["usage_total"]
+    assert sum(r["calls"] + r.get("cache_hits", 0) for r in used.values()) <= 66

@@ -334,6 +334,51 @@ def test_write_view_default_is_in_the_run_folder(view_fake_run, tmp_path):
     assert path2 == tmp_path / "view.html"
 
 
+def test_view_of_a_folder_of_runs_writes_one_page_beside_them_and_never_replaces_silently(view_fake_run, tmp_path,
+                                                                                         capsys):
+    """`janus view runs/demo-<time>` (the demo's parent folder) wrote the two acts' page into `real/view.html`,
+    silently replacing the page the user had just made of `real`. A folder of runs gets its own page beside them; a
+    page janus view wrote before is replaced with a line saying so; any other file at that place is refused."""
+    import re
+    import shutil
+
+    from janus_memory.view.page import view_path
+
+    parent = tmp_path / "demo-20261205-011952"
+    for act in ("scripted", "real"):
+        shutil.copytree(view_fake_run, parent / act)
+    assert main(["view", str(parent / "real")]) == 0
+    capsys.readouterr()
+    real_page = (parent / "real" / "view.html").read_bytes()
+    assert main(["view", str(parent)]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith(f"view: {parent.absolute() / 'view.html'}  (2 run(s), 48 method steps, ")
+    assert not [x for x in said if x.startswith("replaced")]
+    assert (parent / "real" / "view.html").read_bytes() == real_page  # the user's page of one act is untouched
+    assert not (parent / "scripted" / "view.html").exists()
+    assert main(["view", str(parent)]) == 0  # the same command again: the page is replaced, and the output says so
+    said = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"replaced the page that was there \(2 runs, written \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\); "
+                        r"--out FILE writes another", said[1]), said
+    assert main(["view", str(parent / "real"), str(parent / "scripted")]) == 0  # several: their common folder
+    assert capsys.readouterr().out.startswith(f"view: {parent.absolute() / 'view.html'}  (2 run(s)")
+    mine = parent / "notes.html"
+    mine.write_text("<!doctype html><p>my notes</p>")
+    assert main(["view", str(parent), "--out", str(mine)]) == 2
+    assert capsys.readouterr().err == (f"error: refusing to overwrite {mine}: it is an HTML file janus view did not "
+                                       "write; give another --out, or move that file\n")
+    assert mine.read_text() == "<!doctype html><p>my notes</p>"
+    link = parent / "link.html"  # a link to the user's page is the user's page
+    link.symlink_to(mine)
+    assert main(["view", str(parent), "--out", str(link)]) == 2
+    assert "it is an HTML file janus view did not write" in capsys.readouterr().err
+    assert mine.read_text() == "<!doctype html><p>my notes</p>" and link.is_symlink()
+    assert (parent / "real" / "view.html").read_bytes() == real_page
+    assert view_path([tmp_path / "x" / "a", tmp_path / "x" / "b" / "c"]) == tmp_path.absolute() / "x" / "view.html"
+    assert view_path([parent], tmp_path) == tmp_path / "view.html"
+    assert view_path([parent], tmp_path / "p.html") == tmp_path / "p.html"
+
+
 # ------------------------------------------------------------------------------------------------ --serve
 def test_server_serves_only_the_page_on_loopback(tmp_path):
     from janus_memory.view.serve import make_server

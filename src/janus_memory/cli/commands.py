@@ -121,14 +121,18 @@ def _report(args, console) -> int:
 
 
 def _view(args, console) -> int:
-    from ..view.page import write_view
+    from ..view.page import existing_page, view_path, write_view
 
+    before = existing_page(view_path(args.dirs, args.out))
     path, data = write_view(args.dirs, args.out)
     steps = sum(m["n"] for r in data["runs"] for m in r["methods"])
     console.print(f"view: {path}  ({len(data['runs'])} run(s), {steps:,} method steps, "
                   f"{path.stat().st_size / 1024:,.0f} KiB; open it in a browser)", markup=False, soft_wrap=True)
     from ..errors import printable
 
+    if before:
+        console.print(printable(f"replaced the page that was there ({before}); --out FILE writes another"),
+                      markup=False, soft_wrap=True)
     for line in data["unfinished"]:
         console.print(printable(f"not in the view: {line}"), markup=False, soft_wrap=True)
     for d in data.get("unchecked", []):

@@ -16,8 +16,9 @@ Counted from the config, never guessed:
 
 A resumed run counts what is left: methods already finished are skipped, the others continue after their last
 committed step (a method whose stream is complete has only its test left), and the line ends with what is left per
-method. Printed for the embedded backend (with the measured time, or "no measurement yet") and for
-servers (call count only); never for the scripted fake backend.
+method. Printed for the embedded backend (with the measured time, or "no measurement yet"), for servers (call count
+only) and for the scripted fake backend (the same count, said to be free: a plumbing check shows what the same run on
+a model will make).
 """
 from __future__ import annotations
 
@@ -148,15 +149,13 @@ def left_text(cfg, n_stream: int, done: dict[str, int | None]) -> str:
 
 
 def estimate_line(cfg, count: CallCount | None, measurement=None, left: str | None = None) -> str | None:
-    """The estimate line of a run (module docstring); None for the fake backend or when nothing is left to do.
+    """The estimate line of a run (module docstring); None when nothing is left to do.
     ``left``: what a resumed run has left (:func:`left_text`), named at the end of the line."""
     line = _estimate_line(cfg, count, measurement)
     return f"{line}; left after resume: {left}" if line and left else line
 
 
 def _estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None:
-    if cfg.llm.backend == "fake":
-        return None
     if count is None:
         from ..registry import UPDATERS
 
@@ -171,6 +170,8 @@ def _estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None
     parts = f"calls = stream {stream}{janus} + test {count.test}"
     bound, calls = ("at most", count.most) if count.most is not None else ("at least", count.stream_low + count.test)
     head = f"estimate: {bound} {calls} LLM calls"
+    if cfg.llm.backend == "fake":
+        return f"{head} (scripted replies, nothing paid; a model backend makes the same calls); {parts}"
     if cfg.llm.backend != "local":
         return f"{head}; {parts}"
     if measurement is None:
@@ -183,8 +184,6 @@ def _estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None
 def run_estimate(ctx, done: dict[str, int | None] | None = None) -> str | None:
     """The estimate line of a built run context (resolved settings, loaded splits, backend not loaded yet)."""
     cfg = ctx.settings
-    if cfg.llm.backend == "fake":
-        return None
     count = count_calls(cfg, len(ctx.stream.tasks), len(ctx.test.tasks), done)
     measurement = None
     if cfg.llm.backend == "local":

@@ -71,6 +71,8 @@ class DatasetSpec:
     display_name: str = ""  # "" = the registry name
     table_rank: int | None = None  # column order of the paper's Table 1 (None: after those, alphabetically)
     options: tuple[str, ...] = ()  # keyword options the loader takes from the run settings (GPQA: option_order)
+    fetch: str = ""  # data the shipped folder (../shared/data) lacks: what to fetch and where it goes, in one line
+    test_only: bool = False  # no stream split: the test split of another dataset, not one `janus run` takes
 
     def load_raw(self, split: str, data_dir, seed: int, options: dict | None = None) -> tuple[list[Task], list[Path], str]:
         """``options``: run settings for loaders; only the ones this dataset declares are passed on."""
@@ -110,6 +112,26 @@ for _name, _disp, _rank in (("math500", "MATH500", 0), ("gpqa", "GPQA", 1), ("mm
                             ("mmlu_pro_phy", "MMLU-Pro Phy", 3), ("apibench_hf", "APIBench-HF", 4), ("humaneval", "HumanEval", 5),
                             ("gsm8k", "GSM8K", None), ("aime", "AIME", None), ("math", "MATH", None)):
     DATASETS[_name] = dataclasses.replace(DATASETS[_name], display_name=_disp, table_rank=_rank)
+# what the shipped data folder lacks (the loaders' errors say the same when the file is missing)
+MATH_TRAIN_FETCH = ("Hendrycks MATH train (the train/ folder of github.com/hendrycks/math, or a train jsonl/parquet), "
+                    "then set JANUS_MATH_TRAIN_PATH to it")
+DATASETS["math"] = dataclasses.replace(DATASETS["math"], fetch=MATH_TRAIN_FETCH)
+DATASETS["gpqa"] = dataclasses.replace(DATASETS["gpqa"], fetch=(
+    "gpqa_main.csv and gpqa_diamond.csv (the password-protected dataset.zip of github.com/idavidrein/gpqa), then set "
+    "JANUS_GPQA_PATH to their folder"))
+DATASETS["math500"] = dataclasses.replace(DATASETS["math500"], test_only=True,
+                                          fetch="it is the test split of 'math': fetch " + MATH_TRAIN_FETCH)
+
+
+def dataset_groups() -> dict[str, list[str]]:
+    """Registered dataset names by what a run on them needs: ``shipped`` (runs with the data folder as it ships,
+    ../shared/data; a plugin's datasets too), ``fetch`` (a file to fetch first, ``DatasetSpec.fetch``) and
+    ``test_only`` (no stream split)."""
+    out: dict[str, list[str]] = {"shipped": [], "fetch": [], "test_only": []}
+    for name, spec in DATASETS.items():
+        fetch, test_only = getattr(spec, "fetch", ""), getattr(spec, "test_only", False)
+        out["test_only" if test_only else "fetch" if fetch else "shipped"].append(name)
+    return out
 
 
 def _check_dataset(dataset: str) -> DatasetSpec:
