@@ -123,3 +123,16 @@ def test_trivially_equal_counted_in_summary(tmp_path, monkeypatch):
     assert (s["trivially_equal"], s["triggers"], s["usage"].get("janus")) == (5, 0, None)
     plain = run_experiment(_cfg(tmp_path / "p"), log=lambda m: None)["methods"]["dc_rs+janus"]
     assert "trivially_equal" not in plain and plain["triggers"] == 5
+
+
+def test_the_recommended_controller_is_never_asked_again_what_it_knows(tmp_path, monkeypatch):
+    """The recommended controller reuses the deployed memory's measured outcomes; batching (no speculation) must not
+    prefetch them anyway: every Janus request of a batched run is one the comparison reads, the same count as the
+    unbatched run, with byte-identical run files."""
+    kw = dict(janus_preset="recommended", janus={"warmup": 5}, stream_size=30, test_size=2, speculate=False)
+    sent_b, sum_b, files_b = _run(tmp_path, "batched", monkeypatch, batch=True, **kw)
+    sent_u, sum_u, files_u = _run(tmp_path, "plain", monkeypatch, batch=False, **kw)
+    assert files_b == files_u
+    assert sum_b["usage"]["janus"]["calls"] == sum_u["usage"]["janus"]["calls"] == 248
+    assert "eval_batch" not in sum_b  # nothing sent ahead went unread
+    assert len([r for r, _ in sent_b if r == "janus"]) < len([r for r, _ in sent_u if r == "janus"])

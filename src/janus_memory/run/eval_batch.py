@@ -14,8 +14,13 @@ Identical decisions: a served result is the answer to the very request the contr
 decision log and the response cache are the same as without batching. Only the *time* at which a request is
 sent changes. What the other memory will be asked is predicted:
 
-* ``replay="frozen"``: every request is sample 0, so the prediction is exact for any call order.
-* ``replay="fresh"``: the sample index depends on the call number within the comparison, and the prediction is
+* a known plan (``expect_calls``, below): the other memory's reads of the plan's next call, when that call reads
+  the other memory on this call's round (tasks shared with this call): the paper's full comparison (old on E, then
+  new on E) and each round of the sequential test (the deployed memory where its outcome is not known yet, then
+  the candidate). Exact for either replay mode, and nothing known is asked again: the deployed memory's reused
+  outcomes are never prefetched.
+* no plan, ``replay="frozen"``: every request is sample 0, so the prediction is exact for any call order.
+* no plan, ``replay="fresh"``: the sample index depends on the call number within the comparison, and the prediction is
   "the other memory is the next call". That holds for the paper's full comparison (old on E, then new on E) and
   for early stopping when |E| fits in one round. The other memory is prefetched on the first call only, so a
   wrong prediction (early stopping over several rounds with fresh draws, a combination no preset uses) costs at
@@ -68,7 +73,9 @@ class PairedEvaluator(UpdaterEvaluator):
         self.parallel = bool(parallel)
         self.speculate = self.parallel if speculate is None else bool(speculate)
         self._pair: tuple[str, str] | None = None
-        self._expected: list[tuple[str, list]] | None = None
+        self._expected: list[tuple[str, list]] | None = None  # the plan, when speculating on it
+        self._planned: list[tuple[str, list]] | None = None  # the plan, always (None: not known in advance)
+        self._ncalls = 0  # the comparison's evaluator calls so far, this one included (any replay mode)
         self._done: dict[tuple[str, str, int], Any] = {}  # (memory text, task id, sample) -> (ChatResult, Score)
         self._pending: set[tuple[str, str, int]] = set()  # prefetched and not served yet
         self.batch_stats = {"batches": 0, "requests": 0, "prefetched": 0, "served": 0, "unused": 0}
@@ -89,7 +96,8 @@ class PairedEvaluator(UpdaterEvaluator):
     def expect_calls(self, calls: list[tuple[str, list]] | None) -> None:
         """Controller hook: the evaluator calls the comparison makes unless it stops early, in order (None: not
         known in advance). Used on the first call when ``speculate`` (module docstring)."""
-        self._expected = list(calls) if calls is not None and self.speculate else None
+        self._planned = list(calls) if calls is not None else None
+        self._expected = self._planned if self._planned is not None and self.speculate else None
 
     def take_batch_stats(self) -> dict[str, int]:
         """End the comparison (its prefetched results still unread count as unused) and return the counts since the
@@ -101,7 +109,8 @@ class PairedEvaluator(UpdaterEvaluator):
 
     def _end(self) -> None:
         self.batch_stats["unused"] += len(self._pending)
-        self._pair, self._done, self._pending, self._expected = None, {}, set(), None
+        self._pair, self._done, self._pending, self._expected, self._planned = None, {}, set(), None, None
+        self._ncalls = 0
 
     def _predicted(self, tasks: list[Any]) -> list[int]:
         """The sample indices the NEXT evaluator call on ``tasks`` will draw (the call counter is left as it was)."""
@@ -121,6 +130,7 @@ class PairedEvaluator(UpdaterEvaluator):
             self._calls = calls
 
     def _solve(self, memory_text: str, tasks: list[Any], samples: list[int]) -> list:
+        self._ncalls += 1
         if not self.batch or self._pair is None or memory_text not in self._pair:
             return super()._solve(memory_text, tasks, samples)
         keys = [(memory_text, t.id, s) for t, s in zip(tasks, samples)]
@@ -154,7 +164,7 @@ class PairedEvaluator(UpdaterEvaluator):
                 seen.add(k)
                 items.append((k, t))
         wanted = {k for k, _ in items}
-        if self._expected is not None and self._calls == 1:  # speculation: every read the comparison may make
+        if self._expected is not None and self._ncalls == 1:  # speculation: every read the comparison may make
             for call, (text, planned) in enumerate(self._expected):
                 for t, s in zip(planned, self._samples_of_call(planned, call)):
                     k = (text, t.id, s)
@@ -164,6 +174,15 @@ class PairedEvaluator(UpdaterEvaluator):
             return items, wanted
         old, new = self._pair
         other = new if memory_text == old else old
+        if self._planned is not None:  # the next call of the plan, when it reads the other memory in this round
+            nxt = self._planned[self._ncalls] if self._ncalls < len(self._planned) else None
+            if nxt is not None and nxt[0] == other and {t.id for t in nxt[1]} & {t.id for t in tasks}:
+                for t, s in zip(nxt[1], self._samples_of_call(nxt[1], self._ncalls)):
+                    k = (other, t.id, s)
+                    if k not in seen:
+                        seen.add(k)
+                        items.append((k, t))
+            return items, wanted
         if self.replay == "frozen" or self._calls == 1:
             for t, s in zip(tasks, self._predicted(tasks)):
                 k = (other, t.id, s)
