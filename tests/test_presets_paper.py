@@ -54,3 +54,9 @@ def test_context_sizing():
     assert presets.check_context(16384, 8192) == 16384
     with pytest.raises(ValueError, match="n_ctx 4096 is below max_tokens 8192"):
         presets.check_context(4096, 8192)
+
+
+def test_a_run_without_a_controller_says_what_its_encoder_does():
+    assert presets.encoder_line("hashing", controller=False) == (
+        "encoder hashing (the updater's retrieval only: no controller ran): scikit-learn HashingVectorizer (no "
+        "weights; a plumbing fallback, not the paper's encoder)")

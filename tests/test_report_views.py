@@ -288,3 +288,11 @@ def test_the_trajectory_legend_sits_below_the_curves(tmp_path, captured):
     fig.canvas.draw()
     ax, legend = fig.axes[0], fig.axes[0].get_legend()
     assert legend.get_window_extent().y1 < ax.get_window_extent().y0  # wholly under the axes: covers no data
+
+
+def test_a_report_of_runs_without_janus_does_not_say_the_encoder_decides_triggers():
+    from janus_memory.report.report import setup_fields
+
+    fields = setup_fields({"preset": "paper", "encoder": "hashing"}, [])
+    assert fields["Encoder (the updater's retrieval; no controller)"].startswith("hashing: scikit-learn")
+    assert "Encoder (decides the triggers)" not in fields

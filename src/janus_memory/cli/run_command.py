@@ -163,7 +163,7 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     if demo and jc.trigger == "always":
         say(f"demo: Janus compares old and new memory at every step after warm-up (trigger always, the paper's "
             f"ablation without MMT): {cfg.stream_size} steps give the momentum trigger no history; `janus run` uses MMT")
-    say(encoder_line(cfg.encoder))
+    say(encoder_line(cfg.encoder, controller=cfg.controller != "none"))
     if cfg.controller in ("janus", "both") and jc.tau != 0.0 and jc.trigger not in ("mmt", "selective"):
         given = _option_for("janus.tau", args) if args is not None else None
         say(f"warning: {given or 'tau'} {jc.tau} has no effect with trigger {jc.trigger} (only the mmt and selective "

@@ -203,13 +203,17 @@ def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: i
     return plot_paths
 
 
+ENCODER_KEY = "Encoder (decides the triggers)"
+ENCODER_KEY_NO_CONTROLLER = "Encoder (the updater's retrieval; no controller)"
+
+
 def setup_fields(cfg: dict, rows: list[MethodRun]) -> dict[str, str]:
     """What one run folder ran with, as ordered fields for the report and view headers: the run preset (prompts,
     parsers, replays) and, when a method of the folder ran Janus, the controller as controller/describe.py says it
     (its preset label, warm-up, trigger, evaluation set, decision rule, what it does beyond them), then the encoder.
     The two presets are two things: ``preset: paper`` with ``janus preset: recommended`` is the paper's prompts and
     our recommended controller."""
-    from ..settings.presets import encoder_line, run_preset_line
+    from ..settings.presets import encoder_note, run_preset_line
 
     replay = cfg.get("replay") or (cfg.get("preset_summary") or {}).get("replay")
     if "preset" in cfg:
@@ -226,8 +230,8 @@ def setup_fields(cfg: dict, rows: list[MethodRun]) -> dict[str, str]:
         if d.paper_differences:
             out["Janus differs from the paper's"] = ", ".join(d.paper_differences)
     enc = cfg.get("encoder")
-    out["Encoder (decides the triggers)"] = (encoder_line(str(enc)).removeprefix("triggers decided by encoder ")
-                                             if enc else "not recorded")
+    key = ENCODER_KEY if janus is not None else ENCODER_KEY_NO_CONTROLLER
+    out[key] = f"{enc}: {encoder_note(str(enc))}" if enc else "not recorded"
     return out
 
 
@@ -241,6 +245,9 @@ def _preset_lines(rows: list[MethodRun]) -> list[str]:
               for d in dict.fromkeys(r.run_dir for r in rows)}
     if not by_dir:
         return []
+    if any(ENCODER_KEY in f for f in by_dir.values()):  # beside Janus runs, a base run's encoder is one line with theirs
+        by_dir = {d: {(ENCODER_KEY if k == ENCODER_KEY_NO_CONTROLLER else k): v for k, v in f.items()}
+                  for d, f in by_dir.items()}
     # the fields in the order of the folder that has the most (a folder without Janus has no Janus fields)
     keys = list(dict.fromkeys(k for f in sorted(by_dir.values(), key=len, reverse=True) for k in f))
     varying = [k for k in keys if len({f[k] for f in by_dir.values() if k in f}) > 1]

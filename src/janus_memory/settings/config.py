@@ -387,7 +387,8 @@ def _shown(value) -> str:
 
 def preset_summary(cfg: RunConfig) -> dict:
     """What config.json records about the preset (presets.preset_summary) and ``janus report`` shows."""
-    return presets.preset_summary(cfg.preset, cfg.janus_config(), cfg.encoder, cfg.replay_mode())
+    return presets.preset_summary(cfg.preset, cfg.janus_config(), cfg.encoder, cfg.replay_mode(),
+                                  cfg.controller != "none")
 
 
 def demo_config(**overrides) -> RunConfig:

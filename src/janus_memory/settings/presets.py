@@ -95,14 +95,22 @@ def checker(preset: str) -> str:
     return "paper" if preset == "paper" else "strict"
 
 
-def encoder_line(encoder_name: str) -> str:
-    """Which encoder decided the triggers, for the run summary and the report header."""
+def encoder_note(encoder_name: str) -> str:
+    """What the encoder is: its model and how it embeds, or what it is not (the paper's encoder)."""
     note = _ENCODER_NOTES.get(encoder_name)
     if note is None and encoder_name.startswith("hashing"):
         note = "scikit-learn HashingVectorizer (no weights; a plumbing fallback, not the paper's encoder)"
     if note is None:
         note = f"user-chosen encoder; the paper's is {PAPER_ENCODER}"
-    return f"triggers decided by encoder {encoder_name}: {note}"
+    return note
+
+
+def encoder_line(encoder_name: str, controller: bool = True) -> str:
+    """Which encoder decided the triggers, for the run summary and the report header. ``controller=False`` (a run
+    without Janus): the encoder only serves the updater's retrieval, and the line says so."""
+    if not controller:
+        return f"encoder {encoder_name} (the updater's retrieval only: no controller ran): {encoder_note(encoder_name)}"
+    return f"triggers decided by encoder {encoder_name}: {encoder_note(encoder_name)}"
 
 
 _RUN_PRESET_NOTES = {
@@ -142,10 +150,10 @@ def loader_option_lines(options: dict) -> list[str]:
     return [_LOADER_OPTION_NOTES.get((k, v), f"{k}: {v}") for k, v in options.items()]
 
 
-def preset_summary(preset: str, jcfg: JanusConfig, encoder_name: str, replay: str) -> dict:
+def preset_summary(preset: str, jcfg: JanusConfig, encoder_name: str, replay: str, controller: bool = True) -> dict:
     """What ``janus run`` prints and writes to config.json (key ``preset``), and ``janus report`` shows."""
     return {"name": preset, "janus_preset": jcfg.preset, "janus": jcfg.preset_line(), "replay": replay,
-            "encoder": encoder_line(encoder_name)}
+            "encoder": encoder_line(encoder_name, controller)}
 
 
 def check_context(n_ctx: int, max_tokens: int, prompt_budget: int = 2048) -> int:
