@@ -227,3 +227,20 @@ def test_cli_replay_errors_exit_2(tmp_path, capsys, argv, msg):
 
 def test_cli_default_settings_match_presets():
     assert replay_cli.DEFAULT_SETTINGS == ",".join(DEFAULT_PRESETS)
+
+
+def test_a_line_separator_inside_a_json_string_is_not_a_line_break(tmp_path):
+    """JSON lets U+2028/U+2029 stand raw inside a string (json.dumps(..., ensure_ascii=False) writes them so); the
+    reader splits records on newlines only."""
+    p = tmp_path / "t.jsonl"
+    rows = [{"step": 1, "memory_before": "", "memory_after": "rule A\u2028rule B"},
+            {"step": 2, "memory_before": "rule A\u2028rule B", "memory_after": "rule C\u2029"}]
+    p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    (t,) = load_trajectories(p)
+    assert [s.step for s in t.steps] == [1, 2] and t.steps[1].before == "rule A\u2028rule B"
+
+
+def test_cli_errors_print_control_characters_escaped(tmp_path, capsys):
+    assert main(["replay", str(tmp_path / "no\x1b[2Jsuch")]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "no\\x1b[2Jsuch" in err

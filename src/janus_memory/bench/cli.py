@@ -9,6 +9,7 @@ import sys
 
 from .policies import default_policies, parse_policy
 from .world import WorldConfig, json_value, parse_mix
+from ..errors import printable
 
 
 def add_world_parser(subparsers) -> argparse.ArgumentParser:
@@ -68,7 +69,7 @@ def run_world(args) -> int:
         if args.seeds < 1 or args.workers < 1:
             raise ValueError("--seeds and --workers must be >= 1")
     except (ValueError, TypeError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(printable(f"error: {e}"), file=sys.stderr)
         return 2
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     try:
@@ -77,7 +78,7 @@ def run_world(args) -> int:
 
         result = run_grid(config, seeds, specs, workers=args.workers, progress=progress)
     except (ValueError, ImportError, FileNotFoundError) as e:  # bad settings, or an encoder that is not installed
-        print(f"error: {e}", file=sys.stderr)
+        print(printable(f"error: {e}"), file=sys.stderr)
         return 2
     rep = write_report(result, args.out, plots=not args.no_plots)
     print(rep["markdown"])

@@ -175,7 +175,7 @@ def _dc_result_step(row, where: str, index: int, before: str) -> ReplayStep:
 def _records(path: Path) -> list[tuple[int, object]]:
     """(line number, parsed JSON) of every non-empty line; ReplayInputError naming the line that does not parse."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").split("\n")  # not splitlines: U+2028 may sit inside a JSON string
     except (OSError, UnicodeDecodeError) as e:
         raise ReplayInputError(f"{path}: cannot read ({e})") from None
     out = []

@@ -12,6 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..errors import printable
+
 # the parser is built on every `janus` start: keep numpy/scikit-learn imports inside the handler
 DEFAULT_SETTINGS = "mmt,mmt-magnitude,mmt-quantile,items,selective,recommended"  # == ",".join(replay.DEFAULT_PRESETS)
 KINDS = ("dump", "wipe")
@@ -107,7 +109,7 @@ def run_replay(args) -> int:
         cache = Path(args.cache_dir).expanduser() if args.cache_dir else Path.home() / ".cache/janus-memory/embeddings"
         encoders = {e.strip(): get_encoder(e.strip(), cache_dir=cache) for e in args.encoder.split(",") if e.strip()}
     except (ReplayInputError, LoadError, ValueError, ImportError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(printable(f"error: {e}"), file=sys.stderr)
         return 2
     import time
 
