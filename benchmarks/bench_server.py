@@ -28,9 +28,17 @@ Shapes (``--shapes``; each run ``--repeats`` times, the 1-minute load average pr
     python benchmarks/bench_server.py [--shapes issue,janus] [--repeats 2] [--latency 0.5] [--concurrency 64]
     python benchmarks/bench_server.py --llamacpp    # llama.cpp's own server: concurrency honoured, same run files
 
-``--llamacpp`` starts llama.cpp's HTTP server (tests/llamacpp_server.py, SmolLM2-135M, 4 slots) behind a counting
-proxy and makes the same small run with the methods side by side and one after another (temperature 0, no cache):
-it prints the peak number of requests in flight (must be <= --concurrency) and whether every run file is identical.
+``--llamacpp`` starts llama.cpp's HTTP server (tests/llamacpp_server.py, SmolLM2-135M) behind a counting proxy and
+makes the same small run with the methods side by side and one after another (temperature 0, no cache): it prints the
+peak number of requests in flight at the proxy (must be <= --ll-concurrency) and whether every run file is identical.
+The server has one slot by default (``--ll-slots``) and the proxy turns llama.cpp's prompt cache off per request
+(``cache_prompt: false``): requests beyond the slot queue in the server, so the proxy still sees the client's
+concurrency, and an answer depends neither on which requests share a batch nor on which prompt the slot held before
+(ggml-org/llama.cpp#4902; measured with one slot and the prompt cache on, the first curator output of dc_rs+janus
+differed). With several slots
+llama.cpp's answers at temperature 0 change with the batch a request shares (ggml-org/llama.cpp#6950, #7052: not
+bit-identical across batch sizes), so two runs differ in the model's text whatever the client does; measured with 4
+slots: 22 files identical, the two steps.jsonl differ in a curator output and a reasoning text.
 """
 from __future__ import annotations
 
@@ -225,9 +233,10 @@ def table(rows: list[dict], a) -> str:
 
 # ----------------------------------------------------------------------------------------------- llama.cpp server
 class CountingProxy:
-    """A 127.0.0.1 HTTP proxy in front of ``upstream`` counting the requests in flight through it."""
+    """A 127.0.0.1 HTTP proxy in front of ``upstream`` counting the requests in flight through it. ``add``: fields set
+    in every JSON request body on the way (llama.cpp's ``cache_prompt: false``)."""
 
-    def __init__(self, upstream: str):
+    def __init__(self, upstream: str, add: dict | None = None):
         import urllib.request
 
         outer = self
@@ -248,6 +257,8 @@ class CountingProxy:
                 try:
                     n = int(self.headers.get("Content-Length") or 0)
                     body = self.rfile.read(n) if n else None
+                    if body and add:
+                        body = json.dumps({**json.loads(body), **add}).encode()
                     req = urllib.request.Request(upstream + self.path, data=body, method=method,
                                                  headers={"Content-Type": "application/json"})
                     try:
@@ -284,6 +295,31 @@ class CountingProxy:
         self.httpd.server_close()
 
 
+def _paths(a, b, at: str = "") -> list[str]:
+    """The JSON paths where ``a`` and ``b`` differ (the first few)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b), key=str):
+            out += _paths(a.get(k), b.get(k), f"{at}.{k}")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [p for i, (x, y) in enumerate(zip(a, b)) for p in _paths(x, y, f"{at}[{i}]")]
+    return [] if a == b else [at or "."]
+
+
+def first_difference(x: Path, y: Path) -> str:
+    """Where two run files first differ: the line and, for JSON lines, the fields that differ."""
+    if not y.is_file():
+        return "missing in the side-by-side run"
+    for n, (lx, ly) in enumerate(zip(x.read_text().split("\n"), y.read_text().split("\n")), 1):
+        if lx != ly:
+            try:
+                return f"line {n}: fields {_paths(json.loads(lx), json.loads(ly))[:6]}"
+            except ValueError:
+                return f"line {n}"
+    return "one file is longer"
+
+
 def llamacpp(a) -> int:
     from llamacpp_server import LlamaCppServer
 
@@ -300,8 +336,10 @@ def llamacpp(a) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-llamacpp-"))
     out = {}
     try:
-        with LlamaCppServer(gguf, n_parallel=4, n_ctx=2048) as server:
-            proxy = CountingProxy(server.url)
+        with LlamaCppServer(gguf, n_parallel=a.ll_slots, n_ctx=2048) as server:
+            # each prompt computed from scratch: a slot's cached prefix from an earlier request changes the numbers
+            # (ggml-org/llama.cpp#4902), and the two modes send requests in another order
+            proxy = CountingProxy(server.url, add={"cache_prompt": False})
             try:
                 for mode in ("off", "on"):
                     proxy.max_inflight = 0
@@ -329,6 +367,8 @@ def llamacpp(a) -> int:
             else:
                 differ.append(str(rel))
         print(f"run files identical: {same}, different: {len(differ)} {differ[:5]}")
+        for rel in differ[:5]:
+            print(f"  {rel}: {first_difference(tmp / 'off' / rel, tmp / 'on' / rel)}")
         ok = not differ and all(v["peak"] <= a.ll_concurrency for v in out.values())
         print("OK" if ok else "FAILED")
         return 0 if ok else 1
@@ -361,6 +401,9 @@ def main() -> int:
     ap.add_argument("--llamacpp", action="store_true", help="llama.cpp's server: concurrency honoured, same files")
     ap.add_argument("--ll-steps", type=int, default=3)
     ap.add_argument("--ll-concurrency", type=int, default=3)
+    ap.add_argument("--ll-slots", type=int, default=1,
+                    help="the server's parallel slots; 1 (default) for the identity check: with several slots llama.cpp's "
+                         "results depend on how requests share a batch (ggml-org/llama.cpp#6950, #7052)")
     a = ap.parse_args()
     if a.llamacpp:
         return llamacpp(a)
