@@ -5,8 +5,8 @@ Used by tests/test_llm_http.py and benchmarks/bench_llm_concurrency.py. Standard
 
 Answers: a last user message ``"What is A + B?"`` gets ``"<think>add A and B</think>The answer is <A+B>."``;
 anything else gets ``"ECHO: <message>"``. Special messages: containing ``AUTH_FAIL`` -> 401,
-``BAD_REQUEST`` -> 400 (both with an OpenAI-style error body), ``ALWAYS_500`` -> 500 on every attempt, ``NO_USAGE`` -> body without usage,
-``CAP_CONTEXT`` -> usage.prompt_tokens capped at 2048 (Ollama's silent num_ctx cut, C22-B).
+``BAD_REQUEST`` -> 400 (both with an OpenAI-style error body), ``ALWAYS_500`` -> 500 on every attempt,
+``NO_USAGE`` -> body without usage, ``CAP_CONTEXT`` -> usage.prompt_tokens capped at 2048 (Ollama's silent num_ctx cut, C22-B).
 
 Load shape (benchmarks/bench_server.py): ``jitter_s`` adds U[0, jitter_s] to every reply's latency, ``tail_rate`` /
 ``tail_s`` make that share of requests ``tail_s`` slower, ``fail_rate`` answers that share of attempts with a 500
@@ -57,9 +57,9 @@ class _NoSlot:
 class OpenAITestServer:
     """Context manager: ``with OpenAITestServer(faults=True) as srv: OpenAIBackend(srv.base_url, "test-model")``.
 
-    Attributes: ``requests`` (total HTTP requests received), ``bodies`` (the last 50 JSON bodies), ``outcomes`` (Counter of what was sent:
-    "ok", "429", "500", "503", "timeout", "truncated", "slow", "401", "400"), ``latency_s`` (added to every
-    reply), ``max_inflight`` (peak concurrent requests).
+    Attributes: ``requests`` (total HTTP requests received), ``bodies`` (the last 50 JSON bodies), ``outcomes``
+    (Counter of what was sent: "ok", "429", "500", "503", "timeout", "truncated", "slow", "401", "400"),
+    ``latency_s`` (added to every reply), ``max_inflight`` (peak concurrent requests).
     """
 
     def __init__(self, *, faults: bool = False, latency_s: float = 0.0, timeout_sleep_s: float = 1.5,

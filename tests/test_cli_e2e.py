@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from janus_memory.cli import main
-from janus_memory.settings.config import RunConfig
 from janus_memory.run.experiment import _Stopped, run_experiment
+from janus_memory.settings.config import RunConfig
 
 SMALL = ["--backend", "fake", "--dataset", "gsm8k", "--stream-size", "14", "--test-size", "5", "--encoder", "hashing",
          "--warmup", "4", "--coverage-size", "2", "--boundary-size", "2", "--fresh-size", "2", "--quiet"]

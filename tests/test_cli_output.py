@@ -6,8 +6,8 @@ import pytest
 
 from janus_memory.cli.progress import ConsoleProgress, diff_summary, step_line, trigger_line
 from janus_memory.llm.usage import UsageMeter
-from janus_memory.store.events import MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress, TestStarted
 from janus_memory.report.summary_table import cost_remarks, method_cost, overhead_pct
+from janus_memory.store.events import MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress, TestStarted
 from janus_memory.types import Usage
 
 TRIG = {"triggered": True, "accept": False, "reason": "new_lt_old", "cosine": -0.38261600234886267,

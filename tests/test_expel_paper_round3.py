@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-from updater_fakes import HashEncoder, ScriptedLLM
 
 from janus_memory.settings.config import migrate_stored
 from janus_memory.tasks import get_family
@@ -13,6 +12,7 @@ from janus_memory.types import ChatResult, Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.expel_rules import normalize_rule_paper, parse_ops_paper
 from janus_memory.updaters.expel_rules_paper import is_placeholder_rule
+from updater_fakes import HashEncoder, ScriptedLLM
 
 
 # ------------------------------------------------------------------ the placeholder filter

@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from openai_test_server import OpenAITestServer
-
 from janus_memory.llm import (
     ContextTruncated,
     FatalLLMError,
@@ -18,6 +16,7 @@ from janus_memory.llm import (
     RetriesExhausted,
 )
 from janus_memory.llm.openai_backend import parse_retry_after
+from openai_test_server import OpenAITestServer
 
 
 def user(text):

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from janus_memory.tasks import get_family
-from janus_memory.types import Task
 from janus_memory.tasks.extract_mc import extract_choice
+from janus_memory.types import Task
 
 
 def _task(gold="D"):

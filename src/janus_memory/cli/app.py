@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+from ..errors import JanusError, printable
+from . import signals as cli_signals
 from .closing import (
     GuardedStdout,
     OutputClosed,
@@ -22,12 +24,9 @@ from .closing import (
     silence_stdout,
     stdout_problem,
 )
-from . import signals as cli_signals
-from .parser import EXIT_USAGE, build_parser
-from ..errors import JanusError
-from ..errors import printable
-from .run_command import _config_from_args, _run, run_command  # noqa: F401  (re-exported)
 from .commands import _bench_world, _grid, _memory, _model_fetch, _model_path, _report, _sweep, _view
+from .parser import EXIT_USAGE, build_parser
+from .run_command import _config_from_args, _run, run_command  # noqa: F401  (re-exported)
 
 __all__ = ["EXIT_USAGE", "build_parser", "main"]
 

@@ -168,8 +168,8 @@ def make_console():
 
 def closing_lines(summary: dict, say, t0: float, first_step: float | None) -> None:
     """Test answers that could not be scored (per method, ids and why), the run folder and the wall time."""
-    from ..store.reader import RunReader
     from ..report.summary_table import test_issue_lines
+    from ..store.reader import RunReader
 
     reader = RunReader(summary["run_dir"])
     for method in summary["methods"]:

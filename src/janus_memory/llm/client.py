@@ -45,10 +45,10 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from janus_memory.interrupts import check_stop, deliver_deferred, raise_if_deferred, sync_entry
 from janus_memory.llm.base import ChatBackend, ChatRequest, ContextTruncated, validate_messages
 from janus_memory.llm.cache import ResponseCache, request_key
 from janus_memory.llm.reasoning import is_context_truncated
-from janus_memory.interrupts import check_stop, deliver_deferred, raise_if_deferred, sync_entry
 from janus_memory.llm.request_loop import RequestLoop
 from janus_memory.llm.session import Session
 from janus_memory.llm.usage import UsageMeter

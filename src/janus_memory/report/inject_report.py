@@ -75,8 +75,8 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import MaxNLocator
 
-    from .plots import _label_color, mark_injected, save_figure
     from ..store.reader import RunReader
+    from .plots import _label_color, mark_injected, save_figure
 
     reader = RunReader(rs[0].run_dir)
     fig, ax = plt.subplots(figsize=(9, 4.6))

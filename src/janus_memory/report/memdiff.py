@@ -10,13 +10,12 @@ initial memory). The memory deployed *at* step s is the latest version whose ste
 from __future__ import annotations
 
 import difflib
-import re
 import hashlib
+import re
 from pathlib import Path
 
 from ..errors import RunFolderError
 from ..store.reader import RunReader
-
 
 # texts an updater may start from (updaters/base.py EMPTY_MEMORY); the store keeps versions from step 1 on, so the
 # initial memory is recovered from step 1's old_memory_sha256 when it is one of these

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 def display_name(dataset: str) -> str:
     """The dataset's display name (its registry fact), else the name itself."""
-    from ..registry import DATASETS
     from ..plugins import ensure_builtins
+    from ..registry import DATASETS
 
     ensure_builtins()
     spec = DATASETS.get(dataset)
@@ -17,8 +17,8 @@ def display_name(dataset: str) -> str:
 
 def dataset_key(d: str):
     """Paper column order (the datasets' ``table_rank``), then anything else alphabetically."""
-    from ..registry import DATASETS
     from ..plugins import ensure_builtins
+    from ..registry import DATASETS
 
     ensure_builtins()
     rank = getattr(DATASETS.get(d), "table_rank", None)
@@ -27,8 +27,8 @@ def dataset_key(d: str):
 
 def label_key(label: str):
     """Paper row order: memory-free, ExpRAG, then each updater followed by its Janus variant, ablations last."""
-    from ..registry import UPDATERS
     from ..plugins import ensure_builtins
+    from ..registry import UPDATERS
 
     ensure_builtins()
     base = label.split("[", 1)[0].split(" (", 1)[0]  # without a cell suffix and a tag ("dc_rs (a)", variants.py)

@@ -16,12 +16,11 @@ far it got and how to continue it (store/unfinished.py).
 """
 from __future__ import annotations
 
-
 from pathlib import Path
 
 from ..errors import OutputError, RunFolderError
-from . import inject_report
 from ..store.jsonio import atomic_write_text
+from . import inject_report
 from .runs import (  # noqa: F401  (re-exported)
     MethodRun,
     evaluations,
@@ -31,8 +30,9 @@ from .runs import (  # noqa: F401  (re-exported)
     parse_suffix,
     resolved_janus,
 )
-from .tables import COST_LEGEND, PAPER_COST_LEGEND
 from .tables import (  # noqa: F401  (re-exported)
+    COST_LEGEND,
+    PAPER_COST_LEGEND,
     accuracy_table,
     cost_table,
     evalset_table,
@@ -49,7 +49,6 @@ def _unchecked_notes(folders: list[Path]) -> list[str]:
     what was not checked."""
     from ..store.chain import STORE_FORMAT_SEALED, store_format
     from ..store.integrity import db_problems
-
     from ..store.reader import RunReader
 
     out = []

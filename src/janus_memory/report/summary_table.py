@@ -48,7 +48,7 @@ def cost_remarks(methods: dict) -> list[str]:
     """Plain sentences: Janus overhead per base/+janus pair, and which methods' results came from the cache."""
     costs = {name: method_cost(m.get("usage") or {}) for name, m in methods.items()}
     out = []
-    for name, c in costs.items():
+    for name in costs:
         base_name = name[: -len("+janus")]
         if name.endswith("+janus") and base_name in costs:
             o = janus_overhead(methods[base_name].get("usage"), methods[name].get("usage"))

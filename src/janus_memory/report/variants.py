@@ -56,9 +56,9 @@ def _normalised(cfg: dict) -> dict:
     (build.resolve_config: the updater's own defaults too); a config this version cannot parse gets the top-level, llm
     and Janus defaults only."""
     from ..run.build import resolve_config
+    from ..run.resume import _with_defaults
     from ..settings.config import RunConfig, migrate_stored
     from ..settings.llm_settings import LLMSettings
-    from ..run.resume import _with_defaults
 
     try:
         d = _with_defaults(migrate_stored(dict(cfg)))

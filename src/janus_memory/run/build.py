@@ -133,8 +133,8 @@ def default_cache_dir() -> Path:
 
 def validate_names(cfg: RunConfig) -> None:
     """Fail fast (before any model load or folder creation) on unknown plugin names or invalid Janus settings."""
-    from ..registry import BACKENDS, DATASETS, UPDATERS, load_plugins
     from ..plugins import ensure_builtins
+    from ..registry import BACKENDS, DATASETS, UPDATERS, load_plugins
     from . import backends  # noqa: F401  (registers the built-in backends)
 
     ensure_builtins()
@@ -163,6 +163,7 @@ def check_encoder(spec: str | None) -> None:
     """ConfigError for an encoder spec whose kind (before ':') is not registered, or whose argument the kind's
     factory refuses (its optional ``check(arg)``, e.g. a hashing dimension out of range)."""
     import janus_memory.encoders  # noqa: F401  (registers the built-in encoder kinds)
+
     from ..registry import ENCODERS
 
     kind, _, arg = str(spec or "").partition(":")

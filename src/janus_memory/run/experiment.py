@@ -11,18 +11,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ConfigError, JanusError, OutputError, StorageError
-from .build import Context, build_context, resolve_config, validate_names  # noqa: F401  (public re-exports)
+from ..killpoints import kill_point
 from ..settings.config import RunConfig, preset_summary
-from .estimate import log_estimate, record_timing
 from ..store.events import EventBus, MethodStarted, StepFinished
+from ..store.lock import RunLock, RunLocked
+from ..store.store import RunStore
+from .build import Context, build_context, resolve_config, validate_names  # noqa: F401  (public re-exports)
+from .estimate import log_estimate, record_timing
 from .loop import Stopped, run_method
 from .provenance import environment_info, prompts_used, split_record, to_yaml
-from ..store.lock import RunLock, RunLocked
-from .resume import (  # noqa: F401  (load_run_config: re-export)
-    check_before_resume, check_resumable, check_resume_state, load_run_config)
-from ..store.store import RunStore
+from .resume import check_before_resume, check_resumable, check_resume_state, load_run_config  # noqa: F401  (load_run_config: re-export)
 from .usage import sum_method_usage
-from ..killpoints import kill_point
 
 _Stopped = Stopped  # older name (tests)
 

@@ -11,11 +11,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..store.events import (
+    EventBus,
+    MethodFinished,
+    MethodStarted,
+    StepFinished,
+    StepRecorded,
+    TestDone,
+    TestProgress,
+    TestStarted,
+    Triggered,
+)
+from ..store.store import text_hash
 from . import injection
 from .evaluator import UpdaterEvaluator
-from ..store.events import (EventBus, MethodFinished, MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress,
-                     TestStarted, Triggered)
-from ..store.store import text_hash
 from .usage import add_usage, step_usage, total_tokens, usage_delta
 
 _TIMING_KEYS = ("overhead_ms", "wall_s", "latency_s", "elapsed_s", "timing")
@@ -76,7 +85,8 @@ def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, d
             "candidate_rejected": out.candidate_rejected, "deployed": "candidate" if deployed_candidate else "previous",
             "deployed_memory_sha256": text_hash(deployed), "decision": decision}
     record = {"step": i, "task_id": task.id, "correct": bool(out.score.correct), **_strict_field(out.score),
-              "extracted": out.score.extracted, "status": out.score.status, "output": out.output.text, "reasoning": out.output.reasoning,
+              "extracted": out.score.extracted, "status": out.score.status, "output": out.output.text,
+              "reasoning": out.output.reasoning,
               "finish_reason": out.output.finish_reason,
               "llm_calls": [{"role": c.role, "prompt_tokens": c.result.usage.prompt_tokens,
                              "completion_tokens": c.result.usage.completion_tokens,

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError, OutputError, RunFolderError
 from ..controller.config import SEED_MAX
+from ..errors import ConfigError, OutputError, RunFolderError
 from ..settings.config import RunConfig, migrate_stored
 from ..settings.llm_settings import SettingsConflict, lift_llm
 from ..store.reader import RunReader
 from ..store.records import config_diff  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
-    from .build import Context
     from ..store.store import RunStore
+    from .build import Context
 
 # keys that may differ on resume without changing results: the endpoint may move, and how it is called (requests in
 # flight, their time limits and retries, methods side by side or not); the model may not

@@ -75,7 +75,8 @@ def _load(path: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: hostile nesting
         return {}
-    if not isinstance(data, dict) or type(data.get("format")) is not int or data["format"] != FORMAT or not isinstance(data.get("models"), dict):
+    if (not isinstance(data, dict) or type(data.get("format")) is not int or data["format"] != FORMAT
+            or not isinstance(data.get("models"), dict)):
         return {}
     return {k: [r for r in v if _valid_run(r)] for k, v in data["models"].items() if isinstance(v, list)}
 

@@ -20,10 +20,10 @@ from ..controller.config import SEED_MAX
 from ..errors import ConfigError
 from . import limits as L
 from . import presets
-from .llm_settings import LLMSettings, SettingsConflict, checked_path, lift_llm, overlay
 from .janus_settings import JanusSettings  # noqa: F401
-from .updater_settings import check_updater_config  # noqa: F401
+from .llm_settings import LLMSettings, SettingsConflict, checked_path, lift_llm, overlay
 from .migrate import migrate_stored, pre_issue27  # noqa: F401
+from .updater_settings import check_updater_config  # noqa: F401
 
 
 class RunConfig(BaseModel):
@@ -45,7 +45,8 @@ class RunConfig(BaseModel):
     # random.Random drops the sign, so -1 would give seed 1's split and count as a second seed in `janus report`
     seed: int = Field(default=0, ge=0, le=SEED_MAX)
     faithful: bool = False  # score with the paper's own checker where it differs (math: exact match of the last box)
-    stream_order_seed: int | None = Field(default=None, ge=0, le=SEED_MAX)  # if set, re-orders the stream (same tasks) for the stream-order study (paper §8.7)
+    # if set, re-orders the stream (same tasks) for the stream-order study (paper §8.7)
+    stream_order_seed: int | None = Field(default=None, ge=0, le=SEED_MAX)
 
     updater: str = "dc_rs"
     updater_config: dict = Field(default_factory=dict)  # the updater's own settings (checked: check_updater_config)
@@ -103,7 +104,8 @@ class RunConfig(BaseModel):
     # canonical form ("poison@5,wipe@12"), None = no injection
     inject: str | None = None
 
-    checkpoints: list[float] = Field(default_factory=list)  # stream fractions whose memory is also tested, e.g. [0.2, 0.4, 0.6, 0.8]
+    # stream fractions whose memory is also tested, e.g. [0.2, 0.4, 0.6, 0.8]
+    checkpoints: list[float] = Field(default_factory=list)
 
     encoder: str = "minilm"
     cache_dir: str | None = None  # LLM response cache folder; None = ~/.cache/janus-memory/llm-cache

@@ -4,6 +4,7 @@ with fields generated from JanusConfig's own dataclass fields (so the two cannot
 from __future__ import annotations
 
 from typing import Any
+
 from pydantic import BaseModel, ConfigDict, create_model, model_serializer
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 from typing import Callable
 
-
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS chain (method TEXT NOT NULL, step INTEGER NOT NULL, hash TEXT NOT NULL,
                                   PRIMARY KEY (method, step));

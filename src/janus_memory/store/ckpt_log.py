@@ -61,7 +61,7 @@ def pinned_ops(prev: Any, new: Any, hints: Hints, last: Hints) -> dict:
     """``{path: op or None}`` for the hinted paths whose token is unchanged since the previous commit (``last``) and
     whose previous value fits the stable length recorded then; other paths are left to delta.diff."""
     out: dict = {}
-    for path, (tok, stable) in hints.items():
+    for path, (tok, _stable) in hints.items():
         seen = last.get(path)
         if seen is None or seen[0] != tok:
             continue

@@ -10,15 +10,13 @@ import sqlite3
 from pathlib import Path
 from typing import Self
 
+from ..errors import OutputError, StorageError
+from ..killpoints import kill_point
 from . import chain as C
 from . import texts as T
 from .ckpt_rows import STORE_FORMAT
-from .lock import LOCK_NAME
 from .jsonio import dumps
-
-from ..errors import OutputError, StorageError
-from ..killpoints import kill_point
-
+from .lock import LOCK_NAME
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -92,7 +92,7 @@ def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
     sealed = reader._with_db(store_format, 1) >= STORE_FORMAT_SEALED
     methods = stored_methods(reader) or [m for (m,) in reader._query("SELECT DISTINCT method FROM steps")]
     for method in methods:
-        checked, found = reader._with_db(lambda query: chain_problems(
+        checked, found = reader._with_db(lambda query, method=method: chain_problems(
             query, method, lambda m: reader.method_result(m) is not None, required=sealed), (False, []))
         out += found
         if not checked and reader._query("SELECT 1 FROM steps WHERE method=? LIMIT 1", (method,)):

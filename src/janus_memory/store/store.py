@@ -55,20 +55,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
+from ..errors import RunFolderError
+from ..killpoints import kill_point
 from . import chain as C
 from . import texts as T
 from .ckpt_log import CheckpointLog, Hints
 from .ckpt_rows import STORE_FORMAT
-from .jsonio import atomic_write_json, atomic_write_text, dumps, text_hash  # noqa: F401  (re-exported)
-
-from ..errors import OutputError, RunFolderError
-from ..killpoints import kill_point
 from .folder import _SCHEMA, ASIDE, SETUP_DB, RunFolder, _fsync_dir, _remove  # noqa: F401  (re-exported)
-
+from .jsonio import atomic_write_json, atomic_write_text, dumps, text_hash  # noqa: F401  (re-exported)
 
 Memory = tuple  # (sha256, text, depth in table texts or None when the text is stored inline, before format 3)
 

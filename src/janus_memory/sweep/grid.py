@@ -28,8 +28,8 @@ MATCHED_TRIGGERS = ("random", "periodic")
 
 def baseline_updaters() -> list[str]:
     """The registered paper baselines (updaters with ``is_baseline``), in report row order."""
-    from ..registry import UPDATERS, load_plugins
     from ..plugins import ensure_builtins
+    from ..registry import UPDATERS, load_plugins
 
     ensure_builtins()
     load_plugins()
@@ -127,8 +127,8 @@ def _mmt_reference(cfg: RunConfig) -> Path:
 
 
 def _read_mmt(ref: Path, updater: str) -> dict:
-    from ..store.reader import RunReader
     from ..report.runs import resolved_janus
+    from ..store.reader import RunReader
 
     reader = RunReader(ref)
     summ = reader.summary()

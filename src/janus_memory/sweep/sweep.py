@@ -28,8 +28,8 @@ OpenAI-compatible URL given as ``base_url``).
 from __future__ import annotations
 
 import itertools
-import math
 import json
+import math
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path

@@ -76,7 +76,8 @@ def plain_numerals(text: str) -> str:
 
 # ------------------------------------------------------------------------------------------------- commitment
 
-_BOUNDARY = re.compile(r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)[.!?;](?=\s|$)|\n|[()\[\]]|—|\s[-–]\s|\b(?:but|however|whereas|although|though)\b", re.I)
+_BOUNDARY = re.compile(r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)[.!?;](?=\s|$)|\n|[()\[\]]|—|\s[-–]\s"
+                       r"|\b(?:but|however|whereas|although|though)\b", re.I)
 _STRONG_HYPO = re.compile(
     r"\b(?:forgetting|forgot\s+to|ignoring|neglecting|omitting|disregarding|leaving\s+out|dropping|otherwise"
     r"|under\s+(?:the|a|an)\s+(?:other|alternative|different|opposite|old|older|naive|wrong|incorrect|another)"

@@ -38,7 +38,6 @@ whose every model identifier is a real one of the database is never called a hal
 """
 from __future__ import annotations
 
-import ast
 import re
 import shlex
 from dataclasses import dataclass
@@ -47,12 +46,33 @@ from pathlib import Path
 
 from janus_memory.types import ChatResult, Score, Task
 
+from .apibench_match import (  # noqa: F401  (re-exported)
+    _LOADERS,
+    _OBJ,
+    _TASK_FIRST,
+    EXTRA_ID_KEYWORDS,
+    ID_FUNCS,
+    ID_KEYWORDS,
+    RENAMED_2024,
+    RENAMED_REPOS_2024,
+    UNRESOLVED,
+    CallSig,
+    _bindings,
+    _calls,
+    _dotted,
+    _extra_ids,
+    _first_call_prefix,
+    _fold,
+    _id_arg,
+    _ids,
+    _lit,
+    _loads,
+    _slashed,
+    canonical_id,
+    parse_api_call,
+)
 from .base import TaskFamily, output_text
 from .data import ENV_DATA_DIR, read_jsonl, require_file, resolve_data_dir, shuffled_slice
-from .apibench_match import (  # noqa: F401  (re-exported)
-    CallSig, EXTRA_ID_KEYWORDS, ID_FUNCS, ID_KEYWORDS, RENAMED_2024, RENAMED_REPOS_2024, UNRESOLVED, _LOADERS, _OBJ,
-    _TASK_FIRST, _bindings, _calls, _dotted, _extra_ids, _first_call_prefix, _fold, _id_arg, _ids, _lit, _loads,
-    _slashed, canonical_id, parse_api_call)
 
 HF_DOMAINS = (
     "Multimodal Feature Extraction, Multimodal Text-to-Image, Multimodal Image-to-Text, Multimodal Text-to-Video, "
@@ -171,7 +191,8 @@ def _shell_ids(cmd: ShellCommand) -> set[str]:
 
 
 class APIDatabase:
-    """The API database (huggingface_api.jsonl + the eval file's api_data records) indexed by the last segment of the function name."""
+    """The API database (huggingface_api.jsonl + the eval file's api_data records) indexed by the last segment of the
+    function name."""
 
     def __init__(self, records: list[dict]):
         self.by_last: dict[str, list[_Entry]] = {}

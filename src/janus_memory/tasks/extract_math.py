@@ -96,8 +96,10 @@ def _plain_number(num: str) -> str:
 
 # a labelled answer followed by its justification: "72, since each box holds 8." / "18 apples. Each box ..." /
 # "5; because ..." - the clause after the break starts with a word (never "and"/"or", which join several answers)
-_CLAUSE_RE = re.compile(r"^(?P<head>(?:[^,;]|(?<=\d),(?=\d{3}(?!\d)))*?)\s*(?:[,;]|\.(?=\s)|\s-\s|\s*\(|(?=\s+(?:since|because|as|so|which|given|"
-                        r"due|where|for|from|by|rather|instead|not)\b))\s*(?P<tail>(?!(?:and|or)\b)[A-Za-z][A-Za-z'’]+\b.*)$", re.S)
+_CLAUSE_RE = re.compile(r"^(?P<head>(?:[^,;]|(?<=\d),(?=\d{3}(?!\d)))*?)\s*"
+                        r"(?:[,;]|\.(?=\s)|\s-\s|\s*\(|(?=\s+(?:since|because|as|so|which|given|"
+                        r"due|where|for|from|by|rather|instead|not)\b))\s*(?P<tail>(?!(?:and|or)\b)[A-Za-z][A-Za-z'’]+\b.*)$",
+                        re.S)
 
 
 _FRAC_RE = re.compile(r"-?\\[dt]?frac\{\d+\}\{\d+\}|-?\d+/\d+(?![\d/])")

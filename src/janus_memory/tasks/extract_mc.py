@@ -20,8 +20,9 @@ letter is followed by another option in a list ("D or B", "A, B, C, or D", "D/B"
 Committed, conditional and tentative mentions (answer_text.mention_rank): among the strong forms the last one of the
 highest rank wins, so "The answer is (B). If friction were ignored, the answer would be (A)." is B, "At first glance
 (A) ... the answer is (C) if my numbers hold" is C, and a correction ("On reflection, the correct choice is (C)")
-replaces what came before. Only conditional (or only tentative) answers naming several letters are a hedge. A letter right after "instead of", "rather than" or "as opposed to" is rejected. Full-width
-letters and brackets read as ASCII (``（Ｂ）`` is B).
+replaces what came before. Only conditional (or only tentative) answers naming several letters are a hedge. A letter
+right after "instead of", "rather than" or "as opposed to" is rejected. Full-width letters and brackets read as ASCII
+(``（Ｂ）`` is B).
 Cut-off replies: a reply ending on an answer label ("... the answer is") is ``cut``; ``revised`` says the text after
 the chosen letter re-checks or corrects it (the family scores a truncated reply that was revising as truncated).
 Weak fallback (status ``fallback`` in the score): the last parenthesised "(X)" or a line that is only "X"/"X."/"X)".
@@ -51,7 +52,8 @@ class MCExtraction:
 
 _OPT = r"(?:(?:option|choice)[ \t]+)?"  # "Answer: Option D", "the answer is choice (B)"
 _CONFIRMED = ("confirmed",)
-_ADV = r"(?:(?:actually|really|definitely|indeed|clearly|instead)[ \t]+)?"  # sources whose letter is confirmed by the words after it: no article check
+# sources whose letter is confirmed by the words after it: no article check
+_ADV = r"(?:(?:actually|really|definitely|indeed|clearly|instead)[ \t]+)?"
 
 
 def _patterns(labels: str):

@@ -13,8 +13,16 @@ from typing import Sequence
 from janus_memory.types import ChatResult, Score, Task
 
 from .base import TaskFamily, output_text
-from .data import (ENV_DATA_DIR, ENV_MATH_TRAIN, find_source, read_jsonl, read_records, require_file,
-                   resolve_data_dir, seeded_shuffle)
+from .data import (
+    ENV_DATA_DIR,
+    ENV_MATH_TRAIN,
+    find_source,
+    read_jsonl,
+    read_records,
+    require_file,
+    resolve_data_dir,
+    seeded_shuffle,
+)
 from .extract_math import extract_math_answer, faithful_extract, gsm8k_gold, last_boxed
 from .verify_math import faithful_equal, get_verifier
 
@@ -86,7 +94,9 @@ def _math_train_files(data_dir) -> tuple[Path, list[Path]]:
             if files:
                 return c, files
     raise FileNotFoundError(
-        f"Hendrycks MATH train split not found (tried {', '.join(str(c) for c in cands) or f'nothing: {ENV_MATH_TRAIN} is unset and no --data-dir was given'}); fix: set "
+        "Hendrycks MATH train split not found (tried "
+        f"{', '.join(str(c) for c in cands) or f'nothing: {ENV_MATH_TRAIN} is unset and no --data-dir was given'}); "
+        "fix: set "
         f"{ENV_MATH_TRAIN} to the MATH train folder (train/<subject>/<n>.json, e.g. from github.com/hendrycks/math; "
         "not in the shipped data), a train jsonl, or the folder of train-*.parquet files, or pass --data-dir pointing "
         "at it")

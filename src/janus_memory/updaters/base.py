@@ -123,7 +123,7 @@ class Updater(ABC):
         return None
 
     # ---- provided --------------------------------------------------------------------------------
-    def restore_as_logged(self) -> None:
+    def restore_as_logged(self) -> None:  # noqa: B027 (a hook with a default: nothing to change)
         """Fig. 4 checkpoints (``checkpoint_restore: paper``): turn an exact snapshot into the state the authors'
         ``make_memory_checkpoints.py`` rebuilds from their per-step memory log. Default: nothing to change."""
 

@@ -47,11 +47,6 @@ from typing import Sequence
 from janus_memory.tasks.extract_code import fenced_blocks
 from janus_memory.tasks.sandbox import SandboxLimits, run_python
 from janus_memory.types import ChatResult, Score, Task
-from janus_memory.updaters.dc_extract import (  # noqa: F401  (re-exported)
-    extract_cheatsheet,
-    extract_cheatsheet_faithful,
-    extract_cheatsheet_first,
-)
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
     LLMCall,
@@ -64,6 +59,11 @@ from janus_memory.updaters.base import (
     thinking_output,
     truncate,
     visible_text,
+)
+from janus_memory.updaters.dc_extract import (  # noqa: F401  (re-exported)
+    extract_cheatsheet,
+    extract_cheatsheet_faithful,
+    extract_cheatsheet_first,
 )
 
 EXEC_SENTINEL = "EXECUTE CODE!"

@@ -85,8 +85,9 @@ def parse_bank_text(text: str) -> list[dict]:
 def parse_items(text: str, max_items: int, truncated: bool = False) -> tuple[list[list[str]], list[dict]]:
     """Strict reading of the extraction reply: blocks under ``# Memory Item`` headings (anything before the first is
     the model's thinking); each needs a non-empty title, description and content (multi-line fields are joined
-    into one line; a blank line after a field's text ends it). Dropped blocks carry a reason: "missing field", "duplicate item", "over the item limit", and
-    "cut off" for the last block of a reply that hit max_tokens (its content may stop mid-sentence)."""
+    into one line; a blank line after a field's text ends it). Dropped blocks carry a reason: "missing field",
+    "duplicate item", "over the item limit", and "cut off" for the last block of a reply that hit max_tokens (its
+    content may stop mid-sentence)."""
     text = re.sub(r"^\s*```\w*\s*$", "", text or "", flags=re.MULTILINE)
     heads = list(_ITEM.finditer(text))
     items: list[list[str]] = []

@@ -34,10 +34,10 @@ CORRECT, TRIGGERED, DEPLOYED, ROLLED_BACK, INJECTED, WARMUP, CHANGED, REJECTED =
 def view_data(run_dirs: list[str | Path]) -> dict:
     """The page's data for the finished run folders at or below ``run_dirs`` (unfinished ones are named in
     ``unfinished``, as `janus report` does). Raises RunFolderError when there is no finished run."""
-    from ..store.finder import find_run_dirs, scan_run_dirs
     from ..report.runs import load_runs
-    from ..store.unfinished import describe
     from ..report.variants import short_names
+    from ..store.finder import find_run_dirs, scan_run_dirs
+    from ..store.unfinished import describe
 
     if not run_dirs:
         raise RunFolderError("give at least one run folder")
@@ -87,8 +87,8 @@ def compare_data(rows: list, names: dict) -> list[dict]:
 def run_data(run_dir: Path, rows: list, name: str) -> dict:
     """Header, task table and methods of one run folder (``rows``: its MethodRun rows)."""
     from ..report.memdiff import memory_versions
-    from ..store.reader import RunReader
     from ..report.tables import label_key
+    from ..store.reader import RunReader
 
     reader = RunReader(run_dir)
     cfg, summary = reader.config(), reader.summary() or {}
