@@ -62,7 +62,7 @@ def check_stop() -> None:
         raise Stopping("the run is stopping")
 
 
-_deferred = {"pending": False}
+_deferred: dict[str, bool | type[KeyboardInterrupt]] = {"pending": False}
 _entry = {"depth": 0}  # sync_entry() nesting in the main thread (signal handlers only ever run there)
 
 

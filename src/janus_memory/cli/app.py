@@ -101,7 +101,7 @@ def _main(argv: list[str] | None) -> int:
         add_plugin_modules(args.plugin)
         command = _dispatch(args, console)
         if command is None:  # `janus`, `janus memory`, `janus model` without a subcommand: that level's help
-            parser._janus_subparsers.get(args.cmd, parser).print_help()
+            parser._janus_subparsers.get(args.cmd, parser).print_help()  # type: ignore[attr-defined]  # build_parser gives a Parser
             return EXIT_USAGE
         rc = command(args, console)
         sys.stdout.flush()  # the last buffered output: a closed pipe shows here, not as "Exception ignored" at exit
@@ -165,7 +165,7 @@ def _finished(where: str | None) -> bool:
     try:
         from ..store.reader import RunReader
 
-        return bool(where) and RunReader(where).finished
+        return bool(where) and RunReader(where).finished  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - an unreadable folder: no claim
         return False
 

@@ -38,7 +38,7 @@ class OutputClosed(KeyboardInterrupt):
     run that went on would spend LLM calls for nobody, with the shell waiting for it."""
 
 
-_STDOUT = {"problem": None}  # why stdout stopped taking output, when not a closed pipe (stdout_problem)
+_STDOUT: dict[str, str | None] = {"problem": None}  # why stdout stopped taking output, when not a closed pipe (stdout_problem)
 
 
 def stdout_problem() -> str | None:

@@ -35,6 +35,8 @@ from .flags import (  # noqa: E402,F401  (the argument types re-exported)
 
 
 class Parser(argparse.ArgumentParser):
+    _janus_subparsers: dict[str, argparse.ArgumentParser]  # every subcommand's parser (help of `janus <cmd>`)
+
     def _check_value(self, action, value):
         """A value outside an option's choices (or a mistyped subcommand) gets the closest choice named."""
         try:

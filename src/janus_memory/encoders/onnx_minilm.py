@@ -85,8 +85,8 @@ class MiniLMOnnxEncoder:
         self.tokenizer = Tokenizer.from_file(str(tokenizer_path or packaged_tokenizer_path()))
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
-        self.cls_id = self.tokenizer.token_to_id("[CLS]")
-        self.sep_id = self.tokenizer.token_to_id("[SEP]")
+        self.cls_id: int = self.tokenizer.token_to_id("[CLS]")  # type: ignore[assignment]  # MiniLM's vocabulary has it
+        self.sep_id: int = self.tokenizer.token_to_id("[SEP]")  # type: ignore[assignment]  # MiniLM's vocabulary has it
         so = ort.SessionOptions()
         so.intra_op_num_threads = int(threads)
         so.inter_op_num_threads = 1
@@ -101,7 +101,7 @@ class MiniLMOnnxEncoder:
         if not text.strip():
             return []
         cap = self.max_windows
-        if cap is not None and len(text) > self.settings["full_tokenise_chars"]:
+        if cap is not None and len(text) > self.settings["full_tokenise_chars"]:  # type: ignore[operator]  # set with max_windows
             return self._sampled_slice_windows(text, cap)
         ids = self.tokenizer.encode(text, add_special_tokens=False).ids
         if not ids:

@@ -77,7 +77,7 @@ def _run_sync(factory: Callable[[], Awaitable[Any]]) -> Any:
 
     def target() -> None:
         try:
-            box["value"] = context.run(asyncio.run, factory())
+            box["value"] = context.run(asyncio.run, factory())  # type: ignore[arg-type]  # typeshed's Context.run overloads
         except BaseException as e:  # re-raised in the caller's thread
             box["error"] = e
 

@@ -81,7 +81,7 @@ def assemble_stream(chunks: list) -> dict:
             if not isinstance(ch, dict):
                 continue
             seen = True
-            d = ch.get("delta") if isinstance(ch.get("delta"), dict) else {}
+            d = ch["delta"] if isinstance(ch.get("delta"), dict) else {}
             content.append(d.get("content") or "")
             reasoning.append(d.get("reasoning_content") or "")
             finish = ch.get("finish_reason") or finish

@@ -236,7 +236,7 @@ def test_model_path(model: WheelMember = TEST_MODEL) -> Path:
     return cache_dir().parent / "test-models" / model.filename
 
 
-test_model_path.__test__ = False  # a function of the package, not a pytest test
+test_model_path.__test__ = False  # type: ignore[attr-defined]  # a function of the package, not a pytest test
 
 
 def fetch_test_model(*, from_dir: str | os.PathLike | None = None, model: WheelMember = TEST_MODEL,

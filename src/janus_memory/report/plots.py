@@ -161,7 +161,7 @@ def _evalset_scores(ax, lines: list[dict], size: int) -> None:
     """Per comparison: the old memory's and the candidate's evaluation-set score (a grey circle and a green/red
     triangle, joined by a line), or a note when Janus compared nothing."""
     old_x, old_y = [], []
-    new = {True: ([], []), False: ([], [])}
+    new: dict[bool, tuple[list, list]] = {True: ([], []), False: ([], [])}
     for ln in lines:
         d = ln.get("decision") or {}
         if not d.get("triggered") or d.get("old_score") is None or d.get("new_score") is None:

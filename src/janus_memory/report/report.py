@@ -16,6 +16,7 @@ far it got and how to continue it (store/unfinished.py).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import OutputError, RunFolderError
@@ -311,7 +312,7 @@ def strict_same(strict: dict) -> str:
             "same accuracy in every cell.")
 
 
-def _section_markdown(tables: dict, cap: str, sources: list[str] = ()) -> list[str]:
+def _section_markdown(tables: dict, cap: str, sources: Sequence[str] = ()) -> list[str]:
     capline = f"*{cap}*"
     md = []
     if tables["accuracy"]["labels"]:  # a sweep of variants only (every label has a [..] suffix) has no Table 1 rows

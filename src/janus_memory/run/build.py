@@ -40,7 +40,7 @@ class Context:
         from ..updaters import make_updater
 
         llm = NamespacedClient(self.client, namespace) if namespace else self.client
-        return make_updater(self.settings.updater, llm=llm, family=self.family, encoder=self.encoder,
+        return make_updater(self.settings.updater, llm=llm, family=self.family, encoder=self.encoder,  # type: ignore[arg-type]  # NamespacedClient has chat/chat_many
                             config=self.settings.updater_settings())
 
     def namespace_of(self, with_janus: bool) -> str:

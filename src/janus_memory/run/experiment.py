@@ -101,7 +101,8 @@ def _run_methods(ctx: Context, store: RunStore, bus: EventBus, log, stop_after) 
     from .streams import EventRelay
 
     reader = RunReader(store.root)
-    methods, jobs = {}, []
+    methods: dict[str, dict | None] = {}
+    jobs: list = []
     for rank, (method, with_janus) in enumerate(ctx.settings.methods()):
         done = reader.method_result(method)
         if done is not None:
@@ -225,8 +226,8 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
             store.close()
         if own_lock:
             if not ok and not resume:  # a folder made for nothing, or the lock file left in a folder of yours
-                lock.release_and_remove(created)
-            lock.release()
+                lock.release_and_remove(created)  # type: ignore[union-attr]  # own_lock: _lock gave one
+            lock.release()  # type: ignore[union-attr]
 
 
 def _top_missing(path: Path) -> Path | None:
@@ -271,7 +272,7 @@ def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: 
         store.write_json("config.json", {**(RunReader(store.root).meta("config") or cfg.model_dump()),
                                          "preset_summary": preset_summary(cfg)})
     stats = getattr(ctx.client.backend, "stats", None)
-    engine = {**stats.as_dict(), "n_parallel": getattr(ctx.client.backend, "n_parallel", 1),
+    engine = {**stats.as_dict(), "n_parallel": getattr(ctx.client.backend, "n_parallel", 1),  # type: ignore[union-attr]
               "load_s": round(float(getattr(ctx.client.backend, "load_s", 0.0) or 0.0), 2)} \
         if hasattr(stats, "as_dict") else None
     summary = {"run_dir": str(store.root.resolve()), "engine": engine,

@@ -8,11 +8,12 @@ callback read them. After the stream the final memory is frozen and evaluated on
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..store.events import (
-    EventBus,
+    EventSink,
     MethodFinished,
     MethodStarted,
     StepFinished,
@@ -129,7 +130,7 @@ def _checkpoint_hints(m: _Method) -> dict:
     return hints
 
 
-def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: int | None = None) -> None:
+def stream(ctx, m: _Method, bus: EventSink, usage0: dict, t0: float, stop_after: int | None = None) -> None:
     """Run the stream from step ``m.start + 1``, emitting StepRecorded / Triggered / StepFinished per step.
     ``usage0``/``t0``: the method's usage snapshot and the time when this process started the method."""
     from ..controller.adapter import GuardedUpdate
@@ -203,7 +204,7 @@ def test_wave(ctx, m: _Method) -> tuple[list[dict], list[dict]]:
     # the 100% point restored as the authors restore it too, when that gives the final memory another test state
     restored_final = bool(ctx.settings.checkpoints and ctx.test.tasks and as_logged and not final_in_log
                           and _restore_changes(ctx, m))
-    jobs = [lambda: frozen_test(ctx, m.updater)]
+    jobs: list[Callable[..., Any]] = [lambda: frozen_test(ctx, m.updater)]
     jobs += [lambda st=ckp["state"]: probe_test(st) for _, ckp in points]
     if restored_final:
         final_state = m.updater.snapshot()
@@ -232,7 +233,7 @@ class TestPhase:
     (paid or from the cache; counted from the LLM client's usage listener, role ``test``), with the tokens paid in
     this phase so far."""
 
-    def __init__(self, ctx, bus: EventBus, method: str, n_checkpoints: int, usage=None):
+    def __init__(self, ctx, bus: EventSink, method: str, n_checkpoints: int, usage=None):
         self.usage, self.bus, self.method = usage if usage is not None else ctx.client.usage, bus, method
         self.tasks = len(ctx.test.tasks)
         self.answers = self.tasks * (1 + n_checkpoints)
@@ -286,7 +287,7 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
     }
 
 
-def run_method(ctx, method: str, with_janus: bool, bus: EventBus, *, resume: tuple[int, dict] | None = None,
+def run_method(ctx, method: str, with_janus: bool, bus: EventSink, *, resume: tuple[int, dict] | None = None,
                stop_after: int | None = None, rank: int = 0) -> dict:
     """Run one method (updater, optionally wrapped by Janus) over the stream, then the frozen test. Returns its summary.
 

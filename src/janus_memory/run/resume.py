@@ -89,7 +89,7 @@ def _with_defaults(stored: dict) -> dict:
 def check_resumable(store: RunStore | str | os.PathLike, cfg: RunConfig, splits: dict, version: str) -> None:
     """ConfigError unless the stored run has the same config (apart from RESUME_FREE_KEYS), package version and
     dataset split hashes (failure case C13). ``store``: the run folder or its RunStore. Reads only."""
-    reader = RunReader(getattr(store, "root", store))
+    reader = RunReader(getattr(store, "root", store))  # type: ignore[arg-type]
     refuse_changed_config(reader, cfg)
     old_ver = (reader.meta("environment") or {}).get("janus_memory")
     if old_ver != version:

@@ -305,7 +305,7 @@ _RANGE_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_e
 
 def _model_at(path: tuple) -> tuple[type[BaseModel] | None, str]:
     """The settings model holding the key at ``path`` (RunConfig, its ``llm`` or ``janus`` section) and the key."""
-    sections = {"llm": LLMSettings, "janus": JanusSettings}
+    sections: dict[str, type[BaseModel]] = {"llm": LLMSettings, "janus": JanusSettings}
     if len(path) == 2 and path[0] in sections:
         return sections[path[0]], str(path[1])
     if len(path) == 1:

@@ -36,7 +36,8 @@ def updater_overrides(preset: str, updater: str) -> dict:
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
     if preset == "paper":
         return {}
-    backend = {"sampling": "backend"}  # top_p / top_k / min_p left to the backend (llama.cpp: 0.95 / 40 / 0.05)
+    # top_p / top_k / min_p left to the backend (llama.cpp: 0.95 / 40 / 0.05)
+    backend: dict[str, object] = {"sampling": "backend"}
     if updater in ("dc_rs", "dc_cu", "expel"):
         backend["parse_reasoning"] = False  # parsers see the answer text only (ours)
     if updater == "dc_rs":

@@ -57,7 +57,7 @@ def _bisect(a: str, b: str, lo: int, hi: int) -> int:
     return lo
 
 
-def _list_prefix(old: list, new: list) -> bool:
+def _list_prefix(old: list, new: list | tuple) -> bool:
     if len(new) < len(old):
         return False
     if not old:

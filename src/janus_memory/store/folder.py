@@ -177,7 +177,7 @@ class RunFolder:
         _fsync_dir(root)
         shutil.rmtree(root / ASIDE, ignore_errors=True)
         kill_point("db_in_place")
-        return cls(root)
+        return cls(root)  # type: ignore[call-arg]  # called on RunStore, which takes the root
 
     # what a run writes into its folder (the rest of the folder is the user's and is never touched); the database
     # last: an interrupted move leaves the old run still recognisable as one (run.sqlite present)
@@ -255,7 +255,7 @@ class RunFolder:
             (root / "COMPLETE").unlink()
             kill_point("repair_unmarked")
         cls._remove_stale_temp_files(root)
-        return cls(root)
+        return cls(root)  # type: ignore[call-arg]  # called on RunStore, which takes the root
 
     @staticmethod
     def _remove_stale_temp_files(root: Path) -> None:

@@ -8,6 +8,7 @@ Only reads (through RunReader); the store rebuilds exports (RunStore.rebuild_exp
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import ConfigError, RunFolderError
@@ -140,10 +141,10 @@ def other_version(reader: RunReader) -> str | None:
             f"with janus-memory {made}")
 
 
-def refuse_damaged(root: str | Path) -> None:
+def refuse_damaged(root: str | os.PathLike[str]) -> None:
     """RunFolderError (:func:`unresumable`): a run is never continued or repaired from a database that is damaged
     (its rows would be copied over the intact exports) or that lacks steps below its saved state."""
-    why = unresumable(root)
+    why = unresumable(Path(root))
     if why:
         raise RunFolderError(why)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sqlite3
 import stat
@@ -23,7 +24,7 @@ _MEMORY_FILE = re.compile(r"^(\d{5,})_([0-9a-f]{12})\.txt$")
 class RunReader:
     """Read access to one run folder ``root``."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root).expanduser()
 
     # ------------------------------------------------------------------ basics

@@ -175,7 +175,7 @@ class RunStore(RunFolder):
             if candidate is not None:
                 ctext, cparent, creason = candidate
                 base = next((m for m in (mem, prev) if m and m[0] == cparent), mem)
-                self.texts.put(csha, ctext, base)
+                self.texts.put(csha, ctext, base)  # type: ignore[arg-type]  # a stored candidate has its text
                 self._put_version("candidates", (method, step, csha, cparent, creason, ""))
             self.ckpt.write(method, step, pending)
             kill_point("step_commit", step)

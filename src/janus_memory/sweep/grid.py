@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..settings.config import RunConfig
 from .sweep import run_folder, run_sweep
@@ -64,7 +65,7 @@ def paper_grid(dataset: str, base: RunConfig, updaters=("dc_rs", "expel"), seeds
     if not seeds:
         raise ValueError("give at least one seed")
     cells: list[tuple[str, RunConfig]] = []
-    kw = dict(updater_configs=updater_configs)
+    kw: dict[str, Any] = dict(updater_configs=updater_configs)
     for seed in seeds:
         if baselines:
             for b in baseline_updaters():

@@ -211,13 +211,14 @@ class APIDatabase:
                 self.known_funcs.add(c.name.split(".")[-1])
             if sig:
                 self.by_last.setdefault(sig.name.split(".")[-1], []).append(e)
-            elif shell_command(raw):
-                self.shell.append((shell_command(raw), e))
-                self.known_ids |= _shell_ids(shell_command(raw))
+            elif (shell := shell_command(raw)) is not None:
+                self.shell.append((shell, e))
+                self.known_ids |= _shell_ids(shell)
         self.shell_programs = {c.program for c, _ in self.shell}
 
     @staticmethod
     def _entry_matches(c: CallSig, e: _Entry) -> bool:
+        assert e.sig is not None  # only entries with a parsed call are indexed by name
         n = e.sig.name
         if not (c.name == n or c.name.endswith("." + n)):
             return False

@@ -301,7 +301,9 @@ def _calls(tree) -> list[CallSig]:
                 continue
             # values and identifiers of the whole call subtree (nested calls included), as Gorilla's matcher reads
             # the candidate subtree's text
-            vals, ids, extra = [], set(), set()
+            vals: list[str | None] = []
+            ids: set[str] = set()
+            extra: set[str] = set()
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call):
                     sub_last = (_dotted(sub.func) or "").split(".")[-1]

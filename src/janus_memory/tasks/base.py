@@ -163,7 +163,8 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
     ids = [t.id for t in tasks]
     if len(set(ids)) != len(ids):
         raise RuntimeError(f"duplicate task ids in {dataset}/{split}")
-    file_info = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files]
+    file_info: list[dict[str, Any]] = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size}
+                                       for p in files]
     if len(file_info) == 1:
         digest = file_info[0]["sha256"]
     else:

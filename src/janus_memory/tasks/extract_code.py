@@ -185,7 +185,7 @@ def _defines(node) -> set[str]:
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if node.value is not None and all(isinstance(t, ast.Name) for t in targets):
-            return {t.id for t in targets}
+            return {t.id for t in targets if isinstance(t, ast.Name)}
     return set()
 
 

@@ -182,7 +182,7 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
     weak = [(m.end(), m.group(1), m.start(1)) for m in re.finditer(rf"\(([{re.escape(labels)}])\)", t)]
     weak += [(m.end(), m.group(1), m.start(1))
              for m in re.finditer(rf"(?m)^[ \t]*([{re.escape(labels)}])[ \t]*[.)]?[ \t]*$", t)]
-    weak = [w[:2] for w in weak if not _rejected_at(t, w[1], w[2], w[0])]
-    if weak:
+    kept = [w[:2] for w in weak if not _rejected_at(t, w[1], w[2], w[0])]
+    if kept:
         return MCExtraction(max(weak)[1], "last_letter", False)
     return MCExtraction(None, None, False)

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.types import ChatResult, Score, ScoreStatus, Task
 
 from .base import TaskFamily, output_text
 from .data import (
@@ -172,7 +172,7 @@ class MathFamily(TaskFamily):
         return ex.answer, ex.source, False, ex.parts
 
     @staticmethod
-    def _verify(verifier, gold: str, ans: str, parts: tuple) -> tuple[bool, str]:
+    def _verify(verifier, gold: str, ans: str, parts: tuple) -> tuple[bool, ScoreStatus]:
         """Boxes written together are one answer compared as a set with the gold; when that fails, they still count
         if every part equals the gold (the same value written two ways: ``\\boxed{15\\frac{39}{40}}`` or
         ``\\boxed{\\frac{639}{40}}``)."""
@@ -185,13 +185,14 @@ class MathFamily(TaskFamily):
                 return False, st_p
         return True, "ok"
 
-    def _finish(self, task: Task, ans, src, trunc, verdict: tuple[bool, str] | None) -> Score:
+    def _finish(self, task: Task, ans, src, trunc, verdict: tuple[bool, ScoreStatus] | None) -> Score:
         if trunc:
             return Score(False, None, "truncated")
         if ans is None:
             return Score(False, None, "unparsed")
         if self.faithful:
             return Score(faithful_equal(str(task.gold), ans), ans, "ok", {"source": src})
+        assert verdict is not None  # verified whenever there is an answer and the checker is not faithful
         ok, status = verdict
         if status == "ok" and src == "number":  # no final-answer marker: scored through the last number (issue 11)
             status = "fallback"
@@ -209,11 +210,11 @@ class MathFamily(TaskFamily):
             raise ValueError(f"{len(tasks)} tasks but {len(outputs)} outputs")
         ex = [self._extract_for(o) for o in outputs]
         todo = [i for i, (a, _, tr, _) in enumerate(ex) if not tr and a is not None and not self.faithful]
-        verdicts: dict[int, tuple[bool, str]] = {}
+        verdicts: dict[int, tuple[bool, ScoreStatus]] = {}
         if todo:
             v = get_verifier()
             from concurrent.futures import ThreadPoolExecutor
             with ThreadPoolExecutor(max_workers=max(1, min(workers, v.workers))) as pool:
-                res = list(pool.map(lambda i: self._verify(v, str(tasks[i].gold), ex[i][0], ex[i][3]), todo))
+                res = list(pool.map(lambda i: self._verify(v, str(tasks[i].gold), ex[i][0], ex[i][3]), todo))  # type: ignore[arg-type]  # todo: answers only
             verdicts = dict(zip(todo, res))
         return [self._finish(t, a, s, tr, verdicts.get(i)) for i, (t, (a, s, tr, _)) in enumerate(zip(tasks, ex))]

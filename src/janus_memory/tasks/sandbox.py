@@ -290,7 +290,7 @@ def build_command(backend: str, workdir: Path, lim: SandboxLimits,
     exe, roots = _python()
     py = [exe, "-I", "-B", "-X", "utf8"]
     if backend == "bwrap":
-        cmd = [bwrap_path(), "--ro-bind", "/usr", "/usr"]
+        cmd: list[str] = [bwrap_path(), "--ro-bind", "/usr", "/usr"]  # type: ignore[list-item]  # (bwrap is there)
         for d in ("/lib", "/lib64", "/bin", "/sbin"):
             if os.path.islink(d):
                 cmd += ["--symlink", os.readlink(d), d]
@@ -312,7 +312,7 @@ def build_command(backend: str, workdir: Path, lim: SandboxLimits,
         cmd += _drop_privs(uid) + py + ["/sandbox/prog.py"]
         return _rlimit_args(lim) + cmd, None, {}
     # fallback: unshare -n (network) + rlimits + nobody + private cwd
-    un = shutil.which("unshare")
+    un = shutil.which("unshare") or ""
     ns = ["-n", "-p", "-f", "--kill-child"]  # new net + pid namespace: the whole tree dies with its init
     pre = [un, *ns, "--"] if un and os.geteuid() == 0 else ([un, "-r", *ns, "--"] if un else [])
     # no mount namespace here: the interpreter is the installation's own binary (a venv's link could not be followed

@@ -155,7 +155,7 @@ class _DCBase(Updater):
             cand = extract_cheatsheet_first(text)
             reason, branch = (None, "first complete block") if cand else ("missing block", "no complete block")
         else:
-            cand, reason, branch = extract_cheatsheet(text, truncated=result.finish_reason == "length")
+            cand, reason, branch = extract_cheatsheet(text, truncated=result.finish_reason == "length")  # type: ignore[assignment]
         info["branch"] = branch
         if reason is None:
             self.cheatsheet = cand
@@ -322,7 +322,7 @@ class DCRetrievalSynthesis(_DCBase):
         emb = self.bank.matrix()
         bank = RetrievalBank()
         for i in keep:
-            bank.add(self.bank.records[i], emb[i])
+            bank.add(self.bank.records[i], emb[i])  # type: ignore[index]  # (records: a matrix)
         self.bank = bank
 
     def get_state(self) -> dict:

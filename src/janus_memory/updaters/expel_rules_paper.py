@@ -93,7 +93,6 @@ def apply_ops_paper(rules: list, ops: list[RuleOp], max_rules: int) -> tuple[lis
         else:
             planned.append((op.op, op, op.text, ""))
     applied: list[dict] = []
-    applied: list[dict] = []
     for kind in APPLY_ORDER:
         for op_kind, src, text, note in planned:
             if op_kind != kind:
@@ -105,7 +104,7 @@ def apply_ops_paper(rules: list, ops: list[RuleOp], max_rules: int) -> tuple[lis
                     continue
                 rules[target][1] += -(3 if len(rules) >= max_rules else 1) if kind == "REMOVE" else 1
             elif kind == "EDIT":
-                target = src.num - 1
+                target = src.num - 1  # type: ignore[operator]  # an EDIT op has its number
                 rules[target] = [text, rules[target][1] + 1]
             else:
                 rules.append([text, 2])

@@ -148,7 +148,7 @@ class TaskTable:
         try:
             from ..tasks import load_split
 
-            split = load_split(cfg.get("dataset"), "stream", data_dir=cfg.get("data_dir"), seed=cfg.get("seed") or 0,
+            split = load_split(cfg.get("dataset"), "stream", data_dir=cfg.get("data_dir"), seed=cfg.get("seed") or 0,  # type: ignore[arg-type]
                                limit=cfg.get("stream_size"))
             self._texts = {t.id: (t.question, _gold_text(t.gold)) for t in split.tasks}
             if isinstance(stream, dict) and stream.get("sha256") and stream["sha256"] != split.sha256:
@@ -230,7 +230,7 @@ def timeline(pairs: list[tuple[dict, dict]], cands: dict[int, dict], versions: l
     walk = _Versions(versions)
     flags, cos, task, details = [], [], [], []
     for dec, rec in pairs:
-        f, c, detail = step_view(dec, rec, walk, cands.get(dec.get("step")), tasks)
+        f, c, detail = step_view(dec, rec, walk, cands.get(dec.get("step")), tasks)  # type: ignore[arg-type]
         flags.append(f)
         cos.append(c)
         task.append(tasks.of(dec.get("task_id") or rec.get("task_id")))
@@ -267,7 +267,7 @@ def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
     from ..controller.decision import STORED_REASON_NAMES
     from ..report.memdiff import line_diff
 
-    d = dec.get("decision") if isinstance(dec.get("decision"), dict) else {}
+    d: dict = dec["decision"] if isinstance(dec.get("decision"), dict) else {}
     step = dec.get("step")
     injected = dec.get("injected") or ((rec.get("info") or {}).get("injected") or {}).get("kind")
     deployed = dec.get("deployed") == "candidate"
@@ -278,7 +278,7 @@ def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
          | (CHANGED if changed else 0) | (REJECTED if dec.get("candidate_rejected") else 0))
     cos = d.get("cosine")
     reason = d.get("reason")
-    out = {"a": cut(rec.get("output")), "r": STORED_REASON_NAMES.get(reason, reason), "dep": dec.get("deployed")}
+    out = {"a": cut(rec.get("output")), "r": STORED_REASON_NAMES.get(reason, reason), "dep": dec.get("deployed")}  # type: ignore[arg-type]
     _put(out, "x", rec.get("extracted"))
     _put(out, "st", rec.get("status") if rec.get("status") not in (None, "ok") else None)
     _put(out, "rs", cut(rec.get("reasoning")))
@@ -292,7 +292,7 @@ def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
     out["om"], out["cm"] = (dec.get("old_memory_sha256") or "")[:12], (dec.get("candidate_memory_sha256") or "")[:12]
     if changed:
         old = walk.at(step - 1) if isinstance(step, int) else None
-        new = cand["text"] if cand else (walk.at(step)["text"] if deployed and walk.at(step) else None)
+        new = cand["text"] if cand else (walk.at(step)["text"] if deployed and walk.at(step) else None)  # type: ignore[index, arg-type]
         if old is None or new is None or (cand is None and not deployed):
             out["dn"] = ("the candidate's text is not stored in this folder (no run.sqlite)" if new is None
                          else "the old memory's text is not stored in this run")
