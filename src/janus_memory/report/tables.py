@@ -232,7 +232,7 @@ def trigger_table(rows: list[MethodRun]) -> dict:
 def janus_cost_table(rows: list[MethodRun]) -> dict:
     """Table 3: every Janus label (any sweep) with its controller (preset label), tau (for the triggers that read
     it), evaluation set, accuracy, #triggers, trigger rate, the evaluations the controller used, the Janus calls the
-    run paid and, for the paper's controller, the paper's cost #triggers x |E| (paper-spec §8.6; the paper's default
+    run paid and, for the paper's controller, the paper's cost #triggers x |E| (docs/research-notes.md §8.6; the paper's default
     GPQA row is 173 x 25 = 4,325)."""
     g = group([r for r in rows if r.janus], "dataset", "label")
     out, body = [], []

@@ -152,7 +152,7 @@ def validate_names(cfg: RunConfig) -> None:
         cfg.context_window()  # ConfigError when an explicit n_ctx cannot hold one request
     if not UPDATERS[cfg.updater].supports_janus and cfg.controller != "none":
         raise ConfigError(
-            f"'{cfg.updater}' is a baseline without a rewritable text memory (paper-spec §9): Janus does not wrap it; "
+            f"'{cfg.updater}' is a baseline without a rewritable text memory: Janus does not wrap it; "
             "use --controller none")
     from .injection import validate as validate_injection
 

@@ -61,7 +61,7 @@ def _updater_class(cfg: RunConfig):
 
 
 def _lock(cfg: RunConfig, resume: bool) -> RunLock:
-    """The run folder's lock, taken before anything in it is read for writing, created or deleted (issue 12 item 1)."""
+    """The run folder's lock, taken before anything in it is read for writing, created or deleted."""
     if resume and not Path(cfg.out).expanduser().is_dir():
         raise OutputError(f"{cfg.out} does not exist; nothing to resume")
     lock = RunLock(cfg.out)
@@ -75,8 +75,8 @@ def _lock(cfg: RunConfig, resume: bool) -> RunLock:
 
 
 def _preflight(ctx: Context) -> None:
-    """Refuse before the run folder is written: an empty stream, invalid sampling or updater settings (issue 12
-    item 6: a run refused after its folder was created would leave a folder that looks resumable but never finishes)."""
+    """Refuse before the run folder is written: an empty stream, invalid sampling or updater settings (a run
+    refused after its folder was created would leave a folder that looks resumable but never finishes)."""
     from ..llm.client import LLMClient
 
     if not ctx.stream.tasks:
@@ -245,7 +245,7 @@ def _build(cfg: RunConfig, log, splits=None, shared_budget=None) -> Context:
 
     try:
         return build_context(cfg, log=log, splits=splits, shared_budget=shared_budget)
-    except CacheError as e:  # the cache, not the run folder: its own one-line message (issue 12 item 8)
+    except CacheError as e:  # the cache, not the run folder: its own one-line message
         raise ConfigError(str(e).splitlines()[0]) from None
 
 

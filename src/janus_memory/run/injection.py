@@ -1,4 +1,4 @@
-"""The runner's side of injected harmful candidates (issue 15; the candidates themselves: janus_memory/inject/).
+"""The runner's side of injected harmful candidates (the candidates themselves: janus_memory/inject/).
 
 * :func:`validate` / :func:`check_stream`: one-line ConfigErrors for a plan the run cannot carry out;
 * :class:`Proposer`: what the stream loop (and GuardedUpdate) drives instead of the bare updater: the updater's own

@@ -1,6 +1,6 @@
 """The stream loop of one method: the controller's own seam (controller.adapter.GuardedUpdate) plus records.
 
-Protocol (paper-spec §1.2, §4, §6.1): for each stream task the updater solves it and proposes a candidate memory;
+Protocol (docs/research-notes.md §1.2, §4, §6.1): for each stream task the updater solves it and proposes a candidate memory;
 with Janus, GuardedUpdate embeds, lets the pure controller decide and rolls back when the old memory wins. Each step is
 turned into records and emitted as events (store/events.py): the store writes them, the progress bar and any user
 callback read them. After the stream the final memory is frozen and evaluated on the held-out test split.
@@ -267,7 +267,7 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
         "method": m.name, "janus": with_janus, "stream_tasks": n,
         "online_accuracy": c["n_correct"] / n if n else None,
         "test_tasks": n_test, "test_correct": test_correct, "test_accuracy": test_correct / n_test if n_test else None,
-        # the paper checker's accuracy above; our strict checker's on the same answers here (issue 27)
+        # the paper checker's accuracy above; our strict checker's on the same answers here
         **({"checker": checker, "test_correct_strict": strict_correct,
             "test_accuracy_strict": strict_correct / n_test if n_test else None} if checker == "paper" else {}),
         "triggers": janus_only(c["triggers"]),

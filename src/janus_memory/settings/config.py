@@ -6,7 +6,7 @@ into it) and the updater's own settings (``updater_config``, checked against the
 defaults by :func:`check_updater_config`). Unknown keys and wrong types raise one-line ConfigErrors naming the key
 (:meth:`RunConfig.parse`). ``<run>/config.json`` is the resolved settings' dump (build.resolve_config).
 
-Presets (issue 13, settings/presets.py): ``preset: paper`` (default of ``janus run``) reproduces the authors' code;
+Presets (settings/presets.py): ``preset: paper`` (default of ``janus run``) reproduces the authors' code;
 ``preset: small`` (``janus demo``) is our configuration for a 1.5B model. Explicit settings win over the preset.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ class RunConfig(BaseModel):
     updater_config: dict = Field(default_factory=dict)  # the updater's own settings (checked: check_updater_config)
     controller: Literal["janus", "none", "both"] = "both"
     janus: JanusSettings = Field(default_factory=JanusSettings)  # JanusConfig overrides on the preset's
-    # controller preset; None = the run preset's (paper/fast); recommended = JanusConfig.recommended() (issue 24)
+    # controller preset; None = the run preset's (paper/fast); recommended = JanusConfig.recommended()
     janus_preset: Literal["paper", "fast", "recommended"] | None = None
     replay: Literal["fresh", "frozen"] | None = None  # Janus replay sampling; None = the preset's (paper fresh, small frozen)
     # answer checker of stream feedback, replays and the test (tasks/checker_paper.py): paper = the authors' (lenient
@@ -99,7 +99,7 @@ class RunConfig(BaseModel):
     parallel_methods: bool | None = None
     allow_weak_sandbox: bool = False  # HumanEval: accept the fallback sandbox (unshare) when bubblewrap is missing
 
-    # harmful candidates injected at chosen stream steps (issue 15): "KIND@STEP[,KIND@STEP...]" or a YAML list of
+    # harmful candidates injected at chosen stream steps: "KIND@STEP[,KIND@STEP...]" or a YAML list of
     # such strings, kinds wipe / dump / overfit / poison / truncate (janus_memory/inject/candidates.py); stored in
     # canonical form ("poison@5,wipe@12"), None = no injection
     inject: str | None = None
@@ -408,7 +408,7 @@ def demo_config(**overrides) -> RunConfig:
     kinds only after that (docs/measurements.md, "MMT on the demo's short stream", probe table). `janus run` keeps
     MMT; the demo shows what Janus's comparison does with a harmful candidate, and says that it compares every step.
 
-    One injected harmful candidate (issue 15): ``poison`` (a planted instruction that makes answers wrong, the
+    One injected harmful candidate: ``poison`` (a planted instruction that makes answers wrong, the
     memory-poisoning attack) at the last stream step, so that both final memories go to the held-out test: blind
     deployment takes the poisoned sheet there, Janus the one it kept. Both methods receive the same candidate.
     """
@@ -420,8 +420,8 @@ def demo_config(**overrides) -> RunConfig:
         updater="dc_rs",
         updater_config={"top_k": 1, "retrieved_output_chars": 300},
         controller="both",
-        # skip_trivially_equal: a candidate that only bumps DC's "Version:" line is accepted unevaluated (the issue-17
-        # demo's only comparison was such a pair: 29% of the run); never in the paper preset
+        # skip_trivially_equal: a candidate that only bumps DC's "Version:" line is accepted unevaluated (the
+        # demo's only comparison once was such a pair: 29% of the run); never in the paper preset
         janus={"warmup": 4, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1, "skip_trivially_equal": True,
                "trigger": "always"},
         backend="local",

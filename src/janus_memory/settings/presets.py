@@ -1,4 +1,4 @@
-"""The two run presets (issue 13) and the small pieces the CLI/runner print with them.
+"""The two run presets and the small pieces the CLI/runner print with them.
 
 * ``paper`` (the default of ``janus run``): the authors' code rule for rule. Controller ``JanusConfig.paper()``
   (identical-memory shortcut off), fresh replay samples per (trigger, entry, memory), updater defaults (paper

@@ -1,4 +1,4 @@
-"""The database's own integrity check (store formats 4 and 5, issue 28): a per-method hash chain of the committed rows.
+"""The database's own integrity check (store formats 4 and 5): a per-method hash chain of the committed rows.
 
 Each step commit stores, in the same transaction as the step, ``chain(method, step, hash)`` with
 

@@ -1,4 +1,4 @@
-"""The method checkpoints of a run database: a base plus per-step operations (issue 17). RunStore (store.py) owns the
+"""The method checkpoints of a run database: a base plus per-step operations. RunStore (store.py) owns the
 transaction; this module decides what a step writes. RunReader.checkpoint replays it.
 
 Tables (created by store.py): ``checkpoints`` (method -> base step + whole state, written once per process and method),

@@ -1,4 +1,4 @@
-"""Embedding matrices of a checkpoint as rows in a side table (issue 17: per-step store cost flat in the step count).
+"""Embedding matrices of a checkpoint as rows in a side table (per-step store cost flat in the step count).
 
 A checkpoint in the store's form (run/loop.py) holds its append-only float32 matrices (the controller's task
 embeddings, the retrieval banks') as :class:`~janus_memory.rows.RowsRef` handles at key paths (reached through dicts

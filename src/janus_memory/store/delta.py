@@ -1,4 +1,4 @@
-"""Structural deltas between two JSON values: how the run store keeps per-step checkpoint cost flat (issue 17).
+"""Structural deltas between two JSON values: how the run store keeps per-step checkpoint cost flat.
 
 A method's checkpoint (updater snapshot + controller state + counters) grows with the stream: the controller keeps every
 seen task and its embedding, retrieval updaters keep a bank. Rewriting it whole every step made the database grow

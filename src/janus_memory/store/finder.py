@@ -70,7 +70,7 @@ def scan_run_dirs(paths: Sequence[str | Path], *, unchecked: list[Path] | None =
             if not (d / "COMPLETE").exists():
                 unfinished.append(d)
             else:
-                check_complete(d)  # COMPLETE must mean every artefact is present and consistent (issue 12 item 6)
+                check_complete(d)  # COMPLETE must mean every artefact is present and consistent
                 finished.append(d)
     return finished, unfinished
 

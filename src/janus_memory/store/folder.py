@@ -137,7 +137,7 @@ class RunFolder:
     def create(cls, root: str | os.PathLike, *, overwrite: bool = False, meta: dict | None = None) -> Self:
         """Create a new run folder whose database holds ``meta`` (config, splits, environment) from its first byte.
 
-        Crash safety (issue 28): the database is written under a temp name (``.run.sqlite.setup``: schema + ``meta``
+        Crash safety: the database is written under a temp name (``.run.sqlite.setup``: schema + ``meta``
         in one transaction) and renamed to ``run.sqlite`` only when whole, so a ``run.sqlite`` always holds its
         config. With ``overwrite`` the old run's files are first moved into ``.janus-overwritten/``, the new
         database is renamed into place, and only then is the old run deleted. A kill before the rename leaves a

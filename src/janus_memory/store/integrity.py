@@ -1,4 +1,4 @@
-"""Run-folder integrity (issue 12, items 5-7): what COMPLETE promises, checked on resume and on `janus report`.
+"""Run-folder integrity: what COMPLETE promises, checked on resume and on `janus report`.
 
 A run folder is complete when, for every method of its stored config, the database holds steps 1..n without gaps
 (n = the method's stream size), the method's result, and the exports agree with the database: decisions.jsonl and

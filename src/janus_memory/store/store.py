@@ -19,14 +19,14 @@ Atomicity: a step's record and the method's checkpoint (updater + controller sta
 transaction, so after a crash or SIGKILL the database holds either the whole step or none of it. Every JSON/text file
 is written to a temp file and renamed.
 
-Crash safety of set-up and --overwrite (issue 28, docs/run-folder.md): a new run's database is written whole under
+Crash safety of set-up and --overwrite (docs/run-folder.md): a new run's database is written whole under
 ``.run.sqlite.setup`` (schema + config, splits, environment) and renamed to ``run.sqlite``, so a run.sqlite always
 holds its config; --overwrite moves the old run into ``.janus-overwritten/`` first and deletes it only after the new
 database is in place. Each step also stores its link of the per-method hash chain (store format 4, store/chain.py),
 and keeps the state seals of the texts and of its method's checkpoint rows (store format 5, the same transaction).
 Named kill points (janus_memory/killpoints.py) let tests SIGKILL the process at each stage.
 
-Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
+Flat growth: the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
 then per step as the leaf operations of its structural delta (table ``checkpoint_ops``, store/delta.py): appended
 list items and string tails are kept (they are the state's growth); a value set or removed at a path deletes the
 earlier operations at or below that path, so a value rewritten every step occupies the database once. What a step

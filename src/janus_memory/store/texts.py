@@ -1,4 +1,4 @@
-"""Memory and candidate texts in the run store (store format 3; issue 17: database bytes per step flat).
+"""Memory and candidate texts in the run store (store format 3; database bytes per step flat).
 
 Before format 3 the tables ``memories`` and ``candidates`` held the whole text of every deployed version and every
 candidate, so an updater whose memory grows by appending (ReasoningBank's bank, ExpRAG, ACE ADDs) wrote its whole,

@@ -1,4 +1,4 @@
-"""The paper's method grid on one dataset (paper-spec §6.1, §8.1, §8.3, §8.4, §8.7).
+"""The paper's method grid on one dataset (docs/research-notes.md §6.1, §8.1, §8.3, §8.4, §8.7).
 
 Cells (each its own run folder ``<base.out>/<dataset>/<cell>/seed<k>``, one method per run):
 
@@ -109,7 +109,7 @@ def stream_order_grid(dataset: str, base: RunConfig, updaters=("dc_rs",), seeds=
 
 
 def matched_trigger_settings(triggers: int, stream_tasks: int, warmup: int) -> dict:
-    """Random rate and periodic period matched to an MMT run (paper-spec §8.3).
+    """Random rate and periodic period matched to an MMT run (docs/research-notes.md §8.3).
 
     >>> matched_trigger_settings(6, 24, 4)
     {'post_warmup_steps': 20, 'mmt_triggers': 6, 'trigger_rate': 0.3, 'trigger_period': 3}

@@ -2,7 +2,7 @@
 
 Sources: shared/data/apibench/huggingface_eval.jsonl (911 questions with gold ``api_call`` and ``api_data``) and
 huggingface_api.jsonl (936 API-doc records = the API database). Scoring follows the Gorilla AST evaluator as the paper's
-code uses it (paper-spec section 6.2), re-implemented with Python's ``ast`` instead of tree-sitter:
+code uses it (docs/research-notes.md §6.2), re-implemented with Python's ``ast`` instead of tree-sitter:
 - take the text after the last ``<<<api_call>>>:`` up to the next ``<<<`` field (no field -> unparsed, C18); Markdown
   emphasis around the markers (``**<<<api_call>>>**:``, ``**<<<api_call>>>:**``) and list bullets are tolerated;
 - parse it (with small repairs for what tree-sitter tolerates: a trailing period, wrapping quotes, trailing prose after
@@ -11,14 +11,14 @@ code uses it (paper-spec section 6.2), re-implemented with Python's ``ast`` inst
   every literal argument value of the entry appears among the candidate's literal argument values, and - when the
   candidate names a model or repository (``model=``, ``repo_id=``, ... or the first positional argument; the second
   for ``pipeline``) - the entry names that same identifier. So ``pipeline('text-generation', model='no/such')`` does
-  not match the entry ``pipeline('text-generation')`` (issue 11: Gorilla's intent is function + model identifier);
+  not match the entry ``pipeline('text-generation')`` (Gorilla's intent is function + model identifier);
 - a model/repo identifier, passed to a database function, that no database entry names is a hallucination, even if
   another call in the same reply matches; an identifier passed through a variable (``model_id = '...';
   X.from_pretrained(model_id)``) is resolved first - constant f-strings, ``+`` of constants and walrus values are
   folded with ``ast`` (never evaluated) - and an identifier argument that cannot be folded (``ids[0]``,
   ``os.getenv(...)``, ``'/'.join(...)``, ``*args``/``**kwargs``, a loop variable or parameter) is UNRESOLVED: never a
-  database match, flagged as unknown; ``tokenizer=`` and the other EXTRA_ID_KEYWORDS strings must be in the pool too
-  (round 3); one written in its 2024 spelling (``FacebookAI/roberta-base``,
+  database match, flagged as unknown; ``tokenizer=`` and the other EXTRA_ID_KEYWORDS strings must be in the pool too;
+  one written in its 2024 spelling (``FacebookAI/roberta-base``,
   see RENAMED_2024) is read as the database's (``roberta-base``);
 - correct iff some matching entry has the gold question's domain; hallucination iff no entry matches at all.
 Spellings a library resolves itself are read as the database's (apibench_match.library_id): sentence-transformers

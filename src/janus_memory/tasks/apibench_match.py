@@ -269,7 +269,7 @@ def _extra_ids(node: ast.Call, env: dict | None = None) -> frozenset:
 def _bindings(tree) -> dict:
     """Variables assigned a foldable string (``model_id = 'org/name'``, ``org = 'x'; m = f'{org}/y'``), the last
     assignment in source order winning: the diffusers idiom ``model_id = '...'; X.from_pretrained(model_id)`` names
-    its model through one (issue 26). A variable bound to an expression that loads a model is ``_OBJ``; any other
+    its model through one. A variable bound to an expression that loads a model is ``_OBJ``; any other
     binding (a tuple target, a loop variable, a parameter) leaves the name unbound, so it is not resolved."""
     env: dict = {}
     assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]

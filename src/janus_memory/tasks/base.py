@@ -1,6 +1,6 @@
 """Task-family protocol, Split record, dataset registry and ``load_split``.
 
-A task family = loader + prompt + answer extraction + scoring, kept separate (paper-spec section 6):
+A task family = loader + prompt + answer extraction + scoring, kept separate (docs/research-notes.md §6):
 loaders live in math.py / multiple_choice.py / humaneval.py / apibench.py, extraction in extract_*.py,
 scoring in verify_math.py / sandbox.py / apibench.py.
 """

@@ -1,6 +1,6 @@
 """Math answer extraction: model text -> final answer string (no scoring here).
 
-Order (failure-cases C01, C03, C05; issue 11):
+Order (failure cases C01, C03, C05):
 1. the last *complete* ``\\boxed{...}`` / ``\\fbox{...}`` (brace-balanced scan, so ``\\frac{1}{2}`` survives) or
    ``<answer>...</answer>`` / ``<final_answer>...</final_answer>`` tag, whichever ends last. Boxes written together
    (``\\boxed{1} and \\boxed{2}``, ``\\boxed{1}, \\boxed{2}``: only commas, "and", "or", ``$``, ``\\quad`` between them)

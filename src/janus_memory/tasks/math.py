@@ -1,7 +1,7 @@
 """Math task family (MATH / MATH-500 / AIME / GSM8K): loaders, prompt, extraction + scoring.
 
 Sources: shared/data/math500/test.jsonl (MATH-500, Lightman et al.), gsm8k/test.jsonl, aime/aime24.jsonl + aime25.jsonl,
-and the user-supplied Hendrycks MATH train split (paper-spec section 6.2: stream = seeded shuffle, first 500).
+and the user-supplied Hendrycks MATH train split (docs/research-notes.md §6.2: stream = seeded shuffle, first 500).
 """
 from __future__ import annotations
 
@@ -194,7 +194,7 @@ class MathFamily(TaskFamily):
             return Score(faithful_equal(str(task.gold), ans), ans, "ok", {"source": src})
         assert verdict is not None  # verified whenever there is an answer and the checker is not faithful
         ok, status = verdict
-        if status == "ok" and src == "number":  # no final-answer marker: scored through the last number (issue 11)
+        if status == "ok" and src == "number":  # no final-answer marker: scored through the last number
             status = "fallback"
         return Score(ok, ans, status, {"source": src})
 

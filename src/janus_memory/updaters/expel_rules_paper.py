@@ -1,4 +1,4 @@
-"""ExpeL rule operations as the Janus authors run them (paper-spec §5.2, fidelity-review B10): operations found
+"""ExpeL rule operations as the Janus authors run them (docs/research-notes.md §5.2, docs/fidelity.md row 17): operations found
 anywhere in the reply, targets picked by two-way text containment. Selected by ``rule_ops="paper"``; re-exported
 by ``expel_rules.py``."""
 

@@ -15,7 +15,7 @@ Memory text: the whole bank, each entry a header line ``<<entry {json: id, query
 authors' Markdown form (``# Memory Item i`` / ``## Title`` / ``## Description`` / ``## Content``); "(empty)" when empty.
 :func:`parse_bank_text` is its exact inverse, so Janus's replay ``solve_with_memory(text, tasks)`` runs the method's
 own retrieval inside the bank ``text`` (``replay="retrieve"``, default); ``replay="full"`` puts the whole text in
-the prompt instead (the paper-spec's "memory text only" reading, which judges a prompt the method never uses).
+the prompt instead (the research notes' "memory text only" reading, which judges a prompt the method never uses).
 
 Rollback (Janus rejects M̂_t): the bank, i.e. entry t is removed (the bank IS this method's memory).
 """

@@ -1,4 +1,4 @@
-"""Round 3 of the APIBench scorer: identifiers built at run time (folded with ast, never evaluated) or not resolvable."""
+"""The APIBench scorer on identifiers built at run time (folded with ast, never evaluated) or not resolvable."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""A fresh user's second review of the CLI (fake backend only):
+"""What a fresh user's review of the CLI found (fake backend only):
 
 1. errors found after the header left a run folder holding only `.janus.lock`: data files and the output folder are
    now checked before anything is printed or made, and a run that still fails (or is interrupted) before it wrote

@@ -1,4 +1,4 @@
-"""Issue 26 items 1 and 4: vectors/matrices keep every entry; `,\\!` thousands groups; labelled answers with a
+"""Math answer forms: vectors/matrices keep every entry; `,\\!` thousands groups; labelled answers with a
 justification; replies cut inside `\\boxed{`. Exact verdicts, several variants per kind."""
 from __future__ import annotations
 

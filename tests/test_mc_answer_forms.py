@@ -1,4 +1,4 @@
-"""Issue 26 item 5: MMLU-Pro answer forms ("the correct option is D.", "Answer: Option D", $\\text{D}$, $D$), with the
+"""MMLU-Pro answer forms ("the correct option is D.", "Answer: Option D", $\\text{D}$, $D$), with the
 first-match false positives of C11 kept out. Exact letters and sources."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 26 item 3 (extraction): trailing usage/assert blocks, untagged output fences, `if __name__ == "__main__":`
+"""HumanEval extraction: trailing usage/assert blocks, untagged output fences, `if __name__ == "__main__":`
 and completion-style bare bodies. Exact extractions, then exact verdicts in the sandbox (HumanEval/2)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Round 3 of the multiple-choice extractor: corrections, rejections and hedges (adversarial false positives)."""
+"""The multiple-choice extractor on corrections, rejections and hedges (adversarial false positives)."""
 from __future__ import annotations
 
 import pytest

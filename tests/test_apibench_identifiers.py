@@ -1,4 +1,4 @@
-"""Issue 26 item 2: APIBench identifiers through variables, unquoted pool entries, 2024 renames, bold field markers."""
+"""APIBench identifiers through variables, unquoted pool entries, 2024 renames, bold field markers."""
 from __future__ import annotations
 
 from pathlib import Path

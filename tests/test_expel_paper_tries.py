@@ -1,4 +1,4 @@
-"""Issue 27, round 3: ExpeL's placeholder-rule filter and the fields a try is kept with, as the authors' code
+"""ExpeL's placeholder-rule filter and the fields a try is kept with, as the authors' code
 (GitHub Chen-1031/Janus @ a42b1e6, ``methods/ExpeL.py``: ``_normalize_rule_text``, ``generate``,
 ``update_memory``, ``_build_fewshot_examples_block``) does them, with exact values; ours as named options."""
 from __future__ import annotations
