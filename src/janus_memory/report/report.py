@@ -104,8 +104,8 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     secs = []
     for g in groups:
         tags = assign_tags(g)  # rows that share a label get what tells them apart; before any table is built
-        secs.append({"caption": caption(g), "rows": g, "tables": _section_tables(g, names), **tags})
-    main = secs[0]["tables"] if secs else _section_tables([], names)
+        secs.append({"caption": caption(g), "rows": g, "tables": section_tables(g, names), **tags})
+    main = secs[0]["tables"] if secs else section_tables([], names)
     log(f"drawing the plots into {out}: checkpoints and token overhead first")
     report = out / "report.md"
     try:
@@ -139,7 +139,7 @@ def _check_out_folder(out: Path) -> None:
         raise OutputError(_cannot_write(out, e)) from None
 
 
-def _section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
+def section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
     """The tables of one group of comparable runs. Stream-order runs (Fig. 5) vary only the order of the same stream:
     they feed the stream-order table alone; a seed sweep (each seed is another split and order) gets its own table.
     ``names``: {run folder: short name} for the paired table's folder column."""

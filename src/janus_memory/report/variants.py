@@ -56,12 +56,12 @@ def _normalised(cfg: dict) -> dict:
     (build.resolve_config: the updater's own defaults too); a config this version cannot parse gets the top-level, llm
     and Janus defaults only."""
     from ..run.build import resolve_config
-    from ..run.resume import _with_defaults
+    from ..run.resume import with_defaults
     from ..settings.config import RunConfig, migrate_stored
     from ..settings.llm_settings import LLMSettings
 
     try:
-        d = _with_defaults(migrate_stored(dict(cfg)))
+        d = with_defaults(migrate_stored(dict(cfg)))
     except (ValueError, TypeError):  # an edited, contradictory config.json: compared as it is
         d = dict(cfg)
     try:  # every default written out as the runner does (the updater's own defaults too)

@@ -33,10 +33,12 @@ def stored_methods(reader: RunReader) -> list[str]:
         return [m for m, _ in RunConfig(**cfg).methods()]
     except (ValidationError, TypeError) as e:
         raise ConfigError(f"{reader.root}: the stored config is not valid for this janus-memory "
-                          f"({_first_error(e)}); it was probably written by a newer version") from None
+                          f"({first_error(e)}); it was probably written by a newer version") from None
 
 
-def _first_error(e: Exception) -> str:
+def first_error(e: Exception) -> str:
+    """One line for a settings error: pydantic's first error as the setting and its message (an unknown key named
+    as such), else the exception's first line."""
     errs = getattr(e, "errors", None)
     if callable(errs):
         err = errs()[0]

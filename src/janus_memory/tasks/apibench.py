@@ -46,31 +46,7 @@ from pathlib import Path
 
 from janus_memory.types import ChatResult, Score, Task
 
-from .apibench_match import (  # noqa: F401  (re-exported)
-    _LOADERS,
-    _OBJ,
-    _TASK_FIRST,
-    EXTRA_ID_KEYWORDS,
-    ID_FUNCS,
-    ID_KEYWORDS,
-    RENAMED_2024,
-    RENAMED_REPOS_2024,
-    UNRESOLVED,
-    CallSig,
-    _bindings,
-    _calls,
-    _dotted,
-    _extra_ids,
-    _first_call_prefix,
-    _fold,
-    _id_arg,
-    _ids,
-    _lit,
-    _loads,
-    _slashed,
-    canonical_id,
-    parse_api_call,
-)
+from .apibench_match import RENAMED_2024, UNRESOLVED, CallSig, canonical_id, parse_api_call  # noqa: F401 (re-exported)
 from .base import TaskFamily, output_text
 from .data import ENV_DATA_DIR, read_jsonl, require_file, resolve_data_dir, shuffled_slice
 

@@ -64,7 +64,7 @@ def compare_data(rows: list, names: dict) -> list[dict]:
     """Per group of comparable runs (report/setup.sections): its caption, Table 1 and the paired base vs +Janus
     comparisons, as `janus report` computes them (rows that share a label tagged first, then the report's section
     tables), with the report's notes on runs made twice and where tagged rows come from. Tags the rows' labels."""
-    from ..report.report import _section_tables
+    from ..report.report import section_tables
     from ..report.setup import caption, sections
     from ..report.tables import display_name
     from ..report.variants import assign_tags
@@ -72,7 +72,7 @@ def compare_data(rows: list, names: dict) -> list[dict]:
     out = []
     for g in sections(rows):
         tags = assign_tags(g)
-        t = _section_tables(g, names)
+        t = section_tables(g, names)
         acc = t["accuracy"]
         paired = [{"dataset": display_name(p["dataset"]), "base": p["base"], "label": p["label"], "seed": p["seed"],
                    "folders": p["folders"], "n": p["n"], "base_acc": p["base_acc"], "janus_acc": p["janus_acc"],
@@ -225,7 +225,7 @@ def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
 def timeline(pairs: list[tuple[dict, dict]], cands: dict[int, dict], versions: list[dict], tasks: TaskTable) -> dict:
     """``f``, ``c``, ``t``, ``d`` and ``acc`` of one method from its (decision line, step record) pairs, its stored
     candidates by step and its deployed memory versions."""
-    from ..report.inject_report import _running_accuracy
+    from ..report.inject_report import running_accuracy
 
     walk = _Versions(versions)
     flags, cos, task, details = [], [], [], []
@@ -236,7 +236,7 @@ def timeline(pairs: list[tuple[dict, dict]], cands: dict[int, dict], versions: l
         task.append(tasks.of(dec.get("task_id") or rec.get("task_id")))
         details.append(detail)
     return {"f": flags, "c": cos, "t": task, "d": details,
-            "acc": [round(a, 2) for a in _running_accuracy([d for d, _ in pairs])]}
+            "acc": [round(a, 2) for a in running_accuracy([d for d, _ in pairs])]}
 
 
 def _steps(reader, method: str) -> list[tuple[dict, dict]]:
