@@ -23,6 +23,7 @@ LAYERS = [
     {"report"},                                             # tables, plots, paired statistics from run folders
     {"sweep", "bench", "view"},                             # many runs; decision benchmarks; the HTML view
     {"cli"},                                                # the `janus` command
+    {"testing"},                                            # what tests/ and benchmarks/ share: nothing imports it
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
@@ -255,6 +256,33 @@ def test_architecture_tree_names_only_what_exists():
 def test_architecture_tree_lists_every_module_of_the_new_packages():
     """settings/, store/, run/, report/, sweep/, cli/, inject/ and the loose modules: every .py is in the tree."""
     paths = set(_tree_paths())
-    actual = {str(p.relative_to(ROOT)) for d in ("settings", "store", "run", "report", "sweep", "cli", "inject")
+    actual = {str(p.relative_to(ROOT)) for d in ("settings", "store", "run", "report", "sweep", "cli", "inject", "testing")
               for p in (PKG / d).glob("*.py")} | {str(p.relative_to(ROOT)) for p in PKG.glob("*.py")}
     assert not actual - paths, sorted(actual - paths)
+
+
+def _module_names(folder: Path) -> set[str]:
+    return {p.stem for p in folder.rglob("*.py")}
+
+
+def _reaches(path: Path, other: str, names: set[str]) -> list[str]:
+    """Where ``path`` imports a module of the ``other`` folder: by name, or through sys.path or a file location."""
+    text = path.read_text(encoding="utf-8")
+    found = [f"{path.name}:{n.lineno}" for n in ast.walk(ast.parse(text))
+             if isinstance(n, (ast.Import, ast.ImportFrom))
+             and ({a.name.split(".")[0] for a in n.names} if isinstance(n, ast.Import)
+                  else {(n.module or "").split(".")[0]}) & names]
+    found += [f"{path.name}:{i}" for i, line in enumerate(text.splitlines(), 1)
+              if ("sys.path" in line or "spec_from_file_location" in line)
+              and re.search(rf"[\"']{other}[\"']", line)]
+    return found
+
+
+def test_tests_and_benchmarks_do_not_import_each_other():
+    """What both need lives in the package (janus_memory.testing, report.token_caps, ...), so a benchmark can move
+    or go without breaking a test, and the suite never runs benchmark code by accident."""
+    tests, benchmarks = ROOT / "tests", ROOT / "benchmarks"
+    bench_names = _module_names(benchmarks) - {"__init__"}
+    test_names = {p.stem for p in tests.glob("*.py")} - {"__init__", "conftest"}
+    assert not [hit for p in tests.rglob("*.py") for hit in _reaches(p, "benchmarks", bench_names)]
+    assert not [hit for p in benchmarks.rglob("*.py") for hit in _reaches(p, "tests", test_names)]

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from janus_memory.llm import FatalLLMError, LLMClient, OpenAIBackend, ResponseCache
-from llamacpp_server import LlamaCppServer
+from janus_memory.testing.llamacpp_server import LlamaCppServer
 
 GGUF = os.environ.get("JANUS_TEST_SMOLLM2_GGUF") or os.environ.get("JANUS_TEST_GGUF") or ""
 try:

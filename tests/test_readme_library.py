@@ -128,7 +128,7 @@ def test_ci_runs_exactly_the_readme_test_command_then_lint_and_types():
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert "set -euo pipefail" in ci
     steps = [line for line in ci if line and not line.startswith("#")]
-    assert steps[-3:] == [command, "ruff check src tests", "mypy"]
+    assert steps[-3:] == [command, "ruff check src tests benchmarks", "mypy"]
 
 
 def test_the_readme_is_a_guide_of_at_most_150_lines_that_starts_with_the_two_set_up_commands():

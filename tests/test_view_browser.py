@@ -1,9 +1,9 @@
-"""`janus view` pages opened in headless Chromium as a person would (tests/headless.py: DevTools protocol over a pipe,
-no port): no console errors, one timeline mark per step and method, a real mouse click on a rolled-back step opens its
-memory diff and both memories' scores, model text shows as text; the demo's page at 1400 and 800 px shows the steps
-that matter without a click, fits the window and says why an empty chart is empty; the timeline works by keyboard.
-Skipped with the reason when Chromium is absent (.ci/run installs the Debian package). Screenshots go to
-$JANUS_VIEW_SHOTS when it is set."""
+"""`janus view` pages opened in headless Chromium as a person would (janus_memory/testing/headless.py: DevTools
+protocol over a pipe, no port): no console errors, one timeline mark per step and method, a real mouse click on a
+rolled-back step opens its memory diff and both memories' scores, model text shows as text; the demo's page at 1400
+and 800 px shows the steps that matter without a click, fits the window and says why an empty chart is empty; the
+timeline works by keyboard. Skipped with the reason when Chromium is absent (.ci/run installs the Debian package).
+Screenshots go to $JANUS_VIEW_SHOTS when it is set."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from headless import Browser, find_chromium
+from janus_memory.testing.headless import Browser, find_chromium
 
 pytestmark = pytest.mark.skipif(find_chromium() is None,
                                 reason="chromium not installed (Debian package 'chromium'; .ci/run installs it)")

@@ -280,7 +280,7 @@ def real_frame_after(summary: dict, cfg=None) -> list[str]:
                      f"{scores} (a tie goes to the candidate, as in the paper), so this model's answers did not get "
                      "worse with the planted instruction. ")
     text += ("To see a rollback on a real model, use one that follows its memory: check yours with "
-             "benchmarks/poison_follow.py, then run:")
+             "benchmarks/probes/poison_follow.py, then run:")
     return lines + prose(text) + ["  janus demo --act real --backend openai --base-url http://HOST:PORT/v1 --model NAME"]
 
 

@@ -47,7 +47,7 @@ keep their text inline and read as they are; a resumed old folder is marked form
 The newest memory (sha256, text) is kept in memory, so a step runs no query whose cost grows with the run; what
 still grows with the memory's length is hashing it (sha256, as before) and finding the common prefix/suffix with
 its parent (~0.1 ms per MB), plus the per-version export file (written whole). Measured with a memory growing ~1 KB
-per step (benchmarks/bench_store.py --only-text; docs/measurements.md, "Memory and candidate texts"): database
+per step (benchmarks/performance/bench_store.py --only-text; docs/measurements.md, "Memory and candidate texts"): database
 2.7 KiB/step at step 10 and 2.8 at step 10,000 (format 2: 70.7 and 16,494.5); at 9 MB the two sha256 cost 16 ms per
 step, the store's own work 3.6 ms, the export file 7.2 MiB and 88 ms (the non-flat cost left).
 """

@@ -121,6 +121,21 @@ def library_id(func: str, ident: str) -> str:
     return ident
 
 
+def library_spelling(call: str) -> str:
+    """A gold call rewritten in a spelling its library resolves to the same thing (sentence-transformers without its
+    organisation, a pipeline task's newer name, timm's ``hf_hub:`` form, a shell command fenced), or unchanged: how
+    a model may write a right answer that no database entry spells (the scorer audit and its tests)."""
+    call = call.replace("SentenceTransformer('sentence-transformers/", "SentenceTransformer('")
+    for a, b in (("'sentiment-analysis'", "'text-classification'"), ("'ner'", "'token-classification'")):
+        if call.startswith("pipeline(" + a):
+            return call.replace(a, b, 1)
+    if call.startswith("timm.create_model('") and "hf_hub:" not in call:
+        return call.replace("timm.create_model('", "timm.create_model('hf_hub:timm/", 1)
+    if call.startswith("mlagents-load-from-hf"):
+        return "```bash\n" + call.replace("'", '"') + "\n```"
+    return call
+
+
 def _role_nodes(node: ast.Call, last: str) -> tuple:
     """(the argument naming the model/repository, the pipeline's task argument) of a call, each None if absent."""
     ident = next((k.value for k in node.keywords if k.arg in ID_KEYWORDS), None)

@@ -12,7 +12,7 @@ the memory versions and line diffs (memdiff). This module only arranges them com
   evaluation set with each task's role and both memories' verdicts), drawn by the page only when a step is opened.
 
 Texts from model output and datasets are cut at :data:`MAX_TEXT` characters (the cut is said in the page), memory
-diffs at :data:`MAX_DIFF_LINES` lines, so a 10,000-step run stays a page a browser opens (benchmarks/bench_view.py).
+diffs at :data:`MAX_DIFF_LINES` lines, so a 10,000-step run stays a page a browser opens (benchmarks/performance/bench_view.py).
 """
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ class TaskTable:
 
     @classmethod
     def from_texts(cls, texts: dict[str, tuple[str, str]], note: str = "") -> "TaskTable":
-        """A table over given ``{task id: (question, gold)}`` (tests, benchmarks/bench_view.py)."""
+        """A table over given ``{task id: (question, gold)}`` (tests, benchmarks/performance/bench_view.py)."""
         t = cls.__new__(cls)
         t.rows, t.index, t.note, t._texts = [], {}, note, dict(texts)
         return t

@@ -31,7 +31,7 @@ average at the start, after the synthetic part and at the end (the machine may b
    and mean), of which the sha256 of the deployed and candidate texts (measured apart, the floor every store pays),
    and the memory file written per deployed version (mean ms/step and bytes/step), and database bytes/step.
 
-Usage: PYTHONPATH=src python benchmarks/bench_store.py [--steps 10000] [--real-steps 300] [--text-modes append,middle]
+Usage: PYTHONPATH=src python benchmarks/performance/bench_store.py [--steps 10000] [--real-steps 300] [--text-modes append,middle]
 """
 from __future__ import annotations
 
@@ -181,8 +181,8 @@ def real_run(n: int) -> dict:
     ms) and the database's growth (bytes); medians over steps 5-15 ("early") and the last 10 ("late")."""
     from janus_memory.controller.janus import Janus
     from janus_memory.run import experiment
-    from janus_memory.store import store as store_mod
     from janus_memory.settings.config import RunConfig
+    from janus_memory.store import store as store_mod
     from janus_memory.updaters.base import Updater
 
     cost: dict[int, float] = {}
@@ -305,7 +305,7 @@ def text_growth(starts: list[int], mode: str, window: int) -> dict[int, dict]:
         out = {}
         for w, r in runs.items():
             g = got[w]
-            col = lambda k: [x[k] for x in g]  # noqa: E731
+            col = lambda k, g=g: [x[k] for x in g]  # noqa: E731
             out[w] = {"chars": len(r.text), "wall_med": statistics.median(col(0)) * 1e3,
                       "wall_mean": statistics.fmean(col(0)) * 1e3, "cpu_med": statistics.median(col(1)) * 1e3,
                       "cpu_mean": statistics.fmean(col(1)) * 1e3, "sha_mean": statistics.fmean(col(2)) * 1e3,

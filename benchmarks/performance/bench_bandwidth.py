@@ -10,7 +10,7 @@ bytes (2 x size), in one thread and in ``--threads`` threads (separate halves). 
 unless ``--gen-tok-s``/``--batched-tok-s`` give numbers measured elsewhere (e.g. bench_batching.py --out).
 The 1-minute load average is printed with each measurement: the machine may be shared.
 
-    python benchmarks/bench_bandwidth.py [--mib 512] [--model PATH] [--slots 4] [--max-tokens 32]
+    python benchmarks/performance/bench_bandwidth.py [--mib 512] [--model PATH] [--slots 4] [--max-tokens 32]
 """
 from __future__ import annotations
 

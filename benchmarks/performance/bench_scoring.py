@@ -1,11 +1,11 @@
 """Scoring throughput on each checker's full gold set, using both cores (prints items/s; no assertions).
 
-    python benchmarks/bench_scoring.py [--workers 2] [--data-dir PATH]
+    python benchmarks/performance/bench_scoring.py [--workers 2] [--data-dir PATH]
 
 - MATH-500: every gold answer against the last \\boxed{} of its own solution, through MathFamily.score_many
   (extraction + math-verify worker processes), and once more through math-verify alone (no string shortcut).
 - HumanEval: the 164 canonical solutions in the sandbox under the proof harness (bubblewrap if installed).
-(benchmarks/audit_scorers.py adds agreement, unparsed/fallback rates, real DC outputs and forged/invented inputs.)
+(benchmarks/probes/audit_scorers.py adds agreement, unparsed/fallback rates, real DC outputs and forged/invented inputs.)
 - APIBench-HF: the 911 gold api_calls through the AST matcher.
 - MMLU-Pro Eng+Phy: 2268 letter replies through the multiple-choice extractor.
 """
@@ -19,6 +19,7 @@ import time
 
 def _mv_only(gold: str, pred: str) -> bool:
     from math_verify import parse, verify
+
     from janus_memory.tasks.verify_math import normalize_for_verify
     g = parse("$" + normalize_for_verify(gold) + "$", parsing_timeout=None)
     p = parse("$" + normalize_for_verify(pred) + "$", parsing_timeout=None)
@@ -75,7 +76,7 @@ def main() -> int:
     # APIBench-HF
     sp = load_split("apibench_hf", "all", data_dir=a.data_dir)
     fam = get_family("apibench_hf")
-    fam.database  # build the index outside the timing
+    _ = fam.database  # build the index outside the timing
     outs = [f"<<<domain>>>: {tk.meta['domain']}\n<<<api_call>>>: {tk.gold}\n<<<api_provider>>>: x" for tk in sp.tasks]
     t = time.perf_counter()
     sc = fam.score_many(sp.tasks, outs, workers=w)

@@ -1,4 +1,4 @@
-"""Right-sizing the solver's token cap from answers a real model already wrote (issue 17).
+"""Right-sizing the solver's token cap from answers a real model already wrote.
 
 Reads finished or unfinished run folders and collects every single-call solve they recorded: the stream solves
 (``<method>/steps.jsonl``, steps with exactly one ``solver`` call) and Janus's evaluation solves (the
@@ -12,7 +12,9 @@ printed accuracy is a lower bound by those few). Generation time is proportional
 generated tokens per solve is the time. A cap above the recorded one cannot be judged from these answers: the
 truncated share at the recorded cap says how much it could still gain.
 
-    python benchmarks/token_caps.py RUN_DIR [RUN_DIR ...] [--caps 192,256,320,384,448]
+    python -m janus_memory.report.token_caps RUN_DIR [RUN_DIR ...] [--caps 192,256,320,384,448]
+
+(``benchmarks/probes/token_caps.py`` runs the same.)
 """
 from __future__ import annotations
 

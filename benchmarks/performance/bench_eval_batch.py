@@ -4,7 +4,7 @@ Issue 17 goal: with a server that has |E| x 2 parallel slots, evaluating the ent
 new) should take <= 1.3x the latency of a single solve, because the runner sends entries x {old, new} as ONE
 ``chat_many`` (run/eval_batch.py) and the server decodes them together.
 
-The server is llama.cpp's own HTTP server (tests/llamacpp_server.py, the C++ engine of the xllamacpp wheel) on
+The server is llama.cpp's own HTTP server (src/janus_memory/testing/llamacpp_server.py, the C++ engine of the xllamacpp wheel) on
 127.0.0.1 with ``--slots`` = 2 |E| slots (default |E| = 4: 8 slots), a small GGUF (SmolLM2-135M by default, as
 in the test suite). Requests are the DC-RS solving prompts of real GSM8K stream tasks (memory first); the two
 memories are cheatsheets, the new one with an extra entry. No response cache. Every measurement uses memories
@@ -18,7 +18,7 @@ Per repeat (orders alternate between repeats; the machine is shared, compare rat
 
 Prints wall times, the ratios batched / single and unbatched / single, and the 1-minute load average.
 
-    python benchmarks/bench_eval_batch.py [--model PATH] [--entries 4] [--max-tokens 32] [--repeats 2]
+    python benchmarks/performance/bench_eval_batch.py [--model PATH] [--entries 4] [--max-tokens 32] [--repeats 2]
 """
 from __future__ import annotations
 
@@ -26,19 +26,16 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from llamacpp_server import LlamaCppServer  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 from janus_memory.llm import LLMClient, OpenAIBackend  # noqa: E402
 from janus_memory.run.eval_batch import PairedEvaluator  # noqa: E402
 from janus_memory.run.evaluator import UpdaterEvaluator  # noqa: E402
 from janus_memory.tasks.base import get_family, load_split  # noqa: E402
+from janus_memory.testing.llamacpp_server import LlamaCppServer  # noqa: E402
 from janus_memory.updaters import make_updater  # noqa: E402
 
 SHEET = [
@@ -90,7 +87,7 @@ def one_repeat(upd, tasks: list, singles: int, rep: int, reverse: bool) -> dict:
         times = []
         for i in range(singles):
             old, _ = memories(f"r{rep}-single-{i}")
-            times.append(timed(lambda: upd.solve_with_memory(old, [tasks[i % len(tasks)]], role="janus")))
+            times.append(timed(lambda old=old, i=i: upd.solve_with_memory(old, [tasks[i % len(tasks)]], role="janus")))
         out["single_s"] = round(statistics.median(times), 3)
         out["single_all_s"] = [round(t, 3) for t in times]
 

@@ -4,7 +4,7 @@
 ratio = wall time / ideal, ideal = 200 x 0.2 s / 16 = 2.5 s. Target: ratio <= 1.2.
 Also runs the same batch with fault injection (429/500/503/timeouts/truncated JSON) for information.
 
-Usage: python benchmarks/bench_llm_concurrency.py [--n 200] [--concurrency 16] [--latency 0.2] [--faults]
+Usage: python benchmarks/performance/bench_llm_concurrency.py [--n 200] [--concurrency 16] [--latency 0.2] [--faults]
 """
 from __future__ import annotations
 
@@ -12,12 +12,9 @@ import argparse
 import subprocess
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from openai_test_server import OpenAITestServer
 
 from janus_memory.llm import LLMClient, OpenAIBackend
+from janus_memory.testing.openai_stub import OpenAITestServer
 
 
 def _measure(base_url: str, n: int, concurrency: int, latency: float) -> dict:
@@ -40,8 +37,7 @@ def run(n: int, concurrency: int, latency: float, faults: bool, separate: bool =
             r = _measure(srv.base_url, n, concurrency, latency)
             r.update(requests=srv.requests, max_inflight=srv.max_inflight)
             return r
-    cmd = [sys.executable, str(Path(__file__).resolve().parents[1] / "tests" / "openai_test_server.py"),
-           "--latency", str(latency)] + (["--faults"] if faults else [])
+    cmd = [sys.executable, "-m", "janus_memory.testing.openai_stub", "--latency", str(latency)] + (["--faults"] if faults else [])
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         url = proc.stdout.readline().strip()

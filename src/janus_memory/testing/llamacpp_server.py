@@ -4,7 +4,8 @@
 The child loads the GGUF, prints ``{"url": ...}`` on stdout and then blocks on its stdin: when the parent closes
 the pipe (or dies), the child exits. :class:`LlamaCppServer` closes stdin, waits, and kills the child if it
 does not leave within ``stop_timeout_s``; ``proc.returncode`` is set afterwards (the child is reaped).
-Standalone: ``python tests/llamacpp_server.py model.gguf --parallel 4`` prints the URL and serves until Ctrl-D.
+Standalone: ``python -m janus_memory.testing.llamacpp_server model.gguf --parallel 4`` prints the URL and serves
+until Ctrl-D.
 """
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ class LlamaCppServer:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", CHILD, self.gguf, str(self.n_parallel), str(self.n_ctx), str(self.threads)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert self.proc.stdout is not None  # stdout=PIPE
         line = self.proc.stdout.readline()  # blocks until the model is loaded (or the child died)
         if not line:
             self.stop()

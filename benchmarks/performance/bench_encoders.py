@@ -2,7 +2,7 @@
 and the cost of a repeat (cache hit).
 
 Texts: MMLU-Pro questions+options concatenated to 2,000 characters (shared/data/mmlu_pro/test.jsonl) and the
-real DC cheatsheets (shared/data/dc-trajectories). Usage: python benchmarks/bench_encoders.py [--n 64]
+real DC cheatsheets (shared/data/dc-trajectories). Usage: python benchmarks/performance/bench_encoders.py [--n 64]
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=64)
     a = ap.parse_args()
     texts = texts_2000(a.n)
-    sheets = [json.loads(l)["new_cheatsheet"] for l in
+    sheets = [json.loads(line)["new_cheatsheet"] for line in
               (DATA / "dc-trajectories" / "aime_2025_claude-3-5-sonnet_dc-cu.jsonl").read_text().splitlines()][:10]
     for spec in ("minilm", "hashing"):
         t0 = time.perf_counter()

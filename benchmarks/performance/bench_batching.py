@@ -8,7 +8,7 @@ Printed per measurement: wall time, generated tokens, aggregate generated tokens
 tokens computed vs served from the KV cache (memory-first layout), and the 1-minute load average before and
 after (the machine is shared: compare only ratios taken within one repeat). Repeats alternate the slot order.
 
-    python benchmarks/bench_batching.py [--model PATH] [--slots 1,2,4] [--requests 4] [--max-tokens 48]
+    python benchmarks/performance/bench_batching.py [--model PATH] [--slots 1,2,4] [--requests 4] [--max-tokens 48]
                                         [--repeats 2] [--out results.json]
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Scorer audit: every scorer over real model outputs and over its gold set (prints; no assertions).
 
-    python benchmarks/audit_scorers.py [--workers 2] [--data-dir PATH] [--skip-humaneval]
+    python benchmarks/probes/audit_scorers.py [--workers 2] [--data-dir PATH] [--skip-humaneval]
 
 Rows: n, agreement with the reference verdict, our accuracy, unparsed and fallback rates, items/s.
 - dc-trajectories (real GPT-4o / Claude 3.5 Sonnet outputs on AIME 2025, logged by the Dynamic Cheatsheet authors):
@@ -53,13 +53,14 @@ def _gold_row(name, fam, tasks, outs, w, expect=True, extra=""):
 
 def audit_dc(data_dir, w):
     import json
+
     from janus_memory.tasks import get_family
     from janus_memory.types import Task
     fam = get_family("aime")
     files = sorted(glob.glob(os.path.join(data_dir, "dc-trajectories", "*.jsonl")))
     all_sc, all_ref = [], []
     for f in files:
-        recs = [json.loads(l) for l in open(f, encoding="utf-8") if l.strip()]
+        recs = [json.loads(line) for line in open(f, encoding="utf-8") if line.strip()]
         tasks = [Task(id=f"{os.path.basename(f)}:{r['step']}", dataset="aime", question=r["question"],
                       gold=str(r["target"]).strip()) for r in recs]
         ref = [str(r["model_answer"]).strip() == str(r["target"]).strip() for r in recs]
@@ -187,7 +188,7 @@ def audit_apibench(data_dir, w):
     from janus_memory.tasks.apibench import apibench_summary
     sp = load_split("apibench_hf", "all", data_dir=data_dir)
     fam = get_family("apibench_hf")
-    fam.database  # build the index outside the timing
+    _ = fam.database  # build the index outside the timing
     fmt = "<<<domain>>>: {d}\n<<<api_call>>>: {c}\n<<<api_provider>>>: Hugging Face\n<<<explanation>>>: x"
     sc = _gold_row("APIBench-HF gold calls", fam, sp.tasks, [fmt.format(d=t.meta["domain"], c=t.gold) for t in sp.tasks], w)
     print(f"    {apibench_summary(sc)}")
@@ -349,7 +350,9 @@ def audit_kinds(data_dir, w, skip_humaneval=False):
                    + f"```\nThen:\n```python\ndef {ep[t.id]}(*args):\n    return _impl(*args)\n```" for t in he], w)
     ap = load_split("apibench_hf", "all", data_dir=data_dir).tasks
     fmt = "<<<domain>>>: {d}\n<<<api_call>>>: {c}\n<<<api_provider>>>: Hugging Face\n<<<explanation>>>: x"
-    rs = [(t, _respell(t.gold)) for t in ap]
+    from janus_memory.tasks.apibench_match import library_spelling
+
+    rs = [(t, library_spelling(t.gold)) for t in ap]
     rs = [(t, c) for t, c in rs if c != t.gold]
     strict = get_family("apibench_hf")
     _kind_row("APIBench-HF gold re-spelled (library resolves it)", strict, [t for t, _ in rs],
@@ -361,19 +364,6 @@ def audit_kinds(data_dir, w, skip_humaneval=False):
         print(f"{name + ', authors checker':<40} {len(sc):>5}  right {sum(s.correct for s in sc) / n:7.2%} "
               f"(strict {sum(bool(s.detail.get('strict_correct', s.correct)) for s in sc) / n:7.2%})  hallucination "
               f"{sum(bool(s.detail.get('hallucination')) for s in sc) / n:7.2%}  {len(sc) / max(secs, 1e-9):9.1f} items/s")
-
-
-def _respell(call: str) -> str:
-    """The gold call in a spelling its library resolves itself, or unchanged (tests/test_apibench_spellings.py)."""
-    call = call.replace("SentenceTransformer('sentence-transformers/", "SentenceTransformer('")
-    for a, b in (("'sentiment-analysis'", "'text-classification'"), ("'ner'", "'token-classification'")):
-        if call.startswith("pipeline(" + a):
-            return call.replace(a, b, 1)
-    if call.startswith("timm.create_model('") and "hf_hub:" not in call:
-        return call.replace("timm.create_model('", "timm.create_model('hf_hub:timm/", 1)
-    if call.startswith("mlagents-load-from-hf"):
-        return "```bash\n" + call.replace("'", '"') + "\n```"
-    return call
 
 
 def main() -> int:

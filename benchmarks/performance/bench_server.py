@@ -5,8 +5,9 @@ that must wait for each other. Per method: every stream step's updater calls one
 solver), plus one round per Janus comparison (all its reads in flight together: ceil(reads / --concurrency) rounds),
 plus one round for the held-out test (final and checkpoint memories together); a round holds at most --concurrency
 requests and at most the server's parallel limit; the run's path is the longest method's, times the server's latency.
-The path counts no jitter, slow tail or retry: in the ``faults`` shape what they add to the wall is in the ratio. Everything else (the other method, the other requests of a round) should
-overlap. The goal: wall time (start-up excluded, as the run prints it) <= 1.3 x the critical path.
+The path counts no jitter, slow tail or retry: in the ``faults`` shape what they add to the wall is in the ratio.
+Everything else (the other method, the other requests of a round) should overlap. The goal: wall time (start-up
+excluded, as the run prints it) <= 1.3 x the critical path.
 
 The stub server (``serve``, started here in its own process) answers every request after ``--latency`` seconds with
 the scripted fake backend's replies (run/fake_llm.py: right or wrong by a hash of the prompt, so Janus sees real
@@ -25,11 +26,11 @@ Shapes (``--shapes``; each run ``--repeats`` times, the 1-minute load average pr
     faults       the issue's run with jitter 0.2 s, 2 % of requests 3 s slower and 5 % failed attempts
     limit16      the issue's run against a server that serves 16 requests at once
 
-    python benchmarks/bench_server.py [--shapes issue,janus] [--repeats 2] [--latency 0.5] [--concurrency 64]
-    python benchmarks/bench_server.py --llamacpp    # llama.cpp's own server: concurrency honoured, same run files
+    python benchmarks/performance/bench_server.py [--shapes issue,janus] [--repeats 2] [--latency 0.5] [--concurrency 64]
+    python benchmarks/performance/bench_server.py --llamacpp    # llama.cpp's own server: concurrency honoured, same run files
 
-``--llamacpp`` starts llama.cpp's HTTP server (tests/llamacpp_server.py, SmolLM2-135M, 4 slots) behind a counting
-proxy and makes the same small run with the methods side by side and one after another (temperature 0, no cache):
+``--llamacpp`` starts llama.cpp's HTTP server (janus_memory/testing/llamacpp_server.py, SmolLM2-135M, 4 slots) behind
+a counting proxy and makes the same small run with the methods side by side and one after another (temperature 0, no cache):
 it prints the peak number of requests in flight (must be <= --concurrency) and whether every run file is identical.
 """
 from __future__ import annotations
@@ -48,8 +49,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+ROOT = Path(__file__).resolve().parents[2]
 
 COMMON = ["--backend", "openai", "--model", "stub", "--dataset", "gsm8k", "--stream-size", "30", "--test-size", "30",
           "--warmup", "5", "--encoder", "hashing", "--no-cache"]
@@ -68,10 +68,9 @@ SHAPES = {
 # ----------------------------------------------------------------------------------------------- the stub server
 def serve(a) -> None:
     """The stub server (in its own process): prints its URL, serves until stdin closes, then prints its stats."""
-    from openai_test_server import OpenAITestServer
-
     from janus_memory.run.fake_llm import scripted_backend
     from janus_memory.tasks import load_split
+    from janus_memory.testing.openai_stub import OpenAITestServer
 
     tasks = []  # the run's own tasks (the scripted reply looks for each of them in the prompt: keep the list short)
     for split, limit in (("stream", a.stream_size), ("test", a.test_size)):
@@ -285,7 +284,7 @@ class CountingProxy:
 
 
 def llamacpp(a) -> int:
-    from llamacpp_server import LlamaCppServer
+    from janus_memory.testing.llamacpp_server import LlamaCppServer
 
     gguf = os.environ.get("JANUS_TEST_SMOLLM2_GGUF") or os.environ.get("JANUS_TEST_GGUF") or str(
         Path.home() / ".cache/janus-memory/test-models/SmolLM2-135M-Instruct.Q4_1.gguf")

@@ -13,8 +13,8 @@ ACE's ``helpful=N harmful=N`` bullet counters are bookkeeping too.
 folders instead, and counts what each option would have saved where it matters: at the steps whose trigger fired
 (a comparison: ``evaluator_calls`` solves).
 
-    python benchmarks/bench_trivially_equal.py [--data DIR]
-    python benchmarks/bench_trivially_equal.py --runs RUN_DIR [RUN_DIR ...]
+    python benchmarks/controller/bench_trivially_equal.py [--data DIR]
+    python benchmarks/controller/bench_trivially_equal.py --runs RUN_DIR [RUN_DIR ...]
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from janus_memory.controller.equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, trivially_equal
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "dc-trajectories"
+DEFAULT_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "dc-trajectories"
 
 
 def classify(old: str, new: str) -> str:

@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     p.add_argument("--first-seed", type=int, default=100)
     p.add_argument("--seeds", type=int, default=20)
     p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--cache", default=str(Path(__file__).resolve().parent / "results" / "tuning_baselines.json"))
+    p.add_argument("--cache", default=str(Path(__file__).resolve().parents[1] / "results" / "tuning_baselines.json"))
     p.add_argument("--json", help="append every number here (one JSON object per line)")
     p.add_argument("--per-seed", help="append one JSON line per (setting, seed, variant) as each seed finishes")
     args = p.parse_args(argv)

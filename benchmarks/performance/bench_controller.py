@@ -1,4 +1,4 @@
-"""Benchmark of the Janus controller's own cost (not a test). Run: ``python benchmarks/bench_controller.py``.
+"""Benchmark of the Janus controller's own cost (not a test). Run: ``python benchmarks/performance/bench_controller.py``.
 
 Prints, measured in one run with a fake evaluator and random 384-dim embeddings:
   1. controller overhead per step (wall time of ``Janus.decide`` minus the time spent inside the evaluator;

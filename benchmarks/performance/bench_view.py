@@ -6,9 +6,10 @@ a cheatsheet of ~60 lines (~4 KB) where each step's candidate rewrites one line 
 out past 60), answers of ~700 characters, questions of ~350, the trigger firing on a quarter of the post-warm-up
 steps with a 25-task evaluation set (12 coverage + 8 boundary + 5 fresh, both memories' verdicts and answers) and 40%
 of those candidates rolled back. The step data goes through the same code as a run folder's (view.data.timeline:
-flags, cosines, diffs, evaluation rows; page.render), then headless Chromium (tests/headless.py) opens the file.
+flags, cosines, diffs, evaluation rows; page.render), then headless Chromium (janus_memory/testing/headless.py)
+opens the file.
 
-    python benchmarks/bench_view.py [--steps 10000] [--out /tmp/bench_view] [--screenshot]
+    python benchmarks/performance/bench_view.py [--steps 10000] [--out /tmp/bench_view] [--screenshot]
 
 Prints the page size (and gzip size), Python build time, and in Chromium: navigation to load event, view.js's own
 drawing time, and the time from a click on a step to its open detail; with the load average (the machine is shared).
@@ -24,8 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "src")]
 
 WORDS = ("the of and to in is that for it with as was on be by this are or from at which but have an not they all "
          "number answer total each more than step check rule when use first then sum product ratio percent").split()
@@ -156,7 +157,7 @@ def main() -> None:
           f"evaluation rows), page render {t2 - t1:.2f} s")
     kind = "gzip+base64" if 'type="application/x-janus-gzip-base64"' in html[:200_000] else "JSON"
     print(f"data in the page: {kind}")
-    from headless import Browser, find_chromium
+    from janus_memory.testing.headless import Browser, find_chromium
 
     if find_chromium() is None:
         print("chromium not installed: no opening time")

@@ -1,5 +1,5 @@
 """MiniLM window cap (issue 12 item 10): wall time to embed memories of 16 KB, 0.5 MB and 5 MB with the default cap
-(32 windows), and the windows an uncapped encoder would embed for each. Run: python benchmarks/bench_encoder_cap.py"""
+(32 windows), and the windows an uncapped encoder would embed for each. Run: python benchmarks/performance/bench_encoder_cap.py"""
 from __future__ import annotations
 
 import time

@@ -1,6 +1,6 @@
 """A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions API, with fault injection.
 
-Used by tests/test_llm_http.py and benchmarks/bench_llm_concurrency.py. Standard library only
+Used by tests/test_llm_http.py and benchmarks/performance/bench_llm_concurrency.py. Standard library only
 (``http.server.ThreadingHTTPServer``, one thread per connection, HTTP/1.1 keep-alive).
 
 Answers: a last user message ``"What is A + B?"`` gets ``"<think>add A and B</think>The answer is <A+B>."``;
@@ -8,7 +8,7 @@ anything else gets ``"ECHO: <message>"``. Special messages: containing ``AUTH_FA
 ``BAD_REQUEST`` -> 400 (both with an OpenAI-style error body), ``ALWAYS_500`` -> 500 on every attempt,
 ``NO_USAGE`` -> body without usage, ``CAP_CONTEXT`` -> usage.prompt_tokens capped at 2048 (Ollama's silent num_ctx cut, C22-B).
 
-Load shape (benchmarks/bench_server.py): ``jitter_s`` adds U[0, jitter_s] to every reply's latency, ``tail_rate`` /
+Load shape (benchmarks/performance/bench_server.py): ``jitter_s`` adds U[0, jitter_s] to every reply's latency, ``tail_rate`` /
 ``tail_s`` make that share of requests ``tail_s`` slower, ``fail_rate`` answers that share of attempts with a 500
 after the latency, ``parallel_limit`` serves at most that many requests at once (the others queue, as on an engine
 with that many sequence slots). Every draw is a function of (``seed``, request body, attempt), so a load shape is
@@ -292,7 +292,8 @@ class OpenAITestServer:
 
 def main() -> None:
     """Run standalone (used by the benchmark to keep server CPU out of the client's process):
-    ``python tests/openai_test_server.py --latency 0.2 [--faults]``; prints the base URL, serves until stdin closes."""
+    ``python -m janus_memory.testing.openai_stub --latency 0.2 [--faults]``; prints the base URL, serves until stdin
+    closes."""
     import argparse
     import sys
 

@@ -8,7 +8,7 @@ built from the previous memory (``inject.candidates.harmful_candidate``; for ``d
 rebuilt approximately from the step's retrieved task ids and the run's own outputs, cut to 300 characters as the
 demo's DC-RS does). At a step where the run itself injected a candidate, "genuine" is that injected candidate.
 
-Usage: python benchmarks/probe_run_trigger.py RUN_DIR [--method dc_rs] [--warmup 3] [--beta 0.9] [--tau 0.0]
+Usage: python benchmarks/probes/probe_run_trigger.py RUN_DIR [--method dc_rs] [--warmup 3] [--beta 0.9] [--tau 0.0]
 Measured on the demo (`janus demo`, 2026-12-01, DC-RS blind memories, warm-up 3) -> docs/measurements.md, "MMT on
 the demo's short stream".
 """
@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--beta", type=float, default=0.9)
     ap.add_argument("--tau", type=float, default=0.0)
     ap.add_argument("--encoder", default="minilm")
-    ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"))
     a = ap.parse_args()
     run = Path(a.run)
     reader = RunReader(run)
@@ -66,7 +66,8 @@ def main() -> None:
             task = Task(rec["task_id"], "probe", questions[rec["task_id"]], "")
             block = "\n\n".join(f"#### Question\n{questions[h['id']]}\n#### Solution\n{steps_out(steps, h['id'])}"
                                 for h in rec["info"].get("retrieved", []))
-            row = [f"step {s:>3}: genuine{'(injected ' + rec['info']['injected']['kind'] + ')' if 'injected' in rec['info'] else ''} {cosine(z, m):+.3f}"]
+            mark = f"(injected {rec['info']['injected']['kind']})" if "injected" in rec["info"] else ""
+            row = [f"step {s:>3}: genuine{mark} {cosine(z, m):+.3f}"]
             fired["genuine"] += cosine(z, m) < a.tau
             for k in KINDS:
                 cand = harmful_candidate(k, texts[s - 1], task, updater_kind="dc_rs", seed=0, step=s, examples=block)

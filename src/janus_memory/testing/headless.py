@@ -1,6 +1,6 @@
 """A small Chrome DevTools Protocol client over a pipe (``chromium --remote-debugging-pipe``): no port is opened.
 
-Used by tests/test_view_browser.py and benchmarks/bench_view.py to open a `janus view` page as a person would:
+Used by tests/test_view_browser.py and benchmarks/performance/bench_view.py to open a `janus view` page as a person would:
 navigate to the file, read console errors and exceptions, click an element with real mouse events, read the DOM
 and take screenshots. The browser runs in its own process group and ``close()`` (also on any error, via ``with``)
 kills that whole group, so no renderer or GPU process is left behind.
@@ -218,7 +218,7 @@ class Browser:
                     os.close(fd)
                 except OSError:
                     pass
-        self._w = self._r = None
+        self._w = self._r = None  # type: ignore[assignment]  # closed: nothing is read or written after close()
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # the browser and every process it started

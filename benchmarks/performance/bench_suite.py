@@ -6,7 +6,7 @@ pytest-xdist the files run side by side: the per-file sums then add up to more t
 share of the 2 cores), so compare the wall times (the first line of each junit's ``testsuite``: ``time``) for the
 suite and the per-file sums for where the time went.
 
-Usage: python benchmarks/bench_suite.py BEFORE.xml AFTER.xml [--top 20] [--markdown]
+Usage: python benchmarks/performance/bench_suite.py BEFORE.xml AFTER.xml [--top 20] [--markdown]
 Measure (a quiet machine; note ``uptime`` beside it):
     PYTHONPATH=$PWD/src python -m pytest -p no:cacheprovider --durations=0 --junitxml=/tmp/after.xml
 """

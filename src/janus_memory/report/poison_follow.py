@@ -3,26 +3,28 @@ poison``), solve the same held-out tasks with a run's cheatsheet as it is and wi
 injection writes it: janus_memory.inject.candidates.poisoned_cheatsheet), and count the answers the planted line
 turned wrong.
 
-Why it matters (issue 15): Janus can only block a harmful candidate that E can tell apart from the old memory. If the
+Why it matters: Janus can only block a harmful candidate that E can tell apart from the old memory. If the
 model ignores the planted instruction, the poisoned memory scores like the clean one, the tie goes to the new memory,
 and no selective controller can (or should) roll it back. Run this on your model before reading a `--inject poison`
 table: it says whether the poison is harmful to that model at all.
 
-Usage:
-  python benchmarks/poison_follow.py RUN_DIR [--method dc_rs] [--step K] [--split test|stream] [--tasks N]
-                                     [--templates 0,2] [--extra FILE] [--cache-dir DIR]
+Usage (``benchmarks/probes/poison_follow.py`` runs the same):
+  python -m janus_memory.report.poison_follow RUN_DIR [--method dc_rs] [--step K] [--split test|stream] [--tasks N]
+                                              [--templates 0,2] [--extra FILE] [--cache-dir DIR]
 
 RUN_DIR is a finished or interrupted DC-RS / DC-Cu run: its stored settings give the backend, prompts and dataset,
 and its response cache is used (an identical request is not paid twice); the sheet is the method's memory at step K
 (default: its last; a sheet that already holds an injected poison is refused). Tasks are the first N of the split
 (default: the 3 held-out test tasks). Solving is frozen with the run's final updater state restored, so the prompt is
 the test phase's (DC-RS: with the examples retrieved from the run's bank); with the last sheet and the test split the
-clean answers are the run's own test answers, read from its response cache. ``--extra FILE``: more instructions to try, one per line.
+clean answers are the run's own test answers, read from its response cache. ``--extra FILE``: more instructions to
+try, one per line.
 
 Prints one row per instruction: of the tasks the clean sheet answered correctly (only those are solved again, with
 the poisoned sheet), how many are still correct and how many the planted line turned wrong ("followed"); then the
 total with a Wilson 95% interval. The pairs share tasks (every instruction is tried on the same ones), so they are
-not independent draws: read the interval as a rough guide, and measure on more tasks (--tasks) for a firm number. Measured on the embedded model -> docs/experiments.md ("Does the model follow a planted instruction?").
+not independent draws: read the interval as a rough guide, and measure on more tasks (--tasks) for a firm number.
+Measured on the embedded model -> docs/experiments.md ("Does the model follow a planted instruction?").
 """
 from __future__ import annotations
 
@@ -30,13 +32,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from janus_memory.errors import ConfigError, OutputError, RunFolderError
 from janus_memory.inject.candidates import poisoned_cheatsheet, templates
-from janus_memory.run.build import build_context, load_splits
 from janus_memory.report.paired import wilson
-from janus_memory.store.reader import RunReader
+from janus_memory.run.build import build_context, load_splits
 from janus_memory.run.resume import load_run_config
+from janus_memory.store.reader import RunReader
 
 CHEATSHEET_UPDATERS = ("dc_rs", "dc_cu")
 
@@ -77,7 +80,7 @@ def instructions(which: str | None, extra: str | None) -> list[tuple[str, str]]:
         try:
             idx = [int(x) for x in which.split(",")]
         except ValueError:
-            raise SystemExit(f"error: --templates takes comma-separated indices 0..{len(pool) - 1}, got {which!r}")
+            raise SystemExit(f"error: --templates takes comma-separated indices 0..{len(pool) - 1}, got {which!r}") from None
         bad = [i for i in idx if not 0 <= i < len(pool)]
         if bad:
             raise SystemExit(f"error: no poison template {bad[0]} (there are {len(pool)}: 0..{len(pool) - 1})")
@@ -109,7 +112,7 @@ def measure(run: Path, *, method: str = "dc_rs", step: int | None = None, split:
     if cfg.updater not in CHEATSHEET_UPDATERS:
         raise SystemExit(f"error: {run} runs updater {cfg.updater!r}; this probe plants a line in a cheatsheet "
                          f"({', '.join(CHEATSHEET_UPDATERS)})")
-    todo = instructions(which, extra)  # argument errors before any model call
+    instructions(which, extra)  # argument errors before any model call
     reader = RunReader(run)
     at, clean = sheet_at(reader, method, step)
     injected = injected_steps(reader, method)
@@ -139,7 +142,7 @@ def measure(run: Path, *, method: str = "dc_rs", step: int | None = None, split:
     solved = [t for t, ok in zip(tasks, base) if ok]  # only these can show a followed instruction
     log(f"{run}: {method} sheet of step {at} ({len(clean)} chars), {len(tasks)} {split} tasks "
         f"({', '.join(t.id for t in tasks)}); clean sheet: {sum(base)}/{len(tasks)} correct")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for label, text in instructions(which, extra):
         got = solve(poisoned_cheatsheet(clean, text), solved) if solved else []
         rows.append({"label": label, "instruction": text, "clean": len(solved), "poisoned": sum(got),
