@@ -1,4 +1,4 @@
-"""Memory and candidate texts stored once, as deltas (issue 17, store format 3; runner/texts.py): exact round trips
+"""Memory and candidate texts stored once, as deltas (store format 3; store/text_log.py): exact round trips
 (append, middle edit, shrink, identical, rollback to an older version, empty, unicode, CRLF), a bounded delta chain,
 flat bytes for an appending memory, damage named in one line, a killed or failed commit leaves the last committed
 step, folders of store format 2 still load and resume byte-identical, and a ReasoningBank run reads back exactly
@@ -19,7 +19,7 @@ import pytest
 from janus_memory.cli import main
 from janus_memory.errors import DamagedStoreError, RunFolderError, StorageError
 from janus_memory.store import integrity
-from janus_memory.store import texts as T
+from janus_memory.store import text_log as T
 from janus_memory.store.reader import RunReader
 from janus_memory.store.store import RunStore, text_hash
 from store_fakes import FailingCommit
@@ -286,7 +286,7 @@ def test_a_failed_commit_keeps_the_last_step_and_the_retry_stores_its_texts(tmp_
 
 _KILLER = """
 import os, signal, sys
-from janus_memory.store import texts
+from janus_memory.store import text_log as texts
 from janus_memory.store.store import RunStore, text_hash
 
 real = texts.TextLog.put

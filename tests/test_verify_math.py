@@ -94,7 +94,7 @@ def test_checker_error_status():
 
 
 def test_family_timeout_maps_to_score_status(monkeypatch):
-    import janus_memory.tasks.math as m
+    import janus_memory.tasks.math_family as m
     v = MathVerifier(workers=1, timeout_s=1.0, comparator=_slow_comparator)
     monkeypatch.setattr(m, "get_verifier", lambda: v)
     try:

@@ -2,7 +2,7 @@
 
 The run folder keeps every deployed memory version (store/store.py): a row of the SQLite table ``memories(method,
 step, sha256, parent, text)`` per version (from store format 3 the text itself is stored once, as a delta, in table
-``texts``: RunReader reads it back and checks its sha256, store/texts.py) and the files
+``texts``: RunReader reads it back and checks its sha256, store/text_log.py) and the files
 ``<method>/memories/SSSSS_<sha12>.txt`` (SSSSS = the stream step at which that version was deployed, 00000 = the
 initial memory). The memory deployed *at* step s is the latest version whose step is <= s
 (docs/research-notes.md §1.2: after step s the deployed memory is M_s).

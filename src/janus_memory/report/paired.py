@@ -141,7 +141,7 @@ def _verdicts(records: list[dict]) -> dict[str, bool]:
 
 
 def paired_markdown(prs: list[dict]) -> str:
-    from .names import display_name, markdown_table
+    from .labels import display_name, markdown_table
 
     body = []
     for p in prs:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from .names import _cell, dataset_key, display_name, label_key, markdown_table  # noqa: F401
+from .labels import _cell, dataset_key, display_name, label_key, markdown_table  # noqa: F401
 from .runs import MethodRun, eval_set_used, evaluations, tasks_read
 
 TRIGGER_KEYS = {"trigger", "trigger_rate", "trigger_period"}

@@ -171,7 +171,7 @@ def assign_tags(rows: list) -> dict:
 
 
 def _tag_part(rows: list) -> list[str]:
-    from .names import display_name
+    from .labels import display_name
 
     by_label: dict[str, list] = {}
     for r in rows:
@@ -225,7 +225,7 @@ def _tag_part(rows: list) -> list[str]:
 def sources(rows: list) -> list[str]:
     """For every tagged row: where it comes from ("dc_rs+janus (tau=0.2): runs/b"); a "setup N" row also gets its
     settings."""
-    from .names import label_key
+    from .labels import label_key
 
     shorts = short_names([r.run_dir for r in rows])
     out: dict[str, dict] = {}

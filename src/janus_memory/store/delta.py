@@ -34,7 +34,7 @@ def _same_scalar(a: Any, b: Any) -> bool:
 def common_prefix(a: str, b: str) -> int:
     """Length of the longest common prefix of ``a`` and ``b``. Cheap in the case that matters, a string that grew by
     appending (possibly after rewriting its last base64 padding group): one C-level comparison, no bisection. Also
-    the prefix of the run store's text deltas (store/texts.py)."""
+    the prefix of the run store's text deltas (store/text_log.py)."""
     n = min(len(a), len(b))
     if b.startswith(a if n == len(a) else a[:n]):
         return n

@@ -13,7 +13,7 @@ from typing import Self
 from ..errors import OutputError, StorageError
 from ..killpoints import kill_point
 from . import chain as C
-from . import texts as T
+from . import text_log as T
 from .ckpt_rows import STORE_FORMAT
 from .jsonio import dumps
 from .lock import LOCK_NAME

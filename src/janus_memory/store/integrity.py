@@ -84,7 +84,7 @@ def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
     < 4). From store format 5 the chain and seals are required (their absence is damage) and the memory/candidate
     texts and each method's checkpoint rows are checked against their state seals."""
     from .chain import STORE_FORMAT_SEALED, chain_problems, setup_problems, state_problems, store_format
-    from .texts import damaged_text
+    from .text_log import damaged_text
 
     reader = RunReader(root)
     if not reader.has_db:

@@ -36,7 +36,7 @@ retrieval banks) arrive by reference (janus_memory/rows.py) and are stored as ro
 the new rows per step (store/ckpt_rows.py; store format 2, meta ``store_format``; format 1 folders, with the matrices
 inline as base64, still load).
 
-Memory and candidate texts (store format 3, store/texts.py): the rows of ``memories`` (one per deployed version)
+Memory and candidate texts (store format 3, store/text_log.py): the rows of ``memories`` (one per deployed version)
 and ``candidates`` (one per step) hold sha256 and parent, their ``text`` is ``''``; each distinct text is stored once
 in table ``texts``, as a delta on the version it came from (common prefix and suffix lengths + the new middle) or,
 every 64 versions along a chain, as a keyframe: a list of content-defined chunks (table ``text_chunks``, each chunk
@@ -62,7 +62,7 @@ from typing import Any, Iterator
 from ..errors import RunFolderError
 from ..killpoints import kill_point
 from . import chain as C
-from . import texts as T
+from . import text_log as T
 from .ckpt_log import CheckpointLog, Hints
 from .ckpt_rows import STORE_FORMAT
 from .folder import _SCHEMA, ASIDE, SETUP_DB, RunFolder, _fsync_dir, _remove  # noqa: F401  (re-exported)
@@ -83,7 +83,7 @@ class RunStore(RunFolder):
         self.db.executescript(_SCHEMA)
         self._set_format()
         self.ckpt = CheckpointLog(self.db)  # the checkpoint base + per-step operations (store/ckpt_log.py)
-        self.texts = T.TextLog(self.db)  # memory and candidate texts, once each, as deltas (store/texts.py)
+        self.texts = T.TextLog(self.db)  # memory and candidate texts, once each, as deltas (store/text_log.py)
         self._mem: dict[str, Memory | None] = {}  # method -> its newest stored memory (loaded once per process)
         self._chain: dict[str, str] = {}  # method -> hash of its newest committed step (store/chain.py)
 
@@ -134,7 +134,7 @@ class RunStore(RunFolder):
         return self.db.execute(sql, args).fetchall()
 
     def _versions(self, table: str, method: str, **kw):
-        """The rows of ``table`` with their texts, read back and checked (store/texts.py read_versions)."""
+        """The rows of ``table`` with their texts, read back and checked (store/text_log.py read_versions)."""
         return T.read_versions(self._query, table, method=method, on_damage=T.damage_error(self.root / self.DB), **kw)
 
     def _last_memory(self, method: str) -> Memory | None:
@@ -150,7 +150,7 @@ class RunStore(RunFolder):
         """Atomically store one step: its decision-log line, its full record, the candidate memory
         (``(text, parent_sha256, rejection_reason)``), the deployed memory (if it changed) and the method checkpoint
         used for resuming (``hints``: what of it only grew, see store/ckpt_log.py). Returns the memory file name when
-        a new version was deployed. The texts go to table ``texts`` (store/texts.py), once each: the deployed one as
+        a new version was deployed. The texts go to table ``texts`` (store/text_log.py), once each: the deployed one as
         a delta on the previous version, the candidate on its parent when the store has it in hand (else on the
         deployed memory)."""
         sha = text_hash(deployed_memory)
