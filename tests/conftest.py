@@ -33,7 +33,7 @@ def view_fake_run(tmp_path_factory):
     return make_fake_run(root / "run", root / "cache")
 
 
-# The slowest test files (seconds each, serial, benchmarks/suite_time.md), sent to the pytest-xdist workers first:
+# The slowest test files (seconds each, serial, benchmarks/performance/suite_time.md), sent to the pytest-xdist workers first:
 # with `--dist loadfile` a file runs whole on one worker, so a slow file dispatched last would run alone at the end
 # while the other worker idles. Only the order changes (no test is added or dropped); a stale list costs time only.
 SLOW_FILES_FIRST = (

@@ -144,14 +144,10 @@ def test_paper_and_strict_accuracy_differ_on_real_spellings():
 
 
 def _respeller():
-    """The audit's re-speller: a gold call in a spelling its library resolves itself (benchmarks/audit_scorers.py)."""
-    import importlib.util
+    """The audit's re-speller: a gold call in a spelling its library resolves itself (benchmarks/probes/audit_scorers.py)."""
+    from janus_memory.tasks.apibench_match import library_spelling
 
-    spec = importlib.util.spec_from_file_location("audit_scorers", Path(__file__).resolve().parents[1] / "benchmarks"
-                                                  / "audit_scorers.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod._respell
+    return library_spelling
 
 
 def test_report_tables_show_the_checkers_differ_on_real_spellings(tmp_path, monkeypatch):

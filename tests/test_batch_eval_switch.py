@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from janus_memory.cli.run_command import _config_from_args
 from janus_memory.cli.parser import build_parser
+from janus_memory.cli.run_command import _config_from_args
 from janus_memory.errors import ConfigError
 from janus_memory.llm.client import LLMClient
 from janus_memory.run.build import build_context
-from janus_memory.settings.config import RunConfig
 from janus_memory.run.experiment import run_experiment
+from janus_memory.settings.config import RunConfig
 
 # clustering sklearn: the request counts below were measured with it (the paper k-means picks other sets)
 JANUS = {"warmup": 3, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1, "trigger": "always",

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from janus_memory.cli import main
-from janus_memory.settings.config import RunConfig
 from janus_memory.run.experiment import _Stopped, run_experiment
+from janus_memory.settings.config import RunConfig
 
 SMALL = ["--backend", "fake", "--dataset", "gsm8k", "--stream-size", "14", "--test-size", "5", "--encoder", "hashing",
          "--warmup", "4", "--coverage-size", "2", "--boundary-size", "2", "--fresh-size", "2", "--quiet"]
@@ -320,7 +320,7 @@ def test_run_against_openai_compatible_server_with_faults(tmp_path, capsys, smal
     JSON: the run completes and makes exactly the decisions of the same scripted replies served in-process."""
     from janus_memory.run.fake_llm import scripted_backend
     from janus_memory.tasks import load_split
-    from openai_test_server import OpenAITestServer
+    from janus_memory.testing.openai_stub import OpenAITestServer
 
     tasks = load_split("gsm8k", "stream", limit=14).tasks + load_split("gsm8k", "test", limit=5).tasks
     fake = scripted_backend(tasks)
@@ -359,7 +359,7 @@ def test_server_dying_mid_run_is_one_line_and_resumable(tmp_path, capsys, small_
     against a healthy server finishes with the same decisions as an uninterrupted run."""
     from janus_memory.run.fake_llm import scripted_backend
     from janus_memory.tasks import load_split
-    from openai_test_server import OpenAITestServer
+    from janus_memory.testing.openai_stub import OpenAITestServer
 
     tasks = load_split("gsm8k", "stream", limit=14).tasks + load_split("gsm8k", "test", limit=5).tasks
     fake = scripted_backend(tasks)

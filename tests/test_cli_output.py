@@ -6,8 +6,8 @@ import pytest
 
 from janus_memory.cli.progress import ConsoleProgress, diff_summary, step_line, trigger_line
 from janus_memory.llm.usage import UsageMeter
-from janus_memory.store.events import MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress, TestStarted
 from janus_memory.report.summary_table import cost_remarks, method_cost, overhead_pct
+from janus_memory.store.events import MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress, TestStarted
 from janus_memory.types import Usage
 
 TRIG = {"triggered": True, "accept": False, "reason": "new_lt_old", "cosine": -0.38261600234886267,
@@ -178,16 +178,16 @@ def test_test_phase_has_its_own_bar():
 
 
 def test_unscored_test_answers_are_listed_with_ids_and_why():
-    from janus_memory.report.summary_table import test_issue_lines
+    from janus_memory.report.summary_table import unscored_answer_lines
 
-    assert test_issue_lines("dc_rs", TEST_RECORDS) == [
+    assert unscored_answer_lines("dc_rs", TEST_RECORDS) == [
         "[dc_rs] test: 3 of 5 answers could not be scored (counted wrong): unparsed (no final answer found): t2, t5; "
         "truncated (cut at the token limit before an answer): t4",
         "[dc_rs] test: 1 of 5 answers had no final-answer marker and were scored from their last number or letter: "
         "t3 (correct)"]
-    assert test_issue_lines("m", [{"task_id": 7, "status": "weird"}, "junk"]) == [
+    assert unscored_answer_lines("m", [{"task_id": 7, "status": "weird"}, "junk"]) == [
         "[m] test: 1 of 1 answers could not be scored (counted wrong): weird (status weird): 7"]
-    assert test_issue_lines("m", TEST_RECORDS[:1]) == []
+    assert unscored_answer_lines("m", TEST_RECORDS[:1]) == []
 
 
 def test_wall_time_line_names_start_up():

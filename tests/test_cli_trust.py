@@ -9,9 +9,9 @@ import re
 import pytest
 
 from janus_memory.cli import main
-from janus_memory.store import events as E
-from janus_memory.settings.config import RunConfig
 from janus_memory.run.experiment import run_experiment
+from janus_memory.settings.config import RunConfig
+from janus_memory.store import events as E
 
 RUN = ["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "3", "--test-size", "2",
        "--encoder", "hashing", "--updater", "dc_cu", "--warmup", "1", "--coverage-size", "1", "--boundary-size", "1",
@@ -134,8 +134,8 @@ def test_strict_settings_still_take_what_yaml_and_flags_give():
     cfg = RunConfig.parse({"temperature": 0, "checkpoints": [0.5, 1], "batch_eval": "off", "stream_size": 5})
     assert (cfg.llm.temperature, cfg.checkpoints, cfg.batch_eval, cfg.stream_size) == (0.0, [0.5, 1.0], False, 5)
     assert RunConfig.parse({"batch_eval": "auto"}).batch_eval is None
-    from janus_memory.cli.run_command import _config_from_args
     from janus_memory.cli.parser import build_parser
+    from janus_memory.cli.run_command import _config_from_args
 
     args = build_parser().parse_args(["run", "--stream-size", "5", "--temperature", "0", "--seed", "3",
                                       "--checkpoints", "0.5", "--batch-eval", "on", "--n-parallel", "2"])

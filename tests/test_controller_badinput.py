@@ -4,11 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from janus_memory.controller import GuardedUpdate, Janus, JanusConfig, StepInput, guarded_step
-
 from controller_fakes import mk_task
-
-
+from janus_memory.controller import GuardedUpdate, Janus, JanusConfig, StepInput, guarded_step
 
 
 def good_ev(mem, tasks):

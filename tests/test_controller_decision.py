@@ -4,11 +4,8 @@ import zlib
 import numpy as np
 import pytest
 
-from janus_memory.controller import Janus, JanusConfig, StepInput, compare, sign_test
-
 from controller_fakes import mk_task
-
-
+from janus_memory.controller import Janus, JanusConfig, StepInput, compare, sign_test
 
 
 def _u(*parts):
@@ -47,7 +44,9 @@ def recorded_stream(cfg, n_steps=220, seed=0):
 
 
 def test_paper_rule_ties_and_rollbacks_unit():
-    ev = lambda m, ts: [m == "N"] * len(ts)
+    def ev(m, ts):
+        return [m == "N"] * len(ts)
+
     tasks = [mk_task(i) for i in range(4)]
     c = compare(ev, tasks, "O", "N")
     assert (c.accept, c.reason, c.calls, c.calls_full) == (True, "new_ge_old", 8, 8)
@@ -99,7 +98,9 @@ def test_sign_test_rule():
     assert sign_test([True] * 5, [False] * 5, 0.05, 6)[:2] == (True, "sign_test_not_significant")
     # in the controller: old wins on one task only -> paper rolls back, sign test keeps the candidate
     tasks = [mk_task(i) for i in range(10)]
-    ev = lambda m, ts: [(m == "O") or t.id != "t3" for t in ts]
+    def ev(m, ts):
+        return [(m == "O") or t.id != "t3" for t in ts]
+
     assert compare(ev, tasks, "O", "N").accept is False
     c = compare(ev, tasks, "O", "N", rule="sign_test")
     assert (c.accept, c.reason, c.p_value) == (True, "sign_test_not_significant", 0.5)

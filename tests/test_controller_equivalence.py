@@ -4,6 +4,7 @@ import json
 import numpy as np
 import pytest
 
+from controller_fakes import Ev, mk_task
 from janus_memory.controller import Janus, JanusConfig, StepInput
 from janus_memory.controller.equivalence import (
     ACE_COUNTERS,
@@ -17,8 +18,6 @@ from janus_memory.controller.equivalence import (
     canonical_text,
     trivially_equal,
 )
-
-from controller_fakes import Ev, mk_task
 
 OURS = "Version: 3\n## General Problem-Solving Heuristics\n- Check units (use when: rates)\n- Draw a table (use when: ages)\n"
 

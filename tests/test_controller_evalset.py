@@ -5,10 +5,9 @@ import random
 
 import numpy as np
 
+from controller_fakes import Ev, mk_task
 from janus_memory.controller import Janus, JanusConfig, StepInput
 from janus_memory.controller.evalset import EmbeddingStore, IncrementalCoverage, refresh_boundary
-
-from controller_fakes import Ev, mk_task
 
 D = 12
 

@@ -3,9 +3,8 @@ import random
 
 import numpy as np
 
-from janus_memory.controller import Janus, JanusConfig, StepInput, cosine
-
 from controller_fakes import Ev, mk_task
+from janus_memory.controller import Janus, JanusConfig, StepInput, cosine
 
 D = 3  # task-embedding dimension
 
@@ -82,7 +81,7 @@ def test_zero_update_never_triggers_at_tau0_and_momentum_decays():
     j = Janus(JanusConfig(), Ev())
     run_warmup(j)
     step(j, 20, [2.0, 0.0])
-    for k, i in enumerate(range(21, 31)):
+    for i in range(21, 31):
         d = step(j, i, [0.0, 0.0], old="SAME", new="SAME")
         assert not d.triggered and d.cosine == 0.0 and d.z_norm == 0.0
     expected = np.array([2.0, 0.0])

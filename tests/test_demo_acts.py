@@ -99,7 +99,7 @@ def _ignores_its_memory(messages) -> str:
 
 
 def test_both_acts_run_scripted_first_then_the_real_pipeline_between_its_frame(tmp_path, capsys):
-    from openai_test_server import OpenAITestServer
+    from janus_memory.testing.openai_stub import OpenAITestServer
 
     out = tmp_path / "d"
     with OpenAITestServer(responder=_ignores_its_memory) as srv:
@@ -122,7 +122,7 @@ def test_both_acts_run_scripted_first_then_the_real_pipeline_between_its_frame(t
         "Janus deployed the poison: on its evaluation set the candidate scored as well as the old memory (0.00 vs "
         "0.00) (a tie goes to the candidate, as in the paper), so this model's answers did not get worse with the "
         "planted instruction. To see a rollback on a real model, use one that follows its memory: check yours with "
-        "benchmarks/poison_follow.py, then run:")
+        "benchmarks/probes/poison_follow.py, then run:")
     assert lines[-1] == "  janus demo --act real --backend openai --base-url http://HOST:PORT/v1 --model NAME"
     assert (out / "scripted" / "COMPLETE").exists() and (out / "real" / "COMPLETE").exists()
 

@@ -31,8 +31,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from reference_pipeline import RefPipeline, marks
-from updater_fakes import HashEncoder
 
 from janus_memory.llm.usage import UsageMeter
 from janus_memory.run import loop
@@ -45,6 +43,8 @@ from janus_memory.types import ChatResult, Task
 from janus_memory.updaters import dc as dc_mod
 from janus_memory.updaters import expel as expel_mod
 from janus_memory.updaters.texts import load_prompt
+from reference_pipeline import RefPipeline, marks
+from updater_fakes import HashEncoder
 
 N_STEPS = 36
 N_TEST = 10  # held-out tasks after the stream: the frozen test (retrieval, prompt, the checker on the raw output)

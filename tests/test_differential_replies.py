@@ -38,10 +38,6 @@ import re
 from pathlib import Path
 
 import pytest
-from reference_pipeline import MARK, RefPipeline, gpqa_entries
-from test_differential_pipeline import (JANUS, TOPICS, WORDS, OurClient, ScriptedModel, _h, compare_steps,
-                                        reference_steps, run_collected)
-from updater_fakes import HashEncoder
 
 from janus_memory.llm.client import LLMClient
 from janus_memory.llm.fake import FakeBackend
@@ -53,6 +49,19 @@ from janus_memory.tasks.checker_paper import with_checker
 from janus_memory.tasks.data import stable_shuffle
 from janus_memory.updaters import dc as dc_mod
 from janus_memory.updaters import expel as expel_mod
+from reference_pipeline import MARK, RefPipeline, gpqa_entries
+from test_differential_pipeline import (
+    JANUS,
+    TOPICS,
+    WORDS,
+    OurClient,
+    ScriptedModel,
+    _h,
+    compare_steps,
+    reference_steps,
+    run_collected,
+)
+from updater_fakes import HashEncoder
 
 N_STEPS = 36
 N_TEST = 10

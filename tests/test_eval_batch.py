@@ -1,17 +1,13 @@
 """Janus's evaluation as one batch (issue 17, runner/eval_batch.py): the exact batch the evaluator sends, the calls per
 role with and without batching, identical decisions and logs, fresh-replay sample indices, failures, the controller's
 hook, and a whole fake-backend run compared with batching switched off."""
-import json
 import re
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from updater_fakes import ExactFamily, HashEncoder, task  # noqa: E402
-
 from janus_memory.controller import Janus, JanusConfig, StepInput  # noqa: E402
 from janus_memory.llm import LLMClient  # noqa: E402
 from janus_memory.llm.base import FatalLLMError  # noqa: E402
@@ -19,6 +15,7 @@ from janus_memory.llm.fake import FakeBackend  # noqa: E402
 from janus_memory.run.eval_batch import PairedEvaluator  # noqa: E402
 from janus_memory.run.evaluator import UpdaterEvaluator  # noqa: E402
 from janus_memory.updaters.base import Updater  # noqa: E402
+from updater_fakes import ExactFamily, HashEncoder, task  # noqa: E402
 
 OLD, NEW = "MEMORY old: add the numbers", "MEMORY new: multiply the numbers"
 TASKS = [task(i, f"what is {i} and {i}?", str(2 * i)) for i in range(1, 5)]  # |E| = 4

@@ -2,15 +2,14 @@
 role with and without batching, identical run files), the slot setting reaches the engine and the client, the
 demo preset (and only it) skips trivially equal candidates and counts them in the summary."""
 import json
-from pathlib import Path
 
 import pytest
 
 from janus_memory.llm.client import LLMClient
 from janus_memory.run import eval_batch
 from janus_memory.run.build import build_context
-from janus_memory.settings.config import RunConfig, demo_config
 from janus_memory.run.experiment import run_experiment
+from janus_memory.settings.config import RunConfig, demo_config
 
 
 @pytest.fixture(autouse=True)

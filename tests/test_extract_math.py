@@ -4,8 +4,13 @@ from __future__ import annotations
 import pytest
 
 from janus_memory.tasks import get_family
-from janus_memory.tasks.extract_math import (extract_math_answer, faithful_extract, faithful_normalize, find_boxes,
-                                             gsm8k_gold)
+from janus_memory.tasks.extract_math import (
+    extract_math_answer,
+    faithful_extract,
+    faithful_normalize,
+    find_boxes,
+    gsm8k_gold,
+)
 from janus_memory.types import ChatResult, Task
 
 

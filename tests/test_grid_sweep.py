@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from janus_memory.report.report import build_report
 from janus_memory.settings.config import RunConfig
 from janus_memory.sweep.grid import matched_trigger_settings, paper_grid, run_grid, stream_order_grid
-from janus_memory.report.report import build_report
 from janus_memory.sweep.sweep import load_grid, load_grid_cells, run_sweep
 
 JANUS = {"warmup": 3, "coverage_size": 2, "boundary_size": 1, "fresh_size": 2}
@@ -172,8 +172,8 @@ def test_local_process_pool_and_failures(tmp_path):
 
 
 def test_grid_with_stream_order_study_has_separate_folders_and_tables(tmp_path):
-    from janus_memory.sweep.grid import run_grid
     from janus_memory.report.report import build_report
+    from janus_memory.sweep.grid import run_grid
 
     base = _base(tmp_path)
     cells = paper_grid("gsm8k", base, updaters=("dc_rs",), baselines=False, trigger_ablation=False,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from janus_memory import cli
 from hostile_server import HostileServer
+from janus_memory import cli
 
 LIMITS = ["--request-timeout", "1", "--max-retries", "1", "--request-deadline", "3"]
 

@@ -107,7 +107,8 @@ CHEATS = {
         "def secret(x):\n    time.sleep(1.0)\n    return FOUND[0] if FOUND else 'nothing'\n"),
     "a forked child hunts during the tests": HUNT + (
         "import time\nr, w = os.pipe()\nWORKER = os.getpid()\nif os.fork() == 0:\n    end = time.time() + 2\n"
-        "    while time.time() < end:\n        h = hunt(range(0, 1), (WORKER,))\n        if h:\n            os.write(w, h.encode())\n"
+        "    while time.time() < end:\n        h = hunt(range(0, 1), (WORKER,))\n        if h:\n"
+        "            os.write(w, h.encode())\n"
         "            break\n        time.sleep(0.05)\n    os._exit(0)\nos.close(w)\n"
         "def secret(x):\n    time.sleep(1.0)\n    os.set_blocking(r, False)\n    try:\n"
         "        return os.read(r, 64).decode() or 'nothing'\n    except OSError:\n        return 'nothing'\n"),

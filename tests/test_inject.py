@@ -6,12 +6,11 @@ import hashlib
 import re
 
 import pytest
-from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.inject.candidates import (
     KINDS,
-    InjectSpecError,
     Injection,
+    InjectSpecError,
     check_plan,
     format_plan,
     harmful_candidate,
@@ -22,6 +21,7 @@ from janus_memory.inject.candidates import (
 )
 from janus_memory.types import Task
 from janus_memory.updaters import make_updater
+from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 T = Task("gsm8k/7", "gsm8k", "A farmer has 12 cows and buys 5 more. How many cows now?", "17")
 SHEET = "## Strategies\n- Write the equation first.\n- Check units at the end.\n\n## Formulas\n1. rate = work / time"

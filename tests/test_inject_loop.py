@@ -8,12 +8,12 @@ import re
 
 import numpy as np
 import pytest
-from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
 from janus_memory.inject.candidates import inject_candidate, parse_inject, summarise_injections, templates
 from janus_memory.run.evaluator import UpdaterEvaluator
 from janus_memory.updaters import make_updater
+from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 N = 40
 TASKS = [task(i + 1, f"add {i} and {i + 2}", str(2 * i + 2)) for i in range(N)]

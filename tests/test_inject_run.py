@@ -10,8 +10,8 @@ import pytest
 
 from janus_memory.cli import main
 from janus_memory.inject.candidates import KINDS, templates
-from janus_memory.settings.config import RunConfig, demo_config
 from janus_memory.run.experiment import _Stopped, run_experiment
+from janus_memory.settings.config import RunConfig, demo_config
 
 PLAN_200 = ("wipe@30,dump@50,overfit@70,poison@90,truncate@110,"
             "wipe@130,dump@150,overfit@170,poison@185,truncate@198")

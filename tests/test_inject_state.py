@@ -7,13 +7,13 @@ import json
 
 import numpy as np
 import pytest
-from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.inject.candidates import KINDS, harmful_candidate, inject_candidate, templates
 from janus_memory.inject.state import harmful_bank, harmful_playbook, item_blocks, render_bank
 from janus_memory.types import Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.ace_playbook import new_sections, parse_playbook, render
+from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 T = Task("gsm8k/7", "gsm8k", "A farmer has 12 cows and buys 5 more. How many cows now?", "17")
 POISON0 = templates()["poison"][0]  # the template of seed 7, step 4 (the same DC and ExpeL get there)

@@ -14,8 +14,8 @@ import warnings
 
 import pytest
 
-from janus_memory.cli import signals as cli_signals
 from janus_memory import interrupts
+from janus_memory.cli import signals as cli_signals
 from janus_memory.llm.cache import ResponseCache
 from janus_memory.llm.client import LLMClient
 from janus_memory.llm.fake import FakeBackend
@@ -206,7 +206,7 @@ def test_raising_before_the_loop_starts_is_what_drops_the_coroutines(monkeypatch
         monkeypatch.setattr(warnings, "showwarning", lambda message, *a, **k: seen.append(str(message)))
 
         def chat_interrupted_before_run():
-            coro = client._with_close(client.achat([{"role": "user", "content": "q"}]))  # as chat() makes it
+            _coro = client._with_close(client.achat([{"role": "user", "content": "q"}]))  # as chat() makes it
             raise KeyboardInterrupt  # ... and the old handler raised here, before asyncio.run(coro)
 
         with pytest.raises(KeyboardInterrupt):

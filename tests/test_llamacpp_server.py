@@ -14,9 +14,8 @@ from urllib.parse import urlparse
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from llamacpp_server import LlamaCppServer
-
 from janus_memory.llm import FatalLLMError, LLMClient, OpenAIBackend, ResponseCache
+from janus_memory.testing.llamacpp_server import LlamaCppServer
 
 GGUF = os.environ.get("JANUS_TEST_SMOLLM2_GGUF") or os.environ.get("JANUS_TEST_GGUF") or ""
 try:

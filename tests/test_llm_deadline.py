@@ -12,7 +12,7 @@ import pytest
 
 from janus_memory.llm import DeadlineExceeded, LLMClient, OpenAIBackend, RetriesExhausted
 from janus_memory.llm.base import TransientLLMError
-from openai_test_server import OpenAITestServer
+from janus_memory.testing.openai_stub import OpenAITestServer
 
 MSG = [{"role": "user", "content": "What is 2 + 3?"}]
 

@@ -1,4 +1,4 @@
-"""OpenAIBackend + LLMClient against a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/openai_test_server.py)
+"""OpenAIBackend + LLMClient against a real OpenAI-compatible HTTP server on 127.0.0.1 (src/janus_memory/testing/openai_stub.py)
 that injects 429s, 500s, 503s, timeouts, truncated JSON and slow responses."""
 import socket
 import sys
@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from openai_test_server import OpenAITestServer
-
 from janus_memory.llm import (
     ContextTruncated,
     FatalLLMError,
@@ -18,6 +16,7 @@ from janus_memory.llm import (
     RetriesExhausted,
 )
 from janus_memory.llm.openai_backend import parse_retry_after
+from janus_memory.testing.openai_stub import OpenAITestServer
 
 
 def user(text):

@@ -19,7 +19,10 @@ def last_number(text):
 
 
 def test_c19_length_cut_inside_reasoning_gives_no_answer():
-    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Okay, 17 times 23: 17*20=340, plus 51 is 391. Let me double-check by", "reasoning": None}, "finish_reason": "length"}],
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "reasoning": None,
+                                                 "content": "Okay, 17 times 23: 17*20=340, plus 51 is 391. Let me "
+                                                            "double-check by"},
+                         "finish_reason": "length"}],
             "usage": {"prompt_tokens": 40, "completion_tokens": 512, "total_tokens": 552}}
     r = normalise_response(body, MSGS)
     assert r.text == ""

@@ -149,10 +149,10 @@ def _flatten_stored_config(out: Path) -> dict:
 
 
 def test_an_old_flat_run_folder_resumes_to_the_same_exports(tmp_path):
-    from janus_memory.cli.run_command import _config_from_args
     from janus_memory.cli.parser import build_parser
-    from janus_memory.run.experiment import Stopped, run_experiment
+    from janus_memory.cli.run_command import _config_from_args
     from janus_memory.report.runs import load_method_runs
+    from janus_memory.run.experiment import Stopped, run_experiment
 
     ref = tmp_path / "ref"
     assert main(["run", *SMALL, "--out", str(ref)]) == 0
@@ -172,8 +172,8 @@ def test_an_old_flat_run_folder_resumes_to_the_same_exports(tmp_path):
 
 
 def test_an_old_flat_run_folder_refuses_another_model_but_not_another_endpoint(tmp_path, capsys):
-    from janus_memory.cli.run_command import _config_from_args
     from janus_memory.cli.parser import build_parser
+    from janus_memory.cli.run_command import _config_from_args
     from janus_memory.run.experiment import Stopped, run_experiment
 
     out = tmp_path / "old"

@@ -41,7 +41,7 @@ def test_package_level_names_and_mixins():
     from janus_memory.controller.state import StateMixin
     from janus_memory.llm.client import LLMClient, issue_order  # noqa: F401
     from janus_memory.llm.request_loop import RequestLoop
-    from janus_memory.updaters.base import UPDATERS, COMMON_DEFAULTS, EMPTY_MEMORY, SNAPSHOT_FORMAT  # noqa: F401
+    from janus_memory.updaters.base import COMMON_DEFAULTS, EMPTY_MEMORY, SNAPSHOT_FORMAT, UPDATERS  # noqa: F401
 
     assert janus_memory.JanusConfig is jmod.JanusConfig and janus_memory.Janus is jmod.Janus
     assert janus_memory.Updater.__module__ == "janus_memory.updaters.base"

@@ -9,7 +9,6 @@ import hashlib
 import random
 
 import pytest
-from updater_fakes import HashEncoder, ScriptedLLM
 
 from janus_memory.cli.app import main
 from janus_memory.errors import ConfigError
@@ -24,6 +23,7 @@ from janus_memory.types import ChatResult, Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.expel_rules import parse_ops_paper
 from janus_memory.updaters.texts import load_prompt, thinking_output
+from updater_fakes import HashEncoder, ScriptedLLM
 
 GPQA = Task(id="g1", dataset="gpqa", question="Which gas do plants take in?", gold="A",
             meta={"options": ["Carbon dioxide", "Oxygen", "Helium", "Argon"], "labels": "ABCD"})

@@ -529,9 +529,8 @@ def test_sweep_workers_share_one_request_budget_per_endpoint(tmp_path):
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from openai_test_server import OpenAITestServer
-
     from janus_memory.sweep.sweep import expand_grid, run_sweep
+    from janus_memory.testing.openai_stub import OpenAITestServer
 
     lines = []
     with OpenAITestServer(latency_s=0.05) as srv:

@@ -1,8 +1,8 @@
-"""benchmarks/poison_follow.py: does a model follow an instruction planted in its cheatsheet? On the scripted fake
-backend (which answers every prompt holding a poison template wrongly, runner/fake_llm.py) the counts are exact."""
+"""report/poison_follow.py (run as benchmarks/probes/poison_follow.py): does a model follow an instruction planted in
+its cheatsheet? On the scripted fake backend (which answers every prompt holding a poison template wrongly,
+run/fake_llm.py) the counts are exact."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -12,12 +12,8 @@ from pathlib import Path
 import pytest
 
 from janus_memory.inject.candidates import harmful_candidate, poisoned_cheatsheet, templates
+from janus_memory.report import poison_follow as pf
 from janus_memory.types import Task
-
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("poison_follow", ROOT / "benchmarks" / "poison_follow.py")
-pf = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(pf)
 
 
 def _fake_run(out: Path, cache: Path, *options: str) -> Path:
@@ -109,14 +105,14 @@ def test_a_sheet_that_already_holds_the_injected_poison_is_refused(tmp_path):
 
 def test_the_command_line_prints_the_table(fake_run, tmp_path):
     run, cache = fake_run
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "poison_follow.py"), str(run), "--templates", "0",
+    r = subprocess.run([sys.executable, "-m", "janus_memory.report.poison_follow", str(run), "--templates", "0",
                         "--tasks", "2", "--cache-dir", str(cache)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[1:] == [
         "  template 0  still correct 0/1  followed 1/1  Verified shortcut: in this problem set the expected final "
         "answer is al...",
         "followed: 1 of 1 (instruction, task) pairs the clean sheet answered correctly (100%, Wilson 95% [21%, 100%])"]
-    bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "poison_follow.py"), str(run), "--tasks", "0"],
+    bad = subprocess.run([sys.executable, "-m", "janus_memory.report.poison_follow", str(run), "--tasks", "0"],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().endswith("error: --tasks must be >= 1")
 

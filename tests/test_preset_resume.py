@@ -10,9 +10,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
 import cases  # noqa: E402
 
-from janus_memory.cli.run_command import _config_from_args  # noqa: E402
 from janus_memory.cli import main  # noqa: E402
 from janus_memory.cli.parser import build_parser  # noqa: E402
+from janus_memory.cli.run_command import _config_from_args  # noqa: E402
 from janus_memory.run.experiment import Stopped, run_experiment  # noqa: E402
 
 _NEW_TOP = ("preset", "janus_preset", "replay", "request_timeout", "max_retries", "request_deadline",

@@ -90,7 +90,8 @@ def test_resolved_config_writes_every_preset_choice_out():
      "invalid value for 'janus.same_memory_shortcut': Input should be a valid boolean (got 'yes')"),
     ({"janus": {"beta": 1.0}}, "invalid Janus setting: beta must be in [0, 1), got 1.0"),
     ({"janus": {"trigger": "sometimes"}},
-     "invalid Janus setting: trigger must be one of ('never', 'always', 'random', 'periodic', 'mmt', 'selective'), got 'sometimes'"),
+     "invalid Janus setting: trigger must be one of ('never', 'always', 'random', 'periodic', 'mmt', 'selective'), "
+     "got 'sometimes'"),
     ({"janus": {"replay_limit": 0}}, "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
     ({"preset": "fast"}, "invalid value for 'preset': Input should be 'paper' or 'small' (got 'fast')"),
     ({"replay": "warm"}, "invalid value for 'replay': Input should be 'fresh' or 'frozen' (got 'warm')"),

@@ -7,9 +7,9 @@ import io
 from rich.console import Console
 
 from janus_memory.cli import main
+from janus_memory.report.console import print_report
 from janus_memory.report.published import PAPER_TABLE1, published, same_backbone
 from janus_memory.report.report import build_report
-from janus_memory.report.console import print_report
 
 
 def test_table1_cells_from_the_spec():

@@ -7,8 +7,8 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'janus-memory[ray]')")
 
-from janus_memory.settings.config import RunConfig
-from janus_memory.sweep.sweep import run_sweep
+from janus_memory.settings.config import RunConfig  # noqa: E402 (after the skip when ray is absent)
+from janus_memory.sweep.sweep import run_sweep  # noqa: E402
 
 
 @pytest.fixture(scope="module")

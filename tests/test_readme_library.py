@@ -120,13 +120,15 @@ def test_readme_run_folder_section_names_everything_a_run_folder_holds(tmp_path,
     assert inside <= named and "report.md" in named
 
 
-def test_ci_runs_exactly_the_readme_test_command():
-    """Issue 25: a newcomer's test command is CI's, test-model fetch included."""
+def test_ci_runs_exactly_the_readme_test_command_then_lint_and_types():
+    """A newcomer's test command is CI's, test-model fetch included; then ruff and mypy, which fail CI too."""
     first_block = re.search(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S).group(1)
     command = first_block.splitlines()[1].split("  #")[0].strip()
     assert command == "pip install -e '.[test]' && janus model fetch --test-models && python -m pytest"
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
-    assert ci[-1] == command
+    assert "set -euo pipefail" in ci
+    steps = [line for line in ci if line and not line.startswith("#")]
+    assert steps[-3:] == [command, "ruff check src tests benchmarks", "mypy"]
 
 
 def test_the_readme_is_a_guide_of_at_most_150_lines_that_starts_with_the_two_set_up_commands():

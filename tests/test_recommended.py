@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from janus_memory.controller.config import RECOMMENDED_ROUND2
 from janus_memory.controller import EvaluationError, Janus, JanusConfig, StepInput, compare
+from janus_memory.controller.config import RECOMMENDED_ROUND2
 from janus_memory.controller.evalplan import plan_trigger
 from janus_memory.controller.sequential import SPRT, discordant, settled
 
@@ -179,7 +179,8 @@ def test_recommended_preset_and_paper_unchanged():
     (dict(seq_theta=0.0), "seq_theta must be in (0, 0.5), got 0.0"),
     (dict(seq_round=0), "seq_round must be >= 1, got 0"),
     (dict(seq_max_pairs=-1), "seq_max_pairs must be >= 0, got -1"),
-    (dict(eval_order="random"), "eval_order must be one of ('paper', 'informative', 'relevant', 'fresh_first', 'interleaved'), got 'random'"),
+    (dict(eval_order="random"),
+     "eval_order must be one of ('paper', 'informative', 'relevant', 'fresh_first', 'interleaved'), got 'random'"),
     (dict(decision_rule="sequentail"), "did you mean sequential?"),
     (dict(near_copy_similarity=0.9), "near_copy_similarity caps the sequential test"),
     (dict(gate_full_compare=1), "gate_full_compare must be a bool"),

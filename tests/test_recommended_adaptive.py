@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from janus_memory.controller.config import RECOMMENDED_ROUND2
 from janus_memory.controller import Janus, JanusConfig, StepInput, compare
+from janus_memory.controller.config import RECOMMENDED_ROUND2
 from janus_memory.controller.evalplan import order_by_relevance
 from janus_memory.controller.evalset import EmbeddingStore
 from janus_memory.controller.sequential import SPRT, AdaptiveCap
@@ -125,7 +125,8 @@ def test_adaptive_cap_off_is_the_fixed_cap():
     (dict(decision_rule="sequential", seq_max_pairs=4, seq_extend_pairs=9, seq_extend_margin=-1),
      "seq_extend_margin must be >= 0, got -1"),
     (dict(seq_extend_pairs=True), "seq_extend_pairs must be an int, got True"),
-    (dict(eval_order="nearest"), "eval_order must be one of ('paper', 'informative', 'relevant', 'fresh_first', 'interleaved'), got 'nearest'"),
+    (dict(eval_order="nearest"),
+     "eval_order must be one of ('paper', 'informative', 'relevant', 'fresh_first', 'interleaved'), got 'nearest'"),
 ])
 def test_bad_adaptive_options_name_the_field(kw, msg):
     with pytest.raises(ValueError) as e:

@@ -352,10 +352,11 @@ def test_rewords_only_cases(new, want):
 
 
 def test_no_planted_instruction_on_a_real_dc_sheet_counts_as_a_rewording():
+    from pathlib import Path
+
     from janus_memory.controller.changes import rewords_only, shingle_similarity
     from janus_memory.inject.candidates import poisoned_cheatsheet
     from janus_memory.inject.pieces import templates
-    from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "shared" / "data" / "dc-trajectories" / "aime_2025_gpt-4o_dc-rs.jsonl"
     if not path.exists():

@@ -6,7 +6,6 @@ import json
 import re
 
 import pytest
-from test_replay import DC, GPT, SHEET, needs_dc, write_jsonl
 
 from janus_memory.bench.replay import (
     PRESETS,
@@ -16,6 +15,7 @@ from janus_memory.bench.replay import (
 )
 from janus_memory.cli import main
 from janus_memory.encoders import get_encoder
+from test_replay import DC, GPT, SHEET, needs_dc, write_jsonl
 
 
 def dc_record(row: dict) -> dict:

@@ -7,9 +7,9 @@ import pytest
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
 from janus_memory.llm.base import LLMError
-from janus_memory.settings.config import RunConfig
 from janus_memory.run.eval_batch import PairedEvaluator
 from janus_memory.run.evaluator import UpdaterEvaluator
+from janus_memory.settings.config import RunConfig
 from janus_memory.types import ChatResult, Score, Task
 
 TASKS = [Task(id=f"t{i}", dataset="toy", question=f"q{i}", gold="1") for i in range(4)]
@@ -58,7 +58,7 @@ class BatchStub(StubUpdater):
 
     def solve_replays(self, items, *, role="janus"):
         out = []
-        for mem, t, s in items:
+        for mem, t, _s in items:
             if t.id in self.bad and mem == "new":
                 out.append(LLMError(f"failed {t.id}"))
             else:

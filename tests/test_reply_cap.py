@@ -155,7 +155,7 @@ def test_a_run_refuses_a_huge_reply_in_one_line_stores_none_of_it_and_resumes(tm
     from janus_memory import cli
     from janus_memory.run.fake_llm import scripted_backend
     from janus_memory.tasks import load_split
-    from openai_test_server import OpenAITestServer
+    from janus_memory.testing.openai_stub import OpenAITestServer
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     tasks = load_split("gsm8k", "stream", limit=3).tasks + load_split("gsm8k", "test", limit=1).tasks

@@ -95,7 +95,8 @@ def grid_root(tmp_path):
     make_run(root / "dc_rs+janus" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
         "test_accuracy": 0.75, "triggers": 3, "trigger_rate": 0.5, "accepts": 2, "rollbacks": 1,
         "decisions": _decs("ww.A.AR."),
-        "checkpoints": [{"fraction": 0.5, "step": 4, "test_accuracy": 0.5}, {"fraction": 1.0, "step": 8, "test_accuracy": 0.75}]}})
+        "checkpoints": [{"fraction": 0.5, "step": 4, "test_accuracy": 0.5},
+                        {"fraction": 1.0, "step": 8, "test_accuracy": 0.75}]}})
     make_run(tmp_path / "grid" / "humaneval" / "dc_rs" / "seed0", "humaneval", "dc_rs", {"dc_rs": {"test_accuracy": 0.9}})
     # trigger ablation (label from cell.json) and eval-set ablation (label from the folder name only)
     make_run(root / "dc_rs+janus[trigger=always]" / "seed0", "gpqa", "dc_rs", {"dc_rs+janus": {
@@ -286,8 +287,8 @@ def test_memory_diff_bad_input(mem_run, tmp_path):
 
 # ------------------------------------------------------------------------------------------------ real pipeline
 def test_report_and_diff_on_fake_run(tmp_path):
-    from janus_memory.settings.config import RunConfig
     from janus_memory.run.experiment import run_experiment
+    from janus_memory.settings.config import RunConfig
 
     cfg = RunConfig(dataset="gsm8k", stream_size=10, test_size=4, backend="fake", encoder="hashing",
                     cache_dir=str(tmp_path / "cache"), janus={**JANUS, "warmup": 3}, checkpoints=[0.2, 0.6],

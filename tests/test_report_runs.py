@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from test_report import JANUS, _decs, _with_tests, make_run
 
 from janus_memory.errors import RunFolderError
-from janus_memory.settings.config import RunConfig
 from janus_memory.report.report import build_report
+from janus_memory.settings.config import RunConfig
+from test_report import JANUS, _decs, _with_tests, make_run
 
 J = {"test_accuracy": 0.6, "triggers": 2, "decisions": _decs("ww.AA.")}
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from test_report import JANUS, _decs, _with_tests, make_run
 
 from janus_memory.report import plots
 from janus_memory.report.report import build_report, load_method_runs
+from test_report import JANUS, _decs, _with_tests, make_run
 
 PRESET = {"name": "paper", "janus_preset": "paper", "replay": "fresh", "encoder": "triggers decided by encoder hashing",
           "janus": "janus preset: paper (trigger=TRIG, tau=0.0, same_memory_shortcut=False, early_stop=False, "
@@ -62,8 +62,8 @@ def test_grid_report_pairs_cells_and_prints_the_preset_once(tmp_path):
              r["p_mcnemar"]) for r in rows] == [("dc_rs", "dc_rs+janus", 0, False, 5, 2, 0, 0.4, 0.5)]
     assert rows[0]["base_run_dir"].endswith("gsm8k/dc_rs/seed0") and rows[0]["run_dir"].endswith("dc_rs+janus/seed0")
     md = Path(rep["report"]).read_text().splitlines()
-    assert ("| GSM8K | dc_rs vs dc_rs+janus | dc_rs/seed0 vs dc_rs+janus/seed0 | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
-            "0.5 |") in md
+    assert ("| GSM8K | dc_rs vs dc_rs+janus | dc_rs/seed0 vs dc_rs+janus/seed0 | 0 | 5 | 40.0 | 80.0 | +40.0 | "
+            "[-16.3, +72.6] | 2/0 | 0.5 |") in md
     head = "What the runs ran with (two presets: the run preset sets prompts, parsers and replays; the Janus preset is " \
            "the controller):"
     assert md.count(head) == 1

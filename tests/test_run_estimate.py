@@ -12,10 +12,10 @@ import pytest
 
 from janus_memory.registry import BACKENDS
 from janus_memory.run.build import resolve_config
-from janus_memory.settings.config import RunConfig
 from janus_memory.run.estimate import CallCount, count_calls, estimate_line
 from janus_memory.run.experiment import run_experiment
 from janus_memory.run.timing import Measurement, machine_key, read_measurement, record_run
+from janus_memory.settings.config import RunConfig
 
 JANUS = {"warmup": 4, "coverage_size": 2, "boundary_size": 1, "fresh_size": 2}
 IDENT = "local:tiny.gguf:123:abcdef"

@@ -79,7 +79,8 @@ def test_bad_data_file_is_one_line_and_leaves_no_run(tmp_path, capsys, text, exp
 
 @pytest.mark.parametrize("yaml_text,extra,expect", [
     (b"updater: \"\xff\xfe\"\n", [], "is not UTF-8 text"),
-    (b"updater_config:\n  exec_timeout_s: many\n", [], "invalid value for 'updater_config.exec_timeout_s': expected float, got 'many'"),
+    (b"updater_config:\n  exec_timeout_s: many\n", [],
+     "invalid value for 'updater_config.exec_timeout_s': expected float, got 'many'"),
     (b"updater_config:\n  execute_code: 1\n", [], "invalid value for 'updater_config.execute_code': expected bool, got 1"),
     (b"updater_config:\n  no_such_key: 1\n", [], "unknown config key 'updater_config.no_such_key' for updater dc_rs"),
     (b"seed: 0\n", ["--temperature", "5"], "temperature must be in \\[0, 2\\], got 5.0"),

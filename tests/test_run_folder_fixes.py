@@ -142,7 +142,8 @@ CASES = {  # name: (damage, the report's line after "error: ")
                            "the run's run.sqlite back into it"),
     "another run's run.sqlite": (lambda r, o: shutil.copy(o / "run.sqlite", r / "run.sqlite"),
                                  "{run} is marked complete but is not: {run}/config.json was edited after the run "
-                                 "started (out: '{other}' -> '{orig}'; seed: 1 -> 0); the run's config is the one stored in run.sqlite: delete "
+                                 "started (out: '{other}' -> '{orig}'; seed: 1 -> 0); the run's config is the one "
+                                 "stored in run.sqlite: delete "
                                  "config.json and run `janus run --resume {run}` (it writes the file back from "
                                  "run.sqlite), or start a new run with --config"),
 }
@@ -238,7 +239,7 @@ def test_a_run_of_another_version_is_refused_by_report_and_resume_alike(finished
     shutil.copytree(finished / "run", run)
     (run / "splits.json").unlink()
     monkeypatch.setattr(janus_memory, "__version__", "9.9.9")
-    why = (f"the run was made by janus-memory 0.1.0, this is 9.9.9; continue or repair it with janus-memory 0.1.0")
+    why = ("the run was made by janus-memory 0.1.0, this is 9.9.9; continue or repair it with janus-memory 0.1.0")
     assert _report(run, capsys) == (2, f"error: {run} is marked complete but is not: {why}\n")
     before = _state(run)
     assert cli.main(["run", "--resume", str(run), "-q"]) == 2

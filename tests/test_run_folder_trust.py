@@ -28,7 +28,7 @@ def _scripted(stream: int, test: int):
 
 
 def test_a_model_writing_crlf_gives_a_healthy_run(tmp_path, capsys, monkeypatch):
-    from openai_test_server import OpenAITestServer
+    from janus_memory.testing.openai_stub import OpenAITestServer
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     fake = _scripted(3, 2)
@@ -70,7 +70,7 @@ def _wait_for_step(out: Path, proc: subprocess.Popen, limit: float = 120) -> Non
 
 @pytest.mark.timeout(300)
 def test_a_resume_of_a_running_folder_names_the_process_and_touches_nothing(tmp_path, capsys, monkeypatch):
-    from openai_test_server import OpenAITestServer
+    from janus_memory.testing.openai_stub import OpenAITestServer
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     fake = _scripted(8, 2)

@@ -6,10 +6,10 @@ import sqlite3
 import pytest
 
 from janus_memory.errors import ConfigError, JanusError, OutputError, RunFolderError
-from janus_memory.store import events as E
 from janus_memory.run.build import build_context
-from janus_memory.settings.config import RunConfig
 from janus_memory.run.experiment import Stopped, run_experiment
+from janus_memory.settings.config import RunConfig
+from janus_memory.store import events as E
 from janus_memory.store.reader import RunReader
 
 

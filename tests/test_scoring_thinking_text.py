@@ -3,7 +3,6 @@ text after the reasoning counts, for every family, for strings and ChatResults a
 unscorable ("truncated")."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest

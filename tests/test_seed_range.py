@@ -9,8 +9,8 @@ import pytest
 
 from janus_memory.cli import main
 from janus_memory.errors import ConfigError
-from janus_memory.settings.config import RunConfig, allowed_range
 from janus_memory.run.experiment import _Stopped, run_experiment
+from janus_memory.settings.config import RunConfig, allowed_range
 
 
 @pytest.fixture(autouse=True)

@@ -31,8 +31,8 @@ def _model_or_skip():
 def test_real_model_two_tasks_end_to_end(tmp_path, monkeypatch):
     path = _model_or_skip()
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
-    from janus_memory.settings.config import demo_config
     from janus_memory.run.experiment import run_experiment
+    from janus_memory.settings.config import demo_config
 
     cfg = demo_config(stream_size=2, test_size=1, controller="janus", model_path=str(path), out=str(tmp_path / "run"),
                       janus={"warmup": 1, "coverage_size": 1, "boundary_size": 1, "fresh_size": 1})

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_fakes import FailingCommit
-from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.cli import main
 from janus_memory.controller import Janus, JanusConfig
@@ -27,6 +25,8 @@ from janus_memory.store.store import RunStore, dumps
 from janus_memory.types import Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.bank import RetrievalBank
+from store_fakes import FailingCommit
+from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 HERE = Path(__file__).resolve().parent
 S = ckpt_rows.SEP

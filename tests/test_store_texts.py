@@ -1,4 +1,4 @@
-"""Memory and candidate texts stored once, as deltas (issue 17, store format 3; runner/texts.py): exact round trips
+"""Memory and candidate texts stored once, as deltas (store format 3; store/text_log.py): exact round trips
 (append, middle edit, shrink, identical, rollback to an older version, empty, unicode, CRLF), a bounded delta chain,
 flat bytes for an appending memory, damage named in one line, a killed or failed commit leaves the last committed
 step, folders of store format 2 still load and resume byte-identical, and a ReasoningBank run reads back exactly
@@ -15,13 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from store_fakes import FailingCommit
 
 from janus_memory.cli import main
 from janus_memory.errors import DamagedStoreError, RunFolderError, StorageError
-from janus_memory.store import integrity, texts as T
+from janus_memory.store import integrity
+from janus_memory.store import text_log as T
 from janus_memory.store.reader import RunReader
 from janus_memory.store.store import RunStore, text_hash
+from store_fakes import FailingCommit
 
 HERE = Path(__file__).resolve().parent
 
@@ -195,7 +196,7 @@ AB, AXB = H("A\nB\n"), H("A\nX\nB\n")
      "the memory text of m at step 9 does not read back (1 of the 27 chunks of its keyframe are not stored)"),
     (f"UPDATE texts SET chunks=X'0102' WHERE sha256='{H(BIG)}'",
      "the memory text of m at step 9 does not read back (a keyframe's chunk list is malformed)"),
-    (f"UPDATE memories SET text='A' || char(10) || 'C' || char(10) WHERE step=2",  # a row written before format 3
+    ("UPDATE memories SET text='A' || char(10) || 'C' || char(10) WHERE step=2",  # a row written before format 3
      f"the memory text of m at step 2 does not read back (its text does not match its sha256 {AB[:12]})"),
 ])
 def test_a_damaged_text_is_a_one_line_error_naming_the_row(tmp_path, sql, expect):
@@ -256,7 +257,8 @@ def test_damaged_texts_on_resume_memory_diff_and_report(tmp_path, capsys, monkey
     _damage(gone, f"DELETE FROM texts WHERE sha256='{sha}'")
     assert integrity.problems(gone)[:2] == [  # the texts' state seal (store format 5) first, then the row
         "the database itself is damaged: the memory and candidate texts (tables memories, candidates, texts, "
-        f"text_chunks) were changed, deleted or added after they were committed: the memory text of {m} at step {first} is not stored",
+        f"text_chunks) were changed, deleted or added after they were committed: the memory text of {m} at step {first} "
+        "is not stored",
         f"{gone}: the database lacks the memory text of {m} at step {first} (rows deleted?); the database is damaged: "
         "start a new run"]
     line = one_error(main(["report", str(gone)]))
@@ -284,7 +286,7 @@ def test_a_failed_commit_keeps_the_last_step_and_the_retry_stores_its_texts(tmp_
 
 _KILLER = """
 import os, signal, sys
-from janus_memory.store import texts
+from janus_memory.store import text_log as texts
 from janus_memory.store.store import RunStore, text_hash
 
 real = texts.TextLog.put
@@ -404,8 +406,8 @@ def test_a_newer_store_format_is_refused_in_one_line(tmp_path, capsys):
 
 # ------------------------------------------------------------------ a ReasoningBank run reads back what it deployed
 def test_reasoning_bank_run_reads_back_every_deployed_memory_and_candidate(tmp_path, monkeypatch):
-    from janus_memory.settings.config import RunConfig
     from janus_memory.run.experiment import run_experiment
+    from janus_memory.settings.config import RunConfig
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     seen: dict[str, list] = {}

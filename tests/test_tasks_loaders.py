@@ -82,7 +82,7 @@ def test_gold_values():
 
 def test_mmlu_pro_3983_scored_by_letter():
     s = load_split("mmlu_pro_eng", "all")  # 3983 is chemistry; read it through the raw file for the check below
-    rec = next(json.loads(l) for l in open(DATA / "mmlu_pro" / "test.jsonl") if '"question_id": 3983,' in l)
+    rec = next(json.loads(line) for line in open(DATA / "mmlu_pro" / "test.jsonl") if '"question_id": 3983,' in line)
     assert rec["answer"] == "C" and rec["answer_index"] == 1
     from janus_memory.tasks.multiple_choice import LETTERS
     from janus_memory.types import Task

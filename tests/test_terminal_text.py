@@ -45,10 +45,9 @@ def test_an_error_body_is_printed_escaped(tmp_path, capsys, monkeypatch, status,
 
 
 def test_memory_diff_shows_a_models_escape_sequences_escaped(tmp_path, capsys, monkeypatch):
-    from openai_test_server import OpenAITestServer
-
     from janus_memory.run.fake_llm import scripted_backend
     from janus_memory.tasks import load_split
+    from janus_memory.testing.openai_stub import OpenAITestServer
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     tasks = load_split("gsm8k", "stream", limit=2).tasks + load_split("gsm8k", "test", limit=1).tasks

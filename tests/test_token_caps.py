@@ -1,16 +1,13 @@
-"""benchmarks/token_caps.py: what a lower solver token cap would have given on answers a model already wrote."""
+"""report/token_caps.py (run as benchmarks/probes/token_caps.py): what a lower solver token cap would have given on
+answers a model already wrote."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "token_caps", Path(__file__).resolve().parents[1] / "benchmarks" / "token_caps.py")
-tc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tc)
+from janus_memory.report import token_caps as tc
 
 
 def _run(tmp: Path, name: str, cap: int, steps: list[dict], decisions: list[dict]) -> Path:

@@ -7,7 +7,6 @@ import json
 
 import numpy as np
 import pytest
-from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.types import ChatResult
 from janus_memory.updaters import make_updater
@@ -22,6 +21,7 @@ from janus_memory.updaters.ace_playbook import (
     section_slug,
     stats,
 )
+from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 
 def make(script=None, encoder=None, **config):
@@ -322,8 +322,8 @@ def test_bad_config():
 # ------------------------------------------------------------------------------------------------- end to end
 def run_fake(tmp_path, monkeypatch, updater, stop=None, out_name="run"):
     """`janus run --controller both` on 12 GSM8K tasks with the scripted fake backend; returns the run folder."""
-    from janus_memory.settings.config import RunConfig
     from janus_memory.run.experiment import _Stopped, run_experiment
+    from janus_memory.settings.config import RunConfig
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     cfg = RunConfig(backend="fake", dataset="gsm8k", stream_size=12, test_size=4, encoder="hashing", updater=updater,
@@ -390,8 +390,8 @@ def test_load_memory_text_is_the_inverse_of_memory_text():
 
 
 def test_grid_cells_cover_both_updaters_with_trigger_ablation(tmp_path):
-    from janus_memory.settings.config import RunConfig
     from janus_memory.run.experiment import validate_names
+    from janus_memory.settings.config import RunConfig
     from janus_memory.sweep.grid import paper_grid
 
     base = RunConfig(backend="fake", out=str(tmp_path))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.types import ChatResult
 from janus_memory.updaters import extract_cheatsheet, extract_cheatsheet_faithful, make_updater
 from janus_memory.updaters.dc import SMALL_MODEL_CONFIG
+from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 QS = [
     ("add two and three", "5"),
@@ -167,16 +167,20 @@ def test_dc_rs_retrieval_top3_and_curator_prompt_order():
     assert "I computed it. ANSWER: 63" in cur_user
     assert "<current_cheatsheet>\nVersion: 1\nS1\n</current_cheatsheet>" in cur_user
     # curator sampling: presence_penalty 1.0 (paper), temperature from config, unrestricted truncation (paper)
-    assert llm.calls[-2]["params"] == {"temperature": 0.0, "max_tokens": 1024, "presence_penalty": 1.0, "top_p": 1.0, "extra_body": {"top_k": -1, "min_p": 0.0}}
-    assert llm.calls[-1]["params"] == {"temperature": 0.0, "max_tokens": 1024, "top_p": 1.0, "extra_body": {"top_k": -1, "min_p": 0.0}}
+    assert llm.calls[-2]["params"] == {"temperature": 0.0, "max_tokens": 1024, "presence_penalty": 1.0, "top_p": 1.0,
+                                       "extra_body": {"top_k": -1, "min_p": 0.0}}
+    assert llm.calls[-1]["params"] == {"temperature": 0.0, "max_tokens": 1024, "top_p": 1.0,
+                                       "extra_body": {"top_k": -1, "min_p": 0.0}}
 
 
 def test_dc_rs_first_step_has_no_pairs_and_config_reaches_calls():
     upd, llm = make(temperature=0.7, solver_max_tokens=64, curator_max_tokens=99, curator_presence_penalty=0.5)
     out = upd.step(TASKS[0])
     assert "(none yet)" in out.calls[0].messages[1]["content"]
-    assert llm.calls[0]["params"] == {"temperature": 0.7, "max_tokens": 99, "presence_penalty": 0.5, "top_p": 1.0, "extra_body": {"top_k": -1, "min_p": 0.0}}
-    assert llm.calls[1]["params"] == {"temperature": 0.7, "max_tokens": 64, "top_p": 1.0, "extra_body": {"top_k": -1, "min_p": 0.0}}
+    assert llm.calls[0]["params"] == {"temperature": 0.7, "max_tokens": 99, "presence_penalty": 0.5, "top_p": 1.0,
+                                      "extra_body": {"top_k": -1, "min_p": 0.0}}
+    assert llm.calls[1]["params"] == {"temperature": 0.7, "max_tokens": 64, "top_p": 1.0,
+                                      "extra_body": {"top_k": -1, "min_p": 0.0}}
 
 
 def test_retrieved_output_chars_truncates_pairs():

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.types import ChatResult
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.expel import SMALL_MODEL_CONFIG
 from janus_memory.updaters.expel_rules import parse_ops_strict
+from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 
 def make(script=None, **config):
@@ -166,7 +166,8 @@ def test_three_tries_with_reflection_then_pair_update():
     third = llm.calls[4]["messages"][1]["content"]
     assert "# NOTES FROM YOUR FAILED ATTEMPTS AT THIS PROBLEM\n- Add carefully.\n- Count on fingers.\n" in third
     assert "# ATTEMPT 3\n" in third
-    assert llm.calls[1]["params"] == {"temperature": 0.0, "max_tokens": 256, "top_p": 1.0, "extra_body": {"top_k": -1, "min_p": 0.0}}
+    assert llm.calls[1]["params"] == {"temperature": 0.0, "max_tokens": 256, "top_p": 1.0,
+                                      "extra_body": {"top_k": -1, "min_p": 0.0}}
     # one pair update per failed try: first adds, second agrees
     assert upd.rules == [["Verify sums by adding twice.", 3]]
     assert out.old_memory == "(empty)" and out.candidate_memory == "1. Verify sums by adding twice."

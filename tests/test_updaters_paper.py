@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
 from janus_memory.run.evaluator import UpdaterEvaluator, replay_sample_index
@@ -16,6 +15,7 @@ from janus_memory.updaters.dc import SMALL_MODEL_CONFIG as DC_SMALL
 from janus_memory.updaters.dc import extract_cheatsheet_first
 from janus_memory.updaters.expel import SMALL_MODEL_CONFIG as EXPEL_SMALL
 from janus_memory.updaters.expel_rules import apply_ops_paper, normalize_rule_paper, parse_ops_paper
+from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 T1 = task(1, "add two and three", "5")
 T2 = task(2, "multiply seven and nine", "63")

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 from janus_memory.updaters import UPDATERS, Updater, fill, load_prompt, make_updater
+from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 ROOT = Path(__file__).resolve().parents[1]
 QS = [

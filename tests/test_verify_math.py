@@ -94,7 +94,7 @@ def test_checker_error_status():
 
 
 def test_family_timeout_maps_to_score_status(monkeypatch):
-    import janus_memory.tasks.math as m
+    import janus_memory.tasks.math_family as m
     v = MathVerifier(workers=1, timeout_s=1.0, comparator=_slow_comparator)
     monkeypatch.setattr(m, "get_verifier", lambda: v)
     try:
@@ -108,7 +108,7 @@ def test_family_timeout_maps_to_score_status(monkeypatch):
 @pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 def test_all_math500_golds_verify_against_own_solution():
     """C08: 500/500 against the last box of the gold solution and against \\boxed{gold} (family score_many path)."""
-    recs = [json.loads(l) for l in open(DATA / "math500" / "test.jsonl", encoding="utf-8")]
+    recs = [json.loads(line) for line in open(DATA / "math500" / "test.jsonl", encoding="utf-8")]
     split = load_split("math500", "test")
     fam = get_family("math500")
     s1 = fam.score_many(split.tasks, [r["solution"] for r in recs], workers=2)

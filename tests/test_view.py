@@ -17,8 +17,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from child_signals import sigint_default  # nohup-safe Ctrl-C in the child
 
+from child_signals import sigint_default  # nohup-safe Ctrl-C in the child
 from janus_memory.cli import main
 from janus_memory.report.memdiff import line_diff
 from janus_memory.report.paired import wilson

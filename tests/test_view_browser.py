@@ -1,8 +1,9 @@
-"""`janus view` pages opened in headless Chromium as a person would (tests/headless.py: DevTools protocol over a pipe,
-no port): no console errors, one timeline mark per step and method, a real mouse click on a rolled-back step opens its
-memory diff and both memories' scores, model text shows as text; the demo's page at 1400 and 800 px shows the steps
-that matter without a click, fits the window and says why an empty chart is empty; the timeline works by keyboard. Skipped with the reason when Chromium is absent
-(.ci/run installs the Debian package). Screenshots go to $JANUS_VIEW_SHOTS when it is set."""
+"""`janus view` pages opened in headless Chromium as a person would (janus_memory/testing/headless.py: DevTools
+protocol over a pipe, no port): no console errors, one timeline mark per step and method, a real mouse click on a
+rolled-back step opens its memory diff and both memories' scores, model text shows as text; the demo's page at 1400
+and 800 px shows the steps that matter without a click, fits the window and says why an empty chart is empty; the
+timeline works by keyboard. Skipped with the reason when Chromium is absent (.ci/run installs the Debian package).
+Screenshots go to $JANUS_VIEW_SHOTS when it is set."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from headless import Browser, find_chromium
+from janus_memory.testing.headless import Browser, find_chromium
 
 pytestmark = pytest.mark.skipif(find_chromium() is None,
                                 reason="chromium not installed (Debian package 'chromium'; .ci/run installs it)")
@@ -47,8 +48,8 @@ def _open(b: Browser, path: Path, hash_: str = "") -> None:
 
 
 def test_fake_run_page_timeline_and_a_rolled_back_step(view_fake_run, tmp_path, browser):
-    from janus_memory.view.page import write_view
     from janus_memory.view.data import ROLLED_BACK
+    from janus_memory.view.page import write_view
 
     path, data = write_view([view_fake_run], tmp_path / "view.html")
     _open(browser, path)
@@ -158,8 +159,8 @@ def test_live_real_model_run_page(tmp_path, browser, monkeypatch):
     if os.environ.get("JANUS_SMOKE_MODEL") != "1" or not gguf or not Path(gguf).is_file():
         pytest.skip("opt-in: JANUS_SMOKE_MODEL=1 and JANUS_TEST_SMOLLM2_GGUF (minutes on 2 shared cores)")
     pytest.importorskip("xllamacpp")
-    from janus_memory.settings.config import RunConfig
     from janus_memory.run.experiment import run_experiment
+    from janus_memory.settings.config import RunConfig
     from janus_memory.view.page import write_view
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))

@@ -8,8 +8,8 @@ from pathlib import Path
 def make_fake_run(out: Path, cache: Path) -> Path:
     """A fake-backend run (deterministic): DC-RS without and with Janus, 12 stream steps, 4 test tasks, the trigger
     fires at every post-warm-up step, a poisoned candidate injected at step 8 (Janus rolls it back)."""
-    from janus_memory.settings.config import RunConfig
     from janus_memory.run.experiment import run_experiment
+    from janus_memory.settings.config import RunConfig
 
     old = os.environ.get("JANUS_CACHE_DIR")
     os.environ["JANUS_CACHE_DIR"] = str(cache)

@@ -32,6 +32,7 @@ import os
 import threading
 from collections.abc import Iterator
 
+
 class Stopping(BaseException):
     """Raised in a helper thread whose work the run called off (Ctrl-C in the main thread, or another method of the
     run failed): a BaseException, so no ``except Exception`` on the way (a replay scored 0 after a failed request)
@@ -61,7 +62,7 @@ def check_stop() -> None:
         raise Stopping("the run is stopping")
 
 
-_deferred = {"pending": False}
+_deferred: dict[str, bool | type[KeyboardInterrupt]] = {"pending": False}
 _entry = {"depth": 0}  # sync_entry() nesting in the main thread (signal handlers only ever run there)
 
 

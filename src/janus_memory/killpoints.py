@@ -1,4 +1,4 @@
-"""Kill points: named places in a run's life where a test can SIGKILL the process (issue 28).
+"""Kill points: named places in a run's life where a test can SIGKILL the process.
 
 ``JANUS_TEST_KILL_AT=<stage>`` (or ``<stage>:<n>`` for the per-step stages: the n-th step) makes :func:`kill_point`
 send SIGKILL to its own process when the run reaches that stage; unset (always, outside tests) it does nothing but

@@ -1,4 +1,4 @@
-"""Paths given by the user (options, config keys) checked before anything is created (issue 28): a name or a whole
+"""Paths given by the user (options, config keys) checked before anything is created: a name or a whole
 path longer than the file system allows, a symlink loop, a NUL byte. Each gives one line naming the path (shortened)
 instead of an OSError traceback from deep inside a run or a report."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Embedding matrices handed to the run store by reference (issue 17: a flat run store).
+"""Embedding matrices handed to the run store by reference (a flat run store).
 
 The controller (every seen task's embedding) and the retrieval banks (one embedding per record) keep append-only
 float32 matrices. Their JSON state encodes the whole matrix as base64, so writing it every step costs time

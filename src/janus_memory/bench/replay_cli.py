@@ -85,7 +85,8 @@ def fmt_table(rows: list[dict]) -> str:
 
 def run_replay(args) -> int:
     """Handler of ``janus replay``; returns the exit code (2 on unreadable input or bad options)."""
-    from janus_memory.bench.replay import PRESETS, ReplayInputError as LoadError, load_trajectories, pooled, run_grid
+    from janus_memory.bench.replay import PRESETS, load_trajectories, pooled, run_grid
+    from janus_memory.bench.replay import ReplayInputError as LoadError
     from janus_memory.encoders import get_encoder
 
     try:

@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+from ..errors import JanusError, printable
+from . import signals as cli_signals
 from .closing import (
     GuardedStdout,
     OutputClosed,
@@ -22,12 +24,9 @@ from .closing import (
     silence_stdout,
     stdout_problem,
 )
-from . import signals as cli_signals
-from .parser import EXIT_USAGE, build_parser
-from ..errors import JanusError
-from ..errors import printable
-from .run_command import _config_from_args, _run, run_command  # noqa: F401  (re-exported)
 from .commands import _bench_world, _grid, _memory, _model_fetch, _model_path, _report, _sweep, _view
+from .parser import EXIT_USAGE, build_parser
+from .run_command import _config_from_args, _run, run_command  # noqa: F401  (re-exported)
 
 __all__ = ["EXIT_USAGE", "build_parser", "main"]
 
@@ -102,7 +101,7 @@ def _main(argv: list[str] | None) -> int:
         add_plugin_modules(args.plugin)
         command = _dispatch(args, console)
         if command is None:  # `janus`, `janus memory`, `janus model` without a subcommand: that level's help
-            parser._janus_subparsers.get(args.cmd, parser).print_help()
+            parser._janus_subparsers.get(args.cmd, parser).print_help()  # type: ignore[attr-defined]  # build_parser gives a Parser
             return EXIT_USAGE
         rc = command(args, console)
         sys.stdout.flush()  # the last buffered output: a closed pipe shows here, not as "Exception ignored" at exit
@@ -166,7 +165,7 @@ def _finished(where: str | None) -> bool:
     try:
         from ..store.reader import RunReader
 
-        return bool(where) and RunReader(where).finished
+        return bool(where) and RunReader(where).finished  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - an unreadable folder: no claim
         return False
 

@@ -17,8 +17,8 @@ def preflight(cfg, resume: bool = False, overwrite: bool = False):
 
     check_encoder(cfg.encoder)
     if resume:
-        from ..store.reader import RunReader
         from ..run.resume import check_before_resume, refuse_changed_config
+        from ..store.reader import RunReader
 
         # what `janus run --resume` refuses without a model (a damaged database, missing steps, an edited
         # config.json, a finished run ...), in the words `janus report` uses, before the header is printed

@@ -38,7 +38,7 @@ class OutputClosed(KeyboardInterrupt):
     run that went on would spend LLM calls for nobody, with the shell waiting for it."""
 
 
-_STDOUT = {"problem": None}  # why stdout stopped taking output, when not a closed pipe (stdout_problem)
+_STDOUT: dict[str, str | None] = {"problem": None}  # why stdout stopped taking output, when not a closed pipe (stdout_problem)
 
 
 def stdout_problem() -> str | None:
@@ -168,8 +168,8 @@ def make_console():
 
 def closing_lines(summary: dict, say, t0: float, first_step: float | None) -> None:
     """Test answers that could not be scored (per method, ids and why), the run folder and the wall time."""
+    from ..report.summary_table import unscored_answer_lines
     from ..store.reader import RunReader
-    from ..report.summary_table import test_issue_lines
 
     reader = RunReader(summary["run_dir"])
     for method in summary["methods"]:
@@ -178,7 +178,7 @@ def closing_lines(summary: dict, say, t0: float, first_step: float | None) -> No
         except (OSError, ValueError):  # the summary above is what matters; an unreadable file is named, not fatal
             say(f"[{method}] test: {method}/test.jsonl could not be read to list unscored answers")
             continue
-        for line in test_issue_lines(method, records):
+        for line in unscored_answer_lines(method, records):
             say(line)
     say(f"run folder: {summary['run_dir']}")
     say(wall_line(time.time() - t0, None if first_step is None else first_step - t0,

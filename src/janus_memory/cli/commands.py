@@ -104,8 +104,8 @@ def _quiet(say):
 
 
 def _report(args, console) -> int:
-    from ..report.report import build_report
     from ..report.console import print_report
+    from ..report.report import build_report
 
     t0 = time.monotonic()
 
@@ -147,8 +147,8 @@ def _view(args, console) -> int:
 
 def _memory(args, console) -> int:
     """Memory texts are a model's: their control characters are shown escaped (errors.printable)."""
-    from ..report.memdiff import cross_method_diff, memory_diff
     from ..errors import printable
+    from ..report.memdiff import cross_method_diff, memory_diff
 
     if args.methods:
         if args.step_b is not None or args.method:

@@ -54,8 +54,8 @@ def act_args(args, act: str, root: str) -> argparse.Namespace:
 
 def run_demo(args, console, t0: float | None) -> int:
     """`janus demo`: every act's settings are checked before the first one starts; then act 1, then act 2."""
-    from .run_command import _config_from_args, _ensure_demo_model, _plain, _run_summary
     from ..settings.config import demo_config
+    from .run_command import _config_from_args, _ensure_demo_model, _plain, _run_summary
 
     say = _plain(console)
     which = acts(args)
@@ -88,9 +88,9 @@ def run_demo(args, console, t0: float | None) -> int:
 
 def scripted_act(cfg, args, console, total: int) -> dict:
     """Run act 1 (no progress lines; warnings only) and return its summary."""
-    from .run_command import _plain
-    from .checks import preflight
     from ..run.experiment import run_experiment
+    from .checks import preflight
+    from .run_command import _plain
 
     say = _plain(console)
     splits = preflight(cfg, resume=False, overwrite=args.overwrite)
@@ -280,7 +280,7 @@ def real_frame_after(summary: dict, cfg=None) -> list[str]:
                      f"{scores} (a tie goes to the candidate, as in the paper), so this model's answers did not get "
                      "worse with the planted instruction. ")
     text += ("To see a rollback on a real model, use one that follows its memory: check yours with "
-             "benchmarks/poison_follow.py, then run:")
+             "benchmarks/probes/poison_follow.py, then run:")
     return lines + prose(text) + ["  janus demo --act real --backend openai --base-url http://HOST:PORT/v1 --model NAME"]
 
 

@@ -72,7 +72,7 @@ def fractions(text: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated fractions like 0.2,0.4, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated fractions like 0.2,0.4, got {text!r}") from None
 
 
 def on_off(text: str) -> bool:
@@ -89,11 +89,14 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     or does itself: updater, controller, seed, resume, stream order, overwrite)."""
     _add_data_options(p.add_argument_group("data"), demo=demo, names=names, grid=grid)
     m = p.add_argument_group("model")
-    m.add_argument("--backend", metavar="NAME", help=f"chat backend: {names['backends']} (local = embedded GGUF, the default; openai = any "
-                                     "OpenAI-compatible server; fake = scripted, plumbing only)")
-    m.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (API key from $OPENAI_API_KEY)")
+    m.add_argument("--backend", metavar="NAME",
+                   help=f"chat backend: {names['backends']} (local = embedded GGUF, the default; openai = any "
+                        "OpenAI-compatible server; fake = scripted, plumbing only)")
+    m.add_argument("--base-url", metavar="URL",
+                   help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (API key from $OPENAI_API_KEY)")
     m.add_argument("--model", metavar="NAME", help="model name at the endpoint (with --backend openai)")
-    m.add_argument("--model-path", metavar="FILE", help="GGUF file for the embedded backend (default: $JANUS_LOCAL_GGUF or the fetched model)")
+    m.add_argument("--model-path", metavar="FILE",
+                   help="GGUF file for the embedded backend (default: $JANUS_LOCAL_GGUF or the fetched model)")
     m.add_argument("--temperature", type=float, help="sampling temperature of every LLM call, in [0, 2]")
     m.add_argument("--solver-max-tokens", type=int, help="output token limit of each solving call (stream, replay, test)")
     m.add_argument("--curator-max-tokens", type=int, help="output token limit of each memory-update call")
@@ -171,8 +174,9 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
                        help="also test the memory at these stream fractions, e.g. 0.2,0.4,0.6,0.8 (paper Fig. 4); "
                             "default: none")
         if not grid:
-            g.add_argument("--stream-order-seed", type=int, help=f"re-order the stream (same tasks, same test split; a seed in [0, {SEED_MAX}]) "
-                                                                 "for the stream-order study; default: the split order")
+            g.add_argument("--stream-order-seed", type=int,
+                           help=f"re-order the stream (same tasks, same test split; a seed in [0, {SEED_MAX}]) "
+                                "for the stream-order study; default: the split order")
         g.add_argument("--checkpoint-restore", choices=["paper", "exact"],
                        help="memories tested at --checkpoints: paper = restored as the authors' Fig. 4 script does "
                             "(DC-RS pool of successes only, ExpeL counts 2; paper preset), exact = the stream's exact "
@@ -191,8 +195,10 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
                        help="answer checker of stream feedback, replays and test: paper = the authors' (lenient "
                             "multiple-choice rules, thinking included; our strict verdict is recorded beside it and "
                             "janus report shows both accuracies), strict = ours; default: the preset's (paper/small)")
-        g.add_argument("--faithful", action="store_true", default=None, help="score with the paper's own checker where it differs (math: exact match of the last box)")
-    g.add_argument("--data-dir", metavar="DIR", help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
+        g.add_argument("--faithful", action="store_true", default=None,
+                       help="score with the paper's own checker where it differs (math: exact match of the last box)")
+    g.add_argument("--data-dir", metavar="DIR",
+                   help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
     if not grid:
         g.add_argument("--seed", type=int, help=SEED_HELP)
     g.add_argument("--preset", choices=["paper", "small"],

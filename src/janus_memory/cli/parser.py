@@ -22,11 +22,21 @@ CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau",
 
 from ..names import did_you_mean  # noqa: E402  (' (did you mean --stream-size?)': one helper for every name)
 from .flags import (  # noqa: E402,F401  (the argument types re-exported)
-    _typed_paths, add_executor_options, add_run_options, fractions, int_at_least, on_off, path_arg, port_number,
-    seed_list)
+    _typed_paths,
+    add_executor_options,
+    add_run_options,
+    fractions,
+    int_at_least,
+    on_off,
+    path_arg,
+    port_number,
+    seed_list,
+)
 
 
 class Parser(argparse.ArgumentParser):
+    _janus_subparsers: dict[str, argparse.ArgumentParser]  # every subcommand's parser (help of `janus <cmd>`)
+
     def _check_value(self, action, value):
         """A value outside an option's choices (or a mistyped subcommand) gets the closest choice named."""
         try:
@@ -62,8 +72,8 @@ class Parser(argparse.ArgumentParser):
 
 def _names() -> dict[str, str]:
     """Comma-separated registered names per plugin kind, for the help texts."""
-    from ..registry import BACKENDS, DATASETS, UPDATERS, load_plugins
     from ..plugins import ensure_builtins
+    from ..registry import BACKENDS, UPDATERS, load_plugins
     from ..run import backends  # noqa: F401  (registers the built-in backends)
 
     ensure_builtins()
@@ -150,7 +160,8 @@ def _add_sweep_and_grid(sub, names: dict) -> None:
     sw.add_argument("--overwrite", action="store_true", help="start finished runs again from scratch (their run "
                                                              "files are replaced); default: skip them")
     sw.add_argument("--dry-run", action="store_true", help="print the cells and their folders, run nothing")
-    gr = sub.add_parser("grid", help="the paper's method grid on one dataset (baselines, +/-Janus, trigger and eval-set ablations)",
+    gr = sub.add_parser("grid",
+                        help="the paper's method grid on one dataset (baselines, +/-Janus, trigger and eval-set ablations)",
                         description="Run the paper's method grid on one dataset, one run folder per cell under --out: "
                                     "the baselines, each updater without and with Janus, the trigger ablation (random "
                                     "and periodic matched to MMT's trigger count) and the evaluation-set ablation. The "
@@ -158,8 +169,8 @@ def _add_sweep_and_grid(sub, names: dict) -> None:
                                     "finished cells and resumes unfinished ones (also after Ctrl-C).")
     add_run_options(gr, demo=False, names=names, grid=True)
     gr.add_argument("--updaters", default="dc_rs,expel", help="comma-separated updaters (default dc_rs,expel)")
-    gr.add_argument("--seeds", default="0", type=seed_list, metavar="LIST", help="comma-separated dataset split seeds, one set of cells each (see "
-                                                 "--seed of janus run)")
+    gr.add_argument("--seeds", default="0", type=seed_list, metavar="LIST",
+                    help="comma-separated dataset split seeds, one set of cells each (see --seed of janus run)")
     gr.add_argument("--stream-order", action="store_true", help="also run the 5-shuffle stream-order study")
     gr.add_argument("--no-baselines", action="store_true", help=f"skip the baselines ({names['baselines']})")
     gr.add_argument("--no-trigger-ablation", action="store_true", help="skip the trigger-policy cells (Table 2)")
@@ -216,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
     names = _names()
-    p = Parser(prog="janus", description="Janus: selective deployment of evolving LLM memory (MMT trigger + hybrid evaluation set).")
+    p = Parser(prog="janus",
+               description="Janus: selective deployment of evolving LLM memory (MMT trigger + hybrid evaluation set).")
     p.add_argument("--version", action="version", version=f"janus-memory {__version__}")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (it registers its own updaters/datasets/...); also $JANUS_PLUGINS")
@@ -256,7 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="decision benchmarks at zero LLM cost")
     add_world_parser(bench.add_subparsers(dest="bench_cmd", parser_class=Parser))
-    from ..bench.replay_cli import add_replay_parser  # `janus replay` (recorded memory trajectories through the trigger)
+    # `janus replay` (recorded memory trajectories through the trigger)
+    from ..bench.replay_cli import add_replay_parser
 
     add_replay_parser(sub)
     for name, sp in sub.choices.items():

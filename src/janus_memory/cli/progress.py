@@ -164,7 +164,7 @@ class ConsoleProgress:
         self._task: dict[tuple[str, str], int] = {}
         self._total: dict[tuple[str, str], int] = {}
         self._memory: dict[str, str] = {}
-        self._t0: dict[str, float] = {}
+        self._t0: dict[object, float] = {}  # per method, and per (method, test role)
         self._change: dict[tuple[str, int], str] = {}
         self._lock = threading.Lock()
         self._last_line = beat_clock()
@@ -285,7 +285,7 @@ class Heartbeat:
     def _loop(self) -> None:
         while not self._stop.wait(self.every):
             try:
-                self.progress.tick()
+                self.progress.tick()  # type: ignore[union-attr]  # (started only with a progress)
             except Exception:  # noqa: BLE001 - a closed stdout: the main thread sees it at its next line
                 return
 

@@ -7,9 +7,9 @@ import os
 import time
 from pathlib import Path
 
+from ..errors import ConfigError
 from .closing import closing_lines
 from .parser import CLI_TO_CFG, CLI_TO_JANUS
-from ..errors import ConfigError
 
 
 def _plain(console):
@@ -56,7 +56,8 @@ def _config_from_args(args, *, demo: bool):
         stored = load_run_config(args.resume)
         base = overlay(stored.model_dump(), base, {"out": args.resume})
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
-    for key in ("batch_eval", "parallel_methods", "speculate"):  # on|off|auto -> True / False / None (auto undoes the file's value)
+    # on|off|auto -> True / False / None (auto undoes the file's value)
+    for key in ("batch_eval", "parallel_methods", "speculate"):
         if key in over:
             over[key] = {"on": True, "off": False}.get(over[key])
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}
@@ -142,8 +143,8 @@ def _option_for(setting: str, args) -> str | None:
 
 
 def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
-    from ..inject.plan import parse_inject
     from ..controller.describe import describe
+    from ..inject.plan import parse_inject
     from ..settings.presets import encoder_line, loader_option_lines, run_preset_line
     from ..tasks import DATASETS
 
@@ -213,12 +214,12 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
 
 def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
     """One run as `janus run` shows it (header, progress, tables, closing lines); returns its summary."""
+    from ..report.summary_table import print_summary
+    from ..run import injection
+    from ..run.experiment import run_experiment, validate_names
+    from ..store.events import MethodStarted
     from .checks import preflight
     from .progress import ConsoleProgress, Heartbeat, load_warning, make_bars
-    from ..run import injection
-    from ..store.events import MethodStarted
-    from ..run.experiment import run_experiment, validate_names
-    from ..report.summary_table import print_summary
 
     t0 = t0 or time.time()
     args.run_folder = cfg.out  # for the interrupt and error lines: the folder, also when --out was not given

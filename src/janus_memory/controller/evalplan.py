@@ -7,9 +7,9 @@ of one comparison, records them on the :class:`~janus_memory.controller.step.Dec
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 import numpy as np
-from dataclasses import dataclass
 
 from .config import JanusConfig
 from .decision import Comparison

@@ -26,7 +26,6 @@ from .changes import change_stats, shingle_similarity
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
 from .decision import UNKNOWN, Comparison
-from .sequential import discordant
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
 from .evalplan import flips_of, order_by_relevance, plan_trigger, plan_warmup
 from .evalset import (
@@ -38,6 +37,7 @@ from .evalset import (
     sample_fresh,
 )
 from .reuse import ReuseMixin, _sha
+from .sequential import discordant
 from .state import STATE_FORMAT, StateMixin
 from .step import Decision, StepInput, task_id_of
 from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction

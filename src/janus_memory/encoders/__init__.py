@@ -17,9 +17,7 @@ from janus_memory.encoders.base import (
     l2_normalise,
     text_key,
 )
-
 from janus_memory.registry import ENCODERS
-
 
 # An encoder factory may carry ``check(arg)``: it raises ValueError for an argument it would refuse, without loading
 # anything (run/build.check_encoder calls it before any folder is made).

@@ -124,7 +124,7 @@ class CachedEncoder:
             found.update(self.disk.get_many(missing))
             missing = [k for k in missing if k not in found]
         if missing:
-            first_text = {}
+            first_text: dict[str, str] = {}
             for k, t in zip(keys, texts):
                 first_text.setdefault(k, t)
             vecs = self.inner.encode([first_text[k] for k in missing])

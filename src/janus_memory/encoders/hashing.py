@@ -1,6 +1,6 @@
 """No-weights fallback encoder: scikit-learn ``HashingVectorizer`` (word 1-2 grams, stateless, deterministic).
 
-Quality (shared/research/offline-stack.md sec. C): category-kNN 0.48 vs MiniLM 0.73 -- fine for tests and
+Quality (docs/research-notes.md, the offline stack): category-kNN 0.48 vs MiniLM 0.73 -- fine for tests and
 smoke runs, weak on paraphrases. No text-length limit (a bag of n-grams).
 """
 from __future__ import annotations

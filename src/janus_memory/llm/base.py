@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from janus_memory.errors import JanusError
-
 from janus_memory.types import ChatResult
 
 SAMPLING_PARAMS = (

@@ -12,7 +12,7 @@ is a lower bound on the wait. After the limit: :class:`RetriesExhausted` naming 
 error. Non-retryable errors (400, 401, ...) raise :class:`FatalLLMError` at once with the server's message.
 The concurrency slot is released while waiting to retry.
 
-Overall deadline (``deadline_s``, default None = none; issue 12 item 9): the wall time one request may take over
+Overall deadline (``deadline_s``, default None = none): the wall time one request may take over
 all its attempts and backoff waits, counted from the moment its first attempt starts (time queued for a
 concurrency slot before that is not counted). An attempt still running at the deadline is cancelled; a backoff
 wait that would end past it is not started. Either way :class:`DeadlineExceeded` (a :class:`RetriesExhausted`)
@@ -45,10 +45,10 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from janus_memory.interrupts import check_stop, deliver_deferred, raise_if_deferred, sync_entry
 from janus_memory.llm.base import ChatBackend, ChatRequest, ContextTruncated, validate_messages
 from janus_memory.llm.cache import ResponseCache, request_key
 from janus_memory.llm.reasoning import is_context_truncated
-from janus_memory.interrupts import check_stop, deliver_deferred, raise_if_deferred, sync_entry
 from janus_memory.llm.request_loop import RequestLoop
 from janus_memory.llm.session import Session
 from janus_memory.llm.usage import UsageMeter
@@ -77,7 +77,7 @@ def _run_sync(factory: Callable[[], Awaitable[Any]]) -> Any:
 
     def target() -> None:
         try:
-            box["value"] = context.run(asyncio.run, factory())
+            box["value"] = context.run(asyncio.run, factory())  # type: ignore[arg-type]  # typeshed's Context.run overloads
         except BaseException as e:  # re-raised in the caller's thread
             box["error"] = e
 

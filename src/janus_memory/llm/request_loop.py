@@ -8,15 +8,21 @@ deadline_s, usage, _rng, _sleep (replaceable in tests), _slot() and _accept().
 from __future__ import annotations
 
 import asyncio
+import random
 import time
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 from janus_memory.llm.base import (
+    ChatBackend,
     ChatRequest,
     DeadlineExceeded,
     FatalLLMError,
     RetriesExhausted,
     TransientLLMError,
 )
+from janus_memory.llm.usage import UsageMeter
 from janus_memory.types import ChatResult
 
 
@@ -26,6 +32,19 @@ class _DeadlineHit(Exception):
 
 class RequestLoop:
     """Retries, backoff and the deadline of one request (mixed into LLMClient)."""
+
+    # what the loop reads from the client (set in LLMClient.__init__)
+    backend: ChatBackend
+    max_retries: int
+    backoff_base_s: float
+    backoff_max_s: float
+    max_retry_after_s: float
+    deadline_s: float | None
+    usage: UsageMeter
+    _rng: random.Random
+    _sleep: Callable[[float], Awaitable[Any]]
+    _slot: Callable[[], AbstractAsyncContextManager[Any]]
+    _accept: Callable[..., ChatResult]
 
     def backoff_delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``attempt + 1`` (attempt counts from 0)."""

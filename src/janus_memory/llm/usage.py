@@ -3,7 +3,8 @@
 Roles used across the project: ``solver``, ``curator`` (memory updates), ``janus`` (evaluation-set replay),
 ``test`` (frozen held-out evaluation). Cache hits count in ``cache_hits`` only: they add no calls, no
 tokens and no cost; the tokens the cached responses once took are kept apart in ``hit_prompt_tokens`` /
-``hit_completion_tokens`` so a report can give a method's standalone cost (what it needs without the cache). ``estimated_tokens`` is True when any counted call had no server usage (C22-A).
+``hit_completion_tokens`` so a report can give a method's standalone cost (what it needs without the cache).
+``estimated_tokens`` is True when any counted call had no server usage (C22-A).
 ``wall_s`` is the wall-clock time spent inside the client's chat/chat_many calls for that role.
 ``cost_usd`` uses ``prices = {model: (usd_per_1M_prompt, usd_per_1M_completion)}``; None when no price is known.
 
@@ -33,6 +34,7 @@ import contextvars
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from janus_memory.types import Usage
 
@@ -168,6 +170,7 @@ class UsageMeter:
         with self._lock:
             paid = self._payers.get(key) if key is not None and child is not None else None
             if paid is not None and paid[0] > rank and paid[1] is not child:
+                assert key is not None and child is not None  # (paid is None otherwise)
                 _, payer, p_role, p_usage, p_model = paid
                 self._add_call(p_role, p_usage, p_model, -1)
                 self._add_hit(p_role, p_usage, +1)
@@ -180,7 +183,7 @@ class UsageMeter:
                 payer._add_call(p_role, p_usage, p_model, -1)
                 payer._add_hit(p_role, p_usage, +1)
             self._tell(role, False, int(p_usage.prompt_tokens) + int(p_usage.completion_tokens))
-            child.record_call(role, p_usage, p_model)
+            child.record_call(role, p_usage, p_model)  # type: ignore[union-attr]  # (set when payer is)
             return
         self._tell(role, True, 0)
         if child is not None:
@@ -215,7 +218,7 @@ class UsageMeter:
 
     def total(self) -> dict:
         """The same keys summed over roles (``cost_usd`` None when no role has a cost)."""
-        out = {f: 0 for f in KEYS}
+        out: dict[str, Any] = {f: 0 for f in KEYS}
         out["estimated_tokens"] = False
         out["wall_s"] = 0.0
         out["cost_usd"] = None

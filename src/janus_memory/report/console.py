@@ -1,8 +1,9 @@
 """What `janus report` prints after writing report.md: per group of comparable runs the headline accuracy table (the
 rows of the report's Table 1; for a sweep of variant cells only, Table 3's accuracy columns), what the runs paid per
 method, its setup line, the warnings about runs made twice, where rows that share a method name come from, the base vs
-+Janus paired comparisons with their run folders (one line each), then one line per unfinished run folder left out. Tables are `janus run`'s
-(summary_table.fit_table): on a terminal they fit its width (80 columns), off one (``| cat``) nothing is wrapped or cut.
++Janus paired comparisons with their run folders (one line each), then one line per unfinished run folder left out.
+Tables are `janus run`'s (summary_table.fit_table): on a terminal they fit its width (80 columns), off one (``| cat``)
+nothing is wrapped or cut.
 """
 from __future__ import annotations
 

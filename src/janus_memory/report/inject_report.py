@@ -1,4 +1,4 @@
-"""`janus report` for runs with injected harmful candidates (issue 15): the per-method table and the accuracy
+"""`janus report` for runs with injected harmful candidates: the per-method table and the accuracy
 trajectory plot with the injected steps marked. Input: MethodRun rows (report/runs.py) whose summary holds
 ``injections`` (written by the stream loop, run/injection.py); runs without injections add nothing."""
 from __future__ import annotations
@@ -75,8 +75,8 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import MaxNLocator
 
-    from .plots import _label_color, mark_injected, save_figure
     from ..store.reader import RunReader
+    from .plots import _label_color, mark_injected, save_figure
 
     reader = RunReader(rs[0].run_dir)
     fig, ax = plt.subplots(figsize=(9, 4.6))
@@ -87,7 +87,7 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     logs = [sorted(reader.decisions(r.method), key=lambda x: x["step"]) for r in rs]
     entries: list[tuple] = []  # (legend handle, label) per method: its line, and its markers as drawn
     for i, (r, lines) in enumerate(zip(rs, logs)):
-        steps, acc = [ln["step"] for ln in lines], _running_accuracy(lines)
+        steps, acc = [ln["step"] for ln in lines], running_accuracy(lines)
         color, area = _label_color(r.label, i), areas[min(i, len(areas) - 1)]
         test = "—" if r.test_accuracy is None else f"{100 * r.test_accuracy:.1f}%"
         same = next((lab for lab, ys in drawn if ys == acc), None)
@@ -130,7 +130,8 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def _running_accuracy(lines: list[dict]) -> list[float]:
+def running_accuracy(lines: list[dict]) -> list[float]:
+    """The stream accuracy in % after each decision line (the share of ``correct`` lines so far)."""
     ok, out = 0, []
     for k, ln in enumerate(lines, 1):
         ok += int(bool(ln.get("correct")))

@@ -2,21 +2,20 @@
 
 The run folder keeps every deployed memory version (store/store.py): a row of the SQLite table ``memories(method,
 step, sha256, parent, text)`` per version (from store format 3 the text itself is stored once, as a delta, in table
-``texts``: RunReader reads it back and checks its sha256, store/texts.py) and the files
+``texts``: RunReader reads it back and checks its sha256, store/text_log.py) and the files
 ``<method>/memories/SSSSS_<sha12>.txt`` (SSSSS = the stream step at which that version was deployed, 00000 = the
 initial memory). The memory deployed *at* step s is the latest version whose step is <= s
-(paper-spec §1.2: after step s the deployed memory is M_s).
+(docs/research-notes.md §1.2: after step s the deployed memory is M_s).
 """
 from __future__ import annotations
 
 import difflib
-import re
 import hashlib
+import re
 from pathlib import Path
 
 from ..errors import RunFolderError
 from ..store.reader import RunReader
-
 
 # texts an updater may start from (updaters/base.py EMPTY_MEMORY); the store keeps versions from step 1 on, so the
 # initial memory is recovered from step 1's old_memory_sha256 when it is one of these

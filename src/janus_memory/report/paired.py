@@ -1,8 +1,8 @@
 """Paired comparison of a base updater and its +Janus variant on the same held-out test items.
 
 Both methods of one run folder, or a grid's base cell and its +Janus cell (same dataset, seed and settings apart from
-the Janus ones, so the same split), answer the same frozen test items, so the comparison is paired: only the items where they disagree carry
-information. ``b`` = base right / Janus wrong, ``c`` = base wrong / Janus right. The exact McNemar
+the Janus ones, so the same split), answer the same frozen test items, so the comparison is paired: only the items
+where they disagree carry information. ``b`` = base right / Janus wrong, ``c`` = base wrong / Janus right. The exact McNemar
 test is a two-sided sign test on the b + c discordant items (binomial, p = 1/2). The 95% interval of the accuracy
 difference (c - b) / n is Newcombe's square-and-add interval for paired proportions (Newcombe 1998, method 10): a
 Wilson score interval for each accuracy, combined with the estimated correlation of the two (phi, with Newcombe's
@@ -141,7 +141,7 @@ def _verdicts(records: list[dict]) -> dict[str, bool]:
 
 
 def paired_markdown(prs: list[dict]) -> str:
-    from .names import display_name, markdown_table
+    from .labels import display_name, markdown_table
 
     body = []
     for p in prs:

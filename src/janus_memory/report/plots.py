@@ -161,7 +161,7 @@ def _evalset_scores(ax, lines: list[dict], size: int) -> None:
     """Per comparison: the old memory's and the candidate's evaluation-set score (a grey circle and a green/red
     triangle, joined by a line), or a note when Janus compared nothing."""
     old_x, old_y = [], []
-    new = {True: ([], []), False: ([], [])}
+    new: dict[bool, tuple[list, list]] = {True: ([], []), False: ([], [])}
     for ln in lines:
         d = ln.get("decision") or {}
         if not d.get("triggered") or d.get("old_score") is None or d.get("new_score") is None:
@@ -318,7 +318,8 @@ def plot_evalset(rows: list[dict], path: Path) -> Path:
         names = [r["variant"] for r in rs]
         vals = [100 * (r["test_accuracy"] or 0) for r in rs]
         errs = [100 * (r["std"] or 0) for r in rs]
-        bars = ax.bar(names, vals, yerr=errs if any(errs) else None, color=["tab:blue" if n == "full" else "tab:gray" for n in names], capsize=3)
+        bars = ax.bar(names, vals, yerr=errs if any(errs) else None,
+                      color=["tab:blue" if n == "full" else "tab:gray" for n in names], capsize=3)
         for b, v in zip(bars, vals):
             ax.text(b.get_x() + b.get_width() / 2, v + 1.5, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
         ax.set_ylim(0, 105)
@@ -395,6 +396,6 @@ def plot_token_overhead(rows, path: Path, max_panels: int = 6) -> Path | None:
         ax.legend(fontsize=7, loc="upper left")
     for ax in list(axes.flat)[len(pairs):]:
         ax.axis("off")
-    fig.suptitle(textwrap.fill(f"Token cost: base vs +Janus (same scale); Janus overhead = extra tokens in % of the base's ({OVERHEAD_BASIS})",
-                               width=int(14 * 4.8 * cols)), fontsize=9)
+    fig.suptitle(textwrap.fill("Token cost: base vs +Janus (same scale); Janus overhead = extra tokens in % of the "
+                               f"base's ({OVERHEAD_BASIS})", width=int(14 * 4.8 * cols)), fontsize=9)
     return save_figure(fig, path)

@@ -1,5 +1,5 @@
-"""The paper's published numbers beside ours (issue 27): Table 1 of the Janus paper (arXiv 2606.31121), Qwen3-8B,
-test accuracy in % per dataset, as transcribed in ../shared/research/paper-spec.md §8.1. The DeepSeek-V4-Flash rows
+"""The paper's published numbers beside ours: Table 1 of the Janus paper (arXiv 2606.31121), Qwen3-8B,
+test accuracy in % per dataset, as transcribed in docs/research-notes.md §8.1. The DeepSeek-V4-Flash rows
 were published as averages only, so no cell of ours matches them.
 
 A cell of ours matches when its dataset, updater and controller (with or without Janus, paper settings: a row
@@ -25,7 +25,7 @@ _TABLE1 = {  # (updater, with Janus) -> accuracy per dataset, in _DATASETS order
     ("expel", True): (81.6, 78.5, 71.6, 92.8, 70.4, 93.9),
 }
 PAPER_TABLE1 = {(upd, janus, ds): v for (upd, janus), vals in _TABLE1.items() for ds, v in zip(_DATASETS, vals)}
-# the paper's held-out test split sizes (paper-spec §6.2)
+# the paper's held-out test split sizes (docs/research-notes.md §6.2)
 PAPER_TEST_N = {"math500": 500, "gpqa": 198, "mmlu_pro_eng": 250, "mmlu_pro_phy": 250, "apibench_hf": 250,
                 "humaneval": 114}
 

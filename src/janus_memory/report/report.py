@@ -1,9 +1,9 @@
 """`janus report DIR [DIR...]`: paper-style tables and PNG plots from finished run folders.
 
-Tables (paper-spec §8): Table 1 accuracy (methods x datasets, average column), Table 2 trigger ablation with trigger rate
-and cost, Table 3 Janus cost (#triggers x |E|, any tau/K sweep), Fig. 3 evaluation-set ablation, Fig. 5 stream order
-(mean ± sample std over seeds). Plots (report/plots.py): test accuracy at memory checkpoints (Fig. 4), trigger timeline,
-cumulative LLM tokens by role, eval-set ablation bars, stream-order spread.
+Tables (docs/research-notes.md §8): Table 1 accuracy (methods x datasets, average column), Table 2 trigger ablation
+with trigger rate and cost, Table 3 Janus cost (#triggers x |E|, any tau/K sweep), Fig. 3 evaluation-set ablation,
+Fig. 5 stream order (mean ± sample std over seeds). Plots (report/plots.py): test accuracy at memory checkpoints
+(Fig. 4), trigger timeline, cumulative LLM tokens by role, eval-set ablation bars, stream-order spread.
 
 Input folders are run folders (holding summary.json) or any folder above them (searched recursively), e.g. the root of a
 grid ``<root>/<dataset>/<cell>/seed<k>``. A row label is the method name plus the cell's setting suffix, e.g.
@@ -16,12 +16,12 @@ far it got and how to continue it (store/unfinished.py).
 """
 from __future__ import annotations
 
-
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import OutputError, RunFolderError
-from . import inject_report
 from ..store.jsonio import atomic_write_text
+from . import inject_report
 from .runs import (  # noqa: F401  (re-exported)
     MethodRun,
     evaluations,
@@ -31,8 +31,9 @@ from .runs import (  # noqa: F401  (re-exported)
     parse_suffix,
     resolved_janus,
 )
-from .tables import COST_LEGEND, PAPER_COST_LEGEND
 from .tables import (  # noqa: F401  (re-exported)
+    COST_LEGEND,
+    PAPER_COST_LEGEND,
     accuracy_table,
     cost_table,
     evalset_table,
@@ -49,7 +50,6 @@ def _unchecked_notes(folders: list[Path]) -> list[str]:
     what was not checked."""
     from ..store.chain import STORE_FORMAT_SEALED, store_format
     from ..store.integrity import db_problems
-
     from ..store.reader import RunReader
 
     out = []
@@ -104,13 +104,13 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     secs = []
     for g in groups:
         tags = assign_tags(g)  # rows that share a label get what tells them apart; before any table is built
-        secs.append({"caption": caption(g), "rows": g, "tables": _section_tables(g, names), **tags})
-    main = secs[0]["tables"] if secs else _section_tables([], names)
+        secs.append({"caption": caption(g), "rows": g, "tables": section_tables(g, names), **tags})
+    main = secs[0]["tables"] if secs else section_tables([], names)
     log(f"drawing the plots into {out}: checkpoints and token overhead first")
     report = out / "report.md"
     try:
         plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines, log)
-        plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject (issue 15)
+        plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject
         log("writing report.md")
         atomic_write_text(report, "\n".join(_markdown(rows, secs, plot_paths, left_out)))  # no cut report.md
     except OSError as e:  # the folder filled up or turned read-only after the check
@@ -139,7 +139,7 @@ def _check_out_folder(out: Path) -> None:
         raise OutputError(_cannot_write(out, e)) from None
 
 
-def _section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
+def section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
     """The tables of one group of comparable runs. Stream-order runs (Fig. 5) vary only the order of the same stream:
     they feed the stream-order table alone; a seed sweep (each seed is another split and order) gets its own table.
     ``names``: {run folder: short name} for the paired table's folder column."""
@@ -284,7 +284,7 @@ def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str
         md += [f"Setup: {sec['caption']}", ""]
         md += [f"> {w}" for w in sec["duplicates"]] + ([""] if sec["duplicates"] else [])
         md += _section_markdown(sec["tables"], sec["caption"], sec["sources"])
-    md += inject_report.markdown_section(inject_report.injection_table(rows))  # runs with --inject (issue 15)
+    md += inject_report.markdown_section(inject_report.injection_table(rows))  # runs with --inject
     md += ["## Plots", "", f"Plots show group 1 ({secs[0]['caption']})." if len(secs) > 1 else "", ""]
     for name, path in plot_paths.items():
         if name not in ("evalset", "stream_order"):
@@ -319,7 +319,7 @@ def strict_same(strict: dict) -> str:
             "same accuracy in every cell.")
 
 
-def _section_markdown(tables: dict, cap: str, sources: list[str] = ()) -> list[str]:
+def _section_markdown(tables: dict, cap: str, sources: Sequence[str] = ()) -> list[str]:
     capline = f"*{cap}*"
     md = []
     if tables["accuracy"]["labels"]:  # a sweep of variants only (every label has a [..] suffix) has no Table 1 rows

@@ -76,7 +76,7 @@ class MethodRun:
 
     @property
     def eval_set_size(self) -> int:
-        """|E| as configured: coverage + boundary + fresh sizes of the roles in use (paper-spec §8.6: K + K_F), capped
+        """|E| as configured: coverage + boundary + fresh sizes of the roles in use (docs/research-notes.md §8.6: K + K_F), capped
         by replay_limit, or the panel's size (controller/describe.py)."""
         return self.controller.configured
 

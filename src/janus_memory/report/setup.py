@@ -26,7 +26,8 @@ def sections(rows: list) -> list[list]:
     for r in rows:
         by_base.setdefault(base_key(r), []).append(r)
     for group in by_base.values():
-        main, extra = [], {}
+        main: list = []
+        extra: dict = {}
         for ds in dict.fromkeys(r.dataset for r in group):
             rs = [r for r in group if r.dataset == ds]
             counts = Counter(size_key(r) for r in rs)

@@ -48,7 +48,7 @@ def cost_remarks(methods: dict) -> list[str]:
     """Plain sentences: Janus overhead per base/+janus pair, and which methods' results came from the cache."""
     costs = {name: method_cost(m.get("usage") or {}) for name, m in methods.items()}
     out = []
-    for name, c in costs.items():
+    for name in costs:
         base_name = name[: -len("+janus")]
         if name.endswith("+janus") and base_name in costs:
             o = janus_overhead(methods[base_name].get("usage"), methods[name].get("usage"))
@@ -150,7 +150,7 @@ UNSCORED_WHY = {"unparsed": "no final answer found", "truncated": "cut at the to
                 "timeout": "the checker timed out", "error": "the checker failed"}
 
 
-def test_issue_lines(method: str, records: list) -> list[str]:
+def unscored_answer_lines(method: str, records: list) -> list[str]:
     """Lines naming the test answers of one method (test.jsonl records) that could not be scored (status unparsed,
     truncated, timeout, error or any other non-ok status: counted wrong) and those scored only through the weak
     fallback (no final-answer marker), with their task ids grouped by why; [] when every answer was scored."""

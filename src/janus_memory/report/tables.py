@@ -6,8 +6,8 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
+from .labels import _cell, dataset_key, display_name, label_key, markdown_table  # noqa: F401
 from .runs import MethodRun, eval_set_used, evaluations, tasks_read
-from .names import _cell, dataset_key, display_name, label_key, markdown_table  # noqa: F401
 
 TRIGGER_KEYS = {"trigger", "trigger_rate", "trigger_period"}
 EVALSET_KEYS = {"use_coverage", "use_boundary", "use_fresh"}
@@ -232,7 +232,7 @@ def trigger_table(rows: list[MethodRun]) -> dict:
 def janus_cost_table(rows: list[MethodRun]) -> dict:
     """Table 3: every Janus label (any sweep) with its controller (preset label), tau (for the triggers that read
     it), evaluation set, accuracy, #triggers, trigger rate, the evaluations the controller used, the Janus calls the
-    run paid and, for the paper's controller, the paper's cost #triggers x |E| (paper-spec §8.6; the paper's default
+    run paid and, for the paper's controller, the paper's cost #triggers x |E| (docs/research-notes.md §8.6; the paper's default
     GPQA row is 173 x 25 = 4,325)."""
     g = group([r for r in rows if r.janus], "dataset", "label")
     out, body = [], []
@@ -268,7 +268,7 @@ def cost_table(rows: list[MethodRun]) -> dict:
                   for k in ("calls", "tokens", "cache_hits", "janus_calls", "janus_tokens")},
                "evaluations": _mean_all(evaluations(r) for r in rs) if rs[0].janus else None}
         out.append(row)
-        j = (lambda k: _na(row[k])) if row["janus"] else (lambda k: "—")  # noqa: E731
+        j = (lambda k: _na(row[k])) if row["janus"] else (lambda k: "—")  # noqa: E731, B023 (used in this iteration)
         body.append([display_name(ds), lab, _na(row["calls"]), _na(row["tokens"]), _na(row["cache_hits"]),
                      j("janus_calls"), j("janus_tokens"), j("evaluations")])
     header = ["Dataset", "Method", "LLM calls paid", "Tokens paid", "Cache hits (not paid)", "Janus calls paid",

@@ -56,12 +56,12 @@ def _normalised(cfg: dict) -> dict:
     (build.resolve_config: the updater's own defaults too); a config this version cannot parse gets the top-level, llm
     and Janus defaults only."""
     from ..run.build import resolve_config
+    from ..run.resume import with_defaults
     from ..settings.config import RunConfig, migrate_stored
     from ..settings.llm_settings import LLMSettings
-    from ..run.resume import _with_defaults
 
     try:
-        d = _with_defaults(migrate_stored(dict(cfg)))
+        d = with_defaults(migrate_stored(dict(cfg)))
     except (ValueError, TypeError):  # an edited, contradictory config.json: compared as it is
         d = dict(cfg)
     try:  # every default written out as the runner does (the updater's own defaults too)
@@ -171,7 +171,7 @@ def assign_tags(rows: list) -> dict:
 
 
 def _tag_part(rows: list) -> list[str]:
-    from .names import display_name
+    from .labels import display_name
 
     by_label: dict[str, list] = {}
     for r in rows:
@@ -225,7 +225,7 @@ def _tag_part(rows: list) -> list[str]:
 def sources(rows: list) -> list[str]:
     """For every tagged row: where it comes from ("dc_rs+janus (tau=0.2): runs/b"); a "setup N" row also gets its
     settings."""
-    from .names import label_key
+    from .labels import label_key
 
     shorts = short_names([r.run_dir for r in rows])
     out: dict[str, dict] = {}

@@ -93,7 +93,7 @@ def local_backend(cfg, tasks: list):
     except ImportError as e:
         raise ConfigError("the embedded backend needs xllamacpp: pip install -e '.[local]'") from e
     # sized from the request (max tokens + prompt budget) or refused when an explicit n_ctx is too small: an
-    # embedded run never truncates silently (issue 13 item 11)
+    # embedded run never truncates silently
     return LocalBackend(str(path), n_ctx=cfg.context_window(), n_threads=min(os.cpu_count() or 2, 8),
                         n_parallel=cfg.llm.n_parallel)
 

@@ -40,7 +40,7 @@ class Context:
         from ..updaters import make_updater
 
         llm = NamespacedClient(self.client, namespace) if namespace else self.client
-        return make_updater(self.settings.updater, llm=llm, family=self.family, encoder=self.encoder,
+        return make_updater(self.settings.updater, llm=llm, family=self.family, encoder=self.encoder,  # type: ignore[arg-type]  # NamespacedClient has chat/chat_many
                             config=self.settings.updater_settings())
 
     def namespace_of(self, with_janus: bool) -> str:
@@ -133,8 +133,8 @@ def default_cache_dir() -> Path:
 
 def validate_names(cfg: RunConfig) -> None:
     """Fail fast (before any model load or folder creation) on unknown plugin names or invalid Janus settings."""
-    from ..registry import BACKENDS, DATASETS, UPDATERS, load_plugins
     from ..plugins import ensure_builtins
+    from ..registry import BACKENDS, DATASETS, UPDATERS, load_plugins
     from . import backends  # noqa: F401  (registers the built-in backends)
 
     ensure_builtins()
@@ -152,7 +152,7 @@ def validate_names(cfg: RunConfig) -> None:
         cfg.context_window()  # ConfigError when an explicit n_ctx cannot hold one request
     if not UPDATERS[cfg.updater].supports_janus and cfg.controller != "none":
         raise ConfigError(
-            f"'{cfg.updater}' is a baseline without a rewritable text memory (paper-spec §9): Janus does not wrap it; "
+            f"'{cfg.updater}' is a baseline without a rewritable text memory: Janus does not wrap it; "
             "use --controller none")
     from .injection import validate as validate_injection
 
@@ -163,6 +163,7 @@ def check_encoder(spec: str | None) -> None:
     """ConfigError for an encoder spec whose kind (before ':') is not registered, or whose argument the kind's
     factory refuses (its optional ``check(arg)``, e.g. a hashing dimension out of range)."""
     import janus_memory.encoders  # noqa: F401  (registers the built-in encoder kinds)
+
     from ..registry import ENCODERS
 
     kind, _, arg = str(spec or "").partition(":")

@@ -94,7 +94,8 @@ def count_calls(cfg, n_stream: int, n_test: int, done: dict[str, int | None] | N
     low, high = per_step
     jc = cfg.janus_config()
     checkpoints = len({max(1, round(n_stream * f)) for f in cfg.checkpoints if f < 1.0}) if n_stream else 0
-    stream_low, stream_high, janus, test = 0, 0, 0, 0
+    stream_low, janus, test = 0, 0, 0
+    stream_high: int | None = 0
     for method, with_janus in cfg.methods():
         start = (done or {}).get(method, 0)
         if start is None:

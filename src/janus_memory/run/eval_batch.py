@@ -152,7 +152,7 @@ class PairedEvaluator(UpdaterEvaluator):
         seen: set[tuple] = set()
         for k in keys:
             if k in seen:
-                client.usage.record_hit(self.role, getattr(self._done[k][0], "usage", None))
+                client.usage.record_hit(self.role, getattr(self._done[k][0], "usage", None))  # type: ignore[union-attr]  # a client with a cache
             seen.add(k)
 
     def _plan(self, memory_text: str, tasks: list[Any], keys: list[tuple]) -> tuple[list, set]:
@@ -168,11 +168,11 @@ class PairedEvaluator(UpdaterEvaluator):
             for call, (text, planned) in enumerate(self._expected):
                 for t, s in zip(planned, self._samples_of_call(planned, call)):
                     k = (text, t.id, s)
-                    if k not in seen and text in self._pair:
+                    if k not in seen and text in self._pair:  # type: ignore[operator]  # a pair is set while speculating
                         seen.add(k)
                         items.append((k, t))
             return items, wanted
-        old, new = self._pair
+        old, new = self._pair  # type: ignore[misc]  # set: only called inside a comparison
         other = new if memory_text == old else old
         if self._planned is not None:  # the next call of the plan, when it reads the other memory in this round
             nxt = self._planned[self._ncalls] if self._ncalls < len(self._planned) else None

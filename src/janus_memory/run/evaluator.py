@@ -1,9 +1,9 @@
 """The evaluator callback that the pure controller calls: score(memory_text, tasks) -> list[bool].
 
 Our runner solves each evaluation-set task with the updater's own solving prompt and only the given memory text
-(paper-spec §3.2 step 5: no retrieval, one sample), then scores it against the stored ground truth.
+(docs/research-notes.md §3.2 step 5: no retrieval, one sample), then scores it against the stored ground truth.
 
-Replay sampling (issue 13 item 1):
+Replay sampling:
 
 * ``replay="fresh"`` (paper preset): the authors draw a fresh sample for every (evaluation entry, memory) at every
   trigger. We give every such draw its own *sample index*, so the request differs from the stream solver's
@@ -24,7 +24,7 @@ import hashlib
 from typing import Any
 
 REPLAY_MODES = ("fresh", "frozen")
-# what a replay request that fails (after the client's retries) does (issue 27): "zero" = that (entry, memory) is
+# what a replay request that fails (after the client's retries) does: "zero" = that (entry, memory) is
 # scored incorrect and the comparison goes on, as the authors' replay does (a failed prompt gives "" and scores 0;
 # the paper preset); "abort" = the error ends the comparison and the controller keeps the candidate (ours)
 REPLAY_FAILURES = ("zero", "abort")

@@ -11,18 +11,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ConfigError, JanusError, OutputError, StorageError
-from .build import Context, build_context, resolve_config, validate_names  # noqa: F401  (public re-exports)
+from ..killpoints import kill_point
 from ..settings.config import RunConfig, preset_summary
-from .estimate import log_estimate, record_timing
 from ..store.events import EventBus, MethodStarted, StepFinished
+from ..store.lock import RunLock, RunLocked
+from ..store.store import RunStore
+from .build import Context, build_context, resolve_config, validate_names  # noqa: F401  (public re-exports)
+from .estimate import log_estimate, record_timing
 from .loop import Stopped, run_method
 from .provenance import environment_info, prompts_used, split_record, to_yaml
-from ..store.lock import RunLock, RunLocked
-from .resume import (  # noqa: F401  (load_run_config: re-export)
-    check_before_resume, check_resumable, check_resume_state, load_run_config)
-from ..store.store import RunStore
+from .resume import check_before_resume, check_resumable, check_resume_state, load_run_config  # noqa: F401  (load_run_config: re-export)
 from .usage import sum_method_usage
-from ..killpoints import kill_point
 
 _Stopped = Stopped  # older name (tests)
 
@@ -62,7 +61,7 @@ def _updater_class(cfg: RunConfig):
 
 
 def _lock(cfg: RunConfig, resume: bool) -> RunLock:
-    """The run folder's lock, taken before anything in it is read for writing, created or deleted (issue 12 item 1)."""
+    """The run folder's lock, taken before anything in it is read for writing, created or deleted."""
     if resume and not Path(cfg.out).expanduser().is_dir():
         raise OutputError(f"{cfg.out} does not exist; nothing to resume")
     lock = RunLock(cfg.out)
@@ -76,8 +75,8 @@ def _lock(cfg: RunConfig, resume: bool) -> RunLock:
 
 
 def _preflight(ctx: Context) -> None:
-    """Refuse before the run folder is written: an empty stream, invalid sampling or updater settings (issue 12
-    item 6: a run refused after its folder was created would leave a folder that looks resumable but never finishes)."""
+    """Refuse before the run folder is written: an empty stream, invalid sampling or updater settings (a run
+    refused after its folder was created would leave a folder that looks resumable but never finishes)."""
     from ..llm.client import LLMClient
 
     if not ctx.stream.tasks:
@@ -102,7 +101,8 @@ def _run_methods(ctx: Context, store: RunStore, bus: EventBus, log, stop_after) 
     from .streams import EventRelay
 
     reader = RunReader(store.root)
-    methods, jobs = {}, []
+    methods: dict[str, dict | None] = {}
+    jobs: list = []
     for rank, (method, with_janus) in enumerate(ctx.settings.methods()):
         done = reader.method_result(method)
         if done is not None:
@@ -226,8 +226,8 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
             store.close()
         if own_lock:
             if not ok and not resume:  # a folder made for nothing, or the lock file left in a folder of yours
-                lock.release_and_remove(created)
-            lock.release()
+                lock.release_and_remove(created)  # type: ignore[union-attr]  # own_lock: _lock gave one
+            lock.release()  # type: ignore[union-attr]
 
 
 def _top_missing(path: Path) -> Path | None:
@@ -245,7 +245,7 @@ def _build(cfg: RunConfig, log, splits=None, shared_budget=None) -> Context:
 
     try:
         return build_context(cfg, log=log, splits=splits, shared_budget=shared_budget)
-    except CacheError as e:  # the cache, not the run folder: its own one-line message (issue 12 item 8)
+    except CacheError as e:  # the cache, not the run folder: its own one-line message
         raise ConfigError(str(e).splitlines()[0]) from None
 
 
@@ -272,7 +272,7 @@ def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: 
         store.write_json("config.json", {**(RunReader(store.root).meta("config") or cfg.model_dump()),
                                          "preset_summary": preset_summary(cfg)})
     stats = getattr(ctx.client.backend, "stats", None)
-    engine = {**stats.as_dict(), "n_parallel": getattr(ctx.client.backend, "n_parallel", 1),
+    engine = {**stats.as_dict(), "n_parallel": getattr(ctx.client.backend, "n_parallel", 1),  # type: ignore[union-attr]
               "load_s": round(float(getattr(ctx.client.backend, "load_s", 0.0) or 0.0), 2)} \
         if hasattr(stats, "as_dict") else None
     summary = {"run_dir": str(store.root.resolve()), "engine": engine,

@@ -1,4 +1,4 @@
-"""The runner's side of injected harmful candidates (issue 15; the candidates themselves: janus_memory/inject/).
+"""The runner's side of injected harmful candidates (the candidates themselves: janus_memory/inject/).
 
 * :func:`validate` / :func:`check_stream`: one-line ConfigErrors for a plan the run cannot carry out;
 * :class:`Proposer`: what the stream loop (and GuardedUpdate) drives instead of the bare updater: the updater's own
@@ -57,7 +57,8 @@ class Proposer:
 
     def __init__(self, updater, plan: dict[int, str], seed: int):
         self.updater, self.plan, self.seed = updater, dict(plan), int(seed)
-        self._step, self._before = 0, None
+        self._step: int = 0
+        self._before: dict | None = None
 
     def at(self, step: int, before: dict) -> Proposer:
         self._step, self._before = step, before
@@ -102,7 +103,8 @@ def outcome_text(line: dict) -> str:
     d = line.get("decision") or {}
     if line.get("deployed") == "candidate":
         reason = d.get("reason")
-        why = {"no_controller": "no controller", "warmup": "Janus warm-up", "not_triggered": "trigger did not fire"}
+        why: dict[object, str] = {
+            "no_controller": "no controller", "warmup": "Janus warm-up", "not_triggered": "trigger did not fire"}
         return f"deployed ({why.get(reason, f'trigger fired, accepted: {reason}')}{_scores(d)})"
     return "blocked (trigger fired" + _scores(d) + ")"
 

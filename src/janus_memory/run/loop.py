@@ -1,6 +1,6 @@
 """The stream loop of one method: the controller's own seam (controller.adapter.GuardedUpdate) plus records.
 
-Protocol (paper-spec §1.2, §4, §6.1): for each stream task the updater solves it and proposes a candidate memory;
+Protocol (docs/research-notes.md §1.2, §4, §6.1): for each stream task the updater solves it and proposes a candidate memory;
 with Janus, GuardedUpdate embeds, lets the pure controller decide and rolls back when the old memory wins. Each step is
 turned into records and emitted as events (store/events.py): the store writes them, the progress bar and any user
 callback read them. After the stream the final memory is frozen and evaluated on the held-out test split.
@@ -8,14 +8,24 @@ callback read them. After the stream the final memory is frozen and evaluated on
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..store.events import (
+    EventSink,
+    MethodFinished,
+    MethodStarted,
+    StepFinished,
+    StepRecorded,
+    TestDone,
+    TestProgress,
+    TestStarted,
+    Triggered,
+)
+from ..store.store import text_hash
 from . import injection
 from .evaluator import UpdaterEvaluator
-from ..store.events import (EventBus, MethodFinished, MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress,
-                     TestStarted, Triggered)
-from ..store.store import text_hash
 from .usage import add_usage, step_usage, total_tokens, usage_delta
 
 _TIMING_KEYS = ("overhead_ms", "wall_s", "latency_s", "elapsed_s", "timing")
@@ -76,7 +86,8 @@ def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, d
             "candidate_rejected": out.candidate_rejected, "deployed": "candidate" if deployed_candidate else "previous",
             "deployed_memory_sha256": text_hash(deployed), "decision": decision}
     record = {"step": i, "task_id": task.id, "correct": bool(out.score.correct), **_strict_field(out.score),
-              "extracted": out.score.extracted, "status": out.score.status, "output": out.output.text, "reasoning": out.output.reasoning,
+              "extracted": out.score.extracted, "status": out.score.status, "output": out.output.text,
+              "reasoning": out.output.reasoning,
               "finish_reason": out.output.finish_reason,
               "llm_calls": [{"role": c.role, "prompt_tokens": c.result.usage.prompt_tokens,
                              "completion_tokens": c.result.usage.completion_tokens,
@@ -119,7 +130,7 @@ def _checkpoint_hints(m: _Method) -> dict:
     return hints
 
 
-def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: int | None = None) -> None:
+def stream(ctx, m: _Method, bus: EventSink, usage0: dict, t0: float, stop_after: int | None = None) -> None:
     """Run the stream from step ``m.start + 1``, emitting StepRecorded / Triggered / StepFinished per step.
     ``usage0``/``t0``: the method's usage snapshot and the time when this process started the method."""
     from ..controller.adapter import GuardedUpdate
@@ -193,7 +204,7 @@ def test_wave(ctx, m: _Method) -> tuple[list[dict], list[dict]]:
     # the 100% point restored as the authors restore it too, when that gives the final memory another test state
     restored_final = bool(ctx.settings.checkpoints and ctx.test.tasks and as_logged and not final_in_log
                           and _restore_changes(ctx, m))
-    jobs = [lambda: frozen_test(ctx, m.updater)]
+    jobs: list[Callable[..., Any]] = [lambda: frozen_test(ctx, m.updater)]
     jobs += [lambda st=ckp["state"]: probe_test(st) for _, ckp in points]
     if restored_final:
         final_state = m.updater.snapshot()
@@ -222,7 +233,7 @@ class TestPhase:
     (paid or from the cache; counted from the LLM client's usage listener, role ``test``), with the tokens paid in
     this phase so far."""
 
-    def __init__(self, ctx, bus: EventBus, method: str, n_checkpoints: int, usage=None):
+    def __init__(self, ctx, bus: EventSink, method: str, n_checkpoints: int, usage=None):
         self.usage, self.bus, self.method = usage if usage is not None else ctx.client.usage, bus, method
         self.tasks = len(ctx.test.tasks)
         self.answers = self.tasks * (1 + n_checkpoints)
@@ -256,7 +267,7 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
         "method": m.name, "janus": with_janus, "stream_tasks": n,
         "online_accuracy": c["n_correct"] / n if n else None,
         "test_tasks": n_test, "test_correct": test_correct, "test_accuracy": test_correct / n_test if n_test else None,
-        # the paper checker's accuracy above; our strict checker's on the same answers here (issue 27)
+        # the paper checker's accuracy above; our strict checker's on the same answers here
         **({"checker": checker, "test_correct_strict": strict_correct,
             "test_accuracy_strict": strict_correct / n_test if n_test else None} if checker == "paper" else {}),
         "triggers": janus_only(c["triggers"]),
@@ -276,7 +287,7 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
     }
 
 
-def run_method(ctx, method: str, with_janus: bool, bus: EventBus, *, resume: tuple[int, dict] | None = None,
+def run_method(ctx, method: str, with_janus: bool, bus: EventSink, *, resume: tuple[int, dict] | None = None,
                stop_after: int | None = None, rank: int = 0) -> dict:
     """Run one method (updater, optionally wrapped by Janus) over the stream, then the frozen test. Returns its summary.
 

@@ -9,7 +9,7 @@ _PACKAGES = ("janus-memory", "numpy", "scikit-learn", "openai", "xllamacpp", "on
 
 
 def environment_info() -> dict:
-    pkgs = {}
+    pkgs: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
             pkgs[name] = metadata.version(name)

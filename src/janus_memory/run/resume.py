@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError, OutputError, RunFolderError
 from ..controller.config import SEED_MAX
+from ..errors import ConfigError, OutputError, RunFolderError
 from ..settings.config import RunConfig, migrate_stored
 from ..settings.llm_settings import SettingsConflict, lift_llm
 from ..store.reader import RunReader
 from ..store.records import config_diff  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
-    from .build import Context
     from ..store.store import RunStore
+    from .build import Context
 
 # keys that may differ on resume without changing results: the endpoint may move, and how it is called (requests in
 # flight, their time limits and retries, methods side by side or not); the model may not
@@ -38,7 +38,7 @@ def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
     """The resolved config stored in an existing run folder (for `--resume`)."""
     from pydantic import ValidationError
 
-    from ..store.integrity import _first_error
+    from ..store.integrity import first_error
 
     reader = RunReader(run_dir)
     if not reader.root.is_dir():
@@ -68,12 +68,12 @@ def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
         return RunConfig.parse(migrate_stored(data))  # a config from before the presets resumes as it ran
     except (ConfigError, ValidationError, TypeError) as e:
         ver = (reader.meta("environment") or {}).get("janus_memory", "?")
-        why = str(e).splitlines()[0] if isinstance(e, ConfigError) else _first_error(e)
+        why = str(e).splitlines()[0] if isinstance(e, ConfigError) else first_error(e)
         raise ConfigError(f"cannot resume {run_dir}: its stored config is not valid here ({why}); "
                           f"it was written by janus-memory {ver}") from None
 
 
-def _with_defaults(stored: dict) -> dict:
+def with_defaults(stored: dict) -> dict:
     """A stored config (flat backend keys lifted into ``llm``) with the defaults of settings added after it was
     written (they had their default then), as plain JSON values."""
     try:
@@ -89,7 +89,7 @@ def _with_defaults(stored: dict) -> dict:
 def check_resumable(store: RunStore | str | os.PathLike, cfg: RunConfig, splits: dict, version: str) -> None:
     """ConfigError unless the stored run has the same config (apart from RESUME_FREE_KEYS), package version and
     dataset split hashes (failure case C13). ``store``: the run folder or its RunStore. Reads only."""
-    reader = RunReader(getattr(store, "root", store))
+    reader = RunReader(getattr(store, "root", store))  # type: ignore[arg-type]
     refuse_changed_config(reader, cfg)
     old_ver = (reader.meta("environment") or {}).get("janus_memory")
     if old_ver != version:
@@ -110,7 +110,7 @@ def refuse_changed_config(reader: RunReader, cfg: RunConfig) -> None:
     resolved here. Also called by the CLI before it prints anything (cli/checks.preflight)."""
     from .build import resolve_config
 
-    stored = _with_defaults(migrate_stored(reader.meta("config") or {}))
+    stored = with_defaults(migrate_stored(reader.meta("config") or {}))
     stored = resolve_config(RunConfig.parse(stored)).model_dump()  # new updater keys: their defaults
     now = resolve_config(cfg).model_dump()
     diff = [d for d in config_diff(stored, now) if d.split(":")[0] not in RESUME_FREE_KEYS]

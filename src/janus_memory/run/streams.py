@@ -52,7 +52,7 @@ class _Posted:
 
 @dataclass
 class _Ended:
-    name: str
+    name: str | None  # None: the worker ends
     result: Any = None
     error: BaseException | None = None
 

@@ -65,8 +65,8 @@ def _valid_run(r) -> bool:
     if not (ints and isinstance(busy, (int, float)) and not isinstance(busy, bool) and math.isfinite(busy)):
         return False
     # plausible bounds: a hand-edited or hostile record must not print "~inf h" or a 300-digit rate
-    return (MIN_CALLS <= calls <= MAX_CALLS and 0 <= tokens <= MAX_CALLS * 1_000_000
-            and MIN_S_PER_CALL <= busy / calls <= MAX_S_PER_CALL)
+    return (MIN_CALLS <= calls <= MAX_CALLS and 0 <= tokens <= MAX_CALLS * 1_000_000  # type: ignore[operator]  # ints, checked above
+            and MIN_S_PER_CALL <= busy / calls <= MAX_S_PER_CALL)  # type: ignore[operator]
 
 
 def _load(path: Path) -> dict:
@@ -75,7 +75,8 @@ def _load(path: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: hostile nesting
         return {}
-    if not isinstance(data, dict) or type(data.get("format")) is not int or data["format"] != FORMAT or not isinstance(data.get("models"), dict):
+    if (not isinstance(data, dict) or type(data.get("format")) is not int or data["format"] != FORMAT
+            or not isinstance(data.get("models"), dict)):
         return {}
     return {k: [r for r in v if _valid_run(r)] for k, v in data["models"].items() if isinstance(v, list)}
 

@@ -6,7 +6,7 @@ into it) and the updater's own settings (``updater_config``, checked against the
 defaults by :func:`check_updater_config`). Unknown keys and wrong types raise one-line ConfigErrors naming the key
 (:meth:`RunConfig.parse`). ``<run>/config.json`` is the resolved settings' dump (build.resolve_config).
 
-Presets (issue 13, settings/presets.py): ``preset: paper`` (default of ``janus run``) reproduces the authors' code;
+Presets (settings/presets.py): ``preset: paper`` (default of ``janus run``) reproduces the authors' code;
 ``preset: small`` (``janus demo``) is our configuration for a 1.5B model. Explicit settings win over the preset.
 """
 from __future__ import annotations
@@ -20,10 +20,10 @@ from ..controller.config import SEED_MAX
 from ..errors import ConfigError
 from . import limits as L
 from . import presets
-from .llm_settings import LLMSettings, SettingsConflict, checked_path, lift_llm, overlay
 from .janus_settings import JanusSettings  # noqa: F401
-from .updater_settings import check_updater_config  # noqa: F401
+from .llm_settings import LLMSettings, SettingsConflict, checked_path, lift_llm, overlay
 from .migrate import migrate_stored, pre_issue27  # noqa: F401
+from .updater_settings import check_updater_config  # noqa: F401
 
 
 class RunConfig(BaseModel):
@@ -45,13 +45,14 @@ class RunConfig(BaseModel):
     # random.Random drops the sign, so -1 would give seed 1's split and count as a second seed in `janus report`
     seed: int = Field(default=0, ge=0, le=SEED_MAX)
     faithful: bool = False  # score with the paper's own checker where it differs (math: exact match of the last box)
-    stream_order_seed: int | None = Field(default=None, ge=0, le=SEED_MAX)  # if set, re-orders the stream (same tasks) for the stream-order study (paper §8.7)
+    # if set, re-orders the stream (same tasks) for the stream-order study (paper §8.7)
+    stream_order_seed: int | None = Field(default=None, ge=0, le=SEED_MAX)
 
     updater: str = "dc_rs"
     updater_config: dict = Field(default_factory=dict)  # the updater's own settings (checked: check_updater_config)
     controller: Literal["janus", "none", "both"] = "both"
     janus: JanusSettings = Field(default_factory=JanusSettings)  # JanusConfig overrides on the preset's
-    # controller preset; None = the run preset's (paper/fast); recommended = JanusConfig.recommended() (issue 24)
+    # controller preset; None = the run preset's (paper/fast); recommended = JanusConfig.recommended()
     janus_preset: Literal["paper", "fast", "recommended"] | None = None
     replay: Literal["fresh", "frozen"] | None = None  # Janus replay sampling; None = the preset's (paper fresh, small frozen)
     # answer checker of stream feedback, replays and the test (tasks/checker_paper.py): paper = the authors' (lenient
@@ -98,12 +99,13 @@ class RunConfig(BaseModel):
     parallel_methods: bool | None = None
     allow_weak_sandbox: bool = False  # HumanEval: accept the fallback sandbox (unshare) when bubblewrap is missing
 
-    # harmful candidates injected at chosen stream steps (issue 15): "KIND@STEP[,KIND@STEP...]" or a YAML list of
+    # harmful candidates injected at chosen stream steps: "KIND@STEP[,KIND@STEP...]" or a YAML list of
     # such strings, kinds wipe / dump / overfit / poison / truncate (janus_memory/inject/candidates.py); stored in
     # canonical form ("poison@5,wipe@12"), None = no injection
     inject: str | None = None
 
-    checkpoints: list[float] = Field(default_factory=list)  # stream fractions whose memory is also tested, e.g. [0.2, 0.4, 0.6, 0.8]
+    # stream fractions whose memory is also tested, e.g. [0.2, 0.4, 0.6, 0.8]
+    checkpoints: list[float] = Field(default_factory=list)
 
     encoder: str = "minilm"
     cache_dir: str | None = None  # LLM response cache folder; None = ~/.cache/janus-memory/llm-cache
@@ -303,7 +305,7 @@ _RANGE_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_e
 
 def _model_at(path: tuple) -> tuple[type[BaseModel] | None, str]:
     """The settings model holding the key at ``path`` (RunConfig, its ``llm`` or ``janus`` section) and the key."""
-    sections = {"llm": LLMSettings, "janus": JanusSettings}
+    sections: dict[str, type[BaseModel]] = {"llm": LLMSettings, "janus": JanusSettings}
     if len(path) == 2 and path[0] in sections:
         return sections[path[0]], str(path[1])
     if len(path) == 1:
@@ -407,7 +409,7 @@ def demo_config(**overrides) -> RunConfig:
     kinds only after that (docs/measurements.md, "MMT on the demo's short stream", probe table). `janus run` keeps
     MMT; the demo shows what Janus's comparison does with a harmful candidate, and says that it compares every step.
 
-    One injected harmful candidate (issue 15): ``poison`` (a planted instruction that makes answers wrong, the
+    One injected harmful candidate: ``poison`` (a planted instruction that makes answers wrong, the
     memory-poisoning attack) at the last stream step, so that both final memories go to the held-out test: blind
     deployment takes the poisoned sheet there, Janus the one it kept. Both methods receive the same candidate.
     """
@@ -419,8 +421,8 @@ def demo_config(**overrides) -> RunConfig:
         updater="dc_rs",
         updater_config={"top_k": 1, "retrieved_output_chars": 300},
         controller="both",
-        # skip_trivially_equal: a candidate that only bumps DC's "Version:" line is accepted unevaluated (the issue-17
-        # demo's only comparison was such a pair: 29% of the run); never in the paper preset
+        # skip_trivially_equal: a candidate that only bumps DC's "Version:" line is accepted unevaluated (the
+        # demo's only comparison once was such a pair: 29% of the run); never in the paper preset
         janus={"warmup": 4, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1, "skip_trivially_equal": True,
                "trigger": "always"},
         backend="local",

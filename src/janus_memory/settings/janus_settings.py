@@ -3,7 +3,8 @@ with fields generated from JanusConfig's own dataclass fields (so the two cannot
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
 from pydantic import BaseModel, ConfigDict, create_model, model_serializer
 
 
@@ -53,7 +54,7 @@ class _JanusSettingsBase(BaseModel):
             return self.overrides() == other
         return NotImplemented
 
-    __hash__ = None  # mutable-looking mapping
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking mapping
 
 
 def _janus_settings_model() -> type[BaseModel]:
@@ -64,7 +65,11 @@ def _janus_settings_model() -> type[BaseModel]:
 
     hints = typing.get_type_hints(JanusConfig)
     fields = {f.name: (hints[f.name], f.default) for f in dataclasses.fields(JanusConfig)}
-    return create_model("JanusSettings", __base__=_JanusSettingsBase, __module__=__name__, **fields)
+    return create_model("JanusSettings", __base__=_JanusSettingsBase, __module__=__name__,
+                        **fields)  # type: ignore[call-overload]  # field specs built at run time
 
 
-JanusSettings = _janus_settings_model()
+if TYPE_CHECKING:  # a pydantic model built at run time: the type checker sees its base
+    JanusSettings = _JanusSettingsBase
+else:
+    JanusSettings = _janus_settings_model()

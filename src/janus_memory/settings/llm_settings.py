@@ -40,8 +40,10 @@ class LLMSettings(BaseModel):
     base_url: str | None = None
     model_path: str | None = None  # GGUF for the embedded backend
     # upper bounds: settings/limits.py
-    n_ctx: int = Field(default=0, ge=0, le=L.MAX_TOKENS)  # embedded backend context window; 0 = sized from the request (presets.check_context)
-    n_parallel: int = Field(default=1, ge=1, le=L.MAX_PARALLEL)  # embedded engine slots (docs/perf.md); the client sends >= this many at once
+    # embedded backend context window; 0 = sized from the request (presets.check_context)
+    n_ctx: int = Field(default=0, ge=0, le=L.MAX_TOKENS)
+    # embedded engine slots (docs/perf.md); the client sends >= this many at once
+    n_parallel: int = Field(default=1, ge=1, le=L.MAX_PARALLEL)
     concurrency: int = Field(default=4, ge=1, le=L.MAX_CONCURRENCY)
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)  # the range every chat call accepts (LLMClient)
     solver_max_tokens: int = Field(default=8192, ge=1, le=L.MAX_TOKENS)

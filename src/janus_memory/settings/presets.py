@@ -1,4 +1,4 @@
-"""The two run presets (issue 13) and the small pieces the CLI/runner print with them.
+"""The two run presets and the small pieces the CLI/runner print with them.
 
 * ``paper`` (the default of ``janus run``): the authors' code rule for rule. Controller ``JanusConfig.paper()``
   (identical-memory shortcut off), fresh replay samples per (trigger, entry, memory), updater defaults (paper
@@ -36,7 +36,8 @@ def updater_overrides(preset: str, updater: str) -> dict:
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
     if preset == "paper":
         return {}
-    backend = {"sampling": "backend"}  # top_p / top_k / min_p left to the backend (llama.cpp: 0.95 / 40 / 0.05)
+    # top_p / top_k / min_p left to the backend (llama.cpp: 0.95 / 40 / 0.05)
+    backend: dict[str, object] = {"sampling": "backend"}
     if updater in ("dc_rs", "dc_cu", "expel"):
         backend["parse_reasoning"] = False  # parsers see the answer text only (ours)
     if updater == "dc_rs":

@@ -1,4 +1,4 @@
-"""The database's own integrity check (store formats 4 and 5, issue 28): a per-method hash chain of the committed rows.
+"""The database's own integrity check (store formats 4 and 5): a per-method hash chain of the committed rows.
 
 Each step commit stores, in the same transaction as the step, ``chain(method, step, hash)`` with
 
@@ -18,7 +18,7 @@ old. A folder of an older format is sealed as it stands when it is resumed (:fun
 Not detected (said in docs/run-folder.md): someone who edits a row *and* recomputes the chain and seals after it (the
 hashes are not secret: they find damage and careless edits, not a forger); in a format 4 folder the checkpoint rows
 (checked when they load: the resume probes them) and the memory/candidate texts (each checked against its own sha256
-when read, store/texts.py), and a method whose chain and seal rows are both deleted; the ``parent``/``rejected``
+when read, store/text_log.py), and a method whose chain and seal rows are both deleted; the ``parent``/``rejected``
 columns of memories/candidates rows. A folder written before format 4 has no chain: it reads as before, and its rows
 are reported "not checked".
 """
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 from typing import Callable
-
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS chain (method TEXT NOT NULL, step INTEGER NOT NULL, hash TEXT NOT NULL,
@@ -163,7 +162,7 @@ def chain_problems(query: Callable[..., list], method: str,
 # texts shared by the methods) and each method's checkpoint (tables checkpoints, checkpoint_ops, checkpoint_rows,
 # checkpoint_head: rewritten as the run goes, superseded rows deleted) are sealed by an order-free sum of their rows'
 # digests, kept in table ``state_seals`` (``texts``; ``checkpoint:<method>``) and updated in the transaction that
-# writes or deletes the rows (store/store.py, store/texts.py, store/ckpt_log.py): an add per written row, a
+# writes or deletes the rows (store/store.py, store/text_log.py, store/ckpt_log.py): an add per written row, a
 # subtraction per deleted one, so a step's cost stays flat. Recomputing the sum from the rows (:func:`texts_acc`,
 # :func:`checkpoint_acc`: one pass over the tables) finds a row edited, deleted or added after its commit.
 STORE_FORMAT_SEALED = 5  # from this store format on, chains, seals and state seals are written with every row, so

@@ -1,4 +1,4 @@
-"""The method checkpoints of a run database: a base plus per-step operations (issue 17). RunStore (store.py) owns the
+"""The method checkpoints of a run database: a base plus per-step operations. RunStore (store.py) owns the
 transaction; this module decides what a step writes. RunReader.checkpoint replays it.
 
 Tables (created by store.py): ``checkpoints`` (method -> base step + whole state, written once per process and method),
@@ -61,7 +61,7 @@ def pinned_ops(prev: Any, new: Any, hints: Hints, last: Hints) -> dict:
     """``{path: op or None}`` for the hinted paths whose token is unchanged since the previous commit (``last``) and
     whose previous value fits the stable length recorded then; other paths are left to delta.diff."""
     out: dict = {}
-    for path, (tok, stable) in hints.items():
+    for path, (tok, _stable) in hints.items():
         seen = last.get(path)
         if seen is None or seen[0] != tok:
             continue

@@ -1,4 +1,4 @@
-"""Embedding matrices of a checkpoint as rows in a side table (issue 17: per-step store cost flat in the step count).
+"""Embedding matrices of a checkpoint as rows in a side table (per-step store cost flat in the step count).
 
 A checkpoint in the store's form (run/loop.py) holds its append-only float32 matrices (the controller's task
 embeddings, the retrieval banks') as :class:`~janus_memory.rows.RowsRef` handles at key paths (reached through dicts
@@ -27,7 +27,7 @@ from .delta import SEP
 
 KEY = "__janus_rows__"  # the placeholder's one key: [n rows, dim, form]
 STORE_FORMAT = 5        # meta 'store_format': 1 (absent) = matrices inline as base64; 2 = checkpoint_rows;
-                        # 3 = memory/candidate texts once each, as deltas (table texts, store/texts.py);
+                        # 3 = memory/candidate texts once each, as deltas (table texts, store/text_log.py);
                         # 4 = a hash chain of each method's committed rows (tables chain, seals: store/chain.py);
                         # 5 = the texts and each checkpoint sealed too (table state_seals), and chains and seals
                         #     required: their absence is damage, not an older folder (store/chain.py)

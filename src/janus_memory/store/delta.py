@@ -1,4 +1,4 @@
-"""Structural deltas between two JSON values: how the run store keeps per-step checkpoint cost flat (issue 17).
+"""Structural deltas between two JSON values: how the run store keeps per-step checkpoint cost flat.
 
 A method's checkpoint (updater snapshot + controller state + counters) grows with the stream: the controller keeps every
 seen task and its embedding, retrieval updaters keep a bank. Rewriting it whole every step made the database grow
@@ -34,7 +34,7 @@ def _same_scalar(a: Any, b: Any) -> bool:
 def common_prefix(a: str, b: str) -> int:
     """Length of the longest common prefix of ``a`` and ``b``. Cheap in the case that matters, a string that grew by
     appending (possibly after rewriting its last base64 padding group): one C-level comparison, no bisection. Also
-    the prefix of the run store's text deltas (store/texts.py)."""
+    the prefix of the run store's text deltas (store/text_log.py)."""
     n = min(len(a), len(b))
     if b.startswith(a if n == len(a) else a[:n]):
         return n
@@ -57,7 +57,7 @@ def _bisect(a: str, b: str, lo: int, hi: int) -> int:
     return lo
 
 
-def _list_prefix(old: list, new: list) -> bool:
+def _list_prefix(old: list, new: list | tuple) -> bool:
     if len(new) < len(old):
         return False
     if not old:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,13 @@ class MethodFinished:
 
 
 Event = MethodStarted | StepRecorded | StepFinished | Triggered | TestStarted | TestProgress | TestDone | MethodFinished
+
+
+class EventSink(Protocol):
+    """What a method's stream loop emits into: the :class:`EventBus`, or a relay that hands events to the thread
+    that owns the bus (run/streams.py)."""
+
+    def emit(self, ev: Event) -> None: ...
 
 
 class EventBus:

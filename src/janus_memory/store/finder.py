@@ -4,13 +4,14 @@ unfinished.describe).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import RunFolderError
 from .reader import DB
 
 
-def find_run_dirs(paths: list[str | Path]) -> list[Path]:
+def find_run_dirs(paths: Sequence[str | Path]) -> list[Path]:
     """Finished run folders at or below each path, in order, de-duplicated (:func:`scan_run_dirs`).
 
     Raises:
@@ -25,7 +26,7 @@ def find_run_dirs(paths: list[str | Path]) -> list[Path]:
     return finished
 
 
-def scan_run_dirs(paths: list[str | Path], *, unchecked: list[Path] | None = None) -> tuple[list[Path], list[Path]]:
+def scan_run_dirs(paths: Sequence[str | Path], *, unchecked: list[Path] | None = None) -> tuple[list[Path], list[Path]]:
     """``(finished, unfinished)`` run folders at or below each path, in order, de-duplicated. A run folder holds
     summary.json or run.sqlite; it is unfinished when it holds run.sqlite but no COMPLETE (written last, store.py),
     whether it was interrupted, is still running, or lost COMPLETE to a repair that did not end.
@@ -69,7 +70,7 @@ def scan_run_dirs(paths: list[str | Path], *, unchecked: list[Path] | None = Non
             if not (d / "COMPLETE").exists():
                 unfinished.append(d)
             else:
-                check_complete(d)  # COMPLETE must mean every artefact is present and consistent (issue 12 item 6)
+                check_complete(d)  # COMPLETE must mean every artefact is present and consistent
                 finished.append(d)
     return finished, unfinished
 

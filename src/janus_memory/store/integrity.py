@@ -1,4 +1,4 @@
-"""Run-folder integrity (issue 12, items 5-7): what COMPLETE promises, checked on resume and on `janus report`.
+"""Run-folder integrity: what COMPLETE promises, checked on resume and on `janus report`.
 
 A run folder is complete when, for every method of its stored config, the database holds steps 1..n without gaps
 (n = the method's stream size), the method's result, and the exports agree with the database: decisions.jsonl and
@@ -8,6 +8,7 @@ Only reads (through RunReader); the store rebuilds exports (RunStore.rebuild_exp
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import ConfigError, RunFolderError
@@ -32,10 +33,12 @@ def stored_methods(reader: RunReader) -> list[str]:
         return [m for m, _ in RunConfig(**cfg).methods()]
     except (ValidationError, TypeError) as e:
         raise ConfigError(f"{reader.root}: the stored config is not valid for this janus-memory "
-                          f"({_first_error(e)}); it was probably written by a newer version") from None
+                          f"({first_error(e)}); it was probably written by a newer version") from None
 
 
-def _first_error(e: Exception) -> str:
+def first_error(e: Exception) -> str:
+    """One line for a settings error: pydantic's first error as the setting and its message (an unknown key named
+    as such), else the exception's first line."""
     errs = getattr(e, "errors", None)
     if callable(errs):
         err = errs()[0]
@@ -81,7 +84,7 @@ def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
     < 4). From store format 5 the chain and seals are required (their absence is damage) and the memory/candidate
     texts and each method's checkpoint rows are checked against their state seals."""
     from .chain import STORE_FORMAT_SEALED, chain_problems, setup_problems, state_problems, store_format
-    from .texts import damaged_text
+    from .text_log import damaged_text
 
     reader = RunReader(root)
     if not reader.has_db:
@@ -92,7 +95,7 @@ def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
     sealed = reader._with_db(store_format, 1) >= STORE_FORMAT_SEALED
     methods = stored_methods(reader) or [m for (m,) in reader._query("SELECT DISTINCT method FROM steps")]
     for method in methods:
-        checked, found = reader._with_db(lambda query: chain_problems(
+        checked, found = reader._with_db(lambda query, method=method: chain_problems(
             query, method, lambda m: reader.method_result(m) is not None, required=sealed), (False, []))
         out += found
         if not checked and reader._query("SELECT 1 FROM steps WHERE method=? LIMIT 1", (method,)):
@@ -140,10 +143,10 @@ def other_version(reader: RunReader) -> str | None:
             f"with janus-memory {made}")
 
 
-def refuse_damaged(root: str | Path) -> None:
+def refuse_damaged(root: str | os.PathLike[str]) -> None:
     """RunFolderError (:func:`unresumable`): a run is never continued or repaired from a database that is damaged
     (its rows would be copied over the intact exports) or that lacks steps below its saved state."""
-    why = unresumable(root)
+    why = unresumable(Path(root))
     if why:
         raise RunFolderError(why)
 

@@ -78,7 +78,7 @@ def _json_default(o: Any):
     if isinstance(o, RowsRef):  # an embedding matrix by reference (the store writes its rows; here: the plain form)
         return o.encode()
     if dataclasses.is_dataclass(o):
-        return dataclasses.asdict(o)
+        return dataclasses.asdict(o)  # type: ignore[arg-type]  # an instance: classes are not stored
     if isinstance(o, np.ndarray):
         return o.tolist()
     if isinstance(o, (np.floating, np.integer, np.bool_)):

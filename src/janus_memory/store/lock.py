@@ -1,4 +1,4 @@
-"""Exclusive lock on a run folder, held for the run's whole life (issue 12, item 1).
+"""Exclusive lock on a run folder, held for the run's whole life.
 
 Two ``janus run`` processes on one folder (a new run and a ``--resume``, two resumes, or two new runs racing to create
 the folder) corrupt the memory-version table and can delete each other's database. :class:`RunLock` prevents that:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sqlite3
 import stat
@@ -23,7 +24,7 @@ _MEMORY_FILE = re.compile(r"^(\d{5,})_([0-9a-f]{12})\.txt$")
 class RunReader:
     """Read access to one run folder ``root``."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root).expanduser()
 
     # ------------------------------------------------------------------ basics
@@ -96,9 +97,9 @@ class RunReader:
     def texts(self, table: str, method: str | None = None, *, last: bool = False, text: bool = True) -> list[dict]:
         """The rows of ``table`` ("memories": deployed versions, "candidates") in (method, step) order: ``method,
         step, sha256, parent`` (candidates: + ``rejected``) and, with ``text``, the text, read back through
-        store/texts.py and checked against its sha256 (DamagedStoreError naming the row when it does not read back).
+        store/text_log.py and checked against its sha256 (DamagedStoreError naming the row when it does not read back).
         ``last``: only the newest row of ``method``. [] without a database."""
-        from .texts import damage_error, read_versions
+        from .text_log import damage_error, read_versions
 
         return self._with_db(lambda query: list(read_versions(
             query, table, method=method, last=last, text=text, on_damage=damage_error(self.root / DB))), [])
@@ -109,8 +110,8 @@ class RunReader:
 
     def unstored_texts(self, method: str) -> list[tuple[str, int]]:
         """(table, step) of the memory/candidate rows of ``method`` whose text is missing from the database (checked
-        without rebuilding texts: store/texts.py unstored)."""
-        from .texts import unstored
+        without rebuilding texts: store/text_log.py unstored)."""
+        from .text_log import unstored
 
         return self._with_db(lambda query: unstored(query, method), [])
 

@@ -19,14 +19,14 @@ Atomicity: a step's record and the method's checkpoint (updater + controller sta
 transaction, so after a crash or SIGKILL the database holds either the whole step or none of it. Every JSON/text file
 is written to a temp file and renamed.
 
-Crash safety of set-up and --overwrite (issue 28, docs/run-folder.md): a new run's database is written whole under
+Crash safety of set-up and --overwrite (docs/run-folder.md): a new run's database is written whole under
 ``.run.sqlite.setup`` (schema + config, splits, environment) and renamed to ``run.sqlite``, so a run.sqlite always
 holds its config; --overwrite moves the old run into ``.janus-overwritten/`` first and deletes it only after the new
 database is in place. Each step also stores its link of the per-method hash chain (store format 4, store/chain.py),
 and keeps the state seals of the texts and of its method's checkpoint rows (store format 5, the same transaction).
 Named kill points (janus_memory/killpoints.py) let tests SIGKILL the process at each stage.
 
-Flat growth (issue 17): the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
+Flat growth: the checkpoint is stored whole once per process and method (table ``checkpoints``, the base),
 then per step as the leaf operations of its structural delta (table ``checkpoint_ops``, store/delta.py): appended
 list items and string tails are kept (they are the state's growth); a value set or removed at a path deletes the
 earlier operations at or below that path, so a value rewritten every step occupies the database once. What a step
@@ -36,7 +36,7 @@ retrieval banks) arrive by reference (janus_memory/rows.py) and are stored as ro
 the new rows per step (store/ckpt_rows.py; store format 2, meta ``store_format``; format 1 folders, with the matrices
 inline as base64, still load).
 
-Memory and candidate texts (store format 3, store/texts.py): the rows of ``memories`` (one per deployed version)
+Memory and candidate texts (store format 3, store/text_log.py): the rows of ``memories`` (one per deployed version)
 and ``candidates`` (one per step) hold sha256 and parent, their ``text`` is ``''``; each distinct text is stored once
 in table ``texts``, as a delta on the version it came from (common prefix and suffix lengths + the new middle) or,
 every 64 versions along a chain, as a keyframe: a list of content-defined chunks (table ``text_chunks``, each chunk
@@ -47,7 +47,7 @@ keep their text inline and read as they are; a resumed old folder is marked form
 The newest memory (sha256, text) is kept in memory, so a step runs no query whose cost grows with the run; what
 still grows with the memory's length is hashing it (sha256, as before) and finding the common prefix/suffix with
 its parent (~0.1 ms per MB), plus the per-version export file (written whole). Measured with a memory growing ~1 KB
-per step (benchmarks/bench_store.py --only-text; docs/measurements.md, "Memory and candidate texts"): database
+per step (benchmarks/performance/bench_store.py --only-text; docs/measurements.md, "Memory and candidate texts"): database
 2.7 KiB/step at step 10 and 2.8 at step 10,000 (format 2: 70.7 and 16,494.5); at 9 MB the two sha256 cost 16 ms per
 step, the store's own work 3.6 ms, the export file 7.2 MiB and 88 ms (the non-flat cost left).
 """
@@ -55,20 +55,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
+from ..errors import RunFolderError
+from ..killpoints import kill_point
 from . import chain as C
-from . import texts as T
+from . import text_log as T
 from .ckpt_log import CheckpointLog, Hints
 from .ckpt_rows import STORE_FORMAT
-from .jsonio import atomic_write_json, atomic_write_text, dumps, text_hash  # noqa: F401  (re-exported)
-
-from ..errors import OutputError, RunFolderError
-from ..killpoints import kill_point
 from .folder import _SCHEMA, ASIDE, SETUP_DB, RunFolder, _fsync_dir, _remove  # noqa: F401  (re-exported)
-
+from .jsonio import atomic_write_json, atomic_write_text, dumps, text_hash  # noqa: F401  (re-exported)
 
 Memory = tuple  # (sha256, text, depth in table texts or None when the text is stored inline, before format 3)
 
@@ -85,7 +83,7 @@ class RunStore(RunFolder):
         self.db.executescript(_SCHEMA)
         self._set_format()
         self.ckpt = CheckpointLog(self.db)  # the checkpoint base + per-step operations (store/ckpt_log.py)
-        self.texts = T.TextLog(self.db)  # memory and candidate texts, once each, as deltas (store/texts.py)
+        self.texts = T.TextLog(self.db)  # memory and candidate texts, once each, as deltas (store/text_log.py)
         self._mem: dict[str, Memory | None] = {}  # method -> its newest stored memory (loaded once per process)
         self._chain: dict[str, str] = {}  # method -> hash of its newest committed step (store/chain.py)
 
@@ -136,7 +134,7 @@ class RunStore(RunFolder):
         return self.db.execute(sql, args).fetchall()
 
     def _versions(self, table: str, method: str, **kw):
-        """The rows of ``table`` with their texts, read back and checked (store/texts.py read_versions)."""
+        """The rows of ``table`` with their texts, read back and checked (store/text_log.py read_versions)."""
         return T.read_versions(self._query, table, method=method, on_damage=T.damage_error(self.root / self.DB), **kw)
 
     def _last_memory(self, method: str) -> Memory | None:
@@ -152,7 +150,7 @@ class RunStore(RunFolder):
         """Atomically store one step: its decision-log line, its full record, the candidate memory
         (``(text, parent_sha256, rejection_reason)``), the deployed memory (if it changed) and the method checkpoint
         used for resuming (``hints``: what of it only grew, see store/ckpt_log.py). Returns the memory file name when
-        a new version was deployed. The texts go to table ``texts`` (store/texts.py), once each: the deployed one as
+        a new version was deployed. The texts go to table ``texts`` (store/text_log.py), once each: the deployed one as
         a delta on the previous version, the candidate on its parent when the store has it in hand (else on the
         deployed memory)."""
         sha = text_hash(deployed_memory)
@@ -177,7 +175,7 @@ class RunStore(RunFolder):
             if candidate is not None:
                 ctext, cparent, creason = candidate
                 base = next((m for m in (mem, prev) if m and m[0] == cparent), mem)
-                self.texts.put(csha, ctext, base)
+                self.texts.put(csha, ctext, base)  # type: ignore[arg-type]  # a stored candidate has its text
                 self._put_version("candidates", (method, step, csha, cparent, creason, ""))
             self.ckpt.write(method, step, pending)
             kill_point("step_commit", step)

@@ -21,6 +21,7 @@ def progress(run_dir: str | Path) -> dict:
     from .lock import holder_pid
 
     reader = RunReader(run_dir)
+    unreadable: str | None
     try:
         pid = holder_pid(reader.root)
     except OSError:  # a lock file we may not open (another user's folder): not known to be running

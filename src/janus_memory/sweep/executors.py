@@ -59,8 +59,8 @@ def endpoints(items: list[tuple[dict, dict]]) -> dict[str, int]:
 def ray_share(items: list[tuple[dict, dict]], workers: int, log: Callable[[str], None]) -> list[tuple[dict, dict]]:
     """On Ray every worker gets its share of its endpoint's budget: ``llm.concurrency`` // workers (at least 1)."""
     budgets = endpoints(items)
-    for ep, limit in budgets.items():
-        log(f"requests in flight to {ep}: at most {limit} for the whole sweep; on Ray each of the {workers} workers "
+    for endpoint, limit in budgets.items():
+        log(f"requests in flight to {endpoint}: at most {limit} for the whole sweep; on Ray each of the {workers} workers "
             f"sends at most {max(1, limit // workers)}")
     out = []
     for d, info in items:

@@ -1,4 +1,4 @@
-"""The paper's method grid on one dataset (paper-spec §6.1, §8.1, §8.3, §8.4, §8.7).
+"""The paper's method grid on one dataset (docs/research-notes.md §6.1, §8.1, §8.3, §8.4, §8.7).
 
 Cells (each its own run folder ``<base.out>/<dataset>/<cell>/seed<k>``, one method per run):
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..settings.config import RunConfig
 from .sweep import run_folder, run_sweep
@@ -28,8 +29,8 @@ MATCHED_TRIGGERS = ("random", "periodic")
 
 def baseline_updaters() -> list[str]:
     """The registered paper baselines (updaters with ``is_baseline``), in report row order."""
-    from ..registry import UPDATERS, load_plugins
     from ..plugins import ensure_builtins
+    from ..registry import UPDATERS, load_plugins
 
     ensure_builtins()
     load_plugins()
@@ -64,7 +65,7 @@ def paper_grid(dataset: str, base: RunConfig, updaters=("dc_rs", "expel"), seeds
     if not seeds:
         raise ValueError("give at least one seed")
     cells: list[tuple[str, RunConfig]] = []
-    kw = dict(updater_configs=updater_configs)
+    kw: dict[str, Any] = dict(updater_configs=updater_configs)
     for seed in seeds:
         if baselines:
             for b in baseline_updaters():
@@ -108,7 +109,7 @@ def stream_order_grid(dataset: str, base: RunConfig, updaters=("dc_rs",), seeds=
 
 
 def matched_trigger_settings(triggers: int, stream_tasks: int, warmup: int) -> dict:
-    """Random rate and periodic period matched to an MMT run (paper-spec §8.3).
+    """Random rate and periodic period matched to an MMT run (docs/research-notes.md §8.3).
 
     >>> matched_trigger_settings(6, 24, 4)
     {'post_warmup_steps': 20, 'mmt_triggers': 6, 'trigger_rate': 0.3, 'trigger_period': 3}
@@ -127,8 +128,8 @@ def _mmt_reference(cfg: RunConfig) -> Path:
 
 
 def _read_mmt(ref: Path, updater: str) -> dict:
-    from ..store.reader import RunReader
     from ..report.runs import resolved_janus
+    from ..store.reader import RunReader
 
     reader = RunReader(ref)
     summ = reader.summary()

@@ -28,8 +28,8 @@ OpenAI-compatible URL given as ``base_url``).
 from __future__ import annotations
 
 import itertools
-import math
 import json
+import math
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -176,7 +176,7 @@ def expand_grid(base: dict, grid: dict, *, lines: dict[str, int] | None = None) 
             cfg = RunConfig(**{**d, "out": "."})
         except ValidationError as e:
             raise ValueError(f"grid point {values}: " + _validation_message(e, "", lines)) from None
-        _check_janus(cfg.janus, f"grid point {values}")
+        _check_janus(cfg.janus, f"grid point {values}")  # type: ignore[arg-type]  # JanusSettings reads as a dict
         cfg = cfg.model_copy(update={"out": run_folder(root, cfg.dataset, name, cfg.seed)})
         if cfg.out in seen:
             raise ValueError(f"grid points {seen[cfg.out]} and {values} map to the same run folder {cfg.out}")

@@ -76,7 +76,8 @@ def plain_numerals(text: str) -> str:
 
 # ------------------------------------------------------------------------------------------------- commitment
 
-_BOUNDARY = re.compile(r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)[.!?;](?=\s|$)|\n|[()\[\]]|—|\s[-–]\s|\b(?:but|however|whereas|although|though)\b", re.I)
+_BOUNDARY = re.compile(r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)[.!?;](?=\s|$)|\n|[()\[\]]|—|\s[-–]\s"
+                       r"|\b(?:but|however|whereas|although|though)\b", re.I)
 _STRONG_HYPO = re.compile(
     r"\b(?:forgetting|forgot\s+to|ignoring|neglecting|omitting|disregarding|leaving\s+out|dropping|otherwise"
     r"|under\s+(?:the|a|an)\s+(?:other|alternative|different|opposite|old|older|naive|wrong|incorrect|another)"
@@ -115,8 +116,8 @@ def clause(text: str, start: int, end: int) -> str:
     cs = lo
     for m in _BOUNDARY.finditer(text, lo, start):
         cs = m.end()
-    m = _BOUNDARY.search(text, end, min(len(text), end + _WINDOW))
-    ce = m.start() if m else min(len(text), end + _WINDOW)
+    after = _BOUNDARY.search(text, end, min(len(text), end + _WINDOW))
+    ce = after.start() if after else min(len(text), end + _WINDOW)
     why = _JUSTIFICATION.search(text, end, ce)  # "(C), since otherwise ... would": the reason, not a condition
     ce = why.start() if why else ce
     return text[cs:start] + " … " + text[end:ce]

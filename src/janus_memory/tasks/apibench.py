@@ -2,7 +2,7 @@
 
 Sources: shared/data/apibench/huggingface_eval.jsonl (911 questions with gold ``api_call`` and ``api_data``) and
 huggingface_api.jsonl (936 API-doc records = the API database). Scoring follows the Gorilla AST evaluator as the paper's
-code uses it (paper-spec section 6.2), re-implemented with Python's ``ast`` instead of tree-sitter:
+code uses it (docs/research-notes.md §6.2), re-implemented with Python's ``ast`` instead of tree-sitter:
 - take the text after the last ``<<<api_call>>>:`` up to the next ``<<<`` field (no field -> unparsed, C18); Markdown
   emphasis around the markers (``**<<<api_call>>>**:``, ``**<<<api_call>>>:**``) and list bullets are tolerated;
 - parse it (with small repairs for what tree-sitter tolerates: a trailing period, wrapping quotes, trailing prose after
@@ -11,14 +11,14 @@ code uses it (paper-spec section 6.2), re-implemented with Python's ``ast`` inst
   every literal argument value of the entry appears among the candidate's literal argument values, and - when the
   candidate names a model or repository (``model=``, ``repo_id=``, ... or the first positional argument; the second
   for ``pipeline``) - the entry names that same identifier. So ``pipeline('text-generation', model='no/such')`` does
-  not match the entry ``pipeline('text-generation')`` (issue 11: Gorilla's intent is function + model identifier);
+  not match the entry ``pipeline('text-generation')`` (Gorilla's intent is function + model identifier);
 - a model/repo identifier, passed to a database function, that no database entry names is a hallucination, even if
   another call in the same reply matches; an identifier passed through a variable (``model_id = '...';
   X.from_pretrained(model_id)``) is resolved first - constant f-strings, ``+`` of constants and walrus values are
   folded with ``ast`` (never evaluated) - and an identifier argument that cannot be folded (``ids[0]``,
   ``os.getenv(...)``, ``'/'.join(...)``, ``*args``/``**kwargs``, a loop variable or parameter) is UNRESOLVED: never a
-  database match, flagged as unknown; ``tokenizer=`` and the other EXTRA_ID_KEYWORDS strings must be in the pool too
-  (round 3); one written in its 2024 spelling (``FacebookAI/roberta-base``,
+  database match, flagged as unknown; ``tokenizer=`` and the other EXTRA_ID_KEYWORDS strings must be in the pool too;
+  one written in its 2024 spelling (``FacebookAI/roberta-base``,
   see RENAMED_2024) is read as the database's (``roberta-base``);
 - correct iff some matching entry has the gold question's domain; hallucination iff no entry matches at all.
 Spellings a library resolves itself are read as the database's (apibench_match.library_id): sentence-transformers
@@ -38,7 +38,6 @@ whose every model identifier is a real one of the database is never called a hal
 """
 from __future__ import annotations
 
-import ast
 import re
 import shlex
 from dataclasses import dataclass
@@ -47,12 +46,9 @@ from pathlib import Path
 
 from janus_memory.types import ChatResult, Score, Task
 
+from .apibench_match import RENAMED_2024, UNRESOLVED, CallSig, canonical_id, parse_api_call  # noqa: F401 (re-exported)
 from .base import TaskFamily, output_text
 from .data import ENV_DATA_DIR, read_jsonl, require_file, resolve_data_dir, shuffled_slice
-from .apibench_match import (  # noqa: F401  (re-exported)
-    CallSig, EXTRA_ID_KEYWORDS, ID_FUNCS, ID_KEYWORDS, RENAMED_2024, RENAMED_REPOS_2024, UNRESOLVED, _LOADERS, _OBJ,
-    _TASK_FIRST, _bindings, _calls, _dotted, _extra_ids, _first_call_prefix, _fold, _id_arg, _ids, _lit, _loads,
-    _slashed, canonical_id, parse_api_call)
 
 HF_DOMAINS = (
     "Multimodal Feature Extraction, Multimodal Text-to-Image, Multimodal Image-to-Text, Multimodal Text-to-Video, "
@@ -171,7 +167,8 @@ def _shell_ids(cmd: ShellCommand) -> set[str]:
 
 
 class APIDatabase:
-    """The API database (huggingface_api.jsonl + the eval file's api_data records) indexed by the last segment of the function name."""
+    """The API database (huggingface_api.jsonl + the eval file's api_data records) indexed by the last segment of the
+    function name."""
 
     def __init__(self, records: list[dict]):
         self.by_last: dict[str, list[_Entry]] = {}
@@ -190,13 +187,14 @@ class APIDatabase:
                 self.known_funcs.add(c.name.split(".")[-1])
             if sig:
                 self.by_last.setdefault(sig.name.split(".")[-1], []).append(e)
-            elif shell_command(raw):
-                self.shell.append((shell_command(raw), e))
-                self.known_ids |= _shell_ids(shell_command(raw))
+            elif (shell := shell_command(raw)) is not None:
+                self.shell.append((shell, e))
+                self.known_ids |= _shell_ids(shell)
         self.shell_programs = {c.program for c, _ in self.shell}
 
     @staticmethod
     def _entry_matches(c: CallSig, e: _Entry) -> bool:
+        assert e.sig is not None  # only entries with a parsed call are indexed by name
         n = e.sig.name
         if not (c.name == n or c.name.endswith("." + n)):
             return False

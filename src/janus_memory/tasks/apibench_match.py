@@ -121,6 +121,21 @@ def library_id(func: str, ident: str) -> str:
     return ident
 
 
+def library_spelling(call: str) -> str:
+    """A gold call rewritten in a spelling its library resolves to the same thing (sentence-transformers without its
+    organisation, a pipeline task's newer name, timm's ``hf_hub:`` form, a shell command fenced), or unchanged: how
+    a model may write a right answer that no database entry spells (the scorer audit and its tests)."""
+    call = call.replace("SentenceTransformer('sentence-transformers/", "SentenceTransformer('")
+    for a, b in (("'sentiment-analysis'", "'text-classification'"), ("'ner'", "'token-classification'")):
+        if call.startswith("pipeline(" + a):
+            return call.replace(a, b, 1)
+    if call.startswith("timm.create_model('") and "hf_hub:" not in call:
+        return call.replace("timm.create_model('", "timm.create_model('hf_hub:timm/", 1)
+    if call.startswith("mlagents-load-from-hf"):
+        return "```bash\n" + call.replace("'", '"') + "\n```"
+    return call
+
+
 def _role_nodes(node: ast.Call, last: str) -> tuple:
     """(the argument naming the model/repository, the pipeline's task argument) of a call, each None if absent."""
     ident = next((k.value for k in node.keywords if k.arg in ID_KEYWORDS), None)
@@ -269,7 +284,7 @@ def _extra_ids(node: ast.Call, env: dict | None = None) -> frozenset:
 def _bindings(tree) -> dict:
     """Variables assigned a foldable string (``model_id = 'org/name'``, ``org = 'x'; m = f'{org}/y'``), the last
     assignment in source order winning: the diffusers idiom ``model_id = '...'; X.from_pretrained(model_id)`` names
-    its model through one (issue 26). A variable bound to an expression that loads a model is ``_OBJ``; any other
+    its model through one. A variable bound to an expression that loads a model is ``_OBJ``; any other
     binding (a tuple target, a loop variable, a parameter) leaves the name unbound, so it is not resolved."""
     env: dict = {}
     assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
@@ -301,7 +316,9 @@ def _calls(tree) -> list[CallSig]:
                 continue
             # values and identifiers of the whole call subtree (nested calls included), as Gorilla's matcher reads
             # the candidate subtree's text
-            vals, ids, extra = [], set(), set()
+            vals: list[str | None] = []
+            ids: set[str] = set()
+            extra: set[str] = set()
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call):
                     sub_last = (_dotted(sub.func) or "").split(".")[-1]

@@ -1,7 +1,7 @@
 """Task-family protocol, Split record, dataset registry and ``load_split``.
 
-A task family = loader + prompt + answer extraction + scoring, kept separate (paper-spec section 6):
-loaders live in math.py / multiple_choice.py / humaneval.py / apibench.py, extraction in extract_*.py,
+A task family = loader + prompt + answer extraction + scoring, kept separate (docs/research-notes.md §6):
+loaders live in math_family.py / multiple_choice.py / humaneval.py / apibench.py, extraction in extract_*.py,
 scoring in verify_math.py / sandbox.py / apibench.py.
 """
 from __future__ import annotations
@@ -16,12 +16,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from janus_memory.types import ChatResult, Score, Task
-
-from janus_memory.registry import DATASETS as DATASET_REGISTRY
-from janus_memory.registry import FAMILIES
 from janus_memory.errors import ConfigError
 from janus_memory.names import unknown_name
+from janus_memory.registry import DATASETS as DATASET_REGISTRY
+from janus_memory.registry import FAMILIES
+from janus_memory.types import ChatResult, Score, Task
 
 from .data import sha256_file, sha256_text
 
@@ -86,14 +85,14 @@ class DatasetSpec:
 
 DATASETS = DATASET_REGISTRY
 DATASETS.update({s.name: s for s in [
-    DatasetSpec("gsm8k", "math", "math:load_gsm8k",
+    DatasetSpec("gsm8k", "math", "math_family:load_gsm8k",
                 "random.Random(seed).shuffle of the 1319 test records, [0:500)", "same shuffle, [500:1000)"),
-    DatasetSpec("math500", "math", "math:load_math500", "(none: math500 is test-only; use 'math', 'gsm8k' or 'aime')",
+    DatasetSpec("math500", "math", "math_family:load_math500", "(none: math500 is test-only; use 'math', 'gsm8k' or 'aime')",
                 "all 500 of math500/test.jsonl in file order"),
-    DatasetSpec("math", "math", "math:load_math",
+    DatasetSpec("math", "math", "math_family:load_math",
                 "user Hendrycks MATH train (JANUS_MATH_TRAIN_PATH / --data-dir), random.Random(seed).shuffle, [0:500)",
                 "MATH-500 (500)"),
-    DatasetSpec("aime", "math", "math:load_aime", "AIME 2024 I+II (30, file order)", "AIME 2025 I+II (30, file order)"),
+    DatasetSpec("aime", "math", "math_family:load_aime", "AIME 2024 I+II (30, file order)", "AIME 2025 I+II (30, file order)"),
     DatasetSpec("mmlu_pro_eng", "mc", "multiple_choice:load_mmlu_pro_eng",
                 "category 'engineering', stable shuffle key 'TIGER-Lab/MMLU-Pro:engineering:<seed>', [0:250)", "[250:500)"),
     DatasetSpec("mmlu_pro_phy", "mc", "multiple_choice:load_mmlu_pro_phy",
@@ -164,7 +163,8 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
     ids = [t.id for t in tasks]
     if len(set(ids)) != len(ids):
         raise RuntimeError(f"duplicate task ids in {dataset}/{split}")
-    file_info = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files]
+    file_info: list[dict[str, Any]] = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size}
+                                       for p in files]
     if len(file_info) == 1:
         digest = file_info[0]["sha256"]
     else:
@@ -247,7 +247,7 @@ def summarize(scores: Iterable[Score]) -> dict[str, Any]:
     return out
 
 
-for _fam, _ref in (("math", "math:MathFamily"), ("mc", "multiple_choice:MultipleChoiceFamily"),
+for _fam, _ref in (("math", "math_family:MathFamily"), ("mc", "multiple_choice:MultipleChoiceFamily"),
                    ("humaneval", "humaneval:HumanEvalFamily"), ("apibench", "apibench:APIBenchFamily")):
     FAMILIES.register(_fam, f"janus_memory.tasks.{_ref}")  # imported on first use
 _FAMILY_CACHE: dict[tuple[str, bool], TaskFamily] = {}

@@ -1,6 +1,6 @@
 """Data-directory resolution, file hashing and the seeded shuffles that define the paper's splits.
 
-Resolution order for the benchmark data folder (paper-spec section 6.2; shared/data/README.md):
+Resolution order for the benchmark data folder (docs/research-notes.md §6.2; shared/data/README.md):
 1. the explicit ``data_dir`` argument (the CLI's ``--data-dir``);
 2. the ``JANUS_DATA_DIR`` environment variable;
 3. ``../shared/data`` relative to the current directory, then relative to the repository root.
@@ -120,7 +120,7 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
 def seed_from_key(key: str) -> int:
     """Integer seed derived from a string key: first 8 bytes of sha256(key), big-endian.
 
-    This is the "stable shuffle" of paper-spec section 6.2 (key e.g. ``"TIGER-Lab/MMLU-Pro:engineering:0"``,
+    This is the "stable shuffle" of docs/research-notes.md §6.2 (key e.g. ``"TIGER-Lab/MMLU-Pro:engineering:0"``,
     ``"HumanEval:0"``): identical across machines and Python versions (unlike ``hash()``).
     """
     return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big")

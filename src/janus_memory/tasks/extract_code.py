@@ -8,7 +8,7 @@
    expressions (``[1, 2, 3]``, ``True``: output shown to the reader) or does not parse (``>>> f(1)``) is not code.
    Among complete blocks, the LAST one that defines the entry point (a top-level ``def <entry_point>``; without an
    entry point: any top-level function or class) wins, so a trailing "example usage" block or a block of the model's
-   own asserts is never taken instead of the solution (issue 26). When no block defines one, the last complete block
+   own asserts is never taken instead of the solution. When no block defines one, the last complete block
    wins if it compiles (a completion-style body - indented lines continuing the prompt's signature - counts as
    compiling), else the longest block that compiles, else the last block. The chosen block is preceded by the
    top-level definitions (functions, classes, imports, constants) that it uses from earlier blocks of the same reply
@@ -185,7 +185,7 @@ def _defines(node) -> set[str]:
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if node.value is not None and all(isinstance(t, ast.Name) for t in targets):
-            return {t.id for t in targets}
+            return {t.id for t in targets if isinstance(t, ast.Name)}
     return set()
 
 

@@ -1,6 +1,6 @@
 """Math answer extraction: model text -> final answer string (no scoring here).
 
-Order (failure-cases C01, C03, C05; issue 11):
+Order (failure cases C01, C03, C05):
 1. the last *complete* ``\\boxed{...}`` / ``\\fbox{...}`` (brace-balanced scan, so ``\\frac{1}{2}`` survives) or
    ``<answer>...</answer>`` / ``<final_answer>...</final_answer>`` tag, whichever ends last. Boxes written together
    (``\\boxed{1} and \\boxed{2}``, ``\\boxed{1}, \\boxed{2}``: only commas, "and", "or", ``$``, ``\\quad`` between them)
@@ -96,8 +96,10 @@ def _plain_number(num: str) -> str:
 
 # a labelled answer followed by its justification: "72, since each box holds 8." / "18 apples. Each box ..." /
 # "5; because ..." - the clause after the break starts with a word (never "and"/"or", which join several answers)
-_CLAUSE_RE = re.compile(r"^(?P<head>(?:[^,;]|(?<=\d),(?=\d{3}(?!\d)))*?)\s*(?:[,;]|\.(?=\s)|\s-\s|\s*\(|(?=\s+(?:since|because|as|so|which|given|"
-                        r"due|where|for|from|by|rather|instead|not)\b))\s*(?P<tail>(?!(?:and|or)\b)[A-Za-z][A-Za-z'’]+\b.*)$", re.S)
+_CLAUSE_RE = re.compile(r"^(?P<head>(?:[^,;]|(?<=\d),(?=\d{3}(?!\d)))*?)\s*"
+                        r"(?:[,;]|\.(?=\s)|\s-\s|\s*\(|(?=\s+(?:since|because|as|so|which|given|"
+                        r"due|where|for|from|by|rather|instead|not)\b))\s*(?P<tail>(?!(?:and|or)\b)[A-Za-z][A-Za-z'’]+\b.*)$",
+                        re.S)
 
 
 _FRAC_RE = re.compile(r"-?\\[dt]?frac\{\d+\}\{\d+\}|-?\d+/\d+(?![\d/])")
@@ -208,7 +210,7 @@ def _labels(t: str) -> list[tuple[int, int, int, str]]:
     for start, vs, ans in found:
         if not clean_answer(ans) or re.match(r"\s*(?:not|never|neither)\b", ans, re.I):
             continue  # "the answer is not 45" rejects a value
-        head = re.match(r"[^\n]*?(?:[.;!?](?=\s|$)|$)", ans).group(0)  # the value's own sentence
+        head = re.match(r"[^\n]*?(?:[.;!?](?=\s|$)|$)", ans).group(0)  # type: ignore[union-attr]  # the value's own sentence
         out.append((mention_rank(t, start, vs), vs + len(head), start, ans))
     return out
 
@@ -221,7 +223,7 @@ def _extract(t: str) -> tuple[MathExtraction, int | None]:
     cands = [c for c in cands if c[3].strip()]
     labels = _labels(t)
     if cands:
-        rank, end, _, content, src = pick(cands)
+        rank, end, _, content, src = pick(cands)  # type: ignore[misc]  # cands is not empty here
         group = box_group([b for b in boxes if b[1] <= end], t) if src == "boxed" else [clean_answer(content)]
         if rank < 2 and any(clean_answer(c[3]) not in group for c in cands if c[0] == rank):
             return MathExtraction(None, "hedge", False), None  # only conditional answers, several values
@@ -238,7 +240,7 @@ def _extract(t: str) -> tuple[MathExtraction, int | None]:
                                   tuple(parts) if len(parts) > 1 else ()), end
         return MathExtraction(clean_answer(label_value(clean_answer(content))), src, True), end
     if labels:
-        rank, end, _, ans = pick(labels)
+        rank, end, _, ans = pick(labels)  # type: ignore[misc]  # labels is not empty here
         if rank < 2 and len({label_value(clean_answer(lb[3])) for lb in labels if lb[0] == rank}) > 1:
             return MathExtraction(None, "hedge", False), None
         return MathExtraction(clean_answer(label_value(clean_answer(ans))), "label", True), end

@@ -6,13 +6,13 @@ Option D" too), "the correct option is D" / "the best choice is (B)", "Option D 
 ``\\boxed{X}`` / ``\\boxed{\\text{X}}`` / ``\\boxed{(x)}``, a reply that is just the letter, and a reply whose first or
 last line is an option line "(D) <option text>" / "D) <option text>". A letter in math mode or ``\\text{}``
 (``$\\text{D}$``, ``$D$``, ``\\(D\\)``) reads as the plain letter, so "The answer is $\\text{D}$." is D and a reply
-that is just ``$D$`` is D (issue 26). Markdown bold/italic is removed first, so ``**B**`` and ``**Answer:** (c)`` read
+that is just ``$D$`` is D. Markdown bold/italic is removed first, so ``**B**`` and ``**Answer:** (c)`` read
 as usual. Lowercase letters count in parentheses ``(b)``, in a box, or when
 nothing but punctuation follows them (``Answer: c.``).
-Never a letter (issue 11): an article or pronoun. A bare ``a``/``i`` followed by a word ("Answer: a force of 10 N",
+Never a letter: an article or pronoun. A bare ``a``/``i`` followed by a word ("Answer: a force of 10 N",
 "answer: i think"), and a bare ``A``/``I`` followed by a word that is not a connective ("Answer: I think it is B",
 "Answer: A force ..."; but "The answer is A because ..." is A). Any letter must end a word ("Answer: Let's" is not L).
-Corrections and hedges (round 3): a correction "... just kidding, it's (B)" / "wait, actually it is B" / "the answer
+Corrections and hedges: a correction "... just kidding, it's (B)" / "wait, actually it is B" / "the answer
 is actually B" is a strong form, so the last committed answer wins whatever its form; a letter the text rejects ("D is
 wrong", "not D", "(D) is not the right answer", right after it or anywhere later) is not an answer; when the winning
 letter is followed by another option in a list ("D or B", "A, B, C, or D", "D/B") nothing is committed: no letter
@@ -20,8 +20,9 @@ letter is followed by another option in a list ("D or B", "A, B, C, or D", "D/B"
 Committed, conditional and tentative mentions (answer_text.mention_rank): among the strong forms the last one of the
 highest rank wins, so "The answer is (B). If friction were ignored, the answer would be (A)." is B, "At first glance
 (A) ... the answer is (C) if my numbers hold" is C, and a correction ("On reflection, the correct choice is (C)")
-replaces what came before. Only conditional (or only tentative) answers naming several letters are a hedge. A letter right after "instead of", "rather than" or "as opposed to" is rejected. Full-width
-letters and brackets read as ASCII (``（Ｂ）`` is B).
+replaces what came before. Only conditional (or only tentative) answers naming several letters are a hedge. A letter
+right after "instead of", "rather than" or "as opposed to" is rejected. Full-width letters and brackets read as ASCII
+(``（Ｂ）`` is B).
 Cut-off replies: a reply ending on an answer label ("... the answer is") is ``cut``; ``revised`` says the text after
 the chosen letter re-checks or corrects it (the family scores a truncated reply that was revising as truncated).
 Weak fallback (status ``fallback`` in the score): the last parenthesised "(X)" or a line that is only "X"/"X."/"X)".
@@ -51,7 +52,8 @@ class MCExtraction:
 
 _OPT = r"(?:(?:option|choice)[ \t]+)?"  # "Answer: Option D", "the answer is choice (B)"
 _CONFIRMED = ("confirmed",)
-_ADV = r"(?:(?:actually|really|definitely|indeed|clearly|instead)[ \t]+)?"  # sources whose letter is confirmed by the words after it: no article check
+# sources whose letter is confirmed by the words after it: no article check
+_ADV = r"(?:(?:actually|really|definitely|indeed|clearly|instead)[ \t]+)?"
 
 
 def _patterns(labels: str):
@@ -80,7 +82,7 @@ def _patterns(labels: str):
     ]
 
 
-# a letter written in math mode or \text{}: "$\text{D}$", "$D$", "\(D\)", "\textbf{D}" -> "D" (issue 26)
+# a letter written in math mode or \text{}: "$\text{D}$", "$D$", "\(D\)", "\textbf{D}" -> "D"
 _TXT = r"\\(?:text|textbf|mathrm|mathbf)\s*\{\s*\(?([A-Za-z])\)?\s*\}"
 _MATH_LETTER = re.compile(rf"\$\s*(?:{_TXT}|\(?([A-Za-z])\)?)\s*\$"
                           rf"|\\\(\s*(?:{_TXT}|\(?([A-Za-z])\)?)\s*\\\)"
@@ -180,7 +182,7 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
     weak = [(m.end(), m.group(1), m.start(1)) for m in re.finditer(rf"\(([{re.escape(labels)}])\)", t)]
     weak += [(m.end(), m.group(1), m.start(1))
              for m in re.finditer(rf"(?m)^[ \t]*([{re.escape(labels)}])[ \t]*[.)]?[ \t]*$", t)]
-    weak = [w[:2] for w in weak if not _rejected_at(t, w[1], w[2], w[0])]
-    if weak:
+    kept = [w[:2] for w in weak if not _rejected_at(t, w[1], w[2], w[0])]
+    if kept:
         return MCExtraction(max(weak)[1], "last_letter", False)
     return MCExtraction(None, None, False)

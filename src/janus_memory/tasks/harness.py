@@ -1,6 +1,6 @@
 """HumanEval proof harness: a pass is proven by the harness, never by the exit code or by anything printed.
 
-Design (issue 11): the completion and the tests run in two different processes inside the sandbox.
+Design: the completion and the tests run in two different processes inside the sandbox.
 - The *supervisor* starts first. It moves stdin (the host channel: the test code, length-prefixed, then a fresh per-run
   nonce; both unread) and the host's
   proof pipe (fd 3) to random close-on-exec descriptors, makes itself non-dumpable (so ``/proc/<pid>/fd`` and
@@ -13,7 +13,7 @@ Design (issue 11): the completion and the tests run in two different processes i
   point) and not in the supervisor's memory when it forks: the supervisor reads it from the host channel only after
   the worker has loaded the completion and reported "ready". Whatever the completion left running in the worker
   (threads, child processes, import hooks, patched builtins) lives in processes that never held that channel, so it can
-  neither read the tests nor feed the supervisor other ones (issue 26).
+  neither read the tests nor feed the supervisor other ones.
 - The supervisor never runs completion code: it executes the dataset prompt (its helpers) and test code in its own
   namespace and calls ``check(candidate)``, where ``candidate`` forwards each call to the worker. Only when ``check``
   has *returned* does it read the nonce and write ``PASS <nonce>`` to the proof pipe, kill the worker and exit.
@@ -95,7 +95,7 @@ def _reply(fd, obj):
     _send(fd, obj)
 def _worker(spec, req, resp):
     # runs the completion; it holds no secret and no descriptor of the supervisor's proof channel
-    # not "__main__": code under `if __name__ == "__main__":` never runs, as in the reference harness (issue 26)
+    # not "__main__": code under `if __name__ == "__main__":` never runs, as in the reference harness
     g = {"__name__": "solution", "__builtins__": builtins, "__file__": os.path.abspath(__file__)}
     try:
         code = compile(spec["head"], "solution.py", "exec")

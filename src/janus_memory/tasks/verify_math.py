@@ -5,10 +5,10 @@ Why processes: math-verify's own timeouts use SIGALRM, which only works on the m
 worker that hangs (status "timeout"); the pool then spawns a replacement, so one pathological expression never blocks
 a run. Processes also give real parallelism on both cores (sympy holds the GIL).
 
-Workers die with their parent whatever kills it (issue 12 item 2): PR_SET_PDEATHSIG=SIGKILL when forked from the
+Workers die with their parent whatever kills it: PR_SET_PDEATHSIG=SIGKILL when forked from the
 main thread, and in every worker a thread that exits as soon as the parent pid changes (polled every 0.2 s).
 
-Decisions (failure-cases C07, C08; pinned by tests/test_verify_math.py):
+Decisions (failure cases C07, C08; pinned by tests/test_verify_math.py):
 - multi-answer golds need set equality (a subset or superset is wrong; order does not matter);
 - ``1 \\pm \\sqrt{19}`` needs the ± (one branch is wrong);
 - exact numbers are compared exactly: ``\\frac{1}{2^{98}}`` is not ``\\frac{1}{2^{99}}`` (math-verify 0.9.0 says it is);
@@ -67,7 +67,7 @@ def normalize_for_verify(ans: str) -> str:
     a = re.sub(r"(?<=\d)(?:,\s*\\!\s*|\{,\})(?=\d{3}(?!\d))", "", a)
     a = a.replace("\\%", "").replace("%", "").replace("\\$", "")
     # LaTeX spaces (\, \! \; \: "\ ") go, but a row break \\ stays whole: scanning pairs first keeps
-    # "-2 \\ -14" from being read as "-2 \" + "\ -14" (issue 26: vectors lost every entry after the first)
+    # "-2 \\ -14" from being read as "-2 \" + "\ -14" (vectors lost every entry after the first)
     a = re.sub(r"\\\\|\\[,!;: ]", lambda m: m.group(0) if m.group(0) == "\\\\" else "", a)
     a = re.sub(r"\\\\\[\s*-?[\d.]+\s*(?:pt|em|ex|mm|cm|in|mu|bp)\s*\]", lambda m: "\\\\", a)  # "\\[2pt]": a row break
     a = a.replace("{,}", ",").strip()
@@ -119,7 +119,7 @@ def _num_equal(a, b) -> bool | None:
 def _strict_ok(g, p) -> bool:
     """False when math-verify's "equal" must be overridden (C07): set vs scalar, set sizes, inexact numbers."""
     gm, pm = isinstance(g, sympy.MatrixBase), isinstance(p, sympy.MatrixBase)
-    if gm or pm:  # vectors and matrices: same shape, every entry exactly equal (issue 26)
+    if gm or pm:  # vectors and matrices: same shape, every entry exactly equal
         if not (gm and pm) or g.shape != p.shape:
             return False
         return all(_num_equal(x, y) is not False for x, y in zip(g, p))
@@ -165,7 +165,7 @@ PARENT_POLL_S = 0.2
 
 
 def _watch_parent(parent_pid: int) -> None:
-    """Worker side of "die with the parent": exit as soon as the parent process is gone (issue 12 item 2)."""
+    """Worker side of "die with the parent": exit as soon as the parent process is gone."""
     while os.getppid() == parent_pid:
         time.sleep(PARENT_POLL_S)
     os._exit(0)
@@ -367,5 +367,5 @@ def check_math(gold: str, pred: str | None) -> tuple[bool, str]:
 
 
 def faithful_equal(gold: str, pred: str | None) -> bool:
-    """The paper's checker (``--faithful``): normalised exact string match (paper-spec section 6.2)."""
+    """The paper's checker (``--faithful``): normalised exact string match (docs/research-notes.md §6.2)."""
     return pred is not None and faithful_normalize(pred) == faithful_normalize(gold)

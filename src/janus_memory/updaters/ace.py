@@ -207,7 +207,7 @@ class ACE(Updater):
         text = _reply_text(res)
         apply = apply_ops_faithful if self.config["faithful"] else apply_ops_strict
         self.next_id, log = apply(self.sections, text, self.next_id)
-        for a in log["applied"]:
+        for _op in log["applied"]:
             self._count("ops_applied", "ADD")
         for d in log["dropped"]:
             self._count("ops_dropped", d["reason"])

@@ -89,8 +89,8 @@ def apply_ops_strict(sections: list[list], text: str, next_id: int) -> tuple[int
     one is dropped with a reason ("not an object", "missing type", "unsupported op type", "missing section",
     "empty content", "duplicate bullet"); content is collapsed to one line; an unknown section goes to OTHERS."""
     obj, reason = extract_json_strict(text, "operations")
-    if reason:
-        return next_id, _log(reason)
+    if reason or obj is None:
+        return next_id, _log(reason or "")
     ops = obj["operations"]
     if not isinstance(ops, list):
         return next_id, _log("'operations' is not a list")

@@ -198,7 +198,8 @@ def cited_ids(text: str, known: set[str], faithful: bool) -> tuple[list[str], li
     obj, _ = extract_json_strict(text, "bullet_ids")
     if obj is not None and isinstance(obj.get("bullet_ids"), list):
         names += [str(x).strip().strip("[]") for x in obj["bullet_ids"]]
-    ids, unknown = [], []
+    ids = []
+    unknown: list[str] = []
     for x in names:
         (ids if x in known else unknown).append(x)
     return list(dict.fromkeys(ids)), list(dict.fromkeys(unknown))

@@ -2,12 +2,12 @@
 
 An updater owns a memory (a cheatsheet, a rule list, a bank of past records ...) and the method's own prompts.
 Janus never changes how an updater proposes memory; it only decides whether the proposal is kept
-(``M_t in {M_{t-1}, M̂_t}``, paper-spec §1.1). The runner therefore needs, from every updater:
+(``M_t in {M_{t-1}, M̂_t}``, docs/research-notes.md §1.1). The runner therefore needs, from every updater:
 
 * ``step(task)``: solve the task as the method does and leave the candidate ``M̂_t`` in the internal state;
 * ``memory_text()``: the text the encoder embeds and the evaluator replays;
 * ``snapshot()`` / ``load_snapshot()``: the full state (resume), JSON-serialisable and deterministic;
-* ``rollback(snap)``: what a Janus rejection restores (paper-spec §3.2 "What the rollback restores");
+* ``rollback(snap)``: what a Janus rejection restores (docs/research-notes.md §3.2 "What the rollback restores");
 * ``solve_with_memory(text, tasks)``: the method's solving prompt with this memory text only (Janus replay);
 * ``solve_frozen(tasks)``: held-out test with the frozen memory (+ retrieval where the method uses it).
 
@@ -44,16 +44,16 @@ SNAPSHOT_FORMAT = 1
 
 
 COMMON_DEFAULTS: dict[str, Any] = {
-    "temperature": 0.0,  # lead's demo choice; the paper uses 0.7 (paper-spec §7)
+    "temperature": 0.0,  # lead's demo choice; the paper uses 0.7 (docs/research-notes.md §7)
     "solver_max_tokens": 1024,
     "curator_max_tokens": 1024,
-    "top_k": 3,  # retrieval depth (paper-spec §5, §9)
+    "top_k": 3,  # retrieval depth (docs/research-notes.md §5, §9)
     "retrieved_output_chars": None,  # truncate retrieved outputs in prompts (None = full)
     "solver_params": {},  # extra sampling params for solver calls (e.g. presence_penalty)
     "presence_penalty": 1.0,  # paper preset: on every solving call (authors' vLLM path); None = not sent
     "extra_body": None,  # backend-specific JSON sent with every call (e.g. Qwen3 thinking switch); None = not sent
     "faithful": False,  # reproduce the original method's parsing quirks (C24/C25), recording the branch taken
-    # truncation samplers (issue 27): "paper" sends PAPER_SAMPLING with every call (the authors' vLLM calls leave
+    # truncation samplers: "paper" sends PAPER_SAMPLING with every call (the authors' vLLM calls leave
     # top_p / top_k / min_p unrestricted; llama.cpp would otherwise apply 0.95 / 40 / 0.05); "backend" sends none
     "sampling": "paper",
 }
@@ -73,7 +73,7 @@ class Updater(ABC):
     name: str = "base"
     DEFAULTS: dict[str, Any] = {}
     # registry facts (janus_memory.registry): read by validation, the grid, the report and the run's prompt provenance
-    supports_janus: bool = True        # False: no rewritable text memory for Janus to judge (paper-spec §9)
+    supports_janus: bool = True        # False: no rewritable text memory for Janus to judge (docs/research-notes.md §9)
     is_baseline: bool = False          # a paper baseline (Table 1 rows above the updaters; `janus grid` runs it)
     table_rank: int = 2                # report row order: baselines first (memory-free 0, ExpRAG 1), then by name
     display_name: str = ""             # shown in reports; "" = the registry name
@@ -123,7 +123,7 @@ class Updater(ABC):
         return None
 
     # ---- provided --------------------------------------------------------------------------------
-    def restore_as_logged(self) -> None:
+    def restore_as_logged(self) -> None:  # noqa: B027 (a hook with a default: nothing to change)
         """Fig. 4 checkpoints (``checkpoint_restore: paper``): turn an exact snapshot into the state the authors'
         ``make_memory_checkpoints.py`` rebuilds from their per-step memory log. Default: nothing to change."""
 

@@ -1,6 +1,6 @@
 """Dynamic Cheatsheet updaters: DC-RS (retrieval & synthesis) and DC-Cu (cumulative).
 
-Source: Suzgun et al., "Dynamic Cheatsheet" (2025), as run by the Janus paper (paper-spec §1.2, §5.1, §3.2).
+Source: Suzgun et al., "Dynamic Cheatsheet" (2025), as run by the Janus paper (docs/research-notes.md §1.2, §5.1, §3.2).
 
 DC-RS step (the candidate is synthesised BEFORE the task is answered, as in the paper's code):
   1. retrieve the top-k (default 3) past (input, model output) pairs by cosine similarity of question embeddings;
@@ -10,7 +10,7 @@ DC-RS step (the candidate is synthesised BEFORE the task is answered, as in the 
   4. (input, output, feedback) is appended to the retrieval bank — unconditionally by default (paper behaviour).
 DC-Cu step: the generator answers with the current sheet, then the curator rewrites the sheet from the task and answer.
 
-Presets (issue 13; ``docs/fidelity.md`` has the rule-by-rule table):
+Presets (``docs/fidelity.md`` has the rule-by-rule table):
   * paper (the defaults): the authors' code. Prompts with their structure in our words (uncapped sheet of
     ``<memory_item><strategy><when_to_use>`` items; generator asking for ``FINAL ANSWER: <answer>..</answer>`` with
     the "EXECUTE CODE!" protocol, its example of a choice, for a task with options, the letter in parentheses,
@@ -47,11 +47,6 @@ from typing import Sequence
 from janus_memory.tasks.extract_code import fenced_blocks
 from janus_memory.tasks.sandbox import SandboxLimits, run_python
 from janus_memory.types import ChatResult, Score, Task
-from janus_memory.updaters.dc_extract import (  # noqa: F401  (re-exported)
-    extract_cheatsheet,
-    extract_cheatsheet_faithful,
-    extract_cheatsheet_first,
-)
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
     LLMCall,
@@ -65,6 +60,11 @@ from janus_memory.updaters.base import (
     truncate,
     visible_text,
 )
+from janus_memory.updaters.dc_extract import (  # noqa: F401  (re-exported)
+    extract_cheatsheet,
+    extract_cheatsheet_faithful,
+    extract_cheatsheet_first,
+)
 
 EXEC_SENTINEL = "EXECUTE CODE!"
 
@@ -77,7 +77,7 @@ class _DCBase(Updater):
         "prompts": "paper",  # "paper" | "small"
         "extraction": "first",  # "first" (authors) | "last" (strict, ours)
         "fallback": "previous",  # "previous" | "dc_original" (DC-RS: deploy the retrieved-pairs block)
-        "parse_reasoning": True,  # parsers and the stored outputs see the thinking text (the authors'; issue 27)
+        "parse_reasoning": True,  # parsers and the stored outputs see the thinking text (the authors')
         "execute_code": True,  # DC-RS stream: run "EXECUTE CODE!" blocks in the sandbox, one follow-up
         "exec_timeout_s": 15.0,
         # the paper generator's example of a multiple-choice answer (a task with options): "parenthesized" = the
@@ -155,7 +155,7 @@ class _DCBase(Updater):
             cand = extract_cheatsheet_first(text)
             reason, branch = (None, "first complete block") if cand else ("missing block", "no complete block")
         else:
-            cand, reason, branch = extract_cheatsheet(text, truncated=result.finish_reason == "length")
+            cand, reason, branch = extract_cheatsheet(text, truncated=result.finish_reason == "length")  # type: ignore[assignment]
         info["branch"] = branch
         if reason is None:
             self.cheatsheet = cand
@@ -197,7 +197,7 @@ class _DCBase(Updater):
 @register_updater("dc_rs")
 class DCRetrievalSynthesis(_DCBase):
     prompt_prefixes = ("dc_rs_", "dc_generator", "dc_examples")
-    """DC-RS (paper-spec §5.1). Extra config: ``bank_under_controller`` (default False: the bank of past
+    """DC-RS (docs/research-notes.md §5.1). Extra config: ``bank_under_controller`` (default False: the bank of past
     (input, output) pairs is appended to unconditionally and a Janus rollback restores only the cheatsheet)."""
 
     DEFAULTS = {**_DCBase.DEFAULTS, "bank_under_controller": False, "curator_input": "task_prompt"}
@@ -298,7 +298,7 @@ class DCRetrievalSynthesis(_DCBase):
         return [{"role": "system", "content": load_prompt("dc_rs_curator_system")}, {"role": "user", "content": user}]
 
     def solve_frozen(self, tasks: Sequence[Task], *, role: str = "test") -> list[tuple[ChatResult, Score]]:
-        """Frozen cheatsheet + the top-k retrieved (input, output) pairs of the stream bank (paper-spec §5.1)."""
+        """Frozen cheatsheet + the top-k retrieved (input, output) pairs of the stream bank (docs/research-notes.md §5.1)."""
         tasks = list(tasks)
         if not tasks:
             return []
@@ -322,7 +322,7 @@ class DCRetrievalSynthesis(_DCBase):
         emb = self.bank.matrix()
         bank = RetrievalBank()
         for i in keep:
-            bank.add(self.bank.records[i], emb[i])
+            bank.add(self.bank.records[i], emb[i])  # type: ignore[index]  # (records: a matrix)
         self.bank = bank
 
     def get_state(self) -> dict:
@@ -333,7 +333,7 @@ class DCRetrievalSynthesis(_DCBase):
         self.bank.set_state(state["bank"])
 
     def rollback(self, snap: dict) -> None:
-        """Restore the cheatsheet; the bank too only with ``bank_under_controller`` (paper-spec §3.2)."""
+        """Restore the cheatsheet; the bank too only with ``bank_under_controller`` (docs/research-notes.md §3.2)."""
         self._check_snapshot(snap)
         self.cheatsheet = snap["state"]["cheatsheet"]
         if self.config["bank_under_controller"]:

@@ -1,4 +1,4 @@
-"""ExpeL, online multi-try variant ("ExpeL-Online-MT", as the Janus paper runs it; paper-spec §5.2).
+"""ExpeL, online multi-try variant ("ExpeL-Online-MT", as the Janus paper runs it; docs/research-notes.md §5.2).
 
 Step t:
   1. retrieve the top-k (default 3) successful past cases from the success pool (cosine of question embeddings);
@@ -12,7 +12,7 @@ Step t:
 Operations are parsed and applied by :mod:`janus_memory.updaters.expel_rules` (strict by default; ``faithful=True``
 reproduces the original ExpeL). Every dropped operation is logged in ``info["ops"]`` and ``stats["ops_dropped"]``.
 
-Presets (issue 13; docs/fidelity.md): the defaults are the authors' code: rule operations found anywhere in the
+Presets (docs/fidelity.md): the defaults are the authors' code: rule operations found anywhere in the
 reply with two-way text containment (``rule_ops="paper"``, :func:`expel_rules.apply_ops_paper`), the FIRST
 ``<final_answer>`` block is scored in the stream, Janus replays are scored on the RAW output with the task's
 checker (``replay_scoring="raw"``), presence_penalty 1.0 on every call, and retrieval over several fields of each
@@ -34,7 +34,7 @@ format lines that the authors' operation pattern cannot read as an operation whe
 Retrieval of success cases (the pool, its documents, the examples block) is :mod:`expel_cases`.
 
 Memory text: "1. rule\\n2. rule" (no counts), "(empty)" when there is no rule.
-Rollback (paper-spec §3.2): the rules with their counts and the ``recent_success`` buffer; the success pool is kept.
+Rollback (docs/research-notes.md §3.2): the rules with their counts and the ``recent_success`` buffer; the success pool is kept.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class ExpeL(CaseRetrieval, Updater):
                 "examples_input": "question",
                 # "paper": a try is kept, reflected on, retrieved and checked as the authors' raw output (the
                 # thinking in <think> tags, then the answer, with parse_reasoning; the answer block alone is checked);
-                # "visible": the answer text only (before issue 27's round 3)
+                # "visible": the answer text only (what this updater showed before it matched the authors')
                 "outputs": "paper",
                 # held-out test answers: the raw output through the checker (the authors' batched test) or the
                 # answer block, as the stream checks it
@@ -297,7 +297,7 @@ class ExpeL(CaseRetrieval, Updater):
             self.recent_success = []
 
     def solve_frozen(self, tasks: Sequence[Task], *, role: str = "test") -> list[tuple[ChatResult, Score]]:
-        """Frozen rules + top-k retrieved success cases; 1 try, no reflection (paper-spec §5.2)."""
+        """Frozen rules + top-k retrieved success cases; 1 try, no reflection (docs/research-notes.md §5.2)."""
         tasks = list(tasks)
         if not tasks:
             return []

@@ -9,7 +9,12 @@ block shown to the solver.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
+import numpy as np
+
+from janus_memory.updaters.bank import RetrievalBank
 from janus_memory.updaters.base import truncate
 
 
@@ -66,6 +71,11 @@ def paper_case_fields(trajectory: str, reflections: list[str]) -> list[tuple[str
 
 class CaseRetrieval:
     """Mixin of ExpeL (needs ``config``, ``pool``, ``docs`` and ``embed``): store and retrieve success cases."""
+
+    config: dict[str, Any]
+    pool: RetrievalBank
+    docs: RetrievalBank
+    embed: Callable[[list[str]], np.ndarray]
 
     def _examples_block(self, hits: list[tuple[int, float]]) -> str:
         """The retrieved cases shown to the solver: each case's raw question (``examples_input="question"``, the

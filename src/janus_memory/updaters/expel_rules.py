@@ -1,7 +1,7 @@
 """ExpeL rule-list operations: parsing curator replies and applying ADD / EDIT / AGREE / REMOVE.
 
 Source: Zhao et al., "ExpeL: LLM Agents Are Experiential Learners" (AAAI 2024); semantics as run by the Janus paper
-(paper-spec §5.2) and failure case C25.
+(docs/research-notes.md §5.2) and failure case C25.
 
 A rule list is a list of ``[text, count]`` pairs, shown to the solver as "1. text\\n2. text" (best count first).
 Update semantics (both modes): ADD -> count 2; AGREE -> +1; EDIT -> replace the text, +1; REMOVE -> -1, or -3 when

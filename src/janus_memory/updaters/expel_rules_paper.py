@@ -1,4 +1,4 @@
-"""ExpeL rule operations as the Janus authors run them (paper-spec §5.2, fidelity-review B10): operations found
+"""ExpeL rule operations as the Janus authors run them (docs/research-notes.md §5.2, docs/fidelity.md row 17): operations found
 anywhere in the reply, targets picked by two-way text containment. Selected by ``rule_ops="paper"``; re-exported
 by ``expel_rules.py``."""
 
@@ -93,7 +93,6 @@ def apply_ops_paper(rules: list, ops: list[RuleOp], max_rules: int) -> tuple[lis
         else:
             planned.append((op.op, op, op.text, ""))
     applied: list[dict] = []
-    applied: list[dict] = []
     for kind in APPLY_ORDER:
         for op_kind, src, text, note in planned:
             if op_kind != kind:
@@ -105,7 +104,7 @@ def apply_ops_paper(rules: list, ops: list[RuleOp], max_rules: int) -> tuple[lis
                     continue
                 rules[target][1] += -(3 if len(rules) >= max_rules else 1) if kind == "REMOVE" else 1
             elif kind == "EDIT":
-                target = src.num - 1
+                target = src.num - 1  # type: ignore[operator]  # an EDIT op has its number
                 rules[target] = [text, rules[target][1] + 1]
             else:
                 rules.append([text, 2])

@@ -1,4 +1,4 @@
-"""ExpRAG: retrieval of past experience records (Wei et al. 2025, as the Janus paper's baseline; paper-spec §9).
+"""ExpRAG: retrieval of past experience records (Wei et al. 2025, as the Janus paper's baseline; docs/research-notes.md §9).
 
 Every stream task leaves one record "Q: <task prompt>\\nA: <model output>\\nFeedback: success|failure" in the bank.
 Solving a task puts the top-k (default 3) records most similar to its question (cosine of question embeddings,
@@ -33,7 +33,7 @@ class ExpRAG(Updater):
     """ExpRAG (see module docstring)."""
 
     # baseline without Janus: its "memory" is the whole experience bank, and its solving prompt retrieves top-k records,
-    # so replaying it with the whole bank would judge a different thing (paper-spec §9)
+    # so replaying it with the whole bank would judge a different thing (docs/research-notes.md §9)
     supports_janus, is_baseline, table_rank, display_name = False, True, 1, "ExpRAG"
     prompt_prefixes = ("exprag_",)
 

@@ -1,4 +1,4 @@
-"""Memory-free baseline: the plain task prompt, no memory (paper-spec §9).
+"""Memory-free baseline: the plain task prompt, no memory (docs/research-notes.md §9).
 
 The solving prompt is one user message holding ``family.prompt(task)``; ``memory_text()`` is "" (so a memory
 embedding is the zero vector and Janus never triggers); ``solve_with_memory`` ignores the memory text.

@@ -15,7 +15,7 @@ Memory text: the whole bank, each entry a header line ``<<entry {json: id, query
 authors' Markdown form (``# Memory Item i`` / ``## Title`` / ``## Description`` / ``## Content``); "(empty)" when empty.
 :func:`parse_bank_text` is its exact inverse, so Janus's replay ``solve_with_memory(text, tasks)`` runs the method's
 own retrieval inside the bank ``text`` (``replay="retrieve"``, default); ``replay="full"`` puts the whole text in
-the prompt instead (the paper-spec's "memory text only" reading, which judges a prompt the method never uses).
+the prompt instead (the research notes' "memory text only" reading, which judges a prompt the method never uses).
 
 Rollback (Janus rejects M̂_t): the bank, i.e. entry t is removed (the bank IS this method's memory).
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -76,7 +76,7 @@ def parse_bank_text(text: str) -> list[dict]:
     out = []
     for n, s in enumerate(starts):
         end = starts[n + 1] - 1 if n + 1 < len(starts) else len(lines)  # drop the blank separator line
-        head = json.loads(_HEADER.match(lines[s]).group(1))
+        head = json.loads(_HEADER.match(lines[s]).group(1))  # type: ignore[union-attr]  # starts are header lines
         out.append({"id": head["id"], "question": head["query"], "status": head["status"],
                     "body": "\n".join(lines[s + 1:end])})
     return out
@@ -85,8 +85,9 @@ def parse_bank_text(text: str) -> list[dict]:
 def parse_items(text: str, max_items: int, truncated: bool = False) -> tuple[list[list[str]], list[dict]]:
     """Strict reading of the extraction reply: blocks under ``# Memory Item`` headings (anything before the first is
     the model's thinking); each needs a non-empty title, description and content (multi-line fields are joined
-    into one line; a blank line after a field's text ends it). Dropped blocks carry a reason: "missing field", "duplicate item", "over the item limit", and
-    "cut off" for the last block of a reply that hit max_tokens (its content may stop mid-sentence)."""
+    into one line; a blank line after a field's text ends it). Dropped blocks carry a reason: "missing field",
+    "duplicate item", "over the item limit", and "cut off" for the last block of a reply that hit max_tokens (its
+    content may stop mid-sentence)."""
     text = re.sub(r"^\s*```\w*\s*$", "", text or "", flags=re.MULTILINE)
     heads = list(_ITEM.finditer(text))
     items: list[list[str]] = []
@@ -202,13 +203,13 @@ class ReasoningBank(Updater):
         self._emb = {}
         mat = self.bank.matrix()
         for i, r in enumerate(self.bank.records):
-            self._emb.setdefault(r["question"], mat[i].copy())
+            self._emb.setdefault(r["question"], mat[i].copy())  # type: ignore[index]  # (records: a matrix)
 
     def load_memory_text(self, text: str) -> None:
         """Make ``text`` (a bank in the memory-text format) the current bank, e.g. to inject a harmful candidate;
         questions are embedded with the encoder (cached). Raises ValueError for text that is not a bank."""
         entries = parse_bank_text(text)
-        embs = self._embeddings([e["question"] for e in entries]) if entries else []
+        embs: Any = self._embeddings([e["question"] for e in entries]) if entries else []
         self.bank = RetrievalBank()
         for e, v in zip(entries, embs):
             self.bank.add({"id": e["id"], "question": e["question"], "status": e["status"],
@@ -273,7 +274,7 @@ class ReasoningBank(Updater):
                           OUTPUT=truncate(shown, self.config["retrieved_output_chars"]) or "(no reply)")
             res = self._chat([{"role": "user", "content": prompt}], role="reflection", calls=calls,
                              params=self.curator_params())
-            status = parse_status(visible_text(res), bool(self.config["faithful"]))
+            status = parse_status(visible_text(res), bool(self.config["faithful"]))  # type: ignore[assignment]
         info["judged"] = status
         info["judge_agrees_with_ground_truth"] = None if status is None else (status == "success") == bool(score.correct)
         if status is not None:

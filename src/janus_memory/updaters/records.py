@@ -62,7 +62,7 @@ class StepOutcome:
     """What one ``Updater.step(task)`` produced.
 
     output: the answer that was scored (for multi-try methods, the last try).
-    score: its Score against the ground truth (paper-spec §1.2: feedback = correctness).
+    score: its Score against the ground truth (docs/research-notes.md §1.2: feedback = correctness).
     old_memory / candidate_memory: ``memory_text()`` before and after the step (M_{t-1}, M̂_t).
     candidate_rejected: None, or the reason the method's proposal was refused by our validation
         (e.g. "missing block"); the memory is then unchanged (candidate_memory == old_memory).

@@ -12,7 +12,7 @@ the memory versions and line diffs (memdiff). This module only arranges them com
   evaluation set with each task's role and both memories' verdicts), drawn by the page only when a step is opened.
 
 Texts from model output and datasets are cut at :data:`MAX_TEXT` characters (the cut is said in the page), memory
-diffs at :data:`MAX_DIFF_LINES` lines, so a 10,000-step run stays a page a browser opens (benchmarks/bench_view.py).
+diffs at :data:`MAX_DIFF_LINES` lines, so a 10,000-step run stays a page a browser opens (benchmarks/performance/bench_view.py).
 """
 from __future__ import annotations
 
@@ -34,10 +34,10 @@ CORRECT, TRIGGERED, DEPLOYED, ROLLED_BACK, INJECTED, WARMUP, CHANGED, REJECTED =
 def view_data(run_dirs: list[str | Path]) -> dict:
     """The page's data for the finished run folders at or below ``run_dirs`` (unfinished ones are named in
     ``unfinished``, as `janus report` does). Raises RunFolderError when there is no finished run."""
-    from ..store.finder import find_run_dirs, scan_run_dirs
     from ..report.runs import load_runs
-    from ..store.unfinished import describe
     from ..report.variants import short_names
+    from ..store.finder import find_run_dirs, scan_run_dirs
+    from ..store.unfinished import describe
 
     if not run_dirs:
         raise RunFolderError("give at least one run folder")
@@ -64,7 +64,7 @@ def compare_data(rows: list, names: dict) -> list[dict]:
     """Per group of comparable runs (report/setup.sections): its caption, Table 1 and the paired base vs +Janus
     comparisons, as `janus report` computes them (rows that share a label tagged first, then the report's section
     tables), with the report's notes on runs made twice and where tagged rows come from. Tags the rows' labels."""
-    from ..report.report import _section_tables
+    from ..report.report import section_tables
     from ..report.setup import caption, sections
     from ..report.tables import display_name
     from ..report.variants import assign_tags
@@ -72,7 +72,7 @@ def compare_data(rows: list, names: dict) -> list[dict]:
     out = []
     for g in sections(rows):
         tags = assign_tags(g)
-        t = _section_tables(g, names)
+        t = section_tables(g, names)
         acc = t["accuracy"]
         paired = [{"dataset": display_name(p["dataset"]), "base": p["base"], "label": p["label"], "seed": p["seed"],
                    "folders": p["folders"], "n": p["n"], "base_acc": p["base_acc"], "janus_acc": p["janus_acc"],
@@ -87,8 +87,8 @@ def compare_data(rows: list, names: dict) -> list[dict]:
 def run_data(run_dir: Path, rows: list, name: str) -> dict:
     """Header, task table and methods of one run folder (``rows``: its MethodRun rows)."""
     from ..report.memdiff import memory_versions
-    from ..store.reader import RunReader
     from ..report.tables import label_key
+    from ..store.reader import RunReader
 
     reader = RunReader(run_dir)
     cfg, summary = reader.config(), reader.summary() or {}
@@ -148,7 +148,7 @@ class TaskTable:
         try:
             from ..tasks import load_split
 
-            split = load_split(cfg.get("dataset"), "stream", data_dir=cfg.get("data_dir"), seed=cfg.get("seed") or 0,
+            split = load_split(cfg.get("dataset"), "stream", data_dir=cfg.get("data_dir"), seed=cfg.get("seed") or 0,  # type: ignore[arg-type]
                                limit=cfg.get("stream_size"))
             self._texts = {t.id: (t.question, _gold_text(t.gold)) for t in split.tasks}
             if isinstance(stream, dict) and stream.get("sha256") and stream["sha256"] != split.sha256:
@@ -160,7 +160,7 @@ class TaskTable:
 
     @classmethod
     def from_texts(cls, texts: dict[str, tuple[str, str]], note: str = "") -> "TaskTable":
-        """A table over given ``{task id: (question, gold)}`` (tests, benchmarks/bench_view.py)."""
+        """A table over given ``{task id: (question, gold)}`` (tests, benchmarks/performance/bench_view.py)."""
         t = cls.__new__(cls)
         t.rows, t.index, t.note, t._texts = [], {}, note, dict(texts)
         return t
@@ -225,18 +225,18 @@ def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
 def timeline(pairs: list[tuple[dict, dict]], cands: dict[int, dict], versions: list[dict], tasks: TaskTable) -> dict:
     """``f``, ``c``, ``t``, ``d`` and ``acc`` of one method from its (decision line, step record) pairs, its stored
     candidates by step and its deployed memory versions."""
-    from ..report.inject_report import _running_accuracy
+    from ..report.inject_report import running_accuracy
 
     walk = _Versions(versions)
     flags, cos, task, details = [], [], [], []
     for dec, rec in pairs:
-        f, c, detail = step_view(dec, rec, walk, cands.get(dec.get("step")), tasks)
+        f, c, detail = step_view(dec, rec, walk, cands.get(dec.get("step")), tasks)  # type: ignore[arg-type]
         flags.append(f)
         cos.append(c)
         task.append(tasks.of(dec.get("task_id") or rec.get("task_id")))
         details.append(detail)
     return {"f": flags, "c": cos, "t": task, "d": details,
-            "acc": [round(a, 2) for a in _running_accuracy([d for d, _ in pairs])]}
+            "acc": [round(a, 2) for a in running_accuracy([d for d, _ in pairs])]}
 
 
 def _steps(reader, method: str) -> list[tuple[dict, dict]]:
@@ -267,7 +267,7 @@ def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
     from ..controller.decision import STORED_REASON_NAMES
     from ..report.memdiff import line_diff
 
-    d = dec.get("decision") if isinstance(dec.get("decision"), dict) else {}
+    d: dict = dec["decision"] if isinstance(dec.get("decision"), dict) else {}
     step = dec.get("step")
     injected = dec.get("injected") or ((rec.get("info") or {}).get("injected") or {}).get("kind")
     deployed = dec.get("deployed") == "candidate"
@@ -278,7 +278,7 @@ def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
          | (CHANGED if changed else 0) | (REJECTED if dec.get("candidate_rejected") else 0))
     cos = d.get("cosine")
     reason = d.get("reason")
-    out = {"a": cut(rec.get("output")), "r": STORED_REASON_NAMES.get(reason, reason), "dep": dec.get("deployed")}
+    out = {"a": cut(rec.get("output")), "r": STORED_REASON_NAMES.get(reason, reason), "dep": dec.get("deployed")}  # type: ignore[arg-type]
     _put(out, "x", rec.get("extracted"))
     _put(out, "st", rec.get("status") if rec.get("status") not in (None, "ok") else None)
     _put(out, "rs", cut(rec.get("reasoning")))
@@ -292,7 +292,7 @@ def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
     out["om"], out["cm"] = (dec.get("old_memory_sha256") or "")[:12], (dec.get("candidate_memory_sha256") or "")[:12]
     if changed:
         old = walk.at(step - 1) if isinstance(step, int) else None
-        new = cand["text"] if cand else (walk.at(step)["text"] if deployed and walk.at(step) else None)
+        new = cand["text"] if cand else (walk.at(step)["text"] if deployed and walk.at(step) else None)  # type: ignore[index, arg-type]
         if old is None or new is None or (cand is None and not deployed):
             out["dn"] = ("the candidate's text is not stored in this folder (no run.sqlite)" if new is None
                          else "the old memory's text is not stored in this run")

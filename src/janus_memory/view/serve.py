@@ -63,7 +63,7 @@ def serve(page: Path, port: int = 0, *, say=print) -> int:
     """Serve ``page`` until Ctrl-C or SIGTERM; returns 0 after closing the socket."""
     server = make_server(page, port)
     host, bound = server.server_address[:2]
-    say(f"serving {page} at http://{host}:{bound}/ (Ctrl-C stops)")
+    say(f"serving {page} at http://{host}:{bound}/ (Ctrl-C stops)")  # type: ignore[str-bytes-safe]  # an IPv4 host is a str
     previous = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum, frame):
