@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import printable
 from .policies import default_policies, parse_policy
 from .world import WorldConfig, json_value, parse_mix
-from ..errors import printable
 
 
 def add_world_parser(subparsers) -> argparse.ArgumentParser:
