@@ -30,15 +30,16 @@ Shapes (``--shapes``; each run ``--repeats`` times, the 1-minute load average pr
     python benchmarks/performance/bench_server.py --llamacpp    # llama.cpp's own server: concurrency honoured, same run files
 
 ``--llamacpp`` starts llama.cpp's HTTP server (janus_memory/testing/llamacpp_server.py, SmolLM2-135M) behind a
-counting proxy and makes the same small run with the methods side by side and one after another (temperature 0,
-no cache): it prints the peak number of requests in flight at the proxy (must be <= --ll-concurrency) and whether every run file is identical.
-The server has one slot by default (``--ll-slots``) and the proxy turns llama.cpp's prompt cache off per request
-(``cache_prompt: false``): requests beyond the slot queue in the server, so the proxy still sees the client's
-concurrency, and an answer depends neither on which requests share a batch nor on which prompt the slot held before
-(ggml-org/llama.cpp#4902; measured with one slot and the prompt cache on, the first curator output of dc_rs+janus
-differed). With several slots llama.cpp's answers at temperature 0 change with the batch a request shares
+counting proxy and makes the same small run with the methods side by side and one after another (temperature 0, no
+cache): it prints the peak number of requests in flight at the proxy (must be <= --ll-concurrency) and whether every
+run file is identical. The server has one slot by default (``--ll-slots``) and the proxy turns llama.cpp's prompt
+cache off per request (``cache_prompt: false``): requests beyond the slot queue in the server, so the proxy still sees
+the client's concurrency, and an answer depends neither on which requests share a batch nor on which prompt the slot
+held before (ggml-org/llama.cpp#4902; measured with one slot and the prompt cache on, the first curator output of
+dc_rs+janus differed). With several slots llama.cpp's answers at temperature 0 change with the batch a request shares
 (ggml-org/llama.cpp#6950, #7052: not bit-identical across batch sizes), so two runs differ in the model's text
-whatever the client does; measured with 4 slots: 22 files identical, the two steps.jsonl differ in a curator output and a reasoning text.
+whatever the client does; measured with 4 slots: 22 files identical, the two steps.jsonl differ in a curator output
+and a reasoning text.
 """
 from __future__ import annotations
 
