@@ -221,10 +221,14 @@ def test_a_slow_request_of_one_method_does_not_stall_the_other(tmp_path, slow_fa
     monkeypatch.setattr(fake_llm._ScriptedBackend, "acomplete", stall_once)
     done = []
     run_experiment(_cfg(tmp_path / "par", parallel_methods=True, no_cache=True, stream_size=30), log=lambda m: None,
-                   on_event=lambda ev: done.append((time.monotonic(), ev.method)) if isinstance(ev, StepFinished)
-                   else None)
-    during = [m for t, m in done if window["start"] < t < window["end"]]
-    assert during.count("dc_rs") >= 5 and "dc_rs+janus" not in during
+                   on_event=lambda ev: done.append((time.monotonic(), ev.method, ev.step))
+                   if isinstance(ev, StepFinished) else None)
+    during = [(m, i) for t, m, i in done if window["start"] < t < window["end"]]
+    assert [m for m, _ in during].count("dc_rs") >= 5
+    # progress events are posted without waiting (run/streams.py), so the +Janus step committed just before the stall
+    # may be delivered inside the window; no later +Janus step is
+    before = max((i for t, m, i in done if m == "dc_rs+janus" and t <= window["start"]), default=0)
+    assert [i for m, i in during if m == "dc_rs+janus"] in ([], [before + 1])
     monkeypatch.setattr(fake_llm._ScriptedBackend, "acomplete", orig)
     run_experiment(_cfg(tmp_path / "seq", parallel_methods=False, no_cache=True, stream_size=30), log=lambda m: None)
     assert _files(tmp_path / "par") == _files(tmp_path / "seq")
