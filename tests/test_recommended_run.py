@@ -118,9 +118,9 @@ def test_a_changed_recommended_trigger_is_labelled_and_tau_without_effect_is_nam
 def test_report_of_a_recommended_run_names_it_and_counts_what_it_evaluated_and_paid(tmp_path, capsys):
     """The run of issue 36's review, then `janus report`: the Janus rows are named `recommended` (not `always`), the
     evaluation set is the panel (not K = 20, K_F = 5), the cost is what the controller evaluated (the decision log's
-    evaluator calls: 349) beside the Janus calls the run paid (415: the batching evaluator also sent, at the first
-    call of each comparison, the other memory's requests on the tasks read first, which the deployed memory's reused
-    outcomes made unneeded), and no #Trig x configured |E| figure: that is the paper's measure, for its controller."""
+    evaluator calls: 349) beside the Janus calls the run paid (also 349: the batching evaluator follows the controller's
+    plan and never asks for the deployed memory's reused outcomes), and no #Trig x configured |E| figure: that is the
+    paper's measure, for its controller."""
     from janus_memory.report.report import build_report
 
     out = tmp_path / "r"
@@ -131,24 +131,24 @@ def test_report_of_a_recommended_run_names_it_and_counts_what_it_evaluated_and_p
     decisions = [json.loads(x)["decision"] for x in (out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()]
     evaluated = sum(d["evaluator_calls"] for d in decisions)
     assert evaluated == summary["janus_stats"]["evaluator_calls"] == 349
-    assert (summary["usage"]["janus"]["calls"], summary["usage"]["janus"]["cache_hits"]) == (415, 0)
+    assert (summary["usage"]["janus"]["calls"], summary["usage"]["janus"]["cache_hits"]) == (349, 0)
     capsys.readouterr()
     assert main(["report", str(out), "-q"]) == 0
     printed = capsys.readouterr().out
     assert ("setup: backend fake, model scripted, encoder hashing, run preset paper; Janus recommended; GSM8K: stream "
             "n=40, test n=5; seeds 0") in printed
-    assert "│ dc_rs+janus │   GSM8K │            500 │     273,607 │                     0 │              415 │" \
+    assert "│ dc_rs+janus │   GSM8K │            434 │     242,076 │                     0 │              349 │" \
            "                    349 │" in printed
     rep = build_report([str(out)], str(tmp_path / "rep"))
     (row,) = [r for r in rep["tables"]["trigger"]["rows"] if r["policy"] != "base (no Janus)"]
     assert (row["policy"], row["eval_set"], row["eval_set_size"], row["evaluations"], row["janus_calls_paid"],
-            row["paper_cost"], row["triggers"]) == ("recommended", "panel 19, read 11-19", 19, 349, 415, None, 35)
+            row["paper_cost"], row["triggers"]) == ("recommended", "panel 19, read 11-19", 19, 349, 349, None, 35)
     (t3,) = rep["tables"]["janus_cost"]["rows"]
     assert (t3["controller"], t3["K"], t3["K_F"], t3["evaluations"], t3["janus_calls_paid"]) == (
-        "recommended", None, None, 349, 415)
+        "recommended", None, None, 349, 349)
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert ("| recommended | 80.0 | 35 | — | 100.0% | panel 19, read 11-19 | 16.0 / 19 | 9.5 | 349 | 415 | 3/32 |"
+    assert ("| recommended | 80.0 | 35 | — | 100.0% | panel 19, read 11-19 | 16.0 / 19 | 9.5 | 349 | 349 | 3/32 |"
             in md)
-    assert "| GSM8K | dc_rs+janus | recommended | — | panel 19, read 11-19 | 80.0 | 35 | 100.0% | 349 | 415 |" in md
+    assert "| GSM8K | dc_rs+janus | recommended | — | panel 19, read 11-19 | 80.0 | 35 | 100.0% | 349 | 349 |" in md
     assert "Paper's cost" not in md and "| always |" not in md and "K_F = 5" not in md
     assert "- Janus preset: recommended" in md and "- Run preset: paper (" in md
