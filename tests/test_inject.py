@@ -61,11 +61,11 @@ def test_parse_sorts_by_step_and_accepts_lists_and_blanks():
 
 @pytest.mark.parametrize("spec, msg", [
     ("wipe", "--inject item 'wipe': expected KIND@STEP, e.g. poison@5"),
-    ("erase@3", "--inject item 'erase@3': unknown kind 'erase'; kinds: wipe, dump, overfit, poison, truncate"),
+    ("erase@3", "--inject item 'erase@3': unknown kind 'erase'; kinds: wipe, dump, overfit, poison, truncate, falsify"),
     ("posion@5", "--inject item 'posion@5': unknown kind 'posion' (did you mean poison?); kinds: wipe, dump, overfit, "
-                 "poison, truncate"),
+                 "poison, truncate, falsify"),
     ("wipe@2,Trunkate@4", "--inject item 'Trunkate@4': unknown kind 'trunkate' (did you mean truncate?); kinds: wipe, "
-                          "dump, overfit, poison, truncate"),
+                          "dump, overfit, poison, truncate, falsify"),
     ("wipe@0", "--inject item 'wipe@0': the step must be a positive integer (1 = first stream task)"),
     ("wipe@-2", "--inject item 'wipe@-2': the step must be a positive integer (1 = first stream task)"),
     ("wipe@x", "--inject item 'wipe@x': the step must be a positive integer (1 = first stream task)"),

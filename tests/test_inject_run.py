@@ -170,7 +170,7 @@ def test_python_yaml_and_cli_settings_agree(tmp_path, capsys):
 
 @pytest.mark.parametrize("args,needle", [
     (["--inject", "posion@5"], "error: invalid value for 'inject': --inject item 'posion@5': unknown kind 'posion' "
-                               "(did you mean poison?); kinds: wipe, dump, overfit, poison, truncate"),
+                               "(did you mean poison?); kinds: wipe, dump, overfit, poison, truncate, falsify"),
     (["--inject", "poison@0"], "the step must be a positive integer"),
     (["--inject", "poison"], "expected KIND@STEP"),
     (["--inject", "poison@3,wipe@3"], "step 3 is named twice"),

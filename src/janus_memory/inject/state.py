@@ -15,7 +15,10 @@ curator can keep adding to its sections, except by ``truncate``, which cuts the 
 * ``overfit``  every bullet replaced by the overfit rules copied from the task (as for DC and ExpeL);
 * ``poison``   one poison bullet on top of the first section, the playbook kept below it;
 * ``truncate`` the first 35-65 % of the bullets (rendering order), the last one cut mid-word inside its content;
-               the headings after it are cut off with it.
+               the headings after it are cut off with it;
+* ``falsify``  one number of one bullet's content changed (ids and counters kept), preferring the numbers of the
+               current task's rules; without one, the task's rule with a wrong number as a new bullet on top of the
+               first section (inject/falsify.py).
 
 New bullets get fresh ids from the updater's id counter (never reused, as ACE's own ADD), in the first section's
 slug, with ``helpful=0 harmful=0`` (what a curator ADD gives: a planted bullet looks like any new one); the id
@@ -33,7 +36,9 @@ ReasoningBank (entries: question key, status, memory items ``# Memory Item`` / `
 * ``overfit``  the bank replaced by one entry keyed on the task with one item whose content is the overfit rules;
 * ``poison``   the bank of M_{t-1} with entry t (keyed on the task, status success) holding one poison item:
                what a crafted task would plant; it is retrieved for the tasks whose question is nearest to this one;
-* ``truncate`` the first 35-65 % of the entries, the last one's body cut mid-word (inside an item).
+* ``truncate`` the first 35-65 % of the entries, the last one's body cut mid-word (inside an item);
+* ``falsify``  one number of one entry's items changed, preferring the numbers of the current task's rules; without
+               one, entry t holds one item stating the task's rule with a wrong number (as ``poison`` plants).
 
 The bank is rebuilt with ``load_memory_text``, which embeds every question again with the run's encoder, so each
 entry's embedding is the one of its question; a rollback restores the bank of M_{t-1} with its stored embeddings.
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 import copy
 
+from janus_memory.inject.falsify import fact_numbers, false_fact, falsify_text, numbers, task_facts
 from janus_memory.inject.pieces import _cut_mid_word, _one_line, _rng, overfit_rules, templates
 from janus_memory.types import Task
 from janus_memory.updaters.ace import _reply_text
@@ -78,7 +84,19 @@ def harmful_playbook(kind: str, sections: list[list], task: Task, *, next_id: in
         out[si][1] = out[si][1][:bi + 1]
         out[si][1][bi][3] = _cut_mid_word(out[si][1][bi][3], rng)
         return out, next_id
-    if kind == "poison":
+    if kind == "falsify":
+        spots = [(si, bi) for si, bi in where if numbers(secs[si][1][bi][3])]
+        if spots:
+            wanted = fact_numbers(task_facts(task))
+            preferred = [(si, bi) for si, bi in spots if any(v in wanted for _, _, v in numbers(secs[si][1][bi][3]))]
+            si, bi = rng.choice(preferred or spots)
+            secs[si][1][bi][3] = falsify_text(secs[si][1][bi][3], task_facts(task), rng)[0]
+            return secs, next_id
+        fact = false_fact(task_facts(task), rng)
+        if fact is None:
+            return secs, next_id
+        new = [fact]
+    elif kind == "poison":
         new = [_poison(seed, step)]
     elif kind == "overfit":
         new = overfit_rules(task, rng)
@@ -90,7 +108,7 @@ def harmful_playbook(kind: str, sections: list[list], task: Task, *, next_id: in
         raise ValueError(f"unknown injection kind {kind!r}")
     slug = section_slug(section_key(secs[0][0], faithful), faithful)
     fresh = [[f"{slug}-{next_id + n:05d}", 0, 0, c] for n, c in enumerate(new)]
-    out = secs if kind == "poison" else [[h, []] for h, _ in secs]
+    out = secs if kind in ("poison", "falsify") else [[h, []] for h, _ in secs]
     out[0][1] = fresh + out[0][1]
     return out, next_id + len(fresh)
 
@@ -139,6 +157,20 @@ def harmful_bank(kind: str, records: list[dict], task: Task, *, seed: int, step:
         return [{**mine, "body": render_items([item])}]
     if kind == "poison":
         item = [t["bank_poison"]["title"], t["bank_poison"]["description"], _poison(seed, step)]
+        return recs + [{**mine, "body": render_items([item])}]
+    if kind == "falsify":
+        facts = task_facts(task)
+        spots = [i for i, r in enumerate(recs) if numbers(r["body"])]
+        if spots:
+            wanted = fact_numbers(facts)
+            preferred = [i for i in spots if any(v in wanted for _, _, v in numbers(recs[i]["body"]))]
+            i = rng.choice(preferred or spots)
+            recs[i]["body"] = sanitize(falsify_text(recs[i]["body"], facts, rng)[0])
+            return recs
+        fact = false_fact(facts, rng)
+        if fact is None:
+            return recs
+        item = [t["bank_falsify"]["title"], t["bank_falsify"]["description"], fact]
         return recs + [{**mine, "body": render_items([item])}]
     raise ValueError(f"unknown injection kind {kind!r}")
 

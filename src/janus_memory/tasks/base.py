@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import string
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
@@ -100,11 +101,16 @@ DATASETS.update({s.name: s for s in [
                 "stable shuffle key 'HumanEval:<seed>' of the 164 problems, [0:50)", "[50:164) (114)"),
     DatasetSpec("apibench_hf", "apibench", "apibench:load_apibench_hf",
                 "huggingface_eval.jsonl (911), stable shuffle key 'apibench_hf:<seed>', [0:250)", "[250:500)"),
+    DatasetSpec("rules", "rules", "rules:load_rules",
+                "generated from the seed: 100 tickets, the first 18 state the 9 rules", "50 recall/combo tickets"),
+    DatasetSpec("rules_small", "rules", "rules:load_rules_small",
+                "generated from the seed: 30 tickets, the first 3 state the 3 rules", "20 recall/combo tickets"),
 ]})
 # display names and the paper's Table 1 column order (facts of the datasets, read by `janus report`)
 for _name, _disp, _rank in (("math500", "MATH500", 0), ("gpqa", "GPQA", 1), ("mmlu_pro_eng", "MMLU-Pro Eng", 2),
                             ("mmlu_pro_phy", "MMLU-Pro Phy", 3), ("apibench_hf", "APIBench-HF", 4), ("humaneval", "HumanEval", 5),
-                            ("gsm8k", "GSM8K", None), ("aime", "AIME", None), ("math", "MATH", None)):
+                            ("gsm8k", "GSM8K", None), ("aime", "AIME", None), ("math", "MATH", None),
+                            ("rules", "Rules (generated)", None), ("rules_small", "Rules-small (generated)", None)):
     DATASETS[_name] = dataclasses.replace(DATASETS[_name], display_name=_disp, table_rank=_rank)
 
 
@@ -134,7 +140,9 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
     if len(set(ids)) != len(ids):
         raise RuntimeError(f"duplicate task ids in {dataset}/{split}")
     file_info = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files]
-    if len(file_info) == 1:
+    if not file_info:  # generated tasks (no source file): the hash of their content, so a changed generator shows
+        digest = sha256_text(json.dumps([[t.id, t.question, t.gold] for t in tasks], ensure_ascii=False))
+    elif len(file_info) == 1:
         digest = file_info[0]["sha256"]
     else:
         digest = sha256_text("\n".join(sorted(f"{Path(f['path']).name} {f['sha256']}" for f in file_info)))
@@ -211,7 +219,8 @@ def summarize(scores: Iterable[Score]) -> dict[str, Any]:
 
 
 for _fam, _ref in (("math", "math:MathFamily"), ("mc", "multiple_choice:MultipleChoiceFamily"),
-                   ("humaneval", "humaneval:HumanEvalFamily"), ("apibench", "apibench:APIBenchFamily")):
+                   ("humaneval", "humaneval:HumanEvalFamily"), ("apibench", "apibench:APIBenchFamily"),
+                   ("rules", "rules:RulesFamily")):
     FAMILIES.register(_fam, f"janus_memory.tasks.{_ref}")  # imported on first use
 _FAMILY_CACHE: dict[tuple[str, bool], TaskFamily] = {}
 
