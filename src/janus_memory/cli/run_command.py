@@ -156,7 +156,7 @@ def _run(cfg, args, console, t0: float | None = None) -> int:
 def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
     """One run as `janus run` shows it (header, progress, tables, closing lines); returns its summary."""
     from .checks import preflight
-    from .progress import ConsoleProgress, Heartbeat, load_warning, make_bars
+    from .progress import ConsoleProgress, Heartbeat, load_warning, make_bars, run_time_left
     from ..run import injection
     from ..store.events import MethodStarted
     from ..run.experiment import run_experiment, validate_names
@@ -179,7 +179,8 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
     tty = console.is_terminal and not args.quiet
     first_step: list[float] = []  # when the first method started: the end of start-up
     with make_bars(console, disable=not tty) as bars:
-        progress = None if args.quiet else ConsoleProgress(say, bars if tty else None)
+        left = run_time_left(cfg, len(splits[0].tasks), len(splits[1].tasks))  # embedded model: from its speed here
+        progress = None if args.quiet else ConsoleProgress(say, bars if tty else None, time_left=left)
         injected = injection.console_subscriber(say)  # "step N: injected <kind> candidate" lines
 
         def on_event(ev) -> None:

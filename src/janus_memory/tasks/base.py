@@ -71,6 +71,7 @@ class DatasetSpec:
     test_rule: str
     display_name: str = ""  # "" = the registry name
     table_rank: int | None = None  # column order of the paper's Table 1 (None: after those, alphabetically)
+    needs_data: bool = True  # False: generated in the package (tasks/rules.py), no data folder is read
 
     def load_raw(self, split: str, data_dir, seed: int) -> tuple[list[Task], list[Path], str]:
         fn = self.loader
@@ -102,9 +103,11 @@ DATASETS.update({s.name: s for s in [
     DatasetSpec("apibench_hf", "apibench", "apibench:load_apibench_hf",
                 "huggingface_eval.jsonl (911), stable shuffle key 'apibench_hf:<seed>', [0:250)", "[250:500)"),
     DatasetSpec("rules", "rules", "rules:load_rules",
-                "generated from the seed: 100 tickets, the first 18 state the 9 rules", "50 recall/combo tickets"),
+                "generated from the seed: 100 tickets, the first 15 state the 9 rules", "50 recall/combo tickets",
+                needs_data=False),
     DatasetSpec("rules_small", "rules", "rules:load_rules_small",
-                "generated from the seed: 30 tickets, the first 3 state the 3 rules", "20 recall/combo tickets"),
+                "generated from the seed: 30 tickets, the first 3 state the 3 rules", "20 recall/combo tickets",
+                needs_data=False),
 ]})
 # display names and the paper's Table 1 column order (facts of the datasets, read by `janus report`)
 for _name, _disp, _rank in (("math500", "MATH500", 0), ("gpqa", "GPQA", 1), ("mmlu_pro_eng", "MMLU-Pro Eng", 2),

@@ -145,7 +145,7 @@ QUESTIONS: tuple[Question, ...] = (
              lambda p: f"A customer claims ${p['x']} for a damaged delivery. How much can the refund be at most, in dollars?",
              lambda p, w: min(p["x"], _v(w, "refund_cap", "cap"))),
     Question("member_discount", ("member_discount",), lambda g, w: {"price": 20 * g.randint(2, 15)},
-             lambda p: f"A member buys an item with a list price of ${p['price']}. What does the member pay, in dollars?",
+             lambda p: f"What is a member's price for an item with a list price of ${p['price']}, in dollars?",
              lambda p, w: p["price"] * (100 - _v(w, "member_discount", "pct")) // 100),
     Question("member_discount:saving", ("member_discount",), lambda g, w: {"price": 20 * g.randint(2, 15)},
              lambda p: f"How many dollars does a member save on an item listed at ${p['price']}?",
@@ -184,10 +184,17 @@ QUESTIONS: tuple[Question, ...] = (
     Question("member+shipping", ("member_discount", "ship_rate"),
              lambda g, w: {"price": 20 * g.randint(2, 15), "kg": g.randint(2, 12)},
              lambda p: (f"A member buys an item with a list price of ${p['price']} and has it shipped as "
-                        f"{_a(p['kg'])} {p['kg']} kg parcel. What does the member pay in total, in dollars? (The "
-                        "discount applies to the item, not to shipping.)"),
+                        f"{_a(p['kg'])} {p['kg']} kg parcel. What do the item and its shipping cost the member "
+                        "together, in dollars? (The discount applies to the item, not to shipping.)"),
              lambda p, w: (p["price"] * (100 - _v(w, "member_discount", "pct")) // 100
                            + _v(w, "ship_rate", "rate") * p["kg"])),
+    Question("order total", ("member_discount", "ship_rate", "handling"),
+             lambda g, w: {"price": 20 * g.randint(2, 15), "kg": g.randint(2, 12)},
+             lambda p: (f"A member places one order: an item with a list price of ${p['price']}, shipped as "
+                        f"{_a(p['kg'])} {p['kg']} kg parcel. What is the order's total, with shipping and handling, "
+                        "in dollars? (The discount applies to the item only.)"),
+             lambda p, w: (p["price"] * (100 - _v(w, "member_discount", "pct")) // 100
+                           + _v(w, "ship_rate", "rate") * p["kg"] + _v(w, "handling", "fee"))),
     Question("shipping->credits", ("ship_rate", "credit"), lambda g, w: {"kg": g.randint(2, 12)},
              lambda p: (f"A customer pays the shipping of {_a(p['kg'])} {p['kg']} kg parcel with store credits only. "
                         "How many credits does that take? (Credits are whole: round up.)"),
