@@ -42,10 +42,10 @@ def test_seed_0_is_pinned():
 
 
 PINNED = {
-    ("rules", "stream"): "5576581e7a272e924599c11e7801f088c3b190cd46c944e9593369d29de7864e",
-    ("rules", "test"): "7792a7a04c878f43b7bbb71b63605c0439ac1fe076e746f6e1e381a6a085ad72",
-    ("rules_small", "stream"): "2e7735aaecb5844c6c59ac00f85907601171d28b49fc7e5f1ceb06d1d94146e0",
-    ("rules_small", "test"): "23a6d4bcfd1490c7f3deaf74cce183dd6df29e2390be666a502956e4d749e22c",
+    ("rules", "stream"): "350da804fcf620eae470d785d5dd65c22bf43da8cba0ff95298b0ef2441628de",
+    ("rules", "test"): "56949381718d7ed66fb0b2eb34af8d91929d55a17ca4179dea8b770f9b84c25e",
+    ("rules_small", "stream"): "ce314c78f3fb2a73677a623fcaa0c6ad286324820ae61218d85d2b33b4069220",
+    ("rules_small", "test"): "35ea7a78f7b8d74a9f0b46424464d18559b4e1ad1ec49fa3b4dc47102cdbe5a9",
 }
 
 
@@ -118,7 +118,7 @@ def test_registered_like_the_other_datasets():
     assert len(s) == 5 and s.info["files"] == [] and "generated" in s.info["rule"]
     fam = get_family("rules_small")
     p = fam.prompt(s.tasks[0])
-    assert p.startswith(s.tasks[0].question) and "Answer: <the number alone>" not in p and "Answer: 26" in p
+    assert p.startswith(s.tasks[0].question + "\n\n") and p.rstrip().endswith('a last line "Answer: <number>".')
     assert get_family("rules") is fam
 
 

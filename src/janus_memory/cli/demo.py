@@ -135,61 +135,32 @@ def _roles(tid: str, d: dict) -> str:
     return ", ".join(r for r in ("coverage", "boundary", "fresh") if tid in (d.get(r) or []))
 
 
-def _planted(old: str, new: str, limit: int = 4) -> list[str]:
-    """The lines the candidate adds to the memory it replaces (at most ``limit``, each wrapped to the width)."""
+def _planted(old: str, new: str, limit: int = 4, tag: str = TAG) -> list[str]:
+    """The lines the candidate adds to the memory it replaces (``+``) and, when it also drops some (a changed line),
+    those (``-``): at most ``limit`` of each, each wrapped to the width."""
     import textwrap
 
-    added = [ln[2:] for ln in difflib.ndiff(old.splitlines(), new.splitlines()) if ln.startswith("+ ")]
-    added = [a for a in added if a.strip()]
+    diff = list(difflib.ndiff(old.splitlines(), new.splitlines()))
     out = []
-    for a in added[:limit]:
-        out += textwrap.wrap(a, WIDTH - len(TAG) - 5, initial_indent="  + ", subsequent_indent="    ") or ["  +"]
-    if len(added) > limit:
-        out.append(f"  + ... ({len(added) - limit} more lines)")
+    for sign in ("+", "-"):
+        lines = [ln[2:] for ln in diff if ln.startswith(sign + " ") and ln[2:].strip()]
+        if sign == "-" and not lines:
+            continue
+        for a in lines[:limit]:
+            out += textwrap.wrap(a, WIDTH - len(tag) - 5, initial_indent=f"  {sign} ", subsequent_indent="    ") or [
+                f"  {sign}"]
+        if len(lines) > limit:
+            out.append(f"  {sign} ... ({len(lines) - limit} more lines)")
     return out
 
 
 def story(summary: dict, seconds: float) -> list[str]:
-    """Act 1's lines, read back from its run folder: per injected step the harmful candidate's new lines, what blind
-    deployment did, Janus's evaluation set (per task: roles, the old memory's and the candidate's answer), its
-    decision; then both final memories' test accuracy. Every line with a result starts with ``[scripted]``."""
-    from ..store.reader import RunReader
-
-    run_dir = summary["run_dir"]
-    reader = RunReader(run_dir)
-    methods = summary["methods"]
-    base = next(m for m, r in methods.items() if not r.get("janus"))
+    """Act 1's lines, read back from its run folder (:func:`facts`, every result line starting with ``[scripted]``),
+    then what they show and where the run folder is."""
+    run_dir, methods = summary["run_dir"], summary["methods"]
     guarded = next((m for m, r in methods.items() if r.get("janus")), None)
-    out: list[str] = []
-    say = out.append
-    plan = (methods[base].get("injections") or {}).get("plan")
-    if not plan:
-        say(f"{TAG} no harmful candidate was injected (--inject ''): both memories only took the updater's candidates")
-    cands = {c["step"]: c for c in reader.candidates(guarded or base)}
-    versions = reader.memory_versions()[0]
-    decisions = {d["step"]: d.get("decision") or {} for d in reader.decisions(guarded)} if guarded else {}
-    base_deployed = set((methods[base].get("injections") or {}).get("deployed_steps") or [])
-    injected = dict(_injected_steps(reader, base))
-    if guarded:  # a rollback of the updater's own candidate gets its evaluation set too (the script's noise)
-        for step in sorted(k for k, d in decisions.items() if d.get("triggered") and not d.get("accept")
-                           and k not in injected):
-            say(f"{TAG} step {step}: Janus compared the updater's own candidate (nothing planted):")
-            out.extend(_janus_lines(decisions[step], guarded, step))
-    for step, kind in injected.items():
-        old = _memory_before(versions.get(guarded or base, []), step)
-        new = cands.get(step, {}).get("text", "")
-        say(f"{TAG} step {step}: a harmful candidate ({kind}) replaces the updater's; the lines it adds:")
-        out.extend(f"{TAG} {line}" for line in _planted(old, new))
-        say(f"{TAG} blind deployment ({base}): " + ("deployed it; its memory now holds these lines" if step in
-                                                    base_deployed else "did not deploy it"))
-        if guarded:
-            out.extend(_janus_lines(decisions.get(step) or {}, guarded, step))
-    if guarded:
-        st = methods[guarded].get("janus_stats") or {}
-        say(f"{TAG} over the {methods[guarded].get('stream_tasks', 0)} stream steps Janus compared "
-            f"{_n(st.get('triggers', 0), 'time')} and rolled back {_n(st.get('rollbacks', 0), 'candidate')}")
-    tests = [f"{_label(m, r)} {r.get('test_correct', 0)}/{r.get('test_tasks', 0)}" for m, r in methods.items()]
-    say(f"{TAG} held-out test, final memories frozen: " + ", ".join(tests))
+    out = facts(summary, TAG)
+    plan = (methods[next(m for m, r in methods.items() if not r.get("janus"))].get("injections") or {}).get("plan")
     if plan:
         out.extend(prose(
             "By construction, the scripted model fails while its memory holds a planted instruction. What the act "
@@ -202,8 +173,54 @@ def story(summary: dict, seconds: float) -> list[str]:
             "Nothing was planted, so every candidate is the updater's own. The script answers right or wrong by a hash "
             "of the prompt, so a memory edit can flip answers at random: any rollback here follows that noise, not a "
             "harmful edit, and it can cost a test task (the comparison sees a few tasks, not the test set)."))
-    say(f"  took {seconds:.1f} s; run folder: {run_dir}")
-    say(f"  look closer: janus report {run_dir}" + (f"; {run_dir}/{guarded}/decisions.jsonl" if guarded else ""))
+    out.append(f"  took {seconds:.1f} s; run folder: {run_dir}")
+    out.append(f"  look closer: janus report {run_dir}" + (f"; {run_dir}/{guarded}/decisions.jsonl" if guarded else ""))
+    return out
+
+
+def facts(summary: dict, tag: str) -> list[str]:
+    """What a demo run did, read back from its run folder, every line starting with ``tag``: per injected step the
+    harmful candidate's changed lines, what blind deployment did, Janus's evaluation set (per task: roles, the old
+    memory's and the candidate's answer) and its decision; then both final memories' test accuracy."""
+    from ..store.reader import RunReader
+
+    run_dir = summary["run_dir"]
+    reader = RunReader(run_dir)
+    methods = summary["methods"]
+    base = next(m for m, r in methods.items() if not r.get("janus"))
+    guarded = next((m for m, r in methods.items() if r.get("janus")), None)
+    out: list[str] = []
+    say = out.append
+    plan = (methods[base].get("injections") or {}).get("plan")
+    if not plan:
+        say(f"{tag} no harmful candidate was injected (--inject ''): both memories only took the updater's candidates")
+    cands = {c["step"]: c for c in reader.candidates(guarded or base)}
+    versions = reader.memory_versions()[0]
+    decisions = {d["step"]: d.get("decision") or {} for d in reader.decisions(guarded)} if guarded else {}
+    base_deployed = set((methods[base].get("injections") or {}).get("deployed_steps") or [])
+    injected = dict(_injected_steps(reader, base))
+    if guarded:  # a rollback of the updater's own candidate gets its evaluation set too
+        for step in sorted(k for k, d in decisions.items() if d.get("triggered") and not d.get("accept")
+                           and k not in injected):
+            say(f"{tag} step {step}: Janus compared the updater's own candidate (nothing planted):")
+            out.extend(_janus_lines(decisions[step], guarded, step, tag))
+    for step, kind in injected.items():
+        old = _memory_before(versions.get(guarded or base, []), step)
+        new = cands.get(step, {}).get("text", "")
+        what = "the lines it changes" if any(x.startswith("  - ") for x in _planted(old, new, tag=tag)) else \
+            "the lines it adds"
+        say(f"{tag} step {step}: a harmful candidate ({kind}) replaces the updater's; {what}:")
+        out.extend(f"{tag} {line}" for line in _planted(old, new, tag=tag))
+        say(f"{tag} blind deployment ({base}): " + ("deployed it; its memory now holds these lines" if step in
+                                                    base_deployed else "did not deploy it"))
+        if guarded:
+            out.extend(_janus_lines(decisions.get(step) or {}, guarded, step, tag))
+    if guarded:
+        st = methods[guarded].get("janus_stats") or {}
+        say(f"{tag} over the {methods[guarded].get('stream_tasks', 0)} stream steps Janus compared "
+            f"{_n(st.get('triggers', 0), 'time')} and rolled back {_n(st.get('rollbacks', 0), 'candidate')}")
+    tests = [f"{_label(m, r)} {r.get('test_correct', 0)}/{r.get('test_tasks', 0)}" for m, r in methods.items()]
+    say(f"{tag} held-out test, final memories frozen: " + ", ".join(tests))
     return out
 
 
@@ -225,21 +242,21 @@ def _memory_before(versions: list[dict], step: int) -> str:
     return earlier[-1]["text"] if earlier else ""
 
 
-def _janus_lines(d: dict, method: str, step: int) -> list[str]:
+def _janus_lines(d: dict, method: str, step: int, tag: str = TAG) -> list[str]:
     """Janus's evaluation set at ``step`` (one line per task: its roles and both memories' answers) and the decision."""
     if not d.get("triggered"):
         why = "inside the warm-up" if d.get("reason") == "warmup" else f"no comparison ({d.get('reason')})"
-        return [f"{TAG} Janus ({method}): {why}: deployed it unexamined"]
+        return [f"{tag} Janus ({method}): {why}: deployed it unexamined"]
     ids, old, new = d.get("eval_ids") or [], d.get("old_correct") or [], d.get("new_correct") or []
-    out = [f"{TAG} Janus ({method}): evaluation set of {len(ids)} stream tasks, each solved with both memories:"]
+    out = [f"{tag} Janus ({method}): evaluation set of {len(ids)} stream tasks, each solved with both memories:"]
     width = max((len(i) for i in ids), default=0)
     for i, tid in enumerate(ids):
         o = "right" if i < len(old) and old[i] else "wrong"
         n = "right" if i < len(new) and new[i] else "wrong"
-        out.append(f"{TAG}   {tid:<{width}}  {_roles(tid, d):<16} old memory {o:<5}  candidate {n}")
+        out.append(f"{tag}   {tid:<{width}}  {_roles(tid, d):<16} old memory {o:<5}  candidate {n}")
     verdict = ("rolled back: keeps its memory from before step " + str(step)) if not d.get("accept") else \
         "deployed the candidate (a tie goes to the candidate, as in the paper)"
-    out.append(f"{TAG} Janus: old memory {_score(old)}, candidate {_score(new)} -> {verdict}")
+    out.append(f"{tag} Janus: old memory {_score(old)}, candidate {_score(new)} -> {verdict}")
     return out
 
 

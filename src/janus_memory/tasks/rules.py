@@ -181,13 +181,6 @@ QUESTIONS: tuple[Question, ...] = (
              lambda p: (f"A customer wants {p['n']} boxes. What is the total handling fee for the orders this takes, "
                         "in dollars?"),
              lambda p, w: _ceil(p["n"], _v(w, "order_limit", "limit")) * _v(w, "handling", "fee")),
-    Question("member+shipping", ("member_discount", "ship_rate"),
-             lambda g, w: {"price": 20 * g.randint(2, 15), "kg": g.randint(2, 12)},
-             lambda p: (f"A member buys an item with a list price of ${p['price']} and has it shipped as "
-                        f"{_a(p['kg'])} {p['kg']} kg parcel. What do the item and its shipping cost the member "
-                        "together, in dollars? (The discount applies to the item, not to shipping.)"),
-             lambda p, w: (p["price"] * (100 - _v(w, "member_discount", "pct")) // 100
-                           + _v(w, "ship_rate", "rate") * p["kg"])),
     Question("order total", ("member_discount", "ship_rate", "handling"),
              lambda g, w: {"price": 20 * g.randint(2, 15), "kg": g.randint(2, 12)},
              lambda p: (f"A member places one order: an item with a list price of ${p['price']}, shipped as "
