@@ -113,3 +113,70 @@ def test_hook_noop_without_numbers_or_facts_and_planted_rule_with_facts(name):
             assert "Shipping costs $" in new.candidate_memory and "$7" not in new.candidate_memory
         upd.rollback(before)
         assert upd.memory_text() == out.old_memory
+
+
+# ------------------------------------------------------------------------------------------------ ExpRAG
+def _exprag(config=None):
+    from updater_fakes import ScriptedLLM as LLM
+
+    llm = LLM(responder=lambda messages, role, params: "ANSWER: 28")
+    return make_updater("exprag", llm=llm, family=ExactFamily(), encoder=HashEncoder(), config=config)
+
+
+def _experience_run():
+    upd = _exprag({"top_k": 8, "janus_replay": "whole_bank"})
+    intro = Task("rules:stream:000", "rules", "Team rule (from billing): Shipping costs $7 per kg. A customer ships a "
+                 "2 kg parcel. What do we charge?", "14", meta={"facts": FACTS[:1]})
+    upd.step(intro)
+    before = upd.snapshot()
+    return upd, before, upd.step(T)
+
+
+def test_exprag_falsify_changes_the_ticket_that_states_the_rule_and_re_embeds_it():
+    from janus_memory.inject.state import harmful_experience
+
+    upd, before, out = _experience_run()
+    recs = before["state"]["bank"]["records"]
+    got = harmful_experience("falsify", recs, T, seed=0, step=2)
+    assert len(got) == 1 and got[0]["id"] == "rules:stream:000"
+    changed = got[0]["question"]
+    assert "$7 per kg" not in changed and changed.startswith("Team rule (from billing): Shipping costs $")
+    assert changed in got[0]["input"] and recs[0]["question"] not in got[0]["input"]  # the prompt says it too
+    new = inject_candidate(upd, out, "falsify", task=T, step=2, seed=0, before=before)
+    assert upd.bank.records == got and len(upd.bank) == 1  # the genuine new record is replaced
+    assert new.candidate_memory == upd.memory_text() and changed in new.candidate_memory
+    # its embedding is its new question's
+    import numpy as np
+
+    assert np.allclose(upd.bank.matrix()[0], upd.embed([changed])[0])
+    upd.rollback(before)
+    assert upd.memory_text() == out.old_memory and upd.bank.records == recs
+
+
+@pytest.mark.parametrize("kind,n", [("wipe", 1), ("dump", 1), ("overfit", 2), ("poison", 2), ("truncate", 1)])
+def test_exprag_other_kinds(kind, n):
+    upd, before, out = _experience_run()
+    new = inject_candidate(upd, out, kind, task=T, step=2, seed=0, before=before)
+    assert len(upd.bank) == n and new.candidate_memory == upd.memory_text()
+    if kind == "dump":
+        assert upd.bank.records[0]["id"] == T.id  # the step's own record alone
+    if kind == "poison":
+        assert upd.bank.records[1]["output"] in __import__("janus_memory.inject.candidates",
+                                                           fromlist=["templates"]).templates()["poison"]
+    upd.rollback(before)
+    assert upd.memory_text() == out.old_memory
+
+
+def test_exprag_janus_is_an_option():
+    from janus_memory.errors import ConfigError
+    from janus_memory.run.build import validate_names
+    from janus_memory.settings.config import RunConfig
+
+    base = dict(backend="fake", dataset="rules_small", updater="exprag", encoder="hashing:64", stream_size=4)
+    with pytest.raises(ConfigError, match="Janus does not wrap it; use --controller none .or updater_config "
+                                          "janus_replay: whole_bank"):
+        validate_names(RunConfig(**base, controller="both"))
+    validate_names(RunConfig(**base, controller="both", updater_config={"janus_replay": "whole_bank"}))
+    validate_names(RunConfig(**base, controller="none"))
+    with pytest.raises(ConfigError, match="janus_replay"):
+        validate_names(RunConfig(**base, controller="none", updater_config={"janus_replay": "yes"}))

@@ -45,7 +45,7 @@ from janus_memory.types import Task
 from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater, visible_text
 
 UPDATER_KINDS = {"dc_rs": "cheatsheet", "dc_cu": "cheatsheet", "expel": "rules", "ace": "playbook",
-                 "reasoning_bank": "bank"}
+                 "reasoning_bank": "bank", "exprag": "experience"}
 
 
 # ------------------------------------------------------------------------------------------------ the candidates
@@ -104,7 +104,7 @@ def harmful_candidate(kind: str, memory: str, task: Task, *, updater_kind: str, 
     ``memory``: the current memory text (M_{t-1}); ``updater_kind``: dc_rs, dc_cu or expel. Deterministic in
     (kind, memory, task, updater_kind, seed, step, examples, answer)."""
     structure = _structure(updater_kind)
-    if structure in ("playbook", "bank"):
+    if structure in ("playbook", "bank", "experience"):
         raise ValueError(f"updater {updater_kind!r}: its candidate depends on its state (ids, counters, embeddings); "
                          "build it with inject_candidate")
     items = _items_of(memory, structure)
@@ -209,7 +209,7 @@ def inject_candidate(updater: Updater, outcome: StepOutcome, kind: str, *, task:
     answer = visible_text(outcome.output)
     dumps_examples = kind == "dump" and structure in ("cheatsheet", "rules")
     examples = _examples_for(updater, outcome) if dumps_examples else ""
-    if structure in ("playbook", "bank"):  # ACE / ReasoningBank: janus_memory/inject/state.py
+    if structure in ("playbook", "bank", "experience"):  # ACE / ReasoningBank / ExpRAG: inject/state.py
         from janus_memory.inject.state import inject_state
 
         inject_state(updater, outcome, kind, task=task, step=step, seed=seed, before=before)

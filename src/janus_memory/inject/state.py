@@ -42,6 +42,21 @@ ReasoningBank (entries: question key, status, memory items ``# Memory Item`` / `
 
 The bank is rebuilt with ``load_memory_text``, which embeds every question again with the run's encoder, so each
 entry's embedding is the one of its question; a rollback restores the bank of M_{t-1} with its stored embeddings.
+
+ExpRAG (records ``Q`` = the task prompt, ``A`` = the model's answer, ``Feedback``; one question embedding each; its
+memory is raw experience, so the kinds act on records):
+
+* ``wipe``     one seeded record of M_{t-1} kept;
+* ``dump``     the bank replaced by this step's record alone (the raw trajectory of the step, the one analogue there is:
+               ExpRAG distils nothing);
+* ``overfit``  M_{t-1} plus a record keyed on the task whose answer is the overfit rules;
+* ``poison``   M_{t-1} plus a record keyed on the task whose answer is the poison instruction (feedback success);
+* ``truncate`` the first 35-65 % of the records, the last one's answer cut mid-word;
+* ``falsify``  one number of one record changed (in its question, and so in its prompt, or in its answer), preferring
+               the numbers of the current task's rules: a tampered ticket log; without one, a record stating the
+               task's rule with a wrong number.
+
+Records whose question changed are embedded again with the run's encoder; the others keep their embeddings.
 """
 from __future__ import annotations
 
@@ -53,7 +68,7 @@ from janus_memory.types import Task
 from janus_memory.updaters.ace import _reply_text
 from janus_memory.updaters.ace_playbook import section_key, section_slug
 from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater, visible_text
-from janus_memory.updaters.reasoning_bank import _ITEM, render_entry, render_items, sanitize
+from janus_memory.updaters.reasoning_bank import _ITEM, render_entry, render_items, sanitize  # noqa: I001
 
 
 def _poison(seed: int, step: int) -> str:
@@ -175,6 +190,49 @@ def harmful_bank(kind: str, records: list[dict], task: Task, *, seed: int, step:
     raise ValueError(f"unknown injection kind {kind!r}")
 
 
+# ------------------------------------------------------------------------------------------------ ExpRAG
+def harmful_experience(kind: str, records: list[dict], task: Task, *, seed: int, step: int,
+                       new_record: dict | None = None) -> list[dict]:
+    """The harmful ExpRAG bank as records (module docstring), built from ``records`` (M_{t-1}; not modified);
+    ``new_record``: the record the step added (dump)."""
+    recs = [dict(r) for r in records]
+    rng = _rng(seed, step, kind)
+    t = templates()
+    mine = {"id": task.id, "question": task.question, "input": task.question, "feedback": "success"}
+    if kind == "wipe":
+        return [recs[rng.randrange(len(recs))]] if recs else []
+    if kind == "truncate":
+        if not recs:
+            return []
+        kept = recs[:_cut(rng, len(recs))]
+        kept[-1]["output"] = _cut_mid_word(kept[-1]["output"], rng)
+        return kept
+    if kind == "dump":
+        return [dict(new_record)] if new_record else []
+    if kind == "overfit":
+        return recs + [{**mine, "output": " ".join(overfit_rules(task, rng))}]
+    if kind == "poison":
+        return recs + [{**mine, "output": _poison(seed, step)}]
+    if kind == "falsify":
+        facts = task_facts(task)
+        wanted = fact_numbers(facts)
+        spots = [(i, f) for i, r in enumerate(recs) for f in ("question", "output") if numbers(str(r.get(f) or ""))]
+        if spots:
+            preferred = [(i, f) for i, f in spots if any(v in wanted for _, _, v in numbers(str(recs[i][f])))]
+            i, field = rng.choice(preferred or spots)
+            old = str(recs[i][field])
+            new = falsify_text(old, facts, rng)[0]
+            recs[i] = {**recs[i], field: new}
+            if field == "question":
+                recs[i]["input"] = str(recs[i].get("input") or old).replace(old, new, 1)
+            return recs
+        fact = false_fact(facts, rng)
+        if fact is None:
+            return recs
+        return recs + [{**mine, "question": fact, "input": fact, "output": fact}]
+    raise ValueError(f"unknown injection kind {kind!r}")
+
+
 def render_bank(records: list[dict]) -> str:
     """The memory text of a bank of these entries (ReasoningBank's ``memory_text()`` format)."""
     return "\n\n".join(render_entry(r) for r in records) if records else EMPTY_MEMORY
@@ -189,9 +247,33 @@ def inject_state(updater: Updater, outcome: StepOutcome, kind: str, *, task: Tas
             kind, before["state"]["sections"], task, next_id=updater.next_id, faithful=bool(updater.config["faithful"]),
             seed=seed, step=step, answer=visible_text(outcome.output), reflection=_last_reflection(outcome))
         updater.sections, updater.next_id = sections, next_id
+    elif updater.name == "exprag":
+        old = before["state"]["bank"]
+        new_rec = updater.bank.records[-1] if len(updater.bank) > len(old["records"]) else None
+        recs = harmful_experience(kind, old["records"], task, seed=seed, step=step, new_record=new_rec)
+        _set_experience(updater, recs)
     elif updater.name == "reasoning_bank":
         recs = harmful_bank(kind, before["state"]["bank"]["records"], task, seed=seed, step=step,
                             answer=visible_text(outcome.output), status=outcome.info.get("judged"))
         updater.load_memory_text(render_bank(recs))
     else:
         raise ValueError(f"updater {updater.name!r} has no state-built injected candidate; use inject_candidate")
+
+
+def _set_experience(updater: Updater, recs: list[dict]) -> None:
+    """Rebuild ExpRAG's bank from ``recs``: a record whose question is in the bank after the step (M_{t-1}'s records
+    and the step's own) keeps that embedding; any other question is embedded with the run's encoder."""
+    from janus_memory.updaters.bank import RetrievalBank
+
+    known: dict[str, object] = {}
+    emb = updater.bank.matrix()
+    for r, e in zip(updater.bank.records, emb if emb is not None else []):
+        known.setdefault(r["question"], e)
+    fresh = [r["question"] for r in recs if r["question"] not in known]
+    if fresh:
+        for q, e in zip(fresh, updater.embed(fresh)):
+            known[q] = e
+    bank = RetrievalBank()
+    for r in recs:
+        bank.add(r, known[r["question"]])
+    updater.bank = bank

@@ -5,8 +5,13 @@ Solving a task puts the top-k (default 3) records most similar to its question (
 best first) in the prompt, with an instruction to use them as reference but to solve the current problem on its own.
 
 Memory text: the whole bank rendered in stream order (the same record format), "(empty)" when the bank is empty.
-Janus is not applied to ExpRAG by default; if it is, ``solve_with_memory(text)`` puts ``text`` where the retrieved
-records go, and a rollback restores the bank (the bank IS this method's memory).
+Janus is not applied to ExpRAG by default (the paper's baseline). ``janus_replay: whole_bank`` (ours, issue 37) lets
+it wrap ExpRAG: a replay solves a task with the memory's whole bank where the stream shows the top-k records
+(``solve_with_memory(text)`` puts ``text`` where the retrieved records go), and a rollback restores the bank (the bank
+IS this method's memory). The replay sees the same records as the stream when ``top_k`` is at least the bank's size
+(the demo's setting); with a smaller ``top_k`` it judges the memory on more records than one stream solve reads.
+Why: on memory that carries facts (the generated ``rules`` tickets) ExpRAG is the updater whose memory keeps them,
+raw; DC's and ACE's curators write general lessons without the numbers (docs/measurements.md, "The rules family").
 """
 
 from __future__ import annotations
@@ -37,12 +42,22 @@ class ExpRAG(Updater):
     supports_janus, is_baseline, table_rank, display_name = False, True, 1, "ExpRAG"
     prompt_prefixes = ("exprag_",)
 
+    DEFAULTS = {"janus_replay": "off"}  # "off" (the paper: no Janus) | "whole_bank" (module docstring)
+    _CHOICES = {"janus_replay": ("off", "whole_bank")}
+    janus_hint = " (or updater_config janus_replay: whole_bank, our option: replays show the whole bank)"
+
+    @classmethod
+    def janus_supported(cls, config: dict) -> bool:
+        return config.get("janus_replay") == "whole_bank"
+
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
         return 1, 1  # the solver (retrieval is the encoder's)
 
     def __init__(self, **kw):
         super().__init__(**kw)
+        if self.config["janus_replay"] not in ("off", "whole_bank"):
+            raise ValueError(f"config 'janus_replay' must be 'off' or 'whole_bank', got {self.config['janus_replay']!r}")
         self.bank = RetrievalBank()
 
     def _record_text(self, n: int, rec: dict) -> str:
