@@ -180,3 +180,21 @@ def test_exprag_janus_is_an_option():
     validate_names(RunConfig(**base, controller="none"))
     with pytest.raises(ConfigError, match="janus_replay"):
         validate_names(RunConfig(**base, controller="none", updater_config={"janus_replay": "yes"}))
+
+
+def test_exprag_replay_leaves_the_tasks_own_record_out():
+    upd, before, out = _experience_run()
+    mem = upd.memory_text()
+    assert mem.count("[Experience ") == 2
+    mine = upd.without_own_record(mem, T)
+    assert mine.count("[Experience ") == 1 and mine.startswith("[Experience 1]\nQ: Question: Team rule")
+    assert T.question not in mine
+    other = Task("x:9", "rules", "Something else entirely?", "1")
+    assert upd.without_own_record(mem, other) == mem
+    upd.solve_with_memory(mem, [T])
+    assert T.question not in upd.llm.calls[-1]["messages"][1]["content"].split("# CURRENT PROBLEM")[0]
+    upd.solve_replays([(mem, T, 0)])
+    assert T.question not in upd.llm.calls[-1]["messages"][1]["content"].split("# CURRENT PROBLEM")[0]
+    only = _exprag({"janus_replay": "whole_bank"})
+    only.step(T)
+    assert only.without_own_record(only.memory_text(), T) == "(empty)"

@@ -36,9 +36,11 @@ def _load_config_file(path: str) -> dict:
     return data
 
 
-def _config_from_args(args, *, demo: bool):
-    """The validated RunConfig of the command line (config file, then resumed config, then options)."""
-    from ..settings.config import RunConfig, demo_config
+def _config_from_args(args, *, demo: bool | str):
+    """The validated RunConfig of the command line (config file, then resumed config, then options). ``demo``: the
+    demo act whose preset the options apply to ("real": settings.config.real_demo_config; True or "scripted": act 1's
+    demo_config)."""
+    from ..settings.config import RunConfig, demo_config, real_demo_config
     from ..settings.llm_settings import overlay
 
     base: dict = {}
@@ -61,7 +63,8 @@ def _config_from_args(args, *, demo: bool):
         base = {**base, "janus": {**base["janus"], **janus_over}}
     # flat flags fill the llm section key by key (a flag wins over the file's llm.<key>); ConfigError naming the key
     try:
-        cfg = demo_config(**over) if demo else RunConfig.parse(overlay(base, over))
+        preset = real_demo_config if demo == "real" else demo_config
+        cfg = preset(**over) if demo else RunConfig.parse(overlay(base, over))
         return cfg.with_janus(**janus_over) if janus_over else cfg
     except ConfigError as e:
         named = _named_by_option(e, args)
