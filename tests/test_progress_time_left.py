@@ -230,3 +230,17 @@ def test_a_run_whose_second_method_is_served_from_the_cache_keeps_the_measured_s
     for ln in steps:
         m = re.search(r"left <= ~(\d+) (s|min)$", ln)
         assert m, ln
+
+
+def test_until_this_run_has_measured_the_speed_earlier_runs_give_it():
+    from janus_memory.run.timing import Measurement
+
+    rate = [None]
+    earlier = Measurement(s_per_call=60.0, tokens_per_s=1.5, runs=2, calls=30)
+    left = TimeLeft(lambda d, a: 10, rate=lambda: rate[0], earlier=earlier)
+    assert left.text() == "left <= ~10 min (earlier runs' speed)"
+    assert left.text(long=True) == ("left <= ~10 min (at most 10 calls x 60 s at 1.5 tokens/s, the speed of earlier "
+                                    "runs on this machine until this run has measured its own)")
+    assert left.estimate() == (10, 600.0)
+    rate[0] = Rate(6.0)  # measured here: this run's speed wins
+    assert left.text() == "left <= ~60 s" and left.estimate() == (10, 60.0)

@@ -265,6 +265,10 @@ def _janus_lines(d: dict, method: str, step: int, tag: str = TAG) -> list[str]:
 
 
 REAL_TAG = "[real]"
+RULE_NAMES = {"ship_rate": "the shipping rate", "handling": "the handling fee", "crate": "the boxes per crate",
+              "order_limit": "the order limit", "refund_cap": "the refund cap", "member_discount": "the member discount",
+              "credit": "the store-credit value", "deadline": "the response deadline",
+              "gold_refund": "the Gold members' refunds"}
 
 
 def real_frame_before(cfg, total: int) -> list[str]:
@@ -276,11 +280,14 @@ def real_frame_before(cfg, total: int) -> list[str]:
     plan = cfg.inject_plan()
     planted = ", ".join(f"{kind} at step {step}" for step, kind in plan.items()) or "nothing (--inject '')"
     calls = _calls_text(cfg)
-    if cfg.dataset.startswith("rules"):
+    if cfg.dataset in ("rules", "rules_small"):
+        from ..tasks.rules import make_world
+
+        names = [RULE_NAMES.get(k, k) for k in make_world(cfg.dataset, cfg.seed).order]
+        listed = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
         text = (f"The tasks are support tickets generated from a seed ({cfg.stream_size} for the stream, "
-                f"{cfg.test_size} held out): the first ones state a team rule (a shipping rate, a handling fee, a "
-                "member discount) while asking about it; later ones need those rules and do not restate them, so "
-                "the answers rest on what the memory kept.")
+                f"{cfg.test_size} held out): the first ones state a team rule ({listed}) while asking about it; "
+                "later ones need those rules and do not restate them, so the answers rest on what the memory kept.")
         if cfg.updater == "exprag":
             text += (" ExpRAG keeps every earlier ticket with the model's answer and shows them with each new one: "
                      "its memory carries the rules (measured on this model: the DC-RS and DC-Cu cheatsheets held "

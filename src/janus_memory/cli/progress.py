@@ -15,8 +15,9 @@
   count from the run's settings and its progress: an upper bound) times the seconds per call at the speed measured
   on this machine now (llm/live.py: tokens per second over the last calls, the running ones included). Replies from
   the response cache never reach the engine, so they never make the model look fast. It shows on the bars (the
-  ``left`` column), in the plain step lines and in the still-running lines; before the first call has finished
-  there is no measurement and it says so.
+  ``left`` column), in the plain step lines and in the still-running lines; until the first call of the run has
+  finished it uses the speed earlier runs recorded on this machine (run/timing.py) and says so, or says that there is
+  no measurement yet.
 - At start (embedded model only): a warning when the 1-minute load average exceeds the CPU cores (``load_warning``).
 - Either way, one line per Janus trigger: step, cosine, |E| by role, old vs new score, decision and a one-line summary
   of the candidate's change to the memory (lines added / removed). A task drawn in two roles is named, with whether it
@@ -166,12 +167,13 @@ class TimeLeft:
     None once finished) and the test answers given so far per method (``answered``); ``rate()`` the measured speed
     (llm/live.py ``Rate`` or None)."""
 
-    def __init__(self, calls_left, rate=None):
+    def __init__(self, calls_left, rate=None, earlier=None):
         if rate is None:
             from ..llm.live import LIVE
 
             rate = LIVE.rate
         self.calls_left, self.rate = calls_left, rate
+        self.earlier = earlier  # run/timing.py Measurement of earlier runs: the speed until this run has measured one
         self.done: dict[str, int | None] = {}
         self.answered: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -196,9 +198,10 @@ class TimeLeft:
             done, answered = dict(self.done), dict(self.answered)
         calls = self.calls_left(done, answered)
         rate = self.rate()
-        if calls is None or rate is None:
+        per_call = rate.s_per_call if rate is not None else self.earlier.s_per_call if self.earlier else None
+        if calls is None or per_call is None:
             return None
-        return calls, calls * rate.s_per_call
+        return calls, calls * per_call
 
     def text(self, long: bool = False) -> str:
         """'left <= ~7 min' (``long``: with the calls, the seconds per call and the measured speed), or what is
@@ -211,6 +214,12 @@ class TimeLeft:
         if calls == 0:
             return "left: ~0 s"
         rate = self.rate()
+        if rate is None and self.earlier is not None:  # nothing measured in this run yet: earlier runs' speed
+            e = self.earlier
+            head = f"left <= {_duration(calls * e.s_per_call)}"
+            return head + (f" (at most {calls} calls x {e.s_per_call:.0f} s at {e.tokens_per_s:.1f} tokens/s, the "
+                           "speed of earlier runs on this machine until this run has measured its own)" if long else
+                           " (earlier runs' speed)")
         if rate is None:
             return "left: measured after the first model call"
         head = f"left <= {_duration(calls * rate.s_per_call)}"
@@ -236,7 +245,21 @@ def run_time_left(cfg, n_stream: int, n_test: int) -> TimeLeft | None:
         total = count.most if count.most is not None else count.stream_low + count.janus + count.test
         return max(0, total - sum(answered.values()))
 
-    return TimeLeft(calls_left)
+    return TimeLeft(calls_left, earlier=_earlier_speed(cfg))
+
+
+def _earlier_speed(cfg):
+    """The embedded model's speed recorded by earlier runs on this machine (run/timing.py), or None."""
+    try:
+        from ..llm.local import LocalBackend
+        from ..llm.model_fetch import resolve_model_path
+        from ..run.timing import read_measurement
+
+        n_parallel = int(cfg.llm.n_parallel or 1)
+        identity = LocalBackend(resolve_model_path(cfg.llm.model_path), n_parallel=n_parallel).identity  # no load
+        return read_measurement(identity, n_parallel)
+    except Exception:  # noqa: BLE001 - the estimate is advice; no record, no fallback
+        return None
 
 
 class ConsoleProgress:

@@ -52,9 +52,9 @@ memory is raw experience, so the kinds act on records):
 * ``overfit``  M_{t-1} plus a record keyed on the task whose answer is the overfit rules;
 * ``poison``   M_{t-1} plus a record keyed on the task whose answer is the poison instruction (feedback success);
 * ``truncate`` the first 35-65 % of the records, the last one's answer cut mid-word;
-* ``falsify``  one number of one record changed (in its question, and so in its prompt, or in its answer): a record
-               whose question holds a number of the current task's rules first (the ticket that stated the rule),
-               else one whose answer does, else any: a tampered ticket log; without a number, a record stating the
+* ``falsify``  one record tampered with: a number changed wherever the record says it (question, prompt, answer). The
+               record and number: one whose question holds a number of the current task's rules first (the ticket
+               that stated the rule), else one whose answer does, else any; without a number, a record stating the
                task's rule with a wrong number.
 
 Records whose question changed are embedded again with the run's encoder; the others keep their embeddings.
@@ -62,6 +62,7 @@ Records whose question changed are embedded again with the run's encoder; the ot
 from __future__ import annotations
 
 import copy
+import re
 
 from janus_memory.inject.falsify import fact_numbers, false_fact, falsify_text, numbers, task_facts
 from janus_memory.inject.pieces import _cut_mid_word, _one_line, _rng, overfit_rules, templates
@@ -222,11 +223,12 @@ def harmful_experience(kind: str, records: list[dict], task: Task, *, seed: int,
             preferred = [(i, f) for i, f in spots if any(v in wanted for _, _, v in numbers(str(recs[i][f])))]
             stated = [(i, f) for i, f in preferred if f == "question"]  # a ticket that states the rule comes first
             i, field = rng.choice(stated or preferred or spots)
-            old = str(recs[i][field])
-            new = falsify_text(old, facts, rng)[0]
-            recs[i] = {**recs[i], field: new}
-            if field == "question":
-                recs[i]["input"] = str(recs[i].get("input") or old).replace(old, new, 1)
+            changed = falsify_text(str(recs[i][field]), facts, rng)[1]
+            # the ticket is tampered with as a whole: the number changes wherever this record says it (its question,
+            # its prompt, its answer), so the record states the false rule and computes with it
+            pattern = re.compile(rf"(?<![\w.,=\-\[#]){changed['old']}(?!\d|[.,\-]\d|\])")
+            recs[i] = {**recs[i], **{f: pattern.sub(str(changed["new"]), str(recs[i].get(f) or ""))
+                                     for f in ("question", "input", "output")}}
             return recs
         fact = false_fact(facts, rng)
         if fact is None:

@@ -374,27 +374,28 @@ def demo_config(**overrides) -> RunConfig:
 def real_demo_config(**overrides) -> RunConfig:
     """The real act of `janus demo` (issue 37): Janus at work on the embedded model, on memory that carries facts.
 
-    Generated support tickets (``rules_small``: a shipping rate, a handling fee and a member discount, stated by the
-    first three tickets and needed by later ones, tasks/rules.py), 5 for the stream and 4 held out. The updater is
-    ExpRAG, the one whose memory keeps the rules on this model: DC-RS and DC-Cu curators write general advice
-    without the numbers, ACE records some and costs three calls per step (docs/measurements.md, "The rules
-    family"). Janus wraps it with ``janus_replay: whole_bank`` (a replay reads the memory's other tickets) and
-    ``top_k: 8`` (every ticket is retrieved: the stream, the replays and the test see the same records).
+    Generated support tickets (``rules_small``: a shipping rate and a handling fee, each stated by one of the first
+    two tickets and needed by later ones, tasks/rules.py), 3 for the stream and 5 held out. The updater is ExpRAG,
+    the one whose memory keeps the rules on this model: DC-RS and DC-Cu curators write general advice without the
+    numbers, ACE records some and costs three calls per step (docs/measurements.md, "The rules family"). Janus wraps
+    it with ``janus_replay: whole_bank`` (a replay reads the memory's other tickets) and ``top_k: 8`` (every ticket is
+    retrieved: the stream, the replays and the test see the same records).
 
-    At the last stream step a harmful candidate replaces the updater's: ``falsify``, the memory with one rule's
-    number changed (the ticket that stated it tampered with). Janus: warm-up 4, then a comparison at every later
-    step (``trigger: always``, as act 1) on 2 coverage + 1 boundary + 1 fresh earlier tickets. Greedy decoding and
-    short replies (the rules prompt asks for at most four lines; cap 384 tokens).
+    At the last stream step, right after both rules were stated, a harmful candidate replaces the updater's:
+    ``falsify``, the memory with the ticket that stated one of the rules the step's task needs tampered with (its
+    number changed wherever the ticket says it). Janus: warm-up 2, then a comparison at every later step
+    (``trigger: always``, as act 1) on 2 coverage + 1 boundary + 1 fresh earlier tickets. Greedy decoding and short
+    replies (the rules prompt asks for at most four lines; cap 384 tokens).
     """
     base = dict(
         preset="small",
         dataset="rules_small",
-        stream_size=5,
-        test_size=4,
+        stream_size=3,
+        test_size=5,
         updater="exprag",
         updater_config={"janus_replay": "whole_bank", "top_k": 8},
         controller="both",
-        janus={"warmup": 4, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1, "trigger": "always"},
+        janus={"warmup": 2, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1, "trigger": "always"},
         backend="local",
         temperature=0.0,
         solver_max_tokens=384,

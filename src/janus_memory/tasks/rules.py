@@ -202,17 +202,20 @@ QUESTION = {q.name: q for q in QUESTIONS}
 
 @dataclass(frozen=True)
 class Variant:
-    """A registered rules dataset: which rules its worlds hold and how many tasks each split has."""
+    """A registered rules dataset: which rules its worlds hold, how many tasks each split has and which question
+    types it leaves out."""
 
     name: str
     rules: tuple[str, ...]
     stream: int
     test: int
+    leave_out: tuple[str, ...] = ()
 
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("rules", tuple(KINDS), 100, 50),
-    Variant("rules_small", ("ship_rate", "handling", "member_discount"), 30, 20),
+    # the demo's world: two rules, so that a falsified one matters for most later tickets
+    Variant("rules_small", ("ship_rate", "handling"), 30, 20),
 ]}
 
 
@@ -268,32 +271,42 @@ def _task(dataset: str, split: str, i: int, world: World, kind: str, q: Question
                 gold=str(q.solve(params, world.values)), meta=meta)
 
 
-def _draw(g: random.Random, world: World, types: list[Question], seen: set[str]) -> tuple[Question, dict[str, int]]:
+def _draw(g: random.Random, world: World, types: list[Question], seen: set[str]) -> tuple[Question, dict] | None:
     """A question of one of ``types`` (drawn first, then its numbers) whose text no earlier task used; a type whose
-    questions are used up gives way to another."""
-    for _ in range(50):
+    questions are used up gives way to another; None when all are used up."""
+    types = list(types)
+    while types:
         q = g.choice(types)
-        for _ in range(20):
+        for _ in range(30):
             params = q.draw(g, world.values)
             text = q.text(params)
             if text not in seen:
                 seen.add(text)
                 return q, params
-    raise RuntimeError("the rules generator ran out of distinct questions")  # a world far too small for its splits
+        types.remove(q)
+    return None
 
 
-def _later_types(known: list[str]) -> tuple[list[Question], list[Question]]:
+def _later_types(known: list[str], leave_out: tuple[str, ...] = ()) -> tuple[list[Question], list[Question]]:
     """(recall, combo) question types over the rules in ``known``."""
-    recall = [q for q in QUESTIONS if len(q.needs) == 1 and q.needs[0] in known and q.needs[0] != "gold_refund"]
-    combo = [q for q in QUESTIONS if len(q.needs) > 1 and all(n in known for n in q.needs)]
+    usable = [q for q in QUESTIONS if q.name not in leave_out]
+    recall = [q for q in usable if len(q.needs) == 1 and q.needs[0] in known and q.needs[0] != "gold_refund"]
+    combo = [q for q in usable if len(q.needs) > 1 and all(n in known for n in q.needs)]
     return recall, combo
 
 
 def _later(g: random.Random, world: World, known: list[str], seen: set[str]) -> tuple[str, Question, dict]:
-    recall, combo = _later_types(known)
+    """A recall or combo task (a combo half of the time where one exists and is not used up)."""
+    recall, combo = _later_types(known, VARIANTS[world.variant].leave_out)
     if combo and (not recall or g.random() < 0.5):
-        return ("combo", *_draw(g, world, combo, seen))
-    return ("recall", *_draw(g, world, recall or combo, seen))
+        got = _draw(g, world, combo, seen)
+        if got is not None:
+            return ("combo", *got)
+    got = _draw(g, world, recall, seen) or _draw(g, world, combo, seen)
+    if got is None:  # a world far too small for its splits
+        raise RuntimeError("the rules generator ran out of distinct questions")
+    q, params = got
+    return ("combo" if len(q.needs) > 1 else "recall", q, params)
 
 
 def generate(variant: str = "rules", seed: int = 0) -> tuple[list[Task], list[Task], World]:
@@ -311,7 +324,7 @@ def generate(variant: str = "rules", seed: int = 0) -> tuple[list[Task], list[Ta
         i = len(stream)
         if pending and (i < 3 or i % 2 == 0):
             key = pending.pop(0)
-            q, params = _draw(g, world, [q for q in QUESTIONS if q.needs == (key,)], seen)
+            q, params = _draw(g, world, [q for q in QUESTIONS if q.needs == (key,)], seen)  # never used up here
             stream.append(_task(variant, "stream", i, world, "intro", q, params, states=key))
             known.append(key)
         else:
@@ -334,8 +347,9 @@ def answer_under(task: Task, values: Values) -> int:
 def _loader(variant: str):
     def load(split: str, *, data_dir=None, seed: int = 0):
         stream, test, world = generate(variant, seed)
-        rule = (f"generated (janus_memory.tasks.rules, seed {seed}): {len(world.order)} rules stated in the first "
-                f"{2 * len(world.order) - 3} stream tasks; stream {len(stream)}, test {len(test)} recall/combo tasks")
+        n = len(world.order)
+        rule = (f"generated (janus_memory.tasks.rules, seed {seed}): {n} rules stated in the first "
+                f"{max(n, 2 * n - 3)} stream tasks; stream {len(stream)}, test {len(test)} recall/combo tasks")
         return {"stream": stream, "test": test, "all": stream + test}[split], [], rule
     load.__name__ = f"load_{variant}"
     return load
