@@ -76,11 +76,14 @@ def _names() -> dict[str, str]:
 
 
 def _datasets_help() -> str:
-    """The dataset names as a run can use them: ready with the shipped data, after a fetch, test split only."""
+    """The dataset names as a run can use them: ready with the shipped data, generated (no data), after a fetch,
+    test split only."""
     from ..tasks.base import dataset_groups
 
     g = dataset_groups()
     text = f"ready with the shipped data: {', '.join(g['shipped'])}"
+    if g["generated"]:
+        text += f"; generated from the seed, no data: {', '.join(g['generated'])}"
     if g["fetch"]:
         text += f"; after you fetch a file, docs/tasks.md: {', '.join(g['fetch'])}"
     if g["test_only"]:

@@ -134,12 +134,14 @@ DATASETS["math500"] = dataclasses.replace(DATASETS["math500"], test_only=True,
 
 def dataset_groups() -> dict[str, list[str]]:
     """Registered dataset names by what a run on them needs: ``shipped`` (runs with the data folder as it ships,
-    ../shared/data; a plugin's datasets too), ``fetch`` (a file to fetch first, ``DatasetSpec.fetch``) and
-    ``test_only`` (no stream split)."""
-    out: dict[str, list[str]] = {"shipped": [], "fetch": [], "test_only": []}
+    ../shared/data; a plugin's datasets too), ``generated`` (made in the package from the seed, no data read:
+    ``DatasetSpec.needs_data`` False), ``fetch`` (a file to fetch first, ``DatasetSpec.fetch``) and ``test_only``
+    (no stream split)."""
+    out: dict[str, list[str]] = {"shipped": [], "generated": [], "fetch": [], "test_only": []}
     for name, spec in DATASETS.items():
         fetch, test_only = getattr(spec, "fetch", ""), getattr(spec, "test_only", False)
-        out["test_only" if test_only else "fetch" if fetch else "shipped"].append(name)
+        generated = not getattr(spec, "needs_data", True)
+        out["test_only" if test_only else "fetch" if fetch else "generated" if generated else "shipped"].append(name)
     return out
 
 
