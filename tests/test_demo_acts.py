@@ -1,4 +1,4 @@
-"""`janus demo` in two acts (issue 25): act 1 on the scripted backend (a model that follows its memory) shows the
+"""`janus demo` in two acts: act 1 on the scripted backend (a model that follows its memory) shows the
 harmful candidate, blind deployment, Janus's evaluation set with both memories' answers, the rollback and both test
 accuracies, every result line labelled [scripted]; act 2 runs the real pipeline between an honest frame. Act 2 is
 exercised here on a 127.0.0.1 OpenAI-compatible server whose model ignores its memory (no model weights)."""
@@ -113,7 +113,7 @@ def _follows_its_memory(messages) -> str:
         found = re.findall(pat, current) or re.findall(pat, past)
         if found:
             vals[key] = int(found[0])
-    n = [int(x) for x in re.findall(r"\$?(\d+)", current.split("Reply in plain text")[0])]
+    n = [int(x) for x in re.findall(r"\$?(\d+)", current.split("Work it out")[0])]
     q = current
     try:
         if "order's total" in q:

@@ -1,4 +1,4 @@
-"""The time left a run shows (issue 37: no silent minute, an honest estimate): the model's speed measured over its
+"""The time left a run shows (no silent minute, an honest estimate): the model's speed measured over its
 recent calls (llm/live.py), calls still running included; the calls left from the run's settings and progress; replies
 from the response cache never feeding the speed; a still-running line before the first step and while the model
 loads. Time comes from injected clocks; nothing asserts on wall time."""

@@ -1,4 +1,4 @@
-"""`janus demo` in two acts (issue 25).
+"""`janus demo` in two acts.
 
 * Act 1, ``scripted`` (seconds, no model weights): the demo run on the scripted backend (run/fake_llm.py), which
   answers the real GSM8K tasks by script and always wrongly while its memory holds a planted instruction: a model that

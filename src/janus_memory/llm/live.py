@@ -1,5 +1,5 @@
-"""Tokens being generated right now, by calls that have not finished, and the model's measured speed (issue 25 and 37:
-progress you can trust).
+"""Tokens being generated right now, by calls that have not finished, and the model's measured speed (progress you
+can trust).
 
 Usage counters (``llm/usage.py``) learn a call's tokens when its reply arrives. A long batch (a Janus comparison on the
 embedded model can take minutes) would then show "0 tokens" all along. The embedded backend streams its replies and

@@ -433,7 +433,7 @@ def demo_config(**overrides) -> RunConfig:
 
 
 def real_demo_config(**overrides) -> RunConfig:
-    """The real act of `janus demo` (issue 37): Janus at work on the embedded model, on memory that carries facts.
+    """The real act of `janus demo`: Janus at work on the embedded model, on memory that carries facts.
 
     Generated support tickets (``rules_small``: a shipping rate and a handling fee, each stated by one of the first
     two tickets and needed by later ones, tasks/rules.py), 3 for the stream and 5 held out. The updater is ExpRAG,

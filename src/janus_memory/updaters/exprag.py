@@ -5,7 +5,7 @@ Solving a task puts the top-k (default 3) records most similar to its question (
 best first) in the prompt, with an instruction to use them as reference but to solve the current problem on its own.
 
 Memory text: the whole bank rendered in stream order (the same record format), "(empty)" when the bank is empty.
-Janus is not applied to ExpRAG by default (the paper's baseline). ``janus_replay: whole_bank`` (ours, issue 37) lets
+Janus is not applied to ExpRAG by default (the paper's baseline). ``janus_replay: whole_bank`` (ours) lets
 it wrap ExpRAG: a replay solves a task with the memory's whole bank where the stream shows the top-k records
 (``solve_with_memory(text)`` puts ``text`` where the retrieved records go) minus the task's own record (the one whose
 question is the task's prompt: the stream's solve of a task never saw its own answer, and a replay that did would
