@@ -42,9 +42,13 @@ def run_settings(a) -> dict[str, dict]:
     llm = {"backend": a.backend, "temperature": 0.0}
     if a.model_path:
         llm["model_path"] = a.model_path
+    if a.backend == "local" and a.n_ctx:
+        llm["n_ctx"] = a.n_ctx
     base = dict(preset="small", dataset=a.dataset, seed=a.seed, stream_size=a.stream, test_size=a.test,
                 updater=a.updater, inject=a.inject, encoder=a.encoder, solver_max_tokens=a.solver_max_tokens,
                 curator_max_tokens=a.curator_max_tokens, **llm)
+    if a.updater == "exprag":  # Janus wraps ExpRAG only with our replay option (updaters/exprag.py)
+        base["updater_config"] = {"janus_replay": "whole_bank", "top_k": a.top_k}
     if a.cache_dir:
         base["cache_dir"] = a.cache_dir
     out = Path(a.out)
@@ -149,7 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stream", type=int, default=32)
     ap.add_argument("--test", type=int, default=20)
-    ap.add_argument("--updater", default="dc_rs")
+    ap.add_argument("--updater", default="exprag",
+                    help="exprag (default: the updater whose memory keeps the rules on this model, with "
+                         "janus_replay whole_bank) or any other")
+    ap.add_argument("--top-k", type=int, default=8, help="ExpRAG: records shown with each stream ticket")
+    ap.add_argument("--n-ctx", type=int, default=8192,
+                    help="embedded model's context per request: a replay shows ExpRAG's whole bank (32 tickets "
+                         "with answers: ~3-6k tokens)")
     ap.add_argument("--inject", default="falsify@14,wipe@22,falsify@28")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--encoder", default="minilm")
