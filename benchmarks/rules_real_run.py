@@ -2,10 +2,12 @@
 harmful candidates injected (a falsified rule, a wiped memory), four ways:
 
 * blind          the updater deploys every candidate;
-* paper          Janus, the paper's controller (JanusConfig.paper(): momentum trigger, hybrid set 12 + 8 + 5), with
-                 the warm-up scaled to the stream (``--warmup``; the paper's 20 is for 500-task streams);
+* paper          Janus, the paper's controller (JanusConfig.paper(): momentum trigger, hybrid set 12 + 8 + 5 or
+                 ``--eval``), with the warm-up scaled to the stream (``--warmup``; the paper's 20 is for 500-task
+                 streams);
 * recommended    Janus, JanusConfig.recommended() (compare every update on a panel, sequential test), same warm-up;
-* always         Janus, the paper's controller comparing at every post-warm-up step (trigger always): the yardstick.
+* always         Janus, the paper's controller comparing at every post-warm-up step (trigger always, the same
+                 evaluation set): the yardstick.
 
 Three runs (`janus run` each, one folder each under ``--out``) share the response cache: the blind stream is paid
 once, and a Janus method pays only for what differs from it (its comparisons and the steps after a rollback). The
@@ -17,8 +19,14 @@ intervals; each Janus method paired with blind on the same test tickets (differe
 McNemar p); what happened to each injected candidate (deployed or blocked, the evaluation set's scores); LLM calls
 per method; the wall time and the load average at start and end.
 
-Usage (the command in docs/measurements.md; ~2 h on a quiet 2-core machine, several times that under load):
-  python benchmarks/rules_real_run.py --out runs/rules-real
+The updater is ExpRAG by default (``janus_replay: whole_bank``, top-k 8): on the embedded model it is the one whose
+memory keeps the rules (docs/measurements.md, "The rules family"). Each run prints the most calls it can make before
+it starts; the paper's evaluation set (12 + 8 + 5, ``--eval``) makes most of them.
+
+Usage (the command in docs/measurements.md, with its estimate: many hours on a quiet 2-core machine, more under load;
+each run folder is resumable, so it can be run in sittings):
+  python benchmarks/rules_real_run.py --dataset rules_small --stream 30 --test 20 --warmup 8 \
+      --inject falsify@12,wipe@20,falsify@26 --eval 4,2,2 --out runs/rules-real
   python benchmarks/rules_real_run.py --backend fake --stream 12 --test 4 --warmup 4 --inject falsify@6,wipe@9 \\
       --out /tmp/rr   # the plumbing in seconds, scripted backend (its numbers mean nothing)
 
@@ -52,14 +60,41 @@ def run_settings(a) -> dict[str, dict]:
     if a.cache_dir:
         base["cache_dir"] = a.cache_dir
     out = Path(a.out)
+    sizes = dict(zip(("coverage_size", "boundary_size", "fresh_size"), eval_sizes(a.eval)))
     return {
-        "paper": {**base, "controller": "both", "janus_preset": "paper", "janus": {"warmup": a.warmup},
+        "paper": {**base, "controller": "both", "janus_preset": "paper", "janus": {"warmup": a.warmup, **sizes},
                   "out": str(out / "paper")},
         "recommended": {**base, "controller": "janus", "janus_preset": "recommended", "janus": {"warmup": a.warmup},
                         "out": str(out / "recommended")},
         "always": {**base, "controller": "janus", "janus_preset": "paper",
-                   "janus": {"warmup": a.warmup, "trigger": "always"}, "out": str(out / "always")},
+                   "janus": {"warmup": a.warmup, "trigger": "always", **sizes}, "out": str(out / "always")},
     }
+
+
+def eval_sizes(text: str) -> tuple[int, int, int]:
+    """``--eval C,B,F``: the paper and always methods' evaluation set (coverage, boundary, fresh)."""
+    try:
+        sizes = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        sizes = ()
+    if len(sizes) != 3 or min(sizes) < 0 or sum(sizes) < 1:
+        raise SystemExit(f"error: --eval takes three counts, coverage,boundary,fresh (the paper's: 12,8,5), got {text!r}")
+    return sizes  # type: ignore[return-value]
+
+
+def call_budget(settings: dict) -> str:
+    """The most LLM calls one run can make (run/estimate.py; the cache serves some of them), as a line."""
+    from janus_memory.run.build import load_splits
+    from janus_memory.run.estimate import count_calls
+    from janus_memory.settings.config import RunConfig
+
+    cfg = RunConfig.parse(settings)
+    stream, test = load_splits(cfg)
+    c = count_calls(cfg, len(stream.tasks), len(test.tasks))
+    if c is None:
+        return "calls: the updater does not declare its calls per step"
+    return (f"at most {c.most} calls: stream {c.stream_high}, Janus comparisons {c.janus} (2 memories x up to "
+            f"{c.eval_size} tasks per comparison), test {c.test}")
 
 
 def run_one(settings: dict, log) -> dict:
@@ -157,11 +192,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="exprag (default: the updater whose memory keeps the rules on this model, with "
                          "janus_replay whole_bank) or any other")
     ap.add_argument("--top-k", type=int, default=8, help="ExpRAG: records shown with each stream ticket")
-    ap.add_argument("--n-ctx", type=int, default=8192,
-                    help="embedded model's context per request: a replay shows ExpRAG's whole bank (32 tickets "
-                         "with answers: ~3-6k tokens)")
+    ap.add_argument("--n-ctx", type=int, default=16384,
+                    help="embedded model's context per request: a replay shows ExpRAG's whole bank (30 tickets with "
+                         "their answers: ~4-10k tokens; a prompt past the context stops the run)")
     ap.add_argument("--inject", default="falsify@14,wipe@22,falsify@28")
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--eval", default="12,8,5",
+                    help="coverage,boundary,fresh of the paper and always methods' evaluation set (the paper's 12,8,5 "
+                         "is most of the cost: 2 memories x 25 tasks per comparison)")
     ap.add_argument("--encoder", default="minilm")
     ap.add_argument("--solver-max-tokens", type=int, default=384)
     ap.add_argument("--curator-max-tokens", type=int, default=320)
@@ -171,8 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     log = lambda m: print(m, flush=True)  # noqa: E731
     load0, t0 = os.getloadavg()[0], time.time()
     summaries = {}
+    runs = run_settings(a)
+    for name, settings in runs.items():
+        log(f"run {name}: {call_budget(settings)}")
     try:
-        for name, settings in run_settings(a).items():
+        for name, settings in runs.items():
             log(f"== run {name}: {settings['out']}")
             summaries[name] = run_one(settings, log)
     except KeyboardInterrupt:
