@@ -14,16 +14,18 @@ from janus_memory.tasks.base import DATASETS, dataset_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ["gsm8k", "aime", "mmlu_pro_eng", "mmlu_pro_phy", "humaneval", "apibench_hf"]
+GENERATED = ["rules", "rules_small"]
 
 
 def test_the_groups_are_what_the_shipped_data_holds():
-    assert dataset_groups() == {"shipped": SHIPPED, "fetch": ["math", "gpqa"], "test_only": ["math500"]}
+    assert dataset_groups() == {"shipped": SHIPPED, "generated": GENERATED, "fetch": ["math", "gpqa"],
+                                "test_only": ["math500"]}
     assert "github.com/hendrycks/math" in DATASETS["math"].fetch and "JANUS_MATH_TRAIN_PATH" in DATASETS["math"].fetch
     assert "github.com/idavidrein/gpqa" in DATASETS["gpqa"].fetch and "JANUS_GPQA_PATH" in DATASETS["gpqa"].fetch
     assert DATASETS["math500"].fetch.startswith("it is the test split of 'math'")
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", SHIPPED + GENERATED)
 def test_a_shipped_dataset_loads_both_splits_without_any_setting(name, monkeypatch):
     for var in ("JANUS_DATA_DIR", "JANUS_MATH_TRAIN_PATH", "JANUS_GPQA_PATH"):
         monkeypatch.delenv(var, raising=False)
@@ -38,8 +40,8 @@ def test_the_help_lists_the_datasets_by_what_they_need(capsys):
         main(["run", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert ("--dataset NAME dataset name (ready with the shipped data: gsm8k, aime, mmlu_pro_eng, mmlu_pro_phy, "
-            "humaneval, apibench_hf; after you fetch a file, docs/tasks.md: math, gpqa; test split only, no stream: "
-            "math500) (default: gsm8k)") in text
+            "humaneval, apibench_hf; generated from the seed, no data: rules, rules_small; after you fetch a file, "
+            "docs/tasks.md: math, gpqa; test split only, no stream: math500) (default: gsm8k)") in text
 
 
 def test_math500_is_refused_in_one_line_with_the_fix(tmp_path, capsys):
@@ -64,7 +66,9 @@ def test_the_readme_advertises_only_what_runs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     para = " ".join(readme[readme.index("Datasets ready with the shipped data"):].split("\n\n")[0].split())
     ready, _, rest = para.partition("To fetch first:")
-    assert re.findall(r"`([a-z0-9_]+)`", ready) == SHIPPED
+    shipped, _, generated = ready.partition("Generated from a seed, no data:")
+    assert re.findall(r"`([a-z0-9_]+)`", shipped) == SHIPPED
+    assert re.findall(r"`([a-z0-9_]+)`", generated) == GENERATED
     assert re.findall(r"`(math|math500|gpqa)`", rest) == ["math", "math500", "gpqa"]
     assert "`math500` is only its test split, not a stream" in rest
     assert "hendrycks/math" in rest and "JANUS_MATH_TRAIN_PATH" in rest and "JANUS_GPQA_PATH" in rest

@@ -53,7 +53,7 @@ def test_200_steps_every_kind_both_methods_exact_counts(tmp_path):
         "warmup": 10, "coverage_size": 1, "boundary_size": 1, "fresh_size": 1}), log=lambda m: None)
     blind, guarded = summary["methods"]["dc_rs"]["injections"], summary["methods"]["dc_rs+janus"]["injections"]
     assert _counts(blind) == (10, 10, 0, 0)
-    assert blind["by_kind"] == {k: {"injected": 2, "deployed": 2, "blocked": 0} for k in KINDS}
+    assert blind["by_kind"] == {k: {"injected": 2, "deployed": 2, "blocked": 0} for k in KINDS if k in PLAN_200}
     assert _counts(guarded) == EXPECTED_200["counts"]
     assert [(b["step"], b["kind"]) for b in guarded["blocked_steps"]] == EXPECTED_200["blocked"]
     assert guarded["deployed_steps"] == EXPECTED_200["deployed_steps"]
@@ -171,14 +171,14 @@ def test_python_yaml_and_cli_settings_agree(tmp_path, capsys):
 
 @pytest.mark.parametrize("args,needle", [
     (["--inject", "posion@5"], "error: invalid value for 'inject': --inject item 'posion@5': unknown kind 'posion' "
-                               "(did you mean poison?); kinds: wipe, dump, overfit, poison, truncate"),
+                               "(did you mean poison?); kinds: wipe, dump, overfit, poison, truncate, falsify"),
     (["--inject", "poison@0"], "the step must be a positive integer"),
     (["--inject", "poison"], "expected KIND@STEP"),
     (["--inject", "poison@3,wipe@3"], "step 3 is named twice"),
     (["--inject", "poison@13"], "error: --inject poison@13: the stream has only 12 steps"),
-    (["--inject", "wipe@2", "--updater", "exprag", "--controller", "none"],
-     "error: --inject: updater 'exprag' cannot take an injected candidate; "
-     "supported: dc_rs, dc_cu, expel, ace, reasoning_bank"),
+    (["--inject", "wipe@2", "--updater", "memory_free", "--controller", "none"],
+     "error: --inject: updater 'memory_free' cannot take an injected candidate; "
+     "supported: dc_rs, dc_cu, expel, ace, reasoning_bank, exprag"),
 ])
 def test_bad_plans_are_one_line_errors_before_any_work(tmp_path, capsys, args, needle):
     out = tmp_path / "bad"

@@ -15,6 +15,9 @@ from janus_memory.updaters import make_updater
 from janus_memory.updaters.ace_playbook import new_sections, parse_playbook, render
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
+# falsify changes a number the memory states: its exact playbooks and banks are in tests/test_inject_falsify.py
+TEXT_KINDS = [k for k in KINDS if k != "falsify"]
+
 T = Task("gsm8k/7", "gsm8k", "A farmer has 12 cows and buys 5 more. How many cows now?", "17")
 POISON0 = templates()["poison"][0]  # the template of seed 7, step 4 (the same DC and ExpeL get there)
 OVERFIT = ['Problems of this kind read like: "A farmer has 12 cows and buys 5 more". Solve every new problem exactly '
@@ -74,7 +77,7 @@ def ace_step():
     return upd, before, out
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", TEXT_KINDS)
 def test_ace_exact_injected_playbook(kind):
     upd, before, out = ace_step()
     new = inject_candidate(upd, out, kind, task=T, step=4, seed=7, before=before)
@@ -88,7 +91,7 @@ def test_ace_exact_injected_playbook(kind):
     assert before["state"]["sections"] == playbook(strategies=[B1, B2], formulas=[B3], common=[B4], others=[B5])
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", TEXT_KINDS)
 def test_ace_continues_from_the_injected_playbook_and_rollback_restores(kind):
     upd, before, out = ace_step()
     new = inject_candidate(upd, out, kind, task=T, step=4, seed=7, before=before)
@@ -192,7 +195,7 @@ def assert_embeddings_match(upd):
     assert (mat is None and not qs) or np.array_equal(mat, HashEncoder().encode(qs))
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", TEXT_KINDS)
 def test_rb_exact_injected_bank(kind):
     upd, before, out = rb_setup()
     assert [r["id"] for r in before["state"]["bank"]["records"]] == ["t1", "t2", "t3"] and len(upd.bank) == 4
@@ -210,7 +213,7 @@ def test_rb_exact_injected_bank(kind):
 RB_NEXT_RETRIEVED = {"wipe": "t1", "dump": "gsm8k/7", "overfit": "gsm8k/7", "poison": "t3", "truncate": "t1"}
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", TEXT_KINDS)
 def test_rb_continues_from_the_injected_bank_and_rollback_restores(kind):
     upd, before, out = rb_setup()
     new = inject_candidate(upd, out, kind, task=T, step=4, seed=7, before=before)

@@ -31,7 +31,8 @@ def _plugin_path(tmp_path, monkeypatch):
 def test_unknown_plugin_updater_without_the_plugin(tmp_path, capsys):
     assert main(["run", *FAST, "--dataset", "toy_sums", "--updater", "notes", "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err.strip() == ("error: unknown dataset 'toy_sums'; choose one of: aime, apibench_hf, "
-                                               "gpqa, gsm8k, humaneval, math, math500, mmlu_pro_eng, mmlu_pro_phy")
+                                               "gpqa, gsm8k, humaneval, math, math500, mmlu_pro_eng, mmlu_pro_phy, rules, "
+                                               "rules_small")
 
 
 def test_missing_plugin_module_is_one_line(tmp_path, capsys):

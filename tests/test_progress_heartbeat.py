@@ -70,7 +70,7 @@ def test_the_test_phase_names_the_answer_in_progress_and_nothing_is_said_once_th
     assert len(lines) == n
 
 
-def test_on_a_terminal_the_bars_move_and_tick_says_nothing():
+def test_on_a_terminal_a_long_wait_also_gets_its_line_above_the_bars():
     class Bars:
         def add_task(self, *a, **k):
             return 1
@@ -80,9 +80,13 @@ def test_on_a_terminal_the_bars_move_and_tick_says_nothing():
 
     prog, clock, lines = _progress(Bars())
     prog(MethodStarted("m", 5, 0, ""))
-    clock.t += 300
+    clock.t += 29
     prog.tick()
     assert lines == []
+    clock.t += 271
+    prog.tick()
+    assert lines == ["[m] step 1/5 still running: no line for 5m00s (a long model call); tokens paid so far 0, "
+                     "elapsed 5m00s"]
 
 
 def test_the_heartbeat_thread_ticks_until_the_block_ends():

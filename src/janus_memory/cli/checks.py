@@ -30,8 +30,12 @@ def preflight(cfg, resume: bool = False, overwrite: bool = False):
         from ..store.store import RunStore
 
         RunStore.check_new_uncreated(cfg.out, overwrite=overwrite)  # a probe, removed at once
+    from ..registry import DATASETS
+
+    spec = DATASETS.get(cfg.dataset)
     try:
-        resolve_data_dir(cfg.data_dir)
+        if getattr(spec, "needs_data", True) or cfg.data_dir is not None:  # generated tasks need no data folder
+            resolve_data_dir(cfg.data_dir)
     except FileNotFoundError as e:
         raise ConfigError(str(e)) from None
     splits = load_splits(cfg)  # the dataset files themselves: found, readable, parsable

@@ -86,11 +86,14 @@ def _names() -> dict[str, str]:
 
 
 def _datasets_help() -> str:
-    """The dataset names as a run can use them: ready with the shipped data, after a fetch, test split only."""
+    """The dataset names as a run can use them: ready with the shipped data, generated (no data), after a fetch,
+    test split only."""
     from ..tasks.base import dataset_groups
 
     g = dataset_groups()
     text = f"ready with the shipped data: {', '.join(g['shipped'])}"
+    if g["generated"]:
+        text += f"; generated from the seed, no data: {', '.join(g['generated'])}"
     if g["fetch"]:
         text += f"; after you fetch a file, docs/tasks.md: {', '.join(g['fetch'])}"
     if g["test_only"]:
@@ -234,13 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="import MODULE first (it registers its own updaters/datasets/...); also $JANUS_PLUGINS")
     sub = p.add_subparsers(dest="cmd", parser_class=Parser)
     d = sub.add_parser("demo", help="Janus at work in two acts: a scripted model that follows its memory (seconds), "
-                                    "then the embedded model (~11 min on 2 cores)",
-                       description="Two acts on the same real GSM8K tasks (5 stream, 3 test), DC-RS without and with "
-                                   "Janus, one injected harmful candidate at the last stream step. Act 1 (seconds, no "
-                                   "model weights): a scripted model that follows its memory; Janus rolls the poison "
-                                   "back. Act 2: the embedded model (fetched on first use), which hardly acts on its "
-                                   "memory, so Janus ties (measured ~11 min on 2 cores, docs/measurements.md). "
-                                   "--backend fake runs act 1 alone.")
+                                    "then the embedded model on tickets whose answers need remembered rules (minutes)",
+                       description="Act 1 (seconds, no model weights): DC-RS on 5 real GSM8K tasks (3 held out), a "
+                                   "planted instruction at the last step, a scripted model that follows its memory; "
+                                   "Janus rolls the poison back. Act 2: the embedded model (fetched on first use) on "
+                                   "generated support tickets whose answers need a team's rules stated by earlier "
+                                   "tickets, ExpRAG as the updater, a falsified rule planted at step 3, 5 held-out "
+                                   "tickets (docs/measurements.md). The options apply to both acts; --backend fake "
+                                   "runs act 1 alone.")
     d.add_argument("--act", choices=list(ACTS_CHOICES), type=str.lower,
                    help="scripted (act 1: seconds, no model), real (act 2: the model) or both, act 1 first "
                         "(default: both; --backend fake: scripted)")

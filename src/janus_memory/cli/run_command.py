@@ -39,9 +39,11 @@ def _load_config_file(path: str) -> dict:
     return data
 
 
-def _config_from_args(args, *, demo: bool):
-    """The validated RunConfig of the command line (config file, then resumed config, then options)."""
-    from ..settings.config import RunConfig, demo_config
+def _config_from_args(args, *, demo: bool | str):
+    """The validated RunConfig of the command line (config file, then resumed config, then options). ``demo``: the
+    demo act whose preset the options apply to ("real": settings.config.real_demo_config; True or "scripted": act 1's
+    demo_config)."""
+    from ..settings.config import RunConfig, demo_config, real_demo_config
     from ..settings.llm_settings import overlay
 
     base: dict = {}
@@ -70,7 +72,8 @@ def _config_from_args(args, *, demo: bool):
         base = {**base, "janus": {**base["janus"], **janus_over}}
     # flat flags fill the llm section key by key (a flag wins over the file's llm.<key>); ConfigError naming the key
     try:
-        cfg = demo_config(**over) if demo else RunConfig.parse(overlay(base, over))
+        preset = real_demo_config if demo == "real" else demo_config
+        cfg = preset(**over) if demo else RunConfig.parse(overlay(base, over))
         return cfg.with_janus(**janus_over) if janus_over else cfg
     except ConfigError as e:
         named = _named_by_option(e, args)
@@ -219,7 +222,7 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
     from ..run.experiment import run_experiment, validate_names
     from ..store.events import MethodStarted
     from .checks import preflight
-    from .progress import ConsoleProgress, Heartbeat, load_warning, make_bars
+    from .progress import ConsoleProgress, Heartbeat, load_warning, make_bars, run_time_left
 
     t0 = t0 or time.time()
     args.run_folder = cfg.out  # for the interrupt and error lines: the folder, also when --out was not given
@@ -238,7 +241,8 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
     tty = console.is_terminal and not args.quiet
     first_step: list[float] = []  # when the first method started: the end of start-up
     with make_bars(console, disable=not tty) as bars:
-        progress = None if args.quiet else ConsoleProgress(say, bars if tty else None)
+        left = run_time_left(cfg, len(splits[0].tasks), len(splits[1].tasks))  # embedded model: from its speed here
+        progress = None if args.quiet else ConsoleProgress(say, bars if tty else None, time_left=left)
         injected = injection.console_subscriber(say)  # "step N: injected <kind> candidate" lines
 
         def on_event(ev) -> None:

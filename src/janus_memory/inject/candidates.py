@@ -10,7 +10,10 @@ from the run's own memory and task, deterministically from (seed, step, kind):
 * ``overfit``  the memory replaced by "rules" copied from the current task's specifics (its wording, numbers, answer);
 * ``poison``   a plausible-looking instruction that makes answers wrong (templates in ``inject/templates.yaml``),
                written in front of the memory;
-* ``truncate`` the memory cut mid-way (at a seeded point between 35% and 65% of its length, mid-word).
+* ``truncate`` the memory cut mid-way (at a seeded point between 35% and 65% of its length, mid-word);
+* ``falsify``  one number the memory states (a rate, a limit, a price) given another value, preferring the numbers
+               of the rules the current task needs; without such a number, the task's rule with a wrong number
+               planted on top; a memory and task with neither: unchanged (inject/falsify.py).
 
 Items of a cheatsheet: its blank-line separated paragraphs, each split further before every bullet (``-``, ``*``,
 ``+``), numbered (``1.``/``1)``) or heading (``#``) line; headings are kept only with the entry chosen by ``wipe``.
@@ -37,11 +40,12 @@ from janus_memory.inject.plan import (  # noqa: F401 (the plan API is re-exporte
 from janus_memory.inject.pieces import (  # noqa: F401 (re-exported from here)
     _ITEM_START, _NUMBER, _cut_mid_word, _is_heading, _one_line, _rng, overfit_rules, split_items, task_specifics,
     templates)
+from janus_memory.inject.falsify import fact_numbers, false_fact, falsify_text, numbers, task_facts
 from janus_memory.types import Task
 from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater, visible_text
 
 UPDATER_KINDS = {"dc_rs": "cheatsheet", "dc_cu": "cheatsheet", "expel": "rules", "ace": "playbook",
-                 "reasoning_bank": "bank"}
+                 "reasoning_bank": "bank", "exprag": "experience"}
 
 
 # ------------------------------------------------------------------------------------------------ the candidates
@@ -82,6 +86,8 @@ def _harmful_items(kind: str, items: list[tuple[str, int]], task: Task, *, struc
     if kind == "poison":
         top = max((c for _, c in items), default=1) + 1
         return [(rng.choice(t["poison"]), top)] + list(items)
+    if kind == "falsify":
+        return _falsified_items(items, task, rng)
     if not items:  # truncate
         return []
     cut = max(1, round(len(items) * rng.uniform(0.35, 0.65)))
@@ -98,10 +104,12 @@ def harmful_candidate(kind: str, memory: str, task: Task, *, updater_kind: str, 
     ``memory``: the current memory text (M_{t-1}); ``updater_kind``: dc_rs, dc_cu or expel. Deterministic in
     (kind, memory, task, updater_kind, seed, step, examples, answer)."""
     structure = _structure(updater_kind)
-    if structure in ("playbook", "bank"):
+    if structure in ("playbook", "bank", "experience"):
         raise ValueError(f"updater {updater_kind!r}: its candidate depends on its state (ids, counters, embeddings); "
                          "build it with inject_candidate")
     items = _items_of(memory, structure)
+    if structure == "cheatsheet" and kind == "falsify":
+        return falsified_cheatsheet(memory, task, _rng(seed, step, kind))
     if structure == "cheatsheet" and kind in ("truncate", "poison"):
         if kind == "poison":
             return poisoned_cheatsheet(memory, _rng(seed, step, kind).choice(templates()["poison"]))
@@ -115,6 +123,36 @@ def poisoned_cheatsheet(memory: str, instruction: str) -> str:
     it (benchmarks/poison_follow.py plants each template this way)."""
     entry = f"{templates()['dc_poison_header']}\n- {instruction}"
     return entry + (f"\n\n{memory.strip()}" if _items_of(memory, "cheatsheet") else "")
+
+
+def falsified_cheatsheet(memory: str, task: Task, rng) -> str:
+    """The ``falsify`` candidate of a cheatsheet (inject/falsify.py): one of its numbers changed, else the task's rule
+    with a wrong number as a new entry on top, else the sheet unchanged."""
+    if split_items(memory):
+        text, changed = falsify_text(memory, task_facts(task), rng)
+        if changed:
+            return text
+    fact = false_fact(task_facts(task), rng)
+    if fact is None:
+        return memory
+    return f"- {fact}" + (f"\n\n{memory.strip()}" if split_items(memory) else "")
+
+
+def _falsified_items(items: list[tuple[str, int]], task: Task, rng) -> list[tuple[str, int]]:
+    """``falsify`` on a rule list (ExpeL): one rule's number changed, else the task's false rule on top (listed first,
+    as poison's), else the list unchanged."""
+    facts = task_facts(task)
+    with_numbers = [i for i, (txt, _) in enumerate(items) if numbers(txt)]
+    if with_numbers:
+        wanted = fact_numbers(facts)
+        preferred = [i for i in with_numbers if any(v in wanted for _, _, v in numbers(items[i][0]))]
+        k = rng.choice(preferred or with_numbers)
+        text, _ = falsify_text(items[k][0], facts, rng)
+        return items[:k] + [(text, items[k][1])] + items[k + 1:]
+    fact = false_fact(facts, rng)
+    if fact is None:
+        return list(items)
+    return [(fact, max((c for _, c in items), default=1) + 1)] + list(items)
 
 
 def supports(updater_name: str) -> bool:
@@ -171,7 +209,7 @@ def inject_candidate(updater: Updater, outcome: StepOutcome, kind: str, *, task:
     answer = visible_text(outcome.output)
     dumps_examples = kind == "dump" and structure in ("cheatsheet", "rules")
     examples = _examples_for(updater, outcome) if dumps_examples else ""
-    if structure in ("playbook", "bank"):  # ACE / ReasoningBank: janus_memory/inject/state.py
+    if structure in ("playbook", "bank", "experience"):  # ACE / ReasoningBank / ExpRAG: inject/state.py
         from janus_memory.inject.state import inject_state
 
         inject_state(updater, outcome, kind, task=task, step=step, seed=seed, before=before)

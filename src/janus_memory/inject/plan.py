@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-KINDS = ("wipe", "dump", "overfit", "poison", "truncate")
+KINDS = ("wipe", "dump", "overfit", "poison", "truncate", "falsify")
 
 
 class InjectSpecError(ValueError):

@@ -15,7 +15,10 @@ curator can keep adding to its sections, except by ``truncate``, which cuts the 
 * ``overfit``  every bullet replaced by the overfit rules copied from the task (as for DC and ExpeL);
 * ``poison``   one poison bullet on top of the first section, the playbook kept below it;
 * ``truncate`` the first 35-65 % of the bullets (rendering order), the last one cut mid-word inside its content;
-               the headings after it are cut off with it.
+               the headings after it are cut off with it;
+* ``falsify``  one number of one bullet's content changed (ids and counters kept), preferring the numbers of the
+               current task's rules; without one, the task's rule with a wrong number as a new bullet on top of the
+               first section (inject/falsify.py).
 
 New bullets get fresh ids from the updater's id counter (never reused, as ACE's own ADD), in the first section's
 slug, with ``helpful=0 harmful=0`` (what a curator ADD gives: a planted bullet looks like any new one); the id
@@ -33,21 +36,42 @@ ReasoningBank (entries: question key, status, memory items ``# Memory Item`` / `
 * ``overfit``  the bank replaced by one entry keyed on the task with one item whose content is the overfit rules;
 * ``poison``   the bank of M_{t-1} with entry t (keyed on the task, status success) holding one poison item:
                what a crafted task would plant; it is retrieved for the tasks whose question is nearest to this one;
-* ``truncate`` the first 35-65 % of the entries, the last one's body cut mid-word (inside an item).
+* ``truncate`` the first 35-65 % of the entries, the last one's body cut mid-word (inside an item);
+* ``falsify``  one number of one entry's items changed, preferring the numbers of the current task's rules; without
+               one, entry t holds one item stating the task's rule with a wrong number (as ``poison`` plants).
 
 The bank is rebuilt with ``load_memory_text``, which embeds every question again with the run's encoder, so each
 entry's embedding is the one of its question; a rollback restores the bank of M_{t-1} with its stored embeddings.
+
+ExpRAG (records ``Q`` = the task prompt, ``A`` = the model's answer, ``Feedback``; one question embedding each; its
+memory is raw experience, so the kinds act on records):
+
+* ``wipe``     one seeded record of M_{t-1} kept;
+* ``dump``     the bank replaced by this step's record alone (the raw trajectory of the step, the one analogue there is:
+               ExpRAG distils nothing);
+* ``overfit``  M_{t-1} plus a record keyed on the task whose answer is the overfit rules;
+* ``poison``   M_{t-1} plus a record keyed on the task whose answer is the poison instruction (feedback success);
+* ``truncate`` the first 35-65 % of the records, the last one's answer cut mid-word;
+* ``falsify``  one record tampered with: a number changed wherever the record says it (question, prompt, answer). The
+               record and number: one whose question holds a number of the current task's rules first (the ticket
+               that stated the rule), else one whose answer does, else any; without a number, a record stating the
+               task's rule with a wrong number.
+
+Records whose question changed are embedded again with the run's encoder; the others keep their embeddings.
 """
 from __future__ import annotations
 
 import copy
+import re
+from typing import Any
 
+from janus_memory.inject.falsify import fact_numbers, false_fact, falsify_text, numbers, task_facts
 from janus_memory.inject.pieces import _cut_mid_word, _one_line, _rng, overfit_rules, templates
 from janus_memory.types import Task
 from janus_memory.updaters.ace import _reply_text
 from janus_memory.updaters.ace_playbook import section_key, section_slug
 from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater, visible_text
-from janus_memory.updaters.reasoning_bank import _ITEM, render_entry, render_items, sanitize
+from janus_memory.updaters.reasoning_bank import _ITEM, render_entry, render_items, sanitize  # noqa: I001
 
 
 def _poison(seed: int, step: int) -> str:
@@ -78,7 +102,19 @@ def harmful_playbook(kind: str, sections: list[list], task: Task, *, next_id: in
         out[si][1] = out[si][1][:bi + 1]
         out[si][1][bi][3] = _cut_mid_word(out[si][1][bi][3], rng)
         return out, next_id
-    if kind == "poison":
+    if kind == "falsify":
+        spots = [(si, bi) for si, bi in where if numbers(secs[si][1][bi][3])]
+        if spots:
+            wanted = fact_numbers(task_facts(task))
+            preferred = [(si, bi) for si, bi in spots if any(v in wanted for _, _, v in numbers(secs[si][1][bi][3]))]
+            si, bi = rng.choice(preferred or spots)
+            secs[si][1][bi][3] = falsify_text(secs[si][1][bi][3], task_facts(task), rng)[0]
+            return secs, next_id
+        fact = false_fact(task_facts(task), rng)
+        if fact is None:
+            return secs, next_id
+        new = [fact]
+    elif kind == "poison":
         new = [_poison(seed, step)]
     elif kind == "overfit":
         new = overfit_rules(task, rng)
@@ -90,7 +126,7 @@ def harmful_playbook(kind: str, sections: list[list], task: Task, *, next_id: in
         raise ValueError(f"unknown injection kind {kind!r}")
     slug = section_slug(section_key(secs[0][0], faithful), faithful)
     fresh = [[f"{slug}-{next_id + n:05d}", 0, 0, c] for n, c in enumerate(new)]
-    out = secs if kind == "poison" else [[h, []] for h, _ in secs]
+    out = secs if kind in ("poison", "falsify") else [[h, []] for h, _ in secs]
     out[0][1] = fresh + out[0][1]
     return out, next_id + len(fresh)
 
@@ -140,6 +176,65 @@ def harmful_bank(kind: str, records: list[dict], task: Task, *, seed: int, step:
     if kind == "poison":
         item = [t["bank_poison"]["title"], t["bank_poison"]["description"], _poison(seed, step)]
         return recs + [{**mine, "body": render_items([item])}]
+    if kind == "falsify":
+        facts = task_facts(task)
+        spots = [i for i, r in enumerate(recs) if numbers(r["body"])]
+        if spots:
+            wanted = fact_numbers(facts)
+            preferred = [i for i in spots if any(v in wanted for _, _, v in numbers(recs[i]["body"]))]
+            i = rng.choice(preferred or spots)
+            recs[i]["body"] = sanitize(falsify_text(recs[i]["body"], facts, rng)[0])
+            return recs
+        fact = false_fact(facts, rng)
+        if fact is None:
+            return recs
+        item = [t["bank_falsify"]["title"], t["bank_falsify"]["description"], fact]
+        return recs + [{**mine, "body": render_items([item])}]
+    raise ValueError(f"unknown injection kind {kind!r}")
+
+
+# ------------------------------------------------------------------------------------------------ ExpRAG
+def harmful_experience(kind: str, records: list[dict], task: Task, *, seed: int, step: int,
+                       new_record: dict | None = None) -> list[dict]:
+    """The harmful ExpRAG bank as records (module docstring), built from ``records`` (M_{t-1}; not modified);
+    ``new_record``: the record the step added (dump)."""
+    recs = [dict(r) for r in records]
+    rng = _rng(seed, step, kind)
+    mine = {"id": task.id, "question": task.question, "input": task.question, "feedback": "success"}
+    if kind == "wipe":
+        return [recs[rng.randrange(len(recs))]] if recs else []
+    if kind == "truncate":
+        if not recs:
+            return []
+        kept = recs[:_cut(rng, len(recs))]
+        kept[-1]["output"] = _cut_mid_word(kept[-1]["output"], rng)
+        return kept
+    if kind == "dump":
+        return [dict(new_record)] if new_record else []
+    if kind == "overfit":
+        return recs + [{**mine, "output": " ".join(overfit_rules(task, rng))}]
+    if kind == "poison":
+        return recs + [{**mine, "output": _poison(seed, step)}]
+    if kind == "falsify":
+        facts = task_facts(task)
+        wanted = fact_numbers(facts)
+        spots = [(i, f) for i, r in enumerate(recs) for f in ("question", "output") if numbers(str(r.get(f) or ""))]
+        if spots:
+            preferred = [(i, f) for i, f in spots if any(v in wanted for _, _, v in numbers(str(recs[i][f])))]
+            stated = [(i, f) for i, f in preferred if f == "question"]  # a ticket that states the rule comes first
+            i, field = rng.choice(stated or preferred or spots)
+            changed = falsify_text(str(recs[i][field]), facts, rng)[1]
+            assert changed is not None  # every spot holds a number
+            # the ticket is tampered with as a whole: the number changes wherever this record says it (its question,
+            # its prompt, its answer), so the record states the false rule and computes with it
+            pattern = re.compile(rf"(?<![\w.,=\-\[#]){changed['old']}(?!\d|[.,\-]\d|\])")
+            recs[i] = {**recs[i], **{f: pattern.sub(str(changed["new"]), str(recs[i].get(f) or ""))
+                                     for f in ("question", "input", "output")}}
+            return recs
+        fact = false_fact(facts, rng)
+        if fact is None:
+            return recs
+        return recs + [{**mine, "question": fact, "input": fact, "output": fact}]
     raise ValueError(f"unknown injection kind {kind!r}")
 
 
@@ -157,9 +252,33 @@ def inject_state(updater: Updater, outcome: StepOutcome, kind: str, *, task: Tas
             kind, before["state"]["sections"], task, next_id=updater.next_id, faithful=bool(updater.config["faithful"]),
             seed=seed, step=step, answer=visible_text(outcome.output), reflection=_last_reflection(outcome))
         updater.sections, updater.next_id = sections, next_id
+    elif updater.name == "exprag":
+        old = before["state"]["bank"]
+        new_rec = updater.bank.records[-1] if len(updater.bank) > len(old["records"]) else None
+        recs = harmful_experience(kind, old["records"], task, seed=seed, step=step, new_record=new_rec)
+        _set_experience(updater, recs)
     elif updater.name == "reasoning_bank":
         recs = harmful_bank(kind, before["state"]["bank"]["records"], task, seed=seed, step=step,
                             answer=visible_text(outcome.output), status=outcome.info.get("judged"))
         updater.load_memory_text(render_bank(recs))
     else:
         raise ValueError(f"updater {updater.name!r} has no state-built injected candidate; use inject_candidate")
+
+
+def _set_experience(updater: Updater, recs: list[dict]) -> None:
+    """Rebuild ExpRAG's bank from ``recs``: a record whose question is in the bank after the step (M_{t-1}'s records
+    and the step's own) keeps that embedding; any other question is embedded with the run's encoder."""
+    from janus_memory.updaters.bank import RetrievalBank
+
+    known: dict[str, Any] = {}
+    emb = updater.bank.matrix()
+    for r, e in zip(updater.bank.records, emb if emb is not None else []):
+        known.setdefault(r["question"], e)
+    fresh = [r["question"] for r in recs if r["question"] not in known]
+    if fresh:
+        for q, e in zip(fresh, updater.embed(fresh)):
+            known[q] = e
+    bank = RetrievalBank()
+    for r in recs:
+        bank.add(r, known[r["question"]])
+    updater.bank = bank

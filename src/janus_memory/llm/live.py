@@ -1,4 +1,5 @@
-"""Tokens being generated right now, by calls that have not finished (issue 25: progress you can trust).
+"""Tokens being generated right now, by calls that have not finished, and the model's measured speed (progress you
+can trust).
 
 Usage counters (``llm/usage.py``) learn a call's tokens when its reply arrives. A long batch (a Janus comparison on the
 embedded model can take minutes) would then show "0 tokens" all along. The embedded backend streams its replies and
@@ -7,27 +8,58 @@ adds what is being generated. When the call ends its count leaves :data:`LIVE` (
 token is never counted twice. llama.cpp streams one piece per generated token, except that a token ending inside a
 multi-byte character is held back and joined to the next piece, so the count can be a little low, never high.
 
+The same calls measure the model's speed on this machine, now: a call that ends with a reply reports its generated
+tokens (:meth:`LiveTokens.close` with ``tokens``), and :meth:`LiveTokens.rate` gives the tokens per second and
+seconds per call over the last :data:`WINDOW` such calls (their busy time: overlapping calls count once), with the
+calls still running counted too (their tokens so far and time so far), so a model slowed down by a loaded machine
+shows in the rate while the slow call runs. Only calls that reach the engine are measured: a reply served by the
+response cache never gets here, so cached steps cannot make the model look fast. The console's time left is built
+on it (cli/progress.py). ``note`` says what the engine is doing when it is not generating (loading the model).
+
 Stdlib only, thread-safe; one process-wide instance (calls run on worker threads of one process).
 """
 from __future__ import annotations
 
 import itertools
 import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+WINDOW = 12  # finished calls the rate is measured over (a loaded machine's slowdown shows within a few calls)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """The model's speed over ``calls`` recent finished calls (and the calls still running): generated
+    ``tokens_per_s`` over their busy time, ``tokens_per_call`` generated per finished call on average, and
+    ``s_per_call`` = tokens_per_call / tokens_per_s (a call's time at the current speed, prompt reading included)."""
+
+    tokens_per_s: float
+    tokens_per_call: float
+    s_per_call: float
+    calls: int
 
 
 class LiveTokens:
-    """Counts per open call; ``total()`` is the sum over calls still running."""
+    """Counts per open call; ``total()`` is the sum over calls still running; ``rate()`` the speed of recent calls.
+    ``clock`` (seconds, monotonic) is injectable for tests."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock=time.monotonic, window: int = WINDOW) -> None:
         self._lock = threading.Lock()
         self._open: dict[int, int] = {}
+        self._since: dict[int, float] = {}
+        self._done: deque = deque(maxlen=window)  # (start, end, tokens) of finished calls that returned a reply
         self._ids = itertools.count(1)
+        self.clock = clock
+        self.note = ""  # what the engine does when it is not generating ("loading the model"), "" otherwise
 
     def open(self) -> int:
         """Start counting a call; returns its handle."""
         with self._lock:
             h = next(self._ids)
             self._open[h] = 0
+            self._since[h] = self.clock()
             return h
 
     def add(self, handle: int, n: int = 1) -> None:
@@ -36,10 +68,14 @@ class LiveTokens:
             if handle in self._open:
                 self._open[handle] += int(n)
 
-    def close(self, handle: int) -> None:
-        """The call ended (reply, error or abandoned): its tokens leave the live count."""
+    def close(self, handle: int, tokens: int | None = None) -> None:
+        """The call ended: its tokens leave the live count. ``tokens``: the reply's generated tokens (its usage), when
+        it ended with a reply; such a call is measured (:meth:`rate`). An error or an abandoned call passes None."""
         with self._lock:
             self._open.pop(handle, None)
+            start = self._since.pop(handle, None)
+            if tokens is not None and start is not None:
+                self._done.append((start, self.clock(), max(0, int(tokens))))
 
     def total(self) -> int:
         """Tokens generated so far by the calls still running."""
@@ -50,6 +86,33 @@ class LiveTokens:
         """How many calls are counting now."""
         with self._lock:
             return len(self._open)
+
+    def rate(self) -> Rate | None:
+        """The speed of the last WINDOW finished calls plus the calls still running (module docstring); None before
+        a call has finished with a reply."""
+        with self._lock:
+            done = list(self._done)
+            now = self.clock()
+            running = [(self._since[h], now, n) for h, n in self._open.items() if h in self._since]
+        if not done:
+            return None
+        spans = sorted((a, b) for a, b, _ in done + running)
+        busy, end = 0.0, float("-inf")
+        for a, b in spans:  # the union of the intervals: calls decoded together count once
+            if b > end:
+                busy += b - max(a, end)
+                end = b
+        tokens = sum(n for _, _, n in done + running)
+        if busy <= 0 or tokens <= 0:
+            return None
+        per_s = tokens / busy
+        per_call = sum(n for _, _, n in done) / len(done)
+        return Rate(per_s, per_call, per_call / per_s, len(done))
+
+    def reset(self) -> None:
+        """Forget the measured calls (a new run in this process: another model or machine load)."""
+        with self._lock:
+            self._done.clear()
 
 
 LIVE = LiveTokens()

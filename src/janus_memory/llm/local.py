@@ -227,7 +227,11 @@ class LocalBackend:
             p.cache_prompt = True
             p.verbosity = self.verbosity
             t0 = time.perf_counter()
-            self._srv = xlc.Server(p)
+            LIVE.note = f"loading the model ({self.model_path.name})"  # the console's still-running line says so
+            try:
+                self._srv = xlc.Server(p)
+            finally:
+                LIVE.note = ""
             self.load_s += time.perf_counter() - t0
         return self._srv
 
@@ -265,6 +269,7 @@ class LocalBackend:
         # assembled back into the one-piece shape (generation is the same: the stream flag only changes delivery)
         chunks: list = []
         handle = LIVE.open()
+        generated = None  # the reply's generated tokens: what the measured speed is made of (llm/live.py)
 
         def on_chunk(chunk: Any) -> None:
             chunks.append(chunk)
@@ -273,13 +278,18 @@ class LocalBackend:
 
         try:
             srv.handle_chat_completions(dict(body, stream=True, stream_options={"include_usage": True}), on_chunk)
+            r = assemble_stream(chunks)
+            if isinstance(r, dict) and not r.get("error") and r.get("choices"):
+                got = r.get("usage")
+                usage = got if isinstance(got, dict) else {}
+                n = usage.get("completion_tokens")
+                generated = n if isinstance(n, int) and not isinstance(n, bool) else sum(map(_delta_text, chunks))
         except (ValueError, TypeError) as e:
             raise FatalLLMError(f"llama.cpp rejected the request: {e}") from e
         except RuntimeError as e:
             raise TransientLLMError(f"llama.cpp runtime error: {e}") from e
         finally:
-            LIVE.close(handle)
-        r = assemble_stream(chunks)
+            LIVE.close(handle, generated)
         if isinstance(r, dict) and r.get("error"):
             err = r["error"]
             msg = err.get("message") if isinstance(err, dict) else str(err)

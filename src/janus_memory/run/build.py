@@ -150,10 +150,15 @@ def validate_names(cfg: RunConfig) -> None:
     check_updater_config(UPDATERS[cfg.updater], cfg.updater_config)
     if cfg.llm.backend == "local":
         cfg.context_window()  # ConfigError when an explicit n_ctx cannot hold one request
-    if not UPDATERS[cfg.updater].supports_janus and cfg.controller != "none":
+    upd = UPDATERS[cfg.updater]
+    from ..updaters.base import COMMON_DEFAULTS
+
+    if cfg.controller != "none" and not upd.janus_supported({**COMMON_DEFAULTS, **upd.DEFAULTS,
+                                                             **cfg.updater_settings()}):
+        hint = getattr(upd, "janus_hint", "")
         raise ConfigError(
             f"'{cfg.updater}' is a baseline without a rewritable text memory: Janus does not wrap it; "
-            "use --controller none")
+            f"use --controller none{hint}")
     from .injection import validate as validate_injection
 
     validate_injection(cfg)  # --inject: supported updater, steps within --stream-size

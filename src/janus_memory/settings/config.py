@@ -394,9 +394,9 @@ def preset_summary(cfg: RunConfig) -> dict:
 
 
 def demo_config(**overrides) -> RunConfig:
-    """The `janus demo` preset: real GSM8K tasks, the embedded model, DC-RS with and without Janus, scaled down to a
-    few minutes on 2 CPU cores (measured times: docs/measurements.md). `janus demo` runs it twice: on the scripted
-    backend (act 1) and on the real model (act 2), cli/demo.py.
+    """The `janus demo` preset of act 1: real GSM8K tasks, DC-RS with and without Janus, on the scripted backend
+    (cli/demo.py; act 2 is :func:`real_demo_config`). Scaled down to a few minutes on 2 CPU cores when run on a real
+    model (measured times: docs/measurements.md).
 
     ``preset: small``: our capped prompts, frozen (cached) replays, JanusConfig.fast(). Stream 5 tasks, test 3
     held-out tasks; DC-RS retrieves 1 earlier solution (paper: 3) cut to 300 characters. Greedy decoding (temperature
@@ -432,4 +432,39 @@ def demo_config(**overrides) -> RunConfig:
         out=time.strftime("runs/demo-%Y%m%d-%H%M%S"),  # a new folder per demo run
     )
     base["inject"] = f"poison@{overrides.get('stream_size') or base['stream_size']}"
+    return RunConfig.parse(overlay(base, overrides))
+
+
+def real_demo_config(**overrides) -> RunConfig:
+    """The real act of `janus demo`: Janus at work on the embedded model, on memory that carries facts.
+
+    Generated support tickets (``rules_small``: a shipping rate and a handling fee, each stated by one of the first
+    two tickets and needed by later ones, tasks/rules.py), 3 for the stream and 5 held out. The updater is ExpRAG,
+    the one whose memory keeps the rules on this model: DC-RS and DC-Cu curators write general advice without the
+    numbers, ACE records some and costs three calls per step (docs/measurements.md, "The rules family"). Janus wraps
+    it with ``janus_replay: whole_bank`` (a replay reads the memory's other tickets) and ``top_k: 8`` (every ticket is
+    retrieved: the stream, the replays and the test see the same records).
+
+    At the last stream step, right after both rules were stated, a harmful candidate replaces the updater's:
+    ``falsify``, the memory with the ticket that stated one of the rules the step's task needs tampered with (its
+    number changed wherever the ticket says it). Janus: warm-up 2, then a comparison at every later step
+    (``trigger: always``, as act 1) on 2 coverage + 1 boundary + 1 fresh earlier tickets. Greedy decoding and short
+    replies (the rules prompt asks for at most four lines; cap 384 tokens).
+    """
+    base = dict(
+        preset="small",
+        dataset="rules_small",
+        stream_size=3,
+        test_size=5,
+        updater="exprag",
+        updater_config={"janus_replay": "whole_bank", "top_k": 8},
+        controller="both",
+        janus={"warmup": 2, "coverage_size": 2, "boundary_size": 1, "fresh_size": 1, "trigger": "always"},
+        backend="local",
+        temperature=0.0,
+        solver_max_tokens=384,
+        curator_max_tokens=320,
+        out=time.strftime("runs/demo-%Y%m%d-%H%M%S"),
+    )
+    base["inject"] = f"falsify@{overrides.get('stream_size') or base['stream_size']}"
     return RunConfig.parse(overlay(base, overrides))

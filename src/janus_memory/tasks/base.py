@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import string
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
@@ -69,6 +70,7 @@ class DatasetSpec:
     test_rule: str
     display_name: str = ""  # "" = the registry name
     table_rank: int | None = None  # column order of the paper's Table 1 (None: after those, alphabetically)
+    needs_data: bool = True  # False: generated in the package (tasks/rules.py), no data folder is read
     options: tuple[str, ...] = ()  # keyword options the loader takes from the run settings (GPQA: option_order)
     fetch: str = ""  # data the shipped folder (../shared/data) lacks: what to fetch and where it goes, in one line
     test_only: bool = False  # no stream split: the test split of another dataset, not one `janus run` takes
@@ -105,11 +107,18 @@ DATASETS.update({s.name: s for s in [
     DatasetSpec("apibench_hf", "apibench", "apibench:load_apibench_hf",
                 "huggingface_eval.jsonl (911), stable shuffle key 'APIBench:hf:<seed>' (apibench_split paper) or "
                 "'apibench_hf:<seed>' (registry), [0:250)", "[250:500)", options=("apibench_split", "apibench_question")),
+    DatasetSpec("rules", "rules", "rules:load_rules",
+                "generated from the seed: 100 tickets, the first 15 state the 9 rules", "50 recall/combo tickets",
+                needs_data=False),
+    DatasetSpec("rules_small", "rules", "rules:load_rules_small",
+                "generated from the seed: 30 tickets, the first 2 state the 2 rules", "20 recall/combo tickets",
+                needs_data=False),
 ]})
 # display names and the paper's Table 1 column order (facts of the datasets, read by `janus report`)
 for _name, _disp, _rank in (("math500", "MATH500", 0), ("gpqa", "GPQA", 1), ("mmlu_pro_eng", "MMLU-Pro Eng", 2),
                             ("mmlu_pro_phy", "MMLU-Pro Phy", 3), ("apibench_hf", "APIBench-HF", 4), ("humaneval", "HumanEval", 5),
-                            ("gsm8k", "GSM8K", None), ("aime", "AIME", None), ("math", "MATH", None)):
+                            ("gsm8k", "GSM8K", None), ("aime", "AIME", None), ("math", "MATH", None),
+                            ("rules", "Rules (generated)", None), ("rules_small", "Rules-small (generated)", None)):
     DATASETS[_name] = dataclasses.replace(DATASETS[_name], display_name=_disp, table_rank=_rank)
 # what the shipped data folder lacks (the loaders' errors say the same when the file is missing)
 MATH_TRAIN_FETCH = ("Hendrycks MATH train (the train/ folder of github.com/hendrycks/math, or a train jsonl/parquet), "
@@ -124,12 +133,14 @@ DATASETS["math500"] = dataclasses.replace(DATASETS["math500"], test_only=True,
 
 def dataset_groups() -> dict[str, list[str]]:
     """Registered dataset names by what a run on them needs: ``shipped`` (runs with the data folder as it ships,
-    ../shared/data; a plugin's datasets too), ``fetch`` (a file to fetch first, ``DatasetSpec.fetch``) and
-    ``test_only`` (no stream split)."""
-    out: dict[str, list[str]] = {"shipped": [], "fetch": [], "test_only": []}
+    ../shared/data; a plugin's datasets too), ``generated`` (made in the package from the seed, no data read:
+    ``DatasetSpec.needs_data`` False), ``fetch`` (a file to fetch first, ``DatasetSpec.fetch``) and ``test_only``
+    (no stream split)."""
+    out: dict[str, list[str]] = {"shipped": [], "generated": [], "fetch": [], "test_only": []}
     for name, spec in DATASETS.items():
         fetch, test_only = getattr(spec, "fetch", ""), getattr(spec, "test_only", False)
-        out["test_only" if test_only else "fetch" if fetch else "shipped"].append(name)
+        generated = not getattr(spec, "needs_data", True)
+        out["test_only" if test_only else "fetch" if fetch else "generated" if generated else "shipped"].append(name)
     return out
 
 
@@ -165,7 +176,9 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
         raise RuntimeError(f"duplicate task ids in {dataset}/{split}")
     file_info: list[dict[str, Any]] = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size}
                                        for p in files]
-    if len(file_info) == 1:
+    if not file_info:  # generated tasks (no source file): the hash of their content, so a changed generator shows
+        digest = sha256_text(json.dumps([[t.id, t.question, t.gold] for t in tasks], ensure_ascii=False))
+    elif len(file_info) == 1:
         digest = file_info[0]["sha256"]
     else:
         digest = sha256_text("\n".join(sorted(f"{Path(f['path']).name} {f['sha256']}" for f in file_info)))
@@ -248,7 +261,8 @@ def summarize(scores: Iterable[Score]) -> dict[str, Any]:
 
 
 for _fam, _ref in (("math", "math_family:MathFamily"), ("mc", "multiple_choice:MultipleChoiceFamily"),
-                   ("humaneval", "humaneval:HumanEvalFamily"), ("apibench", "apibench:APIBenchFamily")):
+                   ("humaneval", "humaneval:HumanEvalFamily"), ("apibench", "apibench:APIBenchFamily"),
+                   ("rules", "rules:RulesFamily")):
     FAMILIES.register(_fam, f"janus_memory.tasks.{_ref}")  # imported on first use
 _FAMILY_CACHE: dict[tuple[str, bool], TaskFamily] = {}
 

@@ -113,6 +113,14 @@ class Updater(ABC):
     def set_state(self, state: dict) -> None:
         """Exact inverse of ``get_state``."""
 
+    # ---- registry fact: whether Janus can wrap this updater with these settings -------------------------
+    @classmethod
+    def janus_supported(cls, config: dict) -> bool:
+        """Whether Janus may wrap this updater with ``config`` (its settings with the defaults filled in); default:
+        the class fact ``supports_janus``. An updater whose memory Janus can judge only under an option of its own
+        (ExpRAG's ``janus_replay``) says so here."""
+        return cls.supports_janus
+
     # ---- registry fact: LLM calls per stream step (the run's time estimate, run/estimate.py) -------------
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float | None] | None:

@@ -5,12 +5,20 @@ Solving a task puts the top-k (default 3) records most similar to its question (
 best first) in the prompt, with an instruction to use them as reference but to solve the current problem on its own.
 
 Memory text: the whole bank rendered in stream order (the same record format), "(empty)" when the bank is empty.
-Janus is not applied to ExpRAG by default; if it is, ``solve_with_memory(text)`` puts ``text`` where the retrieved
-records go, and a rollback restores the bank (the bank IS this method's memory).
+Janus is not applied to ExpRAG by default (the paper's baseline). ``janus_replay: whole_bank`` (ours) lets
+it wrap ExpRAG: a replay solves a task with the memory's whole bank where the stream shows the top-k records
+(``solve_with_memory(text)`` puts ``text`` where the retrieved records go) minus the task's own record (the one whose
+question is the task's prompt: the stream's solve of a task never saw its own answer, and a replay that did would
+copy it), and a rollback restores the bank (the bank IS this method's memory). The replay sees the same records as
+the stream when ``top_k`` is at least the bank's size (the demo's setting); with a smaller ``top_k`` it judges the
+memory on more records than one stream solve reads.
+Why: on memory that carries facts (the generated ``rules`` tickets) ExpRAG is the updater whose memory keeps them,
+raw; DC's and ACE's curators write general lessons without the numbers (docs/measurements.md, "The rules family").
 """
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from janus_memory.types import ChatResult, Score, Task
@@ -37,12 +45,22 @@ class ExpRAG(Updater):
     supports_janus, is_baseline, table_rank, display_name = False, True, 1, "ExpRAG"
     prompt_prefixes = ("exprag_",)
 
+    DEFAULTS = {"janus_replay": "off"}  # "off" (the paper: no Janus) | "whole_bank" (module docstring)
+    _CHOICES = {"janus_replay": ("off", "whole_bank")}
+    janus_hint = " (or updater_config janus_replay: whole_bank, our option: replays show the whole bank)"
+
+    @classmethod
+    def janus_supported(cls, config: dict) -> bool:
+        return config.get("janus_replay") == "whole_bank"
+
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
         return 1, 1  # the solver (retrieval is the encoder's)
 
     def __init__(self, **kw):
         super().__init__(**kw)
+        if self.config["janus_replay"] not in ("off", "whole_bank"):
+            raise ValueError(f"config 'janus_replay' must be 'off' or 'whole_bank', got {self.config['janus_replay']!r}")
         self.bank = RetrievalBank()
 
     def _record_text(self, n: int, rec: dict) -> str:
@@ -56,6 +74,28 @@ class ExpRAG(Updater):
 
     def memory_text(self) -> str:
         return self._render(list(range(len(self.bank))))
+
+    def without_own_record(self, memory_text: str, task: Task) -> str:
+        """``memory_text`` without the record of ``task`` itself (its question is the task's prompt), renumbered;
+        the text unchanged when it holds no such record."""
+        blocks = re.split(r"\n\n(?=\[Experience \d+\]\n)", memory_text)
+        own = f"\nQ: {self.family.prompt(task)}\nA: "
+        kept = [b for b in blocks if own not in b]
+        if len(kept) == len(blocks):
+            return memory_text
+        if not kept:
+            return EMPTY_MEMORY
+        return "\n\n".join(re.sub(r"^\[Experience \d+\]", f"[Experience {n}]", b, count=1)
+                             for n, b in enumerate(kept, start=1))
+
+    def solve_with_memory(self, memory_text: str, tasks: Sequence[Task], *, role: str = "janus",
+                          sample: int = 0) -> list[tuple[ChatResult, Score]]:
+        """Janus replay (``janus_replay: whole_bank``): the memory's records without the task's own."""
+        msgs = [self.solving_messages(self.without_own_record(memory_text, t), t) for t in tasks]
+        return self._solve_batch(msgs, tasks, role, sample=sample)
+
+    def solve_replays(self, items, *, role: str = "janus"):
+        return super().solve_replays([(self.without_own_record(m, t), t, s) for m, t, s in items], role=role)
 
     def solving_messages(self, memory_text: str, task: Task) -> list[dict]:
         user = fill(load_prompt("exprag_user"), EXPERIENCE=memory_text, TASK=self.family.prompt(task))

@@ -1,0 +1,451 @@
+"""The ``rules`` task family: a seeded generator of support tickets whose answers need a team's own rules.
+
+Modelled on what agent memories are for: an assistant that learns a team's prices, limits and conventions from earlier
+tickets. Each seed draws a *world*: one value per rule (a shipping rate, a handling fee, a box count per crate, an
+order limit, a refund cap, a member discount, a store-credit value, a response deadline) plus one precedence rule
+(Gold members' refunds are never capped). The values are made up per seed, so no model knows them in advance.
+
+* An **intro** task states one rule while asking about it ("Team rule (from billing): Shipping costs $7 per kg. A
+  customer ships a 3 kg parcel. What do we charge for shipping, in dollars?").
+* A **recall** task needs one rule that only an earlier task stated ("What do we charge for shipping a 5 kg
+  parcel?").
+* A **combo** task needs two or three stated rules at once (shipping plus handling, crates split into orders,
+  a member's discounted price plus shipping, shipping paid in credits, a Gold member's uncapped refund).
+
+The stream states every rule of the world within its first ``2 x rules`` tasks (intros spread among recall tasks of
+rules already stated), then mixes recall and combo tasks. The held-out test holds only recall and combo tasks: every
+test answer needs memory of what the stream stated. No question text appears twice in a world (stream and test
+included). Answers are whole numbers; the scorer compares them exactly (module docstring of :class:`RulesFamily`).
+
+Everything is generated from the seed (``random.Random`` over a sha256-derived seed), shipped in the package, no file
+or download: the same seed gives the same tasks on every machine (pinned by tests/test_tasks_rules.py).
+
+Each task's ``meta`` says what it needs: ``kind`` (intro / recall / combo), ``rules`` (the rule keys it needs),
+``states`` (the rule an intro states), ``facts`` (the statements of the rules it needs: what a memory must hold for
+it; the ``falsify`` injection reads them, inject/falsify.py) and ``world`` (the seed's rule values).
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable
+
+from janus_memory.types import ChatResult, Score, Task
+
+from .base import TaskFamily, output_text
+from .extract_math import extract_math_answer, label_value, strip_markdown
+
+# ----------------------------------------------------------------------------------------------------- the rules
+
+Values = dict[str, dict[str, int]]  # rule key -> its values ({"ship_rate": {"rate": 7}, ...})
+
+
+@dataclass(frozen=True)
+class RuleKind:
+    """One rule of a world: ``draw`` picks its values, ``text`` states them."""
+
+    key: str
+    source: str  # who stated it, as an intro task says ("billing", "the warehouse", ...)
+    draw: Callable[[random.Random], dict[str, int]]
+    text: Callable[[dict[str, int]], str]
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question type: ``draw`` picks its own numbers (``params``, from the seed and the rule values), ``text``
+    words it, ``solve`` answers it from the params and the rule values. Kept apart so the answer under other rule
+    values (a falsified rule) can be computed for the same question (:func:`answer_under`)."""
+
+    name: str
+    needs: tuple[str, ...]
+    draw: Callable[[random.Random, Values], dict[str, int]]
+    text: Callable[[dict[str, int]], str]
+    solve: Callable[[dict[str, int], Values], int]
+
+
+def _a(n: int) -> str:
+    """The article before a number: "an 8 kg parcel", "an 11 kg parcel", "a 7 kg parcel"."""
+    return "an" if str(n)[0] == "8" or n in (11, 18) else "a"
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+KINDS: dict[str, RuleKind] = {k.key: k for k in [
+    RuleKind("ship_rate", "billing", lambda g: {"rate": g.randint(3, 12)},
+             lambda v: f"Shipping costs ${v['rate']} per kg."),
+    RuleKind("handling", "billing", lambda g: {"fee": g.randint(2, 9)},
+             lambda v: f"Every order pays a flat handling fee of ${v['fee']}."),
+    RuleKind("crate", "the warehouse", lambda g: {"boxes": g.randint(4, 12)},
+             lambda v: f"One crate holds {v['boxes']} boxes."),
+    RuleKind("order_limit", "the warehouse", lambda g: {"limit": g.randint(5, 15)},
+             lambda v: (f"One order holds at most {v['limit']} boxes; a larger request is split into as few orders as "
+                        "possible.")),
+    RuleKind("refund_cap", "customer care", lambda g: {"cap": 10 * g.randint(4, 15)},
+             lambda v: f"A refund is capped at ${v['cap']} per ticket."),
+    RuleKind("member_discount", "sales", lambda g: {"pct": g.choice([10, 20, 25, 50])},
+             lambda v: f"Members get {v['pct']}% off the list price."),
+    RuleKind("credit", "billing", lambda g: {"dollars": g.randint(2, 9)},
+             lambda v: f"One store credit is worth ${v['dollars']}."),
+    RuleKind("deadline", "customer care", lambda g: {"hours": g.choice([6, 8, 12, 18, 24, 36, 48])},
+             lambda v: f"Priority tickets must be answered within {v['hours']} hours of opening."),
+    RuleKind("gold_refund", "customer care", lambda g: {},
+             lambda v: "Refunds to Gold members are never capped: they get the full amount."),
+]}
+
+
+def _v(w: Values, key: str, name: str) -> int:
+    return w[key][name]
+
+
+def _above_cap(g, w) -> int:  # a claim above the refund cap (the cap is what the rule changes)
+    return (w["refund_cap"]["cap"] if "refund_cap" in w else 40) + 10 * g.randint(1, 12)
+
+
+QUESTIONS: tuple[Question, ...] = (
+    # one rule each (intro and recall tasks)
+    Question("ship_rate", ("ship_rate",), lambda g, w: {"kg": g.randint(2, 12)},
+             lambda p: f"A customer ships {_a(p['kg'])} {p['kg']} kg parcel. What do we charge for shipping, in dollars?",
+             lambda p, w: _v(w, "ship_rate", "rate") * p["kg"]),
+    Question("ship_rate:two", ("ship_rate",), lambda g, w: {"a": g.randint(1, 6), "b": g.randint(1, 6)},
+             lambda p: (f"A customer sends two parcels, of {p['a']} kg and {p['b']} kg. What is the shipping charge "
+                        "for both, in dollars?"),
+             lambda p, w: _v(w, "ship_rate", "rate") * (p["a"] + p["b"])),
+    Question("handling", ("handling",), lambda g, w: {"n": g.randint(2, 9)},
+             lambda p: (f"A customer placed {p['n']} separate orders this week. How much handling did they pay in "
+                        "total, in dollars?"),
+             lambda p, w: _v(w, "handling", "fee") * p["n"]),
+    Question("handling:shop", ("handling",), lambda g, w: {"n": g.randint(2, 9)},
+             lambda p: f"We processed {p['n']} orders for one shop today. What handling fees do we bill them, in dollars?",
+             lambda p, w: _v(w, "handling", "fee") * p["n"]),
+    Question("crate", ("crate",), lambda g, w: {"n": g.randint(2, 12)},
+             lambda p: f"How many boxes are in {p['n']} full crates?",
+             lambda p, w: _v(w, "crate", "boxes") * p["n"]),
+    Question("crate:loose", ("crate",), lambda g, w: {"n": g.randint(2, 9), "k": g.randint(1, 3)},
+             lambda p: f"A customer received {p['n']} full crates and {p['k']} loose boxes. How many boxes is that?",
+             lambda p, w: _v(w, "crate", "boxes") * p["n"] + p["k"]),
+    Question("order_limit", ("order_limit",),
+             lambda g, w: {"n": g.randint(w["order_limit"]["limit"] + 1, 5 * w["order_limit"]["limit"])},
+             lambda p: f"A customer wants {p['n']} boxes. How many orders does that take?",
+             lambda p, w: _ceil(p["n"], _v(w, "order_limit", "limit"))),
+    Question("order_limit:split", ("order_limit",),
+             lambda g, w: {"n": g.randint(w["order_limit"]["limit"] + 1, 5 * w["order_limit"]["limit"])},
+             lambda p: f"Into how many orders do we split a request for {p['n']} boxes?",
+             lambda p, w: _ceil(p["n"], _v(w, "order_limit", "limit"))),
+    Question("refund_cap", ("refund_cap",), lambda g, w: {"x": _above_cap(g, w)},
+             lambda p: (f"A customer returns items worth ${p['x']} and asks for a full refund. How much do we refund, "
+                        "in dollars?"),
+             lambda p, w: min(p["x"], _v(w, "refund_cap", "cap"))),
+    Question("refund_cap:damaged", ("refund_cap",), lambda g, w: {"x": _above_cap(g, w)},
+             lambda p: f"A customer claims ${p['x']} for a damaged delivery. How much can the refund be at most, in dollars?",
+             lambda p, w: min(p["x"], _v(w, "refund_cap", "cap"))),
+    Question("member_discount", ("member_discount",), lambda g, w: {"price": 20 * g.randint(2, 15)},
+             lambda p: f"What is a member's price for an item with a list price of ${p['price']}, in dollars?",
+             lambda p, w: p["price"] * (100 - _v(w, "member_discount", "pct")) // 100),
+    Question("member_discount:saving", ("member_discount",), lambda g, w: {"price": 20 * g.randint(2, 15)},
+             lambda p: f"How many dollars does a member save on an item listed at ${p['price']}?",
+             lambda p, w: p["price"] * _v(w, "member_discount", "pct") // 100),
+    Question("credit", ("credit",), lambda g, w: {"n": g.randint(3, 15)},
+             lambda p: f"A customer redeems {p['n']} store credits. How many dollars is that worth?",
+             lambda p, w: _v(w, "credit", "dollars") * p["n"]),
+    Question("credit:refund", ("credit",), lambda g, w: {"n": g.randint(3, 15)},
+             lambda p: f"We refund a customer {p['n']} store credits. What is that in dollars?",
+             lambda p, w: _v(w, "credit", "dollars") * p["n"]),
+    Question("deadline", ("deadline",), lambda g, w: {"ago": g.randint(1, w["deadline"]["hours"] - 1)},
+             lambda p: f"A priority ticket was opened {p['ago']} hours ago. How many hours are left to answer it?",
+             lambda p, w: _v(w, "deadline", "hours") - p["ago"]),
+    Question("deadline:clock", ("deadline",), lambda g, w: {"start": g.randint(0, 12)},
+             lambda p: (f"A priority ticket was opened at hour {p['start']} of Monday (0 = midnight). By how many hours "
+                        "after Monday midnight must it be answered?"),
+             lambda p, w: p["start"] + _v(w, "deadline", "hours")),
+    Question("gold_refund", ("gold_refund",), lambda g, w: {"x": _above_cap(g, w)},
+             lambda p: (f"A Gold member returns items worth ${p['x']} and asks for a full refund. How much do we "
+                        "refund, in dollars?"),
+             lambda p, w: p["x"]),
+    # several rules at once (combo tasks)
+    Question("ship+handling", ("ship_rate", "handling"), lambda g, w: {"kg": g.randint(2, 12)},
+             lambda p: (f"A customer places one order and ships it as {_a(p['kg'])} {p['kg']} kg parcel. What is the "
+                        "total charge, shipping plus handling, in dollars?"),
+             lambda p, w: _v(w, "ship_rate", "rate") * p["kg"] + _v(w, "handling", "fee")),
+    Question("crates->orders", ("crate", "order_limit"),
+             lambda g, w: {"n": max(g.randint(2, 9), w["order_limit"]["limit"] // w["crate"]["boxes"] + 1)},
+             lambda p: f"A customer wants {p['n']} full crates of boxes. How many orders does that take?",
+             lambda p, w: _ceil(p["n"] * _v(w, "crate", "boxes"), _v(w, "order_limit", "limit"))),
+    Question("orders+handling", ("order_limit", "handling"),
+             lambda g, w: {"n": g.randint(w["order_limit"]["limit"] + 1, 5 * w["order_limit"]["limit"])},
+             lambda p: (f"A customer wants {p['n']} boxes. What is the total handling fee for the orders this takes, "
+                        "in dollars?"),
+             lambda p, w: _ceil(p["n"], _v(w, "order_limit", "limit")) * _v(w, "handling", "fee")),
+    Question("order total", ("member_discount", "ship_rate", "handling"),
+             lambda g, w: {"price": 20 * g.randint(2, 15), "kg": g.randint(2, 12)},
+             lambda p: (f"A member places one order: an item with a list price of ${p['price']}, shipped as "
+                        f"{_a(p['kg'])} {p['kg']} kg parcel. What is the order's total, with shipping and handling, "
+                        "in dollars? (The discount applies to the item only.)"),
+             lambda p, w: (p["price"] * (100 - _v(w, "member_discount", "pct")) // 100
+                           + _v(w, "ship_rate", "rate") * p["kg"] + _v(w, "handling", "fee"))),
+    Question("shipping->credits", ("ship_rate", "credit"), lambda g, w: {"kg": g.randint(2, 12)},
+             lambda p: (f"A customer pays the shipping of {_a(p['kg'])} {p['kg']} kg parcel with store credits only. "
+                        "How many credits does that take? (Credits are whole: round up.)"),
+             lambda p, w: _ceil(_v(w, "ship_rate", "rate") * p["kg"], _v(w, "credit", "dollars"))),
+    Question("gold>cap", ("refund_cap", "gold_refund"), lambda g, w: {"x": _above_cap(g, w), "gold": g.randint(0, 1)},
+             lambda p: (f"A {'Gold member' if p['gold'] else 'customer who is not a Gold member'} returns items worth "
+                        f"${p['x']} and asks for a full refund. How much do we refund, in dollars?"),
+             lambda p, w: p["x"] if p["gold"] else min(p["x"], _v(w, "refund_cap", "cap"))),
+)
+QUESTION = {q.name: q for q in QUESTIONS}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A registered rules dataset: which rules its worlds hold, how many tasks each split has and which question
+    types it leaves out."""
+
+    name: str
+    rules: tuple[str, ...]
+    stream: int
+    test: int
+    leave_out: tuple[str, ...] = ()
+
+
+VARIANTS: dict[str, Variant] = {v.name: v for v in [
+    Variant("rules", tuple(KINDS), 100, 50),
+    # the demo's world: two rules, so that a falsified one matters for most later tickets
+    Variant("rules_small", ("ship_rate", "handling"), 30, 20),
+]}
+
+
+# ----------------------------------------------------------------------------------------------------- the world
+
+def _rng(*parts) -> random.Random:
+    digest = hashlib.sha256("\x00".join(["janus-rules", *map(str, parts)]).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+@dataclass(frozen=True)
+class World:
+    """One seed's rules: ``order`` (the order the stream states them in) and ``values`` per rule."""
+
+    variant: str
+    seed: int
+    order: tuple[str, ...]
+    values: Values
+
+    def statement(self, key: str) -> str:
+        return KINDS[key].text(self.values[key])
+
+    def sheet(self, false: dict[str, str] | None = None) -> str:
+        """The gold rule sheet: every rule in stream order (``false`` replaces a rule's statement by another)."""
+        lines = [(false or {}).get(k, self.statement(k)) for k in self.order]
+        return "## Team rules\n" + "\n".join(f"- {s}" for s in lines)
+
+
+def make_world(variant: str = "rules", seed: int = 0) -> World:
+    """The world of ``variant`` for ``seed`` (values drawn per rule, stating order shuffled; the precedence rule
+    is stated after the rule it overrides)."""
+    v = VARIANTS[variant]
+    g = _rng(variant, seed, "world")
+    values = {k: KINDS[k].draw(g) for k in v.rules}
+    order = list(v.rules)
+    g.shuffle(order)
+    if "gold_refund" in order and "refund_cap" in order and order.index("gold_refund") < order.index("refund_cap"):
+        i, j = order.index("gold_refund"), order.index("refund_cap")
+        order[i], order[j] = order[j], order[i]
+    return World(variant, seed, tuple(order), values)
+
+
+# ----------------------------------------------------------------------------------------------------- the tasks
+
+def _task(dataset: str, split: str, i: int, world: World, kind: str, q: Question, params: dict[str, int],
+          states: str | None = None) -> Task:
+    question = q.text(params)
+    if states:
+        question = f"Team rule (from {KINDS[states].source}): {world.statement(states)} {question}"
+    meta = {"kind": kind, "question_type": q.name, "rules": list(q.needs), "states": states, "params": dict(params),
+            "facts": [world.statement(k) for k in q.needs], "world": {k: dict(world.values[k]) for k in world.order}}
+    return Task(id=f"{dataset}:{split}:{i:03d}", dataset=dataset, question=question,
+                gold=str(q.solve(params, world.values)), meta=meta)
+
+
+def _draw(g: random.Random, world: World, types: list[Question], seen: set[str]) -> tuple[Question, dict] | None:
+    """A question of one of ``types`` (drawn first, then its numbers) whose text no earlier task used; a type whose
+    questions are used up gives way to another; None when all are used up."""
+    types = list(types)
+    while types:
+        q = g.choice(types)
+        for _ in range(30):
+            params = q.draw(g, world.values)
+            text = q.text(params)
+            if text not in seen:
+                seen.add(text)
+                return q, params
+        types.remove(q)
+    return None
+
+
+def _later_types(known: list[str], leave_out: tuple[str, ...] = ()) -> tuple[list[Question], list[Question]]:
+    """(recall, combo) question types over the rules in ``known``."""
+    usable = [q for q in QUESTIONS if q.name not in leave_out]
+    recall = [q for q in usable if len(q.needs) == 1 and q.needs[0] in known and q.needs[0] != "gold_refund"]
+    combo = [q for q in usable if len(q.needs) > 1 and all(n in known for n in q.needs)]
+    return recall, combo
+
+
+def _later(g: random.Random, world: World, known: list[str], seen: set[str]) -> tuple[str, Question, dict]:
+    """A recall or combo task (a combo half of the time where one exists and is not used up)."""
+    recall, combo = _later_types(known, VARIANTS[world.variant].leave_out)
+    if combo and (not recall or g.random() < 0.5):
+        got = _draw(g, world, combo, seen)
+        if got is not None:
+            return ("combo", *got)
+    got = _draw(g, world, recall, seen) or _draw(g, world, combo, seen)
+    if got is None:  # a world far too small for its splits
+        raise RuntimeError("the rules generator ran out of distinct questions")
+    q, params = got
+    return ("combo" if len(q.needs) > 1 else "recall", q, params)
+
+
+def generate(variant: str = "rules", seed: int = 0) -> tuple[list[Task], list[Task], World]:
+    """The stream and test tasks of one world (module docstring): the first three tasks state a rule each, then every
+    second task states the next one until all are stated; the other tasks are recall or combo tasks (half each where
+    a combo exists) over the rules stated so far; the test's over all of them."""
+    v = VARIANTS[variant]
+    world = make_world(variant, seed)
+    g = _rng(variant, seed, "tasks")
+    seen: set[str] = set()
+    stream: list[Task] = []
+    known: list[str] = []
+    pending = list(world.order)
+    while pending or len(stream) < v.stream:
+        i = len(stream)
+        if pending and (i < 3 or i % 2 == 0):
+            key = pending.pop(0)
+            drawn = _draw(g, world, [q for q in QUESTIONS if q.needs == (key,)], seen)
+            assert drawn is not None  # the first question about a rule: none used up yet
+            q, params = drawn
+            stream.append(_task(variant, "stream", i, world, "intro", q, params, states=key))
+            known.append(key)
+        else:
+            kind, q, params = _later(g, world, known, seen)
+            stream.append(_task(variant, "stream", i, world, kind, q, params))
+    test = []
+    for i in range(v.test):
+        kind, q, params = _later(g, world, list(world.order), seen)
+        test.append(_task(variant, "test", i, world, kind, q, params))
+    return stream, test, world
+
+
+def answer_under(task: Task, values: Values) -> int:
+    """The answer to a generated task if the rules had ``values`` (e.g. one rule falsified): same question, same
+    numbers."""
+    q = QUESTION[task.meta["question_type"]]
+    return q.solve(task.meta["params"], values)
+
+
+def _loader(variant: str):
+    def load(split: str, *, data_dir=None, seed: int = 0):
+        stream, test, world = generate(variant, seed)
+        n = len(world.order)
+        rule = (f"generated (janus_memory.tasks.rules, seed {seed}): {n} rules stated in the first "
+                f"{max(n, 2 * n - 3)} stream tasks; stream {len(stream)}, test {len(test)} recall/combo tasks")
+        return {"stream": stream, "test": test, "all": stream + test}[split], [], rule
+    load.__name__ = f"load_{variant}"
+    return load
+
+
+load_rules = _loader("rules")
+load_rules_small = _loader("rules_small")
+
+
+# ----------------------------------------------------------------------------------------------------- scoring
+
+_SCALE = re.compile(r"^\s*(?:k\b|K\b|thousand|million|billion|bn\b|m\b|M\b|hundred|dozen)", re.I)
+_NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|-?\d+(?:\.\d+)?|-?\.\d+")
+_ANSWER_LINE = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|：)", re.I)
+
+
+def read_number(answer: str) -> Fraction | None:
+    """The exact value of an answer: one plain number (units and currency around it allowed: "$35", "35 dollars"),
+    the number after the last ``=`` of a worked line ("5 x $7 = $35"), or the first clause's number when a
+    justification follows ("35, since ...", "35 (5 kg at $7)"). None for anything else: several numbers ("35 or 36",
+    "30, 35, 40"), words only, a number with a scale word ("35k", "3.5 thousand"), a fraction or an expression."""
+    a = re.sub(r"\\(?:text|mathrm|textbf)\{([^{}]*)\}", r"\1", answer.strip())
+    a = a.replace("\\$", "$").replace("\\%", "%").replace("\\,", "").replace("{,}", ",")
+    if "=" in a:
+        a = a.rsplit("=", 1)[1].strip()
+    a = re.sub(r"\s*\([^()]*\)[\s.]*$", "", a)  # a closing parenthetical justification
+    nums = list(_NUMBER.finditer(a))
+    if not nums or _SCALE.match(a[nums[0].end():]) or re.search(r"[*/^\\]|\d\s*[x×]\s*\d", a):
+        return None
+    raw = nums[0].group(0)
+    if len(nums) > 1:
+        head = label_value(a)  # "72, since each box holds 8." -> "72"; "35 or 36" stays whole
+        if not re.fullmatch(r"-?\d+(?:\.\d+)?", head):
+            return None
+        raw = head
+    if "," in raw and not re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", raw):
+        return None  # "3,5" is no thousands group
+    try:
+        return Fraction(raw.replace(",", ""))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _labelled(text: str) -> str | None:
+    """The text after the last answer label ("Answer:", "The answer is", "Final answer:") up to its line's end."""
+    t = strip_markdown(text)
+    labels = list(_ANSWER_LINE.finditer(t))
+    if not labels:
+        return None
+    rest = t[labels[-1].end():].lstrip(" \t:：")
+    return rest.split("\n", 1)[0].strip() or None
+
+
+def _cut_answer_line(text: str) -> bool:
+    """A reply cut off right after its answer's number may have lost digits ("Answer: 3" of "Answer: 35"): true when
+    the last answer label's line is the reply's last line and nothing follows the number on it."""
+    t = strip_markdown(text).rstrip(" \t")
+    labels = list(_ANSWER_LINE.finditer(t))
+    if not labels:
+        return False
+    rest = t[labels[-1].end():]
+    return "\n" not in rest and bool(re.search(r"\d$", rest))
+
+
+class RulesFamily(TaskFamily):
+    """Prompt and exact numeric scoring of the rules tasks.
+
+    Extraction reuses the math extraction (extract_math.py: the last box or ``<answer>`` tag, else the last labelled
+    answer line such as ``Answer: 35``, else the last number as a fallback), then reads one exact number from it
+    (:func:`read_number`): units and currency are allowed ("$35", "35 dollars", "35 kg"), ``29.00`` equals 29, a
+    thousands group ``1,200`` is 1200; several numbers, a scale word ("35k") or an expression give no number
+    (status ``unparsed``). A reply cut off by the token limit counts only with a complete labelled answer followed by
+    more text (an answer line that ends the cut reply may have lost digits): else status ``truncated``.
+    """
+
+    name = "rules"
+    prompt_name = "rules"
+
+    def prompt(self, task: Task) -> str:
+        return self._template.substitute(question=task.question)
+
+    def fake_answer(self, task: Task, right: bool) -> str:
+        gold = int(task.gold)
+        return f"Using the team's rules.\nAnswer: {gold if right else gold + 1}"
+
+    def score(self, task: Task, output: ChatResult | str) -> Score:
+        text, truncated = output_text(output)
+        ex = extract_math_answer(text)
+        if ex.cut or (truncated and (not ex.strong or _cut_answer_line(text))):
+            return Score(False, None, "truncated")
+        if ex.answer is None:
+            return Score(False, None, "unparsed")
+        raw = _labelled(text) if ex.source == "label" else None
+        value = read_number(raw if raw is not None else ex.answer)
+        if value is None:
+            return Score(False, ex.answer, "unparsed", {"source": ex.source, "why": "not one plain number"})
+        shown = str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+        return Score(value == Fraction(int(task.gold)), shown, "ok" if ex.strong else "fallback", {"source": ex.source})

@@ -1,0 +1,69 @@
+"""The rules benchmarks run end to end on the scripted backend (their numbers mean nothing there; the plumbing is what
+is checked): the real-model measurement (four methods from three runs, the record it writes, a rerun that reads the
+finished runs back and pays nothing) and the updater probe (which rule numbers each final memory holds)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PROBES = Path(__file__).resolve().parents[1] / "benchmarks" / "probes"
+FAST = ["--backend", "fake", "--encoder", "hashing:64"]
+
+
+def _script(name: str, argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run a benchmark script as a user does (tests do not import benchmarks), with a private cache."""
+    env = {**os.environ, "JANUS_CACHE_DIR": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([sys.executable, str(PROBES / name), *argv], capture_output=True, text=True, env=env,
+                          timeout=600)
+
+
+def test_the_real_run_measures_four_methods_and_a_rerun_reads_them_back(tmp_path):
+    out = tmp_path / "rr"
+    argv = [*FAST, "--dataset", "rules_small", "--stream", "6", "--test", "3", "--warmup", "2",
+            "--inject", "falsify@3,wipe@5", "--out", str(out)]
+    p = _script("rules_real_run.py", argv, tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rec = json.loads((out / "measurement.json").read_text())
+    assert list(rec["methods"]) == ["blind", "paper", "recommended", "always"]
+    assert rec["settings"]["updater"] == "exprag" and rec["command"].startswith("python benchmarks/probes/rules_real_run.py")
+    for name, m in rec["methods"].items():
+        assert m["test_tasks"] == 3 and 0 <= m["test_correct"] <= 3
+        c = m["calls"]
+        assert c["total"] == c["stream"] + c["janus"] + c["test"] and c["stream"] == 6 and c["test"] == 3
+        if name == "blind":
+            assert c["janus"] == 0 and m["injections"]["deployed"] == [3, 5]
+    assert rec["methods"]["always"]["triggers"] == 4  # every step after the warm-up of 2
+    assert set(rec["paired"]) == {"paper", "recommended", "always"}
+    assert "| method | test correct |" in p.stdout and "wall" in (out / "measurement.md").read_text()
+    p = _script("rules_real_run.py", argv, tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.count("finished before, read back") == 3
+    assert json.loads((out / "measurement.json").read_text())["methods"] == rec["methods"]
+
+
+def test_the_updater_probe_says_which_rule_numbers_each_memory_holds(tmp_path):
+    out = tmp_path / "ru"
+    p = _script("rules_updaters.py", [*FAST, "--stream", "3", "--test", "2", "--updaters", "exprag,dc_rs",
+                                      "--out", str(out)], tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rec = json.loads((out / "updaters.json").read_text())
+    assert list(rec["updaters"]) == ["exprag", "dc_rs"]
+    assert set(rec["updaters"]["exprag"]["kept"]) == {"ship_rate", "handling"}
+    # ExpRAG's bank is the tickets themselves: the stating tickets' numbers are in it
+    assert rec["updaters"]["exprag"]["kept"] == {"ship_rate": True, "handling": True}
+    assert "| exprag | " in p.stdout
+
+
+def test_kept_rules_reads_numbers_not_substrings():
+    from janus_memory.inject.falsify import kept_rules
+    from janus_memory.tasks.rules import make_world
+
+    w = make_world("rules_small", 0)
+    rate, fee = w.values["ship_rate"]["rate"], w.values["handling"]["fee"]
+    assert kept_rules(f"Shipping is ${rate} per kg; handling ${fee}.", "rules_small", 0) == {
+        "ship_rate": True, "handling": True}
+    assert kept_rules(f"Shipping is ${rate}1 per kg.", "rules_small", 0) == {"ship_rate": False, "handling": False}
+    assert kept_rules("(empty)", "rules_small", 0) == {"ship_rate": False, "handling": False}
