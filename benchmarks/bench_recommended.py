@@ -44,7 +44,7 @@ from janus_memory.bench.metrics import mean_ci, paired
 from janus_memory.bench.policies import PolicySpec
 from janus_memory.bench.world import WorldConfig, parse_mix
 from janus_memory.controller import JanusConfig
-from janus_memory.controller.config import RECOMMENDED_ROUND2
+from janus_memory.controller.config import RECOMMENDED_ROUND2, RECOMMENDED_ROUND4B
 
 HARSH_MIX = "general=0.3,specific=0.25,overwrite=0.15,dump=0.05,reword=0.25"
 NO_REWORD_MIX = "general=0.6,specific=0.2,overwrite=0.15,dump=0.05"  # issue 36: no near copies, as in real DC runs
@@ -69,7 +69,8 @@ ROUND2 = dict(RECOMMENDED_ROUND2)
 ROUND1 = dict(ROUND2, seq_max_pairs=9, seq_extend_pairs=0, near_copy_similarity=0.0, clustering="sklearn")
 
 
-def policies(caps: list[int], with_paper: bool = True, round1: bool = False, round2: bool = False) -> list[PolicySpec]:
+def policies(caps: list[int], with_paper: bool = True, round1: bool = False, round2: bool = False,
+             round4b: bool = False) -> list[PolicySpec]:
     paper = JanusConfig()
     out = [PolicySpec("blind", "blind"), PolicySpec("always", "janus", dataclasses.replace(paper, trigger="always"))]
     if with_paper:
@@ -83,6 +84,11 @@ def policies(caps: list[int], with_paper: bool = True, round1: bool = False, rou
             out.append(PolicySpec("rec-round2", "janus", JanusConfig.recommended(**ROUND2)))
         else:
             print("note: --round2 adds no row: recommended() is round 2", file=sys.stderr)
+    if round4b:
+        if JanusConfig(**RECOMMENDED_ROUND4B) != rec:
+            out.append(PolicySpec("rec-round4b", "janus", JanusConfig(**RECOMMENDED_ROUND4B)))
+        else:
+            print("note: --round4b adds no row: recommended() is round 4b", file=sys.stderr)
     for c in caps:  # the frontier: the recommended controller with a fixed cap of c tasks (no adaptive extension)
         if c != rec.seq_max_pairs or rec.seq_extend_pairs:
             out.append(PolicySpec(f"rec-cap{c}", "janus",
@@ -158,6 +164,8 @@ def main(argv=None) -> int:
                    "scikit-learn k-means)")
     p.add_argument("--round2", action="store_true", help="add the round-2 recommended controller's row (boundary-first "
                    "order)")
+    p.add_argument("--round4b", action="store_true", help="add the round-4b recommended controller's row (the panel "
+                   "judged on seeds 60-79, before the two holes were closed and the paid count existed)")
     p.add_argument("--json", help="write all numbers here")
     p.add_argument("--per-seed", help="append one JSON line per (setting, seed, policy): final accuracy and calls, "
                    "so seed sets can be pooled later (benchmarks/pool_recommended.py)")
@@ -165,7 +173,8 @@ def main(argv=None) -> int:
     if args.tuning:
         args.settings, args.first_seed = "default", 100
     caps = [int(c) for c in args.caps.split(",") if c.strip()]
-    specs = policies(caps, with_paper=not args.no_paper, round1=args.round1, round2=args.round2)
+    specs = policies(caps, with_paper=not args.no_paper, round1=args.round1, round2=args.round2,
+                     round4b=args.round4b)
     names = [s.name for s in specs]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     t0 = time.time()

@@ -70,6 +70,10 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
         stats["evaluation_failures"] += 1
         stats["accepts"] += 1
         return None
+    if c.indeterminate_rollback and comp.accept and comp.new_correct and all(v is None for v in comp.new_correct):
+        # None casts no vote: without this an all-None candidate (every task a sandbox time-out) is deployed on a
+        # 0-0 tie. Nothing was measured for it, so the measured memory stays.
+        comp.accept, comp.reason = False, "indeterminate_candidate"
     d.accept = comp.accept
     d.reason = comp.reason
     d.n_evaluated = comp.n_evaluated

@@ -33,7 +33,17 @@ RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel
                    panel_min_evals=5, seq_max_pairs=11, seq_extend_pairs=19, seq_extend_margin=0, seq_round=2,
                    seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
                    near_copy_inherit=True, near_copy_pairs=1, gate_compare=True, gate_full_compare=False,
-                   eval_order="informative", dedup=True, same_memory_shortcut=True, clustering="paper")
+                   eval_order="informative", dedup=True, same_memory_shortcut=True, clustering="paper",
+                   near_copy_anchor=True, indeterminate_rollback=True)
+# round 4b as judged on 2026-12-04 (seeds 60-79), every field it set: for reproducing its measurements
+# (benchmarks/bench_recommended.py --round4b) and what a run stored with it resumes on (settings/migrate.py)
+RECOMMENDED_ROUND4B = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19,
+                           panel_rotate=0.5, panel_min_evals=5, seq_max_pairs=11, seq_extend_pairs=19,
+                           seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3,
+                           reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True,
+                           near_copy_pairs=1, gate_compare=True, gate_full_compare=False, eval_order="informative",
+                           dedup=True, same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0,
+                           near_copy_anchor=False, indeterminate_rollback=False)
 # round 2 as judged on 2026-12-03 (every field it set, so a later round cannot leak into it): for reproducing its
 # measurements (benchmarks/bench_recommended.py --round2) and for the hybrid-set machinery's tests
 RECOMMENDED_ROUND2 = dict(trigger="always", decision_rule="sequential", eval_order="informative",
@@ -46,7 +56,8 @@ RECOMMENDED_ROUND2 = dict(trigger="always", decision_rule="sequential", eval_ord
 # ("recommended + trigger mmt"); sizes, tau and seed are settings of every preset and are not named
 RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_round", "seq_extend_margin",
                       "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_rotate", "panel_min_evals",
-                      "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max")
+                      "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max", "near_copy_anchor",
+                      "indeterminate_rollback")
 
 
 @dataclass(frozen=True)
@@ -109,6 +120,14 @@ class JanusConfig:
       planted instruction) gets an ordinary comparison.
       gate_compare: the item gate forces a comparison by the configured rule (not a full one), warm-up included;
       exclusive with gate_full_compare.
+    Issue 36 (docs/controller.md "Recommended controller"):
+      near_copy_anchor (read only with near_copy_inherit): a rewording inherits outcomes only while it is also a near copy and
+      a rewording of the last fully compared memory (the anchor: the last memory whose outcome cache holds its own
+      measurements), so rewordings cannot chain away from what was measured; otherwise it is compared as any
+      candidate.
+      indeterminate_rollback: a candidate whose every outcome on the tasks it was asked is None (indeterminate, e.g.
+      sandbox time-outs) is rolled back, reason "indeterminate_candidate", whatever the rule said (None casts no
+      vote, so the sequential rule would deploy it on a 0-0 tie).
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -176,6 +195,10 @@ class JanusConfig:
     panel_min_evals: int = 5
     # a rewording is checked on near_copy_pairs tasks and keeps the deployed memory's other outcomes (issue 24 round 4)
     near_copy_inherit: bool = False
+    # ... only while the candidate is a near copy of the last fully compared memory: no chains (issue 36)
+    near_copy_anchor: bool = False
+    # a candidate with no determinate outcome on the tasks it was asked (all None) is rolled back (issue 36)
+    indeterminate_rollback: bool = False
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
@@ -196,7 +219,8 @@ class JanusConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
                      "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters", "gate_full_compare",
-                     "reuse_old_results", "near_copy_inherit", "gate_compare"):
+                     "reuse_old_results", "near_copy_inherit", "gate_compare", "near_copy_anchor",
+                     "indeterminate_rollback"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool")
         if self.ignore_usage_counters and not self.skip_trivially_equal:
