@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     p.add_argument("--per-seed", help="append one JSON line per (setting, seed, variant) as each seed finishes")
     args = p.parse_args(argv)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    if any(s in JUDGED for s in seeds):
+    if any(s in JUDGED or not 100 <= s < 300 for s in seeds):
         print("error: seeds 0-79 and 300-359 are judged seeds (docs/bench.md §3); tune on 100-299", file=sys.stderr)
         return 2
     specs = parse_variants(args.variants)

@@ -48,12 +48,20 @@ def test_sprt_boundaries_and_llr_exact():
     assert t.verdict(3, 2) is None and t.truncated(3, 3) == "deploy" and t.truncated(2, 3) == "rollback"
 
 
-def test_settled_is_exact_for_every_completion():
-    t = SPRT(0.2, 0.2, 0.3)
-    assert settled(t, 2, 0, 1) == "deploy"     # even an old-memory win leaves w >= l at truncation
-    assert settled(t, 0, 2, 1) == "rollback"   # even a new-memory win leaves w < l
-    assert settled(t, 0, 0, 4) is None
-    assert settled(t, 0, 0, 0) == "deploy"     # nothing evaluated: ties go to the new memory
+@pytest.mark.parametrize("lead, quiet", [(0, True), (1, False), (2, False), (1, True), (2, True)])
+def test_settled_is_exact_for_every_completion(lead, quiet):
+    t = SPRT(0.2, 0.2, 0.3, lead, quiet)
+    if quiet and lead:  # no discordant pair: the paper's tie, deployed; any completion may stay that way
+        assert settled(t, 0, 0, 0) == "deploy" and settled(t, 0, 0, 1) is None
+        assert settled(t, 0, 1, 0) == "rollback" and t.truncated(1, 1) == "rollback"
+    elif lead == 0:
+        assert settled(t, 2, 0, 1) == "deploy"     # even an old-memory win leaves w >= l at truncation
+        assert settled(t, 0, 2, 1) == "rollback"   # even a new-memory win leaves w < l
+        assert settled(t, 0, 0, 4) is None
+        assert settled(t, 0, 0, 0) == "deploy"     # nothing evaluated: ties go to the new memory
+    else:  # a deploy needs a lead of ``lead`` pairs at truncation: a tie, or nothing evaluated, rolls back
+        assert settled(t, 0, 0, 0) == "rollback" and t.truncated(lead, 0) == "deploy"
+        assert settled(t, 0, 0, lead - 1) == "rollback"  # too few pairs left to reach the lead
     # brute force: whenever settled() answers, every completion (each pair new win / old win / tie) agrees
     for w in range(4):
         for ll in range(6):

@@ -45,7 +45,8 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
 
     ``full``: the paper rule on every entry whatever the configured rule (a text gate's forced comparison).
     ``max_pairs``: the sequential rule's cap for this comparison (default ``c.seq_max_pairs``, extended by the
-    adaptive cap ``c.seq_extend_pairs`` when on and above it; an explicit ``max_pairs`` is never extended).
+    adaptive cap ``c.seq_extend_pairs`` when on and above it; an explicit ``max_pairs`` (a near copy's check) is never
+    extended and deploys on a tie whatever ``c.seq_deploy_margin``: it asks "not worse", not "better").
     ``base_pairs``: this comparison's cap instead of ``c.seq_max_pairs`` (``seq_recent_pairs``), still extended.
     ``known_old``: the old memory's outcomes already measured (``reuse_old_results``; sequential rule only)."""
     rule = "paper" if full else c.decision_rule
@@ -56,7 +57,8 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
                        rule=rule, alpha=c.alpha, min_margin=c.min_margin,
                        early_stop=c.early_stop and not full, round_size=c.seq_round if seq else c.early_stop_round,
                        same_memory_shortcut=c.same_memory_shortcut,
-                       sprt=SPRT(c.seq_alpha, c.seq_beta, c.seq_theta) if seq else None,
+                       sprt=SPRT(c.seq_alpha, c.seq_beta, c.seq_theta, c.seq_deploy_margin if max_pairs is None
+                                 else 0, c.seq_quiet_deploy) if seq else None,
                        max_pairs=max_pairs if max_pairs is not None else base,
                        known_old=known_old if seq else None,
                        extend_pairs=c.seq_extend_pairs if seq and max_pairs is None and c.seq_extend_pairs > base

@@ -199,12 +199,16 @@ class JanusConfig:
     near_copy_anchor: bool = False
     # a candidate with no determinate outcome on the tasks it was asked (all None) is rolled back (issue 36)
     indeterminate_rollback: bool = False
+    # deploy at truncation only with a lead of this many discordant pairs (0: ties deploy, the paper rule; issue 36)
+    seq_deploy_margin: int = 0
+    # ... except a comparison without any discordant pair, which deploys as the paper's tie does (issue 36)
+    seq_quiet_deploy: bool = True
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
                 "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window",
                 "seq_max_pairs", "seq_round", "near_copy_pairs", "seq_extend_pairs", "seq_extend_margin",
-                "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_min_evals")
+                "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_min_evals", "seq_deploy_margin")
         for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
@@ -220,7 +224,7 @@ class JanusConfig:
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
                      "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters", "gate_full_compare",
                      "reuse_old_results", "near_copy_inherit", "gate_compare", "near_copy_anchor",
-                     "indeterminate_rollback"):
+                     "indeterminate_rollback", "seq_quiet_deploy"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool")
         if self.ignore_usage_counters and not self.skip_trivially_equal:
