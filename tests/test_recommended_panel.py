@@ -532,3 +532,40 @@ def test_a_restored_controller_keeps_the_anchor_text_while_a_rewording_is_deploy
         with pytest.raises(ValueError, match=msg):
             Janus.from_state_dict({**state, "near_copy_anchor": bad})
     assert JanusConfig.recommended(near_copy_inherit=False).near_copy_anchor  # read only with inheritance
+
+
+# ----------------------------------------------------------------------------- the deploy margin
+
+
+@pytest.mark.parametrize("kw, tie, quiet", [
+    (dict(seq_deploy_margin=0), (True, "sprt_truncated_new_ge_old"), (True, "sprt_truncated_new_ge_old")),
+    (dict(seq_deploy_margin=1), (False, "sprt_truncated_no_lead"), (True, "sprt_truncated_new_ge_old")),
+    (dict(seq_deploy_margin=1, seq_quiet_deploy=False), (False, "sprt_truncated_no_lead"),
+     (False, "sprt_truncated_no_lead")),
+])
+def test_deploy_margin_asks_a_candidate_that_changes_answers_for_a_lead(kw, tie, quiet):
+    """A 1-1 tie (the candidate loses one panel task and wins another) deploys under the paper's tie rule and is
+    rolled back with a margin of 1; a comparison in which no answer changed deploys unless seq_quiet_deploy is off.
+    Both read all four tasks of the cap (a discordant pair could still come)."""
+    cand = SHEET + "\nrule n: draw the figure first"
+    answers = {"tie": lambda text, i: (i != 1) if "figure" in text else (i != 2), "quiet": lambda text, i: True}
+    for name, want in (("tie", tie), ("quiet", quiet)):
+        j = Janus(JanusConfig.recommended(warmup=2, seq_max_pairs=4, seq_extend_pairs=0, seq_round=1, **kw),
+                  recorder(answers[name]))
+        for i in range(8):
+            step(j, i, SHEET, SHEET)
+        d = step(j, 8, SHEET, cand)
+        assert (d.accept, d.reason, d.n_evaluated, d.evaluator_calls, d.eval_ids[:4]) == (
+            *want, 4, 8, ["t1", "t0", "t2", "t3"]), name
+
+
+def test_a_rewording_check_is_not_held_to_the_deploy_margin():
+    """The one-task check of a rewording asks "not worse": a tie there deploys (and inherits) whatever the margin."""
+    j = Janus(JanusConfig.recommended(warmup=2, seq_deploy_margin=2, seq_quiet_deploy=False), recorder(lambda t, i: True))
+    cur = SHEET + "\nrule a: add the digits of the answer"
+    step(j, 0, SHEET, cur)  # warm-up: deployed
+    for i in range(1, 4):
+        step(j, i, cur, cur)
+    d = step(j, 4, cur, cur.replace("rule 3: check", "rule 3: verify"))
+    assert (d.accept, d.reason, d.n_evaluated, d.trigger_signals["near_copy"]) == (
+        True, "sprt_truncated_new_ge_old", 1, "rewording")
