@@ -10,6 +10,9 @@ Rows: n, agreement with the reference verdict, our accuracy, unparsed and fallba
 - HumanEval: the 164 canonical solutions (must pass) and six forged passes per problem family sample (must fail).
 - APIBench-HF: the 911 gold calls (must be correct) and the same calls with the model/repo identifier altered
   (must be hallucinations).
+- What real models write (audit_kinds): reasoning left in the text, committed answers against later conditional
+  mentions, corrections, unicode numerals, replies cut off mid-revision, a unit in ``\\text{}``, HumanEval program
+  assembly, APIBench spellings a library resolves itself and the authors' APIBench checker.
 """
 from __future__ import annotations
 
@@ -270,6 +273,109 @@ def _renamed(call: str) -> str | None:
     return None
 
 
+# ------------------------------------------------------------------------ what real models write (scoring pass 4)
+
+_FW = str.maketrans("0123456789ABCDEFGHIJ", "０１２３４５６７８９ＡＢＣＤＥＦＧＨＩＪ")
+
+
+def _kind_row(name, fam, tasks, outs, w, expect=True, status=None):
+    """A row whose agreement is "correct == expect" or, with ``status``, "the score's status is that status"."""
+    sc, secs = _timed(fam, tasks, outs, w)
+    ok = [s.status == status if status else s.correct == expect for s in sc]
+    _row(name, len(sc), sum(ok) / max(len(sc), 1), *_rates(sc), secs,
+         f"(must be {status})" if status else ("(must be right)" if expect else "(must be wrong)"))
+    return sc
+
+
+def audit_kinds(data_dir, w, skip_humaneval=False):
+    """Reasoning left in the text, committed vs conditional mentions, corrections, unicode numerals, replies cut off
+    mid-revision, labelled values, program assembly and APIBench spellings, on the real gold sets."""
+    from janus_memory.tasks import get_family, load_split
+    from janus_memory.tasks.checker_paper import with_checker
+    from janus_memory.types import ChatResult
+    g = [t for t in load_split("gsm8k", "all", data_dir=data_dir).tasks if t.gold.lstrip("-").isdigit()]
+    fam = get_family("gsm8k")
+    nxt = {t.id: str(int(t.gold) + 1) for t in g}
+    _kind_row("GSM8K draft box in <think>, then 'The answer is N'", fam, g,
+              [f"<think>\nMaybe \\boxed{{{nxt[t.id]}}}? No.\n</think>\n\nThe answer is {t.gold}." for t in g], w)
+    _kind_row("GSM8K unclosed <think> holding the answer", fam, g,
+              [f"<think>\nThe answer is {t.gold}. Let me double-check" for t in g], w, status="truncated")
+    _kind_row("GSM8K box, then a conditional box", fam, g,
+              [f"The answer is \\boxed{{{t.gold}}}.\n\n(If you forget the tax, you would get \\boxed{{{nxt[t.id]}}}.)"
+               for t in g], w)
+    _kind_row("GSM8K box, then a real correction to N", fam, g,
+              [f"\\boxed{{{nxt[t.id]}}}\n\nHmm, I counted one item twice, so the answer is {t.gold}." for t in g], w)
+    _kind_row("GSM8K box N, then a correction to N+1", fam, g,
+              [f"\\boxed{{{t.gold}}}\n\nWait, I counted one item twice, so the answer is {nxt[t.id]}." for t in g], w,
+              expect=False)
+    pos = [t for t in g if int(t.gold) > 0]
+    _kind_row("GSM8K U+2212 minus on a positive gold", fam, pos, [f"The answer is \u2212{t.gold}." for t in pos], w,
+              expect=False)
+    _kind_row("GSM8K full-width digits", fam, g, [f"The answer is {t.gold.translate(_FW)}." for t in g], w)
+    _kind_row("GSM8K cut off re-checking (length)", fam, g,
+              [ChatResult(text=f"The answer is {t.gold}.\n\nWait, let me re-check the second step: 3 x", finish_reason="length")
+               for t in g], w, status="truncated")
+    _kind_row("GSM8K \\boxed{\\text{N dollars}}", fam, g, [f"\\boxed{{\\text{{{t.gold} dollars}}}}" for t in g], w)
+    tasks = load_split("mmlu_pro_eng", "all", data_dir=data_dir).tasks + \
+        load_split("mmlu_pro_phy", "all", data_dir=data_dir).tasks
+    mc = get_family("mmlu_pro_eng")
+    other = {t.id: (t.meta.get("labels") or "ABCDEFGHIJ")[((t.meta.get("labels") or "ABCDEFGHIJ").index(t.gold) + 1)
+                                                           % len(t.meta["options"])] for t in tasks}
+    _kind_row("MMLU-Pro other letter in <think>, then '(X) text'", mc, tasks,
+              [f"<think>The answer is ({other[t.id]}).</think>\n\n({t.gold}) "
+               f"{t.meta['options'][(t.meta.get('labels') or 'ABCDEFGHIJ').index(t.gold)]}" for t in tasks], w)
+    _kind_row("MMLU-Pro unclosed <think> holding the answer", mc, tasks,
+              [f"<think>The answer is ({t.gold}), let me verify" for t in tasks], w, status="truncated")
+    _kind_row("MMLU-Pro answer, then a conditional other letter", mc, tasks,
+              [f"The answer is ({t.gold}). If we ignored friction, the answer is ({other[t.id]})." for t in tasks], w)
+    _kind_row("MMLU-Pro answer, then a correction to another", mc, tasks,
+              [f"The answer is ({t.gold}). Wait, I made an error; the answer is ({other[t.id]})." for t in tasks], w,
+              expect=False)
+    _kind_row("MMLU-Pro full-width letter", mc, tasks, [f"Answer: {t.gold.translate(_FW)}" for t in tasks], w)
+    _kind_row("MMLU-Pro cut off re-checking (length)", mc, tasks,
+              [ChatResult(text=f"The answer is ({t.gold}).\n\nHmm, let me double-check option ({other[t.id]}): the",
+                          finish_reason="length") for t in tasks], w, status="truncated")
+    if not skip_humaneval:
+        he = load_split("humaneval", "all", data_dir=data_dir).tasks[::4]
+        hf = get_family("humaneval")
+        _kind_row("HumanEval canonical after 'from __future__'", hf, he,
+                  ["```python\nfrom __future__ import annotations\n" + t.meta["prompt"] + t.gold + "```" for t in he], w)
+        _kind_row("HumanEval canonical fenced under a list item", hf, he,
+                  ["1. The code:\n\n   ```python\n" + "\n".join("   " + ln for ln in (t.meta["prompt"] + t.gold).splitlines())
+                   + "\n   ```\n" for t in he], w)
+        ep = {t.id: t.meta["entry_point"] for t in he}
+        _kind_row("HumanEval helper in an earlier block", hf, he,
+                  ["```python\n" + (t.meta["prompt"] + t.gold).replace(f"def {ep[t.id]}(", "def _impl(", 1)
+                   + f"```\nThen:\n```python\ndef {ep[t.id]}(*args):\n    return _impl(*args)\n```" for t in he], w)
+    ap = load_split("apibench_hf", "all", data_dir=data_dir).tasks
+    fmt = "<<<domain>>>: {d}\n<<<api_call>>>: {c}\n<<<api_provider>>>: Hugging Face\n<<<explanation>>>: x"
+    rs = [(t, _respell(t.gold)) for t in ap]
+    rs = [(t, c) for t, c in rs if c != t.gold]
+    strict = get_family("apibench_hf")
+    _kind_row("APIBench-HF gold re-spelled (library resolves it)", strict, [t for t, _ in rs],
+              [fmt.format(d=t.meta["domain"], c=c) for t, c in rs], w)
+    for name, items in (("APIBench-HF gold re-spelled", rs), ("APIBench-HF gold calls", [(t, t.gold) for t in ap])):
+        sc, secs = _timed(with_checker(strict, "paper"), [t for t, _ in items],
+                          [fmt.format(d=t.meta["domain"], c=c) for t, c in items], w)
+        n = max(len(sc), 1)
+        print(f"{name + ', authors checker':<40} {len(sc):>5}  right {sum(s.correct for s in sc) / n:7.2%} "
+              f"(strict {sum(bool(s.detail.get('strict_correct', s.correct)) for s in sc) / n:7.2%})  hallucination "
+              f"{sum(bool(s.detail.get('hallucination')) for s in sc) / n:7.2%}  {len(sc) / max(secs, 1e-9):9.1f} items/s")
+
+
+def _respell(call: str) -> str:
+    """The gold call in a spelling its library resolves itself, or unchanged (tests/test_apibench_spellings.py)."""
+    call = call.replace("SentenceTransformer('sentence-transformers/", "SentenceTransformer('")
+    for a, b in (("'sentiment-analysis'", "'text-classification'"), ("'ner'", "'token-classification'")):
+        if call.startswith("pipeline(" + a):
+            return call.replace(a, b, 1)
+    if call.startswith("timm.create_model('") and "hf_hub:" not in call:
+        return call.replace("timm.create_model('", "timm.create_model('hf_hub:timm/", 1)
+    if call.startswith("mlagents-load-from-hf"):
+        return "```bash\n" + call.replace("'", '"') + "\n```"
+    return call
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
@@ -283,12 +389,18 @@ def main() -> int:
     from janus_memory.tasks.sandbox import choose_backend
     d = str(resolve_data_dir(a.data_dir))
     print(f"cores={os.cpu_count()} workers={a.workers} python={sys.version.split()[0]} sandbox={choose_backend('auto')}")
+    try:
+        from janus_memory.tasks.sandbox import sandbox_python
+        print(f"python in the sandbox: {sandbox_python()}")
+    except ImportError:
+        print("python in the sandbox: not probed (sandbox_python is missing in this version)")
     audit_dc(d, a.workers)
     audit_math(d, a.workers)
     audit_mc(d, a.workers)
     if not a.skip_humaneval:
         audit_humaneval(d, a.workers)
     audit_apibench(d, a.workers)
+    audit_kinds(d, a.workers, a.skip_humaneval)
     return 0
 
 

@@ -97,6 +97,8 @@ def synthesize(n: int, seed: int = 0) -> tuple[dict, list]:
 
 def build(n: int, questions: dict, raw: list) -> dict:
     """The page data from the synthetic run, through view.data.timeline (flags, cosines, diffs, evaluation rows)."""
+    from janus_memory.controller import JanusConfig
+    from janus_memory.controller.describe import describe
     from janus_memory.report.paired import wilson
     from janus_memory.view import data as V
 
@@ -112,12 +114,14 @@ def build(n: int, questions: dict, raw: list) -> dict:
                         "cost": {"needed_calls": 0, "needed_tokens": tok[-1], "paid_calls": 0, "paid_tokens": tok[-1],
                                  "cache_hits": 0, "roles": {}, "estimated": []},
                         **line, "tok_steps": list(range(1, n + 1)), "tok": tok})
+    d = describe(JanusConfig.paper())
     header = {"dataset": "synthetic", "dataset_name": "synthetic", "updater": "dc_rs", "backend": "fake",
-              "model": "synthetic", "encoder": "-", "identity": None, "preset": "paper", "preset_janus": None,
-              "replay": "fresh", "stream_n": n, "test_n": 500, "stream_size": n, "test_size": 500, "seed": 0,
+              "model": "synthetic", "encoder": "-", "identity": None, "preset": "paper",
+              "setup": [["Run preset", "paper"], ["Janus preset", d.label], ["Janus warm-up", str(d.warmup)],
+                        ["Janus trigger", d.trigger], ["Janus evaluation set", d.evaluation],
+                        ["Janus decision", d.rule]],
+              "stream_n": n, "test_n": 500, "stream_size": n, "test_size": 500, "seed": 0,
               "stream_order_seed": None, "janus_seed": 0,
-              "janus": {"warmup": 20, "trigger": "mmt", "tau": 0.0, "beta": 0.9, "coverage_size": 12,
-                        "boundary_size": 8, "fresh_size": 5},
               "inject": None, "wall_s": 0.0, "calls": 0, "paid_calls": 0, "tokens": 0, "paid_tokens": 0,
               "cost_usd": None, "version": "bench", "caption": f"synthetic run of {n:,} steps"}
     run = {"name": f"synthetic-{n}", "path": "/synthetic", "header": header, "methods": methods, "tasks": tasks.rows,

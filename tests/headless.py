@@ -38,6 +38,7 @@ class Browser:
         if exe is None:
             raise CDPError("chromium not found")
         self.timeout = timeout
+        self.width, self.height = width, height
         self.profile = tempfile.mkdtemp(prefix="janus-view-chromium-")
         cmd_r, cmd_w = os.pipe()   # we write commands -> browser reads fd 3
         resp_r, resp_w = os.pipe()  # browser writes fd 4 -> we read
@@ -68,8 +69,7 @@ class Browser:
             self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
             for domain in ("Page", "Runtime", "Log"):
                 self.send(f"{domain}.enable")
-            self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
-                                                             "deviceScaleFactor": 1, "mobile": False})
+            self.set_viewport(width, height)
         except BaseException:
             self.close()
             raise
@@ -154,6 +154,25 @@ class Browser:
             self.send("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1], "button": "left",
                                                    "clickCount": 1})
 
+    KEYS = {"Tab": 9, "Enter": 13, " ": 32, "End": 35, "Home": 36, "ArrowLeft": 37, "ArrowUp": 38, "ArrowRight": 39,
+            "ArrowDown": 40}
+
+    def key(self, key: str) -> None:
+        """A real key press (down + up) sent to the focused element: Tab, Enter, space, Home, End or an arrow key."""
+        code = self.KEYS[key]
+        down = {"type": "keyDown", "key": key, "code": "Space" if key == " " else key, "windowsVirtualKeyCode": code,
+                "nativeVirtualKeyCode": code}
+        if key in ("Enter", " "):
+            down.update(type="keyDown", text="\r" if key == "Enter" else " ")
+        self.send("Input.dispatchKeyEvent", down)
+        self.send("Input.dispatchKeyEvent", {**down, "type": "keyUp", "text": ""})
+
+    def set_viewport(self, width: int, height: int) -> None:
+        """The page's window size in CSS pixels (as a browser window of that size; resize events fire)."""
+        self.width, self.height = width, height
+        self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
+                                                         "mobile": False})
+
     def errors(self) -> list[str]:
         """Console errors, uncaught exceptions and browser log errors (CSP violations, failed loads) seen so far."""
         try:
@@ -173,12 +192,21 @@ class Browser:
         return out
 
     def screenshot(self, path: str, *, full: bool = True) -> None:
+        """A PNG of the viewport, or (``full``) of the whole page: the window is made as tall as the page for the
+        shot (up to 12,000 px), so parts drawn only near the viewport (``content-visibility: auto``) are drawn too,
+        then set back."""
         params = {"format": "png"}
+        width, height = self.width, self.height
         if full:
-            w, h = self.eval("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
-            params.update({"captureBeyondViewport": True, "clip": {"x": 0, "y": 0, "width": w, "height": min(h, 12000),
-                                                                    "scale": 1}})
-        data = self.send("Page.captureScreenshot", params)["data"]
+            h = self.eval("document.documentElement.scrollHeight")
+            self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": min(h, 12000),
+                                                             "deviceScaleFactor": 1, "mobile": False})
+            self.eval("new Promise(function (r) { requestAnimationFrame(function () { requestAnimationFrame(r); }); })")
+        try:
+            data = self.send("Page.captureScreenshot", params)["data"]
+        finally:
+            if full:
+                self.set_viewport(width, height)
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
 

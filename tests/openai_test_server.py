@@ -8,6 +8,12 @@ anything else gets ``"ECHO: <message>"``. Special messages: containing ``AUTH_FA
 ``BAD_REQUEST`` -> 400 (both with an OpenAI-style error body), ``ALWAYS_500`` -> 500 on every attempt, ``NO_USAGE`` -> body without usage,
 ``CAP_CONTEXT`` -> usage.prompt_tokens capped at 2048 (Ollama's silent num_ctx cut, C22-B).
 
+Load shape (benchmarks/bench_server.py): ``jitter_s`` adds U[0, jitter_s] to every reply's latency, ``tail_rate`` /
+``tail_s`` make that share of requests ``tail_s`` slower, ``fail_rate`` answers that share of attempts with a 500
+after the latency, ``parallel_limit`` serves at most that many requests at once (the others queue, as on an engine
+with that many sequence slots). Every draw is a function of (``seed``, request body, attempt), so a load shape is
+reproducible. ``timeline`` keeps (arrival, start, end, status) per request (``perf_counter`` seconds).
+
 Fault schedule (``faults=True``): deterministic per distinct request body (sha256 of the canonical JSON body
 mod 10): 0 -> one 429 (Retry-After), 1 -> one 500, 2 -> one timeout (sleeps ``timeout_sleep_s`` before a
 late reply), 3 -> one truncated JSON body (valid HTTP, cut JSON), 4 -> slow success (``slow_s``),
@@ -40,6 +46,14 @@ def body_key(body: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+class _NoSlot:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 class OpenAITestServer:
     """Context manager: ``with OpenAITestServer(faults=True) as srv: OpenAIBackend(srv.base_url, "test-model")``.
 
@@ -49,8 +63,16 @@ class OpenAITestServer:
     """
 
     def __init__(self, *, faults: bool = False, latency_s: float = 0.0, timeout_sleep_s: float = 1.5,
-                 slow_s: float = 0.3, retry_after: str = "0", retry_after_ms: str | None = "20", responder=None):
+                 slow_s: float = 0.3, retry_after: str = "0", retry_after_ms: str | None = "20", responder=None,
+                 jitter_s: float = 0.0, tail_rate: float = 0.0, tail_s: float = 0.0, fail_rate: float = 0.0,
+                 parallel_limit: int | None = None, seed: int = 0):
         self.responder = responder  # optional callable(messages) -> str replacing the built-in answers
+        self.jitter_s, self.tail_rate, self.tail_s, self.fail_rate = jitter_s, tail_rate, tail_s, fail_rate
+        self.parallel_limit, self.seed = parallel_limit, seed
+        self._slots = threading.BoundedSemaphore(parallel_limit) if parallel_limit else None
+        self.timeline: list[tuple[float, float, float, str]] = []
+        self.active = 0
+        self.max_active = 0
         self.faults = faults
         self.latency_s = latency_s
         self.timeout_sleep_s = timeout_sleep_s
@@ -157,8 +179,41 @@ class OpenAITestServer:
         with self._lock:
             self.bodies.append(body)
             del self.bodies[:-50]
-        if self.latency_s:
-            time.sleep(self.latency_s)
+            load_attempt = self._attempts[("load", body_key(body))]
+            self._attempts[("load", body_key(body))] += 1
+        arrived = time.perf_counter()
+        with self._slots or _NoSlot():
+            self._served_with_load(h, body, messages, last_user, load_attempt, arrived)
+
+    def _draw(self, body: dict, attempt: int, what: str) -> float:
+        """A reproducible U[0, 1) draw for (seed, body, attempt, what)."""
+        key = f"{self.seed}|{body_key(body)}|{attempt}|{what}".encode()
+        return int(hashlib.sha256(key).hexdigest()[:13], 16) / 16 ** 13
+
+    def _served_with_load(self, h, body: dict, messages: list, last_user: str, attempt: int, arrived: float) -> None:
+        with self._lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        start = time.perf_counter()
+        status = "ok"
+        try:
+            wait = self.latency_s + self.jitter_s * self._draw(body, attempt, "jitter")
+            if self.tail_rate and self._draw(body, attempt, "tail") < self.tail_rate:
+                wait, status = wait + self.tail_s, "slow"
+            if wait:
+                time.sleep(wait)
+            if self.fail_rate and self._draw(body, attempt, "fail") < self.fail_rate:
+                status = "500"
+                self._count("500")
+                self._error(h, 500, "injected failure (fail_rate)")
+                return
+            self._reply(h, body, messages, last_user)
+        finally:
+            with self._lock:
+                self.active -= 1
+                self.timeline.append((arrived, start, time.perf_counter(), status))
+
+    def _reply(self, h, body: dict, messages: list, last_user: str) -> None:
         if "ALWAYS_500" in last_user:
             self._count("500")
             self._error(h, 500, "injected permanent 500")

@@ -19,10 +19,30 @@ What is reproduced is the behaviour, never the prompt wording: each model call i
 The scripted model (the test's) answers a call dict with ``(reasoning, text)``; the reference turns that into the
 authors' raw vLLM output (Qwen3 keeps its thinking: ``<think>\\nR\\n</think>\\n\\nT``), which is what their code parses,
 stores and checks.
+
+Text mode (``RefPipeline(..., model=...)``, tests/test_differential_replies.py): every call is also sent as the
+messages the authors send, with their sampling parameters, and the model answers with the raw vLLM text (thinking
+in ``<think>`` tags, cut off at ``max_tokens``). The messages have the authors' SHAPE and FORMAT INSTRUCTIONS, in
+this file's own words (their wording is not copied): the DC-RS generator asks for ``FINAL ANSWER: <answer>..``
+with an option letter in parentheses as its example; ExpeL's solver is ONE user message with ``[SYSTEM]`` and
+``[HUMAN]`` sections; ExpeL's operation format lines put a placeholder, never a number, between the operation and
+its colon, so their own operation pattern cannot match them; the GPQA options are shuffled by the question alone
+(:func:`gpqa_entries`). Sampling (:func:`authors_params`): temperature 0.7, presence_penalty 1.0 and vLLM's
+unrestricted top_p / top_k / min_p on every call; max_tokens M for solving calls (stream, replay, test),
+max(M, 512) for the DC-RS curator, min(256, M) for the ExpeL reflection and (assumed, not in the notes) max(M, 512)
+for the ExpeL rule curator.
+
+Fig. 4 checkpoints (``checkpoint_tests``): ``make_memory_checkpoints.py`` truncates the per-step memory log and
+restores from its last row: DC-RS keeps that sheet and rebuilds its pool from the successful records; ExpeL re-reads
+each logged rule line (number dropped, normalised as a rule) with the count 2, so the logged "(empty)" becomes the
+rule "(empty)."; the ExpeL success pool is taken as it was at that step (assumed: not in the notes).
 """
 from __future__ import annotations
 
+import copy
+import hashlib
 import math
+import random
 import re
 
 from reference_janus import ReferenceJanus, kmeans_pytorch_like
@@ -99,12 +119,132 @@ def task_input(task) -> list[str]:
     return marks(task.question) + [m for o in task.meta["options"] for m in marks(o)]
 
 
+# ------------------------------------------------------------------------------------------ GPQA entries
+def _gpqa_norm(text) -> str:
+    return re.sub(r"\s+", " ", str(text or "")).strip().lower()
+
+
+def gpqa_entries(main_rows: list[dict], diamond_rows: list[dict], sample_seed: int = 0, cap: int = 1000):
+    """Their GPQA task: the stream is gpqa_main without the diamond questions (matched on normalised question and
+    correct answer), rows with fewer than 4 distinct options skipped, ``random.Random(sample_seed).shuffle``, capped;
+    the test is gpqa_diamond in file order. The options of a question are shuffled by the question ALONE: the
+    first 16 hex digits of sha256 of the ``Question`` field as the row holds it (not stripped) seed
+    ``random.Random``, which shuffles [correct, incorrect 1, 2, 3] (their ``task_gpqa.py``), so neither the record
+    id nor the sample seed changes them. Entries are plain objects with ``id``, ``question`` (stripped: the records
+    and the retrieval query the authors strip), ``gold`` (the letter), ``meta["options"]``."""
+    from types import SimpleNamespace
+
+    def entry(row):
+        raw_question = row.get("Question") or ""
+        correct = (row.get("Correct Answer") or "").strip()
+        options = [correct] + [(row.get(f"Incorrect Answer {i}") or "").strip() for i in (1, 2, 3)]
+        if len({_gpqa_norm(o) for o in options if o}) < 4:
+            return None
+        random.Random(int(hashlib.sha256(raw_question.encode("utf-8")).hexdigest()[:16], 16)).shuffle(options)
+        return SimpleNamespace(id=(row.get("Record ID") or "").strip(), question=raw_question.strip(),
+                               gold="ABCD"[options.index(correct)], meta={"options": options, "labels": "ABCD"})
+
+    held_out = {(_gpqa_norm(r["Question"]), _gpqa_norm(r["Correct Answer"])) for r in diamond_rows}
+    stream = [e for r in main_rows
+              if (_gpqa_norm(r["Question"]), _gpqa_norm(r["Correct Answer"])) not in held_out
+              and (e := entry(r)) is not None]
+    random.Random(sample_seed).shuffle(stream)
+    return stream[:cap], [e for e in map(entry, diamond_rows) if e is not None]
+
+
+# ------------------------------------------------------------------------------------------ their messages
+# The authors' message shapes and format instructions, in this file's own words (module docstring).
+def gpqa_prompt(task) -> str:
+    """``build_prompt``: the question, the labelled choices, the letter alone."""
+    choices = "\n".join(f"{label}) {text}" for label, text in zip("ABCD", task.meta["options"]))
+    return (f"{task.question}\n\nChoices:\n{choices}\n\n"
+            "Think step by step, then give only the letter of the correct choice (A, B, C or D).")
+
+
+def _user(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def dc_pairs_text(items: list[tuple[float, str, str]]) -> str:
+    """The retrieved (similarity, question, output) pairs, least similar first, numbered from 1; "(empty)" if none."""
+    if not items:
+        return EMPTY
+    body = "\n".join(f"#### Previous Input #{i} (Similarity: {sim:.2f}):\n{q}\n\n"
+                     f"#### Model Solution to Previous Input #{i}:\n{out}\n---" for i, (sim, q, out) in
+                     enumerate(items, start=1))
+    return ("### PREVIOUS SOLUTIONS (START)\nEarlier attempts, unchecked: borrow ideas, not answers.\n\n"
+            f"{body}\n#### PREVIOUS SOLUTIONS (END)")
+
+
+def dc_curator_messages(sheet: str, pairs: str, next_input: str) -> list[dict]:
+    return _user("Rewrite the strategy sheet below for the coming problem: keep what still helps, add what the "
+                 "earlier solutions teach, one <memory_item> with <strategy> and <when_to_use> per lesson, after a "
+                 "line 'Version: N' and a heading '## General Problem-Solving Heuristics'. Put the sheet inside "
+                 "<cheatsheet>...</cheatsheet>.\n\n"
+                 f"## SHEET SO FAR\n{sheet}\n\n## SIMILAR EARLIER PROBLEMS\n{pairs}\n\n## COMING PROBLEM\n"
+                 f"{next_input}")
+
+
+def dc_generator_messages(sheet: str, question: str) -> list[dict]:
+    """The generator: one user message; the final answer in ``FINAL ANSWER: <answer>..</answer>`` whose example for
+    a choice is the letter in parentheses."""
+    return _user("Solve the problem below; the strategy sheet may help. If running Python would help, write one "
+                 "```python block and end with EXECUTE CODE! on its own line.\n"
+                 "Finish with FINAL ANSWER: <answer>your answer</answer>, e.g., (A) for a choice question.\n\n"
+                 f"## SHEET\n{sheet}\n\n## QUESTION\n{question}")
+
+
+EXPEL_SYSTEM = "You are a reasoning agent: solve the problem, reusing the rules and solved examples that apply."
+
+
+def expel_solver_messages(examples: str, rules: str, reflections: str, attempt: int, problem: str) -> list[dict]:
+    """ONE user message with a [SYSTEM] and a [HUMAN] section; their section order: the retrieved examples ("(none)"
+    without one), the rules ("(empty)" without one), the reflections on failed tries ("(empty)" without one), the
+    attempt number, the output format, the problem."""
+    human = (f"# EXAMPLES FROM THE POOL OF SOLVED CASES\n{examples}\n\n# RULES IN FORCE\n{rules}\n\n"
+             f"# REFLECTIONS AFTER FAILED TRIES AT THIS TASK\n{reflections}\n\n# CURRENT ATTEMPT: {attempt}\n\n"
+             "# OUTPUT FORMAT TO USE\n<trajectory>your steps</trajectory>\n<final_answer>your answer</final_answer>\n\n"
+             f"# THE PROBLEM NOW\n{problem}")
+    return _user(f"[SYSTEM]\n{EXPEL_SYSTEM}\n\n[HUMAN]\n{human}")
+
+
+def expel_examples_text(cases: list[dict]) -> str:
+    if not cases:
+        return "(none)"
+    return "\n\n".join(f"Task: {c['question']}\nTrajectory: {c['trajectory']}" for c in cases)
+
+
+def expel_reflection_messages(reflections: str, problem: str, failed: str) -> list[dict]:
+    return _user("This attempt failed. Say briefly why and what to do differently, inside <reflection>..."
+                 f"</reflection>.\n\nEarlier notes:\n{reflections or EMPTY}\n\nProblem:\n{problem}\n\n"
+                 f"Attempt:\n{failed}")
+
+
+# their operation forms: a placeholder (never digits) between the operation and its colon
+EXPEL_OPS_LINES = ("AGREE <number of a rule>: <that rule>", "REMOVE <number of a rule>: <that rule>",
+                   "EDIT <number of a rule>: <the rule rewritten>", "ADD <number for a new rule>: <the new rule>")
+
+
+def expel_curator_messages(rules: str, body: str) -> list[dict]:
+    return _user(f"Maintain the rule list below from these attempts.\n\nRules now:\n{rules}\n\n{body}\n\n"
+                 "At most 4 operations, one per line, each as one of:\n" + "\n".join(EXPEL_OPS_LINES))
+
+
+def authors_params(kind: str, max_new_tokens: int) -> dict:
+    """The sampling parameters of a call as their vLLM path sets them (module docstring). ``None``: not set."""
+    m = int(max_new_tokens)
+    max_tokens = {"dc_curator": max(m, 512), "expel_reflection": min(256, m), "expel_pair": max(m, 512),
+                  "expel_batch": max(m, 512)}.get(kind, m)
+    return {"temperature": 0.7, "max_tokens": max_tokens, "presence_penalty": 1.0, "top_p": 1.0, "top_k": -1,
+            "min_p": 0.0, "frequency_penalty": None, "stop": None, "seed": None}
+
+
 # ------------------------------------------------------------------------------------------ DC-RS
 class RefDCRS:
     """``methods/DC_RS.py`` with top_k 3 and the strict-cheatsheet curator (paper-spec §5.1)."""
 
-    def __init__(self, ask, encode):
-        self.ask, self.encode = ask, encode
+    def __init__(self, gen, encode):
+        self.gen, self.encode = gen, encode  # gen(call, messages) -> the raw output
         self.cheatsheet = EMPTY
         self.questions: list[str] = []
         self.outputs: list[str] = []
@@ -124,12 +264,13 @@ class RefDCRS:
     def generate(self, task, retrieved) -> str:
         previous = self.cheatsheet
         pairs = [(f"{r['score']:.2f}", marks(r["question"]) + marks(r["model_output"])) for r in retrieved[::-1]]
-        cur = raw_output(self.ask({"phase": "stream", "kind": "dc_curator", "memory": previous, "retrieved": pairs,
-                                   "input": task_input(task)}))
+        text = dc_pairs_text([(r["score"], r["question"], r["model_output"]) for r in retrieved[::-1]])
+        cur = self.gen({"phase": "stream", "kind": "dc_curator", "memory": previous, "retrieved": pairs,
+                        "input": task_input(task)}, dc_curator_messages(previous, text, gpqa_prompt(task)))
         sheet = tag_content(cur, "cheatsheet") or previous  # no block: the previous sheet
         self.step_memories = (previous, sheet)
-        out = raw_output(self.ask({"phase": "stream", "kind": "dc_solver", "memory": sheet, "retrieved": [],
-                                   "input": task_input(task)}))
+        out = self.gen({"phase": "stream", "kind": "dc_solver", "memory": sheet, "retrieved": [],
+                        "input": task_input(task)}, dc_generator_messages(sheet, gpqa_prompt(task)))
         self.pending = sheet
         return out
 
@@ -146,19 +287,41 @@ class RefDCRS:
     def restore(self, snap) -> None:
         self.cheatsheet = snap
 
-    def replay_call(self, task, memory: str) -> dict:
+    def replay_call(self, task, memory: str) -> tuple[dict, list[dict]]:
         """DCRSJanusAdapter.build_solver_prompt: the generator prompt with this sheet, no retrieval."""
-        return {"phase": "replay", "kind": "dc_solver", "memory": memory, "retrieved": [], "input": task_input(task)}
+        return ({"phase": "replay", "kind": "dc_solver", "memory": memory, "retrieved": [], "input": task_input(task)},
+                dc_generator_messages(memory, gpqa_prompt(task)))
 
-    def test_call(self, task) -> dict:
+    def test_call(self, task) -> tuple[dict, list[dict]]:
         """``test_build_solver_prompt``: the frozen sheet with the top-3 retrieved pairs appended (none: the sheet)."""
-        pairs = [(f"{r['score']:.2f}", marks(r["question"]) + marks(r["model_output"]))
-                 for r in self.retrieve(task)[:3][::-1]]
-        return {"phase": "test", "kind": "dc_solver", "memory": self.cheatsheet, "retrieved": pairs,
-                "input": task_input(task)}
+        hits = self.retrieve(task)[:3][::-1]
+        pairs = [(f"{r['score']:.2f}", marks(r["question"]) + marks(r["model_output"])) for r in hits]
+        sheet = self.cheatsheet
+        if hits:
+            text = dc_pairs_text([(r["score"], r["question"], r["model_output"]) for r in hits])
+            sheet = f"{sheet}\n\n## Retrieved Nearest Examples\n{text}"
+        return ({"phase": "test", "kind": "dc_solver", "memory": self.cheatsheet, "retrieved": pairs,
+                 "input": task_input(task)}, dc_generator_messages(sheet, gpqa_prompt(task)))
 
     def stored(self) -> dict:
         return {"pool": list(zip(self.questions, self.outputs, self.feedback))}
+
+    def log_row(self) -> tuple:
+        """What their per-step memory log lets the checkpoint script restore: the sheet, the records so far."""
+        return self.cheatsheet, len(self.questions)
+
+    def restored(self, row: tuple) -> RefDCRS:
+        """``restore_state_from_memory`` for a Fig. 4 checkpoint: that sheet, the pool rebuilt from the successful
+        records up to that step."""
+        sheet, n = row
+        keep = [i for i in range(n) if self.feedback[i] == "success"]
+        out = copy.copy(self)
+        out.cheatsheet = sheet
+        out.questions = [self.questions[i] for i in keep]
+        out.outputs = [self.outputs[i] for i in keep]
+        out.feedback = [self.feedback[i] for i in keep]
+        out.vectors = [self.vectors[i] for i in keep]
+        return out
 
 
 # ------------------------------------------------------------------------------------------ ExpeL
@@ -277,8 +440,8 @@ class RefExpeL:
     """``methods/ExpeL.py`` (ExpeL-Online-MT, the non-interactive ``generate`` path): top_k 3, max_tries 3,
     batch_update_size 8, max_num_rules 20, buffer_retrieve_ratio 5 (paper-spec §5.2)."""
 
-    def __init__(self, ask, encode):
-        self.ask, self.encode = ask, encode
+    def __init__(self, gen, encode):
+        self.gen, self.encode = gen, encode  # gen(call, messages) -> the raw output
         self.rules: list[tuple[str, int]] = []
         self.recent: list[dict] = []
         self.pool: list[dict] = []
@@ -308,11 +471,12 @@ class RefExpeL:
     def generate(self, task, retrieved) -> str:
         before = self.insights()
         shown = [(f"{r['score']:.2f}", marks(r["question"]) + marks(r["trajectory"])) for r in retrieved]
+        examples = expel_examples_text(retrieved)
         note, attempts, reflections, answer, trajectory = "", [], [], "", ""
         for attempt in range(1, 4):
-            raw = raw_output(self.ask({"phase": "stream", "kind": "expel_solver", "memory": before,
-                                       "retrieved": shown, "reflections": marks(note), "attempt": attempt,
-                                       "input": task_input(task)}))
+            raw = self.gen({"phase": "stream", "kind": "expel_solver", "memory": before, "retrieved": shown,
+                            "reflections": marks(note), "attempt": attempt, "input": task_input(task)},
+                           expel_solver_messages(examples, before, note or EMPTY, attempt, gpqa_prompt(task)))
             trajectory = tag_content(raw, "trajectory") or raw
             answer = tag_content(raw, "final_answer") or raw
             ok = gpqa_score(answer, task) >= 1.0
@@ -324,7 +488,7 @@ class RefExpeL:
             if attempt == 3:  # the authors reflect after the last failed try too; nothing reads that reflection
                 call["unused"] = True
                 self.unused_calls += 1
-            reply = raw_output(self.ask(call))
+            reply = self.gen(call, expel_reflection_messages(note, gpqa_prompt(task), raw))
             text = tag_content(reply, "reflection") or reply.strip()
             if text:
                 reflections.append(text)
@@ -358,19 +522,25 @@ class RefExpeL:
             self._append_case(success)
             self.recent.append(success)
             for fail in failed:
+                body = (f"A success:\nQuestion: {success['question']}\nTrajectory: {success['trajectory']}\n\n"
+                        f"A failure:\nQuestion: {fail['question']}\nTrajectory: {fail['trajectory']}")
                 self._curate({"phase": "stream", "kind": "expel_pair", "memory": self.insights(),
                               "success_question": marks(success["question"]),
                               "success_trajectory": marks(success["trajectory"]),
                               "fail_question": marks(fail["question"]),
-                              "fail_trajectory": marks(fail["trajectory"])})
+                              "fail_trajectory": marks(fail["trajectory"])}, body)
             if len(self.recent) >= 8:
+                body = "\n\n".join(f"Success {i}:\nQuestion: {c['question']}\nTrajectory: {c['trajectory']}"
+                                    for i, c in enumerate(self.recent, start=1))
                 self._curate({"phase": "stream", "kind": "expel_batch", "memory": self.insights(),
-                              "successes": [marks(c["question"]) + marks(c["trajectory"]) for c in self.recent]})
+                              "successes": [marks(c["question"]) + marks(c["trajectory"]) for c in self.recent]},
+                             body)
                 self.recent = []
         self.step_memories = (self.rollout["before"], self.insights())
 
-    def _curate(self, call: dict) -> None:
-        self.rules = apply_ops(self.rules, parse_ops(raw_output(self.ask(call))))
+    def _curate(self, call: dict, body: str) -> None:
+        reply = self.gen(call, expel_curator_messages(self.insights(), body))
+        self.rules = apply_ops(self.rules, parse_ops(reply))
 
     def snapshot(self):
         return (list(self.rules), list(self.recent))
@@ -378,16 +548,36 @@ class RefExpeL:
     def restore(self, snap) -> None:
         self.rules, self.recent = list(snap[0]), list(snap[1])
 
-    def replay_call(self, task, memory: str) -> dict:
+    def replay_call(self, task, memory: str) -> tuple[dict, list[dict]]:
         """ExpeLJanusAdapter.build_solver_prompt: these rules, no retrieved cases, no reflection, try 1."""
-        return {"phase": "replay", "kind": "expel_solver", "memory": memory, "retrieved": [], "reflections": [],
-                "attempt": 1, "input": task_input(task)}
+        return ({"phase": "replay", "kind": "expel_solver", "memory": memory, "retrieved": [], "reflections": [],
+                 "attempt": 1, "input": task_input(task)},
+                expel_solver_messages("(none)", memory, EMPTY, 1, gpqa_prompt(task)))
 
-    def test_call(self, task) -> dict:
+    def test_call(self, task) -> tuple[dict, list[dict]]:
         """``test_build_solver_prompt``: the frozen rules with the retrieved success cases, no reflection, try 1."""
-        shown = [(f"{r['score']:.2f}", marks(r["question"]) + marks(r["trajectory"])) for r in self.retrieve(task)]
-        return {"phase": "test", "kind": "expel_solver", "memory": self.insights(), "retrieved": shown,
-                "reflections": [], "attempt": 1, "input": task_input(task)}
+        hits = self.retrieve(task)
+        shown = [(f"{r['score']:.2f}", marks(r["question"]) + marks(r["trajectory"])) for r in hits]
+        return ({"phase": "test", "kind": "expel_solver", "memory": self.insights(), "retrieved": shown,
+                 "reflections": [], "attempt": 1, "input": task_input(task)},
+                expel_solver_messages(expel_examples_text(hits), self.insights(), EMPTY, 1, gpqa_prompt(task)))
+
+    def log_row(self) -> tuple:
+        """What their per-step memory log lets the checkpoint script restore: the rules text, the pool size."""
+        return self.insights(), len(self.pool)
+
+    def restored(self, row: tuple) -> RefExpeL:
+        """``restore_state_from_memory`` for a Fig. 4 checkpoint: every logged rule line, its number dropped and
+        normalised as a rule, with the count 2 (the logged "(empty)" is such a line); the pool as at that step."""
+        text, n = row
+        out = copy.copy(self)
+        rules = [normalize_rule(re.sub(r"^\d+\.\s*", "", ln)) for ln in text.splitlines()]
+        out.rules = [(r, 2) for r in rules if r]
+        out.pool = self.pool[:n]
+        keep = [i for i, d in enumerate(self.docs) if d[0] < n]
+        out.docs = [self.docs[i] for i in keep]
+        out.vectors = [self.vectors[i] for i in keep]
+        return out
 
     def stored(self) -> dict:
         return {"rules": [list(r) for r in self.rules], "recent": [c["question"] for c in self.recent],
@@ -400,23 +590,39 @@ class RefExpeL:
 class RefPipeline:
     """``Runner.run`` over the stream with ``JanusMethod`` around the base method: retrieve, generate, check,
     record, then Janus's ``update_memory`` (snapshot, the base update, step memories, one batched embedding, the
-    controller, a restore when the old memory wins). ``with_janus=False``: the base method alone."""
+    controller, a restore when the old memory wins). ``with_janus=False``: the base method alone.
 
-    def __init__(self, method: str, ask, encode, *, with_janus=True, policy="mmt", k=8, k_prime=4, l_fresh=3):
+    The model is reached through ``ask(call) -> (reasoning, text)`` (structured mode) or, in text mode,
+    ``model(call, messages, params) -> raw vLLM text`` (their client strips it) with :func:`authors_params` for
+    ``max_new_tokens``."""
+
+    def __init__(self, method: str, ask, encode, *, with_janus=True, policy="mmt", k=8, k_prime=4, l_fresh=3,
+                 model=None, max_new_tokens: int = 8192):
         self.encode = encode
-        self.base = (RefDCRS if method == "dc_rs" else RefExpeL)(ask, encode)
-        self.ask = ask
+        self.ask, self.model, self.max_new_tokens = ask, model, int(max_new_tokens)
+        self.base = (RefDCRS if method == "dc_rs" else RefExpeL)(self._gen, encode)
         self.janus = ReferenceJanus(self._replay, k=k, k_prime=k_prime, l_fresh=l_fresh, policy=policy,
                                     kmeans=kmeans_pytorch_like) if with_janus else None
         self.replays: list[list[bool]] = []  # verdicts of each replay call of the controller, in order
+        self.log: list[tuple] = []  # the per-step memory log (the deployed state after each step)
+
+    def _gen(self, call: dict, messages: list[dict]) -> str:
+        if self.model is None:
+            return raw_output(self.ask(call))
+        return str(self.model(call, messages, authors_params(call["kind"], self.max_new_tokens))).strip()
 
     def _replay(self, memory: str, tasks: list) -> list[bool]:
         """``JanusMethod._replay_eval`` for one memory: one sample per entry, checked on the raw output."""
-        out = [gpqa_score(raw_output(self.ask(self.base.replay_call(t, memory))), t) >= 1.0 for t in tasks]
+        out = [gpqa_score(self._gen(*self.base.replay_call(t, memory)), t) >= 1.0 for t in tasks]
         self.replays.append(out)
         return out
 
     def step(self, task) -> dict:
+        out = self._step(task)
+        self.log.append(self.base.log_row())
+        return out
+
+    def _step(self, task) -> dict:
         retrieved = self.base.retrieve(task)
         output = self.base.generate(task, retrieved)
         score = gpqa_score(output, task)
@@ -440,10 +646,32 @@ class RefPipeline:
             decision["old_correct"], decision["new_correct"] = self.replays
         return {**log, "decision": decision, "memory": self._memory(), **self.base.stored()}
 
-    def test(self, tasks: list) -> list[bool]:
+    def test(self, tasks: list, base=None) -> list[bool]:
         """``run_batched_test``: per task, retrieval and the frozen-memory solver prompt, one sample, the checker on
         the raw output (``task.evaluate_entry(out, entry)``)."""
-        return [gpqa_score(raw_output(self.ask(self.base.test_call(t))), t) >= 1.0 for t in tasks]
+        base = base or self.base
+        return [gpqa_score(self._gen(*base.test_call(t)), t) >= 1.0 for t in tasks]
+
+    def checkpoint_tests(self, tasks: list, fractions: list[float]) -> list[dict]:
+        """Fig. 4: the test on the memory restored from the log truncated at each fraction (rows round(n * f), at
+        least 1), in fraction order; the 100% point is tested again only when the restore changes the final state
+        (otherwise the final test's verdicts stand: the same memory, the same prompts)."""
+        n = len(self.log)
+        out = []
+        for f in sorted(set(fractions)):
+            if f >= 1.0:
+                continue
+            step = max(1, round(n * f))
+            verdicts = self.test(tasks, self.base.restored(self.log[step - 1]))
+            out.append({"fraction": f, "step": step, "test_accuracy": sum(verdicts) / len(verdicts)})
+        return out
+
+    def final_checkpoint(self, tasks: list, final_verdicts: list[bool]) -> dict:
+        """The 100% point of Fig. 4 (see :meth:`checkpoint_tests`)."""
+        restored = self.base.restored(self.log[-1])
+        changed = restored.stored() != self.base.stored() or restored.log_row() != self.base.log_row()
+        verdicts = self.test(tasks, restored) if changed else final_verdicts
+        return {"fraction": 1.0, "step": len(self.log), "test_accuracy": sum(verdicts) / len(verdicts)}
 
     def _memory(self) -> str:
         return self.base.cheatsheet if isinstance(self.base, RefDCRS) else self.base.insights()

@@ -1,5 +1,5 @@
 """The package's shape (issue 29), read from the source with ``ast`` (nothing is imported): no import circle between
-modules, packages import one way only (the layers below), no module over 400 lines, no package folder over 20
+modules, packages import one way only (the layers below), no module over 600 lines, no package folder over 20
 modules, at most 10 modules loose at the top, a docstring in every package saying what it owns and may import, and
 every path docs/architecture.md's tree names exists."""
 from __future__ import annotations
@@ -26,7 +26,7 @@ LAYERS = [
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
-MAX_LINES = 400
+MAX_LINES = 600
 LINE_EXCEPTIONS: dict[str, str] = {}  # none: every module is under the limit
 MAX_MODULES_PER_PACKAGE = 20
 MAX_TOP_MODULES = 10
@@ -165,7 +165,7 @@ def test_layers_are_known_and_one_way():
     assert not upward, "\n".join(upward)
 
 
-def test_no_module_over_400_lines():
+def test_no_module_over_600_lines():
     over = {}
     for name, path in MODULES.items():
         n = len(path.read_text(encoding="utf-8").splitlines())

@@ -82,7 +82,7 @@ def test_a_config_file_path_and_a_negative_updater_setting_are_one_line(tmp_path
     assert capsys.readouterr().err == ("error: invalid value for 'out': loop1/run is a symlink loop (it never reaches a "
                                        "file or folder) (got 'loop1/run') (line 2 of a.yaml)\n")
     assert cli.main(["run", "--config", "b.yaml", "--out", "r"]) == 2
-    assert capsys.readouterr().err == ("error: invalid value for 'updater_config.top_k': must be >= 0, got -4 "
+    assert capsys.readouterr().err == ("error: invalid value for 'updater_config.top_k': must be in [0, 1048576], got -4 "
                                        "(line 4 of b.yaml)\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.yaml", "b.yaml", "loop1", "loop2"]
 

@@ -169,15 +169,27 @@ def test_an_interrupt_while_setting_up_removes_the_new_folder(tmp_path, capsys, 
     (["--test-size", "-3"], "--test-size must be >= 1, got -3"),
     (["--checkpoints", "0,0.5"], "--checkpoints must be stream fractions in (0, 1], got 0.0"),
     (["--checkpoints", "1.5"], "--checkpoints must be stream fractions in (0, 1], got 1.5"),
-    (["--solver-max-tokens", "0"], "--solver-max-tokens must be >= 1, got 0"),
-    (["--curator-max-tokens", "-5"], "--curator-max-tokens must be >= 1, got -5"),
-    (["--concurrency", "0"], "--concurrency must be >= 1, got 0"),
-    (["--n-parallel", "0"], "--n-parallel must be >= 1, got 0"),
-    (["--n-ctx", "-1"], "--n-ctx must be >= 0, got -1"),
-    (["--max-retries", "-1"], "--max-retries must be >= 0, got -1"),
-    (["--request-timeout", "0"], "--request-timeout must be > 0, got 0.0"),
+    (["--solver-max-tokens", "0"], "--solver-max-tokens must be in [1, 1048576], got 0"),
+    (["--curator-max-tokens", "-5"], "--curator-max-tokens must be in [1, 1048576], got -5"),
+    (["--concurrency", "0"], "--concurrency must be in [1, 1024], got 0"),
+    (["--n-parallel", "0"], "--n-parallel must be in [1, 256], got 0"),
+    (["--n-ctx", "-1"], "--n-ctx must be in [0, 1048576], got -1"),
+    (["--max-retries", "-1"], "--max-retries must be in [0, 100], got -1"),
+    (["--request-timeout", "0"], "--request-timeout must be in (0, 86400], got 0.0"),
     (["--request-timeout", "inf"], "--request-timeout must be a finite number, got inf"),
-    (["--request-deadline", "-5"], "--request-deadline must be > 0, got -5.0"),
+    (["--request-deadline", "-5"], "--request-deadline must be in (0, 604800], got -5.0"),
+    (["--solver-max-tokens", "1000000000"], "--solver-max-tokens must be in [1, 1048576], got 1000000000"),
+    (["--n-ctx", "100000000000"], "--n-ctx must be in [0, 1048576], got 100000000000"),
+    (["--concurrency", "1000000000"], "--concurrency must be in [1, 1024], got 1000000000"),
+    (["--max-retries", "1000"], "--max-retries must be in [0, 100], got 1000"),
+    (["--request-timeout", "1e9"], "--request-timeout must be in (0, 86400], got 1000000000.0"),
+    (["--checkpoints", ",".join(f"0.{i:03d}" for i in range(1, 102))], "--checkpoints at most 100 fractions, got 101"),
+    (["--base-url", "ftp://127.0.0.1/v1"], "--base-url must be an http:// or https:// URL such as "
+                                           "http://127.0.0.1:8000/v1, got 'ftp://127.0.0.1/v1'"),
+    (["--model", "m" * 5000], "--model must be at most 4,096 characters, got 5,000"),
+    (["--encoder", "hashing:1000000000000"], "encoder 'hashing:1000000000000': the hashing encoder's dimension must "
+                                             "be in [2, 65536] (a dense row of that many numbers per text, stored for "
+                                             "every seen task), got 1000000000000"),
 ])
 def test_out_of_range_option_is_one_line_naming_it_before_the_header(tmp_path, capsys, argv, expect):
     out = tmp_path / "r"
@@ -442,7 +454,7 @@ def test_run_help_shows_the_default_stream_size_and_output_folder(capsys):
             "gsm8k)") in text
     assert ("--out DIR run folder to create, made with its parents, relative to the current folder; a finished run "
             "there needs --overwrite or another --out (default: runs/latest)") in text
-    assert "--dataset NAME dataset name (gsm8k, " in text and "(default: gsm8k)" in text
+    assert "--dataset NAME dataset name (ready with the shipped data: gsm8k, " in text and "(default: gsm8k)" in text
     assert "--tau X MMT threshold in [-1, 1]" in text
     assert len(load_split("gsm8k", "stream").tasks) == 500 and len(load_split("gsm8k", "test").tasks) == 500
     assert RunConfig().out == "runs/latest" and RunConfig().dataset == "gsm8k"

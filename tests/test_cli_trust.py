@@ -159,12 +159,12 @@ def test_grid_help_names_dataset_as_required(capsys):
     with pytest.raises(SystemExit):
         main(["grid", "--help"])
     out = re.sub(r"\s+", " ", capsys.readouterr().out)
-    assert "apibench_hf); required unless --config names one --stream-size" in out
+    assert "no stream: math500); required unless --config names one --stream-size" in out
     assert "(default: gsm8k)" not in out
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     out = re.sub(r"\s+", " ", capsys.readouterr().out)
-    assert "-q, --quiet no progress bars" in out and "apibench_hf) (default: gsm8k)" in out
+    assert "-q, --quiet no progress bars" in out and "no stream: math500) (default: gsm8k)" in out
 
 
 def test_config_file_errors_name_the_line_of_the_key(tmp_path, capsys):

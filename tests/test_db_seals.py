@@ -89,7 +89,7 @@ def test_a_new_run_is_store_format_5_with_every_seal(finished):
             assert stored_acc(q, f"checkpoint:{m}") == (True, checkpoint_acc(q, m))
         assert q("SELECT COUNT(*) FROM checkpoint_rows WHERE method='dc_rs+janus'")[0][0] > 0  # embeddings as rows
         seal = json.loads(q("SELECT value FROM meta WHERE key='seal:setup'")[0][0])
-        assert sorted(seal) == ["config", "environment", "splits", "store_format"]
+        assert sorted(seal) == ["config", "environment", "prompts", "splits", "store_format"]
     finally:
         con.close()
 

@@ -38,7 +38,7 @@ from janus_memory.llm.usage import UsageMeter
 from janus_memory.run import loop
 from janus_memory.run.build import Context
 from janus_memory.settings.config import RunConfig
-from janus_memory.store.events import EventBus, StepRecorded, TestDone
+from janus_memory.store.events import EventBus, MethodFinished, StepRecorded, TestDone
 from janus_memory.tasks import get_family
 from janus_memory.tasks.checker_paper import with_checker
 from janus_memory.types import ChatResult, Task
@@ -192,8 +192,8 @@ class ScriptedModel:
 
 
 # ------------------------------------------------------------------------------------------ our side
-_TEMPLATES = ("dc_rs_curator_paper", "dc_generator_paper", "expel_solver_user", "expel_reflection",
-              "expel_pair_curator", "expel_batch_curator")
+_TEMPLATES = ("dc_rs_curator_paper", "dc_generator_paper", "expel_solver_user", "expel_solver_user_paper",
+              "expel_reflection", "expel_pair_curator", "expel_batch_curator")
 
 
 def _items(block: str, header: str) -> list[tuple[str, list[str]]]:
@@ -222,7 +222,10 @@ class OurClient:
         return recording
 
     def to_call(self, messages: list[dict], role: str) -> dict:
-        name, v = self.filled[messages[-1]["content"]]
+        content = messages[-1]["content"]
+        if content not in self.filled:  # the paper ExpeL solver: the filled template after a [SYSTEM] section
+            content = max((k for k in self.filled if content.endswith(k)), key=len)
+        name, v = self.filled[content]
         phase = {"janus": "replay", "test": "test"}.get(role, "stream")
         if name == "dc_rs_curator_paper":
             return {"phase": phase, "kind": "dc_curator", "memory": v["PREVIOUS_CHEATSHEET"],
@@ -234,7 +237,7 @@ class OurClient:
             return {"phase": phase, "kind": "dc_solver", "memory": sheet,
                     "retrieved": _items(pairs, r"#### Previous Input #\d+ \(Similarity: (-?\d+\.\d\d)\):"),
                     "input": marks(v["QUESTION"])}
-        if name == "expel_solver_user":
+        if name in ("expel_solver_user", "expel_solver_user_paper"):
             return {"phase": phase, "kind": "expel_solver", "memory": v["RULES"],
                     "retrieved": _items(v["EXAMPLES"], r"### Example \d+ \(similarity (-?\d+\.\d\d)\)"),
                     "reflections": marks(v["REFLECTIONS"]), "attempt": int(v["ATTEMPT"]), "input": marks(v["TASK"])}
@@ -268,6 +271,12 @@ def run_ours(method: str, trigger: str, tasks: list[Task], monkeypatch, with_jan
     ctx = Context(settings=settings, family=with_checker(get_family("gpqa"), "paper"),
                   stream=SimpleNamespace(tasks=tasks), test=SimpleNamespace(tasks=list(test or [])), client=client,
                   encoder=HashEncoder())
+    return run_collected(ctx, method, with_janus, monkeypatch), model.calls
+
+
+def run_collected(ctx, method: str, with_janus: bool, monkeypatch, checkpoints: bool = False) -> list[dict]:
+    """Run one method and collect what is compared: each step (:func:`_our_step`), the test verdicts and, with
+    ``checkpoints``, the Fig. 4 checkpoint accuracies; the monkeypatches are undone after the run."""
     steps: list[dict] = []
 
     def on_event(ev):
@@ -275,9 +284,12 @@ def run_ours(method: str, trigger: str, tasks: list[Task], monkeypatch, with_jan
             steps.append(_our_step(method, ev, with_janus))
         if isinstance(ev, TestDone):
             steps.append({"test": [r["correct"] for r in ev.records]})
+        if checkpoints and isinstance(ev, MethodFinished):
+            steps.append({"checkpoints": [{k: c[k] for k in ("fraction", "step", "test_accuracy")}
+                                          for c in ev.summary["checkpoints"]]})
     loop.run_method(ctx, method, with_janus, EventBus(on_event))
     monkeypatch.undo()
-    return steps, model.calls
+    return steps
 
 
 def _our_step(method: str, ev: StepRecorded, with_janus: bool) -> dict:
@@ -308,6 +320,13 @@ def run_reference(method: str, trigger: str, tasks: list[Task], with_janus: bool
     enc = HashEncoder()
     ref = RefPipeline(method, model, enc.encode, with_janus=with_janus, policy=trigger, k=JANUS["warmup"],
                       k_prime=JANUS["coverage_size"], l_fresh=JANUS["fresh_size"])
+    steps = reference_steps(ref, method, enc, tasks)
+    steps.append({"test": ref.test(list(test or []))})
+    return steps, model.calls, ref
+
+
+def reference_steps(ref: RefPipeline, method: str, enc, tasks) -> list[dict]:
+    """The reference's steps over the stream, ExpeL's document texts replaced by their embeddings."""
     steps = []
     for t in tasks:
         s = ref.step(t)
@@ -315,8 +334,7 @@ def run_reference(method: str, trigger: str, tasks: list[Task], with_janus: bool
             texts = s.pop("doc_texts")
             s["doc_vectors"] = enc.encode(texts) if texts else np.zeros((0, 256), dtype=np.float32)
         steps.append(s)
-    steps.append({"test": ref.test(list(test or []))})
-    return steps, model.calls, ref
+    return steps
 
 
 def _compare(ours, ref, label):
@@ -325,6 +343,11 @@ def _compare(ours, ref, label):
     for i, (a, b) in enumerate(zip(ocalls, used)):
         assert a == b, f"{label}: model call {i + 1} differs\nours {a}\nref  {b}"
     assert len(ocalls) == len(used), f"{label}: {len(ocalls)} calls (ours) vs {len(used)} (reference)"
+    compare_steps(osteps, rsteps, label)
+
+
+def compare_steps(osteps: list[dict], rsteps: list[dict], label: str) -> None:
+    """Every step (and the test) identical, the retrieval documents' embeddings within float tolerance."""
     for t, (a, b) in enumerate(zip(osteps, rsteps, strict=True), start=1):
         va, vb = a.pop("doc_vectors", None), b.pop("doc_vectors", None)
         assert a == b, f"{label}: step {t} differs\nours {a}\nref  {b}"

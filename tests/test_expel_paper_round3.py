@@ -98,7 +98,9 @@ def test_the_paper_preset_keeps_a_try_as_the_authors_do():
                     "trajectory": "try two", "reflections": ["draft note"], "answer": "B"}
     # the next task's solver sees the case's raw question, not its task prompt
     upd.step(NEXT)
-    user = [c for c in llm.calls if c["role"] == "solver"][-1]["messages"][1]["content"]
+    msgs = [c for c in llm.calls if c["role"] == "solver"][-1]["messages"]
+    assert [m["role"] for m in msgs] == ["user"] and msgs[0]["content"].startswith("[SYSTEM]\n")  # one text
+    user = msgs[0]["content"]
     assert f"Problem: {GPQA.question}\nReasoning:\ntry two" in user
     assert "Options:" not in user.split("Problem:")[1].split("Reasoning")[0]
 
@@ -139,12 +141,20 @@ def test_bad_option_values_are_refused():
 
 def test_stored_expel_configs_from_before_resume_as_they_ran():
     old = {"preset": "paper", "twin_cache": "separate", "updater": "expel", "updater_config": {"retrieval": "paper"}}
+    # stored before the prompts took the authors' shape, format lines and section order
+    shape = {"message_shape": "system_user", "ops_format": "short", "solver_layout": "rules_first"}
     assert migrate_stored(old)["updater_config"] == {"outputs": "visible", "examples_input": "task_prompt",
-                                                     "test_scoring": "answer_block", "retrieval": "paper"}
+                                                     "test_scoring": "answer_block", "retrieval": "paper", **shape}
     new = {**old, "updater_config": {"outputs": "paper", "examples_input": "question"}}
-    assert migrate_stored(new)["updater_config"] == {"outputs": "paper", "examples_input": "question"}
+    assert migrate_stored(new)["updater_config"] == {"outputs": "paper", "examples_input": "question", **shape}
+    shaped = {**old, "updater_config": {"outputs": "paper", "message_shape": "one_text", "ops_format": "paper"}}
+    assert migrate_stored(shaped)["updater_config"] == {**shaped["updater_config"], "solver_layout": "rules_first"}
+    newest = {**old, "updater_config": {**shaped["updater_config"], "solver_layout": "paper"}}
+    assert migrate_stored(newest)["updater_config"] == newest["updater_config"]
     dc = {**old, "updater": "dc_rs", "updater_config": {}}
     assert migrate_stored(dc)["updater_config"] == {}
+    dc = {**old, "updater": "dc_rs", "updater_config": {"prompts": "paper"}}  # resolved, before letter_format
+    assert migrate_stored(dc)["updater_config"] == {"letter_format": "bare", "prompts": "paper"}
 
 
 def test_the_held_out_test_checks_the_raw_output_as_the_authors_batched_test():

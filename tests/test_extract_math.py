@@ -81,9 +81,11 @@ def test_unparsed_and_truncated():
     # truncated, only a stray number: no complete final answer -> truncated
     s = fam.score(T("7"), ChatResult(text="Let us compute 3 + 4 = 7 and then", finish_reason="length"))
     assert (s.correct, s.extracted, s.status) == (False, None, "truncated")
-    # truncated after a complete box: the box counts
-    s = fam.score(T("7"), ChatResult(text=r"So \boxed{7}. Let me double-check: 3 + 4", finish_reason="length"))
+    # truncated after a complete box: the box counts, unless the reply was re-checking it when it stopped
+    s = fam.score(T("7"), ChatResult(text=r"So \boxed{7}. This is the sum of both parts, and", finish_reason="length"))
     assert s.correct and s.status == "ok"
+    s = fam.score(T("7"), ChatResult(text=r"So \boxed{7}. Let me double-check: 3 + 4", finish_reason="length"))
+    assert (s.correct, s.extracted, s.status) == (False, None, "truncated")
     # reasoning is never parsed
     s = fam.score(T("7"), ChatResult(text="", reasoning=r"\boxed{7}"))
     assert s.status == "unparsed" and not s.correct

@@ -81,7 +81,7 @@ def test_flat_and_nested_yaml_give_equal_configs():
      "'backend' is given twice with different values: 'fake' (flat) and 'openai' (llm.backend); give it once"),
     ({"llm": {"temprature": 0.0}}, "unknown config key 'llm.temprature' (did you mean temperature?)"),
     ({"llm": {"backend": "fake", "n_threads": 4}}, "unknown config key 'llm.n_threads'"),
-    ({"llm": {"max_retries": -1}}, "invalid value for 'llm.max_retries': must be >= 0, got -1"),
+    ({"llm": {"max_retries": -1}}, "invalid value for 'llm.max_retries': must be in [0, 100], got -1"),
     ({"llm": 3}, "invalid value for 'llm': Input should be a valid dictionary or instance of LLMSettings (got 3)"),
     ({"llm": 3, "temperature": 0.1},
      "invalid value for 'llm': Input should be a valid dictionary or instance of LLMSettings (got 3)"),

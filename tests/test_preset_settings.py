@@ -94,10 +94,10 @@ def test_resolved_config_writes_every_preset_choice_out():
     ({"janus": {"replay_limit": 0}}, "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
     ({"preset": "fast"}, "invalid value for 'preset': Input should be 'paper' or 'small' (got 'fast')"),
     ({"replay": "warm"}, "invalid value for 'replay': Input should be 'fresh' or 'frozen' (got 'warm')"),
-    ({"max_retries": -1}, "invalid value for 'llm.max_retries': must be >= 0, got -1"),
-    ({"request_timeout": 0}, "invalid value for 'llm.request_timeout': must be > 0, got 0"),
-    ({"request_deadline": -5.0}, "invalid value for 'llm.request_deadline': must be > 0, got -5.0"),
-    ({"n_ctx": -1}, "invalid value for 'llm.n_ctx': must be >= 0, got -1"),
+    ({"max_retries": -1}, "invalid value for 'llm.max_retries': must be in [0, 100], got -1"),
+    ({"request_timeout": 0}, "invalid value for 'llm.request_timeout': must be in (0, 86400], got 0"),
+    ({"request_deadline": -5.0}, "invalid value for 'llm.request_deadline': must be in (0, 604800], got -5.0"),
+    ({"n_ctx": -1}, "invalid value for 'llm.n_ctx': must be in [0, 1048576], got -1"),
 ])
 def test_bad_settings_are_one_line_config_errors(data, msg):
     with pytest.raises(ConfigError) as e:
@@ -220,9 +220,9 @@ def test_cli_seed_help_and_new_options(capsys):
     (["--preset", "large"], "argument --preset: invalid choice: 'large' (choose from 'paper', 'small')"),
     (["--replay", "warm"], "argument --replay: invalid choice: 'warm' (choose from 'fresh', 'frozen')"),
     (["--same-memory-shortcut", "maybe"], "argument --same-memory-shortcut: expected on or off, got 'maybe'"),
-    (["--max-retries", "-1"], "--max-retries must be >= 0, got -1"),
+    (["--max-retries", "-1"], "--max-retries must be in [0, 100], got -1"),
     (["--replay-limit", "0"], "--replay-limit must be None or an int >= 1, got 0"),
-    (["--request-timeout", "0"], "--request-timeout must be > 0, got 0.0"),
+    (["--request-timeout", "0"], "--request-timeout must be in (0, 86400], got 0.0"),
     (["--backend", "local", "--n-ctx", "1024"], "n_ctx: n_ctx 1024 is below max_tokens 8192 + a 2048-token prompt "
                                                  "budget (10240); raise n_ctx (or leave it 0 to size it) or lower the "
                                                  "max tokens"),
@@ -249,8 +249,11 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
                "9", "--out", str(out)])
     assert rc == 0
     printed = capsys.readouterr().out
-    assert ("preset: paper (replay fresh); janus preset: custom (trigger=always, tau=0.0, same_memory_shortcut=True, "
-            "early_stop=False, dedup=False, clustering=paper, replay_limit=2)") in printed
+    assert ("\nJanus preset: custom: paper with same_memory_shortcut=True, replay_limit=2; differs from the paper's: "
+            "warm-up 1 (paper 20), coverage 1 (paper 12), boundary 1 (paper 8), fresh 1 (paper 5), trigger always "
+            "(paper mmt)\n") in printed
+    assert ("evaluation set: the paper's hybrid set of coverage 1 + boundary 1 + fresh 1 = 3 tasks, 2 of them sampled "
+            "per comparison;") in printed
     assert "triggers decided by encoder hashing: scikit-learn HashingVectorizer" in printed
     cfg = json.loads((out / "config.json").read_text())
     assert (cfg["preset"], cfg["replay"], cfg["llm"]["max_retries"], cfg["llm"]["request_deadline"],
@@ -268,22 +271,30 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
     assert all("sample" in e for d in decisions for e in d["decision"]["evaluations"])  # fresh draws are recorded
     assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert ("Preset: paper (replay fresh); janus preset: custom (trigger=always, tau=0.0, same_memory_shortcut=True, "
-            "early_stop=False, dedup=False, clustering=paper, replay_limit=2); triggers decided by encoder hashing") in md
+    assert "- Janus preset: custom: paper with same_memory_shortcut=True, replay_limit=2\n" in md
+    assert "- Encoder (decides the triggers): hashing: scikit-learn HashingVectorizer" in md
 
 
 # ------------------------------------------------------------------ old stored configs
 def test_migrate_stored_config_spells_out_the_old_behaviour():
     # (and, stored before issue 27 too, the settings of then: runner/config.pre_issue27)
     pre27 = {"checker": "strict", "replay_failures": "abort", "twin_cache": "shared", "checkpoint_restore": "exact",
-             "updater_config": {"sampling": "backend"}}
+             "updater_config": {"sampling": "backend"}, "option_order": "seeded", "apibench_split": "registry",
+             "apibench_question": "instruction"}
     assert migrate_stored({"janus": {"warmup": 2}}) == {
         "janus": {"same_memory_shortcut": True, "warmup": 2, "clustering": "sklearn"}, "preset": "small",
         "janus_preset": "paper", "replay": "frozen", **pre27}
     assert migrate_stored({"preset": "paper", "janus": {}}) == {"preset": "paper", "janus": {"clustering": "sklearn"},
                                                                 **pre27}
+    before_apibench = {"apibench_split": "registry", "apibench_question": "instruction"}
     assert migrate_stored({"preset": "paper", "janus": {}, "twin_cache": None}) == {
-        "preset": "paper", "janus": {}, "twin_cache": None}  # written since issue 27: as stored
+        "preset": "paper", "janus": {}, "twin_cache": None, "option_order": "seeded",
+        **before_apibench}  # since issue 27: as stored
+    assert migrate_stored({"preset": "paper", "janus": {}, "twin_cache": None, "option_order": None}) == {
+        "preset": "paper", "janus": {}, "twin_cache": None, "option_order": None, **before_apibench}
+    newest = {"preset": "paper", "janus": {}, "twin_cache": None, "option_order": None, "apibench_split": None,
+              "apibench_question": None}
+    assert migrate_stored(newest) == newest  # the preset's (question, paper, code)
 
 
 def test_a_recommended_run_stored_before_round_4_resumes_as_round_2():

@@ -67,10 +67,49 @@ def test_report_flags_checker_and_controller_and_shows_the_test_n(tmp_path, monk
             "Setting not the paper's |") in md
     assert "| 3 / 250 | 84.0 | scripted (not the paper's) | — |" in md  # the paper checker, no Janus
     assert "| 4 / 250 | 89.2 | scripted (not the paper's) | checker: strict; Janus: clustering=sklearn |" in md
-    assert ("A row with a setting in the last column ran with our strict checker or with Janus settings other than "
-            "the paper preset's: it is not the paper's setting.") in md
+    assert ("A row with a setting in the last column ran with our strict checker, or with Janus, data, replay or "
+            "updater settings other than the paper preset's: it is not the paper's setting.") in md
     rows = {p["label"]: p for sec in res["sections"] for p in sec["tables"]["published"]["rows"]}
     assert (rows["dc_rs+janus"]["test_n"], rows["dc_rs+janus"]["controller_diff"], rows["dc_rs+janus"]["checker"]) == (
         [4], ["clustering=sklearn"], "strict")
     assert (rows["memory_free"]["test_n"], rows["memory_free"]["controller_diff"], rows["memory_free"]["checker"]) == (
         [3], [], "paper")
+
+
+def test_report_flags_data_replay_and_updater_settings(tmp_path, monkeypatch):
+    """APIBench with our question text, ExpeL with our operation format lines and section order, frozen replays and
+    the small preset: each named in the last column; the same runs on the paper preset are not flagged."""
+    from janus_memory.report.published import setting_differences
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = tmp_path / "expel.yaml"
+    cfg.write_text("updater_config:\n  ops_format: short\n  solver_layout: rules_first\n")
+    base = ["run", "--backend", "fake", "--encoder", "hashing", "--quiet", "--stream-size", "3", "--test-size", "2"]
+    runs = tmp_path / "runs"
+    assert main(base + ["--dataset", "apibench_hf", "--updater", "memory_free", "--controller", "none",
+                        "--apibench-question", "instruction", "--out", str(runs / "api")]) == 0
+    assert main(base + ["--dataset", "mmlu_pro_eng", "--updater", "expel", "--controller", "janus", "--config",
+                        str(cfg), "--replay", "frozen", "--out", str(runs / "expel")]) == 0
+    assert main(base + ["--dataset", "mmlu_pro_phy", "--updater", "exprag", "--controller", "none", "--preset", "small",
+                        "--out", str(runs / "small")]) == 0
+    assert main(base + ["--dataset", "mmlu_pro_phy", "--updater", "dc_rs", "--controller", "both",
+                        "--out", str(runs / "paper")]) == 0
+    res = build_report([str(runs)], str(tmp_path / "rep"))
+    rows = {(p["label"], p["dataset"]): p for sec in res["sections"] for p in sec["tables"]["published"]["rows"]}
+    assert rows["memory_free", "apibench_hf"]["setting_diff"] == ["apibench_question=instruction"]
+    assert rows["expel+janus", "mmlu_pro_eng"]["setting_diff"] == [
+        "replay=frozen", "updater ops_format=short", "updater solver_layout=rules_first"]
+    assert rows["exprag", "mmlu_pro_phy"]["setting_diff"] == ["updater presence_penalty=None", "updater sampling=backend"]
+    assert rows["exprag", "mmlu_pro_phy"]["checker"] == "strict"
+    assert rows["dc_rs", "mmlu_pro_phy"]["setting_diff"] == rows["dc_rs+janus", "mmlu_pro_phy"]["setting_diff"] == []
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "| scripted (not the paper's) | apibench_question=instruction |" in md
+    assert ("| scripted (not the paper's) | replay=frozen, updater ops_format=short, updater "
+            "solver_layout=rules_first |") in md
+    # option order and APIBench settings only where the dataset's loader takes them; replays only with Janus
+    small = {"preset": "small", "option_order": None, "apibench_split": None, "replay": "frozen"}
+    assert setting_differences(small, "gpqa", "memory_free", False) == ["option_order=seeded"]
+    assert setting_differences(small, "gsm8k", "memory_free", False) == []
+    assert setting_differences(small, "apibench_hf", "memory_free", True) == [
+        "apibench_split=registry", "apibench_question=instruction", "replay=frozen", "replay_failures=abort",
+        "twin_cache=shared"]

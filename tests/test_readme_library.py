@@ -39,8 +39,7 @@ def _run_alone(block: str, tmp_path: Path):
 
 def test_every_python_block_is_either_runnable_or_called_a_sketch():
     firsts = [b.splitlines()[0] for b in _python_blocks()]
-    assert firsts == ["# a sketch: `agent`, `stream` and `my_score` are yours (a loop that runs as it stands follows)",
-                      "# runnable: the whole loop, nothing else needed"]
+    assert firsts == ["# runnable: the whole loop, nothing else needed"]
 
 
 @pytest.mark.parametrize("i", range(len(_runnable_blocks())))
@@ -62,11 +61,16 @@ def test_readme_guarded_update_example_prints_its_decisions(tmp_path):
 
 
 def test_the_task_the_readme_names_takes_the_fields_it_lists():
-    """The sketch names janus_memory.types.Task(id, dataset, question, gold); meta is optional, and a Task without
-    gold is refused."""
+    """The loop builds janus_memory.types.Task(id, dataset, question=, gold=); meta is optional, and a Task without
+    gold is refused. The per-step call the README names is the one docs/controller.md shows."""
     t = Task("gsm8k/test/1", "gsm8k", "What is 2 + 3?", "5")
     assert (t.id, t.dataset, t.question, t.gold, t.meta) == ("gsm8k/test/1", "gsm8k", "What is 2 + 3?", "5", {})
-    assert "Task(id, dataset, question, gold)" in _python_blocks()[0]
+    assert 'Task(f"t{i}", "toy", question=f"question {i}", gold=f"{i}")' in _python_blocks()[0]
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert "`janus.decide(StepInput(task, e_q, old, new, e_old, e_new))`" in readme
+    controller = (README.parent / "docs" / "controller.md").read_text(encoding="utf-8")
+    assert "d = janus.decide(StepInput(task, e_q, outcome.old_memory, outcome.candidate_memory, e_old, e_new))" in (
+        controller)
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'gold'"):
         Task(id="t1", dataset="toy", question="q")
 
@@ -123,3 +127,14 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert command == "pip install -e '.[test]' && janus model fetch --test-models && python -m pytest"
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert ci[-1] == command
+
+
+def test_the_readme_is_a_guide_of_at_most_150_lines_that_starts_with_the_two_set_up_commands():
+    text = README.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) <= 150
+    first_block = re.search(r"```bash\n(.*?)```", text, flags=re.S).group(1).splitlines()
+    assert [x.split("  #")[0].strip() for x in first_block] == [
+        "pip install -e '.[local]' && janus demo",
+        "pip install -e '.[test]' && janus model fetch --test-models && python -m pytest"]
+    assert text.index(first_block[0]) < text.index("\n## ")  # above every section

@@ -111,7 +111,7 @@ def test_all_ties_evaluate_everything_and_deploy():
 def test_all_discordant_for_the_old_memory_rolls_back_after_six_pairs():
     ev = fixed({"old": [True] * 10, "new": [False] * 10})
     c = seq(ev, 10)
-    assert (c.accept, c.reason, c.n_evaluated, c.calls, c.early_stopped) == (False, "sprt_old_worse", 6, 12, True)
+    assert (c.accept, c.reason, c.n_evaluated, c.calls, c.early_stopped) == (False, "sprt_new_worse", 6, 12, True)
     assert c.old_correct == [True] * 6 and c.new_correct == [False] * 6
 
 
@@ -343,7 +343,7 @@ def test_controller_reuses_the_deployed_memorys_outcomes_until_it_changes():
     d3 = step(j, 2, SHEET, SHEET + "\nrule a")
     old_asked = [ids for n, ids in asked if n == SHEET.count("\n")]
     assert (d3.accept, d3.reason, d3.eval_ids, d3.n_evaluated, d3.evaluator_calls) == (
-        False, "sprt_old_worse", ["t1", "t0", "t2"], 2, 4)  # two old-memory wins with one pair left: settled
+        False, "sprt_new_worse", ["t1", "t0", "t2"], 2, 4)  # two old-memory wins with one pair left: settled
     asked.clear()
     d4 = step(j, 3, SHEET, SHEET + "\nrule b")  # same old memory: only the task it has not seen is asked for
     seen_before = {i for ids in old_asked for i in ids}

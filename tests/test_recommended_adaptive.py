@@ -242,7 +242,7 @@ def test_recent_closeness_budget_grows_after_a_close_comparison_and_is_stored():
     assert j.state_dict()["recent_close"] == [True]
     mode["new_loses"] = True
     d = step(4, "old 4", "new 5")  # 3 old-memory wins of 4: settled after 3, not close
-    assert (d.n_evaluated, d.reason, d.accept) == (3, "sprt_old_worse", False)
+    assert (d.n_evaluated, d.reason, d.accept) == (3, "sprt_new_worse", False)
     restored = Janus.from_state_dict(json.loads(json.dumps(j.state_dict())), ev)
     assert restored.state_dict()["recent_close"] == [False]
     assert step(5, "old 4", "new 6").n_evaluated == 2  # back to the small cap

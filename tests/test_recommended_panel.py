@@ -242,7 +242,7 @@ def test_gate_compare_forces_an_ordinary_comparison_in_warmup_and_after():
     d9 = step(j, 9, SHEET, dump)  # after the warm-up, trigger never: the gate still forces a comparison
     assert (d9.triggered, d9.accept, d9.trigger_signals) == (True, False, {"forced_by": "gate"})
     # the sequential rule stops once the dump has lost often enough: fewer pairs than the panel holds
-    assert d9.reason in ("sprt_old_worse", "sprt_truncated_old_better") and d9.n_evaluated == 4 < len(d9.eval_ids) == 6
+    assert d9.reason in ("sprt_new_worse", "sprt_truncated_old_better") and d9.n_evaluated == 4 < len(d9.eval_ids) == 6
 
 
 def test_the_two_gates_are_exclusive_and_need_an_evaluator():

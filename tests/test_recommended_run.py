@@ -24,7 +24,7 @@ EXPECT = [
     (7, True, False, "sprt_truncated_old_better", 7, 12, 6),
     (8, True, True, "sprt_truncated_new_ge_old", 8, 14, 7),
     (9, True, False, "sprt_truncated_old_better", 9, 16, 8),
-    (10, True, False, "sprt_old_worse", 8, 18, 8),
+    (10, True, False, "sprt_new_worse", 8, 18, 8),
 ]
 
 
@@ -34,9 +34,19 @@ def test_run_with_the_recommended_preset_pins_its_decisions(tmp_path, capsys):
                "10", "--test-size", "2", "--updater", "dc_rs", "--controller", "janus", "--janus-preset",
                "recommended", "--warmup", "2", "--out", str(out)])
     assert rc == 0
-    printed = capsys.readouterr().out
-    assert PRESET_LINE in printed
-    assert "Janus: warm-up 2, a panel of 19 seen tasks (read 11, up to 19 while tied), beta 0.9" in printed
+    printed = capsys.readouterr().out.splitlines()
+    # the run preset and the Janus preset are two lines; the controller is described, not listed as settings
+    assert printed[1:5] == [
+        "run preset: paper (the authors' prompts, parsers, checker and sampling; Janus replays a fresh sample per "
+        "task, memory and comparison)",
+        "Janus preset: recommended",
+        "Janus: warm-up 2; trigger always (a comparison at every step after the warm-up); evaluation set: a panel of "
+        "19 seen tasks (read 11, up to 19 while tied); decision: Wald's sequential test on the tasks the memories "
+        "disagree on (alpha 0.2, beta 0.2, theta 0.3), 2 tasks a round, then the paper's rule on the tasks read; the "
+        "deployed memory's measured outcomes reused",
+        "Janus also: a dump/wipe-looking candidate gets a comparison at any step, warm-up included; a rewording "
+        "(similarity >= 0.93) is checked on 1 task and keeps the deployed memory's other outcomes; identical texts are "
+        "evaluated once"]
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["janus_preset"] == "recommended" and cfg["preset_summary"]["janus"] == PRESET_LINE
     rows = [json.loads(x)["decision"] for x in (out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()]
@@ -89,16 +99,56 @@ def test_trigger_lines_say_how_many_tasks_the_sequential_test_compared(tmp_path,
 def test_a_changed_recommended_trigger_is_labelled_and_tau_without_effect_is_named(tmp_path, capsys):
     assert _run(tmp_path, "--quiet", "--trigger", "mmt", "--tau", "0.2") == 0
     out = capsys.readouterr().out
-    assert "janus preset: recommended + trigger mmt (trigger=mmt, tau=0.2, " in out
+    assert "Janus preset: recommended + trigger mmt\n" in out
+    assert "Janus: warm-up 2; trigger MMT (compares when cos(z_t, m_t-1) < tau = 0.2; beta = 0.9); " in out
     assert "has no effect" not in out  # mmt reads tau
     assert _run(tmp_path, "--quiet", "--tau", "0.3", "--overwrite") == 0
     out = capsys.readouterr().out
     assert ("warning: --tau 0.3 has no effect with trigger always (only the mmt and selective triggers read the "
             "threshold)") in out
-    assert "janus preset: recommended (trigger=always, tau=0.3, " in out
+    assert "Janus preset: recommended\n" in out
     assert _run(tmp_path, "--quiet", "--overwrite") == 0
     assert "has no effect" not in capsys.readouterr().out
     # the hybrid set's sizes do nothing on the panel: said, not silently ignored
     assert _run(tmp_path, "--quiet", "--overwrite", "--coverage-size", "3", "--fresh-size", "2") == 0
     assert ("warning: --coverage-size, --fresh-size have no effect with eval_set panel (the recommended preset "
             "compares on a panel of 19 seen tasks; docs/controller.md)") in capsys.readouterr().out
+
+
+def test_report_of_a_recommended_run_names_it_and_counts_what_it_evaluated_and_paid(tmp_path, capsys):
+    """The run of issue 36's review, then `janus report`: the Janus rows are named `recommended` (not `always`), the
+    evaluation set is the panel (not K = 20, K_F = 5), the cost is what the controller evaluated (the decision log's
+    evaluator calls: 349) beside the Janus calls the run paid (415: the batching evaluator also sent, at the first
+    call of each comparison, the other memory's requests on the tasks read first, which the deployed memory's reused
+    outcomes made unneeded), and no #Trig x configured |E| figure: that is the paper's measure, for its controller."""
+    from janus_memory.report.report import build_report
+
+    out = tmp_path / "r"
+    assert main(["run", "--backend", "fake", "--dataset", "gsm8k", "--updater", "dc_rs", "--controller", "both",
+                 "--janus-preset", "recommended", "--stream-size", "40", "--test-size", "5", "--warmup", "5",
+                 "--encoder", "hashing", "--cache-dir", str(tmp_path / "cache"), "--quiet", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())["methods"]["dc_rs+janus"]
+    decisions = [json.loads(x)["decision"] for x in (out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()]
+    evaluated = sum(d["evaluator_calls"] for d in decisions)
+    assert evaluated == summary["janus_stats"]["evaluator_calls"] == 349
+    assert (summary["usage"]["janus"]["calls"], summary["usage"]["janus"]["cache_hits"]) == (415, 0)
+    capsys.readouterr()
+    assert main(["report", str(out), "-q"]) == 0
+    printed = capsys.readouterr().out
+    assert ("setup: backend fake, model scripted, encoder hashing, run preset paper; Janus recommended; GSM8K: stream "
+            "n=40, test n=5; seeds 0") in printed
+    assert "│ dc_rs+janus │   GSM8K │            500 │     273,607 │                     0 │              415 │" \
+           "                    349 │" in printed
+    rep = build_report([str(out)], str(tmp_path / "rep"))
+    (row,) = [r for r in rep["tables"]["trigger"]["rows"] if r["policy"] != "base (no Janus)"]
+    assert (row["policy"], row["eval_set"], row["eval_set_size"], row["evaluations"], row["janus_calls_paid"],
+            row["paper_cost"], row["triggers"]) == ("recommended", "panel 19, read 11-19", 19, 349, 415, None, 35)
+    (t3,) = rep["tables"]["janus_cost"]["rows"]
+    assert (t3["controller"], t3["K"], t3["K_F"], t3["evaluations"], t3["janus_calls_paid"]) == (
+        "recommended", None, None, 349, 415)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert ("| recommended | 80.0 | 35 | — | 100.0% | panel 19, read 11-19 | 16.0 / 19 | 9.5 | 349 | 415 | 3/32 |"
+            in md)
+    assert "| GSM8K | dc_rs+janus | recommended | — | panel 19, read 11-19 | 80.0 | 35 | 100.0% | 349 | 415 |" in md
+    assert "Paper's cost" not in md and "| always |" not in md and "K_F = 5" not in md
+    assert "- Janus preset: recommended" in md and "- Run preset: paper (" in md

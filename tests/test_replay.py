@@ -201,8 +201,10 @@ def test_cli_replay_writes_tables_and_plot(tmp_path, capsys):
     assert rc == 0
     cap = capsys.readouterr()
     text = cap.out
-    # progress on stderr, one line per trajectory embedded (the slow part), so the tables on stdout stay clean
+    # on stderr, so the tables on stdout stay clean: the format each input was read as, then one line per
+    # trajectory embedded (the slow part)
     assert [re.sub(r", [0-9.]+ s$", "", e) for e in cap.err.splitlines()] == [
+        "replay: read traj as janus trajectory (memory_before/memory_after per step): 4 steps",
         "replay: embedded traj (1/1, encoder hashing:256, z memory)"]
     assert "| all | hashing:256 | memory | custom | 0 | 2/3 | 67% | 1/1 | 0/0 | 1/1 | 0 | 22 |" in text
     data = json.loads((out / "replay.json").read_text())

@@ -19,12 +19,17 @@ def _sha(t: str) -> str:
     return hashlib.sha256(t.encode()).hexdigest()
 
 
-def make_run(root: Path, dataset: str, updater: str, methods: dict, *, seed=0, janus=None, cell=None, memories=None):
+def make_run(root: Path, dataset: str, updater: str, methods: dict, *, seed=0, janus=None, cell=None, memories=None,
+             before_presets=False):
     """Write a minimal finished run folder. methods: {name: dict(test_accuracy, triggers, decisions=[...])}; optional
-    per method: "lines" {step: extra decision-log fields}, "summary" {extra summary fields, e.g. usage, injections}."""
+    per method: "lines" {step: extra decision-log fields}, "summary" {extra summary fields, e.g. usage, injections}.
+    The run preset is paper (Janus preset paper); ``before_presets``: a config.json as stored before the presets
+    (settings/migrate.py: it ran as the small preset, scikit-learn k-means, the identical-memory shortcut on)."""
     root.mkdir(parents=True)
-    (root / "config.json").write_text(json.dumps({"dataset": dataset, "updater": updater, "seed": seed,
-                                                  "janus": janus if janus is not None else JANUS}))
+    cfg = {"dataset": dataset, "updater": updater, "seed": seed, "janus": janus if janus is not None else JANUS}
+    if not before_presets:
+        cfg.update(preset="paper", twin_cache="separate")
+    (root / "config.json").write_text(json.dumps(cfg))
     summ = {"dataset": dataset, "updater": updater, "methods": {}}
     db = sqlite3.connect(root / "run.sqlite")
     db.executescript("CREATE TABLE steps (method TEXT, step INTEGER, decision TEXT, record TEXT);"
@@ -116,9 +121,11 @@ def test_tables_exact_values(grid_root, tmp_path):
 
     trig = {r["policy"]: r for r in rep["tables"]["trigger"]["rows"]}
     assert list(trig) == ["base (no Janus)", "always", "mmt"]
-    assert trig["mmt"]["triggers"] == 3 and trig["mmt"]["eval_set_size"] == 5 and trig["mmt"]["cost"] == 15
-    assert trig["mmt"]["evaluated"] == 15.0  # 3 triggered steps x 10 evaluator calls / 2
-    assert trig["always"]["cost"] == 30 and trig["always"]["trigger_rate"] == 1.0
+    # the paper's controller: its cost measure (#Trig x configured |E|) beside what it evaluated
+    assert trig["mmt"]["triggers"] == 3 and trig["mmt"]["eval_set_size"] == 5 and trig["mmt"]["paper_cost"] == 15
+    assert trig["mmt"]["evaluations"] == 30  # 3 triggered steps x 10 evaluator calls in the decision log
+    assert trig["mmt"]["janus_calls_paid"] == 10  # the stored usage of the janus role
+    assert trig["always"]["paper_cost"] == 30 and trig["always"]["trigger_rate"] == 1.0
     assert trig["base (no Janus)"]["test_accuracy"] == 0.6  # only seed 0 is shared with the Janus policies
 
     ev = rep["tables"]["evalset"]["rows"]
@@ -130,23 +137,39 @@ def test_tables_exact_values(grid_root, tmp_path):
 
     md = Path(rep["report"]).read_text()
     # MMT's 3 triggers beside; the rate in %; |E| = 4 members built per trigger of 5 configured; base: no trigger
-    assert "| always | 70.0 | 6 | 3 | 100.0% | 4.0 / 5 | 30 | 30 | 6/0 |" in md
-    assert "| base (no Janus) | 60.0 | — | — | — | — | — | — | — |" in md
-    assert "| Policy | Test acc | #Trig | MMT #Trig | Trig. rate | \\|E\\| used (mean) / configured |" in md
+    # no n_evaluated in these decision logs: tasks read n/a
+    assert "| always | 70.0 | 6 | 3 | 100.0% | 2+1+2 | 4.0 / 5 | n/a | 60 | 10 | 30 | 6/0 |" in md
+    assert "| base (no Janus) | 60.0 | — | — | — | — | — | — | — | — | — | — |" in md
+    assert ("| Policy | Test acc | #Trig | MMT #Trig | Trig. rate | Evaluation set | \\|E\\| used (mean) / configured | "
+            "Tasks read (mean) | Evaluations | Janus calls paid | Paper's cost (#Trig×\\|E\\|) | Accepts/Rollbacks |") in md
+    cost = {(r["dataset"], r["label"]): r for r in rep["tables"]["cost"]["rows"]}
+    assert (cost["gpqa", "dc_rs+janus"]["calls"], cost["gpqa", "dc_rs+janus"]["tokens"]) == (10, 1000)
+    assert cost["gpqa", "dc_rs"]["calls"] is None  # no usage stored: n/a, never 0
+    assert "| GPQA | dc_rs | n/a | n/a | n/a | — | — | — |" in md
+    assert "| GPQA | dc_rs+janus[trigger=always] | 10 | 1,000 | 0 | 10 | 1,000 | 60 |" in md
     assert trig["mmt"]["eval_set_used"] == 4.0 and trig["always"]["eval_set_used"] == 4.0
     assert "## Seed sweep" in md and "## Stream order" not in md
 
 
 def test_table_3_says_what_its_columns_mean(grid_root, tmp_path):
-    """K and K_F (and τ, cost, evaluated tasks) are named in a legend between the heading and the table, as the
-    other tables' legends are."""
+    """The controller, τ, the evaluation set and the costs are named in a legend between the heading and the table,
+    as the other tables' legends are; the paper's cost measure is there for the paper's controller, beside what it
+    evaluated."""
+    from janus_memory.report.tables import COST_LEGEND, PAPER_COST_LEGEND
+
     md = Path(build_report([str(grid_root)], str(tmp_path / "rep"))["report"]).read_text().splitlines()
-    at = md.index("## Table 3: Janus cost (#triggers × |E|)")
+    at = md.index("## Table 3: Janus cost")
     assert md[at + 1:at + 4] == [
-        "", "τ = cosine threshold of the trigger; K = support size (coverage + boundary sizes); K_F = fresh-set size; "
-            "cost = #Trig × the configured |E| (the sizes of the roles in use, K + K_F with all three); evaluated "
-            "tasks = sum of evaluator calls / 2.", ""]
-    assert md[at + 4].startswith("| Dataset | Method | τ | K | K_F | Test acc |")
+        "", "Janus = the controller's preset (paper, recommended, custom: what differs); τ = cosine threshold of the "
+            "trigger (— for a trigger that does not read it); evaluation set: coverage K' + boundary K_b + fresh K_F "
+            "for the paper's hybrid set (K = K' + K_b), or the panel's size, and for a sequential rule how many tasks "
+            f"a comparison reads. {COST_LEGEND}. {PAPER_COST_LEGEND}.", ""]
+    assert md[at + 4] == ("| Dataset | Method | Janus | τ | Evaluation set | Test acc | #Trig | Trig. rate | Evaluations | "
+                          "Janus calls paid | Paper's cost (#Trig×\\|E\\|) |")
+    assert md[at + 6:at + 9] == ["| GPQA | dc_rs+janus | paper | 0 | 2+1+2 | 75.0 | 3 | 50.0% | 30 | 10 | 15 |",
+                                 "| GPQA | dc_rs+janus[trigger=always] | paper | — | 2+1+2 | 70.0 | 6 | 100.0% | 60 | 10 | "
+                                 "30 |",
+                                 "| GPQA | dc_rs+janus[use_fresh=false] | paper | 0 | 2+1 | 55.0 | 3 | 50.0% | 30 | 10 | 9 |"]
 
 
 def test_plots_are_pngs(grid_root, tmp_path):
@@ -183,6 +206,11 @@ def test_report_bad_input(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "summary.json").write_text("{not json")
+    with pytest.raises(ValueError, match="has no run.sqlite: its numbers cannot be checked"):
+        build_report([str(bad)], None)  # nothing to check the summary against
+    sqlite3.connect(bad / "run.sqlite").executescript("CREATE TABLE steps (method TEXT, step INTEGER, decision TEXT, "
+                                                      "record TEXT);")
+    (bad / "COMPLETE").write_text("ok\n")
     with pytest.raises(ValueError, match="not valid JSON"):
         build_report([str(bad)], None)
     (bad / "summary.json").write_text('{"x": 1}')
@@ -270,7 +298,9 @@ def test_report_and_diff_on_fake_run(tmp_path):
     assert {"checkpoints", "timeline_gsm8k_dc_rs+janus_seed0", "token_overhead"} <= set(rep["plots"])
     row = {r["label"]: r for r in rep["tables"]["janus_cost"]["rows"]}["dc_rs+janus"]
     m = summary["methods"]["dc_rs+janus"]
-    assert row["triggers"] == m["triggers"] and row["cost"] == m["triggers"] * 5
+    assert row["triggers"] == m["triggers"] and row["paper_cost"] == m["triggers"] * 5
+    # what it evaluated is the controller's own count, and (no cache hit, no batching here) what the run paid
+    assert row["evaluations"] == m["janus_stats"]["evaluator_calls"] == row["janus_calls_paid"]
     assert rep["tables"]["accuracy"]["cells"]["dc_rs"]["gsm8k"]["mean"] == summary["methods"]["dc_rs"]["test_accuracy"]
     diff = memory_diff(cfg.out, 0, 10, method="dc_rs")
     assert diff.startswith("--- dc_rs@step0 (deployed at step 0, sha256 d29a0939bcb5)\n+++ dc_rs@step10")
@@ -319,8 +349,9 @@ def test_report_paired_table_setup_caption_and_size_groups(tmp_path):
     (b / "config.json").write_text(json.dumps({**cfg, "backend": "fake", "encoder": "hashing", "test_size": 50}))
     rep = build_report([str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "rep"))
     assert [s["caption"] for s in rep["sections"]] == [
-        "backend fake, model scripted, encoder hashing, preset -; GSM8K: stream n=0, test n=?; seeds 0",
-        "backend fake, model scripted, encoder hashing, preset -; GSM8K: stream n=0, test n=?; seeds 0"]
+        "backend fake, model scripted, encoder hashing, run preset paper; Janus paper; GSM8K: stream n=0, test n=?; "
+        "seeds 0",
+        "backend fake, model scripted, encoder hashing, run preset paper; GSM8K: stream n=0, test n=?; seeds 0"]
     assert rep["tables"]["accuracy"]["labels"] == ["dc_rs", "dc_rs+janus"]  # the 5-item run, not merged with b
     assert rep["sections"][1]["tables"]["accuracy"]["cells"]["dc_rs"]["gsm8k"]["mean"] == 0.9
     p = rep["tables"]["paired"]["rows"]
@@ -393,3 +424,25 @@ def test_timelines_of_several_folders_with_one_dataset_label_and_seed_do_not_ove
     # the same settings and seed in two folders: two rows named by folder, so two timelines named by folder
     assert timelines == ["timeline_gsm8k_dc_rs+janus_clean_seed0", "timeline_gsm8k_dc_rs+janus_inj_seed0"]
     assert all(Path(rep["plots"][k]).is_file() for k in timelines)
+
+
+def test_a_run_stored_before_the_presets_and_the_cost_records_says_what_ran_and_n_a(tmp_path):
+    """An old run folder: no preset in config.json (it ran as the small preset does: scikit-learn k-means, the
+    identical-memory shortcut on; settings/migrate.py), no evaluator_calls in its decision log, no usage stored. Its
+    controller is described as it ran, its rows keep the trigger's name, and every cost it cannot tell is n/a: no
+    number invented, and no paper's cost for a controller that was not the paper's."""
+    decs = [{k: v for k, v in d.items() if k != "evaluator_calls"} for d in _decs("ww.AR.")]
+    make_run(tmp_path / "old", "gsm8k", "dc_rs", {
+        "dc_rs": {"test_accuracy": 0.5, "summary": {"usage": None}},
+        "dc_rs+janus": {"test_accuracy": 0.5, "triggers": 2, "trigger_rate": 0.5, "accepts": 1, "rollbacks": 1,
+                        "decisions": decs, "summary": {"usage": None}}}, before_presets=True)
+    rep = build_report([str(tmp_path / "old")], str(tmp_path / "rep"))
+    (row,) = [r for r in rep["tables"]["trigger"]["rows"] if r["policy"] != "base (no Janus)"]
+    assert (row["policy"], row["controller"], row["evaluations"], row["janus_calls_paid"], row["paper_cost"]) == (
+        "mmt", "custom: paper with clustering=sklearn, same_memory_shortcut=True", None, None, None)
+    md = Path(rep["report"]).read_text()
+    assert "| mmt | 50.0 | 2 | 2 | 50.0% | 2+1+2 | 4.0 / 5 | n/a | n/a | n/a | 1/1 |" in md
+    assert "Paper's cost" not in md
+    assert "| GSM8K | dc_rs+janus | n/a | n/a | n/a | n/a | n/a | n/a |" in md
+    assert "- Run preset: not recorded (a run made before the presets; it ran as the small preset does)" in md
+    assert "- Janus preset: custom: paper with clustering=sklearn, same_memory_shortcut=True" in md

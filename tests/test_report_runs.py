@@ -46,6 +46,13 @@ def _table1(rep: dict, i: int = 0) -> list[str]:
     return rep["sections"][i]["tables"]["accuracy"]["markdown"].splitlines()[2:]
 
 
+def _console_rows(lines: list[str], title: str) -> list[str]:
+    """The body lines ("│ ...") of the first console table titled ``title`` (up to its closing line)."""
+    at = next(k for k, x in enumerate(lines) if x.strip() == title)
+    end = next(k for k in range(at, len(lines)) if lines[k].startswith("└"))
+    return [x for x in lines[at:end] if x.startswith("│")]
+
+
 # ------------------------------------------------------------------------------------------------ averaging
 def test_two_seed0_runs_with_different_settings_are_never_averaged(tmp_path):
     """The review's case: two `janus run --seed 0 --controller both` runs, Janus tau 0 and 0.2, in one parent folder.
@@ -174,9 +181,10 @@ def test_a_sweep_of_variant_cells_prints_table_3(tmp_path):
     print_report(build_report([str(tmp_path / "sweep")], str(tmp_path / "rep")), console)
     lines = console.export_text().splitlines()
     assert lines[0].strip() == "test accuracy (%) of every Janus label (Table 3)"
-    assert [x for x in lines if x.startswith("│")] == [
-        "│ dc_rs+janus[tau=0.0] │   GSM8K │     50.0 │     2 │               10 │",  # brackets kept (no markup)
-        "│ dc_rs+janus[tau=0.2] │   GSM8K │     70.0 │     2 │               10 │"]
+    # what the controller evaluated (2 triggers x 10 evaluator calls), never #Trig x |E|
+    assert _console_rows(lines, "test accuracy (%) of every Janus label (Table 3)") == [
+        "│ dc_rs+janus[tau=0.0] │   GSM8K │ paper │     50.0 │     2 │          20 │",  # brackets kept (no markup)
+        "│ dc_rs+janus[tau=0.2] │   GSM8K │ paper │     70.0 │     2 │          20 │"]
 
 
 def test_a_long_difference_is_named_setup_n_and_spelled_out(tmp_path):
@@ -300,7 +308,8 @@ def test_report_prints_the_accuracy_table_in_80_columns(tmp_path, terminal, caps
     tail = lines[next(k for k, x in enumerate(lines) if x.startswith("setup: ")):]
     cut = runs / "c"
     assert tail == [
-        "setup: backend fake, model scripted, encoder hashing, preset paper; GSM8K: stream n=0/6, test n=?; seeds 0",
+        "setup: backend fake, model scripted, encoder hashing, run preset paper; Janus paper; GSM8K: stream n=0/6, "
+        "test n=?; seeds 0",
         "warning: dc_rs on GSM8K seed 0 was run 2 times with the same settings (a, b): separate rows named by folder, "
         "not averaged as seeds",
         "rows that share a method name, and their run folders:",
@@ -334,10 +343,10 @@ def test_report_table_is_never_cut_when_piped(tmp_path, monkeypatch):
         assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "-q"]) == 0
     text = cap.get()
     assert "…" not in text
-    rows = [x for x in text.splitlines() if x.startswith("│ dc_rs+janus")]
+    rows = [x for x in text.splitlines() if x.startswith("│ dc_rs+janus") and x.endswith(" 50.0 │")]
     assert rows == ["│ dc_rs+janus │  50.0 │ 50.0 │"] * 2  # two models: two groups, a table each, one line per row
     assert text.splitlines()[0] == ("group 1 of 2: backend fake, model a-rather-long-model-name-a, encoder hashing, "
-                                    "preset paper; GSM8K: stream n=6, test n=?; seeds 0")
+                                    "run preset paper; Janus paper; GSM8K: stream n=6, test n=?; seeds 0")
 
 
 def test_a_name_too_long_for_the_terminal_wraps_at_spaces_and_is_never_cut():
@@ -369,7 +378,7 @@ def test_report_console_of_real_fake_backend_runs(tmp_path, terminal, monkeypatc
                        stop_after=3)
     assert main(["report", str(tmp_path / "runs"), "-q"]) == 0
     lines = terminal.export_text().splitlines()
-    rows = [x.split("│")[1].strip() for x in lines if x.startswith("│ dc_rs")]
+    rows = [x.split("│")[1].strip() for x in _console_rows(lines, "Table 1: test accuracy (%)")]
     assert rows == ["dc_rs (t0)", "dc_rs (t3)", "dc_rs+janus (tau=0.0, t0)", "dc_rs+janus (tau=0.3, t3)"]
     cut = tmp_path / "runs" / "cut"
     assert (f"not in the report: {cut} (dc_rs: 3/6 steps; dc_rs+janus: 0/6 steps) is unfinished; continue it with: "

@@ -3,6 +3,7 @@ injected steps on the timeline and the trajectory, coinciding curves kept visibl
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -63,25 +64,33 @@ def test_grid_report_pairs_cells_and_prints_the_preset_once(tmp_path):
     md = Path(rep["report"]).read_text().splitlines()
     assert ("| GSM8K | dc_rs vs dc_rs+janus | dc_rs/seed0 vs dc_rs+janus/seed0 | 0 | 5 | 40.0 | 80.0 | +40.0 | [-16.3, +72.6] | 2/0 | "
             "0.5 |") in md
-    assert sum(line.startswith("Preset:") for line in md) == 1
-    i = md.index(next(line for line in md if line.startswith("Preset:")))
-    assert md[i:i + 5] == [
-        "Preset: paper (replay fresh); janus preset: paper (trigger=(per cell, below), tau=0.0, "
-        "same_memory_shortcut=False, early_stop=False, dedup=False, clustering=full, replay_limit=None); "
-        "triggers decided by encoder hashing", "",
-        "- trigger=mmt: dc_rs, dc_rs+janus",
-        "- trigger=always: dc_rs+janus[trigger=always]", ""]
+    head = "What the runs ran with (two presets: the run preset sets prompts, parsers and replays; the Janus preset is " \
+           "the controller):"
+    assert md.count(head) == 1
+    i = md.index(head)
+    assert md[i + 2:i + 16] == [
+        "- Run preset: paper (the authors' prompts, parsers, checker and sampling; Janus replays a fresh sample per "
+        "task, memory and comparison)",
+        "- Janus preset: paper", "- Janus warm-up: 2", "- Janus trigger: (per cell, below)",
+        "- Janus evaluation set: the paper's hybrid set of coverage 2 + boundary 1 + fresh 2 = 5 tasks",
+        "- Janus decision: the paper's rule: deploy the candidate when it solves at least as many of the tasks as the "
+        "old memory (ties go to the candidate)",
+        "- Janus differs from the paper's: (per cell, below)", "- Encoder (decides the triggers): not recorded", "",
+        "Per cell:", "",
+        "- dc_rs+janus: Janus trigger: MMT (compares when cos(z_t, m_t-1) < tau = 0; beta = 0.9); Janus differs from "
+        "the paper's: warm-up 2 (paper 20), coverage 2 (paper 12), boundary 1 (paper 8), fresh 2 (paper 5)",
+        "- dc_rs+janus[trigger=always]: Janus trigger: always (a comparison at every step after the warm-up); Janus "
+        "differs from the paper's: warm-up 2 (paper 20), coverage 2 (paper 12), boundary 1 (paper 8), fresh 2 (paper "
+        "5), trigger always (paper mmt)", ""]
 
 
 def test_one_preset_line_when_every_run_has_the_same(tmp_path):
     root = _grid(tmp_path)
-    _set_preset(root / "gsm8k" / "dc_rs+janus[trigger=always]" / "seed0", "mmt")
+    shutil.rmtree(root / "gsm8k" / "dc_rs+janus[trigger=always]")
     md = Path(build_report([str(root)], str(tmp_path / "rep"))["report"]).read_text().splitlines()
-    i = md.index(next(line for line in md if line.startswith("Preset:")))
-    assert md[i] == ("Preset: paper (replay fresh); janus preset: paper (trigger=mmt, tau=0.0, same_memory_shortcut=False, "
-                     "early_stop=False, dedup=False, clustering=full, replay_limit=None); triggers decided by encoder "
-                     "hashing")
-    assert md[i + 1] == "" and not md[i + 2].startswith("- ")
+    i = md.index("- Janus trigger: MMT (compares when cos(z_t, m_t-1) < tau = 0; beta = 0.9)")
+    assert md[i - 3].startswith("- Run preset: paper (") and md[i + 4] == "- Encoder (decides the triggers): not recorded"
+    assert md[i + 5] == "" and "Per cell:" not in md
 
 
 def _injected_run(tmp_path: Path) -> Path:
@@ -108,9 +117,13 @@ def test_timeline_puts_missing_cosines_in_an_na_band_and_marks_injections(tmp_pa
     assert round(ax.get_yticks()[0], 6) == -0.768 and round(ax.get_ylim()[0], 4) == -0.9024
     accepted = next(c for c in ax.collections if c.get_label().startswith("triggered: accepted"))
     assert [(int(x), round(float(y), 3)) for x, y in accepted.get_offsets()] == [(3, -0.768), (4, -0.5)]
-    inj = [ln for ln in ax.lines if ln.get_label() == "injected candidate"]
+    inj = [ln for ln in ax.lines if ln.get_label() == "injected candidate (poison)"]
     assert len(inj) == 1 and list(inj[0].get_xdata()) == [4, 4] and inj[0].get_linestyle() == ":"
-    assert [t.get_text() for t in ax.texts if t.get_text().strip() == "poison"] == [" poison"]
+    label = next(t for t in ax.texts if t.get_text() == "poison")  # above the axes: it covers no point
+    assert (label.get_position(), label.get_rotation(), label.get_clip_on()) == ((4, 1.01), 0.0, False)
+    captured[0].canvas.draw()
+    box, title, axes = (x.get_window_extent() for x in (label, ax.title, ax))
+    assert box.y0 >= axes.y1 and title.y0 >= box.y1  # between the axes and the title, overlapping neither
 
 
 def test_trajectory_keeps_coinciding_curves_and_markers_visible(tmp_path, captured):
@@ -121,12 +134,20 @@ def test_trajectory_keeps_coinciding_curves_and_markers_visible(tmp_path, captur
     ax = captured[0].axes[0]
     curves = [ln for ln in ax.lines if ln.get_label().startswith("dc_rs")]
     assert [c.get_label() for c in curves] == [
-        "dc_rs (final test accuracy 50.0%; large markers)",
-        "dc_rs+janus (final test accuracy 50.0%; small markers); same curve as dc_rs"]
+        "dc_rs (final test accuracy 50.0%)", "dc_rs+janus (final test accuracy 50.0%); same curve as dc_rs"]
     assert [(c.get_linewidth(), c.get_linestyle(), c.get_zorder()) for c in curves] == [(3.2, "-", 2), (1.5, "--", 3)]
     marks = [c for c in ax.collections if len(c.get_offsets())]
     assert [(list(c.get_sizes()), c.get_zorder()) for c in marks] == [([170.0], 5), ([45.0], 6)]
-    assert [ln.get_label() for ln in ax.lines if list(ln.get_xdata()) == [4, 4]] == ["injected candidate"]
+    assert [ln.get_label() for ln in ax.lines if list(ln.get_xdata()) == [4, 4]] == ["injected candidate (poison)"]
+    # each method's legend entry draws its line and the marker it put on the curve, at that marker's size (the
+    # legend used to name "large/small markers" and draw none)
+    handles = ax.get_legend().legend_handles
+    assert [type(h).__name__ for h in handles[:2]] == ["Line2D", "Line2D"]
+    entry = {lab.get_text(): h for lab, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)}
+    assert not any("markers" in t for t in entry)
+    legend_marks = [a for a in ax.get_legend().findobj(lambda a: type(a).__name__ == "Line2D" and a.get_marker() not in
+                                                       (None, "None", "", " "))]
+    assert sorted((m.get_marker(), round(m.get_markersize() ** 2)) for m in legend_marks)[:2] == [("s", 45), ("v", 170)]
 
 
 def test_overhead_has_one_definition_in_console_and_plot(tmp_path, captured):
@@ -185,8 +206,8 @@ def _injections(tmp_path: Path, janus_deploys: bool) -> Path:
 
 
 @pytest.mark.parametrize("janus_deploys, entries", [
-    (True, ["injected candidate", "injected candidate deployed"]),
-    (False, ["injected candidate", "injected candidate deployed", "injected candidate blocked"]),
+    (True, ["injected candidate (poison)", "injected candidate deployed"]),
+    (False, ["injected candidate (poison)", "injected candidate deployed", "injected candidate blocked"]),
 ])
 def test_trajectory_legend_lists_only_the_marks_drawn(tmp_path, captured, janus_deploys, entries):
     from janus_memory.report.inject_report import plot_trajectories
@@ -236,9 +257,13 @@ def test_the_timeline_shows_each_comparison_s_evaluation_set_scores_below_the_co
     assert len(fig.axes) == 2
     e = fig.axes[1]
     assert [t.get_text() for t in e.get_legend().get_texts()] == [
-        "E score: old memory", "E score: candidate, deployed", "E score: candidate, rolled back"]
+        "E score: old memory (ring)", "E score: candidate, deployed", "E score: candidate, rolled back"]
     points = [[tuple(p) for p in c.get_offsets()] for c in e.collections if len(c.get_offsets())]
     assert points == [[(4.0, 0.5), (5.0, 0.75)], [(4.0, 0.75)], [(5.0, 0.25)]]
+    ring = e.collections[0]  # hollow and painted last: a candidate's triangle at the same score shows inside it
+    assert ring.get_facecolor().size == 0 or ring.get_facecolor()[0][3] == 0
+    assert ring.get_zorder() > max(c.get_zorder() for c in e.collections[1:])
+    assert min(ring.get_sizes()) > max(max(c.get_sizes()) for c in e.collections[1:])  # a ring around the triangle
 
 
 def test_a_run_without_any_cosine_gets_the_evaluation_set_panel_alone(tmp_path, captured):
@@ -252,7 +277,7 @@ def test_a_run_without_any_cosine_gets_the_evaluation_set_panel_alone(tmp_path, 
     fig = captured[0]
     assert len(fig.axes) == 1
     assert fig.axes[0].get_title().startswith("Janus's comparisons: dc_rs+janus on gsm8k")
-    assert _legend(fig) == ["E score: old memory", "E score: candidate, rolled back", "warm-up (2)"]  # make_run: 2
+    assert _legend(fig) == ["E score: old memory (ring)", "E score: candidate, rolled back", "warm-up (2)"]  # make_run: 2
 
 
 def test_the_trajectory_legend_sits_below_the_curves(tmp_path, captured):

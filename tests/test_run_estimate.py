@@ -19,6 +19,9 @@ from janus_memory.run.timing import Measurement, machine_key, read_measurement, 
 
 JANUS = {"warmup": 4, "coverage_size": 2, "boundary_size": 1, "fresh_size": 2}
 IDENT = "local:tiny.gguf:123:abcdef"
+BOUND = ("upper bound: 2 memories x 5 tasks at each step the controller may compare; evaluation set: the paper's hybrid "
+         "set of coverage 2 + boundary 1 + fresh 2 = 5 tasks")
+SMALL = f"({BOUND}; usually fewer: early stopping)"  # the small preset's controller (JanusConfig.fast)
 
 
 def _cfg(**kw) -> RunConfig:
@@ -50,6 +53,17 @@ def _cfg(**kw) -> RunConfig:
     ({"updater": "reasoning_bank"}, None, CallCount(48, 72, 70, 6, 5)),
     ({"updater": "dc_cu"}, None, CallCount(48, 48, 70, 6, 5)),
     ({"updater": "exprag", "controller": "none"}, None, CallCount(12, 12, 0, 3, 5)),
+    # the recommended controller: a panel of 19 (of the tasks seen) read 11, up to 19 while tied: 2 x 19 per step
+    # after the warm-up (trigger always: steps 5..12), and its text gate may compare in the warm-up on the tasks seen
+    # so far (at most K + K_F = 5): 2 x (1 + 2 + 3 + 4); never 25 tasks x 2
+    ({"janus_preset": "recommended"}, None, CallCount(48, 72, 20 + 8 * 38, 6, 19)),
+    ({"janus_preset": "recommended", "janus": {"panel_size": 6}}, None, CallCount(48, 72, 20 + 8 * 12, 6, 6)),
+    ({"janus_preset": "recommended", "janus": {"seq_extend_pairs": 0, "seq_max_pairs": 3}}, None,
+     CallCount(48, 72, 2 * (1 + 2 + 3 + 3) + 8 * 6, 6, 3)),  # the cap (3) also cuts the warm-up comparisons
+    ({"janus_preset": "recommended", "janus": {"trigger": "mmt", "gate_compare": False}}, None,
+     CallCount(48, 72, 7 * 38, 6, 19)),  # no gate: MMT's steps 6..12 only
+    ({"janus_preset": "recommended", "janus": {"trigger": "never"}}, None,
+     CallCount(48, 72, 20 + 8 * 38, 6, 19)),  # the gate still compares at any step
     # resumed: the base method is finished, +janus continues after step 7 (steps 8..12 left, all MMT-eligible)
     ({}, {"dc_rs": None, "dc_rs+janus": 7}, CallCount(10, 15, 50, 3, 5)),
     ({}, {"dc_rs": None, "dc_rs+janus": None}, CallCount(0, 0, 0, 0, 5)),
@@ -60,9 +74,9 @@ def test_call_counts_are_exact(kw, done, want):
 
 def test_lines_per_backend_and_measurement():
     count = CallCount(48, 72, 70, 12, 5)
-    parts = ("calls = stream 48-72 + Janus evaluation 70 (upper bound: |E| 5 x 2 memories at each step the trigger "
-             "may fire) + test 12")
-    assert estimate_line(_cfg(backend="fake"), count) is None
+    parts = f"calls = stream 48-72 + Janus evaluation 70 ({BOUND}) + test 12"
+    assert estimate_line(_cfg(backend="fake"), count) == (
+        f"estimate: at most 154 LLM calls (scripted replies, nothing paid; a model backend makes the same calls); {parts}")
     assert estimate_line(_cfg(), count) == f"estimate: at most 154 LLM calls; {parts}"
     local = _cfg(backend="local", base_url=None, model=None)
     assert estimate_line(local, count) == ("estimate: at most 154 LLM calls (no measurement yet of this model on this "
@@ -72,9 +86,14 @@ def test_lines_per_backend_and_measurement():
                                               f"machine (11.2 tokens/s, last 3 runs) = at most ~69 min; {parts}")
     assert estimate_line(local, CallCount(10, None, 0, 2, 5), Measurement(3.0, 5.0, 1, 9)) == (
         "estimate: at least 12 LLM calls x ~3.0 s per call measured on this machine (5.0 tokens/s, last 1 run) = "
-        "at least ~36 s; calls = stream 10 or more + Janus evaluation 0 (upper bound: |E| 5 x 2 memories at each "
-        "step the trigger may fire) + test 2")
+        f"at least ~36 s; calls = stream 10 or more + Janus evaluation 0 ({BOUND}) + test 2")
     assert estimate_line(local, CallCount(0, 0, 0, 0, 5), m) is None  # nothing left to run
+    rec = _cfg(janus_preset="recommended")
+    assert estimate_line(rec, count_calls(rec, 12, 3)) == (
+        "estimate: at most 402 LLM calls; calls = stream 48-72 + Janus evaluation 324 (upper bound: 2 memories x 19 "
+        "tasks at each step the controller may compare; evaluation set: a panel of 19 seen tasks (read 11, up to 19 "
+        "while tied); usually fewer: the sequential test stops early and the deployed memory's outcomes are reused) "
+        "+ test 6")
     assert estimate_line(_cfg(controller="none"), CallCount(24, 24, 0, 6, 5)) == (
         "estimate: at most 30 LLM calls; calls = stream 24 + test 6")
 
@@ -243,8 +262,7 @@ def _local_cfg(tmp_path, out="run1", **kw) -> RunConfig:
                                out=str(tmp_path / out)), **kw})
 
 
-PARTS = ("calls = stream 32 + Janus evaluation 30 (upper bound: |E| 5 x 2 memories at each step the trigger may fire) "
-         "+ test 4")
+PARTS = f"calls = stream 32 + Janus evaluation 30 {SMALL} + test 4"
 
 
 def test_a_local_run_prints_the_estimate_and_records_its_speed(tmp_path, monkeypatch):
@@ -286,17 +304,16 @@ def test_a_resumed_run_estimates_only_what_is_left(tmp_path, monkeypatch):
     run_experiment(cfg, log=lines.append, resume=True)
     assert [x for x in lines if x.startswith("estimate")] == [
         "estimate: at most 50 LLM calls (no measurement yet of this model on this machine: each finished run records "
-        "one); calls = stream 16 + Janus evaluation 30 (upper bound: |E| 5 x 2 memories at each step the trigger may "
-        "fire) + test 4; left after resume: dc_rs test only (stream done 8/8), dc_rs+janus steps 1-8 + test"]
+        f"one); calls = stream 16 + Janus evaluation 30 {SMALL} + test 4; left after resume: dc_rs test only (stream "
+        "done 8/8), dc_rs+janus steps 1-8 + test"]
     with pytest.raises(Stopped):
         run_experiment(_local_cfg(tmp_path, "r2"), log=lambda m: None, stop_after=3)
     lines.clear()
     run_experiment(_local_cfg(tmp_path, "r2"), log=lines.append, resume=True)
     est = [x for x in lines if x.startswith("estimate")]
     assert len(est) == 1 and est[0].startswith("estimate: at most 60 LLM calls x ~30.0 s per call")
-    assert est[0].endswith("calls = stream 26 + Janus evaluation 30 (upper bound: |E| 5 x 2 memories at each step the "
-                           "trigger may fire) + test 4; left after resume: dc_rs steps 4-8 + test, dc_rs+janus steps "
-                           "1-8 + test")
+    assert est[0].endswith(f"calls = stream 26 + Janus evaluation 30 {SMALL} + test 4; left after resume: dc_rs steps "
+                           "4-8 + test, dc_rs+janus steps 1-8 + test")
 
 
 def test_busy_time_is_the_union_of_reply_intervals():
@@ -344,3 +361,27 @@ def test_hostile_timing_records_are_ignored_and_never_end_a_run(tmp_path):
     assert timing.record_run("m.gguf", 1, calls=20, busy_s=200.0, completion_tokens=400, path=p) is True
     m = timing.read_measurement("m.gguf", 1, path=p)
     assert (m.s_per_call, m.tokens_per_s, m.runs, m.calls) == (10.0, 2.0, 1, 20)
+
+
+def test_janus_run_help_and_a_fake_run_agree_on_the_estimate_line(tmp_path, capsys, monkeypatch):
+    """`janus run --help` promises an estimate line before the first step; a run on the scripted fake backend prints
+    it (the count a model backend would make, said to be free) before its first step, and the run makes no more calls
+    than it says."""
+    from janus_memory.cli import main
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "Before the first step it prints an estimate" in " ".join(capsys.readouterr().out.split())
+    out = tmp_path / "fake"
+    assert main(["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "8", "--test-size", "2",
+                 "--encoder", "hashing", "--preset", "small", "--warmup", "4", "--coverage-size", "2",
+                 "--boundary-size", "1", "--fresh-size", "2", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    est = [x for x in lines if x.startswith("estimate")]
+    assert est == [f"estimate: at most 66 LLM calls (scripted replies, nothing paid; a model backend makes the same "
+                   f"calls); {PARTS}"]
+    first_step = next(i for i, x in enumerate(lines) if " step 1/8 " in x)
+    assert lines.index(est[0]) < first_step
+    used = json.loads((out / "summary.json").read_text())["usage_total"]
+    assert sum(r["calls"] + r.get("cache_hits", 0) for r in used.values()) <= 66

@@ -77,6 +77,12 @@ def test_resume_of_a_run_stored_before_a_setting_existed(tmp_path):
     db.execute("DELETE FROM meta WHERE key='seal:setup'")  # an older janus-memory wrote no setup seal
     db.commit()
     db.close()
+    from janus_memory.run.provenance import to_yaml
+
+    files = json.loads((out / "config.json").read_text())
+    del files["faithful"]  # its config.json and config.yaml did not hold it either
+    (out / "config.json").write_text(json.dumps(files))
+    (out / "config.yaml").write_text(to_yaml(files))
     summary = run_experiment(_cfg(out), log=lambda m: None, resume=True)
     assert summary["methods"]["dc_cu+janus"]["stream_tasks"] == 6
     with pytest.raises(Stopped):

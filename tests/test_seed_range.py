@@ -83,6 +83,9 @@ def _store_seed(run_dir, key, value):
     cfg_json = json.loads((run_dir / "config.json").read_text())
     cfg_json[key] = value
     (run_dir / "config.json").write_text(json.dumps(cfg_json))
+    from janus_memory.run.provenance import to_yaml
+
+    (run_dir / "config.yaml").write_text(to_yaml(cfg_json))  # the files such a run wrote hold it too
 
 
 @pytest.mark.parametrize("key, flag", [("seed", "--seed"), ("stream_order_seed", "--stream-order-seed")])
@@ -105,5 +108,5 @@ def test_report_reads_a_stored_negative_seed_and_says_which_seed_it_ran(tmp_path
     assert rc == 0, captured.err
     out = captured.out
     setup = [line for line in out.splitlines() if line.startswith("setup:")]
-    assert setup == ["setup: backend fake, model scripted, encoder hashing, preset paper; GSM8K: stream n=3, test "
-                     "n=2; seeds -1 (ran as seed 1), 1"]
+    assert setup == ["setup: backend fake, model scripted, encoder hashing, run preset paper; Janus paper; GSM8K: "
+                     "stream n=3, test n=2; seeds -1 (ran as seed 1), 1"]

@@ -42,8 +42,17 @@ def test_view_data_of_a_fake_run_exact(view_fake_run):
         "fake", "scripted", "gsm8k", "GSM8K", "dc_rs", "hashing:256", "paper")
     assert (h["stream_n"], h["test_n"], h["stream_size"], h["test_size"], h["seed"], h["janus_seed"]) == (
         12, 4, 12, 4, 0, 0)
-    assert h["janus"] == {"warmup": 3, "trigger": "always", "tau": 0.0, "beta": 0.9, "coverage_size": 2,
-                          "boundary_size": 1, "fresh_size": 1}
+    # the run preset and the controller, as the report's header says them (report.setup_fields, controller/describe)
+    assert dict(h["setup"]) == {
+        "Run preset": "paper (the authors' prompts, parsers, checker and sampling; Janus replays a fresh sample per "
+                      "task, memory and comparison)",
+        "Janus preset": "custom: paper with clustering=sklearn", "Janus warm-up": "3",
+        "Janus trigger": "always (a comparison at every step after the warm-up)",
+        "Janus evaluation set": "the paper's hybrid set of coverage 2 + boundary 1 + fresh 1 = 4 tasks",
+        "Janus decision": "the paper's rule: deploy the candidate when it solves at least as many of the tasks as the "
+                          "old memory (ties go to the candidate)",
+        "Janus differs from the paper's": "warm-up 3 (paper 20), coverage 2 (paper 12), boundary 1 (paper 8), fresh 1 "
+                                          "(paper 5), trigger always (paper mmt)"}
     assert h["inject"] == "poison@8" and h["wall_s"] > 0 and run["task_note"] == ""
     base, janus = run["methods"]
     assert [m["name"] for m in run["methods"]] == ["dc_rs", "dc_rs+janus"]
@@ -55,6 +64,9 @@ def test_view_data_of_a_fake_run_exact(view_fake_run):
     assert base["online"] == [6, 12, *wilson(6, 12)] and janus["online"] == [8, 12, *wilson(8, 12)]
     assert base["test"] == [3, 4, *wilson(3, 4)] and janus["test"] == [4, 4, *wilson(4, 4)]
     assert (janus["triggers"], janus["accepts"], janus["rollbacks"]) == (9, 6, 3)
+    # 9 paper-rule comparisons of 4 tasks x 2 memories: what the controller evaluated, and what the run paid for it
+    assert janus["cost"]["evaluations"] == 72 == janus["cost"]["roles"]["janus"]["calls"]
+    assert base["cost"]["evaluations"] is None
     assert janus["injections"] == {"plan": "poison@8", "injected": 1, "deployed": 0, "blocked": 1}
     assert base["injections"] == {"plan": "poison@8", "injected": 1, "deployed": 1, "blocked": 0}
     assert janus["checkpoints"] == [[6, 0.5], [12, 1.0]]
@@ -118,18 +130,24 @@ def test_view_data_without_the_dataset_files_says_why(view_fake_run, tmp_path, m
 
 
 def test_view_data_from_exported_files_only(view_fake_run, tmp_path):
-    """A copied folder without run.sqlite: the timeline is the same; candidates that were not deployed have no text."""
+    """A copied folder without run.sqlite: the timeline is the same; candidates that were not deployed have no text;
+    the run is marked unchecked (`janus report` refuses such a folder: store/finder.py)."""
     import shutil
+
+    from janus_memory.view.data import UNCHECKED
 
     copy = tmp_path / "run"
     shutil.copytree(view_fake_run, copy)
     full = V.view_data([view_fake_run])["runs"][0]["methods"]
     (copy / "run.sqlite").unlink()
-    part = V.view_data([copy])["runs"][0]["methods"]
+    data = V.view_data([copy])
+    part = data["runs"][0]["methods"]
     for a, b in zip(full, part):
         assert a["f"] == b["f"] and a["c"] == b["c"] and a["acc"] == b["acc"]
     assert part[1]["d"][7]["dn"] == "the candidate's text is not stored in this folder (no run.sqlite)"
     assert part[0]["d"][7]["df"] == full[0]["d"][7]["df"]  # a deployed candidate is a stored memory version
+    assert data["unchecked"] == [str(copy)] and data["runs"][0]["task_note"].startswith(UNCHECKED)
+    assert V.view_data([view_fake_run])["unchecked"] == []
 
 
 def test_view_data_refuses_what_is_not_a_finished_run(tmp_path):
@@ -316,6 +334,51 @@ def test_write_view_default_is_in_the_run_folder(view_fake_run, tmp_path):
     assert path2 == tmp_path / "view.html"
 
 
+def test_view_of_a_folder_of_runs_writes_one_page_beside_them_and_never_replaces_silently(view_fake_run, tmp_path,
+                                                                                         capsys):
+    """`janus view runs/demo-<time>` (the demo's parent folder) wrote the two acts' page into `real/view.html`,
+    silently replacing the page the user had just made of `real`. A folder of runs gets its own page beside them; a
+    page janus view wrote before is replaced with a line saying so; any other file at that place is refused."""
+    import re
+    import shutil
+
+    from janus_memory.view.page import view_path
+
+    parent = tmp_path / "demo-20261205-011952"
+    for act in ("scripted", "real"):
+        shutil.copytree(view_fake_run, parent / act)
+    assert main(["view", str(parent / "real")]) == 0
+    capsys.readouterr()
+    real_page = (parent / "real" / "view.html").read_bytes()
+    assert main(["view", str(parent)]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith(f"view: {parent.absolute() / 'view.html'}  (2 run(s), 48 method steps, ")
+    assert not [x for x in said if x.startswith("replaced")]
+    assert (parent / "real" / "view.html").read_bytes() == real_page  # the user's page of one act is untouched
+    assert not (parent / "scripted" / "view.html").exists()
+    assert main(["view", str(parent)]) == 0  # the same command again: the page is replaced, and the output says so
+    said = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"replaced the page that was there \(2 runs, written \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\); "
+                        r"--out FILE writes another", said[1]), said
+    assert main(["view", str(parent / "real"), str(parent / "scripted")]) == 0  # several: their common folder
+    assert capsys.readouterr().out.startswith(f"view: {parent.absolute() / 'view.html'}  (2 run(s)")
+    mine = parent / "notes.html"
+    mine.write_text("<!doctype html><p>my notes</p>")
+    assert main(["view", str(parent), "--out", str(mine)]) == 2
+    assert capsys.readouterr().err == (f"error: refusing to overwrite {mine}: it is an HTML file janus view did not "
+                                       "write; give another --out, or move that file\n")
+    assert mine.read_text() == "<!doctype html><p>my notes</p>"
+    link = parent / "link.html"  # a link to the user's page is the user's page
+    link.symlink_to(mine)
+    assert main(["view", str(parent), "--out", str(link)]) == 2
+    assert "it is an HTML file janus view did not write" in capsys.readouterr().err
+    assert mine.read_text() == "<!doctype html><p>my notes</p>" and link.is_symlink()
+    assert (parent / "real" / "view.html").read_bytes() == real_page
+    assert view_path([tmp_path / "x" / "a", tmp_path / "x" / "b" / "c"]) == tmp_path.absolute() / "x" / "view.html"
+    assert view_path([parent], tmp_path) == tmp_path / "view.html"
+    assert view_path([parent], tmp_path / "p.html") == tmp_path / "p.html"
+
+
 # ------------------------------------------------------------------------------------------------ --serve
 def test_server_serves_only_the_page_on_loopback(tmp_path):
     from janus_memory.view.serve import make_server
@@ -390,3 +453,14 @@ def test_several_runs_tabs_and_the_reports_comparison(view_fake_run, tmp_path):
     assert got == want and [g[0] for g in got] == ["a/run", "b/run"]
     assert d["compare"][0]["body"] == rep["tables"]["accuracy"]["body"]  # "dc_rs (a/run)": the report's tags
     assert d["compare"][0]["notes"] == rep["sections"][0]["duplicates"] + rep["sections"][0]["sources"] != []
+
+
+def test_a_stored_reason_under_its_earlier_name_is_shown_under_the_present_one():
+    """The sequential rule's rejection was logged as sprt_old_worse (it said the opposite of what happened); stored
+    runs keep that text, the page shows sprt_new_worse; other reasons pass unchanged."""
+    tasks = V.TaskTable.from_texts({})
+    for stored, shown in (("sprt_old_worse", "sprt_new_worse"), ("sprt_new_worse", "sprt_new_worse"),
+                          ("old_better", "old_better")):
+        dec = {"step": 1, "decision": {"reason": stored, "triggered": True, "accept": False}}
+        _, _, detail = V.step_view(dec, {}, V._Versions([]), None, tasks)
+        assert detail["r"] == shown

@@ -1,10 +1,19 @@
-"""The one base class of user-facing errors.
+"""The one base class of user-facing errors, and the one way text from a server or a model is made printable.
 
 Every error a user can fix (a bad option, a missing file, an unusable run folder, an unreachable model server ...)
 subclasses :class:`JanusError`; its message is one line naming the fix. The CLI catches ``JanusError`` once and prints
 ``error: <message>`` with exit code 2; anything else is a bug and keeps its traceback.
+
+A reply, an HTTP error body or a memory text may hold control characters: an escape sequence that changes the
+window title, erases the line, switches to the alternate screen or re-colours what follows, a carriage return that
+overwrites the line, a bidirectional override that shows text in another order than it is stored. :func:`printable`
+writes each such character as a visible escape (``\\x1b``, ``\\r``, ``\\u202e``) and leaves every other character,
+newlines and tabs included, as it is. The CLI passes through it: every error line (cli/app.py), every line a run
+logs (cli/run_command._plain: progress, warnings, a grid's failed cells), ``janus memory diff``, the report's tables.
 """
 from __future__ import annotations
+
+import re
 
 
 class JanusError(Exception):
@@ -12,7 +21,7 @@ class JanusError(Exception):
 
     def user_message(self, run_dir: str | None = None) -> str:
         """The line the CLI prints (``run_dir``: the run folder involved, for a resume hint)."""
-        return str(self).splitlines()[0] if str(self) else type(self).__name__
+        return str(self).split("\n")[0] if str(self) else type(self).__name__  # (a \r inside is escaped, not cut)
 
 
 class ConfigError(JanusError, ValueError):
@@ -53,3 +62,19 @@ class DamagedStoreError(StorageError, RunFolderError):
 
     def user_message(self, run_dir: str | None = None) -> str:
         return JanusError.user_message(self, run_dir)
+
+
+# C0 controls but tab and newline, DEL, C1 controls, the bidi marks, embeddings, overrides and isolates
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match) -> str:
+    c = m.group()
+    return {"\r": "\\r", "\n": "\\n"}.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """``text`` with its control characters written as visible escapes (module docstring); ``one_line``: newlines
+    too (a message printed as one line)."""
+    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_escape, str(text))

@@ -27,9 +27,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import threading
 from collections.abc import Iterator
+
+class Stopping(BaseException):
+    """Raised in a helper thread whose work the run called off (Ctrl-C in the main thread, or another method of the
+    run failed): a BaseException, so no ``except Exception`` on the way (a replay scored 0 after a failed request)
+    mistakes it for a failed LLM call and goes on."""
+
+
+# the stop signal of the helper thread running in this context (None: not a helper thread of a run)
+_STOP: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("janus_stop", default=None)
+
+
+@contextlib.contextmanager
+def stoppable(event: threading.Event) -> Iterator[None]:
+    """Mark the work in this block (this thread, and threads started with a copy of its context) as called off once
+    ``event`` is set: :func:`check_stop` then raises :class:`Stopping` (the LLM client checks before every call, the
+    run's event relay before every event)."""
+    token = _STOP.set(event)
+    try:
+        yield
+    finally:
+        _STOP.reset(token)
+
+
+def check_stop() -> None:
+    """Raise :class:`Stopping` when the work of this context was called off (:func:`stoppable`)."""
+    ev = _STOP.get()
+    if ev is not None and ev.is_set():
+        raise Stopping("the run is stopping")
+
 
 _deferred = {"pending": False}
 _entry = {"depth": 0}  # sync_entry() nesting in the main thread (signal handlers only ever run there)

@@ -23,7 +23,10 @@ def _limits(path: str) -> tuple[int, int]:
 
 
 def check_path(text: str) -> str:
-    """``text`` unchanged when it can name a file here; ValueError (one line) otherwise."""
+    """``text`` unchanged when it can name a file here; ValueError (one line) otherwise. An empty text names no path
+    (``--out ""`` is an unset variable, not the current folder)."""
+    if not text.strip():
+        raise ValueError("expected a path, got an empty text")
     if "\0" in text:
         raise ValueError(f"the path {_shown(text)!r} holds a NUL byte")
     path = os.path.expanduser(text)

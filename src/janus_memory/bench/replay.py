@@ -4,7 +4,12 @@ A trajectory is a list of steps ``(step, task text, memory before, memory after)
 
 * a JSONL file with ``step``, ``memory_before``, ``memory_after`` (optional ``question``/``task``, ``task_id``,
   ``destructive``: a label that replaces the rule below);
-* a Dynamic Cheatsheet log as in ``../shared/data/dc-trajectories`` (``previous_cheatsheet``/``new_cheatsheet``);
+* a Dynamic Cheatsheet per-step log as in ``../shared/data/dc-trajectories`` (``previous_cheatsheet``/
+  ``new_cheatsheet``);
+* Dynamic Cheatsheet's own published result file as it is (``results/<TASK>/<model>_<approach>.jsonl`` of
+  suzgunmirac/dynamic-cheatsheet: one record per task with ``input``, ``raw_input``, ``steps``, ``final_answer``,
+  ``final_cheatsheet`` ...): the memory after record i is its ``final_cheatsheet``, the memory before it record
+  i-1's (``(empty)``, DC's initial cheatsheet, for the first); the task text is ``raw_input`` (else ``input``);
 * a folder of such JSONL files (one trajectory per file, sorted by name);
 * a run folder of ours (``run.sqlite``): one trajectory per method, each step's recorded old memory and candidate
   (the task text is its id: questions are not stored in the run folder).
@@ -61,6 +66,18 @@ class ReplayStep:
 class Trajectory:
     name: str
     steps: list[ReplayStep] = field(default_factory=list)
+    format: str = "janus"  # a key of FORMATS: which input format it was read from
+
+
+# the formats a trajectory is read from (detected per file from its first record), as `janus replay` names them
+FORMATS = {
+    "janus": "janus trajectory (memory_before/memory_after per step)",
+    "dc-steps": "Dynamic Cheatsheet per-step log (previous_cheatsheet/new_cheatsheet per step)",
+    "dc-results": "Dynamic Cheatsheet result file (final_cheatsheet per task; the memory before a task is the previous "
+                  "task's)",
+    "run": "janus run folder (each step's stored old memory and candidate)",
+}
+DC_INITIAL = "(empty)"  # Dynamic Cheatsheet's initial cheatsheet
 
 
 # ----------------------------------------------------------------------------- destructive rule
@@ -99,16 +116,33 @@ def _label(v, where: str) -> str | None:
     raise ReplayInputError(f"{where}: 'destructive' must be true/false/\"dump\"/\"wipe\", got {v!r}")
 
 
-def _row_to_step(row, where: str, index: int) -> ReplayStep:
+def detect_format(row, where: str) -> str:
+    """The format of a trajectory file, from its first record (a key of FORMATS)."""
     if not isinstance(row, dict):
         raise ReplayInputError(f"{where}: expected a JSON object")
+    if "final_cheatsheet" in row:
+        return "dc-results"
     if "previous_cheatsheet" in row or "new_cheatsheet" in row:
+        return "dc-steps"
+    if "memory_before" in row or "memory_after" in row:
+        return "janus"
+    keys = ", ".join(sorted(map(str, row))[:8]) or "none"
+    raise ReplayInputError(f"{where}: not a trajectory record: needs memory_before/memory_after, previous_cheatsheet/"
+                           f"new_cheatsheet, or Dynamic Cheatsheet's final_cheatsheet (keys: {keys})")
+
+
+def _row_to_step(row, where: str, index: int, fmt: str = "janus") -> ReplayStep:
+    if not isinstance(row, dict):
+        raise ReplayInputError(f"{where}: expected a JSON object")
+    if fmt == "dc-steps":
         before, after = row.get("previous_cheatsheet"), row.get("new_cheatsheet")
+        if not isinstance(before, str) or not isinstance(after, str):
+            raise ReplayInputError(f"{where}: a {FORMATS[fmt]} record needs string fields previous_cheatsheet and "
+                                   "new_cheatsheet")
     else:
         before, after = row.get("memory_before"), row.get("memory_after")
-    if not isinstance(before, str) or not isinstance(after, str):
-        raise ReplayInputError(f"{where}: needs string fields memory_before/memory_after "
-                               "(or previous_cheatsheet/new_cheatsheet)")
+        if not isinstance(before, str) or not isinstance(after, str):
+            raise ReplayInputError(f"{where}: a {FORMATS[fmt]} record needs string fields memory_before/memory_after")
     step = row.get("step", index)
     if isinstance(step, bool) or not isinstance(step, int):
         raise ReplayInputError(f"{where}: 'step' must be an integer, got {step!r}")
@@ -118,26 +152,60 @@ def _row_to_step(row, where: str, index: int) -> ReplayStep:
     return ReplayStep(step, tid, task or tid, before, after, _label(row.get("destructive"), where))
 
 
-def load_jsonl(path: Path) -> Trajectory:
-    steps = []
+def _dc_result_step(row, where: str, index: int, before: str) -> ReplayStep:
+    """Record ``index`` (1-based) of a Dynamic Cheatsheet result file, whose memory before it is ``before``."""
+    if not isinstance(row, dict):
+        raise ReplayInputError(f"{where}: expected a JSON object")
+    if "final_cheatsheet" not in row:
+        raise ReplayInputError(f"{where}: no final_cheatsheet; the file's first record is a {FORMATS['dc-results']} "
+                               "record, this one is not (a mixed or damaged file?)")
+    after = row["final_cheatsheet"]
+    if after is None:
+        raise ReplayInputError(f"{where}: final_cheatsheet is null: this approach keeps no cheatsheet (Dynamic "
+                               "Cheatsheet's default or Dynamic_Retrieval runs); there is no memory to replay")
+    if not isinstance(after, str):
+        raise ReplayInputError(f"{where}: final_cheatsheet must be a string, got {type(after).__name__}")
+    if "steps" in row and not isinstance(row["steps"], list):
+        raise ReplayInputError(f"{where}: 'steps' must be a list of rounds, got {type(row['steps']).__name__}")
+    task = next((row[k] for k in ("raw_input", "input", "input_txt") if isinstance(row.get(k), str) and row[k]), "")
+    tid = f"step{index}"
+    return ReplayStep(index, tid, task or tid, before, after)
+
+
+def _records(path: Path) -> list[tuple[int, object]]:
+    """(line number, parsed JSON) of every non-empty line; ReplayInputError naming the line that does not parse."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
         raise ReplayInputError(f"{path}: cannot read ({e})") from None
+    out = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            out.append((n, json.loads(line)))
         except json.JSONDecodeError as e:
             raise ReplayInputError(f"{path}:{n}: invalid JSON ({e.msg}); truncated file?") from None
-        steps.append(_row_to_step(row, f"{path}:{n}", len(steps) + 1))
-    if not steps:
+    return out
+
+
+def load_jsonl(path: Path) -> Trajectory:
+    """One trajectory from a JSONL file of any of the line formats (FORMATS, detected from the first record)."""
+    records = _records(path)
+    if not records:
         raise ReplayInputError(f"{path}: no steps")
+    fmt = detect_format(records[0][1], f"{path}:{records[0][0]}")
+    steps: list[ReplayStep] = []
+    for n, row in records:
+        if fmt == "dc-results":
+            steps.append(_dc_result_step(row, f"{path}:{n}", len(steps) + 1,
+                                         steps[-1].after if steps else DC_INITIAL))
+        else:
+            steps.append(_row_to_step(row, f"{path}:{n}", len(steps) + 1, fmt))
     order = [s.step for s in steps]
     if order != sorted(order) or len(set(order)) != len(order):
         raise ReplayInputError(f"{path}: steps must be strictly increasing")
-    return Trajectory(path.stem, steps)
+    return Trajectory(path.stem, steps, fmt)
 
 
 def load_run_folder(root: Path) -> list[Trajectory]:
@@ -160,7 +228,7 @@ def load_run_folder(root: Path) -> list[Trajectory]:
         if parent not in texts:
             raise ReplayInputError(f"{db}: {method} step {step}: old memory {str(parent)[:12]} not stored")
         tid = str(tids.get((method, step)) or f"step{step}")
-        out.setdefault(method, Trajectory(f"{root.name}/{method}")).steps.append(
+        out.setdefault(method, Trajectory(f"{root.name}/{method}", format="run")).steps.append(
             ReplayStep(step, tid, tid, texts[parent], text))
     if not out:
         raise ReplayInputError(f"{root}: the run folder holds no recorded candidates")

@@ -27,7 +27,9 @@ OPTION_KEYS = ("tau", "beta", "retention_min", "shrink_max", "magnitude_ratio", 
 def add_replay_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("replay", help="replay recorded memory trajectories through the trigger (rate, cosine "
                                              "timeline, recall of destructive steps)")
-    p.add_argument("inputs", nargs="+", help="JSONL trajectory file(s), folder(s) of them, or run folder(s)")
+    p.add_argument("inputs", nargs="+", help="trajectory JSONL file(s): ours (memory_before/memory_after), Dynamic "
+                                             "Cheatsheet's per-step log or its published result file (final_cheatsheet"
+                                             " per task), detected per file; folder(s) of them; or run folder(s)")
     p.add_argument("--encoder", default="hashing,minilm", help="comma-separated encoder specs (default hashing,minilm)")
     p.add_argument("--warmup", default="0,20", help="comma-separated warm-up lengths (default 0,20)")
     p.add_argument("--z-source", default="memory", help="memory (phi of whole memories, the paper), items (phi of "
@@ -109,6 +111,10 @@ def run_replay(args) -> int:
         return 2
     import time
 
+    from janus_memory.bench.replay import FORMATS
+
+    for t in trajs:  # which format each input was read as: a wrong guess shows before any number
+        print(f"replay: read {t.name} as {FORMATS[t.format]}: {len(t.steps)} steps", file=sys.stderr, flush=True)
     t0 = time.monotonic()
     rows, records = run_grid(trajs, encoders, settings, warmups, z_sources, progress=lambda text: print(
         f"replay: {text}, {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True))  # stderr: tables stay clean
@@ -126,11 +132,16 @@ def _write(out: Path, rows, pool, records, trajs, encoders, warmups) -> None:
     from janus_memory.bench.replay_plot import plot_timeline
 
     out.mkdir(parents=True, exist_ok=True)
+    from janus_memory.bench.replay import FORMATS
+
     recs = [{"trajectory": k[0], "encoder": k[1], "z_source": k[2], "setting": k[3], "warmup": k[4], "steps": v}
             for k, v in records.items()]
-    (out / "replay.json").write_text(json.dumps({"pooled": pool, "rows": rows, "records": recs}, indent=1))
-    (out / "replay.md").write_text("# janus replay\n\n## Pooled\n\n" + fmt_table(pool) + "\n\n## Per trajectory\n\n"
-                                   + fmt_table(rows) + "\n")
+    inputs = [{"trajectory": t.name, "format": t.format, "steps": len(t.steps)} for t in trajs]
+    (out / "replay.json").write_text(json.dumps({"inputs": inputs, "pooled": pool, "rows": rows, "records": recs},
+                                                indent=1))
+    read = "\n".join(f"- {t.name}: {FORMATS[t.format]}, {len(t.steps)} steps" for t in trajs)
+    (out / "replay.md").write_text("# janus replay\n\n## Inputs\n\n" + read + "\n\n## Pooled\n\n" + fmt_table(pool)
+                                   + "\n\n## Per trajectory\n\n" + fmt_table(rows) + "\n")
     wu = min(warmups)
     for t in trajs:
         path = plot_timeline(out / f"timeline_{t.name.replace('/', '_')}.png", t.name, records, encoders, wu)

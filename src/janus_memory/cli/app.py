@@ -25,7 +25,8 @@ from .closing import (
 from . import signals as cli_signals
 from .parser import EXIT_USAGE, build_parser
 from ..errors import JanusError
-from .run_command import _config_from_args, _run
+from ..errors import printable
+from .run_command import _config_from_args, _run, run_command  # noqa: F401  (re-exported)
 from .commands import _bench_world, _grid, _memory, _model_fetch, _model_path, _report, _sweep, _view
 
 __all__ = ["EXIT_USAGE", "build_parser", "main"]
@@ -55,7 +56,7 @@ def _dispatch(args, console):
 
         return lambda a, c: run_demo(a, c, t0)
     if args.cmd == "run":
-        return lambda a, c: _run(_config_from_args(a, demo=False), a, c, t0)
+        return lambda a, c: run_command(a, c, t0)
     if args.cmd == "memory":
         return _memory if args.memory_cmd == "diff" else None
     if args.cmd == "model":
@@ -119,7 +120,9 @@ def _main(argv: list[str] | None) -> int:
         return code
     except JanusError as e:
         where = getattr(args, "run_folder", None) or where
-        print(f"error: {e.user_message(where if _resumable(where) else None)}", file=sys.stderr)
+        # a server's error body or a model's text may be in it: control characters shown escaped (errors.printable)
+        print(f"error: {printable(e.user_message(where if _resumable(where) else None), one_line=True)}",
+              file=sys.stderr)
         return EXIT_USAGE
     finally:
         restore_signals()

@@ -17,20 +17,12 @@ def preflight(cfg, resume: bool = False, overwrite: bool = False):
 
     check_encoder(cfg.encoder)
     if resume:
-        from pathlib import Path
-
-        from ..store.integrity import problems
         from ..store.reader import RunReader
-        from ..run.resume import refuse_changed_config
-        from ..store.store import RunStore
+        from ..run.resume import check_before_resume, refuse_changed_config
 
-        from ..store.integrity import refuse_damaged
-
-        if (Path(cfg.out).expanduser() / RunStore.DB).is_file():
-            refuse_damaged(cfg.out)  # rows edited or deleted after their commit: never continued or repaired
-        if (Path(cfg.out).expanduser() / RunStore.DB).exists():  # a finished run (COMPLETE and whole): refused here,
-            complete = (Path(cfg.out).expanduser() / "COMPLETE").exists()  # before the header is printed
-            RunStore.check_resumable(cfg.out, repair=complete and bool(problems(cfg.out)))
+        # what `janus run --resume` refuses without a model (a damaged database, missing steps, an edited
+        # config.json, a finished run ...), in the words `janus report` uses, before the header is printed
+        check_before_resume(cfg.out)
         reader = RunReader(cfg.out)
         if reader.has_db and reader.meta("config") is not None:  # anything else: the runner's own message
             refuse_changed_config(reader, cfg)

@@ -121,14 +121,23 @@ def _report(args, console) -> int:
 
 
 def _view(args, console) -> int:
-    from ..view.page import write_view
+    from ..view.page import existing_page, view_path, write_view
 
+    before = existing_page(view_path(args.dirs, args.out))
     path, data = write_view(args.dirs, args.out)
     steps = sum(m["n"] for r in data["runs"] for m in r["methods"])
     console.print(f"view: {path}  ({len(data['runs'])} run(s), {steps:,} method steps, "
                   f"{path.stat().st_size / 1024:,.0f} KiB; open it in a browser)", markup=False, soft_wrap=True)
+    from ..errors import printable
+
+    if before:
+        console.print(printable(f"replaced the page that was there ({before}); --out FILE writes another"),
+                      markup=False, soft_wrap=True)
     for line in data["unfinished"]:
-        console.print(f"not in the view: {line}", markup=False, soft_wrap=True)
+        console.print(printable(f"not in the view: {line}"), markup=False, soft_wrap=True)
+    for d in data.get("unchecked", []):
+        console.print(printable(f"unchecked in the view: {d} has no run.sqlite; its numbers are its files', not "
+                                "checked against the run's database"), markup=False, soft_wrap=True)
     if args.serve:
         from ..view.serve import serve
 
@@ -137,16 +146,19 @@ def _view(args, console) -> int:
 
 
 def _memory(args, console) -> int:
+    """Memory texts are a model's: their control characters are shown escaped (errors.printable)."""
     from ..report.memdiff import cross_method_diff, memory_diff
+    from ..errors import printable
 
     if args.methods:
         if args.step_b is not None or args.method:
             raise ConfigError("--methods compares two methods at one step: give one step and no --method")
-        print(cross_method_diff(args.run_dir, args.step_a, tuple(args.methods), context=args.context), end="")
+        print(printable(cross_method_diff(args.run_dir, args.step_a, tuple(args.methods), context=args.context)),
+              end="")
         return 0
     if args.step_b is None:
         raise ConfigError("give two steps (janus memory diff RUN STEP_A STEP_B) or one step and --methods BASE OTHER")
-    print(memory_diff(args.run_dir, args.step_a, args.step_b, args.method, context=args.context))
+    print(printable(memory_diff(args.run_dir, args.step_a, args.step_b, args.method, context=args.context)))
     return 0
 
 

@@ -97,7 +97,8 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     m.add_argument("--temperature", type=float, help="sampling temperature of every LLM call, in [0, 2]")
     m.add_argument("--solver-max-tokens", type=int, help="output token limit of each solving call (stream, replay, test)")
     m.add_argument("--curator-max-tokens", type=int, help="output token limit of each memory-update call")
-    m.add_argument("--concurrency", type=int, help="parallel LLM requests for OpenAI-compatible servers")
+    m.add_argument("--concurrency", type=int, help="LLM requests in flight at once, one budget for all the run's methods "
+                                                   "(a grid's or sweep's workers share it per endpoint)")
     m.add_argument("--n-ctx", type=int, help="context window of the embedded backend (default 0: max of the solver/"
                                              "curator max tokens + 2048 prompt tokens; a smaller value is refused)")
     m.add_argument("--request-timeout", type=float, help="seconds per HTTP request to an OpenAI-compatible server (default 120)")
@@ -112,6 +113,14 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                    help="send a Janus comparison's replays (entries x old/new memory) as one batch: auto (default: "
                         "batched, early-stopping rounds prefetched only with parallel slots/requests), on, or off "
                         "(each memory's replays on their own; faster on a CPU llama.cpp server, docs/perf.md)")
+    m.add_argument("--speculate", choices=["on", "off", "auto"], type=str.lower,
+                   help="with a batched evaluation, send every read a sequential Janus comparison may make at once "
+                        "(one round of latency; reads it never uses are paid and counted): auto (default: when the "
+                        "backend serves requests in parallel), on, or off; the decisions are the same either way")
+    m.add_argument("--parallel-methods", choices=["on", "off", "auto"], type=str.lower,
+                   help="run the methods (base and +Janus) side by side, sharing --concurrency: auto (default: when "
+                        "the backend serves requests in parallel, a server or several --n-parallel slots), on, or "
+                        "off (one after another); the results are the same either way")
     m.add_argument("--encoder", metavar="SPEC", help="memory/task encoder: minilm (default), hashing, st:<model>")
     m.add_argument("--no-cache", action="store_true", default=None, help="do not use the persistent LLM response cache")
     m.add_argument("--cache-dir", metavar="DIR", help="LLM response cache folder (default: $JANUS_CACHE_DIR/llm-cache, "
@@ -168,6 +177,16 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
                        help="memories tested at --checkpoints: paper = restored as the authors' Fig. 4 script does "
                             "(DC-RS pool of successes only, ExpeL counts 2; paper preset), exact = the stream's exact "
                             "snapshots (small preset)")
+        g.add_argument("--option-order", choices=["question", "seeded"],
+                       help="GPQA option order: question = shuffled by the question alone, the same for every seed "
+                            "(the authors'; paper preset), seeded = by record id and --seed, so seeds also vary the "
+                            "positions (small preset)")
+        g.add_argument("--apibench-split", choices=["paper", "registry"],
+                       help="APIBench-HF stream/test split: paper = stable shuffle keyed 'APIBench:hf:<seed>' (the "
+                            "authors'; paper preset), registry = keyed 'apibench_hf:<seed>' (small preset)")
+        g.add_argument("--apibench-question", choices=["code", "instruction"],
+                       help="APIBench-HF question: code = the row's whole code field, which holds the reference "
+                            "output (the authors'; paper preset), instruction = the instruction alone (small preset)")
         g.add_argument("--checker", choices=["paper", "strict"],
                        help="answer checker of stream feedback, replays and test: paper = the authors' (lenient "
                             "multiple-choice rules, thinking included; our strict verdict is recorded beside it and "

@@ -13,7 +13,8 @@ CLI_TO_CFG = (
     "model_path", "temperature", "solver_max_tokens", "curator_max_tokens", "concurrency", "encoder", "no_cache",
     "cache_dir", "out", "checkpoints", "stream_order_seed", "faithful", "preset", "replay", "janus_preset", "n_ctx",
     "request_timeout", "max_retries", "request_deadline", "allow_weak_sandbox", "n_parallel", "inject", "batch_eval",
-    "checker", "replay_failures", "twin_cache", "checkpoint_restore",
+    "parallel_methods", "speculate", "checker", "replay_failures", "twin_cache", "checkpoint_restore", "option_order",
+    "apibench_split", "apibench_question",
 )
 CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau", "beta", "trigger", "replay_limit",
                 "same_memory_shortcut", "clustering")
@@ -70,8 +71,21 @@ def _names() -> dict[str, str]:
         load_plugins()
     except Exception:  # noqa: BLE001 - a broken plugin is reported when a command uses it, not in --help
         pass
-    return {"datasets": ", ".join(DATASETS), "updaters": ", ".join(UPDATERS), "backends": ", ".join(BACKENDS.names()),
+    return {"datasets": _datasets_help(), "updaters": ", ".join(UPDATERS), "backends": ", ".join(BACKENDS.names()),
             "baselines": ", ".join(UPDATERS.names(lambda c: c.is_baseline))}
+
+
+def _datasets_help() -> str:
+    """The dataset names as a run can use them: ready with the shipped data, after a fetch, test split only."""
+    from ..tasks.base import dataset_groups
+
+    g = dataset_groups()
+    text = f"ready with the shipped data: {', '.join(g['shipped'])}"
+    if g["fetch"]:
+        text += f"; after you fetch a file, docs/tasks.md: {', '.join(g['fetch'])}"
+    if g["test_only"]:
+        text += f"; test split only, no stream: {', '.join(g['test_only'])}"
+    return text
 
 
 def _add_memory_and_report(sub, names: dict) -> None:
@@ -106,11 +120,15 @@ def _add_view(sub) -> None:
                         description="Write one HTML file that opens from disk with nothing fetched from the network: "
                                     "the run's header and accuracy table with 95% intervals, a timeline with one mark "
                                     "per stream step and method (online answer, trigger and cosine, accepted or "
-                                    "rolled back, injected candidates), each step's task, answer, memory diff, "
-                                    "evaluation set and decision on click, the accuracy trajectory and cost charts, "
-                                    "and for several runs the paired comparison of janus report. docs/view.md")
+                                    "rolled back, injected candidates; keyboard: Tab, arrows, Enter), each step's "
+                                    "task, answer, memory diff, evaluation set and decision (rollbacks, injected "
+                                    "candidates and first comparisons open on load, any other step on click), the "
+                                    "accuracy trajectory and cost charts, and for several runs the paired comparison "
+                                    "of janus report. docs/view.md")
     vp.add_argument("dirs", nargs="+", metavar="RUN", help="finished run folders, or folders above them")
-    vp.add_argument("--out", metavar="FILE", help="the HTML file to write (default: <first RUN>/view.html)")
+    vp.add_argument("--out", metavar="FILE", help="the HTML file to write (default: RUN/view.html, for a folder of "
+                                                  "runs too; several RUNs: view.html in their common folder); a page "
+                                                  "janus view wrote there before is replaced and the output says so")
     vp.add_argument("--serve", action="store_true", help="then serve the page on 127.0.0.1 until Ctrl-C")
     vp.add_argument("--port", type=port_number, default=0, metavar="N",
                     help="port for --serve (default 0: any free port; the address is printed)")

@@ -13,22 +13,25 @@ from ..errors import ConfigError
 
 
 def _plain(console):
-    """A log callback printing one message verbatim (no rich markup: method names like [dc_rs] are not tags)."""
-    return lambda m: console.print(m, markup=False, soft_wrap=True)
+    """A log callback printing one message verbatim (no rich markup: method names like [dc_rs] are not tags), its
+    control characters escaped (a server's or a model's text may be in it: errors.printable)."""
+    from ..errors import printable
+
+    return lambda m: console.print(printable(m), markup=False, soft_wrap=True)
 
 
 def _load_config_file(path: str) -> dict:
     import yaml
 
-    from ..settings.yaml_load import load_unique
+    from ..settings.yaml_load import load_unique, read_settings_text
 
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file not found: {p}")
+    try:  # a directory, FIFO or device, a file over the size limit: named before anything is read
+        text = read_settings_text(p)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     try:
-        data = load_unique(p.read_text(encoding="utf-8"))  # a key given twice: an error naming it and its lines
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{p} is not UTF-8 text (byte offset {e.start}); save it as UTF-8") from None
+        data = load_unique(text)  # a key given twice, an alias bomb: an error naming it (and its lines)
     except yaml.YAMLError as e:
         raise ConfigError(f"invalid YAML in {p}: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict):
@@ -47,16 +50,21 @@ def _config_from_args(args, *, demo: bool):
     if not demo and getattr(args, "resume", None):
         from ..run.experiment import load_run_config
 
-        if getattr(args, "out", None) is not None and \
-                Path(args.out).expanduser().absolute() != Path(args.resume).expanduser().absolute():
-            raise ConfigError(f"--resume continues the run in its own folder {args.resume}; --out {args.out} names "
-                              "another: leave --out out (to continue elsewhere, copy the folder and resume the copy)")
+        if getattr(args, "out", None) is not None:
+            _same_folder(args)
 
-        base = overlay(load_run_config(args.resume).model_dump(), base, {"out": args.resume})
+        stored = load_run_config(args.resume)
+        base = overlay(stored.model_dump(), base, {"out": args.resume})
     over = {k: getattr(args, k) for k in CLI_TO_CFG if getattr(args, k, None) is not None}
-    if "batch_eval" in over:  # --batch-eval on|off|auto -> True / False / None (auto also undoes a config file's value)
-        over["batch_eval"] = {"on": True, "off": False}.get(over["batch_eval"])
+    for key in ("batch_eval", "parallel_methods", "speculate"):  # on|off|auto -> True / False / None (auto undoes the file's value)
+        if key in over:
+            over[key] = {"on": True, "off": False}.get(over[key])
     janus_over = {k: getattr(args, k) for k in CLI_TO_JANUS if getattr(args, k, None) is not None}
+    if not demo and getattr(args, "resume", None):
+        try:
+            _refuse_resume_options(stored, over, janus_over)
+        except ConfigError as e:
+            raise _named_by_option(e, args) from None
     if janus_over and isinstance(base.get("janus"), dict):  # an option replaces the file's value before it is checked
         base = {**base, "janus": {**base["janus"], **janus_over}}
     # flat flags fill the llm section key by key (a flag wins over the file's llm.<key>); ConfigError naming the key
@@ -68,6 +76,34 @@ def _config_from_args(args, *, demo: bool):
         if named is e and not demo and getattr(args, "config", None):
             named = _with_file_line(e, args.config, args)
         raise named from None
+
+
+def _refuse_resume_options(stored, over: dict, janus_over: dict) -> None:
+    """ConfigError when an option given with --resume changes a stored setting other than those a resume may change
+    (resume.RESUME_FREE_KEYS: where the server is and how it is called), in the words of the resume's own check
+    (resume.refuse_changed_config), before the options are combined with the stored settings: `--resume R --updater
+    expel` names the updater, not an updater_config key the stored dc_rs settings hold that ExpeL does not know."""
+    from ..run.resume import RESUME_FREE_KEYS
+    from ..settings.config import RunConfig
+    from ..settings.llm_settings import LLM_KEYS
+
+    diff = []
+    for k, v in over.items():
+        key = f"llm.{k}" if k in LLM_KEYS else k
+        if key in RESUME_FREE_KEYS:
+            continue
+        alone = RunConfig.parse({k: v})  # the option's value as the settings hold it (ConfigError when invalid)
+        now, was = (getattr(alone.llm, k), getattr(stored.llm, k)) if k in LLM_KEYS else (getattr(alone, k),
+                                                                                          getattr(stored, k))
+        if now != was:
+            diff.append(f"{key}: {was!r} -> {now!r}")
+    jc = stored.janus_config()
+    for k, v in janus_over.items():
+        if getattr(jc, k) != v:
+            diff.append(f"janus.{k}: {getattr(jc, k)!r} -> {v!r}")
+    if diff:
+        raise ConfigError("cannot resume: the config differs from the stored run: " + "; ".join(diff)
+                          + " (a resumed run keeps its stored settings: leave those options out)")
 
 
 def _with_file_line(e: ConfigError, path: str, args) -> ConfigError:
@@ -107,22 +143,23 @@ def _option_for(setting: str, args) -> str | None:
 
 def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     from ..inject.plan import parse_inject
-    from ..settings.presets import encoder_line
+    from ..controller.describe import describe
+    from ..settings.presets import encoder_line, loader_option_lines, run_preset_line
+    from ..tasks import DATASETS
 
     jc = cfg.janus_config()
     say = _plain(console)
     say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
         f"updater={cfg.updater} controller={cfg.controller} backend={cfg.llm.backend} seed={cfg.seed}")
-    say(f"preset: {cfg.preset} (replay {cfg.replay_mode()}); {jc.preset_line()}")
-    if jc.eval_set != "panel":
-        tasks = f"coverage {jc.coverage_size} + boundary {jc.boundary_size} + fresh {jc.fresh_size}"
-    elif jc.decision_rule == "sequential" and jc.seq_max_pairs:
-        top = max(jc.seq_extend_pairs, jc.seq_max_pairs)
-        tasks = f"a panel of {jc.panel_size} seen tasks (read {jc.seq_max_pairs}, up to {top} while tied)"
+    say(run_preset_line(cfg.preset, cfg.replay_mode() if cfg.controller != "none" else None))
+    spec = DATASETS.get(cfg.dataset)
+    for line in loader_option_lines({k: v for k, v in cfg.loader_options().items() if spec and k in spec.options}):
+        say(line)
+    if cfg.controller == "none":
+        say("Janus: not run (--controller none: the updater deploys every candidate)")
     else:
-        tasks = f"a panel of {jc.panel_size} seen tasks"
-    say(f"Janus: warm-up {jc.warmup}, {tasks}, beta {jc.beta}, tau {jc.tau}, trigger {jc.trigger} "
-        f"(paper: 20, 12 + 8 + 5, 0.9, 0.0, mmt)")
+        for line in describe(jc).lines():
+            say(line)
     if demo and jc.trigger == "always":
         say(f"demo: Janus compares old and new memory at every step after warm-up (trigger always, the paper's "
             f"ablation without MMT): {cfg.stream_size} steps give the momentum trigger no history; `janus run` uses MMT")
@@ -146,6 +183,27 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
                 else "")
         say(f"warning: {', '.join(early)} inside Janus's warm-up ({jc.warmup} steps): Janus deploys it "
             f"unexamined{gate}")
+
+
+def run_command(args, console, t0: float | None = None) -> int:
+    """`janus run`: with --resume, the folder's lock is taken before anything in it is read (a run still writing it
+    is named "in use by process N", never read half-written) and held until the resume ends."""
+    from contextlib import nullcontext
+
+    from ..run.resume import held_for_resume
+
+    resume = getattr(args, "resume", None)
+    if resume and getattr(args, "out", None) is not None:
+        _same_folder(args)
+    with held_for_resume(resume) if resume else nullcontext() as lock:
+        args.resume_lock = lock
+        return _run(_config_from_args(args, demo=False), args, console, t0)
+
+
+def _same_folder(args) -> None:
+    if Path(args.out).expanduser().absolute() != Path(args.resume).expanduser().absolute():
+        raise ConfigError(f"--resume continues the run in its own folder {args.resume}; --out {args.out} names "
+                          "another: leave --out out (to continue elsewhere, copy the folder and resume the copy)")
 
 
 def _run(cfg, args, console, t0: float | None = None) -> int:
@@ -191,7 +249,8 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
 
         with Heartbeat(progress):  # off a terminal: a line at least every 30 s, also inside a long model call
             summary = run_experiment(cfg, log=say, on_event=on_event, overwrite=args.overwrite,
-                                     resume=bool(getattr(args, "resume", None)), splits=splits)
+                                     resume=bool(getattr(args, "resume", None)), splits=splits,
+                                     lock=getattr(args, "resume_lock", None))
     print_summary(summary, console)  # always printed, whatever --quiet says (it quiets the progress only)
     closing_lines(summary, say, t0, first_step[0] if first_step else None)
     for line in injection.next_steps(summary):  # runs with --inject: where to look next

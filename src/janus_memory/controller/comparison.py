@@ -1,7 +1,7 @@
 """One old-vs-new comparison on behalf of a Decision, and the controller's counters it moves.
 
-The evaluator is told what is coming (``begin_comparison`` for resumable sampling, ``expect_pair`` for a batching
-evaluator, both optional), ``decision.compare`` applies the rule, and the outcome is copied onto the Decision.
+The evaluator is told what is coming (``begin_comparison`` for resumable sampling, ``expect_pair`` and
+``expect_calls`` for a batching evaluator, all optional), ``decision.compare`` applies the rule, and the outcome is copied onto the Decision.
 A failing evaluator keeps the candidate (reason ``evaluation_failed:...``). Counter names are those of
 ``Janus.stats``: steps, triggers, accepts, rollbacks, evaluator_calls, evaluator_calls_saved, evaluation_failures.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import JanusConfig
-from .decision import Comparison, EvaluationError, compare, n_correct
+from .decision import Comparison, EvaluationError, compare, n_correct, planned_calls
 from .sequential import SPRT
 from .step import Decision
 
@@ -52,18 +52,18 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
     rule = "paper" if full else c.decision_rule
     base = c.seq_max_pairs if base_pairs is None else base_pairs
     seq = rule == "sequential"
+    how = dict(rule=rule, early_stop=c.early_stop and not full, round_size=c.seq_round if seq else c.early_stop_round,
+               same_memory_shortcut=c.same_memory_shortcut, max_pairs=max_pairs if max_pairs is not None else base,
+               known_old=known_old if seq else None,
+               extend_pairs=c.seq_extend_pairs if seq and max_pairs is None and c.seq_extend_pairs > base else 0)
+    expect = getattr(evaluator, "expect_calls", None)
+    if callable(expect):  # every call the comparison may make, in order (None: the order depends on the outcomes)
+        expect(planned_calls(tasks, old_text, new_text, **how))
     try:
-        comp = compare(evaluator, tasks, old_text, new_text,
-                       rule=rule, alpha=c.alpha, min_margin=c.min_margin,
-                       early_stop=c.early_stop and not full, round_size=c.seq_round if seq else c.early_stop_round,
-                       same_memory_shortcut=c.same_memory_shortcut,
+        comp = compare(evaluator, tasks, old_text, new_text, alpha=c.alpha, min_margin=c.min_margin,
                        sprt=SPRT(c.seq_alpha, c.seq_beta, c.seq_theta, c.seq_deploy_margin if max_pairs is None
                                  else 0, c.seq_quiet_deploy) if seq else None,
-                       max_pairs=max_pairs if max_pairs is not None else base,
-                       known_old=known_old if seq else None,
-                       extend_pairs=c.seq_extend_pairs if seq and max_pairs is None and c.seq_extend_pairs > base
-                       else 0,
-                       extend_margin=c.seq_extend_margin)
+                       extend_margin=c.seq_extend_margin, **how)
     except EvaluationError as exc:
         d.accept = True
         d.reason = f"evaluation_failed:{exc}"

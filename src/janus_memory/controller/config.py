@@ -52,6 +52,10 @@ RECOMMENDED_ROUND2 = dict(trigger="always", decision_rule="sequential", eval_ord
                           near_copy_pairs=4, dedup=True, same_memory_shortcut=True, clustering="paper",
                           seq_recent_pairs=0, eval_set="hybrid", near_copy_inherit=False, gate_compare=False)
 
+# the switches that tell the presets apart (JanusConfig.preset); sizes, tau, trigger and seed are settings of any preset
+PRESET_SWITCHES = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
+                   "eval_order", "gate_full_compare", "seq_max_pairs", "reuse_old_results", "seq_extend_pairs",
+                   "eval_set", "near_copy_inherit", "gate_compare")
 # settings of recommended() that JanusConfig.preset does not compare: a change to one is named in the preset label
 # ("recommended + trigger mmt"); sizes, tau and seed are settings of every preset and are not named
 RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_round", "seq_extend_margin",
@@ -348,13 +352,10 @@ class JanusConfig:
         Only the switches that separate the presets are compared (sizes, tau, trigger policy, seed are settings
         of either preset): early_stop, dedup, clustering, decision_rule, same_memory_shortcut, replay_limit, and
         the recommended controller's own switches (eval_order, gate_full_compare, seq_max_pairs)."""
-        keys = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
-                "eval_order", "gate_full_compare", "seq_max_pairs", "reuse_old_results", "seq_extend_pairs",
-                "eval_set", "near_copy_inherit", "gate_compare")
-        mine = tuple(getattr(self, k) for k in keys)
+        mine = tuple(getattr(self, k) for k in PRESET_SWITCHES)
         for name, ref in (("paper", JanusConfig.paper()), ("fast", JanusConfig.fast()),
                           ("recommended", JanusConfig.recommended())):
-            if mine == tuple(getattr(ref, k) for k in keys):
+            if mine == tuple(getattr(ref, k) for k in PRESET_SWITCHES):
                 return name
         return "custom"
 

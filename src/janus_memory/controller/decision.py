@@ -22,8 +22,10 @@ Source: paper-spec.md §3.2 steps 5-7 and §11 item 1 (paper rule); the rest is 
   (sign / exact McNemar) test ``P(X >= b | X ~ Bin(b + c, 1/2)) <= alpha``; otherwise deploy the candidate.
 * ``sequential`` rule (option, ``sequential.py``): both memories on the same tasks, ``round_size`` tasks per call,
   until Wald's SPRT on the discordant pairs settles (or ``max_pairs`` / the entries run out: the paper rule on the
-  pairs seen). Reasons ``sprt_new_not_worse`` / ``sprt_old_worse`` (a boundary crossed, or settled because the
+  pairs seen). Reasons ``sprt_new_not_worse`` / ``sprt_new_worse`` (a boundary crossed, or settled because the
   remaining pairs cannot change the outcome) and ``sprt_truncated_new_ge_old`` / ``sprt_truncated_old_better``.
+  Decision logs written before the rule's rejection was named ``sprt_new_worse`` say ``sprt_old_worse`` for it
+  (``STORED_REASON_NAMES``: readers show the current name).
 * C23 guard: when old and new memory texts are identical, the memories cannot differ, so the entries are
   evaluated once and the result is reused for both (no noise flips); with early stopping nothing is evaluated.
 """
@@ -40,6 +42,8 @@ from .sequential import SPRT, AdaptiveCap, discordant, settled
 
 Evaluator = Callable[[str, list], list]
 UNKNOWN = object()  # an old-memory outcome not measured yet (``known_old``)
+# reasons that stored decision logs may hold under another name: {stored name: the name of the same verdict now}
+STORED_REASON_NAMES = {"sprt_old_worse": "sprt_new_worse"}
 
 
 class EvaluationError(RuntimeError):
@@ -200,8 +204,7 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
             verdict = cap.stop(test, w, ll, k, n)
         if verdict is not None or k >= top:
             break
-        stage_end = limit if cap is not None and k < limit else top
-        lo, hi = k, min(stage_end, k + max(1, round_size))
+        lo, hi = k, _round_end(k, round_size, limit, top, cap is not None)
         chunk = tasks[lo:hi]
         known = [UNKNOWN] * len(chunk) if known_old is None else list(known_old[lo:hi])
         todo = [t for t, v in zip(chunk, known) if v is UNKNOWN]
@@ -216,12 +219,51 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
     crossed = test.verdict(w, ll) is not None or k < limit
     accept = verdict == "deploy"
     if crossed:
-        reason = "sprt_new_not_worse" if accept else "sprt_old_worse"
+        reason = "sprt_new_not_worse" if accept else "sprt_new_worse"
     elif accept or w < ll:
         reason = "sprt_truncated_new_ge_old" if accept else "sprt_truncated_old_better"
     else:  # not worse, but short of the lead seq_deploy_margin asks for
         reason = "sprt_truncated_no_lead"
     return Comparison(accept, reason, old_c, new_c, k, spent, full, None, k < n)
+
+
+def _round_end(k: int, round_size: int, limit: int, top: int, capped: bool) -> int:
+    """End of the sequential rule's round that starts at task ``k``: ``round_size`` tasks, never across the fixed
+    cap ``limit`` while the adaptive cap's first stage runs, never past ``top``."""
+    stage_end = limit if capped and k < limit else top
+    return min(stage_end, k + max(1, round_size))
+
+
+def planned_calls(tasks: list, old_text: str, new_text: str, *, rule: str = "paper", early_stop: bool = False,
+                  round_size: int = 5, same_memory_shortcut: bool = True, max_pairs: int = 0,
+                  known_old: list | None = None, extend_pairs: int = 0) -> list[tuple[str, list]] | None:
+    """The evaluator calls :func:`compare` makes with these arguments, in order, when it never stops early:
+    ``[(memory text, tasks), ...]``. A comparison that stops early makes a prefix of them. None when the order
+    depends on the outcomes (paper rule with early stopping). Lets a batching evaluator send every read a
+    comparison may need at once (run/eval_batch.py); the decision does not depend on it."""
+    n = len(tasks)
+    same = same_memory_shortcut and old_text == new_text
+    if rule == "sequential":
+        if same:
+            return []
+        limit = n if max_pairs <= 0 else min(n, max_pairs)
+        capped = extend_pairs > 0 and max_pairs > 0
+        top = min(n, extend_pairs) if capped else limit
+        calls, k = [], 0
+        while k < top:
+            hi = _round_end(k, round_size, limit, top, capped)
+            known = [UNKNOWN] * (hi - k) if known_old is None else list(known_old[k:hi])
+            todo = [t for t, v in zip(tasks[k:hi], known) if v is UNKNOWN]
+            if todo:
+                calls.append((old_text, todo))
+            calls.append((new_text, list(tasks[k:hi])))
+            k = hi
+        return calls
+    if early_stop and rule == "paper":
+        return None
+    if not tasks:
+        return []
+    return [(old_text, list(tasks))] if same else [(old_text, list(tasks)), (new_text, list(tasks))]
 
 
 def _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_margin, early_stop, round_size):

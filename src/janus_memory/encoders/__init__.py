@@ -21,26 +21,51 @@ from janus_memory.encoders.base import (
 from janus_memory.registry import ENCODERS
 
 
-@ENCODERS.register("minilm")
-def _minilm(arg: str) -> Encoder:
+# An encoder factory may carry ``check(arg)``: it raises ValueError for an argument it would refuse, without loading
+# anything (run/build.check_encoder calls it before any folder is made).
+
+
+def _minilm_arg(arg: str) -> None:
     if arg:
         raise ValueError(f"unknown encoder spec 'minilm:{arg}': expected 'minilm', 'hashing[:n]' or 'st:<name-or-path>'")
+
+
+@ENCODERS.register("minilm")
+def _minilm(arg: str) -> Encoder:
+    _minilm_arg(arg)
     from janus_memory.encoders.onnx_minilm import MiniLMOnnxEncoder
 
     return MiniLMOnnxEncoder()
+
+
+_minilm.check = _minilm_arg
+
+
+def _hashing_dims(arg: str) -> int | None:
+    """The dimension of ``hashing:<n>`` (None: the default), in [2, MAX_FEATURES] (hashing.py)."""
+    from janus_memory.encoders.hashing import MAX_FEATURES
+
+    if not arg:
+        return None
+    try:
+        n = int(arg)
+    except ValueError:
+        raise ValueError(f"hashing encoder spec must be 'hashing' or 'hashing:<int>', got 'hashing:{arg}'") from None
+    if not 2 <= n <= MAX_FEATURES:
+        raise ValueError(f"the hashing encoder's dimension must be in [2, {MAX_FEATURES}] (a dense row of that many "
+                         f"numbers per text, stored for every seen task), got {n}")
+    return n
 
 
 @ENCODERS.register("hashing")
 def _hashing(arg: str) -> Encoder:
     from janus_memory.encoders.hashing import HashingEncoder
 
-    if not arg:
-        return HashingEncoder()
-    try:
-        n = int(arg)
-    except ValueError:
-        raise ValueError(f"hashing encoder spec must be 'hashing' or 'hashing:<int>', got 'hashing:{arg}'") from None
-    return HashingEncoder(n_features=n)
+    n = _hashing_dims(arg)
+    return HashingEncoder() if n is None else HashingEncoder(n_features=n)
+
+
+_hashing.check = _hashing_dims
 
 
 @ENCODERS.register("st")

@@ -9,6 +9,10 @@ import numpy as np
 
 from janus_memory.encoders.base import check_texts, l2_normalise
 
+# the largest dimension: each text becomes a dense float32 row (256 KiB at 2^16), and the controller stores one per
+# seen task; 2^40 asked numpy for 3.6 TiB in the middle of a run
+MAX_FEATURES = 1 << 16
+
 
 class HashingEncoder:
     """``encode(texts) -> (n, n_features)`` float32, L2-normalised (zero row for texts without any word).
@@ -21,8 +25,8 @@ class HashingEncoder:
     def __init__(self, n_features: int = 2 ** 14, ngram_range: tuple[int, int] = (1, 2)):
         from sklearn.feature_extraction.text import HashingVectorizer
 
-        if int(n_features) < 2:
-            raise ValueError(f"n_features must be >= 2, got {n_features}")
+        if not 2 <= int(n_features) <= MAX_FEATURES:
+            raise ValueError(f"n_features must be in [2, {MAX_FEATURES}], got {n_features}")
         self.dim = int(n_features)
         self.name = f"hashing-{self.dim}-ng{ngram_range[0]}{ngram_range[1]}"
         self._vec = HashingVectorizer(n_features=self.dim, ngram_range=tuple(ngram_range), alternate_sign=False,

@@ -94,7 +94,7 @@ class LLMError(JanusError, RuntimeError):
 
     def user_message(self, run_dir: str | None = None) -> str:
         hint = (f"; every committed step is kept: fix the server, then `janus run --resume {run_dir}`" if run_dir else "")
-        return f"the model call failed: {str(self).splitlines()[0] if str(self) else type(self).__name__}{hint}"
+        return f"the model call failed: {str(self).split(chr(10))[0] if str(self) else type(self).__name__}{hint}"
 
     def __init__(self, message: str, *, status: int | None = None):
         super().__init__(message)

@@ -23,25 +23,34 @@ Silent prompt truncation (C22-B): when the server reports ``prompt_tokens`` belo
 local lower bound (word count), the client raises :class:`ContextTruncated` (not retried, not cached, tokens
 still counted): the caller must raise the server's context window; the answer is never returned as valid.
 
+Session (:meth:`LLMClient.session`): for the length of a ``with`` block the client keeps ONE event loop in a helper
+thread, and every sync call from any thread (the methods of a run side by side, a test wave of several memories) is
+run on it. So the ``concurrency`` bound is one budget for all of them, identical requests in flight are sent once
+whoever asks, and the backend's HTTP connections stay open between calls instead of being made for every call.
+Outside a session every sync call runs its own short-lived loop, as described above.
+
 The retry/deadline loop itself is ``request_loop.py`` (LLMClient inherits it); this module holds the client's
 configuration, the response cache and in-flight sharing, the usage accounting of a reply, and the sync/async API.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import dataclasses
 import random
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from janus_memory.llm.base import ChatBackend, ChatRequest, ContextTruncated, validate_messages
 from janus_memory.llm.cache import ResponseCache, request_key
 from janus_memory.llm.reasoning import is_context_truncated
-from janus_memory.interrupts import deliver_deferred, raise_if_deferred, sync_entry
+from janus_memory.interrupts import check_stop, deliver_deferred, raise_if_deferred, sync_entry
 from janus_memory.llm.request_loop import RequestLoop
+from janus_memory.llm.session import Session
 from janus_memory.llm.usage import UsageMeter
 from janus_memory.types import ChatResult
 
@@ -64,10 +73,11 @@ def _run_sync(factory: Callable[[], Awaitable[Any]]) -> Any:
         raise_if_deferred()
         return value
     box: dict[str, Any] = {}
+    context = contextvars.copy_context()  # the caller's usage scope and stop signal go with the call
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(factory())
+            box["value"] = context.run(asyncio.run, factory())
         except BaseException as e:  # re-raised in the caller's thread
             box["error"] = e
 
@@ -106,6 +116,8 @@ class LLMClient(RequestLoop):
         max_retry_after_s: cap on a server's Retry-After.
         check_context: raise ContextTruncated on C22-B (default True).
         deadline_s: overall wall-time limit of one request over all attempts and waits (None = no limit).
+        shared_budget: a :class:`~janus_memory.llm.budget.SharedBudget` that every request also takes a slot of
+            (the worker processes of a sweep sharing one endpoint); None = this client's ``concurrency`` only.
     """
 
     def __init__(
@@ -121,6 +133,7 @@ class LLMClient(RequestLoop):
         max_retry_after_s: float = 120.0,
         check_context: bool = True,
         deadline_s: float | None = None,
+        shared_budget: Any = None,
     ):
         if int(concurrency) < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -143,6 +156,10 @@ class LLMClient(RequestLoop):
         self._sems: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
         self._sem_lock = threading.Lock()
         self._sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # replaceable in tests
+        self.shared_budget = shared_budget
+        self._session: Session | None = None
+        self._session_lock = threading.Lock()
+        self._in_flight = 0
 
     # ------------------------------------------------------------------ helpers
     def _sem(self) -> asyncio.Semaphore:
@@ -152,6 +169,66 @@ class LLMClient(RequestLoop):
             if s is None:
                 s = self._sems[loop] = asyncio.Semaphore(self.concurrency)
             return s
+
+    @contextlib.asynccontextmanager
+    async def _slot(self):
+        """One request slot: the loop's ``concurrency`` bound, then the shared budget's (when set)."""
+        async with self._sem():
+            if self.shared_budget is not None:
+                await self.shared_budget.acquire()
+            with self._sem_lock:
+                self._in_flight += 1
+            try:
+                yield
+            finally:
+                with self._sem_lock:
+                    self._in_flight -= 1
+                if self.shared_budget is not None:
+                    self.shared_budget.release()
+
+    def in_flight(self) -> int:
+        """Requests of this client holding a slot now (sent to the backend, or about to be)."""
+        with self._sem_lock:
+            return self._in_flight
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[LLMClient]:
+        """Keep one event loop for the client in a helper thread while the block runs (module docstring); nested
+        sessions share it. On leaving, calls still waiting are cancelled, the backend's connections closed and the
+        thread joined."""
+        with self._session_lock:
+            if self._session is not None:
+                self._session.depth += 1
+                outer = False
+            else:
+                self._session = Session(self)
+                outer = True
+        try:
+            yield self
+        finally:
+            with self._session_lock:
+                sess = self._session
+                sess.depth -= 1
+                if outer:
+                    self._session = None
+            if outer:
+                sess.close()
+
+    def stop_session(self) -> None:
+        """Cancel every call waiting in the session (their threads raise ``Stopping``) and refuse new ones until the
+        session ends: a run that stops (Ctrl-C, an error in another method) unblocks its method threads."""
+        sess = self._session
+        if sess is not None:
+            sess.stop()
+
+    def _sync(self, make: Callable[[], Awaitable[Any]]) -> Any:
+        """Run ``make()`` for a sync caller: on the session's loop when one is open, else on a loop of its own. A
+        thread whose work was called off (interrupts.stoppable) gets Stopping instead of a new request."""
+        check_stop()
+        sess = self._session
+        if sess is not None and not sess.on_loop_thread():
+            return sess.run(make)
+        return _run_sync(lambda: self._with_close(make()))
 
     @staticmethod
     def _request(messages: Any, params: dict) -> ChatRequest:
@@ -179,7 +256,7 @@ class LLMClient(RequestLoop):
             key = request_key(self.backend.identity, req, sample)
             hit = self.cache.get(key)
             if hit is not None:
-                self.usage.record_hit(role, getattr(hit, "usage", None))
+                self.usage.record_hit(role, getattr(hit, "usage", None), key=key)
                 return hit
             # an identical request already in flight on this event loop (e.g. a task listed twice in one batch):
             # wait for it and count a cache hit, exactly as if the two had been sent one after the other
@@ -187,7 +264,7 @@ class LLMClient(RequestLoop):
             shared = self._inflight.get(key)
             if shared is not None and shared[0] is loop:
                 res = await asyncio.shield(shared[1])
-                self.usage.record_hit(role, getattr(res, "usage", None))
+                self.usage.record_hit(role, getattr(res, "usage", None), key=key)
                 return res
             task = asyncio.ensure_future(self._fetch(req, role, key))
             self._inflight[key] = (loop, task)
@@ -201,7 +278,7 @@ class LLMClient(RequestLoop):
     def _accept(self, res: ChatResult, req: ChatRequest, role: str, key: str | None, t0: float) -> ChatResult:
         res.latency_s = time.perf_counter() - t0
         self.usage.add_busy(t0, t0 + res.latency_s)  # the model's busy time (llm/usage.py; run/timing.py)
-        self.usage.record_call(role, res.usage, getattr(self.backend, "model", ""))
+        self.usage.record_call(role, res.usage, getattr(self.backend, "model", ""), key=key)
         if self.check_context and not res.usage.estimated:
             trunc, lb = is_context_truncated(res.usage.prompt_tokens, req.messages)
             if trunc:
@@ -272,7 +349,7 @@ class LLMClient(RequestLoop):
         """
         params = dict(temperature=temperature, max_tokens=max_tokens, top_p=top_p, stop=stop, seed=seed,
                       presence_penalty=presence_penalty, frequency_penalty=frequency_penalty, extra_body=extra_body)
-        return _run_sync(lambda: self._with_close(self.achat(messages, role=role, sample=sample, **params)))
+        return self._sync(lambda: self.achat(messages, role=role, sample=sample, **params))
 
     def chat_many(self, batch: list[list[dict]], *, role: str = "solver", sample: int | list[int] = 0,
                   return_exceptions: bool = False, **params: Any) -> list[ChatResult]:
@@ -287,8 +364,8 @@ class LLMClient(RequestLoop):
         Every request is attempted (and successes cached) even if another fails; then the first error is
         raised, unless ``return_exceptions=True`` (the exception object takes that item's place).
         """
-        return _run_sync(lambda: self._with_close(
-            self.achat_many(batch, role=role, sample=sample, return_exceptions=return_exceptions, **params)))
+        return self._sync(lambda: self.achat_many(batch, role=role, sample=sample,
+                                                  return_exceptions=return_exceptions, **params))
 
     async def _with_close(self, coro: Awaitable[Any]) -> Any:
         try:

@@ -25,9 +25,16 @@ from typing import Any
 
 from janus_memory.types import ChatResult, Usage
 
-_PAIR = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
-_OPEN = re.compile(r"<think>", re.IGNORECASE)
-_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+# the reasoning delimiters models write in plain text: <think> (DeepSeek-R1, Qwen3, QwQ, GLM), <thinking> and
+# <reasoning> (prompted formats), <seed:think> (Seed-OSS), [THINK] (Magistral), ◁think▷ (Kimi)
+_OPEN_TAG = r"<think>|<thinking>|<reasoning>|<seed:think>|\[THINK\]|◁think▷"
+_CLOSE_TAG = r"</think>|</thinking>|</reasoning>|</seed:think>|\[/THINK\]|◁/think▷"
+_PAIR = re.compile(rf"(?:{_OPEN_TAG})(.*?)(?:{_CLOSE_TAG})", re.DOTALL | re.IGNORECASE)
+_OPEN = re.compile(_OPEN_TAG, re.IGNORECASE)
+_CLOSE = re.compile(_CLOSE_TAG, re.IGNORECASE)
+# gpt-oss "harmony" text left unparsed: <|channel|>analysis<|message|>...<|end|> then <|channel|>final<|message|>...
+_HARMONY = re.compile(r"<\|channel\|>\s*(\w+)[^<]*?<\|message\|>(.*?)(?=<\|end\|>|<\|return\|>|<\|start\|>|<\|channel\|>|\Z)",
+                      re.DOTALL)
 _WORD = re.compile(r"\S+")
 
 
@@ -45,6 +52,8 @@ def split_reasoning(
     ``("The answer is 5.", "Try 12 apples.")``.
     """
     content = content or ""
+    if "<|channel|>" in content:
+        content = _harmony_as_tags(content)
     reasoning_parts: list[str] = [reasoning_field] if reasoning_field else []
     # 1. every complete pair, including empty and repeated ones
     inner = _PAIR.findall(content)
@@ -70,6 +79,40 @@ def split_reasoning(
         reasoning_parts.append(rest)
         rest = ""
     return rest.strip(), _join(reasoning_parts)
+
+
+def _harmony_as_tags(content: str) -> str:
+    """Harmony messages rewritten with think tags: every non-final channel is reasoning; a reasoning channel that
+    never ended (no ``<|end|>``, no later message) stays open."""
+    parts = []
+    for m in _HARMONY.finditer(content):
+        channel, body = m.group(1).lower(), m.group(2)
+        if channel == "final":
+            parts.append(body)
+        else:
+            ended = m.end() < len(content)
+            parts.append(f"<think>{body}</think>" if ended else f"<think>{body}")
+    return "".join(parts) if parts else content
+
+
+def split_answer(text: str | None) -> tuple[str, bool]:
+    """The answer part of a plain text that may still hold the model's reasoning (a server without a reasoning
+    parser, logs re-scored from text), and whether a reasoning block was left open.
+
+    Only the text after the reasoning counts: every complete block is removed, everything before a lone closing tag
+    is reasoning (C20). A block opened and never closed means the reply stopped while reasoning: ``("", True)``,
+    whatever came before the opening tag (an answer followed by a reasoning block that never ended was being revised).
+    """
+    content = text or ""
+    if "<|channel|>" in content:
+        content = _harmony_as_tags(content)
+    rest = _PAIR.sub("", content)
+    closes = list(_CLOSE.finditer(rest))
+    if closes:
+        rest = rest[closes[-1].end():]
+    if _OPEN.search(rest):
+        return "", True
+    return re.sub(r"\A(?:[ \t]*\n)+", "", rest).rstrip(), False  # blank lines go; a code body keeps its indent
 
 
 def estimate_text_tokens(text: str) -> int:

@@ -3,7 +3,7 @@ overall deadline (policies in the client's module docstring). ``LLMClient`` inhe
 cache, the in-flight sharing and the usage accounting of a finished reply (``_accept``) stay in ``client.py``.
 
 Attributes the loop reads from the client: backend, max_retries, backoff_base_s, backoff_max_s, max_retry_after_s,
-deadline_s, usage, _rng, _sleep (replaceable in tests), _sem() and _accept().
+deadline_s, usage, _rng, _sleep (replaceable in tests), _slot() and _accept().
 """
 from __future__ import annotations
 
@@ -36,13 +36,12 @@ class RequestLoop:
 
     async def _fetch(self, req: ChatRequest, role: str, key: str | None) -> ChatResult:
         """Backend attempts with retries, backoff and the overall deadline; the result is cached under ``key``."""
-        sem = self._sem()
         last: BaseException | None = None
         attempts = 0
         deadline: float | None = None
         for attempt in range(self.max_retries + 1):
             attempts += 1
-            async with sem:
+            async with self._slot():
                 t0 = time.perf_counter()
                 if self.deadline_s is not None and deadline is None:
                     deadline = time.monotonic() + self.deadline_s

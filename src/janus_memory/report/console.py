@@ -1,7 +1,7 @@
 """What `janus report` prints after writing report.md: per group of comparable runs the headline accuracy table (the
-rows of the report's Table 1; for a sweep of variant cells only, Table 3's accuracy columns) and its setup line, the
-warnings about runs made twice, where rows that share a method name come from, the base vs +Janus paired comparisons
-with their run folders (one line each), then one line per unfinished run folder left out. Tables are `janus run`'s
+rows of the report's Table 1; for a sweep of variant cells only, Table 3's accuracy columns), what the runs paid per
+method, its setup line, the warnings about runs made twice, where rows that share a method name come from, the base vs
++Janus paired comparisons with their run folders (one line each), then one line per unfinished run folder left out. Tables are `janus run`'s
 (summary_table.fit_table): on a terminal they fit its width (80 columns), off one (``| cat``) nothing is wrapped or cut.
 """
 from __future__ import annotations
@@ -10,7 +10,9 @@ from .summary_table import fit_table
 
 
 def _print(console, text: str) -> None:
-    console.print(text, markup=False, soft_wrap=True)
+    from ..errors import printable
+
+    console.print(printable(text), markup=False, soft_wrap=True)
 
 
 def print_report(res: dict, console) -> None:
@@ -45,9 +47,10 @@ def print_report(res: dict, console) -> None:
                 _print(console, "the first table scores with the authors' checker (checker: paper): gold letter "
                                 "or option text in the answer tag, the output's first character, or the gold option "
                                 "text anywhere, thinking included; the strict table is ours; the difference is "
-                                "checker leniency")
+                                "checker leniency (APIBench: the authors' AST match, which can go either way)")
         else:
             _print_cost_rows(sec, group, console, width)
+        _print_paid(sec, console, width)
         if not group:  # the setup as a line of its own: a caption would wrap to the table's width
             _print(console, f"setup: {setup}")
         for line in sec["duplicates"]:
@@ -63,16 +66,33 @@ def print_report(res: dict, console) -> None:
 
 def _print_cost_rows(sec: dict, group: str, console, width) -> None:
     """A sweep of variant cells (every label has a [..] suffix): Table 3's rows, the accuracy of every Janus label."""
-    from .tables import _num, _pct, display_name
+    from .tables import _na, _num, _pct, display_name
 
     rows = sec["tables"]["janus_cost"]["rows"]
     if not rows:
         _print(console, f"{group}no Table 1 row (every run is a variant cell); the tables are in report.md")
         return
-    body = [[r["label"], display_name(r["dataset"]), _pct(r["test_accuracy"], r["std"]), _num(r["triggers"]),
-             _num(r["cost"])] for r in rows]
+    body = [[r["label"], display_name(r["dataset"]), r["controller"], _pct(r["test_accuracy"], r["std"]),
+             _num(r["triggers"]), _na(r["evaluations"])] for r in rows]
     t = fit_table("test accuracy (%) of every Janus label (Table 3)",
-                  ("Method", "Dataset", "Test acc", "#Trig", "Cost (#Trig×|E|)"), body, width=width)
+                  ("Method", "Dataset", "Janus", "Test acc", "#Trig", "Evaluations"), body, width=width)
+    console.print(t, crop=False)
+
+
+def _print_paid(sec: dict, console, width) -> None:
+    """What the runs paid per method (the report's cost table, its main columns): backend calls and tokens, replies
+    the response cache served (not paid), and the evaluations the Janus controller used."""
+    from .tables import _na, display_name
+
+    rows = sec["tables"]["cost"]["rows"]
+    if not any(r["calls"] is not None for r in rows):
+        return
+    body = [[r["label"], display_name(r["dataset"]), _na(r["calls"]), _na(r["tokens"]), _na(r["cache_hits"]),
+             *((_na(r["janus_calls"]), _na(r["evaluations"])) if r["janus"] else ("—", "—"))] for r in rows]
+    t = fit_table("cost per method: what the runs paid", ("Method", "Dataset", "LLM calls paid", "tokens paid",
+                                                         "cache hits (not paid)", "Janus calls paid",
+                                                         "Janus evaluations used"), body,
+                  caption="evaluations used = (memory, task) evaluations the controller's decisions used", width=width)
     console.print(t, crop=False)
 
 

@@ -68,8 +68,11 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     vertical line labelled with its kind; on each method's curve a red down-triangle marks a deployed injection and a
     green square a blocked one (the legend lists only the kinds of mark drawn: no "blocked" entry when none was).
     Curves that coincide stay visible: the first method is a wide pale line, the next ones dashed on top (named "same
-    curve as ..."), and their markers shrink so they sit inside each other (the legend names each curve's size)."""
+    curve as ..."), and their markers shrink so they sit inside each other; each method's legend entry draws its line
+    with the markers it put on it, at their size."""
     import matplotlib.pyplot as plt
+    from matplotlib.legend_handler import HandlerTuple
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import MaxNLocator
 
     from .plots import _label_color, mark_injected, save_figure
@@ -80,28 +83,31 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     kinds: dict[int, str] = {}
     drawn: list[tuple[str, list[float]]] = []
     shown = {"deployed": False, "blocked": False}  # legend entries only for the marks drawn
-    sizes = [("large", 170), ("small", 45)] if len(rs) <= 2 else [("large", 170), ("medium", 80), ("small", 30)]
+    areas = [170, 45] if len(rs) <= 2 else [170, 80, 30]
     logs = [sorted(reader.decisions(r.method), key=lambda x: x["step"]) for r in rs]
-    with_marks = sum(1 for lines in logs if any(ln.get("injected") for ln in lines))
+    entries: list[tuple] = []  # (legend handle, label) per method: its line, and its markers as drawn
     for i, (r, lines) in enumerate(zip(rs, logs)):
         steps, acc = [ln["step"] for ln in lines], _running_accuracy(lines)
-        color, (size, area) = _label_color(r.label, i), sizes[min(i, len(sizes) - 1)]
+        color, area = _label_color(r.label, i), areas[min(i, len(areas) - 1)]
         test = "—" if r.test_accuracy is None else f"{100 * r.test_accuracy:.1f}%"
         same = next((lab for lab, ys in drawn if ys == acc), None)
-        marked = any(ln.get("injected") for ln in lines)
-        label = (f"{r.label} (final test accuracy {test}" + (f"; {size} markers" if marked and with_marks > 1 else "")
-                 + ")" + (f"; same curve as {same}" if same else ""))
-        ax.plot(steps, acc, color=color, lw=3.2 if i == 0 else 1.5, alpha=0.5 if i == 0 else 1.0,
-                ls="-" if i == 0 else (0, (5, 3)), zorder=2 + i, label=label)
+        label = f"{r.label} (final test accuracy {test})" + (f"; same curve as {same}" if same else "")
+        line, = ax.plot(steps, acc, color=color, lw=3.2 if i == 0 else 1.5, alpha=0.5 if i == 0 else 1.0,
+                        ls="-" if i == 0 else (0, (5, 3)), zorder=2 + i, label=label)
         drawn.append((r.label, acc))
         at = dict(zip(steps, acc))
+        own = {}
         for ln in lines:
             if ln.get("injected"):
                 kinds[ln["step"]] = ln["injected"]
                 blocked = ln.get("deployed") != "candidate"
                 shown["blocked" if blocked else "deployed"] = True
-                ax.scatter([ln["step"]], [at[ln["step"]]], marker="s" if blocked else "v", s=area,
-                           zorder=5 + i, color="tab:green" if blocked else "tab:red", edgecolors=color, linewidths=1.2)
+                marker, fill = ("s", "tab:green") if blocked else ("v", "tab:red")
+                ax.scatter([ln["step"]], [at[ln["step"]]], marker=marker, s=area, zorder=5 + i, color=fill,
+                           edgecolors=color, linewidths=1.2)
+                own[marker] = Line2D([], [], ls="none", marker=marker, markersize=area ** 0.5, mfc=fill, mec=color,
+                                     mew=1.2)
+        entries.append(((line, *own.values()) if own else line, label))
     mark_injected(ax, kinds)
     if shown["deployed"]:
         ax.scatter([], [], marker="v", color="tab:red", label="injected candidate deployed")
@@ -112,10 +118,15 @@ def plot_trajectory(rs: list[MethodRun], path: Path) -> Path:
     ax.set_xlabel("stream step")
     ax.set_ylabel("online accuracy so far (%)")
     ax.set_title(f"Accuracy trajectory with injected harmful candidates: {rs[0].dataset}, {Path(rs[0].run_dir).name}",
-                 fontsize=10)
+                 fontsize=10, pad=14 if kinds else None)
     ax.grid(alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    methods = {lab for _, lab in entries}
+    rest = [(h, lab) for h, lab in zip(handles, labels) if lab not in methods]
     # below the axes, never over the curves (their first steps sit where a corner legend would go)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    ax.legend([h for h, _ in entries + rest], [lab for _, lab in entries + rest], fontsize=7, loc="upper center",
+              bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False, handlelength=4.5,
+              handler_map={tuple: HandlerTuple(ndivide=None, pad=0.4)})
     return save_figure(fig, path)
 
 

@@ -10,6 +10,7 @@ initial memory). The memory deployed *at* step s is the latest version whose ste
 from __future__ import annotations
 
 import difflib
+import re
 import hashlib
 from pathlib import Path
 
@@ -67,6 +68,13 @@ def _pick_method(versions: dict, method: str | None) -> str:
     return method
 
 
+def _lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of a memory text, ending at "\n" only (str.splitlines would also end one at a \r, \x1c or U+2028
+    that a model wrote inside it, and the diff would show lines the text does not have)."""
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+    return lines if keepends else [x[:-1] if x.endswith("\n") else x for x in lines]
+
+
 def memory_at(versions: list[dict], step: int) -> dict:
     """The version deployed at ``step``: the latest version with version step <= ``step``."""
     best = None
@@ -105,7 +113,7 @@ def memory_diff(run_dir: str | Path, step_a: int, step_b: int, method: str | Non
     label_b = f"{m}@step{step_b} (deployed at step {vb['step']}, sha256 {vb['sha256'][:12]})"
     if va["sha256"] == vb["sha256"]:
         return f"no change: {label_a} and {label_b} are the same memory version\n"
-    lines = difflib.unified_diff(va["text"].splitlines(keepends=True), vb["text"].splitlines(keepends=True),
+    lines = difflib.unified_diff(_lines(va["text"], keepends=True), _lines(vb["text"], keepends=True),
                                  fromfile=label_a, tofile=label_b, n=context)
     out = []
     for line in lines:
@@ -119,7 +127,7 @@ def line_diff(old: str, new: str, *, context: int = 3, max_lines: int | None = N
     an added line; texts without their line ends. The hunks are difflib's, as in :func:`memory_diff` (``context``
     lines around each change). Returns ``(lines, cut)``: at most ``max_lines`` lines and how many more were left out
     (0 when none). Equal texts give ``([], 0)``."""
-    a, b = old.splitlines(), new.splitlines()
+    a, b = _lines(old), _lines(new)
     out: list[list[str]] = []
     total = 0
     for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
@@ -163,7 +171,7 @@ def cross_method_diff(run_dir: str | Path, step: int, methods: tuple[str, str], 
     if not 0 <= step <= n:
         raise RunFolderError(f"step={step} is out of range: both methods have steps 0 (initial memory) to {n}")
     va, vb = memory_at(versions[a], step), memory_at(versions[b], step)
-    la, lb = va["text"].splitlines(), vb["text"].splitlines()
+    la, lb = _lines(va["text"]), _lines(vb["text"])
     out_only = sum((Counter(la) - Counter(lb)).values())
     in_only = sum((Counter(lb) - Counter(la)).values())
     head = (f"memory at step {step}: {a} ({len(la)} lines, sha256 {va['sha256'][:12]}) vs {b} ({len(lb)} lines, "

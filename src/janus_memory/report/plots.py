@@ -4,12 +4,10 @@
 - trigger timeline: cos(z_t, m_{t-1}) per stream step with the threshold tau, warm-up shaded, accepted candidates and
   rollbacks marked (paper §2, Algorithm 1), triggers without a cosine in an "n/a" band, injected candidates as
   labelled vertical lines; below it the evaluation-set scores (old memory vs candidate) of every comparison;
-- tokens by role: cumulative LLM tokens (prompt + completion) per stream step for solver / curator / janus;
-- eval-set ablation bars (Fig. 3) and stream-order spread (Fig. 5).
+- tokens by role (solver / curator / janus, cumulative per step); eval-set ablation (Fig. 3); stream order (Fig. 5);
 - token overhead: base vs +Janus cumulative stream tokens on one scale, the overhead as `janus run` prints it.
-Legends list only what is drawn (no "rolled back (0)" entry, no evaluation band when Janus evaluated nothing).
-Every function returns the written path (or None when the run has nothing to plot); every PNG of the package (bench
-included) is written by :func:`save_figure`.
+Legends list only what is drawn (no "rolled back (0)" entry, no evaluation band when Janus evaluated nothing). Every
+function returns the written path (None: nothing to plot); every PNG of the package is written by :func:`save_figure`.
 """
 from __future__ import annotations
 
@@ -112,6 +110,8 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
     cos = [(ln.get("decision") or {}).get("cosine") for ln in lines]
     with_cos = any(c is not None for c in cos)
     trig = r.janus_cfg.get("trigger", "mmt")
+    label = r.controller.label if len(r.controller.label) <= 28 else r.controller.preset  # a title line, not a list
+    who = "" if label == "paper" else f"Janus {label}, "  # a controller other than the paper's is named
     if with_cos:
         fig, (ax, ax_e) = plt.subplots(2, 1, figsize=(9, 5.6), sharex=True, height_ratios=[3, 2])
     else:
@@ -138,11 +138,12 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
                 ax.scatter(*marks[ok], marker=marker, s=size, color=color, zorder=3,
                            label=f"triggered: {what} ({len(marks[ok][0])})")
         ax.set_ylabel("cosine")
-        ax.set_title(f"Trigger timeline: {r.label} on {r.dataset} (seed {r.seed}, trigger={trig})")
+        ax.set_title(f"Trigger timeline: {r.label} on {r.dataset} (seed {r.seed}, {who}trigger={trig})")
     else:
-        ax_e.set_title(f"Janus's comparisons: {r.label} on {r.dataset} (seed {r.seed}, trigger={trig}; no step has a "
-                       "cosine yet)", fontsize=10)
+        ax_e.set_title(f"Janus's comparisons: {r.label} on {r.dataset} (seed {r.seed}, {who}trigger={trig}; no step "
+                       "has a cosine yet)", fontsize=10)
     _evalset_scores(ax_e, lines, size)
+    ax_e.set_xlim(0.5, max(steps) + 0.5)  # before the injected labels, which are spaced on this range
     for a in (x for x in (ax, ax_e) if x is not None):
         if warmup:
             a.axvspan(0.5, min(warmup, max(steps)) + 0.5, color="0.85", alpha=0.6,
@@ -151,7 +152,6 @@ def plot_trigger_timeline(r, path: Path) -> Path | None:
         a.grid(alpha=0.3)
         if a.get_legend_handles_labels()[1]:  # no empty legend box (a panel with nothing labelled)
             a.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    ax_e.set_xlim(0.5, max(steps) + 0.5)
     ax_e.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_e.set_xlabel("stream step")
     return save_figure(fig, path)
@@ -172,8 +172,9 @@ def _evalset_scores(ax, lines: list[dict], size: int) -> None:
         old_y.append(o)
         new[bool(d.get("accept"))][0].append(st)
         new[bool(d.get("accept"))][1].append(n)
-    if old_x:
-        ax.scatter(old_x, old_y, marker="o", s=size * 0.6, color="0.45", zorder=3, label="E score: old memory")
+    if old_x:  # a ring painted over the candidate's triangle: a tie shows the triangle inside the ring
+        ax.scatter(old_x, old_y, marker="o", s=size * 2.2, facecolors="none", edgecolors="0.3", linewidths=1.3,
+                   zorder=5, label="E score: old memory (ring)")
     for ok, marker, color, what in ((True, "^", "tab:green", "deployed"), (False, "v", "tab:red", "rolled back")):
         if new[ok][0]:
             ax.scatter(*new[ok], marker=marker, s=size, color=color, zorder=4, label=f"E score: candidate, {what}")
@@ -216,14 +217,18 @@ def injected_steps(r) -> dict[int, str]:
 
 
 def mark_injected(ax, kinds: dict[int, str], *, label: bool = True, text: bool = True) -> None:
-    """A dotted vertical line at each injected step, labelled with the kind at the top of the panel (``text``), with
-    one legend entry (``label``)."""
+    """A dotted line at each injected step, one legend entry naming the kinds (``label``) and the kind written above
+    the axes, never over a point (``text``: none closer than 4% of the x-range to the last; the title moves up)."""
+    (lo, hi), last, names = ax.get_xlim(), None, ", ".join(sorted(set(kinds.values())))
     for i, (step, kind) in enumerate(sorted(kinds.items())):
         ax.axvline(step, color="0.4", ls=":", lw=1.2, zorder=1,
-                   label="injected candidate" if i == 0 and label else None)
-        if text:
-            ax.text(step, 0.98, f" {kind}", transform=ax.get_xaxis_transform(), rotation=90, ha="right", va="top",
-                    fontsize=7, color="0.25")
+                   label=f"injected candidate ({names})" if i == 0 and label else None)
+        if text and (last is None or step - last >= 0.04 * (hi - lo)):
+            ax.text(step, 1.01, kind, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=7,
+                    color="0.25", clip_on=False)
+            last = step
+    if text and kinds:
+        ax.set_title(ax.get_title(), fontsize=ax.title.get_fontsize(), pad=14)
 
 
 def cosine_ylim(values: list[float], tau: float) -> tuple[float, float]:

@@ -6,9 +6,13 @@ A cell of ours matches when its dataset, updater and controller (with or without
 without a setting suffix) are those of a published cell. Every published number is shown as the paper's, with the
 paper's backbone, and next to the backbone our run used; when the two differ, the row says so. The row also shows
 how many test tasks our number is over beside the paper's test split size, and flags a run whose answer checker
-(ours, strict) or whose Janus settings (any JanusConfig field but the seed) are not the paper preset's.
+(ours, strict), Janus settings (any JanusConfig field but the seed), dataset loader settings (GPQA option order,
+APIBench split and question), replay settings or updater options are not the paper preset's.
 """
 from __future__ import annotations
+
+import json
+from functools import lru_cache
 
 PAPER_BACKBONE = "Qwen3-8B"
 _DATASETS = ("math500", "gpqa", "mmlu_pro_eng", "mmlu_pro_phy", "apibench_hf", "humaneval")
@@ -33,6 +37,54 @@ def controller_differences(janus_cfg: dict) -> list[str]:
 
     paper = JanusConfig.paper().to_dict()
     return [f"{k}={janus_cfg[k]}" for k in paper if k != "seed" and k in janus_cfg and janus_cfg[k] != paper[k]]
+
+
+# run settings a preset decides when unset (settings/presets.py), flagged when a row's is not the paper preset's:
+# the dataset loader's (only for a dataset whose loader takes it) and, for a +Janus row, the replays'
+_LOADER_SETTINGS = ("option_order", "apibench_split", "apibench_question")
+_REPLAY_SETTINGS = ("replay", "replay_failures", "twin_cache")
+
+
+def _preset_value(key: str, preset: str):
+    from ..settings import presets
+
+    return (presets.replay_mode if key == "replay" else getattr(presets, key))(preset)
+
+
+@lru_cache(maxsize=32)
+def _paper_updater_config(dataset: str, updater: str) -> dict:
+    """The paper preset's resolved updater options (build.resolve_config), values as the report's identity holds them."""
+    from ..run.build import resolve_config
+    from ..settings.config import RunConfig
+
+    try:
+        cfg = resolve_config(RunConfig.parse({"dataset": dataset, "updater": updater})).updater_config
+    except Exception:  # noqa: BLE001 - an updater this version cannot build (a plugin not loaded): nothing to compare
+        return {}
+    return {k: json.dumps(v, sort_keys=True, separators=(",", ":")) if isinstance(v, (list, dict)) else v
+            for k, v in cfg.items()}
+
+
+def setting_differences(ident: dict, dataset: str, updater: str, janus: bool) -> list[str]:
+    """``key=value`` for every run setting of a row (its identity, report/variants.py) that is not the paper
+    preset's, the checker and JanusConfig excepted (flagged apart): the dataset loader's settings (GPQA's option
+    order, APIBench's split and question), the replay settings of a +Janus row, and the updater's options."""
+    from ..tasks import DATASETS
+
+    spec = DATASETS.get(dataset)
+    preset = ident.get("preset") or "small"
+    keys = [k for k in _LOADER_SETTINGS if spec and k in spec.options] + (list(_REPLAY_SETTINGS) if janus else [])
+    out = []
+    for k in keys:
+        value = ident.get(k) if ident.get(k) is not None else _preset_value(k, preset)
+        if value != _preset_value(k, "paper"):
+            out.append(f"{k}={value}")
+    paper = _paper_updater_config(dataset, updater)
+    for k, v in sorted(paper.items()):
+        ours = ident.get(f"updater_config.{k}", v)
+        if ours != v:
+            out.append(f"updater {k}={ours}")
+    return out
 
 
 def published(updater: str, janus: bool, dataset: str) -> float | None:
@@ -61,12 +113,14 @@ def published_rows(rows: list) -> list[dict]:
         accs = [r.test_accuracy for r in rs if r.test_accuracy is not None]
         models = sorted({str(r.setup.get("model") or "?") for r in rs})
         diffs = sorted({d for r in rs if r.janus for d in controller_differences(r.janus_cfg)})
+        settings = sorted({d for r in rs for d in setting_differences(r.ident, ds, r.updater, r.janus)})
         test_n = sorted({int(r.summary.get("test_tasks") or 0) for r in rs})
         out.append({"label": label, "dataset": ds, "ours": 100 * sum(accs) / len(accs) if accs else None,
                     "n": len(accs), "paper": published(rs[0].updater, rs[0].janus, ds), "our_backbone": ", ".join(models),
                     "same_backbone": all(same_backbone(m) for m in models),
                     "checker": "paper" if all(r.checker == "paper" for r in rs) else "strict",
-                    "test_n": test_n, "paper_test_n": PAPER_TEST_N.get(ds), "controller_diff": diffs})
+                    "test_n": test_n, "paper_test_n": PAPER_TEST_N.get(ds), "controller_diff": diffs,
+                    "setting_diff": settings})
     from .tables import dataset_key, label_key
 
     out.sort(key=lambda x: (label_key(x["label"]), dataset_key(x["dataset"])))
@@ -85,14 +139,14 @@ def published_table(rows: list) -> dict:
              p["our_backbone"] + ("" if p["same_backbone"] else " (not the paper's)"), _setting_flags(p)]
             for p in prs]
     differ = any(not p["same_backbone"] for p in prs)
-    flagged = any(p["checker"] != "paper" or p["controller_diff"] for p in prs)
+    flagged = any(p["checker"] != "paper" or p["controller_diff"] or p["setting_diff"] for p in prs)
     note = (f"Paper = the published Table 1 of the Janus paper, backbone {PAPER_BACKBONE} (vLLM, thinking on, the "
             "authors' checkers), not a run of ours. Test n: the held-out tasks each of our runs scored / the paper's "
             "test split."
             + (" Our rows marked '(not the paper's)' ran on another backbone: the two numbers are not comparable."
                if differ else "")
-            + (" A row with a setting in the last column ran with our strict checker or with Janus settings other "
-               "than the paper preset's: it is not the paper's setting." if flagged else ""))
+            + (" A row with a setting in the last column ran with our strict checker, or with Janus, data, replay "
+               "or updater settings other than the paper preset's: it is not the paper's setting." if flagged else ""))
     return {"rows": prs, "header": header, "body": body,
             "markdown": markdown_table(header, body) if body else "", "note": note}
 
@@ -102,4 +156,6 @@ def _setting_flags(p: dict) -> str:
     flags = [] if p["checker"] == "paper" else ["checker: strict"]
     if p["controller_diff"]:
         flags.append("Janus: " + ", ".join(p["controller_diff"]))
+    if p.get("setting_diff"):
+        flags.append(", ".join(p["setting_diff"]))
     return "; ".join(flags) or "—"

@@ -16,7 +16,7 @@ far it got and how to continue it (store/unfinished.py).
 """
 from __future__ import annotations
 
-import re
+
 from pathlib import Path
 
 from ..errors import OutputError, RunFolderError
@@ -24,15 +24,17 @@ from . import inject_report
 from ..store.jsonio import atomic_write_text
 from .runs import (  # noqa: F401  (re-exported)
     MethodRun,
-    evaluated_tasks,
+    evaluations,
     find_run_dirs,
     load_method_runs,
     load_runs,
     parse_suffix,
     resolved_janus,
 )
+from .tables import COST_LEGEND, PAPER_COST_LEGEND
 from .tables import (  # noqa: F401  (re-exported)
     accuracy_table,
+    cost_table,
     evalset_table,
     janus_cost_table,
     label_key,
@@ -69,7 +71,7 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     """Build ``report.md`` and PNG plots for the given run folders (or folders above them).
 
     ``out_dir`` defaults to ``<first DIR>/report``. Returns ``{"out_dir", "report", "plots": {name: path},
-    "tables": {"accuracy", "trigger", "janus_cost", "evalset", "stream_order"}}``; every table holds its rows and
+    "tables": {"accuracy", "cost", "trigger", "janus_cost", "evalset", "stream_order"}}``; every table holds its rows and
     markdown. At most ``max_timelines`` trigger-timeline and token plots are drawn (one per Janus method run).
     ``log(text)`` is told of each stage as it starts (`janus report` prints them to stderr).
 
@@ -158,7 +160,7 @@ def _section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
     return {"accuracy": accuracy, "published": published_table(main_rows),
             # our strict checker's accuracy of the same answers, when any run scored with the authors' checker
             "accuracy_strict": strict,
-            "trigger": trigger_table(main_rows),
+            "cost": cost_table(main_rows), "trigger": trigger_table(main_rows),
             "janus_cost": janus_cost_table(main_rows), "evalset": evalset_table(main_rows),
             "stream_order": stream_order_table(order_rows), "seeds": stream_order_table(main_rows),
             "paired": {"rows": paired, "markdown": paired_markdown(paired)}}
@@ -201,53 +203,60 @@ def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: i
     return plot_paths
 
 
-def _preset_fields(ps) -> dict[str, str]:
-    """A config.json ``preset_summary`` as ordered fields; each ``k=v`` of the Janus line is a field of its own
-    (``janus.k``), so cells that differ in one setting (a trigger ablation) share everything else."""
-    if not isinstance(ps, dict):
-        return {"Preset": "not recorded (run made before the presets)"}
-    out = {"Preset": f"{ps.get('name')} (replay {ps.get('replay')})"}
-    m = re.fullmatch(r"janus preset: (.*?) \((.*)\)", str(ps.get("janus")))
-    if m:
-        out["janus preset"] = m.group(1)
-        out.update({f"janus.{k}": v for k, _, v in (p.partition("=") for p in m.group(2).split(", "))})
+def setup_fields(cfg: dict, rows: list[MethodRun]) -> dict[str, str]:
+    """What one run folder ran with, as ordered fields for the report and view headers: the run preset (prompts,
+    parsers, replays) and, when a method of the folder ran Janus, the controller as controller/describe.py says it
+    (its preset label, warm-up, trigger, evaluation set, decision rule, what it does beyond them), then the encoder.
+    The two presets are two things: ``preset: paper`` with ``janus preset: recommended`` is the paper's prompts and
+    our recommended controller."""
+    from ..settings.presets import encoder_line, run_preset_line
+
+    replay = cfg.get("replay") or (cfg.get("preset_summary") or {}).get("replay")
+    if "preset" in cfg:
+        out = {"Run preset": run_preset_line(cfg.get("preset"), replay).removeprefix("run preset: ")}
     else:
-        out["janus"] = str(ps.get("janus"))
-    out["encoder"] = str(ps.get("encoder"))
+        out = {"Run preset": "not recorded (a run made before the presets; it ran as the small preset does)"}
+    janus = next((r for r in rows if r.janus), None)
+    if janus is not None:
+        d = janus.controller
+        out.update({"Janus preset": d.label, "Janus warm-up": str(d.warmup), "Janus trigger": d.trigger,
+                    "Janus evaluation set": d.evaluation, "Janus decision": d.rule})
+        if d.extras:
+            out["Janus also"] = "; ".join(d.extras)
+        if d.paper_differences:
+            out["Janus differs from the paper's"] = ", ".join(d.paper_differences)
+    enc = cfg.get("encoder")
+    out["Encoder (decides the triggers)"] = (encoder_line(str(enc)).removeprefix("triggers decided by encoder ")
+                                             if enc else "not recorded")
     return out
 
 
-def _preset_text(fields: dict[str, str], varying: set[str]) -> str:
-    val = {k: "(per cell, below)" if k in varying else v for k, v in fields.items()}
-    parts = [f"Preset: {val['Preset']}"]
-    if "janus preset" in val:
-        sets = ", ".join(f"{k[6:]}={v}" for k, v in val.items() if k.startswith("janus."))
-        parts.append(f"janus preset: {val['janus preset']} ({sets})")
-    parts += [val[k] for k in ("janus", "encoder") if k in val]
-    return "; ".join(parts)
-
-
 def _preset_lines(rows: list[MethodRun]) -> list[str]:
-    """The runs' presets (config.json ``preset_summary``) for the report header: one line when every run folder has
-    the same; otherwise the shared part once and, per differing value, the row labels that have it."""
+    """The runs' setups (``setup_fields``) for the report header, one field a line: once when every run folder has the
+    same value; a value that differs between folders reads "(per cell, below)" and, per value, a line lists the row
+    labels that have it (a folder without Janus has no Janus fields and makes none of them differ)."""
     from ..store.reader import RunReader
 
-    by_dir = {d: _preset_fields(RunReader(d).config().get("preset_summary")) for d in dict.fromkeys(r.run_dir for r in rows)}
+    by_dir = {d: setup_fields(RunReader(d).config(), [r for r in rows if r.run_dir == d])
+              for d in dict.fromkeys(r.run_dir for r in rows)}
     if not by_dir:
         return []
-    keys = list(dict.fromkeys(k for f in by_dir.values() for k in f))
-    varying = {k for k in keys if len({f.get(k, "not recorded") for f in by_dir.values()}) > 1}
-    first = max(by_dir.values(), key=len)
-    lines = [_preset_text(first, varying)]
+    # the fields in the order of the folder that has the most (a folder without Janus has no Janus fields)
+    keys = list(dict.fromkeys(k for f in sorted(by_dir.values(), key=len, reverse=True) for k in f))
+    varying = [k for k in keys if len({f[k] for f in by_dir.values() if k in f}) > 1]
+    shared = {k: next(f[k] for f in by_dir.values() if k in f) for k in keys}
+    lines = [f"- {k}: {'(per cell, below)' if k in varying else v}" for k, v in shared.items()]
     groups: dict[str, list[str]] = {}
     for d, f in by_dir.items():
-        what = ", ".join(f"{k.removeprefix('janus.')}={f.get(k, 'not recorded')}" for k in keys if k in varying)
-        groups.setdefault(what, []).extend(r.label for r in rows if r.run_dir == d)
+        what = "; ".join(f"{k}: {f[k]}" for k in varying if k in f)
+        if what:
+            groups.setdefault(what, []).extend(r.label for r in rows if r.run_dir == d)
     if varying:
         labels = {what: sorted(dict.fromkeys(labs), key=label_key) for what, labs in groups.items()}
-        lines += ["", *(f"- {what}: {', '.join(labs)}" for what, labs in sorted(labels.items(),
-                                                                              key=lambda kv: label_key(kv[1][0])))]
-    return [*lines, ""]
+        lines += ["", "Per cell:", "", *(f"- {', '.join(labs)}: {what}" for what, labs in
+                                        sorted(labels.items(), key=lambda kv: label_key(kv[1][0])))]
+    return ["What the runs ran with (two presets: the run preset sets prompts, parsers and replays; the Janus preset "
+            "is the controller):", "", *lines, ""]
 
 
 def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str], left_out: list[str]) -> list[str]:
@@ -282,7 +291,10 @@ STRICT_NOTE = ("Runs scored with the authors' checker (`checker: paper`, the pap
                "Table 1: it credits the gold letter or option text in the answer tag, the first character of the "
                "output, or the gold option text anywhere in the output, thinking included. This table scores the "
                "same test answers with our strict checker (the extracted final answer only); the difference is "
-               "checker leniency. Runs scored with the strict checker show the same number in both tables.")
+               "checker leniency. APIBench: the authors' AST match (the first pool entry whose argument texts "
+               "appear in the call) refuses model ids spelled as the library resolves them and credits some calls "
+               "it should not, so the strict number can be higher or lower. Runs scored with the strict checker show "
+               "the same number in both tables.")
 
 
 STRICT_SAME = ("Table 1 scores with the authors' checker (`checker: paper`); our strict checker gives the same "
@@ -324,20 +336,33 @@ def _section_markdown(tables: dict, cap: str, sources: list[str] = ()) -> list[s
                "both methods in one run folder, or a grid's base cell and +Janus cell with the same dataset, seed and "
                "setup (the same test split).", "",
                tables["paired"]["markdown"], "", capline, ""]
+    if tables["cost"]["markdown"]:
+        md += ["## Cost per method: what the runs paid", "",
+               "LLM calls and tokens paid = the backend calls this run made and their prompt + completion tokens, "
+               "every role (solver, curator, Janus evaluation, held-out test); a reply served by the response cache is "
+               "not paid: it is counted under cache hits (the method that runs second in a folder can find the "
+               "first's replies there). Janus calls and tokens paid: the evaluation role alone. " + COST_LEGEND + ". "
+               "Mean over seeds; n/a: the run folder does not hold the number (made before it was stored).", "",
+               tables["cost"]["markdown"], "", capline, ""]
     if tables["trigger"]["markdown"]:
+        paper = (" " + PAPER_COST_LEGEND + "." if tables["trigger"].get("paper_cost") else "")
         md += ["## Table 2: trigger-policy ablation", "",
-               "Trig. rate = triggers / post-warm-up steps; MMT #Trig = the MMT run's triggers (random and periodic are "
-               "matched to it); |E| used = mean size of the evaluation set built at a trigger (smaller than configured "
-               "while few tasks are seen or few answers flipped), configured = coverage + boundary + fresh sizes; cost "
-               "uses the configured |E| (the paper's measure); evaluated tasks = sum of evaluator calls / 2. The base "
-               "row has no trigger (—).",
+               "A row per Janus policy: the trigger for the paper's controller, the preset label for the recommended "
+               "one. Trig. rate = triggers / post-warm-up steps; MMT #Trig = the MMT run's triggers (random and "
+               "periodic are matched to it); evaluation set: its sizes and, for a sequential rule, how many of its "
+               "tasks a comparison reads (usually-most while tied); |E| used = mean size of the evaluation set built "
+               "at a trigger (smaller than configured while few tasks are seen or few answers flipped); tasks read = "
+               "mean tasks a comparison evaluated under both memories. " + COST_LEGEND + "." + paper + " The base row "
+               "has no trigger (—).",
                "", tables["trigger"]["markdown"], "", capline, ""]
         md += [f"> warning: {n}" for n in tables["trigger"].get("notes", [])] + [""]
     if tables["janus_cost"]["markdown"]:
-        md += ["## Table 3: Janus cost (#triggers × |E|)", "",
-               "τ = cosine threshold of the trigger; K = support size (coverage + boundary sizes); K_F = fresh-set "
-               "size; cost = #Trig × the configured |E| (the sizes of the roles in use, K + K_F with all three); "
-               "evaluated tasks = sum of evaluator calls / 2.",
+        paper = (" " + PAPER_COST_LEGEND + "." if tables["janus_cost"].get("paper_cost") else "")
+        md += ["## Table 3: Janus cost", "",
+               "Janus = the controller's preset (paper, recommended, custom: what differs); τ = cosine threshold of "
+               "the trigger (— for a trigger that does not read it); evaluation set: coverage K' + boundary K_b + "
+               "fresh K_F for the paper's hybrid set (K = K' + K_b), or the panel's size, and for a sequential rule "
+               "how many tasks a comparison reads. " + COST_LEGEND + "." + paper,
                "", tables["janus_cost"]["markdown"], "", capline, ""]
     if tables["evalset"]["markdown"]:
         md += ["## Evaluation-set ablation (Fig. 3)", "", tables["evalset"]["markdown"], "", capline, "",

@@ -62,11 +62,40 @@ class MethodRun:
         return self.summary.get("test_accuracy_strict") if self.checker == "paper" else self.test_accuracy
 
     @property
+    def controller(self):
+        """The stored controller, described (controller/describe.py): preset label, trigger, evaluation set, rule."""
+        if "controller" not in self.extra:
+            from ..controller.describe import describe
+
+            try:
+                self.extra["controller"] = describe(self.janus_cfg)
+            except (ValueError, TypeError) as e:  # an edited config.json: say which folder, not a traceback
+                raise RunFolderError(f"{self.run_dir}/config.json: the stored janus settings are not valid ({e})"
+                                     ) from None
+        return self.extra["controller"]
+
+    @property
     def eval_set_size(self) -> int:
-        """|E| = coverage + boundary + fresh sizes of the roles in use (paper-spec §8.6: K + K_F)."""
-        c = self.janus_cfg
-        return (int(c["coverage_size"]) * bool(c["use_coverage"]) + int(c["boundary_size"]) * bool(c["use_boundary"])
-                + int(c["fresh_size"]) * bool(c["use_fresh"]))
+        """|E| as configured: coverage + boundary + fresh sizes of the roles in use (paper-spec §8.6: K + K_F), capped
+        by replay_limit, or the panel's size (controller/describe.py)."""
+        return self.controller.configured
+
+    @property
+    def paid(self) -> dict | None:
+        """What the run paid for this method (its stored per-role usage): ``calls``/``tokens`` (backend calls made,
+        prompt + completion tokens), ``cache_hits`` (replies the response cache served: not paid), and the same for
+        the Janus evaluation role alone (``janus_calls``, ``janus_tokens``, ``janus_hits``). None when the run stored
+        no usage."""
+        usage = self.summary.get("usage")
+        if not isinstance(usage, dict) or not usage:
+            return None
+        roles = {k: v for k, v in usage.items() if isinstance(v, dict)}
+        j = roles.get("janus") or {}
+        tok = lambda u: (u.get("prompt_tokens") or 0) + (u.get("completion_tokens") or 0)  # noqa: E731
+        return {"calls": sum(u.get("calls") or 0 for u in roles.values()),
+                "tokens": sum(tok(u) for u in roles.values()),
+                "cache_hits": sum(u.get("cache_hits") or 0 for u in roles.values()),
+                "janus_calls": j.get("calls") or 0, "janus_tokens": tok(j), "janus_hits": j.get("cache_hits") or 0}
 
 
 def parse_suffix(suffix: str) -> dict:
@@ -95,6 +124,18 @@ def _cell_suffix(run_dir: Path, methods: list[str]) -> str:
         if "[" in name and name.endswith("]"):
             return name[name.index("["):]
     return ""
+
+
+def stored_janus(cfg: dict) -> dict | None:
+    """config.json's ``janus`` section as the run ran it: a run stored before a switch existed ran with that switch
+    off (settings/migrate.py spells it out, as a resume does); an edited config that cannot be migrated: as stored."""
+    from ..settings.migrate import migrate_stored
+
+    try:
+        janus = migrate_stored(dict(cfg)).get("janus")
+    except (ValueError, TypeError, AttributeError):
+        janus = cfg.get("janus")
+    return janus if isinstance(janus, dict) else None
 
 
 def run_setup(cfg: dict, summary: dict) -> dict:
@@ -140,21 +181,24 @@ def load_runs(folders: list[Path]) -> list[MethodRun]:
             rows.append(MethodRun(
                 run_dir=d, dataset=dataset, updater=updater,
                 method=method, label=method + suffix, suffix_keys=parse_suffix(suffix), seed=int(seed or 0),
-                janus=is_janus, janus_cfg=resolved_janus(cfg.get("janus")), summary=ms, stream_order=stream_order,
+                janus=is_janus, janus_cfg=resolved_janus(stored_janus(cfg)), summary=ms, stream_order=stream_order,
                 setup=run_setup(cfg, summary),
                 ident={**ident, "dataset": dataset, "updater": updater}))
     return rows
 
 
 def _decision_totals(r: MethodRun) -> dict:
-    """Read the method's decision log once: evaluator calls (when logged) and the evaluation-set size at each trigger."""
+    """Read the method's decision log once: evaluator calls (when logged), the evaluation-set size at each trigger and
+    the tasks each comparison read under both memories."""
     if "evaluated" not in r.extra:
-        total, seen, sizes = 0, False, []
+        total, seen, sizes, reads = 0, False, [], []
         for line in RunReader(r.run_dir).jsonl(f"{r.method}/decisions.jsonl"):
             d = line.get("decision") or {}
             if d.get("evaluator_calls") is not None:
                 seen = True
                 total += d["evaluator_calls"]
+            if d.get("triggered") and isinstance(d.get("n_evaluated"), int):
+                reads.append(d["n_evaluated"])
             if d.get("triggered"):
                 ids = d.get("eval_ids")
                 roles = [d.get(k) for k in ("coverage", "boundary", "fresh")]
@@ -162,15 +206,23 @@ def _decision_totals(r: MethodRun) -> dict:
                     sizes.append(len(ids))
                 elif any(isinstance(x, list) and x for x in roles):
                     sizes.append(sum(len(x) for x in roles if isinstance(x, list)))
-        r.extra["evaluated"] = total / 2 if seen else None
+        r.extra["evaluated"] = total if seen else None
         r.extra["eval_used"] = (sum(sizes), len(sizes)) if sizes else None
+        r.extra["reads"] = (sum(reads), len(reads)) if reads else None
     return r.extra
 
 
-def evaluated_tasks(r: MethodRun) -> float | None:
-    """Evaluation-set tasks actually solved: sum of decision["evaluator_calls"] / 2 (two memories per task).
-    None when the decision log has no evaluator_calls."""
+def evaluations(r: MethodRun) -> int | None:
+    """The (memory, task) evaluations the controller's decisions used: the sum of the decision log's
+    ``evaluator_calls`` (outcomes it reused, or that identical texts shared, are not counted). None when the decision
+    log has no evaluator_calls (a run stored before they were logged)."""
     return _decision_totals(r)["evaluated"]
+
+
+def tasks_read(r: MethodRun) -> tuple[int, int] | None:
+    """(sum of the tasks each comparison read under both memories, number of comparisons that logged it); None when
+    no comparison logged ``n_evaluated``."""
+    return _decision_totals(r)["reads"]
 
 
 def eval_set_used(r: MethodRun) -> tuple[int, int] | None:

@@ -45,13 +45,18 @@ def _n(values) -> str:
 
 
 def caption(rows: list) -> str:
-    """'backend fake, model scripted, encoder hashing, preset -; GSM8K: stream n=30, test n=10; seeds 0, 1'."""
+    """'backend fake, model scripted, encoder hashing, run preset paper; Janus recommended; GSM8K: stream n=30, test
+    n=10; seeds 0, 1': the run preset (prompts, parsers, replays) and the Janus controllers (their preset labels,
+    controller/describe.py) are named apart."""
     from .tables import dataset_key, display_name
 
     if not rows:
         return ""
     setups = sorted({base_key(r) for r in rows})
-    head = "; ".join(f"backend {b}, model {m}, encoder {e}, preset {p}" for b, m, e, p in setups)
+    head = "; ".join(f"backend {b}, model {m}, encoder {e}, run preset {p}" for b, m, e, p in setups)
+    janus = sorted({r.controller.label for r in rows if r.janus})
+    if janus:
+        head += f"; Janus {', '.join(janus)}"
     parts = []
     for ds in sorted({r.dataset for r in rows}, key=dataset_key):
         rs = [r for r in rows if r.dataset == ds]

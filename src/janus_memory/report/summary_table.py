@@ -80,6 +80,9 @@ def fit_table(title: str, header: tuple[str, ...], rows: list[list[str]], captio
     from rich.table import Table
     from rich.text import Text
 
+    from ..errors import printable
+
+    rows = [[printable(str(c), one_line=True) for c in r] for r in rows]  # names from a run folder: escaped
     t = Table(title=Text(title), caption=None if caption is None else Text(caption))
     t.add_column(Text(header[0]), justify="left", no_wrap=True)
     for col in header[1:]:

@@ -35,12 +35,16 @@ def check_endpoint(base_url: str, timeout_s: float = 5.0, *, max_retries: int = 
 
     import httpx
 
+    from ..llm.reply_cap import ReplyTooLarge
+
     url = base_url.rstrip("/") + "/models"
     headers = {"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'none')}"}
 
     async def attempt(t: float) -> None:
-        async with httpx.AsyncClient(timeout=t) as client:
-            await asyncio.wait_for(client.get(url, headers=headers), t)
+        from ..llm.reply_cap import cap_response
+
+        async with httpx.AsyncClient(timeout=t, event_hooks={"response": [cap_response]}) as client:
+            await asyncio.wait_for(client.get(url, headers=headers), t)  # its body: at most 1 MiB is read
 
     end = None if deadline_s is None else time.monotonic() + deadline_s
     attempts, last = 0, None
@@ -53,9 +57,14 @@ def check_endpoint(base_url: str, timeout_s: float = 5.0, *, max_retries: int = 
             try:
                 pool.submit(asyncio.run, attempt(t)).result()
                 return
+            except ReplyTooLarge:  # it answered (a body past 1 MiB, not read): reachable; a chat reply is bounded too
+                return
             except httpx.ConnectError as e:
                 raise ConfigError(f"cannot reach the model endpoint {base_url} ({type(e).__name__}); start the "
                                   "server or fix --base-url") from None
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as e:  # no retry makes such a URL work
+                raise ConfigError(f"the model endpoint {base_url} is not an http(s) URL ({e}); fix --base-url, e.g. "
+                                  "http://127.0.0.1:8000/v1") from None
             except (TimeoutError, asyncio.TimeoutError, httpx.HTTPError) as e:
                 last = e
     limits = f"--request-timeout {timeout_s:g}, --max-retries {max_retries}" + (
@@ -98,7 +107,8 @@ def openai_backend(cfg, tasks: list):
         raise ConfigError("--backend openai needs --base-url and --model")
     check_endpoint(llm.base_url, float(llm.request_timeout), max_retries=llm.max_retries,
                    deadline_s=llm.request_deadline)
-    return OpenAIBackend(llm.base_url, llm.model, timeout=float(llm.request_timeout))
+    return OpenAIBackend(llm.base_url, llm.model, timeout=float(llm.request_timeout),
+                         max_connections=max(64, int(llm.concurrency)))  # --concurrency is the bound, not the pool
 
 
 def make_llm_backend(cfg, tasks: list | None = None):

@@ -62,8 +62,32 @@ class Context:
         parallel = int(getattr(backend, "n_parallel", self.client.concurrency)) > 1
         batch = True if s.batch_eval is None else s.batch_eval
         parallel = parallel if s.batch_eval is None else s.batch_eval
-        return PairedEvaluator(updater, batch=batch, parallel=parallel, replay=s.replay_mode(),
-                               salt=f"seed={s.seed};order={s.stream_order_seed}", failures=s.replay_failure_mode())
+        # speculation (every read a sequential comparison may make, in its first batch): RunConfig.speculate, auto =
+        # when the backend serves requests in parallel (a server or several engine slots; not the instant fake)
+        speculate = serves_in_parallel(backend, self.client.concurrency) if s.speculate is None else s.speculate
+        return PairedEvaluator(updater, batch=batch, parallel=parallel, speculate=batch and speculate,
+                               replay=s.replay_mode(), salt=f"seed={s.seed};order={s.stream_order_seed}",
+                               failures=s.replay_failure_mode())
+
+
+def serves_in_parallel(backend: Any, concurrency: int) -> bool:
+    """Whether ``backend`` answers several requests at once, so that requests sent together overlap: an engine with
+    slots (``n_parallel``, the embedded llama.cpp) when it has more than one; any other backend when it declares
+    ``parallel_requests = True`` (an OpenAI-compatible server) and the client may send more than one request. The
+    scripted fake backend answers at once and declares nothing."""
+    slots = getattr(backend, "n_parallel", None)
+    if slots is not None:
+        return int(slots) > 1
+    return bool(getattr(backend, "parallel_requests", False)) and int(concurrency) > 1
+
+
+def methods_side_by_side(ctx: Context) -> bool:
+    """Whether the run's methods run as side-by-side streams (RunConfig.parallel_methods; None = when the backend
+    serves requests in parallel, :func:`serves_in_parallel`)."""
+    choice = ctx.settings.parallel_methods
+    if choice is not None:
+        return bool(choice)
+    return serves_in_parallel(ctx.client.backend, ctx.client.concurrency)
 
 
 def twin_sample(namespace: str, sample: int) -> int:
@@ -136,13 +160,20 @@ def validate_names(cfg: RunConfig) -> None:
 
 
 def check_encoder(spec: str | None) -> None:
-    """ConfigError for an encoder spec whose kind (before ':') is not registered."""
+    """ConfigError for an encoder spec whose kind (before ':') is not registered, or whose argument the kind's
+    factory refuses (its optional ``check(arg)``, e.g. a hashing dimension out of range)."""
     import janus_memory.encoders  # noqa: F401  (registers the built-in encoder kinds)
     from ..registry import ENCODERS
 
-    kind = str(spec or "").partition(":")[0]
+    kind, _, arg = str(spec or "").partition(":")
     if spec and kind not in ENCODERS:
         raise ConfigError(ENCODERS.unknown(str(spec), ENCODER_FORMS))
+    check = getattr(ENCODERS[kind], "check", None) if spec else None
+    if check is not None:  # the kind's own argument check (a dimension in range ...), nothing loaded
+        try:
+            check(arg)
+        except ValueError as e:
+            raise ConfigError(f"encoder '{spec}': {e}", key="encoder") from None
 
 
 ENCODER_FORMS = " ('minilm', 'hashing[:n]' or 'st:<name-or-path>')"
@@ -177,8 +208,11 @@ def load_splits(cfg: RunConfig):
     from .injection import check_stream
 
     try:
-        stream = load_split(cfg.dataset, "stream", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.stream_size)
-        test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size)
+        options = cfg.loader_options()  # the loaders that take them (GPQA, APIBench)
+        stream = load_split(cfg.dataset, "stream", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.stream_size,
+                            options=options)
+        test = load_split(cfg.dataset, "test", data_dir=cfg.data_dir, seed=cfg.seed, limit=cfg.test_size,
+                          options=options)
     except (OSError, ValueError) as e:  # a missing file, a folder where a file belongs, unparsable records
         raise ConfigError((str(e).splitlines() or [type(e).__name__])[0]) from e
     if not stream.tasks:
@@ -200,9 +234,12 @@ def _split_notes(cfg: RunConfig, splits, log: Callable[[str], None]) -> None:
             log(f"note: the {s.split} split of {cfg.dataset} has {len(s.tasks)} tasks; using all of them (asked for {want})")
 
 
-def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=None) -> Context:
+def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=None,
+                  shared_budget: Any = None) -> Context:
     """Load the splits (unless ``splits``, :func:`load_splits` of the same settings, are given), the task family,
-    the LLM client and the encoder for an already validated config."""
+    the LLM client and the encoder for an already validated config. ``shared_budget``: a
+    :class:`~janus_memory.llm.budget.SharedBudget` the client's requests also take a slot of (sweep workers sharing
+    one endpoint)."""
     from ..encoders import get_encoder
     from ..llm import LLMClient, ResponseCache
     from ..tasks import get_family
@@ -224,7 +261,7 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=
     # at least one request in flight per engine slot, or the slots stay idle (docs/perf.md)
     llm = cfg.llm
     client = LLMClient(backend, cache=cache, concurrency=max(llm.concurrency, llm.n_parallel), max_retries=llm.max_retries,
-                       deadline_s=llm.request_deadline)
+                       deadline_s=llm.request_deadline, shared_budget=shared_budget)
     try:
         encoder = get_encoder(cfg.encoder)
     except (ValueError, ImportError, FileNotFoundError) as e:

@@ -4,18 +4,21 @@ how long that takes at the speed measured by earlier runs on this machine (run/t
 Counted from the config, never guessed:
 
 * stream: steps x the updater's declared calls per step (``Updater.llm_calls_per_step``: fewest and most);
-* Janus evaluation (methods with Janus): an upper bound, ``|E| x 2`` memories for every step at which the trigger
-  policy can fire (``never``: none; ``periodic`` / ``random``: exactly the steps the policy picks, the same seeded
-  rule the controller uses; ``mmt``: every post-warm-up step after the first, which has no momentum yet;
-  ``selective``: every post-warm-up step, and the warm-up steps when ``arm_warmup``). ``|E|`` is coverage +
-  boundary + fresh (the roles in use), capped by ``replay_limit``. Early stopping, the identical-memory shortcut,
-  trivially-equal candidates, frozen replays and the response cache only make it smaller;
+* Janus evaluation (methods with Janus): an upper bound, 2 memories x the tasks one comparison reads at most
+  (``eval_size``: the evaluation set the controller's description names, controller/describe.py: coverage + boundary
+  + fresh in use capped by ``replay_limit``, or the panel; cut to the sequential rule's cap) for every step at which
+  the controller can compare (``never``: none; ``periodic`` / ``random``: exactly the steps the policy picks, the same
+  seeded rule the controller uses; ``mmt``: every post-warm-up step after the first, which has no momentum yet;
+  ``selective`` and ``always``: every post-warm-up step; a text gate (``gate_compare``): every step, warm-up
+  included). Early stopping, the sequential test, reused outcomes, the identical-memory shortcut, trivially-equal
+  candidates, frozen replays and the response cache only make it smaller;
 * test: test tasks x (1 + stream-fraction checkpoints) per method.
 
 A resumed run counts what is left: methods already finished are skipped, the others continue after their last
 committed step (a method whose stream is complete has only its test left), and the line ends with what is left per
-method. Printed for the embedded backend (with the measured time, or "no measurement yet") and for
-servers (call count only); never for the scripted fake backend.
+method. Printed for the embedded backend (with the measured time, or "no measurement yet"), for servers (call count
+only) and for the scripted fake backend (the same count, said to be free: a plumbing check shows what the same run on
+a model will make).
 """
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class CallCount:
     """LLM calls a run will make: ``stream_low``..``stream_high`` for the updaters' stream steps (high None = no
-    fixed bound), ``janus`` at most for Janus's evaluations, ``test`` for the held-out tests; ``eval_size`` = |E|."""
+    fixed bound), ``janus`` at most for Janus's evaluations, ``test`` for the held-out tests; ``eval_size`` = the tasks
+    one comparison reads at most."""
 
     stream_low: int
     stream_high: int | None
@@ -40,29 +44,40 @@ class CallCount:
 
 
 def eval_size(jc) -> int:
-    """|E| of one post-warm-up comparison, at most: the roles in use, capped by replay_limit."""
-    n = (jc.coverage_size if jc.use_coverage else 0) + (jc.boundary_size if jc.use_boundary else 0) \
-        + (jc.fresh_size if jc.use_fresh else 0)
-    return min(n, jc.replay_limit) if jc.replay_limit is not None else n
+    """Tasks one post-warm-up comparison reads at most (each under both memories), as the controller's description
+    says (controller/describe.py): the evaluation set as configured (the paper's coverage + boundary + fresh roles in
+    use, capped by replay_limit; or the panel), cut to the sequential rule's cap (``seq_max_pairs``, extended while
+    tied); a text gate that forces a full paper-rule comparison reads the whole set."""
+    from ..controller.describe import describe
+
+    d = describe(jc)
+    return d.tasks_at_most(d.configured, full=jc.gate_full_compare)
 
 
 def janus_calls(jc, first: int, last: int) -> int:
-    """At most this many evaluation calls at stream steps ``first``..``last`` (1-based, inclusive)."""
+    """At most this many evaluation calls at stream steps ``first``..``last`` (1-based, inclusive): 2 memories x
+    :func:`eval_size` at every post-warm-up step where the controller may compare (the trigger's steps; every step when
+    a text gate may force a comparison), plus the warm-up comparisons the selective trigger (``arm_warmup``) or a text
+    gate may make: 2 x the tasks seen so far, at most K + K_F, cut to the rule's cap."""
+    from ..controller.describe import describe
     from ..controller.trigger import TriggerPolicy
 
-    if jc.trigger == "never":
+    gate = jc.gate_compare or jc.gate_full_compare
+    if jc.trigger == "never" and not gate:
         return 0
     per = 2 * eval_size(jc)
     post = range(max(first, jc.warmup + 1), last + 1)
-    if jc.trigger == "selective":
-        warm = 0
-        if jc.arm_warmup:  # compared on up to K + K_F of the tasks seen so far
-            warm = sum(2 * min(jc.support_size + jc.fresh_size, s) for s in range(first, min(last, jc.warmup) + 1))
+    warm = 0
+    if gate or (jc.trigger == "selective" and jc.arm_warmup):  # compared on up to K + K_F of the tasks seen so far
+        d = describe(jc)
+        warm = sum(2 * d.tasks_at_most(min(jc.support_size + jc.fresh_size, s), full=jc.gate_full_compare)
+                   for s in range(first, min(last, jc.warmup) + 1))
+    if gate or jc.trigger in ("selective", "always"):
         return warm + per * len(post)
     if jc.trigger == "mmt":
-        return per * len([s for s in post if s >= jc.warmup + 2])
+        return warm + per * len([s for s in post if s >= jc.warmup + 2])
     policy = TriggerPolicy(jc.trigger, float(jc.tau), float(jc.trigger_rate), jc.trigger_period, jc.warmup, jc.seed)
-    return per * sum(1 for s in post if policy.fires(s, None))
+    return warm + per * sum(1 for s in post if policy.fires(s, None))
 
 
 def count_calls(cfg, n_stream: int, n_test: int, done: dict[str, int | None] | None = None) -> CallCount | None:
@@ -92,6 +107,24 @@ def count_calls(cfg, n_stream: int, n_test: int, done: dict[str, int | None] | N
     return CallCount(stream_low, stream_high, janus, test, eval_size(jc))
 
 
+def janus_bound(jc, size: int) -> str:
+    """What the Janus part of the estimate counts, in words: 2 memories x ``size`` tasks per comparison, with the
+    evaluation set the controller's description names, and why the real count is usually lower."""
+    from ..controller.describe import describe
+
+    d = describe(jc)
+    lower = []
+    if jc.decision_rule == "sequential":
+        lower.append("the sequential test stops early")
+    if jc.reuse_old_results:
+        lower.append("the deployed memory's outcomes are reused")
+    if jc.early_stop:
+        lower.append("early stopping")
+    why = f"; usually fewer: {' and '.join(lower)}" if lower else ""
+    return (f"upper bound: 2 memories x {size} tasks at each step the controller may compare; evaluation set: "
+            f"{d.evaluation}{why}")
+
+
 def _duration(seconds: float) -> str:
     if seconds < 90:
         return f"~{seconds:.0f} s"
@@ -116,15 +149,13 @@ def left_text(cfg, n_stream: int, done: dict[str, int | None]) -> str:
 
 
 def estimate_line(cfg, count: CallCount | None, measurement=None, left: str | None = None) -> str | None:
-    """The estimate line of a run (module docstring); None for the fake backend or when nothing is left to do.
+    """The estimate line of a run (module docstring); None when nothing is left to do.
     ``left``: what a resumed run has left (:func:`left_text`), named at the end of the line."""
     line = _estimate_line(cfg, count, measurement)
     return f"{line}; left after resume: {left}" if line and left else line
 
 
 def _estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None:
-    if cfg.llm.backend == "fake":
-        return None
     if count is None:
         from ..registry import UPDATERS
 
@@ -134,11 +165,13 @@ def _estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None
         return None
     stream = f"{count.stream_low}" if count.stream_low == count.stream_high else \
         f"{count.stream_low}-{count.stream_high}" if count.stream_high is not None else f"{count.stream_low} or more"
-    janus = (f" + Janus evaluation {count.janus} (upper bound: |E| {count.eval_size} x 2 memories at each step the "
-             "trigger may fire)") if any(j for _, j in cfg.methods()) else ""
+    janus = (f" + Janus evaluation {count.janus} ({janus_bound(cfg.janus_config(), count.eval_size)})"
+             if any(j for _, j in cfg.methods()) else "")
     parts = f"calls = stream {stream}{janus} + test {count.test}"
     bound, calls = ("at most", count.most) if count.most is not None else ("at least", count.stream_low + count.test)
     head = f"estimate: {bound} {calls} LLM calls"
+    if cfg.llm.backend == "fake":
+        return f"{head} (scripted replies, nothing paid; a model backend makes the same calls); {parts}"
     if cfg.llm.backend != "local":
         return f"{head}; {parts}"
     if measurement is None:
@@ -151,8 +184,6 @@ def _estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None
 def run_estimate(ctx, done: dict[str, int | None] | None = None) -> str | None:
     """The estimate line of a built run context (resolved settings, loaded splits, backend not loaded yet)."""
     cfg = ctx.settings
-    if cfg.llm.backend == "fake":
-        return None
     count = count_calls(cfg, len(ctx.stream.tasks), len(ctx.test.tasks), done)
     measurement = None
     if cfg.llm.backend == "local":

@@ -21,6 +21,14 @@ sent changes. What the other memory will be asked is predicted:
   wrong prediction (early stopping over several rounds with fresh draws, a combination no preset uses) costs at
   most one round of unused requests and never a different decision.
 
+Speculation (``speculate``, on a parallel engine): the controller also says which calls the comparison makes if it
+never stops early (``expect_calls``, from ``controller.decision.planned_calls``: the sequential test's rounds, old
+memory only where its outcome is not known yet). The first call then sends every read of that plan at once, each
+with the sample index of its own call number (exact, since the controller's calls are a prefix of the plan), so a
+sequential test costs one round of latency instead of one per round. Reads the test never gets to are paid for
+and counted: ``batch_stats["prefetched"]`` (sent ahead) and ``["unused"]`` (never read); the decision log and the
+step records count only the reads the comparison used, as without speculation.
+
 Cost: with early stopping, a round the controller would have skipped after the first memory's answers is
 solved anyway (``batch_stats["unused"]`` counts such requests); that pays only when the engine runs requests in
 parallel, so with early stopping on a sequential engine (``parallel=False``: the embedded backend with one slot)
@@ -53,11 +61,14 @@ class PairedEvaluator(UpdaterEvaluator):
     of the memory not asked for yet), ``served`` (results handed out without a new request), ``unused``
     (prefetched results the comparison never asked for)."""
 
-    def __init__(self, updater: Any, *, batch: bool = True, parallel: bool = True, **kwargs: Any):
+    def __init__(self, updater: Any, *, batch: bool = True, parallel: bool = True, speculate: bool | None = None,
+                 **kwargs: Any):
         super().__init__(updater, **kwargs)
         self.batch = bool(batch) and _batchable(updater)
         self.parallel = bool(parallel)
+        self.speculate = self.parallel if speculate is None else bool(speculate)
         self._pair: tuple[str, str] | None = None
+        self._expected: list[tuple[str, list]] | None = None
         self._done: dict[tuple[str, str, int], Any] = {}  # (memory text, task id, sample) -> (ChatResult, Score)
         self._pending: set[tuple[str, str, int]] = set()  # prefetched and not served yet
         self.batch_stats = {"batches": 0, "requests": 0, "prefetched": 0, "served": 0, "unused": 0}
@@ -75,13 +86,35 @@ class PairedEvaluator(UpdaterEvaluator):
         if complete or self.parallel:
             self._pair = (old_text, new_text)
 
+    def expect_calls(self, calls: list[tuple[str, list]] | None) -> None:
+        """Controller hook: the evaluator calls the comparison makes unless it stops early, in order (None: not
+        known in advance). Used on the first call when ``speculate`` (module docstring)."""
+        self._expected = list(calls) if calls is not None and self.speculate else None
+
+    def take_batch_stats(self) -> dict[str, int]:
+        """End the comparison (its prefetched results still unread count as unused) and return the counts since the
+        last call, set back to zero: the runner adds them to the method's resumable counters after every step."""
+        self._end()
+        out = dict(self.batch_stats)
+        self.batch_stats = dict.fromkeys(out, 0)
+        return out
+
     def _end(self) -> None:
         self.batch_stats["unused"] += len(self._pending)
-        self._pair, self._done, self._pending = None, {}, set()
+        self._pair, self._done, self._pending, self._expected = None, {}, set(), None
 
     def _predicted(self, tasks: list[Any]) -> list[int]:
         """The sample indices the NEXT evaluator call on ``tasks`` will draw (the call counter is left as it was)."""
         calls = self._calls
+        try:
+            return self._samples(tasks)
+        finally:
+            self._calls = calls
+
+    def _samples_of_call(self, tasks: list[Any], call: int) -> list[int]:
+        """The sample indices of the comparison's call number ``call`` (0-based) on ``tasks``."""
+        calls = self._calls
+        self._calls = call
         try:
             return self._samples(tasks)
         finally:
@@ -121,6 +154,14 @@ class PairedEvaluator(UpdaterEvaluator):
                 seen.add(k)
                 items.append((k, t))
         wanted = {k for k, _ in items}
+        if self._expected is not None and self._calls == 1:  # speculation: every read the comparison may make
+            for call, (text, planned) in enumerate(self._expected):
+                for t, s in zip(planned, self._samples_of_call(planned, call)):
+                    k = (text, t.id, s)
+                    if k not in seen and text in self._pair:
+                        seen.add(k)
+                        items.append((k, t))
+            return items, wanted
         old, new = self._pair
         other = new if memory_text == old else old
         if self.replay == "frozen" or self._calls == 1:

@@ -18,7 +18,8 @@ from ..store.events import EventBus, MethodStarted, StepFinished
 from .loop import Stopped, run_method
 from .provenance import environment_info, prompts_used, split_record, to_yaml
 from ..store.lock import RunLock, RunLocked
-from .resume import check_resumable, check_resume_state, load_run_config  # noqa: F401  (load_run_config: re-export)
+from .resume import (  # noqa: F401  (load_run_config: re-export)
+    check_before_resume, check_resumable, check_resume_state, load_run_config)
 from ..store.store import RunStore
 from .usage import sum_method_usage
 from ..killpoints import kill_point
@@ -28,40 +29,36 @@ _Stopped = Stopped  # older name (tests)
 _STORAGE_ERRNOS = {"ENOSPC", "EROFS", "EDQUOT", "EACCES", "EPERM"}
 
 
-def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dict, env: dict, *,
-                      missing_only: bool = False, stored: dict | None = None) -> None:
+def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dict | None, env: dict | None, *,
+                      resume: bool = False, stored: dict | None = None, prompts: dict | None = None) -> None:
     """config.json/yaml, prompts/, environment.json, splits.json (the stored values: run.sqlite's meta holds them
-    from its creation). ``missing_only``: a resume puts back those a kill or a user deleted, and keeps the rest."""
-    from ..registry import UPDATERS
-
-    def want(name: str) -> bool:
-        return not (missing_only and (store.root / name).exists())
+    from its creation). ``resume``: every one is written again from the database (a kill or a user may have
+    deleted or edited it; each is checked against the database: store/records.py), config.json only when missing
+    (an edited one was refused before: resume.check_before_resume); prompts/ holds the stored prompts and nothing
+    else (a folder set up before prompts were stored: the package's, where missing)."""
+    import shutil
 
     dump = {**(stored or cfg.model_dump()), "preset_summary": preset_summary(cfg)}  # the settings + preset
-    if want("config.json"):
+    if not (resume and (store.root / "config.json").exists()):
         store.write_json("config.json", dump)
-    if want("config.yaml"):
-        store.write_text("config.yaml", to_yaml(dump))
-    for name, text in prompts_used(UPDATERS[cfg.updater], ctx.family).items():
-        if want(f"prompts/{name}"):
+    store.write_text("config.yaml", to_yaml(dump))
+    folder = store.root / "prompts"
+    if prompts is not None and folder.is_dir():
+        for p in folder.iterdir():
+            if p.name not in prompts:
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+    for name, text in (prompts if prompts is not None else prompts_used(_updater_class(cfg), ctx.family)).items():
+        if prompts is not None or not (resume and (folder / name).exists()):
             store.write_text(f"prompts/{name}", text)
-    if want("environment.json"):
-        store.write_json("environment.json", env)
-    if want("splits.json"):
-        store.write_json("splits.json", splits)
+    for name, value in (("environment.json", env), ("splits.json", splits)):
+        if value is not None:  # (a folder that never stored it: its file, if any, is left as it is)
+            store.write_json(name, value)
 
 
-def _open_store(cfg: RunConfig, resume: bool, overwrite: bool) -> RunStore | None:
-    if resume:
-        from ..store.integrity import problems, refuse_damaged
+def _updater_class(cfg: RunConfig):
+    from ..registry import UPDATERS
 
-        if (Path(cfg.out).expanduser() / RunStore.DB).is_file():
-            refuse_damaged(cfg.out)  # before anything is unmarked or rewritten
-
-        repair = (Path(cfg.out).expanduser() / "COMPLETE").exists() and bool(problems(cfg.out))
-        return RunStore.open_existing(cfg.out, repair=repair)
-    RunStore.check_new(cfg.out, overwrite=overwrite)  # fail before any work; nothing is created yet
-    return None
+    return UPDATERS[cfg.updater]
 
 
 def _lock(cfg: RunConfig, resume: bool) -> RunLock:
@@ -97,21 +94,50 @@ def _preflight(ctx: Context) -> None:
 
 
 def _run_methods(ctx: Context, store: RunStore, bus: EventBus, log, stop_after) -> dict:
+    """Every method of the run that is not finished yet, in helper threads: side by side when
+    :func:`~janus_memory.run.build.methods_side_by_side` says so, else one after another (run/streams.py); this thread
+    delivers their events (the store writes each step) and returns their summaries in run order."""
     from ..store.reader import RunReader
+    from .build import methods_side_by_side
+    from .streams import EventRelay
 
     reader = RunReader(store.root)
-    methods = {}
-    for method, with_janus in ctx.settings.methods():
+    methods, jobs = {}, []
+    for rank, (method, with_janus) in enumerate(ctx.settings.methods()):
         done = reader.method_result(method)
         if done is not None:
             store.rebuild_exports(method)  # a resumed folder: its files are rewritten from the database
             methods[method] = done
             continue
         ck = reader.checkpoint(method)
-        where = f" (continuing after step {ck[0]})" if ck else ""
-        log(f"[{method}] stream of {len(ctx.stream.tasks)} tasks, then test on {len(ctx.test.tasks)} held-out tasks{where}")
-        methods[method] = run_method(ctx, method, with_janus, bus, resume=ck, stop_after=stop_after)
+        methods[method] = None
+        jobs.append((method, with_janus, ck, rank))
+    side_by_side = len(jobs) > 1 and methods_side_by_side(ctx)
+    if side_by_side:
+        log(f"methods side by side: {', '.join(j[0] for j in jobs)} (at most {ctx.client.concurrency} LLM requests "
+            "in flight for all of them)")
+    relay = EventRelay(bus)
+
+    def job(method, with_janus, ck, rank):
+        def go():
+            if not side_by_side:
+                line = _stream_line(ctx, method, ck)
+                relay.here(lambda: log(line))
+            return run_method(ctx, method, with_janus, relay, resume=ck, stop_after=stop_after, rank=rank)
+        return method, go
+
+    if side_by_side:
+        for method, _, ck, _ in jobs:
+            log(_stream_line(ctx, method, ck))
+    with ctx.client.session():
+        done = relay.serve([job(*j) for j in jobs], side_by_side=side_by_side, on_stop=ctx.client.stop_session)
+    methods.update(done)
     return methods
+
+
+def _stream_line(ctx: Context, method: str, ck) -> str:
+    where = f" (continuing after step {ck[0]})" if ck else ""
+    return f"[{method}] stream of {len(ctx.stream.tasks)} tasks, then test on {len(ctx.test.tasks)} held-out tasks{where}"
 
 
 def _legacy_on_step(on_step):
@@ -122,7 +148,7 @@ def _legacy_on_step(on_step):
 
 def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_step=None, on_event=None,
                    overwrite: bool = False, resume: bool = False, stop_after: int | None = None,
-                   splits=None) -> dict:
+                   splits=None, shared_budget=None, lock: RunLock | None = None) -> dict:
     """Validate, build, run every method of ``cfg`` and write the run folder. Returns the summary dict.
 
     ``on_event(ev)`` receives every typed event (store/events.py); ``on_step(dict)`` the older progress dicts. With
@@ -130,7 +156,13 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
     out/concurrency/cache settings), package version and split hashes; each method continues after its last step.
 
     ``splits``: the (stream, test) splits of ``cfg`` already loaded by build.load_splits (the CLI loads them before
-    printing anything); None loads them here.
+    printing anything); None loads them here. ``shared_budget``: a llm.budget.SharedBudget whose slots every LLM
+    request also takes (the worker processes of a sweep sharing one endpoint).
+    ``lock``: the folder's RunLock when the caller already holds it (the
+    CLI takes it before it reads a folder to resume: resume.held_for_resume); it is left to the caller to release.
+
+    A resume changes nothing in the folder before every check that can refuse it has passed (resume.py): a refused
+    resume leaves it as it was, COMPLETE included.
 
     A new run that stops before it wrote anything (an error or an interrupt while the model, encoder or cache is
     set up) leaves no folder behind: the folder this call created is removed with its lock file.
@@ -144,26 +176,32 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
     validate_names(cfg)
     cfg = resolve_config(cfg)
     created = None if resume else _top_missing(Path(cfg.out).expanduser())
-    lock = _lock(cfg, resume)
+    own_lock = lock is None or not lock.held
+    lock = _lock(cfg, resume) if own_lock else lock
     store = None
     ok = False
     try:
-        store = _open_store(cfg, resume, overwrite)
-        if not resume:
+        if resume:  # every refusal first, reading only (resume.py); then the folder may change
+            repair = check_before_resume(cfg.out)
+        else:
+            RunStore.check_new(cfg.out, overwrite=overwrite)  # fail before any work; nothing is created yet
             kill_point("run_started")
-        ctx = _build(cfg, log, splits)
+        ctx = _build(cfg, log, splits, shared_budget)
         if resume:
-            check_resumable(store, cfg, {s.split: split_record(s) for s in (ctx.stream, ctx.test)}, __version__)
-            check_resume_state(ctx, store)
+            check_resumable(cfg.out, cfg, {s.split: split_record(s) for s in (ctx.stream, ctx.test)}, __version__)
+            check_resume_state(ctx, cfg.out)
+            store = RunStore.open_existing(cfg.out, repair=repair)
             _restore_provenance(store, ctx)
             log(f"resuming {store.root}")
         else:
             _preflight(ctx)
             splits_rec = {s.split: split_record(s) for s in (ctx.stream, ctx.test)}
             env = {**environment_info(), "backend": ctx.backend_info, "janus_memory": __version__}
+            prompts = prompts_used(_updater_class(cfg), ctx.family)
             store = RunStore.create(cfg.out, overwrite=overwrite,
-                                    meta={"config": cfg.model_dump(), "splits": splits_rec, "environment": env})
-            _write_provenance(store, cfg, ctx, splits_rec, env)
+                                    meta={"config": cfg.model_dump(), "splits": splits_rec, "environment": env,
+                                          "prompts": prompts})
+            _write_provenance(store, cfg, ctx, splits_rec, env, prompts=prompts)
             kill_point("provenance_written")
         log_estimate(ctx, store.root, resume, log)  # LLM calls ahead (and time, embedded model): run/estimate.py
         summary = _finish(ctx, store, EventBus(store.on_event, _legacy_on_step(on_step), on_event), log, stop_after,
@@ -179,15 +217,17 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
         if not isinstance(e, (KeyboardInterrupt, StorageError)) and not _is_llm_error(e):
             _discard_unstarted(store, resume)
         raise
-    except Exception:
-        _discard_unstarted(store, resume)
+    except BaseException as e:  # a MemoryError, a native library's panic (a BaseException) ...
+        if not isinstance(e, SystemExit):
+            _discard_unstarted(store, resume)
         raise
     finally:
         if store is not None:
             store.close()
-        if not ok and created is not None:
-            lock.release_and_remove(created)  # only a folder that holds nothing but the lock file
-        lock.release()
+        if own_lock:
+            if not ok and not resume:  # a folder made for nothing, or the lock file left in a folder of yours
+                lock.release_and_remove(created)
+            lock.release()
 
 
 def _top_missing(path: Path) -> Path | None:
@@ -200,26 +240,27 @@ def _top_missing(path: Path) -> Path | None:
     return top
 
 
-def _build(cfg: RunConfig, log, splits=None) -> Context:
+def _build(cfg: RunConfig, log, splits=None, shared_budget=None) -> Context:
     from ..llm.cache import CacheError
 
     try:
-        return build_context(cfg, log=log, splits=splits)
+        return build_context(cfg, log=log, splits=splits, shared_budget=shared_budget)
     except CacheError as e:  # the cache, not the run folder: its own one-line message (issue 12 item 8)
         raise ConfigError(str(e).splitlines()[0]) from None
 
 
 def _restore_provenance(store: RunStore, ctx: Context) -> None:
-    """A resumed folder gets back the provenance files a kill (during set-up) or a user removed, from the stored
-    values (config.json: at the end, as before)."""
+    """A resumed folder gets its provenance files written again from the stored values: those a kill (during
+    set-up) or a user removed or edited (config.json only when missing; at the end, as before)."""
     from ..store.reader import RunReader
+    from ..store.records import stored_prompts
 
     reader = RunReader(store.root)
     stored = reader.meta("config")
     if stored is None:
         return
-    _write_provenance(store, ctx.settings, ctx, reader.meta("splits") or {}, reader.meta("environment") or {},
-                      missing_only=True, stored=stored)
+    _write_provenance(store, ctx.settings, ctx, reader.meta("splits"), reader.meta("environment"),
+                      resume=True, stored=stored, prompts=stored_prompts(reader))
 
 
 def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: RunConfig, t0: float, *,

@@ -45,6 +45,7 @@ class _Method:
     counters: dict = field(default_factory=lambda: {"n_correct": 0, "triggers": 0, "accepts": 0, "rollbacks": 0,
                                                     "usage": {}, "wall_s": 0.0, "eval_checkpoints": {}})
     start: int = 0
+    usage: Any = None  # this method's own UsageMeter (a scope of the run's client meter, llm/usage.py)
 
 
 def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | None) -> _Method:
@@ -94,6 +95,11 @@ def _decide(m: _Method, guard, proposer, task, snap) -> tuple[Any, dict, bool]:
     out, d = guard.step(task, snapshot=snap)
     decision = stable(d.to_dict())
     decision["evaluations"] = m.evaluator.drain()
+    take = getattr(m.evaluator, "take_batch_stats", None)
+    if callable(take):  # requests sent for the comparison, those sent ahead and those never read (run/eval_batch.py)
+        sums = m.counters.setdefault("eval_batch", {})
+        for k, v in take().items():
+            sums[k] = sums.get(k, 0) + v
     if d.triggered:
         m.counters["triggers"] += 1
         m.counters["accepts" if d.accept else "rollbacks"] += 1
@@ -115,7 +121,7 @@ def _checkpoint_hints(m: _Method) -> dict:
 
 def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: int | None = None) -> None:
     """Run the stream from step ``m.start + 1``, emitting StepRecorded / Triggered / StepFinished per step.
-    ``usage0``/``t0``: the client's usage snapshot and the time when this process started the method."""
+    ``usage0``/``t0``: the method's usage snapshot and the time when this process started the method."""
     from ..controller.adapter import GuardedUpdate
 
     tasks, c = ctx.stream.tasks, m.counters
@@ -140,7 +146,7 @@ def stream(ctx, m: _Method, bus: EventBus, usage0: dict, t0: float, stop_after: 
         if i in plan:  # the decision log marks injected steps; the counters keep them for the summary (resumable)
             line["injected"] = plan[i]
             injection.note(c, line)
-        usage_now = add_usage(c["usage"], usage_delta(ctx.client.usage.snapshot(), usage0))
+        usage_now = add_usage(c["usage"], usage_delta(m.usage.snapshot(), usage0))
         checkpoint = {"updater": state, "janus": m.janus.state_dict(by_reference=True) if m.janus is not None else None,
                       "counters": {**c, "usage": usage_now, "wall_s": c["wall_s"] + time.time() - t0}}
         bus.emit(StepRecorded(m.name, i, line, record, deployed,
@@ -165,11 +171,14 @@ def frozen_test(ctx, updater) -> list[dict]:
             for task, (chat, score) in zip(ctx.test.tasks, results)]
 
 
-def checkpoint_tests(ctx, m: _Method, test_correct: int) -> list[dict]:
-    """Test accuracy of the memory at each stream-fraction checkpoint (paper Fig. 4), then at the end."""
-    out = []
+def test_wave(ctx, m: _Method) -> tuple[list[dict], list[dict]]:
+    """The held-out test of the final memory and of every stream-fraction checkpoint memory (paper Fig. 4), sent at
+    once: each memory's test is one batch, and the batches run side by side (run/streams.run_parallel), so the whole
+    test costs one round of requests when the budget allows. Returns (test.jsonl lines, checkpoint accuracies)."""
+    from .streams import run_parallel
+
     as_logged = ctx.settings.checkpoint_restore_mode() == "paper"
-    final_in_log = False
+    n = len(ctx.stream.tasks)
 
     def probe_test(state):
         probe = ctx.make_updater(ctx.namespace_of(m.janus is not None))
@@ -179,15 +188,24 @@ def checkpoint_tests(ctx, m: _Method, test_correct: int) -> list[dict]:
         res = probe.solve_frozen(ctx.test.tasks, role="test") if ctx.test.tasks else []
         return sum(int(sc.correct) for _, sc in res) / len(res) if res else None
 
-    for frac, ckp in sorted(m.counters["eval_checkpoints"].items(), key=lambda kv: float(kv[0])):
-        out.append({"fraction": float(frac), "step": ckp["step"], "test_accuracy": probe_test(ckp["state"])})
-        final_in_log = final_in_log or ckp["step"] == len(ctx.stream.tasks)
+    points = sorted(m.counters["eval_checkpoints"].items(), key=lambda kv: float(kv[0]))
+    final_in_log = any(ckp["step"] == n for _, ckp in points)
+    # the 100% point restored as the authors restore it too, when that gives the final memory another test state
+    restored_final = bool(ctx.settings.checkpoints and ctx.test.tasks and as_logged and not final_in_log
+                          and _restore_changes(ctx, m))
+    jobs = [lambda: frozen_test(ctx, m.updater)]
+    jobs += [lambda st=ckp["state"]: probe_test(st) for _, ckp in points]
+    if restored_final:
+        final_state = m.updater.snapshot()
+        jobs.append(lambda: probe_test(final_state))
+    got = run_parallel(jobs, side_by_side=getattr(ctx.client, "concurrency", 1) > 1)
+    records = got[0]
+    out = [{"fraction": float(frac), "step": ckp["step"], "test_accuracy": acc}
+           for (frac, ckp), acc in zip(points, got[1:1 + len(points)])]
     if ctx.settings.checkpoints and ctx.test.tasks:
-        acc = test_correct / len(ctx.test.tasks)
-        if as_logged and not final_in_log and _restore_changes(ctx, m):
-            acc = probe_test(m.updater.snapshot())  # the 100% point restored as the authors restore it too
-        out.append({"fraction": 1.0, "step": len(ctx.stream.tasks), "test_accuracy": acc})
-    return out
+        acc = got[-1] if restored_final else sum(r["correct"] for r in records) / len(ctx.test.tasks)
+        out.append({"fraction": 1.0, "step": n, "test_accuracy": acc})
+    return records, out
 
 
 def _restore_changes(ctx, m) -> bool:
@@ -204,8 +222,8 @@ class TestPhase:
     (paid or from the cache; counted from the LLM client's usage listener, role ``test``), with the tokens paid in
     this phase so far."""
 
-    def __init__(self, ctx, bus: EventBus, method: str, n_checkpoints: int):
-        self.usage, self.bus, self.method = ctx.client.usage, bus, method
+    def __init__(self, ctx, bus: EventBus, method: str, n_checkpoints: int, usage=None):
+        self.usage, self.bus, self.method = usage if usage is not None else ctx.client.usage, bus, method
         self.tasks = len(ctx.test.tasks)
         self.answers = self.tasks * (1 + n_checkpoints)
         self.done, self.tokens, self.cached = 0, 0, 0
@@ -248,6 +266,9 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
         # only with the option on (the demo preset): candidates accepted unevaluated as trivially equal
         **({"trivially_equal": c.get("trivially_equal", 0)}
            if with_janus and m.janus.config.skip_trivially_equal else {}),
+        # the batched evaluation's requests when some were sent ahead and never read (speculation, early stopping):
+        # batches, requests (all paid), prefetched (sent ahead), served, unused (sent ahead, never read)
+        **({"eval_batch": c["eval_batch"]} if with_janus and (c.get("eval_batch") or {}).get("unused") else {}),
         "updater_stats": getattr(m.updater, "stats", {}),
         "final_memory_sha256": text_hash(final_memory), "checkpoints": checkpoints,
         "usage": usage, "wall_s": round(wall_s, 2),
@@ -256,22 +277,25 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
 
 
 def run_method(ctx, method: str, with_janus: bool, bus: EventBus, *, resume: tuple[int, dict] | None = None,
-               stop_after: int | None = None) -> dict:
+               stop_after: int | None = None, rank: int = 0) -> dict:
     """Run one method (updater, optionally wrapped by Janus) over the stream, then the frozen test. Returns its summary.
 
     ``resume``: ``(last committed step, checkpoint)`` to continue from. ``stop_after`` (tests only) raises
-    :class:`Stopped` after that many steps as if the process had been killed.
+    :class:`Stopped` after that many steps as if the process had been killed. ``rank``: the method's place in the
+    run order; the method's usage is counted in its own scope of the client's meter (llm/usage.py), so methods running
+    side by side (run/streams.py) count exactly what they would one after another.
     """
-    m = _open_method(ctx, method, with_janus, resume)
-    bus.emit(MethodStarted(method, len(ctx.stream.tasks), m.start, m.updater.memory_text()))
-    usage0, t0 = ctx.client.usage.snapshot(), time.time()
-    stream(ctx, m, bus, usage0, t0, stop_after)
-    final_memory = m.updater.memory_text()
-    with TestPhase(ctx, bus, method, len(m.counters["eval_checkpoints"])) as phase:
-        test_records = frozen_test(ctx, m.updater)
-        correct = sum(r["correct"] for r in test_records)
-        checkpoints = checkpoint_tests(ctx, m, correct)
-    usage = add_usage(m.counters["usage"], usage_delta(ctx.client.usage.snapshot(), usage0))
+    with ctx.client.usage.scope(rank) as meter:
+        m = _open_method(ctx, method, with_janus, resume)
+        m.usage = meter
+        bus.emit(MethodStarted(method, len(ctx.stream.tasks), m.start, m.updater.memory_text()))
+        usage0, t0 = meter.snapshot(), time.time()
+        stream(ctx, m, bus, usage0, t0, stop_after)
+        final_memory = m.updater.memory_text()
+        with TestPhase(ctx, bus, method, len(m.counters["eval_checkpoints"]), meter) as phase:
+            test_records, checkpoints = test_wave(ctx, m)
+            correct = sum(r["correct"] for r in test_records)
+        usage = add_usage(m.counters["usage"], usage_delta(meter.snapshot(), usage0))
     bus.emit(TestDone(method, test_records, correct, len(test_records), phase.tokens, phase.cached))
     summary = method_summary(ctx, m, test_records, checkpoints, final_memory, usage,
                              m.counters["wall_s"] + time.time() - t0)

@@ -1,13 +1,18 @@
 """Resume checks: what a run folder must hold for ``janus run --resume`` to continue it unchanged.
 
-``load_run_config`` reads the stored settings (migrated: a config from before the presets or before the ``llm``
-section resumes as it ran); ``check_resumable`` refuses another config, package version or dataset; ``check_resume_state``
-refuses a folder that cannot end complete (missing step rows, a damaged checkpoint, an edited config.json). All raise
-one-line JanusErrors; only the RunReader reads the folder.
+``held_for_resume`` takes the folder's lock before anything in it is read; ``check_before_resume`` makes every
+refusal that needs no model or data (not a run, nothing to repair, a damaged database, missing steps, another
+version, an edited config.json: the words `janus report` uses too); ``load_run_config`` reads the stored settings
+(migrated: a config from before the presets or before the ``llm`` section resumes as it ran); ``check_resumable``
+refuses another config, package version or dataset; ``check_resume_state`` refuses a folder that cannot end complete
+(missing step rows, a damaged checkpoint). All read only and raise one-line JanusErrors, so a refused resume leaves
+the folder as it was; only the RunReader reads the folder.
 """
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -17,25 +22,16 @@ from ..controller.config import SEED_MAX
 from ..settings.config import RunConfig, migrate_stored
 from ..settings.llm_settings import SettingsConflict, lift_llm
 from ..store.reader import RunReader
+from ..store.records import config_diff  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from .build import Context
     from ..store.store import RunStore
 
-# keys that may differ on resume without changing results: the endpoint may move; the model may not
-RESUME_FREE_KEYS = {"out", "cache_dir", "no_cache", "llm.concurrency", "llm.base_url", "llm.n_parallel"}
-
-
-def config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
-    """``key: old -> new`` lines for every differing (nested) key, sorted by key."""
-    out = []
-    for k in sorted(set(a) | set(b)):
-        va, vb = a.get(k), b.get(k)
-        if isinstance(va, dict) and isinstance(vb, dict):
-            out += config_diff(va, vb, prefix + k + ".")
-        elif va != vb:
-            out.append(f"{prefix}{k}: {va!r} -> {vb!r}")
-    return out
+# keys that may differ on resume without changing results: the endpoint may move, and how it is called (requests in
+# flight, their time limits and retries, methods side by side or not); the model may not
+RESUME_FREE_KEYS = {"out", "cache_dir", "no_cache", "llm.concurrency", "llm.base_url", "llm.n_parallel",
+                    "llm.request_timeout", "llm.max_retries", "llm.request_deadline", "parallel_methods"}
 
 
 def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
@@ -90,10 +86,10 @@ def _with_defaults(stored: dict) -> dict:
     return {**defaults, **stored}
 
 
-def check_resumable(store: RunStore, cfg: RunConfig, splits: dict, version: str) -> None:
+def check_resumable(store: RunStore | str | os.PathLike, cfg: RunConfig, splits: dict, version: str) -> None:
     """ConfigError unless the stored run has the same config (apart from RESUME_FREE_KEYS), package version and
-    dataset split hashes (failure case C13)."""
-    reader = RunReader(store.root)
+    dataset split hashes (failure case C13). ``store``: the run folder or its RunStore. Reads only."""
+    reader = RunReader(getattr(store, "root", store))
     refuse_changed_config(reader, cfg)
     old_ver = (reader.meta("environment") or {}).get("janus_memory")
     if old_ver != version:
@@ -123,32 +119,67 @@ def refuse_changed_config(reader: RunReader, cfg: RunConfig) -> None:
                           + " (a resumed run keeps its stored settings: leave those options out)")
 
 
-def check_resume_state(ctx: Context, store: RunStore) -> None:
+def check_resume_state(ctx: Context, root) -> None:
     """Refuse a resume that cannot end complete: step rows missing below the checkpoint, a checkpoint that does not
-    load, a newest memory version that does not read back, a config.json edited after the run started."""
+    load, a newest memory version that does not read back. Reads only (``root``: the run folder, or its RunStore)."""
     from ..store.integrity import gaps_message, missing_steps
 
-    reader = RunReader(store.root)
-    on_disk = reader.json_file("config.json")
-    stored = _with_defaults(reader.meta("config") or {})
-    if isinstance(on_disk, dict):  # config.json = the stored settings + the derived preset_summary
-        on_disk = {k: v for k, v in on_disk.items() if k != "preset_summary"}
-    stored.pop("preset_summary", None)
-    diff = config_diff(stored, _with_defaults(on_disk)) if isinstance(on_disk, dict) else ["not a JSON object"]
-    if on_disk is not None and diff:
-        raise ConfigError(f"{store.root / 'config.json'} was edited after the run started ({'; '.join(diff[:3])}); "
-                          "the run's config is the one stored in run.sqlite: delete config.json to continue with it, "
-                          "or start a new run with --config")
+    root = Path(getattr(root, "root", root))
+    reader = RunReader(root)
     for method, with_janus in ctx.settings.methods():
         ck = reader.checkpoint(method)
         done = reader.method_result(method)
         upto = int(done["stream_tasks"]) if done else (ck[0] if ck else 0)
         gaps = missing_steps(reader, method, upto)
         if gaps:
-            raise RunFolderError(gaps_message(store.root, method, gaps))
+            raise RunFolderError(gaps_message(root, method, gaps))
         if ck is not None and done is None:
-            _probe_checkpoint(ctx, store.root, method, with_janus, ck)
+            _probe_checkpoint(ctx, root, method, with_janus, ck)
         reader.last_memory(method)  # the base of the next stored version reads back (DamagedStoreError if not)
+
+
+def check_before_resume(run_dir) -> bool:
+    """Every refusal of `janus run --resume` that needs no model, data or settings, before anything in the folder
+    changes: not a run folder (or stopped in set-up), a finished run with nothing to repair, a damaged database,
+    missing steps, another version, an edited config.json (store/integrity.unresumable: `janus report` says the
+    same words). Returns whether the resume is a repair (a folder marked COMPLETE whose files are not). Reads only;
+    the caller holds the run lock (:func:`held_for_resume`), so a live run is never read half-written."""
+    from ..store.integrity import problems, refuse_damaged
+    from ..store.store import RunStore
+
+    root = Path(run_dir).expanduser()
+    RunStore.check_resumable(root, repair=True)  # no run.sqlite: one line saying why
+    refuse_damaged(root)
+    repair = (root / "COMPLETE").exists() and bool(problems(root))
+    RunStore.check_resumable(root, repair=repair)  # a finished run with nothing to repair: nothing to resume
+    return repair
+
+
+@contextmanager
+def held_for_resume(run_dir):
+    """The run lock of a folder about to be resumed (store/lock.py), held from before its database is first read
+    until the resume ends: while another process runs it, the resume says "in use by process N" and reads nothing
+    (a database read mid-commit could look damaged). Yields None for a folder without run.sqlite (nothing is
+    created; the checks say why it cannot be resumed)."""
+    from ..errors import StorageError
+    from ..store.lock import RunLock, RunLocked
+    from ..store.store import RunStore
+
+    root = Path(run_dir).expanduser()
+    if not (root / RunStore.DB).is_file():
+        yield None
+        return
+    lock = RunLock(root)
+    try:
+        lock.acquire()
+    except RunLocked as e:
+        raise OutputError(str(e)) from None
+    except OSError as e:
+        raise StorageError(f"its lock file {lock.path} cannot be opened: {e.strerror or e}") from None
+    try:
+        yield lock
+    finally:
+        lock.release()
 
 
 def _probe_checkpoint(ctx: Context, root, method: str, with_janus: bool, ck: tuple[int, dict]) -> None:

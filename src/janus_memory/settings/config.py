@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..controller.config import SEED_MAX
 from ..errors import ConfigError
+from . import limits as L
 from . import presets
 from .llm_settings import LLMSettings, SettingsConflict, checked_path, lift_llm, overlay
 from .janus_settings import JanusSettings  # noqa: F401
@@ -70,6 +71,15 @@ class RunConfig(BaseModel):
     # retrieval pool from successful records only, ExpeL rule counts 2); exact = the exact snapshot of the stream
     # (ours); None = the preset's (paper -> paper, small -> exact)
     checkpoint_restore: Literal["paper", "exact"] | None = None
+    # GPQA option order: question = shuffled by the question text alone, the same for every seed (the authors');
+    # seeded = by record id and split seed, so each seed shows other positions (ours); None = the preset's
+    # (paper -> question, small -> seeded). Other datasets keep their own order
+    option_order: Literal["question", "seeded"] | None = None
+    # APIBench-HF split: paper = stable shuffle keyed "APIBench:hf:<seed>" (the authors'), registry = "apibench_hf:<seed>";
+    # question (prompt, retrieval query, Janus's embedding): code = the row's whole code field as the authors use it,
+    # the reference output included, instruction = the instruction alone; None = the preset's (paper/code, small)
+    apibench_split: Literal["paper", "registry"] | None = None
+    apibench_question: Literal["code", "instruction"] | None = None
 
     # the backend section (settings/llm_settings.py): flat keys (CLI flags, older config files, old run folders) are
     # lifted into it before validation
@@ -78,6 +88,14 @@ class RunConfig(BaseModel):
     # None = automatic (batched; early-stopping rounds prefetched only on a parallel engine), True = batched and
     # always prefetched, False = each memory's replays sent on their own (docs/perf.md: slower batched on a CPU server)
     batch_eval: bool | None = None
+    # with a batched evaluation: send every read a sequential (or early-stopping) comparison may make in its first
+    # batch, so it costs one round of latency; the reads it never uses are paid (run/eval_batch.py). None = automatic
+    # (on when the backend serves requests in parallel), True/False = always / never. Decisions are the same either way
+    speculate: bool | None = None
+    # the methods of the run (base and +Janus) as side-by-side streams sharing llm.concurrency (run/streams.py):
+    # None = automatic (side by side when the backend serves requests in parallel: a server, or an embedded engine
+    # with several slots), True/False = always / one method after another. Results are the same either way
+    parallel_methods: bool | None = None
     allow_weak_sandbox: bool = False  # HumanEval: accept the fallback sandbox (unshare) when bubblewrap is missing
 
     # harmful candidates injected at chosen stream steps (issue 15): "KIND@STEP[,KIND@STEP...]" or a YAML list of
@@ -113,6 +131,17 @@ class RunConfig(BaseModel):
         """A path that can name a file here: one line instead of an OSError mid-run (llm_settings.checked_path)."""
         return checked_path(v)
 
+    @field_validator("updater_config", mode="before")
+    @classmethod
+    def _bounded_updater_config(cls, v):
+        """Bounded in values, depth and bytes before it is copied (settings/limits.py)."""
+        return L.bounded_json(v)
+
+    @field_validator("dataset", "updater", "encoder", "inject", "out", "data_dir", "cache_dir", mode="before")
+    @classmethod
+    def _bounded_text(cls, v):
+        return L.bounded_text(v)
+
     @field_validator("dataset", "updater")
     @classmethod
     def _non_empty(cls, v: str) -> str:
@@ -138,16 +167,16 @@ class RunConfig(BaseModel):
 
         return {i.step: i.kind for i in parse_inject(self.inject)}
 
-    @field_validator("batch_eval", mode="before")
+    @field_validator("batch_eval", "parallel_methods", "speculate", mode="before")
     @classmethod
-    def _batch_eval(cls, v):
+    def _auto_on_off(cls, v):
         """The command line's words ``auto`` (None), ``on`` (True) and ``off`` (False); else a boolean or null."""
         from pydantic_core import PydanticCustomError
 
         words = {"auto": None, "on": True, "off": False}
         if isinstance(v, str):
             if v.strip().lower() not in words:
-                raise PydanticCustomError("batch_eval", "choose auto, on or off (or true, false, null)")
+                raise PydanticCustomError("auto_on_off", "choose auto, on or off (or true, false, null)")
             return words[v.strip().lower()]
         return v
 
@@ -156,6 +185,8 @@ class RunConfig(BaseModel):
     def _fractions(cls, v: list[float]) -> list[float]:
         from pydantic_core import PydanticCustomError
 
+        if len(v) > L.MAX_CHECKPOINTS:
+            raise PydanticCustomError("range", "{rule}", {"rule": f"at most {L.MAX_CHECKPOINTS} fractions, got {len(v)}"})
         for f in v:
             if not 0.0 < f <= 1.0:  # nan and inf fail here too
                 raise PydanticCustomError("range", "{rule}", {"rule": f"must be stream fractions in (0, 1], got {f}"})
@@ -181,6 +212,24 @@ class RunConfig(BaseModel):
     def checkpoint_restore_mode(self) -> str:
         """``paper`` (Fig. 4 memories restored as the authors do) or ``exact`` (the stream's exact snapshots)."""
         return self.checkpoint_restore or presets.checkpoint_restore(self.preset)
+
+    def option_order_mode(self) -> str:
+        """``question`` (GPQA options ordered by the question alone, the authors') or ``seeded`` (by record and seed)."""
+        return self.option_order or presets.option_order(self.preset)
+
+    def apibench_split_mode(self) -> str:
+        """``paper`` (APIBench split keyed as the authors key it) or ``registry`` (keyed by our dataset name)."""
+        return self.apibench_split or presets.apibench_split(self.preset)
+
+    def apibench_question_mode(self) -> str:
+        """``code`` (the row's whole code field, reference output included, as the authors) or ``instruction``."""
+        return self.apibench_question or presets.apibench_question(self.preset)
+
+    def loader_options(self) -> dict:
+        """The run settings dataset loaders take (``DatasetSpec.options``: GPQA's option order, APIBench's split and
+        question)."""
+        return {"option_order": self.option_order_mode(), "apibench_split": self.apibench_split_mode(),
+                "apibench_question": self.apibench_question_mode()}
 
     def twin_cache_mode(self) -> str:
         """``separate`` (the +Janus twin draws its own answers) or ``shared`` (identical requests share answers)."""
@@ -309,9 +358,9 @@ def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
     rule = None
     if err["type"] in _RANGE_ERRORS and model is not None:
         span = allowed_range(model, key)
-        rule = f"must be {span}, got {got!r}" if span else None
+        rule = f"must be {span}, got {_shown(got)}" if span else None
     elif err["type"] == "finite_number":
-        rule = f"must be a finite number, got {got!r}"
+        rule = f"must be a finite number, got {_shown(got)}"
     elif err["type"] == "range":
         rule = err["ctx"]["rule"]
     if rule is not None:
@@ -321,7 +370,19 @@ def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
         import re
 
         hint = did_you_mean(got, re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", ""))))
-    return ConfigError(f"invalid value for '{loc}': {err['msg']} (got {got!r}){hint}", key=loc)
+    return ConfigError(f"invalid value for '{loc}': {err['msg']} (got {_shown(got)}){hint}", key=loc)
+
+
+def _shown(value) -> str:
+    """``repr(value)`` for an error line, bounded (reprlib: a 10 MB text or a value built from shared references is
+    not printed back, nor expanded to be shortened)."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxstring = r.maxother = 60
+    r.maxlevel, r.maxlist, r.maxdict, r.maxtuple, r.maxset = 2, 4, 4, 4, 4
+    text = r.repr(value)
+    return text if len(text) <= 100 else text[:96] + " ..."
 
 
 def preset_summary(cfg: RunConfig) -> dict:

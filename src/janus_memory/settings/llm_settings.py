@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
+from . import limits as L
 
 
 def checked_path(v):
@@ -38,16 +39,18 @@ class LLMSettings(BaseModel):
     model: str | None = None  # model name for OpenAI-compatible servers
     base_url: str | None = None
     model_path: str | None = None  # GGUF for the embedded backend
-    n_ctx: int = Field(default=0, ge=0)  # embedded backend context window; 0 = sized from the request (presets.check_context)
-    n_parallel: int = Field(default=1, ge=1)  # embedded engine slots (docs/perf.md); the client sends >= this many at once
-    concurrency: int = Field(default=4, ge=1)
+    # upper bounds: settings/limits.py
+    n_ctx: int = Field(default=0, ge=0, le=L.MAX_TOKENS)  # embedded backend context window; 0 = sized from the request (presets.check_context)
+    n_parallel: int = Field(default=1, ge=1, le=L.MAX_PARALLEL)  # embedded engine slots (docs/perf.md); the client sends >= this many at once
+    concurrency: int = Field(default=4, ge=1, le=L.MAX_CONCURRENCY)
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)  # the range every chat call accepts (LLMClient)
-    solver_max_tokens: int = Field(default=8192, ge=1)
-    curator_max_tokens: int = Field(default=8192, ge=1)
+    solver_max_tokens: int = Field(default=8192, ge=1, le=L.MAX_TOKENS)
+    curator_max_tokens: int = Field(default=8192, ge=1, le=L.MAX_TOKENS)
     extra_body: dict | None = None
-    request_timeout: float = Field(default=120.0, gt=0.0)  # seconds per HTTP request (openai backend)
-    max_retries: int = Field(default=6, ge=0)  # LLM client retries per request (transient errors)
-    request_deadline: float | None = Field(default=None, gt=0.0)  # seconds for one request including retries (None: no cap)
+    request_timeout: float = Field(default=120.0, gt=0.0, le=L.MAX_TIMEOUT_S)  # seconds per HTTP request (openai backend)
+    max_retries: int = Field(default=6, ge=0, le=L.MAX_RETRIES)  # LLM client retries per request (transient errors)
+    # seconds for one request including retries (None: no cap)
+    request_deadline: float | None = Field(default=None, gt=0.0, le=L.MAX_DEADLINE_S)
 
     @field_validator("model_path")
     @classmethod
@@ -55,6 +58,29 @@ class LLMSettings(BaseModel):
         """A config file's model_path too long or in a symlink loop is one line, not an OSError when the model
         loads (:func:`checked_path`, as RunConfig's out, data_dir and cache_dir)."""
         return checked_path(v)
+
+    @field_validator("extra_body", mode="before")
+    @classmethod
+    def _bounded_body(cls, v):
+        """Sent with every call: bounded in values, depth and bytes before it is copied (settings/limits.py)."""
+        return L.bounded_json(v)
+
+    @field_validator("backend", "model", "base_url", mode="before")
+    @classmethod
+    def _bounded_text(cls, v):
+        return L.bounded_text(v)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, v):
+        """An OpenAI-compatible endpoint is spoken to over HTTP: another scheme (ftp://, a bare host) is one line
+        here, not seven retries of a request no retry can make work."""
+        from pydantic_core import PydanticCustomError
+
+        if v is not None and not v.lower().startswith(("http://", "https://")):
+            raise PydanticCustomError("range", "{rule}", {"rule": f"must be an http:// or https:// URL such as "
+                                                          f"http://127.0.0.1:8000/v1, got {v!r}"})
+        return v
 
 
 LLM_KEYS: tuple[str, ...] = tuple(LLMSettings.model_fields)

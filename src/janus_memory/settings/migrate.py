@@ -19,6 +19,10 @@ def migrate_stored(data: dict) -> dict:
         data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
     if "twin_cache" not in data:  # stored before issue 27 (every config.json written since holds the key)
         data = pre_issue27(data)
+    if "option_order" not in data:  # stored before GPQA's options could follow the question alone (issue 43)
+        data["option_order"] = "seeded"
+    if "apibench_split" not in data:  # stored before APIBench took the authors' split key and question text
+        data.update(apibench_split="registry", apibench_question="instruction")
     janus = data.get("janus")
     if isinstance(janus, dict) and "trigger" in janus and "eval_set" not in janus:
         # the whole resolved JanusConfig, stored before issue 24 round 4 (2026-12-04): the switches added then were
@@ -30,10 +34,23 @@ def migrate_stored(data: dict) -> dict:
         # the whole resolved JanusConfig, stored before issue 36: the switches added then were off (a round-4b
         # recommended run resumes as round 4b)
         data["janus"] = {**janus, **ISSUE36_OFF}
+    stored_dc = data.get("updater_config") or {}
+    if data.get("updater") in ("dc_rs", "dc_cu") and "prompts" in stored_dc and "letter_format" not in stored_dc:
+        # a resolved DC config (config.json lists every updater default) stored before the paper generator showed
+        # a choice as "(A)" (issue 43)
+        data["updater_config"] = {"letter_format": "bare", **stored_dc}
     if data.get("updater") == "expel" and "outputs" not in (data.get("updater_config") or {}):
         # stored before ExpeL kept the authors' raw outputs and showed raw questions as examples (issue 27 round 3)
         data["updater_config"] = {"outputs": "visible", "examples_input": "task_prompt",
                                   "test_scoring": "answer_block", **(data.get("updater_config") or {})}
+    if data.get("updater") == "expel" and "message_shape" not in (data.get("updater_config") or {}):
+        # stored before the solver prompt went out as one [SYSTEM] / [HUMAN] text with the authors' kind of
+        # operation format lines (issue 43)
+        data["updater_config"] = {"message_shape": "system_user", "ops_format": "short",
+                                  **(data.get("updater_config") or {})}
+    if data.get("updater") == "expel" and "solver_layout" not in (data.get("updater_config") or {}):
+        # stored before the solver prompt followed the authors' section order and placeholders
+        data["updater_config"] = {"solver_layout": "rules_first", **(data.get("updater_config") or {})}
     return data
 
 

@@ -65,6 +65,21 @@ def checkpoint_restore(preset: str) -> str:
     return "paper" if preset == "paper" else "exact"
 
 
+def option_order(preset: str) -> str:
+    """``question`` (paper: GPQA options shuffled by the question alone) or ``seeded`` (small: by record and seed)."""
+    return "question" if preset == "paper" else "seeded"
+
+
+def apibench_split(preset: str) -> str:
+    """``paper`` (APIBench split keyed "APIBench:hf:<seed>", the authors') or ``registry`` (small: "apibench_hf:<seed>")."""
+    return "paper" if preset == "paper" else "registry"
+
+
+def apibench_question(preset: str) -> str:
+    """``code`` (paper: APIBench's whole code field, the reference output included) or ``instruction`` (small)."""
+    return "code" if preset == "paper" else "instruction"
+
+
 def twin_cache(preset: str) -> str:
     """``separate`` (paper: the base method and its +Janus twin are independent samples) or ``shared`` (small)."""
     return "separate" if preset == "paper" else "shared"
@@ -88,6 +103,43 @@ def encoder_line(encoder_name: str) -> str:
     if note is None:
         note = f"user-chosen encoder; the paper's is {PAPER_ENCODER}"
     return f"triggers decided by encoder {encoder_name}: {note}"
+
+
+_RUN_PRESET_NOTES = {
+    "paper": "the authors' prompts, parsers, checker and sampling",
+    "small": "our capped prompts and strict parsers for small models",
+}
+_REPLAY_NOTES = {"fresh": "Janus replays a fresh sample per task, memory and comparison",
+                 "frozen": "Janus's replays are the stream's own requests, answered by the response cache"}
+
+
+def run_preset_line(preset: str | None, replay: str | None) -> str:
+    """The run preset in one line: what it sets for the updater and the replays. It is not the controller's preset
+    (``janus_preset``: paper, fast, recommended), which controller/describe.py describes."""
+    if not preset:
+        return "run preset: not recorded (a run made before the presets)"
+    notes = [n for n in (_RUN_PRESET_NOTES.get(preset), _REPLAY_NOTES.get(str(replay))) if n]
+    return f"run preset: {preset} ({'; '.join(notes)})" if notes else f"run preset: {preset}"
+
+
+_LOADER_OPTION_NOTES = {
+    ("option_order", "question"): "GPQA option order: question (shuffled by the question alone, the same for every "
+                                  "seed: the authors')",
+    ("option_order", "seeded"): "GPQA option order: seeded (by record id and --seed; the authors': question)",
+    ("apibench_split", "paper"): "APIBench split: paper (stable shuffle key 'APIBench:hf:<seed>': the authors')",
+    ("apibench_split", "registry"): "APIBench split: registry (stable shuffle key 'apibench_hf:<seed>'; the "
+                                    "authors': paper, another test set)",
+    ("apibench_question", "code"): "APIBench question: code (the row's whole code field, as the authors' prompt "
+                                   "shows it: it holds the reference output; --apibench-question instruction for "
+                                   "the instruction alone)",
+    ("apibench_question", "instruction"): "APIBench question: instruction (the instruction alone; the authors' "
+                                          "prompt shows the whole code field, reference output included)",
+}
+
+
+def loader_option_lines(options: dict) -> list[str]:
+    """The run header's lines for the settings the dataset's loader takes (``DatasetSpec.options``), in order."""
+    return [_LOADER_OPTION_NOTES.get((k, v), f"{k}: {v}") for k, v in options.items()]
 
 
 def preset_summary(preset: str, jcfg: JanusConfig, encoder_name: str, replay: str) -> dict:

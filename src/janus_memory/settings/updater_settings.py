@@ -40,7 +40,8 @@ def check_updater_config(updater_cls, config: dict) -> None:
 
 # the ranges of numeric updater settings: an updater may declare its own (class attribute RANGES: {key: (lo, hi)});
 # otherwise sampling temperatures are in [0, 2], penalties in [-2, 2] (the OpenAI API's ranges), thresholds and ratios
-# named so in [0, 1], and every other number (counts, sizes, character and token limits, timeouts) >= 0
+# named so in [0, 1], and every other number (counts, sizes, character and token limits, timeouts) in [0, 2^20]
+# (settings/limits.py: a count or token limit past it is a typo that would fail late, or cost without end)
 def _updater_range(updater_cls, key: str) -> tuple[float, float]:
     declared = getattr(updater_cls, "RANGES", {}) or {}
     if key in declared:
@@ -51,4 +52,6 @@ def _updater_range(updater_cls, key: str) -> tuple[float, float]:
         return -2.0, 2.0
     if key.endswith("threshold"):
         return 0.0, 1.0
-    return 0, float("inf")
+    from .limits import MAX_COUNT
+
+    return 0, MAX_COUNT

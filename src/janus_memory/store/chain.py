@@ -55,7 +55,8 @@ def result_hash(line: str) -> str:
 
 
 SETUP_SEAL = "seal:setup"  # meta key: sha256 of the stored config, splits and environment (written with them)
-SEALED_META = ("config", "splits", "environment", "store_format")  # (store_format: sealed from format 5)
+# (store_format: sealed from format 5; prompts: stored and sealed by runs set up since they are, store/records.py)
+SEALED_META = ("config", "splits", "environment", "store_format", "prompts")
 
 
 def setup_seal(meta: dict[str, str]) -> dict[str, str]:

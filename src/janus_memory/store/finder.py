@@ -25,14 +25,16 @@ def find_run_dirs(paths: list[str | Path]) -> list[Path]:
     return finished
 
 
-def scan_run_dirs(paths: list[str | Path]) -> tuple[list[Path], list[Path]]:
+def scan_run_dirs(paths: list[str | Path], *, unchecked: list[Path] | None = None) -> tuple[list[Path], list[Path]]:
     """``(finished, unfinished)`` run folders at or below each path, in order, de-duplicated. A run folder holds
     summary.json or run.sqlite; it is unfinished when it holds run.sqlite but no COMPLETE (written last, store.py),
     whether it was interrupted, is still running, or lost COMPLETE to a repair that did not end.
 
     Raises:
-        RunFolderError: a path does not exist or holds no run folder, or a folder marked COMPLETE is not
-            (integrity.check_complete).
+        RunFolderError: a path does not exist or holds no run folder, a run folder has no run.sqlite (nothing to
+            check its numbers against: :func:`unchecked_message`; with an ``unchecked`` list such folders are
+            appended to it and counted as finished, for a caller that marks them), or a folder marked COMPLETE is
+            not (integrity.check_complete).
     """
     from .integrity import check_complete
 
@@ -58,12 +60,24 @@ def scan_run_dirs(paths: list[str | Path]) -> tuple[list[Path], list[Path]]:
             if d.resolve() in seen:
                 continue
             seen.add(d.resolve())
-            if (d / DB).is_file() and not (d / "COMPLETE").exists():
+            if not (d / DB).is_file():  # summary.json alone: nothing to check a number against
+                if unchecked is None:
+                    raise RunFolderError(unchecked_message(d))
+                unchecked.append(d)  # a caller that shows it marked as unchecked (janus view)
+                finished.append(d)
+                continue
+            if not (d / "COMPLETE").exists():
                 unfinished.append(d)
             else:
                 check_complete(d)  # COMPLETE must mean every artefact is present and consistent (issue 12 item 6)
                 finished.append(d)
     return finished, unfinished
+
+
+def unchecked_message(d: Path) -> str:
+    """The refusal of a run folder without its database (copied without it, or deleted)."""
+    return (f"{d} has no {DB}: its numbers cannot be checked (summary.json and the other files are exports of the "
+            f"run's database, and an edited one would be reported as it is); copy the run's {DB} back into it")
 
 
 def _is_run_folder(p: Path) -> bool:

@@ -81,6 +81,13 @@ class RunFolder:
         if root.exists() and not root.is_dir():
             raise OutputError(f"output folder {root} is a file, not a folder; choose another with --out")
         if root.is_dir():
+            from .lock import holder_pid
+
+            pid = holder_pid(root) if run else None
+            if pid:  # a run still writing it: not "an unfinished run (continue it with --resume)"
+                who = f"process {pid}" if pid > 0 else "another process"
+                raise OutputError(f"run folder {root} is in use by {who} (another janus run or resume); wait for it "
+                                  "to finish or stop it first")
             cls._check_writable(root)
             if run:  # ``run=False``: a grid root, whose earlier cells are skipped or resumed
                 cls._check_no_run(root, overwrite)

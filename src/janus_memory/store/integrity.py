@@ -8,17 +8,13 @@ Only reads (through RunReader); the store rebuilds exports (RunStore.rebuild_exp
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from ..errors import ConfigError, RunFolderError
 from .reader import RunReader
+from .records import config_edit, extra_memory_files, file_sha, misplaced, record_problems, same_bytes
 
 EXPORTS = ("decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt")
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def stored_methods(reader: RunReader) -> list[str]:
@@ -108,10 +104,12 @@ def db_problems(root: str | Path) -> tuple[list[str], list[str]]:
 
 def unresumable(root: str | Path) -> str | None:
     """Why ``janus run --resume`` refuses the folder before it writes anything, in one line naming what to do (None:
-    nothing in the database stops it). The database itself damaged (its hash chain, seals, state seals: a repair
-    would copy the damage over the intact exports), or step rows missing below a method's saved state or its result
-    (the saved state is after them: the method cannot continue from it). `janus run --resume` (refuse_damaged) and
-    `janus report`'s line for an unfinished folder (store/unfinished.py) both say this, so they agree."""
+    nothing in the folder stops it). The database itself damaged (its hash chain, seals, state seals: a repair
+    would copy the damage over the intact exports), step rows missing below a method's saved state or its result
+    (the saved state is after them: the method cannot continue from it), a run made by another janus-memory
+    version, or a config.json edited after the run started (records.config_edit). `janus run --resume`
+    (refuse_damaged), `janus report`'s line for an unfinished folder (store/unfinished.py) and its refusal of a
+    folder marked COMPLETE (check_complete) all say this, so they agree."""
     found = db_problems(root)[0]
     if not found:  # the same condition under which `janus report` says "restore" (check_complete): a stored summary
         # that differs from the stored results, test rows the result does not count, ...
@@ -126,7 +124,20 @@ def unresumable(root: str | Path) -> str | None:
         gaps = missing_steps(reader, method, upto)
         if gaps:
             return gaps_message(reader.root, method, gaps)
-    return None
+    return other_version(reader) or misplaced(reader.root, stored_methods(reader)) or config_edit(root)
+
+
+def other_version(reader: RunReader) -> str | None:
+    """The line a resume refuses a folder with when another janus-memory version wrote it (its code would continue
+    a run it did not start: the results would mix two versions)."""
+    from .. import __version__
+
+    env = reader.meta("environment")
+    made = env.get("janus_memory") if isinstance(env, dict) else None
+    if made is None or made == __version__:
+        return None
+    return (f"{reader.root}: the run was made by janus-memory {made}, this is {__version__}; continue or repair it "
+            f"with janus-memory {made}")
 
 
 def refuse_damaged(root: str | Path) -> None:
@@ -166,18 +177,23 @@ def _summary_problems(reader: RunReader) -> list[str]:
     methods' stored results (the report prints the database's; an edited file must not pass unseen)."""
     from .jsonio import dumps
 
-    out = []
-    for name, key in (("config.json", "config"), ("splits.json", "splits"), ("environment.json", "environment")):
-        value, file_value = reader.meta(key), reader.json_file(name)
-        if isinstance(file_value, dict) and name == "config.json":
-            file_value = {k: v for k, v in file_value.items() if k != "preset_summary"}
-        if value is not None and file_value is not None and dumps(value) != dumps(file_value):
-            out.append(f"{name} differs from the database")
+    out = (["config.json was edited after the run started"] if config_edit(reader.root) else []) \
+        + record_problems(reader)
     stored = reader.meta("summary")
-    on_disk = reader.json_file("summary.json")
+    try:
+        on_disk = reader.json_file("summary.json")
+    except RunFolderError:
+        on_disk = "not JSON"
     if on_disk is None:
         return out + ["summary.json is missing"]
-    if stored is None:  # a run finished before the summary was stored in the database: nothing to check against
+    if stored is None:  # a run finished before the summary was stored in the database: its methods' results
+        methods = on_disk.get("methods") if isinstance(on_disk, dict) else None
+        for method in stored_methods(reader):
+            result = reader.method_result(method)
+            if result is not None and (not isinstance(methods, dict) or dumps(methods.get(method)) != dumps(result)):
+                out.append(f"summary.json differs from the database (its numbers of {method} are not the stored "
+                           "result's)")
+                break
         return out
     if dumps(on_disk) != dumps(stored):
         out.append("summary.json differs from the database")
@@ -196,23 +212,28 @@ def _export_problems(reader: RunReader, method: str, result: dict) -> list[str]:
     if out:
         return out
     rows = list(reader.steps(method))
-    if (d / "decisions.jsonl").read_bytes() != "".join(dumps(x) + "\n" for x, _ in rows).encode("utf-8"):
+    if not same_bytes(d / "decisions.jsonl", "".join(dumps(x) + "\n" for x, _ in rows).encode("utf-8")):
         out.append(f"{method}/decisions.jsonl differs from the database")
-    if (d / "steps.jsonl").read_bytes() != "".join(dumps(r) + "\n" for _, r in rows).encode("utf-8"):
+    if not same_bytes(d / "steps.jsonl", "".join(dumps(r) + "\n" for _, r in rows).encode("utf-8")):
         out.append(f"{method}/steps.jsonl differs from the database")
     tests = reader._query("SELECT record FROM tests WHERE method=? ORDER BY idx", (method,))
     if len(tests) != int(result.get("test_tasks") or 0):
         out.append(f"{DAMAGED_DB}: it holds {len(tests)} held-out test rows of {method}, its result says "
                    f"{result.get('test_tasks')}")
-    elif (d / "test.jsonl").read_bytes() != "".join(r + "\n" for (r,) in tests).encode("utf-8"):
+    elif not same_bytes(d / "test.jsonl", "".join(r + "\n" for (r,) in tests).encode("utf-8")):
         out.append(f"{method}/test.jsonl differs from the database")
-    if _sha((d / "final_memory.txt").read_text(encoding="utf-8")) != result.get("final_memory_sha256"):
+    if file_sha(d / "final_memory.txt") != result.get("final_memory_sha256"):  # the bytes, as written
         out.append(f"{method}/final_memory.txt does not match the result's sha256")
-    for v in reader.texts("memories", method, text=False):
+    versions = reader.texts("memories", method, text=False)
+    for v in versions:
         f = d / "memories" / f"{v['step']:05d}_{v['sha256'][:12]}.txt"
-        if not f.is_file() or _sha(f.read_text(encoding="utf-8")) != v["sha256"]:
+        if not f.is_file() or file_sha(f) != v["sha256"]:
             out.append(f"{method}/memories/{f.name} is missing or altered")
             break
+    extra = extra_memory_files(reader.root, method, versions)
+    if extra:
+        out.append(f"{method}/memories/{extra[0].name} is not a memory version of the database"
+                   + (f" (+{len(extra) - 1} more)" if len(extra) > 1 else ""))
     return out
 
 
@@ -227,6 +248,9 @@ def check_complete(root: str | Path) -> None:
         if any(DAMAGED_DB in p or "start a new run" in p for p in found):  # never rebuild files from damaged rows
             hint = "; the files cannot be rebuilt from it: restore run.sqlite from a copy or start a new run"
         else:
+            why = unresumable(root)  # the repair refuses it (another version, an edited config.json): its words
+            if why:
+                raise RunFolderError(f"{root} is marked complete but is not: {why.removeprefix(f'{root}: ')}")
             hint = f"; rebuild it with `janus run --resume {root}`"
         if found[0].endswith(RESTORE):  # it names the fix already (a gap: store/integrity.gaps_message)
             hint = ""

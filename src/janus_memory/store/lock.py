@@ -88,6 +88,13 @@ class RunLock:
         self.path = self.run_dir / LOCK_NAME
         self._fd: int | None = None
         self._made_parent_lock = False
+        self._made_lock = False  # this process created the folder's lock file (release_and_remove may take it away)
+
+    @property
+    def _parent(self) -> Path:
+        """The folder above the run folder, from its absolute path: the parent of ``.`` is not ``.`` (a run in the
+        current folder would otherwise lock its own lock file twice and refuse itself as "in use")."""
+        return self.run_dir.absolute().parent
 
     @property
     def held(self) -> bool:
@@ -96,7 +103,7 @@ class RunLock:
     def acquire(self) -> RunLock:
         if self._fd is not None:
             return self
-        parent = self.run_dir.parent
+        parent = self._parent
         parent.mkdir(parents=True, exist_ok=True)
         try:
             try:  # O_EXCL first: whether this process made the parent's lock file (release_and_remove takes it away)
@@ -122,7 +129,11 @@ class RunLock:
 
     def _lock_folder(self) -> int:
         for _ in range(20):
-            fd = _open_lock_file(self.path)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+                self._made_lock = True
+            except FileExistsError:
+                fd = _open_lock_file(self.path)
             try:
                 _flock_ex_briefly(fd)
             except OSError as e:
@@ -161,24 +172,35 @@ class RunLock:
         finally:
             os.close(fd)
 
-    def release_and_remove(self, top: Path) -> bool:
+    def release_and_remove(self, top: Path | None) -> bool:
         """Release the lock and remove the run folder, and its parents up to ``top`` (the highest folder that this
-        process created for it), when the run folder holds nothing but its lock file: a run that failed before it
-        wrote anything leaves no folder behind. The parent lock is held meanwhile (as while creating), so no other
-        process is between creating and locking the folder. Returns whether the folder was removed; anything left
-        in it (another file, a folder another process made) keeps it, and the lock is released either way."""
+        process created for it; None: the folder was there before), when the run folder holds nothing but its lock
+        file: a run that failed before it wrote anything leaves no folder behind. In a folder that was there (or holds
+        other files) a lock file this process created is removed, unless the folder holds a run (run.sqlite): a
+        refused run leaves nothing of its own in a folder of yours. The parent lock is held meanwhile (as while
+        creating), so no other process is between creating and locking the folder. Returns whether the folder was
+        removed; anything left in it (another file, a folder another process made) keeps it, and the lock is
+        released either way."""
         if self._fd is None:
             return False
         removed = False
         try:
-            pfd: int | None = os.open(self.run_dir.parent / LOCK_NAME, os.O_RDWR | os.O_CLOEXEC)
+            pfd: int | None = os.open(self._parent / LOCK_NAME, os.O_RDWR | os.O_CLOEXEC)
         except OSError:
             pfd = None
         try:
             if pfd is not None:
                 fcntl.flock(pfd, fcntl.LOCK_EX)
-            run_dir, top = self.run_dir.absolute(), Path(top).expanduser().absolute()
-            if {p.name for p in run_dir.iterdir()} == {LOCK_NAME}:
+            run_dir = self.run_dir.absolute()
+            names = {p.name for p in run_dir.iterdir()}
+            if top is None or names != {LOCK_NAME}:
+                if self._made_lock and not names & {"run.sqlite", ".run.sqlite.setup", ".janus-overwritten"}:
+                    self.path.unlink()
+                    if self._made_parent_lock and (self._parent / LOCK_NAME).exists():
+                        (self._parent / LOCK_NAME).unlink()
+                return False
+            top = Path(top).expanduser().absolute()
+            if names == {LOCK_NAME}:
                 self.path.unlink()
                 run_dir.rmdir()
                 removed = True

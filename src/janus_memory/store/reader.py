@@ -9,6 +9,7 @@ import hashlib
 import json
 import re
 import sqlite3
+import stat
 from contextlib import closing
 from pathlib import Path
 from typing import Any, Iterator
@@ -123,11 +124,21 @@ class RunReader:
         Raises RunFolderError for invalid JSON."""
         path = self.root / name
         try:
+            st = path.stat()
+            if not stat.S_ISREG(st.st_mode):  # a FIFO is never opened (its read would wait forever)
+                raise RunFolderError(f"{path} is not a regular file; it is not the file the run wrote")
+            if st.st_size > self.MAX_JSON_FILE:  # a record the run wrote is far smaller: never read whole
+                raise RunFolderError(f"{path} is larger than {self.MAX_JSON_FILE >> 20} MiB; it is not the file the run "
+                                     "wrote")
             return json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return default
-        except json.JSONDecodeError as e:
-            raise RunFolderError(f"{path} is not valid JSON ({e})") from e
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+            raise RunFolderError(f"{path} is not valid JSON ({str(e)[:200]})") from None
+        except OSError as e:  # a folder, a FIFO, unreadable
+            raise RunFolderError(f"{path} cannot be read ({e.strerror or e})") from None
+
+    MAX_JSON_FILE = 256 << 20  # the largest JSON record read (splits.json of a 100,000-task split is ~10 MB)
 
     _DB_EXPORTS = {"decisions.jsonl": 0, "steps.jsonl": 1}
 
@@ -145,7 +156,9 @@ class RunReader:
         path = self.root / name
         if not path.exists():
             return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        # lines end at "\n" only: str.splitlines() would also split inside a record at a U+2028 or \x1c that a
+        # model wrote (JSON keeps them raw), breaking the line in two
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
 
     # ------------------------------------------------------------------ run state (database)
     def meta(self, key: str, default: Any = None) -> Any:

@@ -306,8 +306,14 @@ class RunStore(RunFolder):
 
     # ----------------------------------------------------------------- exports
     def export_method(self, method: str, final_memory: str) -> None:
-        """Write decisions.jsonl, steps.jsonl, test.jsonl and final_memory.txt from the database (byte-stable)."""
+        """Write decisions.jsonl, steps.jsonl, test.jsonl and final_memory.txt from the database (byte-stable), and
+        remove from ``memories/`` any file named like a memory version that is not one (records.extra_memory_files:
+        a reader without the database would take it for one)."""
+        from .records import extra_memory_files
+
         d = self.method_dir(method)
+        for extra in extra_memory_files(self.root, method, list(self._versions("memories", method, text=False))):
+            extra.unlink()
         dec_lines, step_lines = [], []
         for dec, rec in self.steps(method):
             dec_lines.append(dumps(dec))

@@ -36,10 +36,12 @@ def progress(run_dir: str | Path) -> dict:
         if n is None and isinstance(cfg, dict):
             n = cfg.get("stream_size")
         rows = [(m, done.get(m, 0), n, reader.method_result(m) is not None) for m in methods]
-    except JanusError:  # an unreadable database: what the folder is, not how far it got
-        cfg, rows = {}, []
+    except JanusError as e:  # an unreadable database: what the folder is, not how far it got (and why)
+        cfg, rows, unreadable = {}, [], str(e)
+    else:
+        unreadable = None
     state = "running" if pid else ("not set up" if cfg is None else "interrupted")
-    return {"state": state, "pid": pid, "methods": rows}
+    return {"state": state, "pid": pid, "methods": rows, "unreadable": unreadable}
 
 
 def _methods_text(rows: list[tuple]) -> str:
@@ -61,7 +63,7 @@ def describe(run_dir: str | Path) -> str:
     from .integrity import unresumable
 
     try:
-        why = unresumable(run_dir)
+        why = p["unreadable"] or unresumable(run_dir)
     except JanusError as e:  # a database that does not read: what `janus run --resume` would say too
         why = str(e)
     if why:  # what `janus run --resume` says of it, word for word after the folder's name

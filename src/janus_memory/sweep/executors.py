@@ -15,7 +15,8 @@ from collections.abc import Callable
 from janus_memory.interrupts import raise_interrupt, resent_from_finalizer
 
 _STOP_WAIT_S = 60.0  # how long the parent waits for interrupted workers to leave before killing them
-_worker = {"busy": False, "stopping": False}  # per worker process
+# per worker process; "budgets": {endpoint: llm.budget.SharedBudget} handed over by the parent (sweep.py)
+_worker: dict = {"busy": False, "stopping": False, "budgets": {}}
 
 
 def _worker_sigint(signum, frame) -> None:
@@ -30,8 +31,44 @@ def _worker_sigint(signum, frame) -> None:
         raise_interrupt()  # now, or at the event loop's next callback (interrupts.py)
 
 
-def _worker_init() -> None:
+def _worker_init(budgets: dict | None = None) -> None:
     signal.signal(signal.SIGINT, _worker_sigint)
+    _worker["budgets"] = dict(budgets or {})
+
+
+def endpoint_of(cfg_dict: dict) -> str | None:
+    """The server a run sends its requests to (``llm.base_url`` of an ``openai`` run), else None: runs on one endpoint
+    share its request budget (sweep.py)."""
+    llm = cfg_dict.get("llm") or {}
+    if llm.get("backend") != "openai" or not llm.get("base_url"):
+        return None
+    return str(llm["base_url"]).rstrip("/")
+
+
+def endpoints(items: list[tuple[dict, dict]]) -> dict[str, int]:
+    """{endpoint: its request budget}: the smallest ``llm.concurrency`` among the runs on it."""
+    out: dict[str, int] = {}
+    for d, _ in items:
+        ep = endpoint_of(d)
+        if ep is not None:
+            c = int((d.get("llm") or {}).get("concurrency") or 1)
+            out[ep] = min(out.get(ep, c), c)
+    return out
+
+
+def ray_share(items: list[tuple[dict, dict]], workers: int, log: Callable[[str], None]) -> list[tuple[dict, dict]]:
+    """On Ray every worker gets its share of its endpoint's budget: ``llm.concurrency`` // workers (at least 1)."""
+    budgets = endpoints(items)
+    for ep, limit in budgets.items():
+        log(f"requests in flight to {ep}: at most {limit} for the whole sweep; on Ray each of the {workers} workers "
+            f"sends at most {max(1, limit // workers)}")
+    out = []
+    for d, info in items:
+        ep = endpoint_of(d)
+        if ep is not None:
+            d = {**d, "llm": {**d["llm"], "concurrency": max(1, budgets[ep] // workers)}}
+        out.append((d, info))
+    return out
 
 
 def _interrupted(d: dict, info: dict) -> dict:
@@ -39,12 +76,14 @@ def _interrupted(d: dict, info: dict) -> dict:
 
 
 def _run_in_worker(run_one: Callable, d: dict, info: dict, overwrite: bool) -> dict:
-    """``run_one`` in a pool worker; a Ctrl-C ends it as status "interrupted" instead of a worker traceback."""
+    """``run_one`` in a pool worker, with the request budget of its endpoint shared by all workers (if any); a
+    Ctrl-C ends it as status "interrupted" instead of a worker traceback."""
     try:
         if _worker["stopping"]:
             return _interrupted(d, info)  # a run handed over after Ctrl-C is not started
         _worker["busy"] = True
-        return run_one(d, info, overwrite)
+        budget = _worker["budgets"].get(endpoint_of(d))
+        return run_one(d, info, overwrite, shared_budget=budget) if budget is not None else run_one(d, info, overwrite)
     except KeyboardInterrupt:
         return _interrupted(d, info)
     finally:
@@ -81,16 +120,19 @@ def _stop_pool(pool) -> None:
 
 
 def run_in_processes(run_one: Callable, items: list, workers: int, overwrite: bool,
-                     done: Callable[[int, dict], None]) -> None:
+                     done: Callable[[int, dict], None], budgets: dict | None = None, mp_context=None) -> None:
     """``run_one(cfg_dict, info, overwrite)`` for every item in ``workers`` spawned processes; ``done(i, result)``.
-    KeyboardInterrupt (Ctrl-C) stops the workers (module docstring) and is re-raised."""
+    ``budgets``: {endpoint: SharedBudget} (made with ``mp_context``) handed to every worker at its start; a run on
+    that endpoint takes its request slots from it. KeyboardInterrupt (Ctrl-C) stops the workers (module docstring)
+    and is re-raised."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # spawn: fresh interpreters (a forked child inherits the parent's locks and hung in testing); a calling script
     # needs the usual `if __name__ == "__main__":` guard. Plugins reach the children through $JANUS_PLUGINS.
-    ctx = mp.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=ctx, initializer=_worker_init)
+    ctx = mp_context or mp.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=ctx, initializer=_worker_init,
+                               initargs=(budgets or {},))
     try:
         futs = {pool.submit(_run_in_worker, run_one, d, info, overwrite): i for i, (d, info) in enumerate(items)}
         for f in as_completed(futs):

@@ -28,6 +28,7 @@ OpenAI-compatible URL given as ``base_url``).
 from __future__ import annotations
 
 import itertools
+import math
 import json
 import traceback
 from collections.abc import Callable, Iterable
@@ -36,6 +37,7 @@ from typing import Any
 
 from ..settings.config import RunConfig
 from ..settings.llm_settings import LLM_KEYS, SettingsConflict, lift_llm
+from .executors import endpoints, ray_share
 
 TOP_KEYS = ("base", "grid")
 _NESTED = ("janus", "updater_config", "llm")
@@ -124,6 +126,9 @@ def run_folder(root: str | Path, dataset: str, cell: str, seed: int, *, prefix: 
     return str(Path(root) / dataset / cell / f"{prefix}{seed}")
 
 
+MAX_CELLS = 10_000  # runs one grid file may expand to
+
+
 def expand_grid(base: dict, grid: dict, *, lines: dict[str, int] | None = None) -> list[tuple[str, RunConfig]]:
     """Cartesian product of ``grid`` over ``base`` -> [(cell name, RunConfig)] with ``out`` set per run.
 
@@ -142,6 +147,10 @@ def expand_grid(base: dict, grid: dict, *, lines: dict[str, int] | None = None) 
         if not isinstance(vals, list) or not vals:
             raise ValueError(f"grid key '{k}'{where} must map to a non-empty list, got {vals!r}")
     keys = list(grid)
+    cells = math.prod(len(grid[k]) for k in keys)
+    if cells > MAX_CELLS:  # checked before the product is walked (30 keys of 2 values: 2^30 cells)
+        raise ValueError(f"the grid has {cells:,} cells (the product of its lists' lengths); at most {MAX_CELLS:,} "
+                         "per grid file: split it into several")
     root = base.get("out") or "runs/sweep"
     out: list[tuple[str, RunConfig]] = []
     seen: dict[str, str] = {}
@@ -199,15 +208,13 @@ def load_grid_cells(path: str | Path, janus_preset: str | None = None) -> list[t
     import yaml
     from pydantic import ValidationError
 
-    from ..settings.yaml_load import load_unique
+    from ..settings.yaml_load import load_unique, read_settings_text
 
     p = Path(path).expanduser()
-    if not p.is_file():
-        raise ValueError(f"grid file not found: {p}")
-    text = p.read_text(encoding="utf-8")
+    text = read_settings_text(p, "grid file")  # a regular file within the size limit (ValueError naming it)
     try:
-        node = yaml.compose(text)
-        data = load_unique(text)  # a key given twice at any depth (also inside janus:): YAML error with its lines
+        data = load_unique(text)  # (an alias bomb is refused before the nodes below are walked)
+        node = yaml.compose(text)  # a key given twice at any depth (also inside janus:): YAML error with its lines
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -247,8 +254,9 @@ def _cell_from_out(out: str) -> str:
     return p.parent.name if p.name.startswith("seed") else p.name
 
 
-def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False) -> dict:
+def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False, *, shared_budget=None) -> dict:
     """Run (or resume, or skip when finished) one configuration. Never raises: failures come back as status "failed".
+    ``shared_budget``: the request budget of the run's endpoint shared with the sweep's other workers (llm/budget.py).
 
     Returns ``{"out", "cell", "status": "done"|"skipped"|"resumed"|"failed", "error", "test_accuracy": {method: acc}}``.
     Writes ``<out>/cell.json`` ({"cell", "suffix", ...cell info}) and appends progress to ``<out>/sweep.log``.
@@ -275,7 +283,7 @@ def run_one(cfg_dict: dict, cell: dict | None = None, overwrite: bool = False) -
             out.mkdir(parents=True, exist_ok=True)
             with open(out / "sweep.log", "a", encoding="utf-8") as logf:
                 summary = run_experiment(cfg, log=lambda m: print(m, file=logf, flush=True), overwrite=overwrite,
-                                         resume=resume)
+                                         resume=resume, shared_budget=shared_budget)
             res["status"] = "resumed" if resume else "done"
         from ..store.store import atomic_write_json
 
@@ -332,6 +340,11 @@ def run_sweep(configs: Iterable, executor: str = "local", workers: int = 2, addr
     a local Ray instance with ``workers`` CPUs unless Ray is already initialised). Finished runs are skipped (unless
     ``overwrite``), unfinished ones resumed. A failed run does not stop the others.
 
+    Runs on one OpenAI-compatible endpoint share its request budget (the smallest ``llm.concurrency`` among them):
+    local workers take their slots from one budget shared by the processes (llm/budget.py), so at most that many
+    requests are in flight to the endpoint whatever the number of workers, and each finished run's line says how many
+    are in flight now; on Ray each worker gets ``concurrency // workers``.
+
     Raises:
         ValueError: unknown executor, workers < 1, duplicate output folders.
         ImportError: executor "ray" without Ray installed (``pip install 'janus-memory[ray]'``).
@@ -342,20 +355,38 @@ def run_sweep(configs: Iterable, executor: str = "local", workers: int = 2, addr
         raise ValueError("workers must be >= 1")
     items = _items(configs)
     results: list[dict | None] = [None] * len(items)
+    budgets: dict = {}
+    parallel = executor == "local" and workers > 1 and len(items) > 1
+    if parallel:
+        import multiprocessing as mp
+
+        from ..llm.budget import SharedBudget
+
+        mp_ctx = mp.get_context("spawn")
+        budgets = {ep: SharedBudget(limit, mp_ctx) for ep, limit in endpoints(items).items()}
+        for ep, b in budgets.items():
+            log(f"requests in flight to {ep}: at most {b.limit}, shared by {min(workers, len(items))} worker "
+                "processes (each run's methods side by side included)")
+    elif executor == "local":
+        for ep, limit in endpoints(items).items():
+            log(f"requests in flight to {ep}: at most {limit} (one run at a time in this process)")
+
+    def _in_flight() -> str:
+        return "".join(f"  [in flight now: {b.in_flight()}/{b.limit} to {ep}]" for ep, b in budgets.items())
 
     def _done(i: int, r: dict) -> None:
         results[i] = r
         n = sum(x is not None for x in results)
         log(f"[{n}/{len(items)}] {r['status']:<8} {r['cell']} {Path(r['out']).name}{_acc_text(r['test_accuracy'])}"
-            f"  ({r['out']})" + (f"  error: {r['error']}" if r["error"] else ""))
+            f"  ({r['out']})" + (f"  error: {r['error']}" if r["error"] else "") + _in_flight())
 
     from .executors import run_in_processes, run_on_ray
 
-    if executor == "local" and (workers == 1 or len(items) <= 1):
+    if executor == "local" and not parallel:
         for i, (d, info) in enumerate(items):
             _done(i, run_one(d, info, overwrite))
     elif executor == "local":
-        run_in_processes(run_one, items, workers, overwrite, _done)
+        run_in_processes(run_one, items, workers, overwrite, _done, budgets=budgets, mp_context=mp_ctx)
     else:
-        run_on_ray(run_one, items, workers, address, overwrite, _done)
+        run_on_ray(run_one, ray_share(items, workers, log), workers, address, overwrite, _done)
     return [r for r in results if r is not None]

@@ -1,5 +1,5 @@
-"""Benchmark task families: loaders, prompts, answer extraction, scoring and the code sandbox. May import the registry
-and the foundation modules only.
+"""Benchmark task families: loaders, prompts, answer extraction, scoring and the code sandbox. May import the registry,
+the foundation modules and ``llm.reasoning`` (the one splitter of reasoning from answer text) only.
 
 Contract (docs/architecture.md, docs/tasks.md)::
 

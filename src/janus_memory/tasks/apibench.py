@@ -21,12 +21,26 @@ code uses it (paper-spec section 6.2), re-implemented with Python's ``ast`` inst
   (round 3); one written in its 2024 spelling (``FacebookAI/roberta-base``,
   see RENAMED_2024) is read as the database's (``roberta-base``);
 - correct iff some matching entry has the gold question's domain; hallucination iff no entry matches at all.
-Text that is not Python (shell commands such as ``mlagents-load-from-hf ...``) matches an entry only by identical
-whitespace-normalised text. Unparseable text -> correct=False, hallucination=False, status "unparsed".
+Spellings a library resolves itself are read as the database's (apibench_match.library_id): sentence-transformers
+names without their organisation, timm's ``hf_hub:`` prefix, the pipeline task aliases transformers accepts.
+Shell commands (``mlagents-load-from-hf ...``, ``./run.sh ...``) are compared as commands (``shlex``): the same
+program, every option of the entry with its value (``--repo-id='x'``, ``--repo-id "x"`` and ``--repo-id=x`` are one),
+the same positional arguments; a ```bash fence, a ``$``/``!`` prompt and other quoting do not matter. A command of a
+database program that matches no entry is a hallucination. Other unparseable text -> correct=False,
+hallucination=False, status "unparsed".
+
+The authors' checker (``checker: paper``): :meth:`APIBenchFamily.paper_check` re-states the evaluator of the Janus
+authors' code (a port of Gorilla's ``ast_eval_hf``): the text after the first "api_call" up to "api_provider", from its
+first ":" to its last ")"; the first pool entry (``huggingface_api.jsonl`` order) with the same dotted function name
+whose every argument text appears in the first candidate call of that name; correct iff that entry's domain is the
+gold domain; no entry, no call or a syntax error is a hallucination. Their verdict is kept, except that a reply
+whose every model identifier is a real one of the database is never called a hallucination.
 """
 from __future__ import annotations
 
+import ast
 import re
+import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -70,16 +84,33 @@ def _instruction(code: str) -> str:
     return (m.group(1) if m else code).strip()
 
 
-def load_apibench_hf(split: str, *, data_dir=None, seed: int = 0):
+# the APIBench-HF split and question (run settings ``apibench_split`` / ``apibench_question``): "paper" keys the stable
+# shuffle as the authors' task_apibench.py does, "registry" by our dataset name; "code" is the row's whole code field
+# as the authors' prompt and retrieval query use it (the instruction AND the reference output: domain, api_call,
+# provider, explanation, code), "instruction" the instruction alone
+APIBENCH_SPLITS = {"paper": "APIBench:hf:{seed}", "registry": "apibench_hf:{seed}"}
+APIBENCH_QUESTIONS = ("code", "instruction")
+
+
+def load_apibench_hf(split: str, *, data_dir=None, seed: int = 0, apibench_split: str = "registry",
+                     apibench_question: str = "instruction"):
+    """APIBench-HF: the 911 rows of huggingface_eval.jsonl, ids ``apibench_hf:<1-based row>``; stream = [0:250) and
+    test = [250:500) of a stable shuffle keyed by ``APIBENCH_SPLITS[apibench_split]``; the question is the row's
+    ``code`` field stripped (``apibench_question="code"``) or the text between "###Instruction:" and "###Output"."""
+    if apibench_split not in APIBENCH_SPLITS:
+        raise ValueError(f"apibench_split must be one of {tuple(APIBENCH_SPLITS)}, got {apibench_split!r}")
+    if apibench_question not in APIBENCH_QUESTIONS:
+        raise ValueError(f"apibench_question must be one of {APIBENCH_QUESTIONS}, got {apibench_question!r}")
     d = _api_dir(data_dir)
     p = require_file(d / "huggingface_eval.jsonl", "APIBench huggingface_eval.jsonl", _fix())
-    tasks = [Task(id=f"apibench_hf:{i + 1}", dataset="apibench_hf", question=_instruction(r["code"]), gold=r["api_call"],
+    question = (lambda code: code.strip()) if apibench_question == "code" else _instruction
+    tasks = [Task(id=f"apibench_hf:{i + 1}", dataset="apibench_hf", question=question(r["code"]), gold=r["api_call"],
                   meta={"domain": r["api_data"]["domain"], "api_name": r["api_data"].get("api_name", ""),
                         "provider": r.get("provider", "")})
              for i, r in enumerate(read_jsonl(p))]
     if split == "all":
         return tasks, [p], "all 911 in file order"
-    chosen, rule = shuffled_slice(tasks, f"apibench_hf:{seed}", split, 250, 500)
+    chosen, rule = shuffled_slice(tasks, APIBENCH_SPLITS[apibench_split].format(seed=seed), split, 250, 500)
     return chosen, [p], rule
 
 
@@ -98,12 +129,54 @@ class _Entry:
     api_name: str
 
 
+@dataclass(frozen=True)
+class ShellCommand:
+    """A shell command: program, (option, value) pairs (a flag alone has value ""), positional arguments."""
+
+    program: str
+    options: frozenset
+    positional: tuple
+
+
+def shell_command(text: str) -> ShellCommand | None:
+    """``text`` read as one shell command (``shlex``, POSIX quoting), or None when it is not one."""
+    s = re.sub(r"^```(?:bash|sh|shell|console|zsh)?\s*|\s*```$", "", (text or "").strip()).strip()
+    s = re.sub(r"^(?:\$|!|%)\s*", "", s).rstrip(";").strip()
+    if not s or "\n" in s or "(" in s.split()[0]:
+        return None
+    try:
+        toks = shlex.split(s, posix=True)
+    except ValueError:
+        return None
+    if not toks or not re.fullmatch(r"(?:\./)?[\w][\w.\-/]*", toks[0]):
+        return None
+    opts, pos, i = set(), [], 1
+    while i < len(toks):
+        t = toks[i]
+        if t.startswith("-") and "=" in t:
+            opts.add(tuple(t.split("=", 1)))
+        elif t.startswith("-") and i + 1 < len(toks) and not toks[i + 1].startswith("-"):
+            opts.add((t, toks[i + 1]))
+            i += 1
+        elif t.startswith("-"):
+            opts.add((t, ""))
+        else:
+            pos.append(t)
+        i += 1
+    return ShellCommand(toks[0], frozenset(opts), tuple(pos))
+
+
+def _shell_ids(cmd: ShellCommand) -> set[str]:
+    return {v for k, v in cmd.options if "/" in v and not v.startswith(".")} | {p for p in cmd.positional if "/" in p}
+
+
 class APIDatabase:
     """The API database (huggingface_api.jsonl + the eval file's api_data records) indexed by the last segment of the function name."""
 
     def __init__(self, records: list[dict]):
         self.by_last: dict[str, list[_Entry]] = {}
         self.by_text: dict[str, list[_Entry]] = {}
+        self.shell: list[tuple[ShellCommand, _Entry]] = []
         self.known_ids: set[str] = set()
         self.known_funcs: set[str] = set()
         for r in records:
@@ -117,6 +190,10 @@ class APIDatabase:
                 self.known_funcs.add(c.name.split(".")[-1])
             if sig:
                 self.by_last.setdefault(sig.name.split(".")[-1], []).append(e)
+            elif shell_command(raw):
+                self.shell.append((shell_command(raw), e))
+                self.known_ids |= _shell_ids(shell_command(raw))
+        self.shell_programs = {c.program for c, _ in self.shell}
 
     @staticmethod
     def _entry_matches(c: CallSig, e: _Entry) -> bool:
@@ -134,11 +211,31 @@ class APIDatabase:
         return sorted({i for c in calls if c.name.split(".")[-1] in self.known_funcs for i in c.ids | c.extra
                        if i not in self.known_ids})
 
+    def shell_matches(self, cmd: ShellCommand) -> list[_Entry]:
+        """Entries run by the same program with every one of their options (and values) and the same positionals."""
+        return [e for c, e in self.shell if c.program == cmd.program and c.options <= cmd.options
+                and c.positional == cmd.positional]
+
+    def real_ids(self, api_call: str) -> bool:
+        """True when the call names at least one model identifier and every one it names is in the database."""
+        calls = parse_api_call(api_call)
+        if calls is None:
+            cmd = shell_command(api_call)
+            ids = _shell_ids(cmd) if cmd else set()
+        else:
+            ids = {i for c in calls for i in c.ids | c.extra}
+        return bool(ids) and ids <= self.known_ids
+
     def matches(self, api_call: str) -> tuple[list[_Entry], bool, list[str]]:
         """(matching entries, parsed?, unknown model identifiers)."""
         calls = parse_api_call(api_call)
         text_hits = self.by_text.get(_norm_text(api_call), [])
         if calls is None:
+            cmd = shell_command(api_call)
+            if cmd is not None and cmd.program in self.shell_programs:
+                hits = self.shell_matches(cmd)
+                unknown = [] if hits else sorted(_shell_ids(cmd) - self.known_ids)
+                return hits + [e for e in text_hits if e not in hits], True, unknown
             return list(text_hits), bool(text_hits), []
         hits = [e for c in calls for e in self.by_last.get(c.name.split(".")[-1], []) if self._entry_matches(c, e)]
         unknown = [] if text_hits else self.unknown_ids(calls)
@@ -174,7 +271,7 @@ def extract_api_call(text: str) -> str | None:
     if not found:
         return None
     s = re.sub(r"(?:\s|\n[ \t]*(?:[-*+•]|#+))+$", "", found[-1])  # the next field's list bullet or heading mark
-    m = re.match(r"^```(?:python)?\s*(.*?)\s*```$", s, re.S)
+    m = re.match(r"^```(?:python|py|python3|bash|sh|shell|console|zsh)?\s*(.*?)\s*```$", s, re.S)
     return (m.group(1) if m else s).strip()
 
 
@@ -205,6 +302,18 @@ class APIBenchFamily(TaskFamily):
 
     def prompt(self, task: Task) -> str:
         return self._template.substitute(question=task.question, domains=HF_DOMAINS)
+
+    def paper_check(self, task: Task, text: str, strict: Score) -> tuple[bool, dict]:
+        """The authors' verdict on ``text`` (what their checker sees: the output, thinking included; apibench_paper)
+        and the detail to record: their hallucination flag, except that a reply whose every model identifier is a
+        real one of the database is never a hallucination (our strict flag is kept as ``strict_hallucination``)."""
+        from .apibench_paper import authors_verdict, load_pool
+
+        api = require_file(_api_dir(self._data_dir) / "huggingface_api.jsonl", "APIBench huggingface_api.jsonl", _fix())
+        correct, hallucinated, reason = authors_verdict(text, (task.meta or {}).get("domain", ""), load_pool(str(api)))
+        real = isinstance(strict.extracted, str) and self.database.real_ids(strict.extracted)
+        return correct, {"hallucination": hallucinated and not real, "paper_reason": reason,
+                         "strict_hallucination": bool((strict.detail or {}).get("hallucination"))}
 
     def extract(self, text: str) -> str | None:
         return extract_api_call(text)

@@ -1,6 +1,6 @@
 """APIBench scoring by the AST: the call signatures and model identifiers of a line of code (constants folded,
-variables bound to loaded models followed, identifiers renamed in 2024 read as the database's), compared against the
-API database's entries by apibench.py.
+variables bound to loaded models followed, identifiers renamed in 2024 and spellings the library resolves itself
+read as the database's), compared against the API database's entries by apibench.py.
 """
 from __future__ import annotations
 
@@ -75,6 +75,78 @@ def canonical_id(i: str) -> str:
         if (name == old and not prefix) or (prefix and name.startswith(old) and len(name) > len(old)):
             return name
     return i
+
+
+# Spellings the called library resolves itself (each one read as the database's):
+# - transformers.pipeline's own task aliases (TASK_ALIASES in transformers/pipelines): "sentiment-analysis" is
+#   "text-classification", "ner" is "token-classification", ...;
+# - sentence-transformers loads ``SentenceTransformer('all-MiniLM-L6-v2')`` from ``sentence-transformers/all-MiniLM-L6-v2``
+#   (it prefixes its organisation to a name without one, unless the name is an org-less transformers model);
+# - timm loads ``create_model('hf_hub:timm/X')``, ``'timm/X'`` and the pretrained tag ``'X'`` from the same hub
+#   repository ``timm/X``; open_clip writes the prefix ``hf-hub:``.
+PIPELINE_TASK_ALIASES = {"sentiment-analysis": "text-classification", "ner": "token-classification",
+                         "vqa": "visual-question-answering", "text-to-speech": "text-to-audio"}
+_HUB_PREFIX = re.compile(r"^hf[_-]hub:")
+
+
+# the org-less transformers models sentence-transformers loads as they are (its ``basic_transformer_models``); any
+# other name without an organisation is looked up under sentence-transformers/
+SENTENCE_TRANSFORMERS_PLAIN = frozenset((
+    "albert-base-v1 albert-base-v2 albert-large-v1 albert-large-v2 albert-xlarge-v1 albert-xlarge-v2 "
+    "albert-xxlarge-v1 albert-xxlarge-v2 bert-base-cased-finetuned-mrpc bert-base-cased bert-base-chinese "
+    "bert-base-german-cased bert-base-german-dbmdz-cased bert-base-german-dbmdz-uncased bert-base-multilingual-cased "
+    "bert-base-multilingual-uncased bert-base-uncased bert-large-cased-whole-word-masking-finetuned-squad "
+    "bert-large-cased-whole-word-masking bert-large-cased bert-large-uncased-whole-word-masking-finetuned-squad "
+    "bert-large-uncased-whole-word-masking bert-large-uncased camembert-base ctrl distilbert-base-cased-distilled-squad "
+    "distilbert-base-cased distilbert-base-german-cased distilbert-base-multilingual-cased "
+    "distilbert-base-uncased-distilled-squad distilbert-base-uncased-finetuned-sst-2-english distilbert-base-uncased "
+    "distilgpt2 distilroberta-base gpt2-large gpt2-medium gpt2-xl gpt2 openai-gpt roberta-base-openai-detector "
+    "roberta-base roberta-large-mnli roberta-large-openai-detector roberta-large t5-11b t5-3b t5-base t5-large t5-small "
+    "transfo-xl-wt103 xlm-clm-ende-1024 xlm-clm-enfr-1024 xlm-mlm-100-1280 xlm-mlm-17-1280 xlm-mlm-en-2048 "
+    "xlm-mlm-ende-1024 xlm-mlm-enfr-1024 xlm-mlm-enro-1024 xlm-mlm-tlm-xnli15-1024 xlm-mlm-xnli15-1024 xlm-roberta-base "
+    "xlm-roberta-large-finetuned-conll02-dutch xlm-roberta-large-finetuned-conll02-spanish "
+    "xlm-roberta-large-finetuned-conll03-english xlm-roberta-large-finetuned-conll03-german xlm-roberta-large "
+    "xlnet-base-cased xlnet-large-cased").split())
+
+
+def library_id(func: str, ident: str) -> str:
+    """``ident`` as the library behind ``func`` (the last part of the called name) resolves it (see above)."""
+    if ident == UNRESOLVED:
+        return ident
+    if func == "SentenceTransformer" and "/" not in ident and ident not in SENTENCE_TRANSFORMERS_PLAIN:
+        return "sentence-transformers/" + ident
+    if func in ("create_model", "create_model_and_transforms", "create_model_from_pretrained"):
+        ident = _HUB_PREFIX.sub("", ident)
+        return ident[len("timm/"):] if ident.startswith("timm/") else ident
+    return ident
+
+
+def _role_nodes(node: ast.Call, last: str) -> tuple:
+    """(the argument naming the model/repository, the pipeline's task argument) of a call, each None if absent."""
+    ident = next((k.value for k in node.keywords if k.arg in ID_KEYWORDS), None)
+    pos = 1 if last in _TASK_FIRST else 0
+    if ident is None and len(node.args) > pos and not isinstance(node.args[pos], ast.Starred):
+        ident = node.args[pos]
+    task = None
+    if last in _TASK_FIRST:
+        task = next((k.value for k in node.keywords if k.arg == "task"), None)
+        if task is None and node.args and not isinstance(node.args[0], ast.Starred):
+            task = node.args[0]
+    return ident, task
+
+
+def _value(sub: ast.Call, last: str, arg, env: dict | None) -> str | None:
+    """A literal argument value of ``sub``, with the library's own spelling rules applied to its model identifier
+    and to a pipeline task."""
+    v = _lit(arg, env)
+    if v is None:
+        return None
+    ident, task = _role_nodes(sub, last)
+    if arg is ident:
+        return library_id(last, v)
+    if arg is task:
+        return PIPELINE_TASK_ALIASES.get(v, v)
+    return v
 
 
 def _slashed(node) -> bool:
@@ -185,7 +257,7 @@ def _ids(node: ast.Call, name: str, env: dict | None = None) -> frozenset:
             ids.append(_id_arg(node.args[pos], env) if id_func else _lit(node.args[pos], env))
         elif id_func and any(k.arg is None for k in node.keywords):
             ids.append(UNRESOLVED)  # X.from_pretrained(**{'pretrained_model_name_or_path': ...})
-    return frozenset(i for i in ids if i)
+    return frozenset(library_id(last, i) for i in ids if i)
 
 
 def _extra_ids(node: ast.Call, env: dict | None = None) -> frozenset:
@@ -232,7 +304,9 @@ def _calls(tree) -> list[CallSig]:
             vals, ids, extra = [], set(), set()
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call):
-                    vals += [_lit(a, env) for a in sub.args] + [_lit(k.value, env) for k in sub.keywords]
+                    sub_last = (_dotted(sub.func) or "").split(".")[-1]
+                    vals += [_value(sub, sub_last, a, env) for a in sub.args]
+                    vals += [_value(sub, sub_last, k.value, env) for k in sub.keywords]
                     sub_name = _dotted(sub.func)
                     ids |= _ids(sub, sub_name, env) if sub_name else set()
                     extra |= _extra_ids(sub, env)

@@ -70,13 +70,18 @@ class DatasetSpec:
     test_rule: str
     display_name: str = ""  # "" = the registry name
     table_rank: int | None = None  # column order of the paper's Table 1 (None: after those, alphabetically)
+    options: tuple[str, ...] = ()  # keyword options the loader takes from the run settings (GPQA: option_order)
+    fetch: str = ""  # data the shipped folder (../shared/data) lacks: what to fetch and where it goes, in one line
+    test_only: bool = False  # no stream split: the test split of another dataset, not one `janus run` takes
 
-    def load_raw(self, split: str, data_dir, seed: int) -> tuple[list[Task], list[Path], str]:
+    def load_raw(self, split: str, data_dir, seed: int, options: dict | None = None) -> tuple[list[Task], list[Path], str]:
+        """``options``: run settings for loaders; only the ones this dataset declares are passed on."""
         fn = self.loader
         if isinstance(fn, str):
             mod, name = fn.split(":")
             fn = getattr(importlib.import_module(mod if "." in mod else f"janus_memory.tasks.{mod}"), name)
-        return fn(split, data_dir=data_dir, seed=seed)
+        kw = {k: v for k, v in (options or {}).items() if k in self.options}
+        return fn(split, data_dir=data_dir, seed=seed, **kw)
 
 
 DATASETS = DATASET_REGISTRY
@@ -95,17 +100,38 @@ DATASETS.update({s.name: s for s in [
                 "category 'physics', stable shuffle key 'TIGER-Lab/MMLU-Pro:physics:<seed>', [0:250)", "[250:500)"),
     DatasetSpec("gpqa", "mc", "multiple_choice:load_gpqa",
                 "user gpqa_main.csv minus gpqa_diamond.csv, <4 distinct options skipped, random.Random(seed).shuffle, cap 1000",
-                "user gpqa_diamond.csv (198, file order)"),
+                "user gpqa_diamond.csv (198, file order)", options=("option_order",)),
     DatasetSpec("humaneval", "humaneval", "humaneval:load_humaneval",
                 "stable shuffle key 'HumanEval:<seed>' of the 164 problems, [0:50)", "[50:164) (114)"),
     DatasetSpec("apibench_hf", "apibench", "apibench:load_apibench_hf",
-                "huggingface_eval.jsonl (911), stable shuffle key 'apibench_hf:<seed>', [0:250)", "[250:500)"),
+                "huggingface_eval.jsonl (911), stable shuffle key 'APIBench:hf:<seed>' (apibench_split paper) or "
+                "'apibench_hf:<seed>' (registry), [0:250)", "[250:500)", options=("apibench_split", "apibench_question")),
 ]})
 # display names and the paper's Table 1 column order (facts of the datasets, read by `janus report`)
 for _name, _disp, _rank in (("math500", "MATH500", 0), ("gpqa", "GPQA", 1), ("mmlu_pro_eng", "MMLU-Pro Eng", 2),
                             ("mmlu_pro_phy", "MMLU-Pro Phy", 3), ("apibench_hf", "APIBench-HF", 4), ("humaneval", "HumanEval", 5),
                             ("gsm8k", "GSM8K", None), ("aime", "AIME", None), ("math", "MATH", None)):
     DATASETS[_name] = dataclasses.replace(DATASETS[_name], display_name=_disp, table_rank=_rank)
+# what the shipped data folder lacks (the loaders' errors say the same when the file is missing)
+MATH_TRAIN_FETCH = ("Hendrycks MATH train (the train/ folder of github.com/hendrycks/math, or a train jsonl/parquet), "
+                    "then set JANUS_MATH_TRAIN_PATH to it")
+DATASETS["math"] = dataclasses.replace(DATASETS["math"], fetch=MATH_TRAIN_FETCH)
+DATASETS["gpqa"] = dataclasses.replace(DATASETS["gpqa"], fetch=(
+    "gpqa_main.csv and gpqa_diamond.csv (the password-protected dataset.zip of github.com/idavidrein/gpqa), then set "
+    "JANUS_GPQA_PATH to their folder"))
+DATASETS["math500"] = dataclasses.replace(DATASETS["math500"], test_only=True,
+                                          fetch="it is the test split of 'math': fetch " + MATH_TRAIN_FETCH)
+
+
+def dataset_groups() -> dict[str, list[str]]:
+    """Registered dataset names by what a run on them needs: ``shipped`` (runs with the data folder as it ships,
+    ../shared/data; a plugin's datasets too), ``fetch`` (a file to fetch first, ``DatasetSpec.fetch``) and
+    ``test_only`` (no stream split)."""
+    out: dict[str, list[str]] = {"shipped": [], "fetch": [], "test_only": []}
+    for name, spec in DATASETS.items():
+        fetch, test_only = getattr(spec, "fetch", ""), getattr(spec, "test_only", False)
+        out["test_only" if test_only else "fetch" if fetch else "shipped"].append(name)
+    return out
 
 
 def _check_dataset(dataset: str) -> DatasetSpec:
@@ -114,11 +140,15 @@ def _check_dataset(dataset: str) -> DatasetSpec:
     return DATASETS[dataset]
 
 
-def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int = 0, limit: int | None = None) -> Split:
+def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int = 0, limit: int | None = None,
+               options: dict | None = None) -> Split:
     """Load one split of a registered dataset (rules in ``DATASETS`` and docs/tasks.md).
 
     split: "stream" (memory construction), "test" (frozen evaluation) or "all" (every record, stream then test).
     limit: keep the first ``limit`` tasks of the split (None = all).
+    options: run settings some loaders take (``DatasetSpec.options``; GPQA: ``option_order``; APIBench-HF:
+    ``apibench_split``, ``apibench_question``), recorded in ``info``;
+    the others are ignored.
     Raises ValueError (unknown dataset/split, bad limit) and FileNotFoundError (missing file; the message names
     the path and the env var / --data-dir fix).
     """
@@ -127,7 +157,8 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
         raise ValueError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
         raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
-    tasks, files, rule = spec.load_raw(split, data_dir, seed)
+    used = {k: v for k, v in (options or {}).items() if k in spec.options}
+    tasks, files, rule = spec.load_raw(split, data_dir, seed, used)
     if limit is not None:
         tasks = tasks[:limit]
     ids = [t.id for t in tasks]
@@ -138,7 +169,8 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
         digest = file_info[0]["sha256"]
     else:
         digest = sha256_text("\n".join(sorted(f"{Path(f['path']).name} {f['sha256']}" for f in file_info)))
-    info = {"files": file_info, "rule": rule, "seed": seed, "limit": limit, "n": len(tasks), "family": spec.family}
+    info = {"files": file_info, "rule": rule, "seed": seed, "limit": limit, "n": len(tasks), "family": spec.family,
+            **used}
     return Split(tasks=tasks, dataset=dataset, split=split, sha256=digest,
                  ids_sha256=sha256_text("\n".join(ids)), info=info)
 
@@ -146,11 +178,16 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
 # ----------------------------------------------------------------------------------------------- families
 
 def output_text(output: ChatResult | str) -> tuple[str, bool]:
-    """(answer text, truncated?) of a model output. Only ``ChatResult.text`` is used, never the reasoning."""
+    """(answer text, truncated?) of a model output. Only ``ChatResult.text`` is used, never the reasoning; reasoning
+    still left in the text (``<think>...</think>`` and the other forms ``llm.reasoning.split_answer`` knows, in a
+    string or a ChatResult) is removed, and a reasoning block left open makes the output truncated with no text."""
+    from janus_memory.llm.reasoning import split_answer  # here, not at import: the llm package loads its backends
+
     if isinstance(output, ChatResult):
-        return output.text or "", output.truncated
+        text, open_block = split_answer(output.text or "")
+        return text, output.truncated or open_block
     if isinstance(output, str):
-        return output, False
+        return split_answer(output)
     raise TypeError(f"output must be ChatResult or str, got {type(output).__name__}")
 
 

@@ -24,8 +24,10 @@ The Janus authors score every answer (stream feedback, Janus replays, the held-o
 * Multiple-choice prompt: the authors ask for the option letter alone, and their GPQA rule depends on it (the first
   character of the output or of the answer tag), so the paper family asks for it too, in our words
   (``tasks/prompts/multiple_choice_paper.txt``, options listed "A. text").
-* HumanEval and APIBench: their checkers execute or parse the answer's code; we keep our own scorers there
-  (the paper verdict is the strict one), see docs/fidelity.md.
+* APIBench: a family with a ``paper_check(task, checked_text, strict) -> (correct, detail)`` method scores itself
+  (``apibench.APIBenchFamily.paper_check``: the authors' AST evaluator, ``tasks/apibench_paper.py``).
+* HumanEval: their checker executes the answer's code; we keep our own scorer there (the paper verdict is the strict
+  one), see docs/fidelity.md.
 
 :class:`PaperCheckedFamily` wraps a task family: ``score`` returns the paper verdict as ``correct`` and records the
 strict verdict in ``detail`` (``checker``, ``strict_correct``, ``strict_status``), so every record can carry both.
@@ -160,8 +162,12 @@ class PaperCheckedFamily:
 
 
     def _combine(self, task: Task, output: ChatResult | str, strict: Score) -> Score:
-        paper = paper_verdict(self.inner, task, output, strict)
-        detail = {**(strict.detail or {}), "checker": "paper", "strict_correct": bool(strict.correct),
+        own = getattr(self.inner, "paper_check", None)  # a family that re-states its authors' checker itself
+        if own is not None:
+            paper, extra = own(task, checked_text(output), strict)
+        else:
+            paper, extra = paper_verdict(self.inner, task, output, strict), {}
+        detail = {**(strict.detail or {}), **extra, "checker": "paper", "strict_correct": bool(strict.correct),
                   "strict_status": strict.status}
         return Score(bool(paper), strict.extracted, strict.status, detail)
 

@@ -1,14 +1,18 @@
 """Code extraction: model text -> Python source (no execution here). Failure case C14.
 
-1. Remove reasoning that leaked into the text (``<think>...</think>``, or everything before a lone ``</think>``).
-2. Fenced blocks with 3 or more backticks (or tildes); the closing fence must be at least as long as the opening one.
+1. Remove reasoning that leaked into the text (``llm.reasoning.split_answer``: ``<think>...</think>`` and its kin, or
+   everything before a lone closing tag; a block never closed leaves nothing).
+2. Fenced blocks with 3 or more backticks (or tildes); the closing fence must be at least as long as the opening one. A
+   fence indented under a list item has that indentation removed from its lines (as CommonMark does).
    Only blocks tagged python/py/python3 or untagged are considered; an untagged block that holds no statement but bare
    expressions (``[1, 2, 3]``, ``True``: output shown to the reader) or does not parse (``>>> f(1)``) is not code.
    Among complete blocks, the LAST one that defines the entry point (a top-level ``def <entry_point>``; without an
    entry point: any top-level function or class) wins, so a trailing "example usage" block or a block of the model's
    own asserts is never taken instead of the solution (issue 26). When no block defines one, the last complete block
    wins if it compiles (a completion-style body - indented lines continuing the prompt's signature - counts as
-   compiling), else the longest block that compiles, else the last block.
+   compiling), else the longest block that compiles, else the last block. The chosen block is preceded by the
+   top-level definitions (functions, classes, imports, constants) that it uses from earlier blocks of the same reply
+   ("first a helper, then the function"), never by their other statements.
 3. No fence: the longest run of lines starting at a top-level ``def``/``class``/``import``/``from``/``@`` line
    (continuing through indented or blank lines) that compiles, with trailing prose dropped; else a completion-style
    bare function body (the reply's first code line is indented and the lines compile as a function body).
@@ -19,18 +23,16 @@ from __future__ import annotations
 import ast
 import re
 
-_THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
-_FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*$", re.M)
+_FENCE_OPEN = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*$", re.M)
 _PY_TAGS = {"", "python", "py", "python3", "py3"}
 _START = re.compile(r"^(def |async def |class |import |from |@)")
 
 
 def strip_reasoning(text: str) -> str:
-    t = _THINK_BLOCK.sub("", text or "")
-    m = re.search(r"</think(?:ing)?>", t, re.I)
-    if m:
-        t = t[m.end():]
-    return t
+    """The text after the model's reasoning (``llm.reasoning.split_answer``; "" when a reasoning block never closed)."""
+    from janus_memory.llm.reasoning import split_answer  # here, not at import: the llm package loads its backends
+
+    return split_answer(text)[0]
 
 
 def compiles(src: str) -> bool:
@@ -49,16 +51,23 @@ def fenced_blocks(text: str) -> list[tuple[str, str, bool]]:
         m = _FENCE_OPEN.search(text, pos)
         if not m:
             break
-        fence, lang = m.group(1), m.group(2).lower()
+        indent, fence, lang = m.group(1), m.group(2), m.group(3).lower()
         close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M)
         c = close.search(text, m.end())
         if c:
-            out.append((lang, text[m.end() + 1:c.start()], True))
+            out.append((lang, _dedent(text[m.end() + 1:c.start()], len(indent)), True))
             pos = c.end()
         else:
-            out.append((lang, text[m.end() + 1:], False))
+            out.append((lang, _dedent(text[m.end() + 1:], len(indent)), False))
             break
     return out
+
+
+def _dedent(body: str, n: int) -> str:
+    """Remove up to ``n`` leading spaces/tabs from every line (the indentation of the opening fence)."""
+    if not n:
+        return body
+    return "".join(re.sub(rf"^[ \t]{{0,{n}}}", "", ln) for ln in body.splitlines(keepends=True))
 
 
 def _unfenced(text: str) -> str | None:
@@ -152,7 +161,8 @@ def extract_python(text: str, entry_point: str | None = None) -> str | None:
         if not defining and entry_point:
             defining = [b for b in complete if defines(b)]
         if defining:
-            return defining[-1]
+            chosen = defining[-1]
+            return with_helpers(chosen, complete[:max(i for i, b in enumerate(complete) if b is chosen)])
         if _parses(complete[-1]):
             return complete[-1]
         good = [b for b in complete if _parses(b)]
@@ -161,3 +171,62 @@ def extract_python(text: str, entry_point: str | None = None) -> str | None:
     if partial and _parses(partial[-1]):
         return partial[-1]
     return _unfenced(t) or _bare_body(t)
+
+
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+def _defines(node) -> set[str]:
+    """Names a top-level statement defines, for the kinds a helper block may hold (else the empty set)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if node.value is not None and all(isinstance(t, ast.Name) for t in targets):
+            return {t.id for t in targets}
+    return set()
+
+
+def _uses(tree) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def with_helpers(chosen: str, earlier: list[str]) -> str:
+    """``chosen`` preceded by the top-level definitions of ``earlier`` blocks that it uses (directly or through other
+    such definitions) and does not define itself; the last earlier definition of a name wins."""
+    try:
+        tree = ast.parse(chosen)
+    except (SyntaxError, ValueError):
+        return chosen
+    own = set().union(*(_defines(n) for n in tree.body)) if tree.body else set()
+    pool: dict[str, tuple[int, str, set[str]]] = {}
+    order = 0
+    for block in earlier:
+        try:
+            btree = ast.parse(block)
+        except (SyntaxError, ValueError):
+            continue
+        lines = block.splitlines()
+        for node in btree.body:
+            names = _defines(node)
+            if not names:
+                continue
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            seg = "\n".join(lines[first - 1:node.end_lineno])
+            order += 1
+            for name in names:
+                pool[name] = (order, seg, _uses(node))
+    taken: dict[str, tuple[int, str]] = {}
+    todo = sorted(_uses(tree) - own - _BUILTINS)
+    while todo:
+        name = todo.pop()
+        if name in pool and name not in taken and name not in own:
+            o, seg, uses = pool[name]
+            taken[name] = (o, seg)
+            todo += sorted(uses - own - _BUILTINS - set(taken))
+    if not taken:
+        return chosen
+    segs = [seg for _, seg in sorted(set(taken.values()))]
+    return "\n\n".join(segs) + "\n\n\n" + chosen

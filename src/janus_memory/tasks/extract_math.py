@@ -11,8 +11,15 @@ Order (failure-cases C01, C03, C05; issue 11):
    "The answer is 18 apples." -> 18, "The answer is $29.00." -> 29, "is 1,200 dollars" -> 1200 (the forms of
    lm-evaluation-harness's GSM8K filters); text with LaTeX or several numbers is kept whole;
 3. else (weak, status "fallback" in the score) the last number in the text.
-A reply that ends inside an unclosed ``\\boxed{`` opened after every complete box/tag is cut off: the extraction still
-reports what came before, with ``cut=True``, and the math family scores it "truncated" (issue 26).
+A reply that ends inside an unclosed ``\\boxed{`` opened after every complete box/tag, or on an answer label with no
+value ("... so the answer is"), is cut off: the extraction still reports what came before, with ``cut=True``, and the
+math family scores it "truncated". ``revised`` says the text after the chosen answer re-checks or corrects it (a
+reply cut off there was revising it).
+Committed answers (answer_text.mention_rank): among boxes and tags, and among labels, the last one of the highest rank
+wins, so a later conditional mention ("(If you forget the tax you would get \\boxed{40}.)", "#### 42 ... (forgetting
+the tax gives the answer is 40)") does not replace a committed answer; a labelled correction after the chosen box
+("\\boxed{30} ... hmm, I counted the first day twice, so the answer is 27") replaces it.
+Unicode numerals are made plain first (answer_text.plain_numerals: ``−5``, ``2¼``, ``４２``, ``10³``).
 Markdown emphasis is removed first; thousands separators (``8,000``, ``9{,}500``) are removed inside numbers, and a
 plain decimal with a zero fraction loses it (``29.00`` -> ``29``).
 """
@@ -20,6 +27,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+
+from .answer_text import corrects, ends_in_label, mention_rank, pick, plain_numerals, revised_after
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _TAG_RE = re.compile(r"<(answer|final_answer)>\s*(.*?)\s*</\1>", re.S | re.I)
@@ -36,7 +45,8 @@ _SEP_NUM_RE = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 
 @dataclass(frozen=True)
 class MathExtraction:
-    """answer: extracted string (None if nothing found). source: "boxed" | "tag" | "label" | "number" | None.
+    """answer: extracted string (None if nothing found). source: "boxed" | "tag" | "label" | "number" | "hedge" (only
+    conditional answers naming several values: none committed) | None.
     strong: True for an explicit final answer (box, tag, labelled line); False for the last-number fallback.
     parts: the distinct contents of a group of boxes written together (empty for a single answer)."""
 
@@ -44,7 +54,8 @@ class MathExtraction:
     source: str | None
     strong: bool
     parts: tuple = ()
-    cut: bool = False  # the reply ends inside an unclosed \boxed{ written after every complete answer (issue 26)
+    cut: bool = False  # the reply ends inside an unclosed \boxed{ written after every answer, or on an empty label
+    revised: bool = False  # the text after the chosen answer re-checks or corrects it
 
 
 def strip_markdown(text: str) -> str:
@@ -86,11 +97,28 @@ def _plain_number(num: str) -> str:
 # a labelled answer followed by its justification: "72, since each box holds 8." / "18 apples. Each box ..." /
 # "5; because ..." - the clause after the break starts with a word (never "and"/"or", which join several answers)
 _CLAUSE_RE = re.compile(r"^(?P<head>(?:[^,;]|(?<=\d),(?=\d{3}(?!\d)))*?)\s*(?:[,;]|\.(?=\s)|\s-\s|\s*\(|(?=\s+(?:since|because|as|so|which|given|"
-                        r"due|where|for|from|by)\b))\s*(?P<tail>(?!(?:and|or)\b)[A-Za-z][A-Za-z'’]+\b.*)$", re.S)
+                        r"due|where|for|from|by|rather|instead|not)\b))\s*(?P<tail>(?!(?:and|or)\b)[A-Za-z][A-Za-z'’]+\b.*)$", re.S)
+
+
+_FRAC_RE = re.compile(r"-?\\[dt]?frac\{\d+\}\{\d+\}|-?\d+/\d+(?![\d/])")
+_ARITH_RE = re.compile(r"^[\s\d.,+\-*/()$x]*(?:(?:\\times|\\cdot|\\div|\\\$)[\s\d.,+\-*/()$x]*)*$")
 
 
 def _one_number(a: str) -> str | None:
-    if _MATHY.search(a.replace("\\$", "").replace("\\%", "")) or last_boxed(a) is not None:
+    """The value of a labelled answer that is one plain number (or one exact fraction) among words, units or currency;
+    a computation ending in it ("6 x 4 = 24 apples", "3 \\times \\$5 = \\$15") gives its result."""
+    a = a.replace("\\$", "$")
+    if "=" in a and a.count("=") == 1 and _ARITH_RE.match(a.split("=")[0]):
+        a = a.split("=")[1]
+    fracs = _FRAC_RE.findall(a)
+    rest = _FRAC_RE.sub(" ", a)
+    if len(fracs) == 1 and not _NUM_RE.search(rest) and not _MATHY.search(rest):
+        sign, f = ("-", fracs[0][1:]) if fracs[0].startswith("-") else ("", fracs[0])
+        if "frac" in f:
+            return sign + re.sub(r"^\\[dt]frac", r"\\frac", f)
+        num, den = f.split("/")
+        return f"{sign}\\frac{{{num}}}{{{den}}}"
+    if _MATHY.search(a.replace("\\%", "")) or last_boxed(a) is not None:
         return None
     nums = list(_NUM_RE.finditer(a.replace("{,}", ",")))
     return _plain_number(nums[0].group(0)) if len(nums) == 1 else None
@@ -149,8 +177,9 @@ def extract_math_answer(text: str) -> MathExtraction:
     """Extract the final answer from model text (see module docstring for the order)."""
     if not text:
         return MathExtraction(None, None, False)
-    t = strip_markdown(text)
-    ex = _extract(t)
+    t = plain_numerals(strip_markdown(text))
+    ex, end = _extract(t)
+    ex = replace(ex, revised=end is not None and revised_after(t, end))
     opened = [m.start() for m in _BOX_RE.finditer(t)]
     closed = {b[0] for b in find_boxes(t)}
     unclosed = [o for o in opened if o not in closed]
@@ -158,31 +187,65 @@ def extract_math_answer(text: str) -> MathExtraction:
         ends = [b[1] for b in find_boxes(t) if b[2].strip()] + [m.end() for m in _TAG_RE.finditer(t)]
         if unclosed[-1] >= max(ends, default=-1):  # the final answer was being written when the reply stopped
             return replace(ex, cut=True)
+    if ends_in_label(t):  # "... so the answer is": stopped before the value
+        return replace(ex, cut=True)
     return ex
 
 
-def _extract(t: str) -> MathExtraction:
+def _overlapping(rx: re.Pattern, t: str):
+    """Every match of a label pattern, also one inside the previous match's answer text (two labels on a line)."""
+    pos = 0
+    while (m := rx.search(t, pos)) is not None:
+        yield m
+        pos = m.start("ans")
+
+
+def _labels(t: str) -> list[tuple[int, int, int, str]]:
+    """Labelled answers as (rank, end of the label's value, start, text after the label)."""
+    found = [(m.start(), m.start("ans"), m.group("ans")) for rx in (_LABEL_RE, _ANSWER_IS_RE, _HASH_RE)
+             for m in _overlapping(rx, t)]
+    out = []
+    for start, vs, ans in found:
+        if not clean_answer(ans) or re.match(r"\s*(?:not|never|neither)\b", ans, re.I):
+            continue  # "the answer is not 45" rejects a value
+        head = re.match(r"[^\n]*?(?:[.;!?](?=\s|$)|$)", ans).group(0)  # the value's own sentence
+        out.append((mention_rank(t, start, vs), vs + len(head), start, ans))
+    return out
+
+
+def _extract(t: str) -> tuple[MathExtraction, int | None]:
+    """The extraction and the end of the chosen answer in ``t`` (None when nothing was found)."""
     boxes = [b for b in find_boxes(t) if b[2].strip()]
-    cands: list[tuple[int, str, str]] = [(e, c, "boxed") for _, e, c in boxes]
-    cands += [(m.end(), m.group(2), "tag") for m in _TAG_RE.finditer(t)]
-    cands = [c for c in cands if c[1].strip()]
+    cands = [(mention_rank(t, s, e), e, s, c, "boxed") for s, e, c in boxes]
+    cands += [(mention_rank(t, m.start(), m.end()), m.end(), m.start(), m.group(2), "tag") for m in _TAG_RE.finditer(t)]
+    cands = [c for c in cands if c[3].strip()]
+    labels = _labels(t)
     if cands:
-        end, content, src = max(cands, key=lambda c: c[0])
+        rank, end, _, content, src = pick(cands)
+        group = box_group([b for b in boxes if b[1] <= end], t) if src == "boxed" else [clean_answer(content)]
+        if rank < 2 and any(clean_answer(c[3]) not in group for c in cands if c[0] == rank):
+            return MathExtraction(None, "hedge", False), None  # only conditional answers, several values
+        # a labelled correction after the chosen box replaces it ("\boxed{30} ... hmm, I counted the first day twice,
+        # so the answer is 27")
+        later = [lb for lb in labels if lb[2] >= end and lb[0] == 2 and corrects(t, lb[2])
+                 and re.search(r"[\d\\]", label_value(clean_answer(lb[3])))]  # a value, not "half of the area"
+        if later:
+            _, lend, _, ans = later[-1]
+            return MathExtraction(clean_answer(label_value(clean_answer(ans))), "label", True), lend
         if src == "boxed":
-            parts = box_group(boxes, t)
+            parts = group
             return MathExtraction(", ".join(parts) if parts else clean_answer(content), "boxed", True,
-                                  tuple(parts) if len(parts) > 1 else ())
-        return MathExtraction(clean_answer(label_value(clean_answer(content))), src, True)
-    labelled = [(m.start(), m.group("ans")) for m in _LABEL_RE.finditer(t)]
-    labelled += [(m.start(), m.group("ans")) for m in _ANSWER_IS_RE.finditer(t)]
-    labelled += [(m.start(), m.group("ans")) for m in _HASH_RE.finditer(t)]
-    labelled = [(p, a) for p, a in labelled if clean_answer(a)]
-    if labelled:
-        return MathExtraction(clean_answer(label_value(clean_answer(max(labelled)[1]))), "label", True)
-    nums = _NUM_RE.findall(t)
+                                  tuple(parts) if len(parts) > 1 else ()), end
+        return MathExtraction(clean_answer(label_value(clean_answer(content))), src, True), end
+    if labels:
+        rank, end, _, ans = pick(labels)
+        if rank < 2 and len({label_value(clean_answer(lb[3])) for lb in labels if lb[0] == rank}) > 1:
+            return MathExtraction(None, "hedge", False), None
+        return MathExtraction(clean_answer(label_value(clean_answer(ans))), "label", True), end
+    nums = list(_NUM_RE.finditer(t))
     if nums:
-        return MathExtraction(clean_answer(nums[-1]), "number", False)
-    return MathExtraction(None, None, False)
+        return MathExtraction(clean_answer(nums[-1].group(0)), "number", False), nums[-1].end()
+    return MathExtraction(None, None, False), None
 
 
 def gsm8k_gold(answer_field: str) -> str:

@@ -17,6 +17,13 @@ is actually B" is a strong form, so the last committed answer wins whatever its 
 wrong", "not D", "(D) is not the right answer", right after it or anywhere later) is not an answer; when the winning
 letter is followed by another option in a list ("D or B", "A, B, C, or D", "D/B") nothing is committed: no letter
 (source "hedge", scored unparsed).
+Committed, conditional and tentative mentions (answer_text.mention_rank): among the strong forms the last one of the
+highest rank wins, so "The answer is (B). If friction were ignored, the answer would be (A)." is B, "At first glance
+(A) ... the answer is (C) if my numbers hold" is C, and a correction ("On reflection, the correct choice is (C)")
+replaces what came before. Only conditional (or only tentative) answers naming several letters are a hedge. A letter right after "instead of", "rather than" or "as opposed to" is rejected. Full-width
+letters and brackets read as ASCII (``（Ｂ）`` is B).
+Cut-off replies: a reply ending on an answer label ("... the answer is") is ``cut``; ``revised`` says the text after
+the chosen letter re-checks or corrects it (the family scores a truncated reply that was revising as truncated).
 Weak fallback (status ``fallback`` in the score): the last parenthesised "(X)" or a line that is only "X"/"X."/"X)".
 Letters outside the task's labels are ignored. Nothing found -> None (scored incorrect, status "unparsed"; C12).
 """
@@ -24,6 +31,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from .answer_text import ends_in_label, mention_rank, pick, plain_numerals, revised_after
 
 _END = r"(?![A-Za-z0-9'’])"
 # words after a bare A/I that confirm it is the option letter, not the article/pronoun
@@ -36,6 +45,8 @@ class MCExtraction:
     letter: str | None
     source: str | None
     strong: bool
+    cut: bool = False  # the reply ends on an answer label: it stopped before writing its answer
+    revised: bool = False  # the text after the chosen letter re-checks or corrects it
 
 
 _OPT = r"(?:(?:option|choice)[ \t]+)?"  # "Answer: Option D", "the answer is choice (B)"
@@ -49,7 +60,10 @@ def _patterns(labels: str):
     return [
         ("tag", re.compile(rf"<(?:answer|final_answer)>\s*(\(?)\s*({L}){_END}\s*\)?[^<]*</(?:answer|final_answer)>", re.I)),
         ("tag", re.compile(rf"<final_answer>\s*(\(?)({L}){_END}", re.I)),
-        ("answer_is", re.compile(rf"answer\s+is\s*[:：]?[ \t]*{_ADV}{_OPT}(\(?)\s*({L}){_END}", re.I)),
+        ("answer_is", re.compile(rf"answer\s+(?:is|should\s+be|must\s+be|has\s+to\s+be|will\s+be)\s*[:：]?"
+                                 rf"[ \t]*{_ADV}{_OPT}(\(?)\s*({L}){_END}", re.I)),
+        ("choose", re.compile(rf"\b(?:i(?:[’']ll|\s+will|\s+would)?\s+(?:go\s+with|choose|pick|select)|going\s+with"
+                              rf"|my\s+(?:choice|pick)\s+is)[ \t]+{_OPT}(\(?)\s*({L}){_END}", re.I)),
         # a correction: "... just kidding, it's (B)", "wait, actually it is C", "no - it's B"
         ("correction", re.compile(rf"\b(?:kidding|actually|wait|correction|oops|sorry|no)\b[\s,.:;!—–-]*"
                                   rf"(?:actually[ \t]+)?(?:it'?s|it’s|it[ \t]+is)[ \t]+{_ADV}{_OPT}(\(?)\s*({L}){_END}",
@@ -102,7 +116,8 @@ def _rejected_at(t: str, letter: str, start: int, end: int) -> bool:
     rest = t[end:]
     if re.match(r"\)?[ \t]*(?:is|was|'s|’s)[ \t]+(?:wrong|incorrect|not\b|false|a[ \t]+mistake)", rest, re.I):
         return True
-    if re.search(r"\bnot[ \t]+(?:option[ \t]+|choice[ \t]+)?\(?$", t[:start], re.I):
+    if re.search(r"\b(?:not|instead[ \t]+of|rather[ \t]+than|as[ \t]+opposed[ \t]+to)[ \t]+(?:option[ \t]+|choice[ \t]+)?"
+                 r"\(?$", t[:start], re.I):
         return True
     lt = rf"\(?(?-i:[{letter}{letter.lower()}])\)?{_END}"
     return bool(re.search(rf"\bnot[ \t]+(?:option[ \t]+|choice[ \t]+)?{lt}"
@@ -138,7 +153,7 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
     """Extract the chosen option letter from ``text``; ``labels`` are the valid letters (e.g. "ABCD", "ABCDEFGHIJ")."""
     if not text:
         return MCExtraction(None, None, False)
-    t = _unwrap_math_letters(re.sub(r"\*\*|__", "", text))
+    t = _unwrap_math_letters(re.sub(r"\*\*|__", "", plain_numerals(text)))
     stripped = t.strip()
     m = re.fullmatch(rf"\(?([{re.escape(labels)}])\)?[.)]?", stripped)
     if m:
@@ -146,16 +161,19 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
     m = re.fullmatch(rf"\(([{re.escape(labels.lower())}])\)[.]?", stripped)
     if m:
         return MCExtraction(m.group(1).upper(), "bare", True)
-    best: tuple[int, str, str, int] | None = None
-    for src, pat in _patterns(labels):
-        for m in pat.finditer(t):
-            if (_is_letter(t, m, bool(m.group(1)), src) and not _rejected(t, m, labels)
-                    and (best is None or m.end() > best[0])):
-                best = (m.end(), m.group(2).upper(), src, m.start(2))
+    if ends_in_label(t):
+        return MCExtraction(None, "cut", False, cut=True)
+    found = [(mention_rank(t, m.start(), m.end()), m.end(), m.group(2).upper(), src)
+             for src, pat in _patterns(labels) for m in pat.finditer(t)
+             if _is_letter(t, m, bool(m.group(1)), src) and not _rejected(t, m, labels)]
+    best = pick(found)
     if best:
-        if _hedged(t, best[0], labels):
-            return MCExtraction(None, "hedge", False)  # "The answer is D or B": no single letter committed
-        return MCExtraction(best[1], best[2], True)
+        rank, end, letter, src = best
+        if _hedged(t, end, labels) or (rank < 2 and len({f[2] for f in found if f[0] == rank}) > 1):
+            # "The answer is D or B", or only conditional answers naming several letters ("if the friction is large
+            # the answer is (A); if it is small, the answer is (B)"): no single letter committed
+            return MCExtraction(None, "hedge", False)
+        return MCExtraction(letter, src, True, revised=revised_after(t, end))
     opt = _option_line(t, labels)
     if opt:
         return MCExtraction(opt, "option_line", True)

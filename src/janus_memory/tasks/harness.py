@@ -72,6 +72,14 @@ def _plain(v, depth=0):
         return t(_plain(x, depth + 1) for x in v)
     if t is dict:
         return {_plain(k, depth + 1): _plain(x, depth + 1) for k, x in v.items()}
+    # a container subclass (Counter, defaultdict, OrderedDict, a namedtuple): its contents, read through the base
+    # type's own methods, as the plain container the reference's == compares them as; the subclass's __eq__ and
+    # __iter__ never run, so an "always equal" container is compared by what it holds
+    for base in (dict, list, tuple, set, frozenset):
+        if issubclass(t, base):
+            if base is dict:
+                return {_plain(k, depth + 1): _plain(x, depth + 1) for k, x in dict.items(v)}
+            return base(_plain(x, depth + 1) for x in base.__iter__(v))
     tolist = getattr(v, "tolist", None)  # numpy scalars and arrays
     if t.__module__ == "numpy" and callable(tolist):
         return _plain(tolist(), depth + 1)

@@ -13,6 +13,7 @@ refuses to run on it unless the user opts in: ``allow_weak_sandbox=True`` or the
 """
 from __future__ import annotations
 
+import ast
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
@@ -22,7 +23,7 @@ from .base import TaskFamily, output_text
 from .data import find_source, read_records, shuffled_slice
 from .extract_code import _PY_TAGS, extract_python, fenced_blocks, strip_reasoning
 from .harness import run_humaneval
-from .sandbox import SandboxLimits, SandboxResult, require_strong_sandbox
+from .sandbox import SandboxLimits, SandboxResult, require_strong_sandbox, sandbox_python
 
 
 def load_humaneval(split: str, *, data_dir=None, seed: int = 0):
@@ -36,12 +37,30 @@ def load_humaneval(split: str, *, data_dir=None, seed: int = 0):
     return chosen, [p], rule
 
 
+def _future_imports(code: str) -> tuple[str, str]:
+    """(the top-level ``from __future__ import ...`` statements of ``code``, ``code`` without them)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return "", code
+    spans = [(n.lineno, n.end_lineno) for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    if not spans:
+        return "", code
+    lines = code.splitlines(keepends=True)
+    futures = "".join("".join(lines[a - 1:b]) for a, b in spans)
+    drop = {i for a, b in spans for i in range(a - 1, b)}
+    return futures if futures.endswith("\n") else futures + "\n", "".join(
+        ln for i, ln in enumerate(lines) if i not in drop)
+
+
 def build_head(task: Task, code: str) -> str:
-    """prompt + code (a bare indented body continues the prompt's function)."""
+    """prompt + code (a bare indented body continues the prompt's function). A full solution's
+    ``from __future__`` imports go first, before the prompt, where Python requires them."""
     prompt = task.meta["prompt"]
+    futures, code = _future_imports(code)
     first = next((ln for ln in code.splitlines() if ln.strip()), "")
     joiner = "\n" if first[:1] in (" ", "\t") else "\n\n"
-    return f"{prompt.rstrip()}{joiner}{code.rstrip()}\n"
+    return f"{futures}{prompt.rstrip()}{joiner}{code.rstrip()}\n"
 
 
 def build_program(task: Task, code: str) -> str:
@@ -87,7 +106,7 @@ class HumanEvalFamily(TaskFamily):
                      {"sandbox": res.status, "reason": res.reason, "returncode": res.returncode,
                       "stderr_tail": res.stderr[-500:], "output_bytes": res.output_bytes,
                       "wall_s": round(res.wall_s, 3), "backend": res.backend, "reruns": res.reruns,
-                      "uid": res.detail.get("uid")})
+                      "uid": res.detail.get("uid"), "python": _sandbox_python_version(res.backend)})
 
     def run(self, program: tuple) -> SandboxResult:
         """Run one prepared program (head, prompt, test, entry_point) under the proof harness."""
@@ -118,6 +137,13 @@ class HumanEvalFamily(TaskFamily):
                 results[i] = _rerun(self.run(prepared[i][0]))
         return [prepared[i][1] if prepared[i][1] is not None else self._to_score(results[i], prepared[i][0])
                 for i in range(len(tasks))]
+
+
+def _sandbox_python_version(backend: str) -> str | None:
+    """The version of the Python that ran the code in ``backend`` (sandbox.sandbox_python, probed once)."""
+    if backend not in ("bwrap", "unshare"):
+        return None
+    return sandbox_python(backend).get("version")
 
 
 def _rerun(res: SandboxResult) -> SandboxResult:

@@ -34,7 +34,10 @@ def _math500_tasks(data_dir, dataset: str) -> tuple[list[Task], Path]:
 
 def load_math500(split: str, *, data_dir=None, seed: int = 0):
     if split == "stream":
-        raise ValueError("math500 is test-only (no stream split); use dataset 'math' (user MATH train), 'gsm8k' or 'aime'")
+        raise ValueError("math500 is test-only: MATH-500 is the test split of dataset 'math', whose stream is "
+                         "Hendrycks MATH train (not shipped; fetch the train/ folder of github.com/hendrycks/math, set "
+                         "JANUS_MATH_TRAIN_PATH to it, then --dataset math); with the shipped data, math streams are "
+                         "--dataset gsm8k or aime")
     tasks, p = _math500_tasks(data_dir, "math500")
     return tasks, [p], "all 500 of math500/test.jsonl in file order"
 
@@ -84,8 +87,9 @@ def _math_train_files(data_dir) -> tuple[Path, list[Path]]:
                 return c, files
     raise FileNotFoundError(
         f"Hendrycks MATH train split not found (tried {', '.join(str(c) for c in cands) or f'nothing: {ENV_MATH_TRAIN} is unset and no --data-dir was given'}); fix: set "
-        f"{ENV_MATH_TRAIN} to the MATH train folder (train/<subject>/<n>.json), a train jsonl, or the folder of "
-        "train-*.parquet files, or pass --data-dir pointing at it")
+        f"{ENV_MATH_TRAIN} to the MATH train folder (train/<subject>/<n>.json, e.g. from github.com/hendrycks/math; "
+        "not in the shipped data), a train jsonl, or the folder of train-*.parquet files, or pass --data-dir pointing "
+        "at it")
 
 
 def _read_math_train(root: Path, files: list[Path]) -> list[dict]:
@@ -150,9 +154,10 @@ class MathFamily(TaskFamily):
             ans = faithful_extract(text)
             return ans, "faithful", truncated and ans is None, ()
         ex = extract_math_answer(text)
-        # a truncated reply only counts when it contains an explicit final answer (box/tag/labelled line); a reply
-        # that ends inside an unclosed final \boxed{ is truncated whatever its finish reason
-        if ex.cut or (truncated and not ex.strong):
+        # a truncated reply only counts when it contains an explicit final answer (box/tag/labelled line) that it was
+        # not re-checking or correcting when it stopped; a reply that ends inside an unclosed final \boxed{ or on an
+        # empty answer label is truncated whatever its finish reason
+        if ex.cut or (truncated and (not ex.strong or ex.revised)):
             return None, ex.source, True, ()
         return ex.answer, ex.source, False, ex.parts
 

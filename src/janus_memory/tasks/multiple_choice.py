@@ -79,18 +79,30 @@ def _gpqa_fix(which: str) -> str:
             "official password-protected dataset.zip), or to the file itself, or pass --data-dir with a gpqa/ subfolder")
 
 
-def gpqa_task(row: dict, seed: int, dataset: str = "gpqa") -> Task | None:
-    """One GPQA row -> Task with options shuffled deterministically per question (key "gpqa:<Record ID>:<seed>").
-    Returns None when the row has fewer than 4 distinct options (skipped, as the paper's code does)."""
+# how a GPQA question's options are ordered: "question" = by the question text alone (the authors': the same order
+# for every seed), "seeded" = by record id and split seed (ours: each seed shows other positions)
+OPTION_ORDERS = ("question", "seeded")
+
+
+def gpqa_task(row: dict, seed: int, dataset: str = "gpqa", option_order: str = "seeded") -> Task | None:
+    """One GPQA row -> Task with its options [correct, incorrect 1, 2, 3] shuffled deterministically
+    (:func:`stable_shuffle`): ``option_order="question"`` keys the shuffle by the row's ``Question`` text alone, as
+    the file holds it (spaces and line breaks at its ends included, as the authors' loader seeds it; the paper
+    preset); ``"seeded"`` by "gpqa:<Record ID>:<seed>", so another split seed shows the options in other positions.
+    The task's question (prompt, retrieval, records) is the stripped text. Returns None when the row has fewer than
+    4 distinct options (skipped, as the paper's code does)."""
+    if option_order not in OPTION_ORDERS:
+        raise ValueError(f"option_order must be one of {OPTION_ORDERS}, got {option_order!r}")
     rid = (row.get("Record ID") or "").strip()
     correct = (row.get("Correct Answer") or "").strip()
     opts = [correct] + [(row.get(f"Incorrect Answer {i}") or "").strip() for i in (1, 2, 3)]
     if not rid or len({_norm(o) for o in opts if o}) < 4:
         return None
-    order = stable_shuffle(range(4), f"gpqa:{rid}:{seed}")
+    raw_question = row.get("Question") or ""
+    order = stable_shuffle(range(4), raw_question if option_order == "question" else f"gpqa:{rid}:{seed}")
     shuffled = [opts[i] for i in order]
     gold = LETTERS[order.index(0)]
-    return Task(id=rid, dataset=dataset, question=(row.get("Question") or "").strip(), gold=gold,
+    return Task(id=rid, dataset=dataset, question=raw_question.strip(), gold=gold,
                 meta={"options": shuffled, "labels": "ABCD", "subdomain": row.get("Subdomain", "")})
 
 
@@ -104,7 +116,8 @@ def _read_csv(p: Path) -> list[dict]:
     return rows
 
 
-def load_gpqa(split: str, *, data_dir=None, seed: int = 0):
+def load_gpqa(split: str, *, data_dir=None, seed: int = 0, option_order: str = "seeded"):
+    """GPQA splits (``option_order``: :func:`gpqa_task`)."""
     paths = _gpqa_paths(data_dir)
     if "diamond" not in paths:
         env = os.environ.get(ENV_GPQA)
@@ -112,13 +125,13 @@ def load_gpqa(split: str, *, data_dir=None, seed: int = 0):
                  f"--data-dir {data_dir} (and its gpqa/ folder)" if data_dir is not None else "no --data-dir given"]
         raise FileNotFoundError(f"gpqa_diamond.csv not found ({'; '.join(where)}); fix: {_gpqa_fix('diamond')}")
     drows = _read_csv(paths["diamond"])
-    diamond = [t for t in (gpqa_task(r, seed) for r in drows) if t is not None]
+    diamond = [t for t in (gpqa_task(r, seed, option_order=option_order) for r in drows) if t is not None]
     if split == "test":
         return diamond, [paths["diamond"]], "gpqa_diamond.csv (file order)"
     if "main" not in paths:
         raise FileNotFoundError(f"gpqa_main.csv not found; fix: {_gpqa_fix('main')}")
     dkeys = {(_norm(r["Question"]), _norm(r["Correct Answer"])) for r in drows}
-    main = [gpqa_task(r, seed) for r in _read_csv(paths["main"])
+    main = [gpqa_task(r, seed, option_order=option_order) for r in _read_csv(paths["main"])
             if (_norm(r["Question"]), _norm(r["Correct Answer"])) not in dkeys]
     stream = seeded_shuffle([t for t in main if t is not None], seed)[:1000]
     files = [paths["main"], paths["diamond"]]
@@ -153,7 +166,8 @@ class MultipleChoiceFamily(TaskFamily):
         text, truncated = output_text(output)
         labels = task.meta.get("labels") or LETTERS[:len(task.meta.get("options", [])) or 4]
         ex = extract_choice(text, labels)
-        if truncated and not ex.strong:
+        # a cut-off reply counts only with a strong answer it was not revising; one ending on "the answer is" was cut
+        if ex.cut or (truncated and (not ex.strong or ex.revised)):
             return Score(False, None, "truncated")
         if ex.letter is None:
             if self.faithful:  # paper's checker: gold option text appearing in the reply counts

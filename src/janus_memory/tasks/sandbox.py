@@ -3,7 +3,9 @@
 Primary wall (offline-stack.md section D): a subprocess ``python -I -B prog.py`` under bubblewrap (``/usr/bin/bwrap``,
 Debian package ``bubblewrap``) with
 - a new network namespace (no interfaces but a down loopback: every connect fails), plus new pid/ipc/uts namespaces;
-- read-only binds of /usr (and /lib, /bin symlinks) and the interpreter prefix; nothing else of the host is visible;
+- read-only binds of /usr (and /lib, /bin symlinks), the interpreter's installation and the project's virtual
+  environment (so model code runs on the project's own Python and packages, numpy included; parent folders such as a
+  0700 /root are created traversable inside the sandbox); nothing else of the host is visible;
 - a private tmpfs /tmp (mode 1777) and a read-only /sandbox holding only the program;
 - a cleared environment; ``--die-with-parent`` and ``--new-session``;
 - rlimits (via ``prlimit`` or a pre-exec hook): address space 1 GiB, CPU seconds, file size, process count;
@@ -63,7 +65,8 @@ from .sandbox_job import SandboxLimits, SandboxResult, SandboxStatus, execute, s
 __all__ = [
     "ENV_ALLOW_WEAK", "FALLBACK_NOTICE", "NOBODY", "SandboxLimits", "SandboxResult", "SandboxStatus",
     "WeakSandboxRefused", "build_command", "bwrap_path", "choose_backend", "require_strong_sandbox", "run_python",
-    "sandbox_notice", "set_parent_death_signal", "uid_isolation", "uid_processes", "weak_sandbox_allowed", "UID_BASE",
+    "sandbox_notice", "sandbox_python", "set_parent_death_signal", "uid_isolation", "uid_processes",
+    "weak_sandbox_allowed", "UID_BASE",
     "UID_SLOTS",
 ]
 
@@ -136,10 +139,29 @@ def require_strong_sandbox(backend: str = "auto", *, allow_weak: bool = False) -
     return be
 
 
-def _python() -> tuple[str, str]:
-    exe = os.path.realpath(sys.executable)
-    prefix = os.path.realpath(sys.base_prefix)
-    return exe, prefix
+def _python() -> tuple[str, list[str]]:
+    """The interpreter the project runs in and the folders it needs, bound read-only in the bwrap sandbox: the
+    installation (``sys.base_prefix``) and, in a virtual environment, the environment itself, whose python (a link
+    to the installation's) finds its ``pyvenv.cfg`` and so the same site-packages as the host. Folders under /usr
+    are bound anyway."""
+    exe = sys.executable if sys.executable and os.path.exists(sys.executable) else os.path.realpath(sys.executable)
+    roots: list[str] = []
+    for p in (sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix):
+        p = os.path.realpath(p)
+        if p.startswith("/usr/") or p == "/usr" or any(p == r or p.startswith(r + "/") for r in roots):
+            continue
+        roots = [r for r in roots if not r.startswith(p + "/")] + [p]
+    return exe, roots
+
+
+def _bind_readable(path: str) -> list[str]:
+    """bwrap arguments binding ``path`` read-only, its parent folders created traversable (0755): a folder such as
+    /root is 0700 on the host, and the sandbox's uid could not reach an interpreter under it (it then ran the system
+    Python, without the project's packages)."""
+    args, parts = [], path.strip("/").split("/")
+    for i in range(1, len(parts)):
+        args += ["--perms", "0755", "--dir", "/" + "/".join(parts[:i])]
+    return args + ["--ro-bind", path, path]
 
 
 def _rlimit_args(lim: SandboxLimits) -> list[str]:
@@ -265,7 +287,7 @@ def _release_uid(uid: int, fd: int) -> None:
 def build_command(backend: str, workdir: Path, lim: SandboxLimits,
                   uid: int = NOBODY) -> tuple[list[str], str | None, dict]:
     """The argv, cwd and env for running ``workdir/prog.py`` (exposed for inspection in tests)."""
-    exe, prefix = _python()
+    exe, roots = _python()
     py = [exe, "-I", "-B", "-X", "utf8"]
     if backend == "bwrap":
         cmd = [bwrap_path(), "--ro-bind", "/usr", "/usr"]
@@ -274,10 +296,12 @@ def build_command(backend: str, workdir: Path, lim: SandboxLimits,
                 cmd += ["--symlink", os.readlink(d), d]
             elif os.path.isdir(d):
                 cmd += ["--ro-bind", d, d]
-        if not prefix.startswith("/usr/"):
-            cmd += ["--ro-bind", prefix, prefix]
-        if not exe.startswith(prefix) and not exe.startswith("/usr/"):
-            cmd += ["--ro-bind", exe, exe]
+        for root in roots:
+            cmd += _bind_readable(root)
+        real = os.path.realpath(exe)
+        for path in {exe, real}:
+            if not path.startswith("/usr/") and not any(path.startswith(r + "/") for r in roots):
+                cmd += _bind_readable(path)
         cmd += ["--size", str(lim.tmpfs_bytes), "--perms", "1777", "--tmpfs", "/tmp",
                 "--proc", "/proc", "--dev", "/dev", "--ro-bind", str(workdir), "/sandbox", "--chdir", "/tmp",
                 "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -291,8 +315,41 @@ def build_command(backend: str, workdir: Path, lim: SandboxLimits,
     un = shutil.which("unshare")
     ns = ["-n", "-p", "-f", "--kill-child"]  # new net + pid namespace: the whole tree dies with its init
     pre = [un, *ns, "--"] if un and os.geteuid() == 0 else ([un, "-r", *ns, "--"] if un else [])
+    # no mount namespace here: the interpreter is the installation's own binary (a venv's link could not be followed
+    # into a folder the sandbox uid cannot read); sandbox_python() says which Python actually ran
+    py = [os.path.realpath(sys.executable)] + py[1:]
     cmd = _rlimit_args(lim) + pre + _drop_privs(uid) + py + [str(workdir / "prog.py")]
     return cmd, str(workdir / "scratch"), {"HOME": str(workdir / "scratch"), "PATH": "/usr/bin:/bin"}
+
+
+_PROBE = ("import json, sys\ntry:\n    import numpy\n    np = numpy.__version__\nexcept Exception:\n    np = None\n"
+          "print(json.dumps({'version': sys.version.split()[0], 'prefix': sys.prefix, 'base_prefix': sys.base_prefix,"
+          " 'numpy': np}))\n")
+_PROBED: dict[str, dict] = {}
+
+
+def sandbox_python(backend: str = "auto") -> dict:
+    """Which Python runs model code in ``backend`` (cached per process): ``version``, ``prefix``, ``base_prefix``,
+    ``numpy`` (its version, or None when it cannot be imported there) and ``same_as_host`` (same version and
+    installation as the Python the project runs in, numpy importable when the host has it)."""
+    be = choose_backend(backend)
+    if be not in _PROBED:
+        import json
+
+        res = run_python(_PROBE, backend=be, limits=SandboxLimits(wall_s=20.0, cpu_s=10))
+        try:
+            info = json.loads(res.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            info = {"version": None, "prefix": None, "base_prefix": None, "numpy": None, "error": res.stderr[-300:]}
+        try:
+            import numpy as host_np
+            host_numpy = host_np.__version__
+        except ImportError:
+            host_numpy = None
+        info["same_as_host"] = (info.get("version") == sys.version.split()[0]
+                                and info.get("base_prefix") == sys.base_prefix and info.get("numpy") == host_numpy)
+        _PROBED[be] = info
+    return dict(_PROBED[be])
 
 
 def run_python(code: str, *, limits: SandboxLimits | None = None, backend: str = "auto",

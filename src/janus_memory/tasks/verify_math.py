@@ -33,6 +33,7 @@ from typing import Callable, Sequence
 import math_verify  # noqa: F401  - imported before any worker is forked (no import lock held in a child)
 import sympy
 
+from .answer_text import plain_numerals
 from .extract_math import faithful_normalize
 from .sandbox import set_parent_death_signal
 
@@ -42,10 +43,18 @@ _UNIT_TAIL = re.compile(r"^(?P<body>.*?\S)\s*\\(?:text|mbox|mathrm|textbf)\s*\{\
 _TEXT_WRAP = re.compile(r"\\(?:text|mbox|mathrm|textbf)\s*\{([^{}]*)\}")
 
 
+_TEXT_VALUE = re.compile(r"^\\(?:text|mbox|mathrm|textbf)\s*\{\s*(?P<v>-?\d[\d.,]*(?:/\d+)?)\s*(?:\^\s*\{?\s*\\circ\s*\}?)?"
+                         r"\s*[A-Za-z][A-Za-z .]*\}$")
+
+
 def normalize_for_verify(ans: str) -> str:
-    """Normalise an answer (gold or extracted) before parsing: units, \\text{} tails, %, $, degrees, \\left/\\right."""
-    a = (ans or "").strip()
+    """Normalise an answer (gold or extracted) before parsing: unicode numerals, units, \\text{} tails and a
+    ``\\text{45 degrees}`` value, %, $, degrees, \\left/\\right."""
+    a = plain_numerals((ans or "").strip())
     a = re.sub(r"^\$+|\$+$", "", a).strip()
+    m = _TEXT_VALUE.match(a)
+    if m:  # "\text{45 degrees}", "\text{12 cm}": the value, its unit in words inside the same \text{}
+        a = m.group("v")
     for _ in range(3):
         m = _UNIT_TAIL.match(a)
         if not m or not re.search(r"\d", m.group("body")):

@@ -13,7 +13,10 @@ DC-Cu step: the generator answers with the current sheet, then the curator rewri
 Presets (issue 13; ``docs/fidelity.md`` has the rule-by-rule table):
   * paper (the defaults): the authors' code. Prompts with their structure in our words (uncapped sheet of
     ``<memory_item><strategy><when_to_use>`` items; generator asking for ``FINAL ANSWER: <answer>..</answer>`` with
-    the "EXECUTE CODE!" protocol), one user message each; the curator sees the full task prompt; the candidate is
+    the "EXECUTE CODE!" protocol, its example of a choice, for a task with options, the letter in parentheses,
+    "(A)", which the authors' GPQA checker does not credit by its first-character rule: ``letter_format="bare"``
+    asks for "an option letter"),
+    one user message each; the curator sees the full task prompt; the candidate is
     the FIRST complete ``<cheatsheet>`` block (both tags present, case-sensitive) and an unparsable reply keeps the
     previous sheet; presence_penalty 1.0 on every call; in the stream, a reply that ends a python block with
     "EXECUTE CODE!" gets the block run in our sandbox (15 s) and one follow-up generation.
@@ -58,6 +61,7 @@ from janus_memory.updaters.base import (
     fill,
     load_prompt,
     register_updater,
+    thinking_output,
     truncate,
     visible_text,
 )
@@ -76,8 +80,13 @@ class _DCBase(Updater):
         "parse_reasoning": True,  # parsers and the stored outputs see the thinking text (the authors'; issue 27)
         "execute_code": True,  # DC-RS stream: run "EXECUTE CODE!" blocks in the sandbox, one follow-up
         "exec_timeout_s": 15.0,
+        # the paper generator's example of a multiple-choice answer (a task with options): "parenthesized" = the
+        # letter in parentheses, "(A)" (the authors'), "bare" = "an option letter" (ours; docs/fidelity.md)
+        "letter_format": "parenthesized",
     }
-    _CHOICES = {"prompts": ("paper", "small"), "extraction": ("first", "last"), "fallback": ("previous", "dc_original")}
+    _CHOICES = {"prompts": ("paper", "small"), "extraction": ("first", "last"), "fallback": ("previous", "dc_original"),
+                "letter_format": ("parenthesized", "bare")}
+    _LETTER_EXAMPLES = {"parenthesized": "an option letter in parentheses such as (A)", "bare": "an option letter"}
 
     def __init__(self, **kw):
         super().__init__(**kw)
@@ -95,7 +104,10 @@ class _DCBase(Updater):
         "## Retrieved Nearest Examples"). Small: system = instructions; user = sheet, examples, task prompt."""
         if self.config["prompts"] == "paper":
             sheet = f"{memory_text}\n\n## Retrieved Nearest Examples\n{examples}" if examples else memory_text
-            user = fill(load_prompt("dc_generator_paper"), CHEATSHEET=sheet, QUESTION=self.family.prompt(task))
+            # the example of a choice is the authors' for a task with options; other tasks keep the list's wording
+            letters = self.config["letter_format"] if (task.meta or {}).get("options") else "bare"
+            user = fill(load_prompt("dc_generator_paper"), CHEATSHEET=sheet, QUESTION=self.family.prompt(task),
+                        LETTER_EXAMPLE=self._LETTER_EXAMPLES[letters])
             return [{"role": "user", "content": user}]
         user = fill(
             load_prompt("dc_generator_user"),
@@ -121,12 +133,12 @@ class _DCBase(Updater):
         return text
 
     def stored_output(self, result: ChatResult) -> str:
-        """The output DC-RS keeps for retrieval: with ``parse_reasoning`` the thinking (as Qwen3 writes it, in
-        ``<think>`` tags) and then the answer, as the authors store ``model_output``; otherwise the answer text."""
-        shown = visible_text(result)
-        if self.config["parse_reasoning"] and result.reasoning and shown is not result.reasoning:
-            return f"<think>\n{result.reasoning}\n</think>\n\n{shown}"
-        return shown
+        """The output DC-RS keeps for retrieval: with ``parse_reasoning`` the raw output as the authors store
+        ``model_output`` (:func:`thinking_output`: the thinking in ``<think>`` tags, then the answer; a reply cut off
+        inside its thinking keeps the unclosed ``<think>``); otherwise the visible answer text."""
+        if self.config["parse_reasoning"]:
+            return thinking_output(result)
+        return visible_text(result)
 
     def _apply_curator_output(self, result: ChatResult, info: dict, fallback: str | None = None) -> str | None:
         """Update ``self.cheatsheet`` from the curator reply; return the rejection reason (None if deployed).

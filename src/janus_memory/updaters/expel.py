@@ -27,6 +27,9 @@ authors' vLLM outputs include it). ``outputs="paper"`` (default) keeps each try 
 ``<final_answer>`` block (``answer``); the reflection reads the raw failed output and takes the first
 ``<reflection>`` block of its raw reply; the checker sees the answer block alone, as the authors' checker does.
 ``examples_input="question"`` (default) shows each retrieved case's raw question, as the authors' examples do.
+``message_shape="one_text"`` (default) sends the solver prompt as one user message with ``[SYSTEM]`` and ``[HUMAN]``
+sections in the authors' order (``solver_layout="paper"``); ``ops_format="paper"`` (default) gives the curators
+format lines that the authors' operation pattern cannot read as an operation when a reply's thinking restates them.
 
 Retrieval of success cases (the pool, its documents, the examples block) is :mod:`expel_cases`.
 
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from typing import Sequence
 
 from janus_memory.types import ChatResult, Score, Task
@@ -50,6 +54,7 @@ from janus_memory.updaters.base import (
     fill,
     load_prompt,
     register_updater,
+    thinking_output,
     truncate,
     visible_text,
 )
@@ -59,11 +64,12 @@ from janus_memory.updaters.expel_cases import (  # noqa: F401  (re-exported: the
     _last_block,
     paper_case_fields,
 )
-from janus_memory.updaters.expel_rules import apply_curator_reply, render_rules
+from janus_memory.updaters.expel_rules import apply_curator_reply, normalize_rule_paper, render_rules
 
 SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scoring": "answer_block",
                       "presence_penalty": None, "retrieval": "question", "outputs": "visible",
-                      "examples_input": "task_prompt", "test_scoring": "answer_block"}
+                      "examples_input": "task_prompt", "test_scoring": "answer_block",
+                      "message_shape": "system_user", "ops_format": "short", "solver_layout": "rules_first"}
 
 
 @register_updater("expel")
@@ -85,11 +91,24 @@ class ExpeL(CaseRetrieval, Updater):
                 "outputs": "paper",
                 # held-out test answers: the raw output through the checker (the authors' batched test) or the
                 # answer block, as the stream checks it
-                "test_scoring": "raw"}
+                "test_scoring": "raw",
+                # the solver prompt: "one_text" = one user message with a [SYSTEM] and a [HUMAN] section (the
+                # authors'), "system_user" = a system message and a user message (the chat roles)
+                "message_shape": "one_text",
+                # the curators' operation format lines: "paper" = a placeholder between the operation and its colon
+                # ("ADD <k>: ..."), which the authors' operation pattern cannot read as an operation; "short" =
+                # "ADD: <a new rule>", which that pattern reads as the rule "<a new rule>." when the curator's
+                # thinking restates it (safe with rule_ops "strict", which drops a <...> placeholder)
+                "ops_format": "paper",
+                # the solver's sections: "paper" = the authors' order and placeholders (examples "(none)", rules,
+                # notes "(empty)", attempt, answer format, problem); "rules_first" = rules first, notes "(none)"
+                "solver_layout": "paper"}
     _CHOICES = {"rule_ops": ("paper", "strict"), "answer_block": ("first", "last"),
                 "replay_scoring": ("raw", "answer_block"), "retrieval": ("paper", "multi_field", "question"),
                 "curator_input": ("question", "task_prompt"), "examples_input": ("question", "task_prompt"),
-                "outputs": ("paper", "visible"), "test_scoring": ("raw", "answer_block")}
+                "outputs": ("paper", "visible"), "test_scoring": ("raw", "answer_block"),
+                "message_shape": ("one_text", "system_user"), "ops_format": ("paper", "short"),
+                "solver_layout": ("paper", "rules_first")}
 
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
@@ -115,19 +134,23 @@ class ExpeL(CaseRetrieval, Updater):
     def memory_text(self) -> str:
         return render_rules(self.rules) or EMPTY_MEMORY
 
+    def no_notes(self) -> str:  # the solver and reflection prompts' text for "no note from a failed try yet"
+        return "(empty)" if self.config["solver_layout"] == "paper" else "(none)"
+
     def solving_messages(
-        self, memory_text: str, task: Task, examples: str = "(none)", reflections: str = "(none)", attempt: int = 1
+        self, memory_text: str, task: Task, examples: str = "(none)", reflections: str | None = None, attempt: int = 1
     ) -> list[dict]:
-        """System: solver instructions; user: rules, retrieved examples, reflections, attempt number, task prompt."""
-        user = fill(
-            load_prompt("expel_solver_user"),
-            RULES=memory_text,
-            EXAMPLES=examples,
-            REFLECTIONS=reflections,
-            ATTEMPT=str(attempt),
-            TASK=self.family.prompt(task),
-        )
-        return [{"role": "system", "content": load_prompt("expel_solver_system")}, {"role": "user", "content": user}]
+        """The solver instructions, then the examples, rules, reflections (``None``: :meth:`no_notes`), attempt,
+        answer format and task prompt (``solver_layout="paper"``; ``"rules_first"``: the rules first): one user
+        message with a ``[SYSTEM]`` and a ``[HUMAN]`` section (``message_shape="one_text"``, as the authors send it)
+        or a system and a user message (``"system_user"``)."""
+        layout = "expel_solver_user_paper" if self.config["solver_layout"] == "paper" else "expel_solver_user"
+        user = fill(load_prompt(layout), RULES=memory_text, EXAMPLES=examples, ATTEMPT=str(attempt),
+                    REFLECTIONS=self.no_notes() if reflections is None else reflections, TASK=self.family.prompt(task))
+        system = load_prompt("expel_solver_system")
+        if self.config["message_shape"] == "one_text":
+            return [{"role": "user", "content": fill(load_prompt("expel_solver_sections"), SYSTEM=system, HUMAN=user)}]
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def parse_view(self, result: ChatResult) -> str:
         if self.config["parse_reasoning"] and result.reasoning:
@@ -135,13 +158,13 @@ class ExpeL(CaseRetrieval, Updater):
         return result.text or ""
 
     def raw_output(self, result: ChatResult) -> str:
-        """A reply as the authors' vLLM path returns it (``outputs="paper"`` with ``parse_reasoning``): the thinking
-        in ``<think>`` tags, then the answer text; otherwise the visible answer text."""
-        shown = visible_text(result)
-        if (self.config["outputs"] == "paper" and self.config["parse_reasoning"] and result.reasoning
-                and shown is not result.reasoning):
-            return f"<think>\n{result.reasoning}\n</think>\n\n{shown}"
-        return shown
+        """A reply as the authors' vLLM path returns it (``outputs="paper"`` with ``parse_reasoning``,
+        :func:`thinking_output`): the thinking in ``<think>`` tags, then the answer text, and a reply cut off inside
+        its thinking still opening with ``<think>`` (so the stream check never reads the thinking's first word as
+        a letter); otherwise the visible answer text."""
+        if self.config["outputs"] == "paper" and self.config["parse_reasoning"]:
+            return thinking_output(result)
+        return visible_text(result)
 
     def _block(self, text: str, tag: str) -> str | None:
         return (_first_block if self.config["answer_block"] == "first" else _last_block)(text, tag)
@@ -209,7 +232,7 @@ class ExpeL(CaseRetrieval, Updater):
         score: Score | None = None
         max_tries = int(self.config["max_tries"])
         for attempt in range(1, max_tries + 1):
-            note = "\n".join(f"- {r}" for r in reflections) or "(none)"
+            note = "\n".join(f"- {r}" for r in reflections) or self.no_notes()
             msgs = self.solving_messages(old, task, examples=examples, reflections=note, attempt=attempt)
             out = self._chat(msgs, role="solver", calls=calls, params=self.solver_params())
             score = self.score(task, out)
@@ -327,7 +350,7 @@ class ExpeL(CaseRetrieval, Updater):
             SUCCESS_TRAJECTORY=truncate(success["trajectory"], lim),
             FAIL_QUESTION=self._curator_text(success),
             FAIL_TRAJECTORY=truncate(failed["trajectory"], lim),
-            OPS_FORMAT=load_prompt("expel_ops_format"),
+            OPS_FORMAT=self._ops_format(),
         )
 
     def _batch_prompt(self, cases: list[dict]) -> str:
@@ -340,14 +363,20 @@ class ExpeL(CaseRetrieval, Updater):
             load_prompt("expel_batch_curator"),
             RULES=self.memory_text(),
             SUCCESSES=items,
-            OPS_FORMAT=load_prompt("expel_ops_format"),
+            OPS_FORMAT=self._ops_format(),
         )
+
+    def _ops_format(self) -> str:
+        return load_prompt("expel_ops_format_paper" if self.config["ops_format"] == "paper" else "expel_ops_format")
 
     # ---- state -------------------------------------------------------------------------------
     def restore_as_logged(self) -> None:
-        """The authors' checkpoint restore reads the rules back from their log and gives each the count 2 (a new
-        rule's count). The rendered rules, hence the test prompts, do not change; later updates would."""
-        self.rules = [[text, 2] for text, _ in self.rules]
+        """The authors' checkpoint restore reads each logged memory line back as a rule: stripped, its leading "N."
+        dropped, normalised as the paper parser does (a period appended, a placeholder dropped), count 2. So the
+        "(empty)" logged for no rule becomes the rule "(empty)." ("1. (empty)." in the test prompts)."""
+        lines = self.memory_text().splitlines()
+        texts = [normalize_rule_paper(re.sub(r"^\d+\.\s*", "", line.strip())) for line in lines]
+        self.rules = [[text, 2] for text in texts if text]
 
     def get_state(self) -> dict:
         return {

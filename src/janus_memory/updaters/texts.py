@@ -62,3 +62,16 @@ def visible_text(result: ChatResult) -> str:
     if result.text:
         return result.text
     return result.reasoning if result.truncated else ""
+
+
+def thinking_output(result: ChatResult) -> str:
+    """A reply as a Qwen3 thinking model's raw output reads when the server does not split the thinking off (the
+    authors' vLLM path): ``<think>``, the thinking, ``</think>``, then the answer text, trailing white space removed.
+    A reply cut off inside its thinking (no answer text, finish_reason "length") never closed the tag: it is
+    ``<think>`` and the thinking so far, with no ``</think>``, so a checker reading its first character sees "<",
+    not the thinking's first word. A reply without thinking is its visible text (:func:`visible_text`)."""
+    if not result.reasoning:
+        return visible_text(result)
+    if result.truncated and not result.text:
+        return f"<think>\n{result.reasoning}"
+    return f"<think>\n{result.reasoning}\n</think>\n\n{result.text or ''}".rstrip()

@@ -41,14 +41,22 @@ def view_data(run_dirs: list[str | Path]) -> dict:
 
     if not run_dirs:
         raise RunFolderError("give at least one run folder")
-    finished, unfinished = scan_run_dirs(run_dirs)
+    unchecked: list[Path] = []  # folders without run.sqlite: shown, each marked unchecked (janus report refuses them)
+    finished, unfinished = scan_run_dirs(run_dirs, unchecked=unchecked)
     if not finished:
         find_run_dirs(run_dirs)  # raises: no finished run, naming the unfinished ones and how to continue them
     rows = load_runs(finished)
     names = short_names([r.run_dir for r in rows])
     runs = [run_data(d, [r for r in rows if r.run_dir == d], names[d]) for d in dict.fromkeys(r.run_dir for r in rows)]
+    for run, d in zip(runs, dict.fromkeys(r.run_dir for r in rows)):
+        if d in unchecked:
+            run["task_note"] = " ".join(x for x in (UNCHECKED, run.get("task_note")) if x)
     return clean({"format": FORMAT, "runs": runs, "compare": compare_data(rows, names),  # after runs: it tags labels
-                  "unfinished": [describe(d) for d in unfinished]})
+                  "unfinished": [describe(d) for d in unfinished], "unchecked": [str(d) for d in unchecked]})
+
+
+UNCHECKED = ("unchecked: this folder has no run.sqlite, so its numbers and texts are shown as its exported files hold "
+             "them, not checked against the run's database (janus report refuses such a folder)")
 
 
 # ------------------------------------------------------------------------------------------------ several runs
@@ -98,6 +106,7 @@ def run_data(run_dir: Path, rows: list, name: str) -> dict:
 
 def header(cfg: dict, summary: dict, rows: list, reader) -> dict:
     """What the run measured with and what it cost: backend, model, dataset, preset, sizes, seeds, wall time, usage."""
+    from ..report.report import setup_fields
     from ..report.setup import caption
     from ..report.summary_table import method_cost
     from ..report.tables import display_name
@@ -107,18 +116,16 @@ def header(cfg: dict, summary: dict, rows: list, reader) -> dict:
     cost = method_cost(usage)
     dollars = [u.get("cost_usd") for u in usage.values() if isinstance(u, dict) and u.get("cost_usd") is not None]
     janus = rows[0].janus_cfg
-    ps = cfg.get("preset_summary") if isinstance(cfg.get("preset_summary"), dict) else {}
     first = rows[0].summary
     return {
         "dataset": rows[0].dataset, "dataset_name": display_name(rows[0].dataset), "updater": rows[0].updater,
         "backend": setup.get("backend"), "model": setup.get("model"), "encoder": setup.get("encoder"),
         "identity": (summary.get("backend") or {}).get("identity"), "preset": setup.get("preset"),
-        "preset_janus": ps.get("janus"), "replay": ps.get("replay") or cfg.get("replay"),
+        # the run preset and the controller, described once (report.setup_fields, controller/describe.py)
+        "setup": [[k, v] for k, v in setup_fields(cfg, rows).items() if not k.startswith("Encoder")],
         "stream_n": first.get("stream_tasks"), "test_n": first.get("test_tasks"),
         "stream_size": cfg.get("stream_size"), "test_size": cfg.get("test_size"),
         "seed": cfg.get("seed"), "stream_order_seed": cfg.get("stream_order_seed"), "janus_seed": janus.get("seed"),
-        "janus": {k: janus.get(k) for k in ("warmup", "trigger", "tau", "beta", "coverage_size", "boundary_size",
-                                             "fresh_size")},
         "inject": cfg.get("inject"), "wall_s": summary.get("wall_s"), "calls": cost["needed_calls"],
         "paid_calls": cost["paid_calls"], "tokens": cost["needed_tokens"], "paid_tokens": cost["paid_tokens"],
         "cost_usd": sum(dollars) if dollars else None,
@@ -182,6 +189,7 @@ def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
     """The timeline and step details of one method run ``r`` (a MethodRun)."""
     from ..report.paired import wilson
     from ..report.plots import cumulative_tokens
+    from ..report.runs import evaluations
     from ..report.summary_table import method_cost
 
     pairs = _steps(reader, r.method)
@@ -206,8 +214,10 @@ def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
         "test": [test_k, test_n, *wilson(test_k, test_n)] if isinstance(test_k, int) and test_n else None,
         "triggers": s.get("triggers"), "accepts": s.get("accepts"), "rollbacks": s.get("rollbacks"),
         "trigger_rate": s.get("trigger_rate"), "tau": r.janus_cfg.get("tau") if r.janus else None,
+        "trigger": r.janus_cfg.get("trigger") if r.janus else None,
         "injections": _injections(s.get("injections")), "checkpoints": _checkpoints(s.get("checkpoints")),
-        "cost": {**cost, "roles": roles, "estimated": sorted(estimated)},
+        "cost": {**cost, "roles": roles, "estimated": sorted(estimated),
+                 "evaluations": evaluations(r) if r.janus else None},
         **line, "tok_steps": steps_axis, "tok": tok,
     }
 
@@ -254,6 +264,7 @@ class _Versions:
 def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
               tasks: TaskTable) -> tuple[int, float | None, dict]:
     """(flags, cosine, detail) of one step."""
+    from ..controller.decision import STORED_REASON_NAMES
     from ..report.memdiff import line_diff
 
     d = dec.get("decision") if isinstance(dec.get("decision"), dict) else {}
@@ -266,7 +277,8 @@ def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
          | (INJECTED if injected else 0) | (WARMUP if d.get("phase") == "warmup" else 0)
          | (CHANGED if changed else 0) | (REJECTED if dec.get("candidate_rejected") else 0))
     cos = d.get("cosine")
-    out = {"a": cut(rec.get("output")), "r": d.get("reason"), "dep": dec.get("deployed")}
+    reason = d.get("reason")
+    out = {"a": cut(rec.get("output")), "r": STORED_REASON_NAMES.get(reason, reason), "dep": dec.get("deployed")}
     _put(out, "x", rec.get("extracted"))
     _put(out, "st", rec.get("status") if rec.get("status") not in (None, "ok") else None)
     _put(out, "rs", cut(rec.get("reasoning")))

@@ -19,7 +19,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
+from html import unescape
 from importlib import resources
 from pathlib import Path
 
@@ -101,23 +103,62 @@ def _version() -> str:
     return __version__
 
 
+GENERATOR = 'name="generator" content="janus-memory'  # in every page this module writes (templates/view.html.j2)
+
+
+def view_path(run_dirs: list[str | Path], out: str | Path | None = None) -> Path:
+    """Where the page for ``run_dirs`` goes: ``out`` (``<out>/view.html`` when it is a folder); by default
+    ``<RUN>/view.html`` for one folder given, a run folder or a folder of runs (the demo's ``runs/demo-<time>``, a
+    grid root: one page beside the runs, never inside one of them), and for several folders their deepest common
+    folder."""
+    if out is not None:
+        path = Path(out).expanduser()
+        return path / "view.html" if path.is_dir() else path
+    dirs = [Path(d).expanduser().absolute() for d in run_dirs]
+    if len(dirs) == 1:
+        return dirs[0] / "view.html"
+    return Path(os.path.commonpath([str(d) for d in dirs])) / "view.html"
+
+
+def existing_page(path: Path) -> str | None:
+    """What is at ``path`` before the page is written: None (nothing), or the page janus view wrote there, in words
+    (what it shows and when it was written: ``"real, written 2026-12-05 01:32:16"``), for the line that says it was
+    replaced. OutputError (one line, nothing
+    written) for a file that is not such a page: a run's file, or an .html file of the user's."""
+    import datetime
+
+    if not path.exists() and not path.is_symlink():
+        return None
+    if path.is_dir() or path.suffix.lower() not in (".html", ".htm"):
+        # never overwrite a file the page is not (run.sqlite, summary.json, a user's file): one line, nothing lost
+        raise OutputError(f"refusing to overwrite {path} with the view: it exists and is not an .html file; "
+                          "give a new file or an .html path")
+    if not path.is_file():  # a pipe, a device, a dangling link: never opened here; the write says what it cannot do
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(4096)
+        when = datetime.datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M:%S")
+    except OSError as e:
+        raise OutputError(f"cannot read {path} before replacing it: {e.strerror or e}") from None
+    if GENERATOR not in head:
+        raise OutputError(f"refusing to overwrite {path}: it is an HTML file janus view did not write; give another "
+                          "--out, or move that file")
+    title = re.search(r"<title>janus view: (.*?)</title>", head, re.S)
+    name = unescape(title.group(1)) if title else "?"
+    return f"{name}, written {when}"
+
+
 def write_view(run_dirs: list[str | Path], out: str | Path | None = None) -> tuple[Path, dict]:
-    """Write the page for ``run_dirs`` to ``out`` (default ``<first run folder>/view.html``, or ``<DIR>/view.html``
-    when ``out`` is a folder). Returns (path, data). OutputError (one line) when the file cannot be written."""
+    """Write the page for ``run_dirs`` to :func:`view_path` (``out``, or beside the runs). Returns (path, data); the
+    page a previous `janus view` wrote there is replaced (:func:`existing_page` says what it was; the CLI prints it),
+    any other file is refused. OutputError (one line) when the file cannot be written."""
     from ..store.jsonio import atomic_write_text
     from .data import view_data
 
+    path = view_path(run_dirs, out)
+    existing_page(path)  # refuses a file that is not a page of ours before anything is read
     data = view_data(run_dirs)
-    if out is None:
-        path = Path(data["runs"][0]["path"]) / "view.html"
-    else:
-        path = Path(out).expanduser()
-        if path.is_dir():
-            path = path / "view.html"
-        elif path.exists() and path.suffix.lower() not in (".html", ".htm"):
-            # never overwrite a file the page is not (run.sqlite, summary.json, a user's file): one line, nothing lost
-            raise OutputError(f"refusing to overwrite {path} with the view: it exists and is not an .html file; "
-                              "give a new file or an .html path")
     html = render(data)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

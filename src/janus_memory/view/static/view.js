@@ -5,7 +5,10 @@
   var T0 = performance.now();
   var D = null; // the run data: JSON in the page, or gzip + base64 for a large run (view/page.py)
   var F = {CORRECT: 1, TRIGGERED: 2, DEPLOYED: 4, ROLLED_BACK: 8, INJECTED: 16, WARMUP: 32, CHANGED: 64, REJECTED: 128};
-  var PER_ROW = 100; // steps per timeline row
+  var MARK_W = 16; // px per timeline mark (14 px mark + 2 px gap, view.css); a row holds what fits, in tens
+  var LABEL_W = 150; // px of a lane's method label (view.css)
+  var MAX_OPEN = 3; // steps that matter opened on load (the rest are listed closed, drawn when opened)
+  var MAX_LISTED = 60; // steps that matter listed at all (the timeline shows every step)
   var COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"];
   var REASONS = {
     warmup: "warm-up step: the candidate is deployed without a comparison",
@@ -20,7 +23,7 @@
     sign_test_not_significant: "paired sign test: no significant difference: deployed",
     no_controller: "no controller: every candidate is deployed"
   };
-  var state = {run: 0, method: null, step: null, charts: [], selected: null};
+  var state = {run: 0, method: null, step: null, charts: [], selected: null, perRow: 100};
 
   // ------------------------------------------------------------------ DOM helpers (text only)
   function el(tag, opts, kids) {
@@ -49,13 +52,13 @@
     if (!a) return "—";
     return pct(a[0] / a[1]) + "% (" + a[0] + "/" + a[1] + ") [" + pct(a[2]) + ", " + pct(a[3]) + "]";
   }
-  function table(header, rows, cls) {
-    return el("table", {cls: cls || "grid"}, [
+  function table(header, rows, cls) { // the table inside a box that keeps it within its card (view.css .tw)
+    return el("div", {cls: "tw"}, [el("table", {cls: cls || "grid"}, [
       el("thead", null, [el("tr", null, header.map(function (h) { return el("th", {text: h}); }))]),
       el("tbody", null, rows.map(function (r) {
         return el("tr", null, r.map(function (c) { return c instanceof Node ? el("td", null, [c]) : el("td", {text: c}); }));
       }))
-    ]);
+    ])]);
   }
   function section(title, id, kids) {
     return el("section", {id: id, cls: "card"}, [el("h2", {text: title})].concat(kids));
@@ -80,7 +83,10 @@
     app.appendChild(accuracyCard(run));
     app.appendChild(timelineCard(run));
     app.appendChild(el("section", {id: "detail", cls: "card hidden"}));
-    app.appendChild(chartsCard(run));
+    app.appendChild(keyStepsCard(run));
+    var charts = chartsCard(run);
+    app.appendChild(charts.box);
+    charts.draw();  // in the page: each chart takes its card's width
     app.appendChild(costCard(run));
     if (state.method !== null && state.step !== null) openStep(state.method, state.step, false);
   }
@@ -111,7 +117,7 @@
   function signed(x) { return x === null ? "—" : (x >= 0 ? "+" : "") + (100 * x).toFixed(1); }
 
   function headerCard(run) {
-    var h = run.header, j = h.janus || {};
+    var h = run.header;
     var sizes = "stream " + num(h.stream_n) + " (asked " + (h.stream_size === null ? "all" : h.stream_size) +
       "), test " + num(h.test_n) + " (asked " + (h.test_size === null ? "all" : h.test_size) + ")";
     var seeds = "split " + h.seed + (h.stream_order_seed !== null && h.stream_order_seed !== undefined ?
@@ -121,13 +127,11 @@
       ", $" + h.cost_usd.toFixed(4) : "");
     var rows = [
       ["Run folder", run.path], ["Backend", h.backend + (h.identity ? " (" + h.identity + ")" : "")],
-      ["Model", h.model], ["Dataset", h.dataset_name + " (" + h.dataset + ")"], ["Updater", h.updater],
-      ["Preset", h.preset + (h.replay ? ", replay " + h.replay : "") + (h.preset_janus ? "; " + h.preset_janus : "")],
-      ["Janus", "warm-up " + j.warmup + ", trigger " + j.trigger + ", τ " + j.tau + ", β " + j.beta + ", |E| = " +
-        j.coverage_size + " coverage + " + j.boundary_size + " boundary + " + j.fresh_size + " fresh"],
+      ["Model", h.model], ["Dataset", h.dataset_name + " (" + h.dataset + ")"], ["Updater", h.updater]
+    ].concat(h.setup || []).concat([
       ["Encoder", h.encoder], ["Sizes", sizes], ["Seeds", seeds],
       ["Wall time", h.wall_s === null || h.wall_s === undefined ? "—" : h.wall_s.toFixed(1) + " s"], ["Cost", cost]
-    ];
+    ]);
     if (h.inject) rows.push(["Injected candidates", h.inject]);
     if (h.version) rows.push(["janus-memory", h.version]);
     var kids = [el("dl", {cls: "kv"}, [].concat.apply([], rows.map(function (r) {
@@ -175,6 +179,12 @@
     if (f & F.REJECTED) parts.push("candidate rejected by the updater: " + d.rej);
     return parts.join(" · ");
   }
+  function rowLength(n) { // steps per timeline row: as many as fit the card, in tens (at least 10)
+    var app = document.getElementById("app");
+    var inner = Math.max(200, (app ? app.clientWidth : 1100) - 40 - 34 - LABEL_W);
+    var fit = Math.max(10, Math.floor(inner / MARK_W / 10) * 10);
+    return Math.min(fit, Math.max(10, Math.ceil(n / 10) * 10));
+  }
   function timelineCard(run) {
     var n = Math.max.apply(null, run.methods.map(function (m) { return m.n; }).concat([0]));
     var legend = el("div", {cls: "legend"}, [
@@ -182,10 +192,12 @@
       legendItem("m ok wu", "warm-up"), legendItem("m ok t ac", "trigger fired, candidate accepted"),
       legendItem("m ok t rb", "trigger fired, candidate rolled back"),
       legendItem("m ok inj", "injected harmful candidate")]);
-    var box = el("div", {id: "timeline"});
+    var box = el("div", {id: "timeline", role: "group",
+                         "aria-label": "timeline: arrow keys move between steps and methods, Enter opens a step"});
+    var per = state.perRow = rowLength(n);
     var frag = document.createDocumentFragment();
-    for (var start = 0; start < n; start += PER_ROW) {
-      var stop = Math.min(n, start + PER_ROW);
+    for (var start = 0; start < n; start += per) {
+      var stop = Math.min(n, start + per);
       var seg = el("div", {cls: "seg"}, [el("div", {cls: "segl", text: "steps " + (start + 1) + "–" + stop})]);
       run.methods.forEach(function (m, mi) {
         var lane = el("div", {cls: "lane", data: {m: mi}});
@@ -195,6 +207,8 @@
           var mk = document.createElement("i");
           mk.className = markClass(m.f[i]);
           mk.dataset.s = i + 1;
+          mk.setAttribute("role", "button");
+          mk.tabIndex = -1;
           marks.appendChild(mk);
         }
         lane.appendChild(marks);
@@ -203,25 +217,68 @@
       frag.appendChild(seg);
     }
     box.appendChild(frag);
+    var first = box.querySelector("i[data-s]");
+    if (first) first.tabIndex = 0; // one tab stop for the whole timeline; the arrow keys move inside it
     var tip = document.getElementById("tip") || document.body.appendChild(el("div", {id: "tip", cls: "hidden"}));
-    box.addEventListener("mouseover", function (ev) {
-      var t = ev.target;
-      if (t.tagName !== "I" || !t.dataset.s) return;
-      var m = run.methods[Number(t.parentNode.parentNode.dataset.m)];
+    function markOf(t) { return t && t.tagName === "I" && t.dataset.s ? t : null; }
+    function methodOf(t) { return Number(t.parentNode.parentNode.dataset.m); }
+    function showTip(t) {
+      var m = run.methods[methodOf(t)];
       tip.textContent = stepWords(m, Number(t.dataset.s) - 1);
       tip.classList.remove("hidden");
       var r = t.getBoundingClientRect();
-      tip.style.left = Math.min(window.innerWidth - 420, Math.max(4, r.left + window.scrollX - 20)) + "px";
+      var w = Math.min(420, window.innerWidth - 8);
+      tip.style.maxWidth = w + "px";
+      tip.style.left = Math.max(4, Math.min(window.innerWidth - w - 4, r.left - 20)) + window.scrollX + "px";
       tip.style.top = (r.bottom + window.scrollY + 6) + "px";
-    });
+    }
+    box.addEventListener("mouseover", function (ev) { var t = markOf(ev.target); if (t) showTip(t); });
     box.addEventListener("mouseout", function () { tip.classList.add("hidden"); });
-    box.addEventListener("click", function (ev) {
-      var t = ev.target;
-      if (t.tagName !== "I" || !t.dataset.s) return;
-      go({method: run.methods[Number(t.parentNode.parentNode.dataset.m)].name, step: Number(t.dataset.s)});
+    box.addEventListener("focusin", function (ev) {
+      var t = markOf(ev.target);
+      if (!t) return;
+      t.setAttribute("aria-label", stepWords(run.methods[methodOf(t)], Number(t.dataset.s) - 1));
+      showTip(t);
     });
-    return section("Timeline: one mark per stream step and method (click a step to open it)", "timeline-card",
-                   [legend, box]);
+    box.addEventListener("focusout", function () { tip.classList.add("hidden"); });
+    box.addEventListener("click", function (ev) {
+      var t = markOf(ev.target);
+      if (t) go({method: run.methods[methodOf(t)].name, step: Number(t.dataset.s)});
+    });
+    box.addEventListener("keydown", function (ev) {
+      var t = markOf(ev.target);
+      if (!t) return;
+      var mi = methodOf(t), s = Number(t.dataset.s), m = run.methods[mi];
+      var to = null;
+      if (ev.key === "Enter" || ev.key === " ") {
+        ev.preventDefault();
+        go({method: m.name, step: s});
+        return;
+      }
+      if (ev.key === "ArrowLeft") to = [mi, s - 1];
+      else if (ev.key === "ArrowRight") to = [mi, s + 1];
+      else if (ev.key === "ArrowUp") to = [mi - 1, s];
+      else if (ev.key === "ArrowDown") to = [mi + 1, s];
+      else if (ev.key === "Home") to = [mi, 1];
+      else if (ev.key === "End") to = [mi, m.n];
+      else return;
+      ev.preventDefault();
+      ev.stopPropagation(); // the page's own ← / → (move the open step) stay out of the timeline
+      var next = to[0] >= 0 && to[0] < run.methods.length ? markAt(to[0], Math.min(to[1], run.methods[to[0]].n)) : null;
+      if (!next) return;
+      t.tabIndex = -1;
+      next.tabIndex = 0;
+      next.focus();
+    });
+    return section("Timeline: one mark per stream step and method (click a step, or Tab to it and press Enter)",
+                   "timeline-card", [legend, box]);
+  }
+  function markAt(mi, step) { // the timeline mark of method index mi at a step (1-based), or null
+    if (!(step >= 1)) return null;
+    var segs = document.getElementById("timeline").children;
+    var seg = segs[Math.floor((step - 1) / state.perRow)];
+    var lane = seg ? seg.querySelector(".lane[data-m=\"" + mi + "\"] .marks") : null;
+    return lane ? lane.children[(step - 1) % state.perRow] || null : null;
   }
   function legendItem(cls, text) { return el("span", {cls: "li"}, [el("i", {cls: cls}), text]); }
 
@@ -231,11 +288,11 @@
     var m = run.methods.filter(function (x) { return x.name === methodName; })[0];
     var box = document.getElementById("detail");
     if (!m || !(step >= 1 && step <= m.n)) { box.classList.add("hidden"); return; }
-    var i = step - 1, d = m.d[i], f = m.f[i];
+    var i = step - 1;
+    var tip = document.getElementById("tip");
+    if (tip) tip.classList.add("hidden");
     if (state.selected) state.selected.classList.remove("sel");
-    var lanes = document.querySelectorAll("#timeline .lane[data-m=\"" + run.methods.indexOf(m) + "\"] .marks");
-    var row = lanes[Math.floor(i / PER_ROW)];
-    state.selected = row ? row.children[i % PER_ROW] : null;
+    state.selected = markAt(run.methods.indexOf(m), step);
     if (state.selected) state.selected.classList.add("sel");
     clear(box).classList.remove("hidden");
     var nav = el("div", {cls: "stepnav"}, [
@@ -248,14 +305,18 @@
     box.appendChild(el("h2", {text: m.label + " · step " + step + " of " + m.n}));
     box.appendChild(nav);
     box.appendChild(el("p", {cls: "summary", text: stepWords(m, i)}));
-    box.appendChild(decisionBlock(m, d, f, i));
-    box.appendChild(taskBlock(run, m, d, i));
-    box.appendChild(diffBlock(d, f));
-    if (d.e) box.appendChild(evalBlock(run, d));
+    stepBlocks(run, m, i, true).forEach(function (b) { box.appendChild(b); });
     if (scroll) box.scrollIntoView({block: "start"});
   }
 
-  function decisionBlock(m, d, f, i) {
+  function stepBlocks(run, m, i, ids) { // a step's decision, task and answer, memory diff and evaluation set
+    var d = m.d[i], f = m.f[i];
+    var out = [decisionBlock(m, d, f, i, ids), taskBlock(run, m, d, i, ids), diffBlock(d, f, ids)];
+    if (d.e) out.push(evalBlock(run, d, ids));
+    return out;
+  }
+
+  function decisionBlock(m, d, f, i, ids) {
     var verdict = f & F.DEPLOYED ? "candidate deployed" : "previous memory kept";
     if (f & F.ROLLED_BACK) verdict = "rolled back: the previous memory is kept";
     var rows = [["Decision", verdict], ["Reason", (REASONS[d.r] || "") + (d.r ? " (" + d.r + ")" : "")]];
@@ -272,15 +333,16 @@
     if (d.inj) rows.push(["Injected candidate", d.inj]);
     if (d.rej) rows.push(["Updater rejected its candidate", d.rej]);
     (d.w || []).forEach(function (w) { rows.push(["Warning", w]); });
-    return el("div", {cls: "block"}, [el("h3", {text: "Decision"}), el("dl", {cls: "kv", id: "decision"},
+    return el("div", {cls: "block"}, [el("h3", {text: "Decision"}), el("dl", {cls: "kv decision", id: ids ? "decision" : null},
       [].concat.apply([], rows.map(function (r) { return [el("dt", {text: r[0]}), el("dd", {text: r[1]})]; })))]);
   }
   function fmt(x) { return x === undefined || x === null ? "—" : Number(x).toFixed(3); }
 
-  function taskBlock(run, m, d, i) {
+  function taskBlock(run, m, d, i, ids) {
     var t = run.tasks[m.t[i]] || [null, null, null];
     var kids = [el("h3", {text: "Task " + (t[0] || "?")})];
-    kids.push(el("pre", {cls: "text", id: "task-text", text: t[1] === null ? "(task text not available)" : t[1]}));
+    kids.push(el("pre", {cls: "text task-text", id: ids ? "task-text" : null,
+                         text: t[1] === null ? "(task text not available)" : t[1]}));
     if (t[2] !== null) kids.push(el("p", null, [el("b", {text: "Gold answer: "}), el("code", {text: t[2]})]));
     kids.push(el("h3", {text: "Answer"}));
     kids.push(el("p", null, [el("b", {text: "Extracted: "}), el("code", {text: d.x === undefined ? "(none)" : d.x}),
@@ -289,11 +351,12 @@
     var answer = d.a === undefined || d.a === null ? "" : d.a;
     if (!answer) kids.push(el("p", {cls: "note", text: "The model's answer text is empty" +
                                     (d.rs ? " (its output is under reasoning above)." : ".")}));
-    kids.push(el("pre", {cls: "text" + (answer ? "" : " hidden"), id: "answer-text", text: answer}));
+    kids.push(el("pre", {cls: "text answer-text" + (answer ? "" : " hidden"), id: ids ? "answer-text" : null,
+                         text: answer}));
     return el("div", {cls: "block"}, kids);
   }
 
-  function diffBlock(d, f) {
+  function diffBlock(d, f, ids) {
     var kids = [el("h3", {text: "Memory: old → candidate"})];
     if (!(f & F.CHANGED)) {
       kids.push(el("p", {text: "The candidate is the old memory unchanged (sha256 " + d.om + ")."}));
@@ -301,7 +364,7 @@
       kids.push(el("p", {cls: "note", text: d.dn}));
     } else {
       var add = 0, del = 0;
-      var pre = el("pre", {cls: "diff", id: "diff"});
+      var pre = el("pre", {cls: "diff", id: ids ? "diff" : null});
       (d.df || []).forEach(function (l) {
         if (l[0] === "+") add++;
         if (l[0] === "-") del++;
@@ -316,19 +379,21 @@
     return el("div", {cls: "block"}, kids);
   }
 
-  function evalBlock(run, d) {
+  function evalBlock(run, d, ids) {
     var mark = function (v) { return v === null ? "—" : v ? "✓" : "✗"; };
     var oldN = 0, newN = 0, n = 0;
     var rows = d.e.map(function (e, k) {
       var t = run.tasks[e[0]] || ["?", null];
       if (e[2] !== null && e[3] !== null) { n++; oldN += e[2]; newN += e[3]; }
-      var q = el("span", {cls: "q", text: t[1] === null ? "" : t[1], title: t[1] === null ? "" : t[1]});
-      var tr = [String(k + 1), t[0], e[1], mark(e[2]), mark(e[3]), e[4] === null ? "—" : e[4],
-                e[5] === null ? "—" : e[5], q];
-      return tr;
+      var q = el("span", {cls: "q", text: t[1] === null ? "" : t[1], title: t[1] === null ? "" : t[1],
+                          on: {click: function () { this.classList.toggle("full"); }}});
+      return [String(k + 1), t[0], e[1].split("+").join(", "), mark(e[2]), mark(e[3]), e[4] === null ? "—" : e[4],
+              e[5] === null ? "—" : e[5], q];
     });
-    var tb = table(["#", "Task", "Role", "Old", "Candidate", "Old answer", "Candidate answer", "Question"], rows, "grid eval");
-    tb.id = "evalset";
+    var box = table(["#", "Task", "Role", "Old", "Candidate", "Old answer", "Candidate answer", "Question"], rows,
+                    "grid eval evalset");
+    var tb = box.firstChild;
+    if (ids) tb.id = "evalset";
     Array.prototype.forEach.call(tb.tBodies[0].rows, function (tr, k) {
       var e = d.e[k];
       if (e[2] !== null && e[3] !== null && e[2] !== e[3]) tr.className = e[3] ? "flip-up" : "flip-down";
@@ -336,80 +401,218 @@
     return el("div", {cls: "block"}, [
       el("h3", {text: "Evaluation set: " + d.e.length + " entries; old memory " + oldN + "/" + n + " right, candidate " +
                       newN + "/" + n}),
-      tb, el("p", {cls: "note", text: "Rows where the two memories disagree are tinted (green: only the candidate " +
+      box, el("p", {cls: "note", text: "Rows where the two memories disagree are tinted (green: only the candidate " +
         "right; red: only the old memory right). Verdicts: — = not evaluated (early stop) or no verdict; answers: — = none " +
-        "extracted."})]);
+        "extracted. Click a question to see it whole."})]);
+  }
+
+  // ------------------------------------------------------------------ the steps that matter, open on load
+  function keySteps(run) {
+    // per method: every rollback, every injected candidate, and a Janus method's first comparison; in step order
+    var out = [];
+    run.methods.forEach(function (m, mi) {
+      var firstCmp = -1;
+      for (var i = 0; i < m.n; i++) {
+        var f = m.f[i], why = [];
+        if (f & F.ROLLED_BACK) why.push("rolled back");
+        if (f & F.INJECTED) why.push("injected " + m.d[i].inj + (f & F.DEPLOYED ? " (deployed)" : " (blocked)"));
+        if (m.janus && firstCmp < 0 && (f & F.TRIGGERED)) { firstCmp = i; why.push("first comparison"); }
+        // opened first: a planted candidate Janus rolled back, then any planted candidate, a rollback, a comparison
+        var rank = f & F.INJECTED ? (f & F.ROLLED_BACK ? 0 : 1) : f & F.ROLLED_BACK ? 2 : 3;
+        if (why.length) out.push({m: m, mi: mi, i: i, why: why, rank: rank});
+      }
+    });
+    var byStep = function (a, b) { return a.i - b.i || a.mi - b.mi; };
+    // opened on load: by rank, each rank in step order
+    var order = out.slice().sort(function (a, b) { return a.rank - b.rank || byStep(a, b); });
+    order.slice(0, MAX_OPEN).forEach(function (k) { k.open = true; });
+    // listed: the opened ones and the earliest others, at most MAX_LISTED, in step order
+    var room = MAX_LISTED - Math.min(MAX_OPEN, out.length);
+    return {all: out.length, listed: out.sort(byStep).filter(function (k) { return k.open || room-- > 0; })};
+  }
+  function keySummary(k) {
+    var d = k.m.d[k.i], f = k.m.f[k.i];
+    var parts = [k.m.label + " · step " + (k.i + 1) + ": " + k.why.join(", ")];
+    if (d.os !== undefined && d.ns !== undefined) {
+      parts.push("evaluation set: old memory " + d.os.toFixed(2) + " vs candidate " + d.ns.toFixed(2));
+    }
+    parts.push(f & F.CORRECT ? "online answer correct" : "online answer wrong");
+    return parts.join(" · ");
+  }
+  function keyStepsCard(run) {
+    var found = keySteps(run), keys = found.listed;
+    var kids = [];
+    if (!keys.length) {
+      kids.push(el("p", {cls: "note", text: "No step to show first: nothing was rolled back or injected, and Janus " +
+        "compared no candidate in this run. Open any step from the timeline."}));
+    } else {
+      var opened = keys.filter(function (k) { return k.open; }).length;
+      kids.push(el("p", {cls: "note", text: found.all + " step(s): every rollback, every injected candidate and the " +
+        "first comparison of each Janus method; " + (opened < keys.length ? opened + " of them are open (a planted " +
+        "candidate Janus rolled back first, then planted candidates, then rollbacks), the others open with a click." :
+        "all open.") +
+        (found.all > keys.length ? " " + keys.length + " are listed here; the timeline shows every step." : "")}));
+    }
+    keys.forEach(function (k) {
+      var body = el("div", {cls: "keybody"});
+      var det = el("details", {cls: "keystep", data: {m: k.mi, s: k.i + 1}}, [
+        el("summary", {text: keySummary(k)}), body]);
+      var filled = false;
+      function fill() {
+        if (filled) return;
+        filled = true;
+        var blocks = stepBlocks(run, k.m, k.i, false);
+        var task = blocks.splice(1, 1)[0]; // the task and the answer fold away: the decision, diff and set come first
+        blocks.forEach(function (b) { body.appendChild(b); });
+        body.appendChild(el("details", {cls: "block"}, [el("summary", {text: "task and answer"}), task]));
+        body.appendChild(el("button", {text: "open in the step panel (← / → move along the stream from there)",
+                                       on: {click: function () { go({method: k.m.name, step: k.i + 1}); }}}));
+      }
+      det.addEventListener("toggle", function () { if (det.open) fill(); });
+      if (k.open) { fill(); det.open = true; }
+      kids.push(det);
+    });
+    return section("Steps that matter: rollbacks, injected candidates, first comparisons", "keysteps", kids);
   }
 
   // ------------------------------------------------------------------ charts (uPlot)
   function chartsCard(run) {
     var box = section("Accuracy trajectory, trigger cosine and cost (drag to zoom, double-click to reset)", "charts", []);
-    var width = Math.max(480, Math.min(1180, (document.getElementById("app").clientWidth || 1100) - 40));
     var n = Math.max.apply(null, run.methods.map(function (m) { return m.n; }).concat([0]));
     var xs = []; for (var i = 1; i <= n; i++) xs.push(i);
     var pad = function (arr) { var out = arr.slice(0, n); while (out.length < n) out.push(null); return out; };
+    var pending = [];
+    var plot = function (id, title, series, data, opt, why) {
+      pending.push(chartHolder(box, id, title, series, data, opt, why));
+    };
+    // accuracy: online per step; the memory's test accuracy at the checkpoints and after the last step
     var series = [{label: "step"}], data = [xs];
     run.methods.forEach(function (m, k) {
-      series.push({label: m.label + " online", stroke: COLORS[k % COLORS.length], width: 2,
+      series.push({label: m.label + " online", stroke: COLORS[k % COLORS.length], width: lineWidth(k, run),
                    value: function (u, v) { return v === null ? "—" : v.toFixed(1) + "%"; }});
       data.push(pad(m.acc));
     });
+    var anyCkpt = run.methods.some(function (m) { return m.checkpoints.some(function (c) { return c[1] !== null; }); });
     run.methods.forEach(function (m, k) {
-      if (!m.checkpoints.length) return;
       var ys = pad([]);
       m.checkpoints.forEach(function (c) { if (c[0] >= 1 && c[0] <= n && c[1] !== null) ys[c[0] - 1] = 100 * c[1]; });
-      series.push({label: m.label + " test", stroke: COLORS[k % COLORS.length], width: 0, dash: [4, 4],
-                   points: {show: true, size: 9, fill: COLORS[k % COLORS.length]},
+      if (m.test && m.n >= 1 && m.n <= n) ys[m.n - 1] = 100 * m.test[0] / m.test[1];
+      if (!ys.some(function (v) { return v !== null; })) return;
+      series.push({label: m.label + " test", stroke: COLORS[k % COLORS.length], width: 1, dash: [2, 4],
+                   points: {show: true, size: 10, fill: COLORS[k % COLORS.length]}, spanGaps: true,
                    value: function (u, v) { return v === null ? "—" : v.toFixed(1) + "%"; }});
       data.push(ys);
     });
-    addChart(box, "acc-chart", "Accuracy (%): online accuracy so far per step; test accuracy at the memory checkpoints",
-             width, series, data, {y: [0, 100]});
+    plot("acc-chart", "Accuracy (%): online accuracy so far per step (lines); test accuracy of the memory on the " +
+         "held-out tasks (dots) " + (anyCkpt ? "at the checkpoints and " : "") + "after the last step", series, data,
+         {y: [0, 100]}, anyCkpt ? null : "No checkpoint tests in this run (janus run --checkpoints 0.2,0.4,0.6,0.8 " +
+         "tests the memory during the stream): the dots are the final memories' test accuracy.");
+    // MMT cosine: only methods that have one; a method without says why
     var jm = run.methods.filter(function (m) { return m.janus; });
-    if (jm.length && n) {
-      var cs = [{label: "step"}], cd = [xs];
-      jm.forEach(function (m) {
-        var k = run.methods.indexOf(m);
-        cs.push({label: m.label + " cosine", stroke: COLORS[k % COLORS.length], width: 1.5, spanGaps: false,
-                 points: {show: true, size: 4}, value: function (u, v) { return v === null ? "—" : v.toFixed(3); }});
-        cd.push(pad(m.c));
-      });
+    var withCos = jm.filter(function (m) { return m.c.some(function (c) { return c !== null; }); });
+    var whyNot = jm.filter(function (m) { return withCos.indexOf(m) < 0; }).map(function (m) {
+      return m.trigger === "mmt" || m.trigger === "selective" ?
+        m.label + ": no step after the warm-up had a momentum yet, so no cosine was computed" :
+        m.label + ": its trigger (" + m.trigger + ") compares at every step after the warm-up whatever the cosine, " +
+        "and this run recorded none";
+    });
+    if (!jm.length) whyNot = ["no method of this run uses Janus, so there is no trigger cosine"];
+    var cs = [{label: "step"}], cd = [xs];
+    withCos.forEach(function (m) {
+      var k = run.methods.indexOf(m);
+      cs.push({label: m.label + " cosine", stroke: COLORS[k % COLORS.length], width: 1.5, spanGaps: false,
+               points: {show: true, size: 4}, value: function (u, v) { return v === null ? "—" : v.toFixed(3); }});
+      cd.push(pad(m.c));
+    });
+    if (withCos.length) {
       cs.push({label: "τ", stroke: "#999", dash: [6, 4], width: 1, points: {show: false}});
-      cd.push(xs.map(function () { return jm[0].tau; }));
-      addChart(box, "cos-chart", "MMT cosine cos(z_t, m_{t-1}) per step (the trigger fires below τ)", width, cs, cd,
-               {y: [-1, 1]});
+      cd.push(xs.map(function () { return withCos[0].tau; }));
     }
+    var other = withCos.filter(function (m) { return m.trigger !== "mmt" && m.trigger !== "selective"; })
+      .map(function (m) { return m.label + ": trigger " + m.trigger; });
+    plot("cos-chart", "MMT cosine cos(z_t, m_{t-1}) per step" + (!withCos.length ? "" : " (" + (other.length ?
+         other.join(", ") + ", which compares whatever the cosine; τ drawn for reference" : "the trigger fires below τ") +
+         ")"),
+         cs, cd, {y: [-1, 1]}, whyNot.length ? "No cosine to draw for " + whyNot.join("; ") + "." : null);
+    // cost
     var ts = [{label: "step"}], td = [xs];
     run.methods.forEach(function (m, k) {
       if (!m.tok.length) return;
       var ys = pad([]);
       m.tok_steps.forEach(function (s, j) { if (s >= 1 && s <= n) ys[s - 1] = m.tok[j]; });
-      ts.push({label: m.label, stroke: COLORS[k % COLORS.length], width: 2,
+      ts.push({label: m.label, stroke: COLORS[k % COLORS.length], width: lineWidth(k, run),
                value: function (u, v) { return v === null ? "—" : Math.round(v).toLocaleString("en-US"); }});
       td.push(ys);
     });
-    if (ts.length > 1) addChart(box, "tok-chart", "Cost: cumulative LLM tokens per method (stream steps, every role, " +
-                                "cache hits included)", width, ts, td, {short: true});
-    return box;
+    plot("tok-chart", "Cost: cumulative LLM tokens per method (stream steps, every role, cache hits included)", ts, td,
+         {short: true}, ts.length > 1 ? null : "No per-step token counts are stored in this run folder.");
+    return {box: box, draw: function () { pending.forEach(function (p) { p(); }); }};
   }
-  function addChart(box, id, title, width, series, data, opt) {
+
+  function lineWidth(k, run) { // earlier methods' lines are wider: where two lines run together both stay visible
+    return 2 + 1.5 * (run.methods.length - 1 - k);
+  }
+  function sameCurves(series, data) {
+    // a series whose values equal an earlier one's hides it: the earlier becomes a wide pale line, the later is
+    // dashed on top, and the chart says so
+    var notes = [];
+    for (var j = 2; j < series.length; j++) {
+      if (!data[j].some(function (v) { return v !== null; })) continue;
+      for (var i = 1; i < j; i++) {
+        var same = data[i].length === data[j].length && data[i].every(function (v, k) { return v === data[j][k]; });
+        if (!same || series[i].width === 0) continue;
+        series[i].width = 6;
+        series[i].stroke = fade(series[i].stroke);
+        series[j].dash = [7, 5];
+        if (series[i].points && series[i].points.size) { // a dot on a dot: the later one smaller, inside the earlier
+          series[j].points = {show: true, size: Math.max(4, series[i].points.size - 5), fill: series[j].stroke};
+        }
+        notes.push(series[j].label + " is the same curve as " + series[i].label + " (the wide pale line; drawn " +
+                   "dashed on top of it)");
+        break;
+      }
+    }
+    return notes;
+  }
+  function fade(color) {
+    var h = /^#([0-9a-f]{6})$/i.exec(color || "");
+    if (!h) return color;
+    var v = parseInt(h[1], 16);
+    return "rgba(" + (v >> 16) + "," + ((v >> 8) & 255) + "," + (v & 255) + ",0.4)";
+  }
+
+  function chartHolder(box, id, title, series, data, opt, why) {
+    // the chart's place in its card now; the chart itself once the card is in the page (its width is the card's)
     var holder = el("div", {cls: "chart", id: id}, [el("h3", {text: title})]);
     box.appendChild(holder);
-    if (typeof uPlot === "undefined" || data[0].length === 0) {
-      holder.appendChild(el("p", {cls: "note", text: "no data"}));
-      return;
+    var drawn = series.length > 1 && data[0].length > 0 && data.slice(1).some(function (ys) {
+      return ys.some(function (v) { return v !== null; });
+    });
+    if (why) holder.appendChild(el("p", {cls: "note why", text: why}));
+    if (!drawn) {
+      if (!why) holder.appendChild(el("p", {cls: "note why", text: "Nothing to draw: this run has no values for it."}));
+      return function () {};
     }
-    var scales = {x: {time: false}};
-    if (opt.y) scales.y = {range: opt.y};
-    var yaxis = {size: 60};
-    if (opt.short) yaxis.values = function (u, vals) { return vals.map(short); };
-    var u = new uPlot({width: width, height: 260, series: series, scales: scales,
-                       axes: [{label: "stream step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000,
-                                                             10000, 20000, 50000, 100000]}, yaxis],
-                       cursor: {drag: {x: true, y: false}},
-                       legend: {live: true}}, data, holder);
-    state.charts.push(u);
+    if (typeof uPlot === "undefined") {
+      holder.appendChild(el("p", {cls: "note why", text: "The chart library did not load, so the chart is not drawn."}));
+      return function () {};
+    }
+    sameCurves(series, data).forEach(function (t) { holder.appendChild(el("p", {cls: "note same", text: t})); });
+    return function () {
+      var scales = {x: {time: false}};
+      if (opt.y) scales.y = {range: opt.y};
+      var yaxis = {size: 60};
+      if (opt.short) yaxis.values = function (u, vals) { return vals.map(short); };
+      var u = new uPlot({width: chartWidth(holder), height: 260, series: series, scales: scales,
+                         axes: [{label: "stream step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000,
+                                                               10000, 20000, 50000, 100000]}, yaxis],
+                         cursor: {drag: {x: true, y: false}},
+                         legend: {live: true}}, data, holder);
+      u.holder = holder;
+      state.charts.push(u);
+    };
   }
+  function chartWidth(holder) { return Math.max(240, Math.min(1180, holder.clientWidth || 600)); }
 
   function short(v) {
     var a = Math.abs(v);
@@ -423,17 +626,21 @@
     var order = ["solver", "curator", "janus", "test"].filter(function (r) { return roles[r]; })
       .concat(Object.keys(roles).filter(function (r) { return ["solver", "curator", "janus", "test"].indexOf(r) < 0; }));
     var rows = run.methods.map(function (m) {
+      var ev = !m.janus ? "—" : m.cost.evaluations === null || m.cost.evaluations === undefined ? "n/a" :
+        num(m.cost.evaluations);
       return [m.label, num(m.cost.needed_calls), num(m.cost.needed_tokens), num(m.cost.paid_calls),
-              num(m.cost.paid_tokens), num(m.cost.cache_hits)].concat(order.map(function (r) {
+              num(m.cost.paid_tokens), num(m.cost.cache_hits), ev].concat(order.map(function (r) {
         var x = m.cost.roles[r];
         return x ? num(x.tokens) + " (" + num(x.calls) + ")" : "—";
       }));
     });
     return section("Cost per method", "cost", [
-      table(["Method", "Calls needed", "Tokens needed", "Calls paid", "Tokens paid", "Cache hits"].concat(
-        order.map(function (r) { return r + " tokens (calls)"; })), rows),
+      table(["Method", "Calls needed", "Tokens needed", "Calls paid", "Tokens paid", "Cache hits (not paid)",
+             "Janus evaluations used"].concat(order.map(function (r) { return r + " tokens (calls)"; })), rows),
       el("p", {cls: "note", text: "needed = every response the method used (cache included); paid = calls this run " +
-        "made (as janus run prints)."})]);
+        "made (as janus run prints): a reply served by the response cache is not paid. Janus evaluations used = " +
+        "the (memory, task) evaluations the controller's decisions used (decision log); the janus role's calls " +
+        "also count requests sent ahead that a decision did not need."})]);
   }
 
   // ------------------------------------------------------------------ state in the URL hash (#run=0&method=..&step=..)
@@ -459,8 +666,25 @@
     if (location.hash !== h) history.replaceState(null, "", h);
     if (rerender) render(); else if (state.step !== null) openStep(state.method, state.step, true);
   }
+  var resizing = null;
+  window.addEventListener("resize", function () { // charts take the card's new width; the timeline re-flows its rows
+    clearTimeout(resizing);
+    resizing = setTimeout(function () {
+      if (!D) return;
+      state.charts.forEach(function (u) { u.setSize({width: chartWidth(u.holder), height: 260}); });
+      var run = D.runs[state.run];
+      var n = Math.max.apply(null, run.methods.map(function (m) { return m.n; }).concat([0]));
+      var card = document.getElementById("timeline-card");
+      if (card && rowLength(n) !== state.perRow) {
+        card.parentNode.replaceChild(timelineCard(run), card);
+        var m = run.methods.filter(function (x) { return x.name === state.method; })[0];
+        state.selected = m && state.step ? markAt(run.methods.indexOf(m), state.step) : null;
+        if (state.selected) state.selected.classList.add("sel");
+      }
+    }, 150);
+  });
   document.addEventListener("keydown", function (ev) {
-    if (state.step === null || ev.target.tagName === "INPUT") return;
+    if (state.step === null || /^(INPUT|TEXTAREA|SELECT)$/.test(ev.target.tagName)) return;
     if (ev.key === "ArrowLeft" && state.step > 1) go({step: state.step - 1});
     var m = D.runs[state.run].methods.filter(function (x) { return x.name === state.method; })[0];
     if (ev.key === "ArrowRight" && m && state.step < m.n) go({step: state.step + 1});
@@ -481,7 +705,13 @@
     render();
     var marks = document.querySelectorAll("#timeline i[data-s]").length;
     document.body.dataset.marks = String(marks);
-    window.janusView = {data: D, open: function (m, s) { go({method: m, step: s}); }, renderMs: performance.now() - T0};
+    window.janusView = {data: D, open: function (m, s) { go({method: m, step: s}); }, renderMs: performance.now() - T0,
+      charts: function () { // what each drawn chart holds: its series and how many values each has
+        return state.charts.map(function (u) {
+          return {id: u.holder.id, series: u.series.slice(1).map(function (x) { return x.label; }),
+                  values: u.data.slice(1).map(function (ys) { return ys.filter(function (v) { return v !== null; }).length; })};
+        });
+      }};
     document.body.dataset.ready = String(Math.round(performance.now() - T0));
   }).catch(function (e) {
     clear(document.getElementById("app")).appendChild(el("p", {cls: "note", text: "cannot draw this run: " + e}));

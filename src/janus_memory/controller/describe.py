@@ -1,0 +1,294 @@
+"""What a Janus configuration is, in words and numbers: the one description of a controller.
+
+:func:`describe` reads a :class:`~janus_memory.controller.config.JanusConfig` (the one a run stored in config.json, or
+one being built) and says which preset it is (``paper``, ``fast``, ``recommended``, or ``custom: <what differs>``),
+when it compares (the trigger), on which tasks (the evaluation set and how many of them a comparison reads), how it
+decides (the rule) and what it does beyond the paper. The run header, ``janus report``, ``janus view`` and the run's
+call estimate all call it, so they cannot disagree about the controller that ran.
+
+An evaluation-set strategy describes itself through :class:`EvalSetShape` (registered in :data:`EVAL_SET_SHAPES`
+under its ``JanusConfig.eval_set`` name); a decision rule through :class:`RuleShape` (:data:`RULE_SHAPES`, under
+``JanusConfig.decision_rule``). A new strategy adds its entry and every reader describes it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .config import PRESET_SWITCHES, RECOMMENDED_TUNING, JanusConfig
+
+# the paper's controller settings that any preset may change (a paper-preset run with another warm-up is still the
+# paper's controller, run at another size): named beside the label, never folded into it
+SIZES = ("warmup", "coverage_size", "boundary_size", "fresh_size", "beta", "tau", "trigger")
+
+
+class EvalSetShape(Protocol):
+    """How an evaluation-set strategy describes itself."""
+
+    def configured(self, c: JanusConfig) -> int:
+        """Tasks the set holds when full (|E| as configured)."""
+
+    def sizes(self, c: JanusConfig) -> dict[str, int]:
+        """Its sizes by name, e.g. ``{"K": 20, "K_b": 8, "K_F": 5}`` or ``{"panel": 19}``."""
+
+    def text(self, c: JanusConfig) -> str:
+        """What it is, in a few words: ``a panel of 19 seen tasks``."""
+
+    def cell(self, c: JanusConfig) -> str:
+        """A table cell: ``12+8+5`` or ``panel 19``."""
+
+
+class RuleShape(Protocol):
+    """How a decision rule describes itself."""
+
+    def caps(self, c: JanusConfig) -> tuple[int | None, int | None]:
+        """(tasks a comparison reads usually, at most) whatever the set's size; None: the whole set."""
+
+    def text(self, c: JanusConfig) -> str:
+        """The rule in one phrase."""
+
+
+class HybridSet:
+    """The paper's coverage (k-means representatives) + boundary (past flips) + fresh (recent tasks) set."""
+
+    def configured(self, c: JanusConfig) -> int:
+        n = c.coverage_size * c.use_coverage + c.boundary_size * c.use_boundary + c.fresh_size * c.use_fresh
+        return min(n, c.replay_limit) if c.replay_limit is not None else n
+
+    def sizes(self, c: JanusConfig) -> dict[str, int]:
+        return {"K'": c.coverage_size * c.use_coverage, "K_b": c.boundary_size * c.use_boundary,
+                "K": c.coverage_size * c.use_coverage + c.boundary_size * c.use_boundary,
+                "K_F": c.fresh_size * c.use_fresh}
+
+    def _roles(self, c: JanusConfig) -> list[str]:
+        return [f"{name} {n}" for name, n, on in (("coverage", c.coverage_size, c.use_coverage),
+                                                  ("boundary", c.boundary_size, c.use_boundary),
+                                                  ("fresh", c.fresh_size, c.use_fresh)) if on]
+
+    def text(self, c: JanusConfig) -> str:
+        roles = " + ".join(self._roles(c)) or "no role (every role ablated)"
+        total = c.coverage_size * c.use_coverage + c.boundary_size * c.use_boundary + c.fresh_size * c.use_fresh
+        cap = (f", {c.replay_limit} of them sampled per comparison" if c.replay_limit is not None
+               and c.replay_limit < total else "")
+        return f"the paper's hybrid set of {roles} = {total} tasks{cap}"
+
+    def cell(self, c: JanusConfig) -> str:
+        parts = [str(n) for n, on in ((c.coverage_size, c.use_coverage), (c.boundary_size, c.use_boundary),
+                                      (c.fresh_size, c.use_fresh)) if on]
+        return "+".join(parts) or "0"
+
+
+class PanelSet:
+    """A stable, seeded panel of seen tasks read in order, one member rotated now and then (evalplan.refresh_panel)."""
+
+    def configured(self, c: JanusConfig) -> int:
+        return c.panel_size
+
+    def sizes(self, c: JanusConfig) -> dict[str, int]:
+        return {"panel": c.panel_size}
+
+    def text(self, c: JanusConfig) -> str:
+        return f"a panel of {c.panel_size} seen tasks"
+
+    def cell(self, c: JanusConfig) -> str:
+        return f"panel {c.panel_size}"
+
+
+class PaperRule:
+    def caps(self, c: JanusConfig) -> tuple[int | None, int | None]:
+        return None, None
+
+    def text(self, c: JanusConfig) -> str:
+        early = "; exact early stopping (the same decisions, fewer calls)" if c.early_stop else ""
+        return ("the paper's rule: deploy the candidate when it solves at least as many of the tasks as the old "
+                f"memory (ties go to the candidate){early}")
+
+
+class SignTestRule:
+    def caps(self, c: JanusConfig) -> tuple[int | None, int | None]:
+        return None, None
+
+    def text(self, c: JanusConfig) -> str:
+        return (f"a one-sided sign test on the tasks the memories disagree on: roll back only when the old memory wins "
+                f"significantly (alpha {c.alpha:g}, margin {c.min_margin})")
+
+
+class SequentialRule:
+    def caps(self, c: JanusConfig) -> tuple[int | None, int | None]:
+        if not c.seq_max_pairs:
+            return None, None
+        return c.seq_max_pairs, max(c.seq_max_pairs, c.seq_extend_pairs, c.seq_recent_pairs)
+
+    def text(self, c: JanusConfig) -> str:
+        reuse = "; the deployed memory's measured outcomes reused" if c.reuse_old_results else ""
+        return (f"Wald's sequential test on the tasks the memories disagree on (alpha {c.seq_alpha:g}, beta "
+                f"{c.seq_beta:g}, theta {c.seq_theta:g}), {c.seq_round} tasks a round, then the paper's rule on the "
+                f"tasks read{reuse}")
+
+
+EVAL_SET_SHAPES: dict[str, EvalSetShape] = {"hybrid": HybridSet(), "panel": PanelSet()}
+RULE_SHAPES: dict[str, RuleShape] = {"paper": PaperRule(), "sign_test": SignTestRule(), "sequential": SequentialRule()}
+
+
+def trigger_text(c: JanusConfig) -> str:
+    """When the controller compares."""
+    t = c.trigger
+    if t == "never":
+        return "never (every candidate is deployed unexamined)"
+    if t == "always":
+        return "always (a comparison at every step after the warm-up)"
+    if t == "mmt":
+        return f"MMT (compares when cos(z_t, m_t-1) < tau = {c.tau:g}; beta = {c.beta:g})"
+    if t == "random":
+        return f"random (each step after the warm-up with probability {c.trigger_rate:g})"
+    if t == "periodic":
+        return f"periodic (every {c.trigger_period} steps after the warm-up)"
+    gate = [f"retention < {c.retention_min:g}" if c.retention_min else "",
+            f"items shrink below {c.shrink_max:g}x" if c.shrink_max else ""]
+    gate = [g for g in gate if g]
+    parts = [f"item gate ({' or '.join(gate)})"] if gate else []
+    if c.use_mmt:
+        parts.append(f"MMT below tau {c.tau:g}" + (f" with |z| >= {c.magnitude_ratio:g}x its recent median"
+                                                  if c.magnitude_ratio else ""))
+    return f"selective ({' or '.join(parts) or 'nothing armed'})"
+
+
+def _label(c: JanusConfig) -> tuple[str, str]:
+    """(preset name, label): ``paper``/``fast``/``recommended`` (``recommended + trigger mmt`` for a changed tuning
+    setting) or ``custom: <closest preset> with k=v, ...`` naming every switch that differs from it."""
+    name = c.preset
+    if name == "recommended":
+        return name, c.preset_label()
+    if name != "custom":
+        return name, name
+    refs = {"paper": JanusConfig.paper(), "recommended": JanusConfig.recommended(), "fast": JanusConfig.fast()}
+    switches = {p: [k for k in PRESET_SWITCHES if getattr(c, k) != getattr(ref, k)] for p, ref in refs.items()}
+    closest = min(refs, key=lambda p: len(switches[p]))  # by the switches; ties: the order above (paper first)
+    ref = refs[closest]
+    tuning = [k for k in RECOMMENDED_TUNING if getattr(c, k) != getattr(ref, k)
+              and (c.eval_set == "panel" or not k.startswith("panel_"))] if closest == "recommended" else []
+    what = ", ".join(f"{k}={_value(getattr(c, k))}" for k in switches[closest] + tuning)
+    return "custom", f"custom: {closest} with {what}"
+
+
+def _tasks(n: int) -> str:
+    return f"{n} task" if n == 1 else f"{n} tasks"
+
+
+def _value(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _extras(c: JanusConfig) -> list[str]:
+    """What the controller does beyond its trigger, set and rule (options that change which steps compare or how)."""
+    out = []
+    if c.gate_compare or c.gate_full_compare:
+        how = "a full paper-rule comparison" if c.gate_full_compare else "a comparison"
+        out.append(f"a dump/wipe-looking candidate gets {how} at any step, warm-up included")
+    if c.near_copy_similarity > 0:
+        what = "a rewording" if c.near_copy_inherit else "a near copy"
+        checked = ("is deployed unevaluated" if c.near_copy_pairs == 0 else
+                   f"is checked on {'' if c.near_copy_inherit else 'at most '}{_tasks(c.near_copy_pairs)}")
+        keeps = (f" and keeps the deployed memory's {'other ' if c.near_copy_pairs else ''}outcomes"
+                 if c.near_copy_inherit else "")
+        out.append(f"{what} (similarity >= {c.near_copy_similarity:g}) {checked}{keeps}")
+    if c.skip_trivially_equal:
+        counters = " (usage counters included)" if c.ignore_usage_counters else ""
+        out.append(f"a candidate that differs only in bookkeeping{counters} is deployed unevaluated")
+    if c.same_memory_shortcut:
+        out.append("identical texts are evaluated once")
+    return out
+
+
+@dataclass(frozen=True)
+class ControllerDescription:
+    """The controller a JanusConfig describes (module docstring). ``reads``/``reads_most``: tasks one comparison
+    reads usually / at most (both memories each); ``configured``: the evaluation set's size when full; ``paper_cost``:
+    the paper's cost measure (#triggers x configured |E|) applies, i.e. the paper's own controller ran."""
+
+    preset: str
+    label: str
+    warmup: int
+    trigger: str
+    eval_set: str
+    eval_set_text: str
+    eval_set_cell: str
+    sizes: dict = field(default_factory=dict)
+    configured: int = 0
+    reads: int = 0
+    reads_most: int = 0
+    cap: int | None = None  # the rule's most tasks per comparison on any set (None: the whole set)
+    rule: str = ""
+    extras: tuple = ()
+    paper_differences: tuple = ()
+
+    @property
+    def paper_cost(self) -> bool:
+        return self.preset == "paper"
+
+    @property
+    def evaluation(self) -> str:
+        """The set and how much of it a comparison reads: ``a panel of 19 seen tasks (read 11, up to 19 while
+        tied)``."""
+        if self.reads == self.reads_most == self.configured:
+            return self.eval_set_text
+        if self.reads == self.reads_most:
+            return f"{self.eval_set_text} (read {self.reads})"
+        return f"{self.eval_set_text} (read {self.reads}, up to {self.reads_most} while tied)"
+
+    @property
+    def reads_cell(self) -> str:
+        """A table cell: ``panel 19, read 11-19`` / ``12+8+5``."""
+        if self.reads == self.reads_most == self.configured:
+            return self.eval_set_cell
+        span = str(self.reads) if self.reads == self.reads_most else f"{self.reads}-{self.reads_most}"
+        return f"{self.eval_set_cell}, read {span}"
+
+    def tasks_at_most(self, planned: int, full: bool = False) -> int:
+        """Tasks a comparison on ``planned`` entries reads at most (``full``: a forced paper-rule comparison reads
+        them all)."""
+        return planned if full or self.cap is None else min(planned, self.cap)
+
+    def lines(self) -> list[str]:
+        """The description as lines (run header, report header)."""
+        diff = f"; differs from the paper's: {', '.join(self.paper_differences)}" if self.paper_differences else ""
+        out = [f"Janus preset: {self.label}{diff}",
+               f"Janus: warm-up {self.warmup}; trigger {self.trigger}; evaluation set: {self.evaluation}; "
+               f"decision: {self.rule}"]
+        if self.extras:
+            out.append("Janus also: " + "; ".join(self.extras))
+        return out
+
+    def to_dict(self) -> dict:
+        return {"preset": self.preset, "label": self.label, "warmup": self.warmup, "trigger": self.trigger,
+                "eval_set": self.eval_set, "evaluation": self.evaluation, "eval_set_cell": self.reads_cell,
+                "sizes": dict(self.sizes), "configured": self.configured, "reads": self.reads,
+                "reads_most": self.reads_most, "rule": self.rule, "extras": list(self.extras),
+                "paper_differences": list(self.paper_differences), "paper_cost": self.paper_cost}
+
+
+_PAPER_NAMES = {"warmup": "warm-up", "coverage_size": "coverage", "boundary_size": "boundary", "fresh_size": "fresh",
+                "beta": "beta", "tau": "tau", "trigger": "trigger"}
+
+
+def describe(c: JanusConfig | dict) -> ControllerDescription:
+    """The description of ``c`` (a JanusConfig, or its stored dict: config.json's ``janus`` section; a partial dict is
+    completed with the paper defaults, as a run made before a key existed ran)."""
+    if isinstance(c, dict):
+        known = {k: v for k, v in c.items() if k in JanusConfig.__dataclass_fields__}
+        c = JanusConfig(**known)
+    shape = EVAL_SET_SHAPES[c.eval_set]
+    rule = RULE_SHAPES[c.decision_rule]
+    preset, label = _label(c)
+    configured = shape.configured(c)
+    usual, cap = rule.caps(c)
+    reads, most = (configured if x is None else min(configured, x) for x in (usual, cap))
+    diffs: tuple = ()
+    if c.eval_set == "hybrid":  # the paper's set: say where its sizes, trigger or momentum are not the paper's
+        ref = JanusConfig.paper()
+        keys = [k for k in SIZES if getattr(c, k) != getattr(ref, k)]
+        diffs = tuple(f"{_PAPER_NAMES[k]} {_value(getattr(c, k))} (paper {_value(getattr(ref, k))})" for k in keys)
+    return ControllerDescription(
+        preset=preset, label=label, warmup=c.warmup, trigger=trigger_text(c), eval_set=c.eval_set,
+        eval_set_text=shape.text(c), eval_set_cell=shape.cell(c), sizes=shape.sizes(c), configured=configured,
+        reads=reads, reads_most=most, cap=cap, rule=rule.text(c), extras=tuple(_extras(c)), paper_differences=diffs)
