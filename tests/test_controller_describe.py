@@ -61,7 +61,8 @@ def test_the_recommended_preset():
     # the round-2 recommended controller: the switches and the tuning it changed, the panel's own settings left out
     (JanusConfig(**RECOMMENDED_ROUND2), "custom: recommended with gate_full_compare=True, seq_max_pairs=6, "
                                         "seq_extend_pairs=14, eval_set=hybrid, near_copy_inherit=False, "
-                                        "gate_compare=False, near_copy_pairs=4"),
+                                        "gate_compare=False, near_copy_pairs=4, near_copy_anchor=False, "
+                                        "indeterminate_rollback=False"),
 ])
 def test_labels_name_what_differs(cfg, label):
     assert describe(cfg).label == label
