@@ -22,19 +22,21 @@ EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
 # where a comparison's tasks come from: "hybrid" = the paper's coverage + boundary + fresh set; "panel" = a seeded
 # random panel of seen tasks that changes by at most one task per comparison (issue 24, round 4; evalplan.refresh_panel)
 EVAL_SETS = ("hybrid", "panel")
-# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24). Round 4
-# (2026-12-04; chosen on tuning seeds 100-159 of all four settings, docs/bench.md §3): a stable panel of 19 seen
-# tasks (read 11, up to 19 while tied), half the comparisons rotating out the member on which memories disagreed
-# least, rewordings checked on one task and keeping the deployed memory's outcomes, the text gate forcing an ordinary
-# comparison.
+# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"). Chosen on tuning
+# seeds 100-159 of the five world settings by the rule committed in docs/measurements.md ("The honest count"): a
+# stable panel of 19 seen tasks read one at a time (5, up to 12 while tied), a candidate deployed only when it leads
+# by a discordant task, 60% of the comparisons rotating out the member on which memories disagreed least, rewordings
+# of the last fully compared memory checked on one task and keeping the deployed memory's outcomes, an all-None
+# candidate rolled back, the text gate forcing an ordinary comparison.
+# Round 4b (judged 2026-12-04): the same panel read 11, up to 19 while tied, ties deployed (RECOMMENDED_ROUND4B).
 # Round 2 (until 2026-12-04): the paper's coverage/boundary/fresh set read boundary first, cap 6 -> 14 while tied,
 # near copies on 4 tasks, the gate's comparisons full (benchmarks/bench_recommended.py ROUND2 keeps it)
-RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19, panel_rotate=0.5,
-                   panel_min_evals=5, seq_max_pairs=11, seq_extend_pairs=19, seq_extend_margin=0, seq_round=2,
-                   seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
-                   near_copy_inherit=True, near_copy_pairs=1, gate_compare=True, gate_full_compare=False,
-                   eval_order="informative", dedup=True, same_memory_shortcut=True, clustering="paper",
-                   near_copy_anchor=True, indeterminate_rollback=True)
+RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19, panel_rotate=0.6,
+                   panel_min_evals=5, seq_max_pairs=5, seq_extend_pairs=12, seq_extend_margin=0, seq_round=1,
+                   seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, seq_deploy_margin=1, seq_quiet_deploy=False,
+                   reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True, near_copy_pairs=1,
+                   gate_compare=True, gate_full_compare=False, eval_order="informative", dedup=True,
+                   same_memory_shortcut=True, clustering="paper", near_copy_anchor=True, indeterminate_rollback=True)
 # round 4b as judged on 2026-12-04 (seeds 60-79), every field it set: for reproducing its measurements
 # (benchmarks/bench_recommended.py --round4b) and what a run stored with it resumes on (settings/migrate.py)
 RECOMMENDED_ROUND4B = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19,
@@ -43,14 +45,17 @@ RECOMMENDED_ROUND4B = dict(trigger="always", decision_rule="sequential", eval_se
                            reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True,
                            near_copy_pairs=1, gate_compare=True, gate_full_compare=False, eval_order="informative",
                            dedup=True, same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0,
-                           near_copy_anchor=False, indeterminate_rollback=False)
+                           near_copy_anchor=False, indeterminate_rollback=False, seq_deploy_margin=0,
+                           seq_quiet_deploy=True)
 # round 2 as judged on 2026-12-03 (every field it set, so a later round cannot leak into it): for reproducing its
 # measurements (benchmarks/bench_recommended.py --round2) and for the hybrid-set machinery's tests
 RECOMMENDED_ROUND2 = dict(trigger="always", decision_rule="sequential", eval_order="informative",
                           gate_full_compare=True, seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2,
                           seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
                           near_copy_pairs=4, dedup=True, same_memory_shortcut=True, clustering="paper",
-                          seq_recent_pairs=0, eval_set="hybrid", near_copy_inherit=False, gate_compare=False)
+                          seq_recent_pairs=0, eval_set="hybrid", near_copy_inherit=False, gate_compare=False,
+                          near_copy_anchor=False, indeterminate_rollback=False, seq_deploy_margin=0,
+                          seq_quiet_deploy=True)
 
 # the switches that tell the presets apart (JanusConfig.preset); sizes, tau, trigger and seed are settings of any preset
 PRESET_SWITCHES = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
@@ -61,7 +66,7 @@ PRESET_SWITCHES = ("early_stop", "dedup", "clustering", "decision_rule", "same_m
 RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_round", "seq_extend_margin",
                       "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_rotate", "panel_min_evals",
                       "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max", "near_copy_anchor",
-                      "indeterminate_rollback")
+                      "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy")
 
 
 @dataclass(frozen=True)
@@ -330,16 +335,20 @@ class JanusConfig:
 
     @classmethod
     def recommended(cls, **overrides) -> JanusConfig:
-        """The recommended controller (issue 24, round 4; docs/controller.md "Recommended controller", measured in
-        docs/measurements.md "Recommended controller (issue 24)"): compare at every post-warm-up step
-        (``trigger="always"``) with Wald's sequential test on discordant pairs (``decision_rule="sequential"``) on a
-        stable panel of ``panel_size`` seen tasks read in order (``eval_set="panel"``): ``seq_max_pairs`` of them,
-        up to ``seq_extend_pairs`` while tied (the adaptive cap); per comparison, with probability ``panel_rotate``,
-        the member on which memories disagreed least (read ``panel_min_evals`` times or more) is replaced by a random
-        seen task; the deployed memory's outcomes are reused; a near copy that only rewords the memory is checked on
-        ``near_copy_pairs`` tasks and keeps them (``near_copy_inherit``); a dump/wipe-looking candidate is compared
-        also inside the warm-up (``gate_compare``); identical texts are evaluated once. Round 2 (the paper's hybrid
-        set read boundary first) is ``JanusConfig(**config.RECOMMENDED_ROUND2)``."""
+        """The recommended controller (docs/controller.md "Recommended controller", measured in docs/measurements.md
+        "Recommended controller"): compare at every post-warm-up step (``trigger="always"``) with Wald's sequential
+        test on discordant pairs (``decision_rule="sequential"``, ``seq_round`` tasks at a time) on a stable panel of
+        ``panel_size`` seen tasks read in order (``eval_set="panel"``): ``seq_max_pairs`` of them, up to
+        ``seq_extend_pairs`` while tied (the adaptive cap); at the cap a candidate is deployed only with a lead of
+        ``seq_deploy_margin`` discordant tasks (``seq_quiet_deploy`` off: none disagreeing is no lead); per
+        comparison, with probability ``panel_rotate``, the member on which memories disagreed least (read
+        ``panel_min_evals`` times or more) is replaced by a random seen task; the deployed memory's outcomes are
+        reused; a near copy that only rewords the last fully compared memory (``near_copy_anchor``) is checked on
+        ``near_copy_pairs`` tasks and keeps them (``near_copy_inherit``); a candidate with no determinate outcome is
+        rolled back (``indeterminate_rollback``); a dump/wipe-looking candidate is compared also inside the warm-up
+        (``gate_compare``); identical texts are evaluated once. Earlier recommended controllers:
+        ``JanusConfig(**config.RECOMMENDED_ROUND4B)`` (the panel read 11-19, ties deployed) and
+        ``JanusConfig(**config.RECOMMENDED_ROUND2)`` (the paper's hybrid set read boundary first)."""
         base = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)

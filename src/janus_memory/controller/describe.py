@@ -121,9 +121,16 @@ class SequentialRule:
 
     def text(self, c: JanusConfig) -> str:
         reuse = "; the deployed memory's measured outcomes reused" if c.reuse_old_results else ""
+        tasks = "1 task" if c.seq_round == 1 else f"{c.seq_round} tasks"
+        if c.seq_deploy_margin:
+            lead = "1 task" if c.seq_deploy_margin == 1 else f"{c.seq_deploy_margin} tasks"
+            quiet = "deployed" if c.seq_quiet_deploy else "rolled back"
+            end = (f"then deployed only when the candidate leads by {lead} on the tasks read (none disagreeing: "
+                   f"{quiet})")
+        else:
+            end = "then the paper's rule on the tasks read"
         return (f"Wald's sequential test on the tasks the memories disagree on (alpha {c.seq_alpha:g}, beta "
-                f"{c.seq_beta:g}, theta {c.seq_theta:g}), {c.seq_round} tasks a round, then the paper's rule on the "
-                f"tasks read{reuse}")
+                f"{c.seq_beta:g}, theta {c.seq_theta:g}), {tasks} a round, {end}{reuse}")
 
 
 EVAL_SET_SHAPES: dict[str, EvalSetShape] = {"hybrid": HybridSet(), "panel": PanelSet()}
