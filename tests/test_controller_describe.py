@@ -38,7 +38,7 @@ def test_the_recommended_preset():
     assert (d.preset, d.label, d.paper_cost, d.configured, d.reads, d.reads_most, d.cap) == (
         "recommended", "recommended", False, 19, 5, 12, 12)
     assert (d.evaluation, d.reads_cell, d.sizes) == (
-        "a panel of 19 seen tasks (read 5, up to 12 while tied)", "panel 19, read 5-12", {"panel": 19})
+        "a panel of 19 seen tasks (read 5, up to 12 while the candidate leads by exactly 1 task)", "panel 19, read 5-12", {"panel": 19})
     assert d.rule == ("Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), "
                       "1 task a round, then deployed only when the candidate leads by 1 task on the tasks read (none "
                       "disagreeing: rolled back); the deployed memory's measured outcomes reused")
@@ -127,7 +127,8 @@ def test_a_new_evaluation_set_strategy_describes_itself(monkeypatch):
     assert (d.evaluation, d.reads_cell, d.configured, d.reads, d.reads_most) == (
         "seven recent tasks", "tiny 7", 7, 7, 7)  # the sequential cap (11-19) is above its size: read whole
     d = describe(JanusConfig.recommended())
-    assert (d.evaluation, d.reads_cell) == ("seven recent tasks (read 5, up to 7 while tied)", "tiny 7, read 5-7")
+    assert (d.evaluation, d.reads_cell) == ("seven recent tasks (read 5, up to 7 while the candidate leads by exactly 1 task)",
+                                                  "tiny 7, read 5-7")
 
 
 def test_extras_say_what_the_options_do():

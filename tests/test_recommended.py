@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from janus_memory.controller.config import RECOMMENDED_ROUND2
+from janus_memory.controller.config import RECOMMENDED_ROUND2, RECOMMENDED_ROUND4B
 from janus_memory.controller import EvaluationError, Janus, JanusConfig, StepInput, compare
 from janus_memory.controller.evalplan import plan_trigger
 from janus_memory.controller.sequential import SPRT, discordant, settled
@@ -168,10 +168,14 @@ def test_failing_evaluator_raises_with_the_calls_spent():
 
 
 def test_recommended_preset_and_paper_unchanged():
-    r = JanusConfig.recommended()  # round 4 (2026-12-04)
+    r = JanusConfig.recommended()
     assert (r.trigger, r.decision_rule, r.eval_set, r.panel_size, r.panel_rotate, r.panel_min_evals, r.seq_max_pairs,
-            r.seq_extend_pairs, r.seq_extend_margin, r.seq_round) == ("always", "sequential", "panel", 19, 0.5, 5, 11,
-                                                                      19, 0, 2)
+            r.seq_extend_pairs, r.seq_extend_margin, r.seq_round) == ("always", "sequential", "panel", 19, 0.6, 5, 5,
+                                                                      12, 0, 1)
+    assert (r.seq_deploy_margin, r.seq_quiet_deploy, r.near_copy_anchor, r.indeterminate_rollback) == (1, False, True,
+                                                                                                       True)
+    assert JanusConfig(**RECOMMENDED_ROUND4B).preset == "custom"  # round 4b is a configuration now
+    assert JanusConfig.recommended(**RECOMMENDED_ROUND4B) == JanusConfig(**RECOMMENDED_ROUND4B)  # nothing leaks in
     assert (r.near_copy_similarity, r.near_copy_inherit, r.near_copy_pairs, r.gate_compare, r.gate_full_compare,
             r.reuse_old_results, r.dedup, r.same_memory_shortcut) == (0.93, True, 1, True, False, True, True, True)
     assert r.preset == "recommended" and JanusConfig().preset == "paper"

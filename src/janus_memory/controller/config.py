@@ -24,8 +24,8 @@ EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
 EVAL_SETS = ("hybrid", "panel")
 # JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"). Chosen on tuning
 # seeds 100-159 of the five world settings by the rule committed in docs/measurements.md ("The honest count"): a
-# stable panel of 19 seen tasks read one at a time (5, up to 12 while tied), a candidate deployed only when it leads
-# by a discordant task, 60% of the comparisons rotating out the member on which memories disagreed least, rewordings
+# stable panel of 19 seen tasks read one at a time, a candidate deployed only when it leads by a discordant task
+# (5 tasks, up to 12 while its lead is exactly one; no lead at 5 rolls back), 60% of the comparisons rotating out the member on which memories disagreed least, rewordings
 # of the last fully compared memory checked on one task and keeping the deployed memory's outcomes, an all-None
 # candidate rolled back, the text gate forcing an ordinary comparison.
 # Round 4b (judged 2026-12-04): the same panel read 11, up to 19 while tied, ties deployed (RECOMMENDED_ROUND4B).
@@ -339,8 +339,9 @@ class JanusConfig:
         "Recommended controller"): compare at every post-warm-up step (``trigger="always"``) with Wald's sequential
         test on discordant pairs (``decision_rule="sequential"``, ``seq_round`` tasks at a time) on a stable panel of
         ``panel_size`` seen tasks read in order (``eval_set="panel"``): ``seq_max_pairs`` of them, up to
-        ``seq_extend_pairs`` while tied (the adaptive cap); at the cap a candidate is deployed only with a lead of
-        ``seq_deploy_margin`` discordant tasks (``seq_quiet_deploy`` off: none disagreeing is no lead); per
+        ``seq_extend_pairs`` while close (the adaptive cap); a candidate is deployed only with a lead of
+        ``seq_deploy_margin`` discordant tasks (``seq_quiet_deploy`` off: none disagreeing is no lead), and read on
+        while its lead is exactly that; per
         comparison, with probability ``panel_rotate``, the member on which memories disagreed least (read
         ``panel_min_evals`` times or more) is replaced by a random seen task; the deployed memory's outcomes are
         reused; a near copy that only rewords the last fully compared memory (``near_copy_anchor``) is checked on
@@ -395,6 +396,9 @@ class JanusConfig:
         parts.append(f"reuse_old_results={self.reuse_old_results}")
         if self.seq_extend_pairs:
             parts += [f"seq_extend_pairs={self.seq_extend_pairs}", f"seq_extend_margin={self.seq_extend_margin}"]
+        if self.seq_deploy_margin:
+            parts += [f"seq_round={self.seq_round}", f"seq_deploy_margin={self.seq_deploy_margin}",
+                      f"seq_quiet_deploy={self.seq_quiet_deploy}"]
         if self.near_copy_similarity > 0:
             parts.append(f"near_copy_similarity={self.near_copy_similarity}")
             parts.append("near_copy_inherit=True" if self.near_copy_inherit else
