@@ -6,7 +6,7 @@ import pytest
 
 from janus_memory.controller import JanusConfig
 from janus_memory.controller import describe as D
-from janus_memory.controller.config import RECOMMENDED_ROUND2
+from janus_memory.controller.config import RECOMMENDED_ROUND2, RECOMMENDED_ROUND4B
 from janus_memory.controller.describe import describe
 
 PAPER_RULE = ("the paper's rule: deploy the candidate when it solves at least as many of the tasks as the old memory "
@@ -36,19 +36,27 @@ def test_the_paper_preset_at_other_sizes_stays_paper_and_says_what_differs():
 def test_the_recommended_preset():
     d = describe(JanusConfig.recommended(warmup=5))
     assert (d.preset, d.label, d.paper_cost, d.configured, d.reads, d.reads_most, d.cap) == (
-        "recommended", "recommended", False, 19, 11, 19, 19)
+        "recommended", "recommended", False, 19, 5, 12, 12)
     assert (d.evaluation, d.reads_cell, d.sizes) == (
-        "a panel of 19 seen tasks (read 11, up to 19 while tied)", "panel 19, read 11-19", {"panel": 19})
+        "a panel of 19 seen tasks (read 5, up to 12 while the candidate leads by exactly 1 task)", "panel 19, read 5-12",
+        {"panel": 19})
     assert d.rule == ("Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), "
-                      "2 tasks a round, then the paper's rule on the tasks read; the deployed memory's measured "
-                      "outcomes reused")
+                      "1 task a round, then deployed only when the candidate leads by 1 task on the tasks read (none "
+                      "disagreeing: rolled back); the deployed memory's measured outcomes reused")
+    # the earlier rule: ties deployed, two tasks a round
+    assert describe(JanusConfig(**RECOMMENDED_ROUND4B)).rule == (
+        "Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), 2 tasks a "
+        "round, then the paper's rule on the tasks read; the deployed memory's measured outcomes reused")
+    assert "(none disagreeing: deployed)" in describe(JanusConfig.recommended(seq_quiet_deploy=True)).rule
+    assert "leads by 2 tasks" in describe(JanusConfig.recommended(seq_deploy_margin=2)).rule
     assert d.extras == ("a dump/wipe-looking candidate gets a comparison at any step, warm-up included",
                         "a rewording (similarity >= 0.93) is checked on 1 task and keeps the deployed memory's other "
                         "outcomes", "identical texts are evaluated once")
     assert d.paper_differences == ()  # not the paper's set: its sizes are not compared with the paper's
     # a panel smaller than the cap is read whole; the rule's cap still cuts a bigger set
     small = describe(JanusConfig.recommended(panel_size=6))
-    assert (small.reads, small.reads_most, small.reads_cell, small.tasks_at_most(25)) == (6, 6, "panel 6", 19)
+    assert (small.reads, small.reads_most, small.reads_cell, small.tasks_at_most(25)) == (5, 6, "panel 6, read 5-6",
+                                                                                          12)
     assert small.tasks_at_most(25, full=True) == 25  # a forced paper-rule comparison reads every entry
 
 
@@ -61,7 +69,13 @@ def test_the_recommended_preset():
     # the round-2 recommended controller: the switches and the tuning it changed, the panel's own settings left out
     (JanusConfig(**RECOMMENDED_ROUND2), "custom: recommended with gate_full_compare=True, seq_max_pairs=6, "
                                         "seq_extend_pairs=14, eval_set=hybrid, near_copy_inherit=False, "
-                                        "gate_compare=False, near_copy_pairs=4"),
+                                        "gate_compare=False, seq_round=2, "
+                                        "near_copy_pairs=4, near_copy_anchor=False, indeterminate_rollback=False, "
+                                        "seq_deploy_margin=0, seq_quiet_deploy=True"),
+    # the round-4b recommended controller: the panel read 11-19, ties deployed, the two holes open
+    (JanusConfig(**RECOMMENDED_ROUND4B), "custom: recommended with seq_max_pairs=11, seq_extend_pairs=19, "
+                                         "seq_round=2, panel_rotate=0.5, near_copy_anchor=False, "
+                                         "indeterminate_rollback=False, seq_deploy_margin=0, seq_quiet_deploy=True"),
 ])
 def test_labels_name_what_differs(cfg, label):
     assert describe(cfg).label == label
@@ -111,9 +125,12 @@ def test_a_new_evaluation_set_strategy_describes_itself(monkeypatch):
             return "tiny 7"
 
     monkeypatch.setitem(D.EVAL_SET_SHAPES, "panel", Tiny())
-    d = describe(JanusConfig.recommended())
+    d = describe(JanusConfig.recommended(seq_max_pairs=11, seq_extend_pairs=19))
     assert (d.evaluation, d.reads_cell, d.configured, d.reads, d.reads_most) == (
-        "seven recent tasks", "tiny 7", 7, 7, 7)  # the sequential cap (19) is above its size: read whole
+        "seven recent tasks", "tiny 7", 7, 7, 7)  # the sequential cap (11-19) is above its size: read whole
+    d = describe(JanusConfig.recommended())
+    assert (d.evaluation, d.reads_cell) == ("seven recent tasks (read 5, up to 7 while the candidate leads by exactly 1 task)",
+                                                  "tiny 7, read 5-7")
 
 
 def test_extras_say_what_the_options_do():

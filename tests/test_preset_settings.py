@@ -322,6 +322,25 @@ def test_a_recommended_run_stored_before_round_4_resumes_as_round_2():
     assert RunConfig.parse(migrate_stored(today)).janus_config() == JanusConfig.recommended(warmup=2)
 
 
+def test_a_recommended_run_stored_before_the_holes_were_closed_resumes_as_it_ran():
+    """A run started with the panel controller judged on seeds 60-79 stored its whole JanusConfig without
+    near_copy_anchor and indeterminate_rollback: it resumes with both off (rewordings may chain, an all-None candidate
+    is deployed), as it ran; the controller state it checkpointed has no such keys either and loads the same way."""
+    from janus_memory.controller import Janus
+    from janus_memory.controller.config import RECOMMENDED_ROUND4B
+
+    old = {k: v for k, v in JanusConfig(**RECOMMENDED_ROUND4B, warmup=2).to_dict().items()
+           if k not in ("near_copy_anchor", "indeterminate_rollback")}
+    stored = {"preset": "paper", "twin_cache": "separate", "janus_preset": "recommended", "backend": "fake",
+              "janus": old}
+    jc = RunConfig.parse(migrate_stored(stored)).janus_config()
+    assert jc == JanusConfig(**RECOMMENDED_ROUND4B, warmup=2) != JanusConfig.recommended(warmup=2)
+    assert (jc.near_copy_anchor, jc.indeterminate_rollback, jc.eval_set) == (False, False, "panel")
+    state = Janus(JanusConfig(**RECOMMENDED_ROUND4B, warmup=2)).state_dict()
+    state["config"] = old
+    assert Janus.from_state_dict(state).config == jc
+
+
 def test_yaml_config_file_errors_are_one_line(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
     bad.write_text("backend: fake\npreset: small\njanus:\n  warmup: 2\n  tau_x: 0.1\n")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from janus_memory.controller import EvaluationError, Janus, JanusConfig, StepInput, compare
-from janus_memory.controller.config import RECOMMENDED_ROUND2
+from janus_memory.controller.config import RECOMMENDED_ROUND2, RECOMMENDED_ROUND4B
 from janus_memory.controller.evalplan import plan_trigger
 from janus_memory.controller.sequential import SPRT, discordant, settled
 
@@ -48,12 +48,20 @@ def test_sprt_boundaries_and_llr_exact():
     assert t.verdict(3, 2) is None and t.truncated(3, 3) == "deploy" and t.truncated(2, 3) == "rollback"
 
 
-def test_settled_is_exact_for_every_completion():
-    t = SPRT(0.2, 0.2, 0.3)
-    assert settled(t, 2, 0, 1) == "deploy"     # even an old-memory win leaves w >= l at truncation
-    assert settled(t, 0, 2, 1) == "rollback"   # even a new-memory win leaves w < l
-    assert settled(t, 0, 0, 4) is None
-    assert settled(t, 0, 0, 0) == "deploy"     # nothing evaluated: ties go to the new memory
+@pytest.mark.parametrize("lead, quiet", [(0, True), (1, False), (2, False), (1, True), (2, True)])
+def test_settled_is_exact_for_every_completion(lead, quiet):
+    t = SPRT(0.2, 0.2, 0.3, lead, quiet)
+    if quiet and lead:  # no discordant pair: the paper's tie, deployed; any completion may stay that way
+        assert settled(t, 0, 0, 0) == "deploy" and settled(t, 0, 0, 1) is None
+        assert settled(t, 0, 1, 0) == "rollback" and t.truncated(1, 1) == "rollback"
+    elif lead == 0:
+        assert settled(t, 2, 0, 1) == "deploy"     # even an old-memory win leaves w >= l at truncation
+        assert settled(t, 0, 2, 1) == "rollback"   # even a new-memory win leaves w < l
+        assert settled(t, 0, 0, 4) is None
+        assert settled(t, 0, 0, 0) == "deploy"     # nothing evaluated: ties go to the new memory
+    else:  # a deploy needs a lead of ``lead`` pairs at truncation: a tie, or nothing evaluated, rolls back
+        assert settled(t, 0, 0, 0) == "rollback" and t.truncated(lead, 0) == "deploy"
+        assert settled(t, 0, 0, lead - 1) == "rollback"  # too few pairs left to reach the lead
     # brute force: whenever settled() answers, every completion (each pair new win / old win / tie) agrees
     for w in range(4):
         for ll in range(6):
@@ -160,10 +168,14 @@ def test_failing_evaluator_raises_with_the_calls_spent():
 
 
 def test_recommended_preset_and_paper_unchanged():
-    r = JanusConfig.recommended()  # round 4 (2026-12-04)
+    r = JanusConfig.recommended()
     assert (r.trigger, r.decision_rule, r.eval_set, r.panel_size, r.panel_rotate, r.panel_min_evals, r.seq_max_pairs,
-            r.seq_extend_pairs, r.seq_extend_margin, r.seq_round) == ("always", "sequential", "panel", 19, 0.5, 5, 11,
-                                                                      19, 0, 2)
+            r.seq_extend_pairs, r.seq_extend_margin, r.seq_round) == ("always", "sequential", "panel", 19, 0.6, 5, 5,
+                                                                      12, 0, 1)
+    assert (r.seq_deploy_margin, r.seq_quiet_deploy, r.near_copy_anchor, r.indeterminate_rollback) == (1, False, True,
+                                                                                                       True)
+    assert JanusConfig(**RECOMMENDED_ROUND4B).preset == "custom"  # round 4b is a configuration now
+    assert JanusConfig.recommended(**RECOMMENDED_ROUND4B) == JanusConfig(**RECOMMENDED_ROUND4B)  # nothing leaks in
     assert (r.near_copy_similarity, r.near_copy_inherit, r.near_copy_pairs, r.gate_compare, r.gate_full_compare,
             r.reuse_old_results, r.dedup, r.same_memory_shortcut) == (0.93, True, 1, True, False, True, True, True)
     assert r.preset == "recommended" and JanusConfig().preset == "paper"

@@ -54,18 +54,23 @@ def reference(test: SPRT, cap: AdaptiveCap, pairs: list[int], n: int) -> tuple[s
             return v, k
         if k >= top:
             return test.truncated(w, ll), k
-        if k >= base and abs(w - ll) > cap.margin:
-            return ("deploy" if w > ll else "rollback"), k
+        if k >= base and test.quiet_tie(w, ll):
+            return "deploy", k
+        if k >= base and abs(w - ll - test.margin) > cap.margin:  # close to the deploy threshold (0: a tie)
+            return ("deploy" if w - ll > test.margin else "rollback"), k
         p = pairs[k]
         w, ll = w + (p == 1), ll + (p == -1)
     raise AssertionError("unreachable")
 
 
-@pytest.mark.parametrize("base, top, margin, n", [(3, 6, 1, 6), (4, 7, 0, 7), (2, 5, 2, 5), (3, 6, 1, 4)])
-def test_adaptive_stop_is_exact_for_every_completion(base, top, margin, n):
+@pytest.mark.parametrize("base, top, margin, n, lead, quiet", [
+    (3, 6, 1, 6, 0, True), (4, 7, 0, 7, 0, True), (2, 5, 2, 5, 0, True), (3, 6, 1, 4, 0, True), (4, 7, 0, 7, 1, True),
+    (3, 6, 1, 6, 2, True), (4, 7, 0, 7, 1, False), (3, 6, 0, 6, 2, False), (2, 5, 1, 5, 3, True)])
+def test_adaptive_stop_is_exact_for_every_completion(base, top, margin, n, lead, quiet):
     """Whenever stop() answers after k pairs, every completion of those k pairs ends that way under the
-    uncurtailed two-stage rule; and stop() answers at least wherever the rule itself stops."""
-    test, cap = SPRT(0.2, 0.2, 0.3), AdaptiveCap(base, top, margin)
+    uncurtailed two-stage rule; and stop() answers at least wherever the rule itself stops. ``lead``: the deploy
+    margin (``seq_deploy_margin``), from which closeness is measured; ``quiet``: a 0-0 comparison deploys."""
+    test, cap = SPRT(0.2, 0.2, 0.3, lead, quiet), AdaptiveCap(base, top, margin)
     checked = 0
     for seqn in itertools.product((1, -1, 0), repeat=n):
         out, used = reference(test, cap, list(seqn), n)

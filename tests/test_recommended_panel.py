@@ -13,12 +13,23 @@ from janus_memory.controller.evalplan import refresh_panel
 SHEET = "\n".join(f"rule {i}: check the small cases of family {i} before solving" for i in range(12))
 
 
+# The scenarios below were built on the panel read 11, up to 19 while tied, two tasks a round, ties deployed (the
+# round-4b rule), with the two holes closed; they test the panel's mechanisms, so they keep that rule. The preset's
+# own rule (5 tasks, up to 12, a lead of one) is pinned in test_the_preset_deploys_only_with_a_lead.
+TIES = dict(seq_max_pairs=11, seq_extend_pairs=19, seq_round=2, panel_rotate=0.5, seq_deploy_margin=0,
+            seq_quiet_deploy=True)
+
+
+def rec(**kw):
+    return JanusConfig.recommended(**{**TIES, **kw})
+
+
 def panel_cfg(**kw):
     base = dict(eval_set="panel", panel_size=4, panel_rotate=0.0, warmup=2, seq_max_pairs=2, seq_extend_pairs=4,
                 gate_full_compare=False, gate_compare=False, near_copy_similarity=0.0, near_copy_inherit=False,
                 near_copy_pairs=4)
     base.update(kw)
-    return JanusConfig.recommended(**base)
+    return rec(**base)
 
 
 def step(j, i, old, new):
@@ -108,7 +119,7 @@ def test_near_copy_inherit_needs_reused_outcomes_and_a_threshold():
     with pytest.raises(ValueError, match="near_copy_inherit passes the reused outcomes"):
         JanusConfig(near_copy_inherit=True)
     with pytest.raises(ValueError, match="near_copy_inherit passes the reused outcomes"):
-        JanusConfig.recommended(near_copy_inherit=True, near_copy_similarity=0.0)
+        rec(near_copy_inherit=True, near_copy_similarity=0.0)
 
 
 def test_paper_preset_has_no_panel():
@@ -247,7 +258,7 @@ def test_gate_compare_forces_an_ordinary_comparison_in_warmup_and_after():
 
 def test_the_two_gates_are_exclusive_and_need_an_evaluator():
     with pytest.raises(ValueError, match="gate_full_compare and gate_compare are two forms of one gate"):
-        JanusConfig.recommended(gate_compare=True, gate_full_compare=True)
+        rec(gate_compare=True, gate_full_compare=True)
     j = Janus(JanusConfig(trigger="never", gate_compare=True, warmup=1), None)
     with pytest.raises(RuntimeError, match="needs an evaluator"):
         step(j, 0, SHEET, "")  # a wipe in the warm-up
@@ -418,3 +429,183 @@ def test_rewords_only_on_code_latex_and_lookalikes(new, want):
     from janus_memory.controller.changes import rewords_only
 
     assert rewords_only(CODE, new) is want
+
+
+# ----------------------------------------------------------------------------- the two closed holes
+
+
+def _sandboxed(cfg, answer):
+    ev = recorder(answer)
+    j = Janus(cfg, ev)
+    for i in range(4):
+        step(j, i, SHEET, SHEET)
+    return step(j, 4, SHEET, SHEET + "\nrule t: run the sandbox")
+
+
+def test_an_all_none_candidate_is_rolled_back_not_deployed_on_a_tie():
+    """None (a sandbox time-out) casts no vote, so a candidate that timed out on every task it was asked ties 0-0 and
+    the sequential rule deployed it on nothing. It is now rolled back: nothing was measured for it; the measured
+    memory stays. One determinate outcome is enough to be judged as usual."""
+    timeout = lambda text, i: None if "sandbox" in text else True  # noqa: E731
+    d = _sandboxed(rec(warmup=2), timeout)
+    assert (d.accept, d.reason, d.n_evaluated, d.evaluator_calls, d.new_correct) == (
+        False, "indeterminate_candidate", 4, 8, [None] * 4)
+    d = _sandboxed(rec(warmup=2, indeterminate_rollback=False), timeout)
+    assert (d.accept, d.reason) == (True, "sprt_truncated_new_ge_old")  # the earlier behaviour, still selectable
+    one = lambda text, i: True if i == 1 or "sandbox" not in text else None  # noqa: E731
+    d = _sandboxed(rec(warmup=2), one)
+    assert (d.accept, d.reason, d.new_correct) == (True, "sprt_truncated_new_ge_old", [True, None, None, None])
+    # the paper preset scores None as wrong, as the authors do: unchanged (a tie with an all-wrong old memory deploys)
+    d = _sandboxed(JanusConfig(trigger="always", warmup=2), lambda t, i: None if "sandbox" in t else False)
+    assert (d.accept, d.reason, d.new_correct) == (True, "new_ge_old", [None] * 5)
+    assert JanusConfig().indeterminate_rollback is False and JanusConfig.recommended().indeterminate_rollback
+
+
+NOUNS = ["widths", "heights", "angles", "weights", "lengths", "areas", "depths", "radii"]
+LONG = "\n".join(f"rule {i}: compare the {NOUNS[i % 8]} of family {i} before merging the columns and rows carefully"
+                 for i in range(80))
+
+
+def _swapped(text, lines):
+    """A content-word swap outside the guard words on each of ``lines``: a rewording by ``rewords_only``."""
+    out = text.split("\n")
+    for i in lines:
+        out[i] = out[i].replace("merging", "splitting")
+    return "\n".join(out)
+
+
+def _chain(cfg, answer):
+    """47 swaps over five steps (10, 10, 9, 9, 9 lines), each step a rewording of the memory before it."""
+    j = Janus(cfg, recorder(answer))
+    step(j, 0, "", LONG)
+    for i in range(1, 22):
+        step(j, i, LONG, LONG)
+    cur, start, out = LONG, 0, []
+    for k, n in enumerate([10, 10, 9, 9, 9]):
+        new = _swapped(cur, range(start, start + n))
+        start += n
+        d = step(j, 22 + k, cur, new)
+        out.append((d.trigger_signals.get("near_copy"), d.n_evaluated, d.accept))
+        cur = new if d.accept else cur
+    return out, j
+
+
+def test_rewordings_cannot_chain_away_from_the_last_fully_compared_memory():
+    """Each step of the chain is a near copy (3-gram Jaccard 0.958-0.965) and a rewording of the memory before it, so
+    with inheritance from the deployed memory every step was checked on one panel task and deployed, 47 swaps in
+    all. Inheritance now needs the candidate to be a near copy of the anchor (the last fully compared memory): the
+    second step is 0.921 from it, so it gets the full sequential comparison; deployed, it is the new anchor."""
+    from janus_memory.controller.changes import shingle_similarity
+
+    steps = [LONG]
+    for a, b in ((0, 10), (10, 20), (20, 29), (29, 38), (38, 47)):
+        steps.append(_swapped(steps[-1], range(a, b)))
+    assert [round(shingle_similarity(LONG, s), 3) for s in steps[1:3]] == [0.958, 0.921]
+    same = lambda text, i: True  # noqa: E731
+    chained, _ = _chain(rec(warmup=2, near_copy_anchor=False), same)
+    assert chained == [("rewording", 1, True)] * 5
+    anchored, j = _chain(rec(warmup=2), same)
+    assert anchored == [("rewording", 1, True), ("drifted", 19, True), ("rewording", 1, True),
+                        ("rewording", 1, True), ("drifted", 19, True)]
+    state = j.state_dict()
+    assert state["near_copy_anchor"] == {"sha256": j._anchor_sha, "text": None}  # the anchor is deployed: no text
+    # a drift that hurts every task but the one the rewording check reads (the panel's first member, t1)
+    harm = lambda text, i: text.count("splitting") < 15 or i == 1  # noqa: E731
+    chained, _ = _chain(rec(warmup=2, near_copy_anchor=False), harm)
+    assert chained == [("rewording", 1, True)] * 5  # all 47 swaps deployed, each on one task
+    anchored, j = _chain(rec(warmup=2), harm)
+    assert anchored == [("rewording", 1, True)] + [("drifted", 6, False)] * 4
+    state = j.state_dict()
+    assert state["near_copy_anchor"]["text"] == LONG  # the first rewording is deployed, LONG is still the anchor
+    assert json.dumps(Janus.from_state_dict(state, j.evaluator).state_dict(), sort_keys=True) == json.dumps(
+        state, sort_keys=True)
+
+
+def test_a_restored_controller_keeps_the_anchor_text_while_a_rewording_is_deployed():
+    """After an inherited rewording the anchor is not the deployed memory: its text is in the state, and a restored
+    controller decides the rest of the chain exactly as one that never stopped."""
+    same = lambda text, i: True  # noqa: E731
+    cfg = rec(warmup=2)
+    j = Janus(cfg, recorder(same))
+    step(j, 0, "", LONG)
+    for i in range(1, 22):
+        step(j, i, LONG, LONG)
+    one = _swapped(LONG, range(10))
+    assert step(j, 22, LONG, one).trigger_signals["near_copy"] == "rewording"
+    state = json.loads(json.dumps(j.state_dict()))
+    assert state["near_copy_anchor"]["text"] == LONG
+    r = Janus.from_state_dict(state, recorder(same))
+    two = _swapped(one, range(10, 20))
+    a, b = step(j, 23, one, two), step(r, 23, one, two)
+    assert (a.trigger_signals["near_copy"], a.n_evaluated) == ("drifted", 19) and a.to_dict() == b.to_dict()
+    for bad, msg in (({"sha256": "0" * 64, "text": LONG}, "does not match"),
+                     ({"sha256": "0" * 64, "text": None}, "holds no text"),
+                     ({"sha256": 3, "text": None}, "must hold")):
+        with pytest.raises(ValueError, match=msg):
+            Janus.from_state_dict({**state, "near_copy_anchor": bad})
+    assert JanusConfig.recommended(near_copy_inherit=False).near_copy_anchor  # read only with inheritance
+
+
+# ----------------------------------------------------------------------------- the deploy margin
+
+
+@pytest.mark.parametrize("kw, tie, quiet", [
+    (dict(seq_deploy_margin=0), (True, "sprt_truncated_new_ge_old"), (True, "sprt_truncated_new_ge_old")),
+    (dict(seq_deploy_margin=1), (False, "sprt_truncated_no_lead"), (True, "sprt_truncated_new_ge_old")),
+    (dict(seq_deploy_margin=1, seq_quiet_deploy=False), (False, "sprt_truncated_no_lead"),
+     (False, "sprt_truncated_no_lead")),
+])
+def test_deploy_margin_asks_a_candidate_that_changes_answers_for_a_lead(kw, tie, quiet):
+    """A 1-1 tie (the candidate loses one panel task and wins another) deploys under the paper's tie rule and is
+    rolled back with a margin of 1; a comparison in which no answer changed deploys unless seq_quiet_deploy is off.
+    Both read all four tasks of the cap (a discordant pair could still come)."""
+    cand = SHEET + "\nrule n: draw the figure first"
+    answers = {"tie": lambda text, i: (i != 1) if "figure" in text else (i != 2), "quiet": lambda text, i: True}
+    for name, want in (("tie", tie), ("quiet", quiet)):
+        j = Janus(rec(warmup=2, seq_max_pairs=4, seq_extend_pairs=0, seq_round=1, **kw),
+                  recorder(answers[name]))
+        for i in range(8):
+            step(j, i, SHEET, SHEET)
+        d = step(j, 8, SHEET, cand)
+        assert (d.accept, d.reason, d.n_evaluated, d.evaluator_calls, d.eval_ids[:4]) == (
+            *want, 4, 8, ["t1", "t0", "t2", "t3"]), name
+
+
+def test_a_rewording_check_is_not_held_to_the_deploy_margin():
+    """The one-task check of a rewording asks "not worse": a tie there deploys (and inherits) whatever the margin."""
+    j = Janus(rec(warmup=2, seq_deploy_margin=2, seq_quiet_deploy=False), recorder(lambda t, i: True))
+    cur = SHEET + "\nrule a: add the digits of the answer"
+    step(j, 0, SHEET, cur)  # warm-up: deployed
+    for i in range(1, 4):
+        step(j, i, cur, cur)
+    d = step(j, 4, cur, cur.replace("rule 3: check", "rule 3: verify"))
+    assert (d.accept, d.reason, d.n_evaluated, d.trigger_signals["near_copy"]) == (
+        True, "sprt_truncated_new_ge_old", 1, "rewording")
+
+
+def test_the_preset_deploys_only_with_a_lead():
+    """recommended(): the panel read one task at a time, 5 tasks, a candidate deployed only with a lead of one
+    discordant task. Ahead by exactly one at the fifth task it is read on, up to 12 (here 20 seen tasks): still one
+    ahead at 12, deployed; with no lead at the fifth (0-0, no answer changed; 1-1, a task lost and one won) it is
+    rolled back there; behind, the sequential test rolls it back at the fourth. With 8 seen tasks the panel is read
+    whole. The recorder is asked for both memories on each task read (this controller measured neither before)."""
+    cand = SHEET + "\nrule n: draw the figure first"
+    answers = {"lead": lambda text, i: True if "figure" in text else (i != 2),
+               "quiet": lambda text, i: True,
+               "tie": lambda text, i: (i != 1) if "figure" in text else (i != 2),
+               "behind": lambda text, i: (i != 0) if "figure" in text else True}
+    want = {("lead", 8): (True, "sprt_truncated_new_ge_old", 8), ("lead", 20): (True, "sprt_truncated_new_ge_old", 12),
+            ("quiet", 8): (False, "sprt_truncated_no_lead", 5), ("quiet", 20): (False, "sprt_truncated_no_lead", 5),
+            ("tie", 8): (False, "sprt_truncated_no_lead", 5), ("tie", 20): (False, "sprt_truncated_no_lead", 5),
+            ("behind", 8): (False, "sprt_new_worse", 4), ("behind", 20): (False, "sprt_new_worse", 4)}
+    for (name, seen), (accept, reason, n) in want.items():
+        j = Janus(JanusConfig.recommended(warmup=2), recorder(answers[name]))
+        for i in range(seen):
+            step(j, i, SHEET, SHEET)
+        d = step(j, seen, SHEET, cand)
+        assert (d.accept, d.reason, d.n_evaluated, d.evaluator_calls) == (accept, reason, n, 2 * n), (name, seen)
+        assert d.eval_ids[:5] == ["t1", "t0", "t2", "t3", "t4"]
+    # an all-None candidate has no lead either: the margin rolls it back at the fifth task, before the rule that
+    # would (indeterminate_candidate) is asked
+    d = _sandboxed(JanusConfig.recommended(warmup=2), lambda text, i: None if "sandbox" in text else True)
+    assert (d.accept, d.reason, d.n_evaluated) == (False, "sprt_truncated_no_lead", 4)

@@ -53,17 +53,17 @@ def _cfg(**kw) -> RunConfig:
     ({"updater": "reasoning_bank"}, None, CallCount(48, 72, 70, 6, 5)),
     ({"updater": "dc_cu"}, None, CallCount(48, 48, 70, 6, 5)),
     ({"updater": "exprag", "controller": "none"}, None, CallCount(12, 12, 0, 3, 5)),
-    # the recommended controller: a panel of 19 (of the tasks seen) read 11, up to 19 while tied: 2 x 19 per step
+    # the recommended controller: a panel of 19 (of the tasks seen) read 5, up to 12 while close: 2 x 12 per step
     # after the warm-up (trigger always: steps 5..12), and its text gate may compare in the warm-up on the tasks seen
     # so far (at most K + K_F = 5): 2 x (1 + 2 + 3 + 4); never 25 tasks x 2
-    ({"janus_preset": "recommended"}, None, CallCount(48, 72, 20 + 8 * 38, 6, 19)),
+    ({"janus_preset": "recommended"}, None, CallCount(48, 72, 20 + 8 * 24, 6, 12)),
     ({"janus_preset": "recommended", "janus": {"panel_size": 6}}, None, CallCount(48, 72, 20 + 8 * 12, 6, 6)),
     ({"janus_preset": "recommended", "janus": {"seq_extend_pairs": 0, "seq_max_pairs": 3}}, None,
      CallCount(48, 72, 2 * (1 + 2 + 3 + 3) + 8 * 6, 6, 3)),  # the cap (3) also cuts the warm-up comparisons
     ({"janus_preset": "recommended", "janus": {"trigger": "mmt", "gate_compare": False}}, None,
-     CallCount(48, 72, 7 * 38, 6, 19)),  # no gate: MMT's steps 6..12 only
+     CallCount(48, 72, 7 * 24, 6, 12)),  # no gate: MMT's steps 6..12 only
     ({"janus_preset": "recommended", "janus": {"trigger": "never"}}, None,
-     CallCount(48, 72, 20 + 8 * 38, 6, 19)),  # the gate still compares at any step
+     CallCount(48, 72, 20 + 8 * 24, 6, 12)),  # the gate still compares at any step
     # resumed: the base method is finished, +janus continues after step 7 (steps 8..12 left, all MMT-eligible)
     ({}, {"dc_rs": None, "dc_rs+janus": 7}, CallCount(10, 15, 50, 3, 5)),
     ({}, {"dc_rs": None, "dc_rs+janus": None}, CallCount(0, 0, 0, 0, 5)),
@@ -90,9 +90,10 @@ def test_lines_per_backend_and_measurement():
     assert estimate_line(local, CallCount(0, 0, 0, 0, 5), m) is None  # nothing left to run
     rec = _cfg(janus_preset="recommended")
     assert estimate_line(rec, count_calls(rec, 12, 3)) == (
-        "estimate: at most 402 LLM calls; calls = stream 48-72 + Janus evaluation 324 (upper bound: 2 memories x 19 "
-        "tasks at each step the controller may compare; evaluation set: a panel of 19 seen tasks (read 11, up to 19 "
-        "while tied); usually fewer: the sequential test stops early and the deployed memory's outcomes are reused) "
+        "estimate: at most 290 LLM calls; calls = stream 48-72 + Janus evaluation 212 (upper bound: 2 memories x 12 "
+        "tasks at each step the controller may compare; evaluation set: a panel of 19 seen tasks (read 5, up to 12 "
+        "while the candidate leads by exactly 1 task); usually fewer: the sequential test stops early and the deployed "
+        "memory's outcomes are reused) "
         "+ test 6")
     assert estimate_line(_cfg(controller="none"), CallCount(24, 24, 0, 6, 5)) == (
         "estimate: at most 30 LLM calls; calls = stream 24 + test 6")

@@ -2,7 +2,7 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/bench_world.py [--seeds 20] [--steps 300] [--workers 2] [--out runs/bench-world]
+    PYTHONPATH=src python benchmarks/controller/bench_world.py [--seeds 20] [--steps 300] [--workers 2] [--out runs/bench-world]
         [--set KEY=VALUE ...] [--mix ...]          # same world options as `janus bench world`
 
 Prints the report (table with mean ± 95% CI per policy, paired comparisons for the paper's three claims, Fig. 4

@@ -4,7 +4,7 @@ These deciders are *not* the product's controller: they are small stand-alone ga
 in the memory world (``janus_memory.bench.policies``), written to ask one question each, fast (no k-means, no
 sequential test). What they found was then built into ``Janus`` as named options (``eval_set="panel"``,
 ``panel_rotate``, ``panel_min_evals``, ``near_copy_inherit``, ``gate_compare``) and re-measured with the real
-controller by ``benchmarks/tune_recommended.py`` (docs/measurements.md, "Round 4").
+controller by ``benchmarks/controller/tune_recommended.py`` (docs/measurements.md, "Round 4").
 
 Every decider accepts during the first ``warm`` steps, accepts identical texts, deploys ties, and caches each
 (memory text, task) outcome it has measured (as ``reuse_old_results`` does), so ``evaluator_calls`` counts what a
@@ -26,7 +26,7 @@ caching controller would pay. Kinds (``"cls"`` in a variant):
 
 Usage (one process per line; blind and always are read from ``--baselines`` when there, else run)::
 
-    PYTHONPATH=src python benchmarks/explore_round4.py --settings s1,default --first-seed 100 --seeds 60 \\
+    PYTHONPATH=src python benchmarks/controller/explore_panel.py --settings s1,default --first-seed 100 --seeds 60 \\
         --variants '{"P10-18r5": {"cls": "ppanel", "n": 10, "N": 18, "nc": 0.93, "rotate": 0.5}}' --out rows.jsonl
 
 Each output line: ``{"setting", "seed", <policy>: [final true accuracy, evaluator calls], ...}``.

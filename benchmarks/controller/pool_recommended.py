@@ -2,13 +2,15 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/pool_recommended.py rows.jsonl [more.jsonl ...] [--sets 0-19,20-39,40-59]
+    PYTHONPATH=src python benchmarks/controller/pool_recommended.py rows.jsonl [more.jsonl ...] [--sets 0-19,20-39,40-59]
 
 Per setting and policy (other than blind and always): gain share = mean(policy − blind) / mean(always − blind) and
 call share = mean calls / mean always calls over every seed present, with 95% paired-bootstrap intervals
 (``janus_memory.bench.metrics.boot_ratio``, 10,000 resamples), then the same per seed set named in ``--sets``. A
 (setting, seed, policy) line seen twice must carry the same numbers (a re-run of a deterministic world); otherwise
-the script stops.
+the script stops. Lines with ``raw_calls`` count paid evaluations in ``calls`` (distinct (memory text, task)
+evaluations); lines without it were written before that count existed and hold raw requests there: the two kinds
+are not pooled together (the script stops), and the table says which count it read.
 """
 from __future__ import annotations
 
@@ -24,15 +26,21 @@ from janus_memory.bench.metrics import boot_ratio
 
 def load(paths: list[str]) -> dict:
     rows: dict = defaultdict(dict)  # (setting, seed) -> policy -> (final, calls)
+    kinds = set()
     for path in paths:
         with open(path) as fh:
             for line in fh:
                 r = json.loads(line)
+                kinds.add("raw_calls" in r)
+                if len(kinds) > 1:
+                    raise SystemExit("error: some lines count paid evaluations (they have raw_calls), others raw "
+                                     "requests (written before the paid count): pool one kind at a time")
                 key, val = (r["setting"], int(r["seed"])), (float(r["final"]), float(r["calls"]))
                 old = rows[key].get(r["policy"])
                 if old is not None and old != val:
                     raise SystemExit(f"error: {key} {r['policy']} has two different results: {old} and {val}")
                 rows[key][r["policy"]] = val
+    rows["__count__"] = "paid evaluations" if kinds == {True} else "raw requests"
     return rows
 
 
@@ -52,13 +60,14 @@ def main(argv=None) -> int:
     p.add_argument("--sets", default="", help="seed ranges reported apart, e.g. 0-19,20-39,40-59")
     args = p.parse_args(argv)
     rows = load(args.files)
+    count = rows.pop("__count__")
     sets = [("all", range(0, 1 << 31))]
     for part in filter(None, args.sets.split(",")):
         lo, _, hi = part.partition("-")
         sets.append((part, range(int(lo), int(hi or lo) + 1)))
     settings = sorted({k[0] for k in rows}, key=lambda s: (s != "default", s))
     policies = sorted({q for v in rows.values() for q in v} - {"blind", "always"})
-    print("| setting | policy | seeds | gain share [95%] | call share [95%] |\n|---|---|---|---|---|")
+    print(f"| setting | policy | seeds | gain share [95%] | call share [95%] ({count}) |\n|---|---|---|---|---|")
     for st in settings:
         for pol in policies:
             for label, seeds in sets:

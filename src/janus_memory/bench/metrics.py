@@ -10,8 +10,10 @@ Definitions (accuracies in points, i.e. x100):
 * harm_through: harmful candidates deployed; harm_pts: true accuracy they removed in total (points).
 * destr_through: destructive candidates (retrieved-examples dumps) deployed, of ``destr`` proposed.
 * triggers (all comparisons, warm-up included: the recommended controller's text gate compares inside the warm-up)
-  and trigger rate (post-warm-up triggers / post-warm-up steps, so at most 1), evaluator calls ((memory, task)
-  evaluations).
+  and trigger rate (post-warm-up triggers / post-warm-up steps, so at most 1).
+* evaluator_calls: what the run pays, the distinct (memory text, task) evaluations under keyed noise (a repeat is a
+  response-cache hit; every request under fresh noise); raw_calls: every (memory, task) request
+  (``world.WorldEvaluator``). Call shares are read from evaluator_calls.
 * trigger selectivity (Janus policies; post-warm-up candidates only): trig_recall = harmful candidates on which the
   trigger fired / harmful candidates; trig_recall_1pt the same for candidates costing >= 1 point; trig_recall_dump for
   the retrieved-examples dumps.
@@ -49,6 +51,7 @@ def episode_metrics(ep: dict, oracle_final: float | None, warmup: int | None) ->
         "triggers": trig,
         "trigger_rate": (int((fired & live).sum()) / post) if warmup is not None and post > 0 else 0.0,
         "evaluator_calls": int(ep["evaluator_calls"]),
+        "raw_calls": int(ep.get("raw_calls", ep["evaluator_calls"])),
         "harmful": n_harm,
         "rejected": n_rej,
         "precision": hr / n_rej if n_rej else float("nan"),
@@ -135,7 +138,7 @@ def fmt(mean: float, ci: float, digits: int = 1) -> str:
 
 
 TABLE_COLS = [("final", "final acc", 1), ("regret", "regret", 1), ("auc", "AUC", 1), ("triggers", "triggers", 1),
-              ("evaluator_calls", "eval calls", 0), ("precision", "rej. precision", 2), ("recall", "rej. recall", 2), ("recall_1pt", "recall ≥1pt", 2),
+              ("evaluator_calls", "evaluations (paid)", 0), ("raw_calls", "requests (raw)", 0), ("precision", "rej. precision", 2), ("recall", "rej. recall", 2), ("recall_1pt", "recall ≥1pt", 2),
               ("harm_through", "harmful deployed", 1), ("destr_through", "dumps deployed", 2)]
 
 
@@ -152,7 +155,7 @@ def markdown_table(agg: dict[str, dict], order: list[str]) -> str:
 
 TRIGGER_COLS = [("trigger_rate", "trigger rate", 2), ("trig_recall", "fired on harmful", 2),
                 ("trig_recall_1pt", "fired on ≥1pt harmful", 2), ("trig_recall_dump", "fired on dumps", 2),
-                ("evaluator_calls", "eval calls", 0), ("final", "final acc", 1)]
+                ("evaluator_calls", "evaluations (paid)", 0), ("raw_calls", "requests (raw)", 0), ("final", "final acc", 1)]
 
 
 def trigger_table(agg: dict[str, dict], order: list[str]) -> str:
@@ -179,7 +182,7 @@ def claims_table(per_seed: dict[str, list[dict]]) -> str:
 def boot_ratio(num, den, seed: int = 24, n_boot: int = 10_000,
                positive_den: bool = False) -> tuple[float, float, float]:
     """mean(num) / mean(den) and its 95% percentile interval over paired bootstrap resamples of the seeds (the
-    issue-24 yardstick; ``benchmarks/bench_recommended.py`` uses it too). NaN when the denominator's mean is 0, and
+    issue-24 yardstick; ``benchmarks/controller/bench_recommended.py`` uses it too). NaN when the denominator's mean is 0, and
     with ``positive_den`` when it is not above 0: a share of always's gain over blind means nothing when always does
     not gain (two losses would make a large positive share)."""
     num, den = np.asarray(num, float), np.asarray(den, float)
@@ -195,14 +198,17 @@ def boot_ratio(num, den, seed: int = 24, n_boot: int = 10_000,
 
 
 def share_table(per_seed: dict[str, list[dict]], order: list[str]) -> str | None:
-    """Each policy's share of always's gain over blind in final accuracy, and of always's evaluation calls, with 95%
-    paired-bootstrap intervals over seeds; None unless the grid has both ``blind`` and ``always``."""
+    """Each policy's share of always's gain over blind in final accuracy, and of always's paid evaluations (distinct
+    (memory, task) evaluations: what a cached run pays), with 95% paired-bootstrap intervals over seeds; the share of
+    always's raw requests beside it, labelled. None unless the grid has both ``blind`` and ``always``."""
     if "blind" not in per_seed or "always" not in per_seed:
         return None
     fin = {p: np.array([m["final"] for m in per_seed[p]]) for p in order}
     calls = {p: np.array([m["evaluator_calls"] for m in per_seed[p]], float) for p in order}
+    raw = {p: np.array([m.get("raw_calls", m["evaluator_calls"]) for m in per_seed[p]], float) for p in order}
     gain = fin["always"] - fin["blind"]
-    lines = ["| policy | gain share [95%] | call share [95%] |", "|---|---|---|"]
+    lines = ["| policy | gain share [95%] | call share [95%] (paid evaluations) | raw-request share |",
+             "|---|---|---|---|"]
 
     def f(t, why="n/a"):
         return f"{t[0]:.2f} [{t[1]:.2f}, {t[2]:.2f}]" if math.isfinite(t[0]) else why
@@ -211,6 +217,8 @@ def share_table(per_seed: dict[str, list[dict]], order: list[str]) -> str | None
     for p in order:
         if p in ("blind", "always"):
             continue
+        rs = raw[p].mean() / raw["always"].mean() if raw["always"].mean() > 0 else float("nan")
         lines.append(f"| {p} | {f(boot_ratio(fin[p] - fin['blind'], gain, positive_den=True), none)} | "
-                     f"{f(boot_ratio(calls[p], calls['always']))} |")
+                     f"{f(boot_ratio(calls[p], calls['always']))} | "
+                     f"{f'{rs:.2f}' if math.isfinite(rs) else 'n/a'} |")
     return "\n".join(lines)

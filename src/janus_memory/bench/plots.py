@@ -91,7 +91,7 @@ def plot_cost(agg: dict, order: list[str], path: Path) -> Path:
         ax.errorbar([x], [y], xerr=[0 if not math.isfinite(xe) else xe], yerr=[0 if not math.isfinite(ye) else ye],
                     fmt="o", color=color, capsize=3)
         ax.annotate(p, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
-    ax.set_xlabel("evaluator calls per stream ((memory, task) evaluations)")
+    ax.set_xlabel("paid evaluations per stream (distinct (memory, task) evaluations; every one under fresh noise)")
     ax.set_ylabel("final true accuracy (%)")
     ax.grid(alpha=0.3)
     return save_figure(fig, path)

@@ -205,4 +205,5 @@ def run_episode(world: World, spec: PolicySpec, embed: Callable[[str], np.ndarra
         kinds.append(kind)
     return {"policy": spec.name, "seed": world.seed, "acc": acc, "cand_gain": cand_gain, "accepted": accepted,
             "triggered": triggered, "kinds": kinds, "evaluator_calls": evaluator.calls,
+            "raw_calls": evaluator.raw_calls,
             "initial_acc": world.true_accuracy(world.empty)}

@@ -19,7 +19,11 @@ def render_markdown(result) -> str:
         "",
         f"{len(result.seeds)} seeds x {c.n_steps} steps x {len(result.policies)} policies; encoder `{c.encoder}`; "
         f"mix {c.mix}; drift {c.drift}; eval noise {c.eval_noise} (coupling {c.coupling}); wall {result.wall_s:.0f} s.",
-        "Mean ± 95% t-interval over seeds. Accuracies are true accuracies (points) on the held-out test set.",
+        "Mean ± 95% t-interval over seeds. Accuracies are true accuracies (points) on the held-out test set. "
+        + ("Evaluations (paid) = distinct (memory text, task) evaluations, what a run behind a response cache pays "
+           "(a repeated request is a cache hit); requests (raw) = every (memory, task) request."
+           if c.eval_noise == "keyed" else
+           "Evaluations (paid) = every (memory, task) request (fresh noise: each is a new draw, nothing is cached)."),
         "",
         markdown_table(agg, result.policies),
         "",
@@ -51,6 +55,7 @@ def share_section(result) -> list[str]:
     if t is None:
         return []
     return ["## Share of always's gain and calls (gain share = (policy − blind) / (always − blind), final accuracy; "
+            "call share = paid evaluations / always's paid evaluations; "
             f"95% paired bootstrap over {len(result.seeds)} seeds)", "", t, ""]
 
 

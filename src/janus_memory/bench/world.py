@@ -105,7 +105,7 @@ def parse_mix(spec: str) -> dict:
 
 def json_value(text: str):
     """A ``KEY=VALUE`` option's value: JSON when it parses (``0.5``, ``true``, ``"fresh"``, ``[1, 2]``), else the text
-    as given (``--set``, bench policies, ``benchmarks/tune_recommended.py`` variants)."""
+    as given (``--set``, bench policies, ``benchmarks/controller/tune_recommended.py`` variants)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -251,14 +251,21 @@ class WorldEvaluator:
     ``eval_noise="keyed"`` (default): a draw is a fixed function of (seed, memory text, task), like a temperature-0
     solver with a response cache; with probability ``coupling`` a (text, task) pair uses the task's latent luck
     ``u_task`` (so a memory that is better on that task never scores worse there), otherwise a luck value keyed by the
-    text (any edit re-rolls that answer). ``"fresh"``: an independent draw on every call. ``calls`` counts
-    (memory, task) evaluations.
+    text (any edit re-rolls that answer). ``"fresh"``: an independent draw on every call.
+
+    What a run pays: under keyed noise the evaluator *is* a response cache keyed by (memory text, task): the first
+    request for a pair is solved and paid, a repeat is answered from the cache, free, with the first answer. So
+    ``calls`` counts the distinct (memory text, task) evaluations, what a cached temperature-0 run pays, and every
+    policy gets that saving whatever it asks (always-compare re-asks the deployed memory on mostly the same tasks).
+    Under fresh noise every request is a new draw and is paid. ``raw_calls`` counts every (memory, task) request.
     """
 
     def __init__(self, world: World, *, stream_key: str = ""):
         self.world = world
         self.calls = 0
+        self.raw_calls = 0
         self._keyed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._answers: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # text -> (known, answer) per stream task
         self._rng = np.random.default_rng(seed_int("fresh", world.seed, stream_key))
 
     def _luck(self, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -272,12 +279,20 @@ class WorldEvaluator:
     def __call__(self, memory_text: str, tasks: list) -> list[bool]:
         w = self.world
         m = w.memory(memory_text)
-        p = w.solve_prob(m, tasks)
-        self.calls += len(tasks)
+        self.raw_calls += len(tasks)
         if w.config.eval_noise == "fresh":
-            u = self._rng.random(len(tasks))
-        else:
-            idx = np.array([t.idx for t in tasks], dtype=int)
+            self.calls += len(tasks)
+            return [bool(x) for x in (self._rng.random(len(tasks)) < w.solve_prob(m, tasks))]
+        idx = np.array([t.idx for t in tasks], dtype=int)
+        n = len(w.stream)
+        known, answer = self._answers.setdefault(memory_text, (np.zeros(n, bool), np.zeros(n, bool)))
+        todo, first = np.unique(idx, return_index=True)
+        keep = ~known[todo]
+        todo, first = todo[keep], first[keep]
+        if todo.size:  # solved once, then served from the cache
             coin, u_text = self._luck(memory_text)
-            u = np.where(coin[idx] < w.config.coupling, w.task_u[idx], u_text[idx])
-        return [bool(x) for x in (u < p)]
+            u = np.where(coin[todo] < w.config.coupling, w.task_u[todo], u_text[todo])
+            answer[todo] = u < w.solve_prob(m, [tasks[k] for k in first])
+            known[todo] = True
+            self.calls += int(todo.size)
+        return [bool(x) for x in answer[idx]]

@@ -45,7 +45,8 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
 
     ``full``: the paper rule on every entry whatever the configured rule (a text gate's forced comparison).
     ``max_pairs``: the sequential rule's cap for this comparison (default ``c.seq_max_pairs``, extended by the
-    adaptive cap ``c.seq_extend_pairs`` when on and above it; an explicit ``max_pairs`` is never extended).
+    adaptive cap ``c.seq_extend_pairs`` when on and above it; an explicit ``max_pairs`` (a near copy's check) is never
+    extended and deploys on a tie whatever ``c.seq_deploy_margin``: it asks "not worse", not "better").
     ``base_pairs``: this comparison's cap instead of ``c.seq_max_pairs`` (``seq_recent_pairs``), still extended.
     ``known_old``: the old memory's outcomes already measured (``reuse_old_results``; sequential rule only)."""
     rule = "paper" if full else c.decision_rule
@@ -60,7 +61,8 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
         expect(planned_calls(tasks, old_text, new_text, **how))
     try:
         comp = compare(evaluator, tasks, old_text, new_text, alpha=c.alpha, min_margin=c.min_margin,
-                       sprt=SPRT(c.seq_alpha, c.seq_beta, c.seq_theta) if seq else None,
+                       sprt=SPRT(c.seq_alpha, c.seq_beta, c.seq_theta, c.seq_deploy_margin if max_pairs is None
+                                 else 0, c.seq_quiet_deploy) if seq else None,
                        extend_margin=c.seq_extend_margin, **how)
     except EvaluationError as exc:
         d.accept = True
@@ -70,6 +72,10 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
         stats["evaluation_failures"] += 1
         stats["accepts"] += 1
         return None
+    if c.indeterminate_rollback and comp.accept and comp.new_correct and all(v is None for v in comp.new_correct):
+        # None casts no vote: without this an all-None candidate (every task a sandbox time-out) is deployed on a
+        # 0-0 tie. Nothing was measured for it, so the measured memory stays.
+        comp.accept, comp.reason = False, "indeterminate_candidate"
     d.accept = comp.accept
     d.reason = comp.reason
     d.n_evaluated = comp.n_evaluated

@@ -22,25 +22,40 @@ EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
 # where a comparison's tasks come from: "hybrid" = the paper's coverage + boundary + fresh set; "panel" = a seeded
 # random panel of seen tasks that changes by at most one task per comparison (issue 24, round 4; evalplan.refresh_panel)
 EVAL_SETS = ("hybrid", "panel")
-# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"; issue 24). Round 4
-# (2026-12-04; chosen on tuning seeds 100-159 of all four settings, docs/bench.md §3): a stable panel of 19 seen
-# tasks (read 11, up to 19 while tied), half the comparisons rotating out the member on which memories disagreed
-# least, rewordings checked on one task and keeping the deployed memory's outcomes, the text gate forcing an ordinary
-# comparison.
+# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"). Chosen on tuning
+# seeds 100-159 of the five world settings by the rule committed in docs/measurements.md ("The honest count"): a
+# stable panel of 19 seen tasks read one at a time, a candidate deployed only when it leads by a discordant task
+# (5 tasks, up to 12 while its lead is exactly one; no lead at 5 rolls back), 60% of the comparisons rotating out the member on which memories disagreed least, rewordings
+# of the last fully compared memory checked on one task and keeping the deployed memory's outcomes, an all-None
+# candidate rolled back, the text gate forcing an ordinary comparison.
+# Round 4b (judged 2026-12-04): the same panel read 11, up to 19 while tied, ties deployed (RECOMMENDED_ROUND4B).
 # Round 2 (until 2026-12-04): the paper's coverage/boundary/fresh set read boundary first, cap 6 -> 14 while tied,
-# near copies on 4 tasks, the gate's comparisons full (benchmarks/bench_recommended.py ROUND2 keeps it)
-RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19, panel_rotate=0.5,
-                   panel_min_evals=5, seq_max_pairs=11, seq_extend_pairs=19, seq_extend_margin=0, seq_round=2,
-                   seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
-                   near_copy_inherit=True, near_copy_pairs=1, gate_compare=True, gate_full_compare=False,
-                   eval_order="informative", dedup=True, same_memory_shortcut=True, clustering="paper")
+# near copies on 4 tasks, the gate's comparisons full (benchmarks/controller/bench_recommended.py ROUND2 keeps it)
+RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19, panel_rotate=0.6,
+                   panel_min_evals=5, seq_max_pairs=5, seq_extend_pairs=12, seq_extend_margin=0, seq_round=1,
+                   seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, seq_deploy_margin=1, seq_quiet_deploy=False,
+                   reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True, near_copy_pairs=1,
+                   gate_compare=True, gate_full_compare=False, eval_order="informative", dedup=True,
+                   same_memory_shortcut=True, clustering="paper", near_copy_anchor=True, indeterminate_rollback=True)
+# round 4b as judged on 2026-12-04 (seeds 60-79), every field it set: for reproducing its measurements
+# (benchmarks/controller/bench_recommended.py --round4b) and what a run stored with it resumes on (settings/migrate.py)
+RECOMMENDED_ROUND4B = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19,
+                           panel_rotate=0.5, panel_min_evals=5, seq_max_pairs=11, seq_extend_pairs=19,
+                           seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3,
+                           reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True,
+                           near_copy_pairs=1, gate_compare=True, gate_full_compare=False, eval_order="informative",
+                           dedup=True, same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0,
+                           near_copy_anchor=False, indeterminate_rollback=False, seq_deploy_margin=0,
+                           seq_quiet_deploy=True)
 # round 2 as judged on 2026-12-03 (every field it set, so a later round cannot leak into it): for reproducing its
-# measurements (benchmarks/bench_recommended.py --round2) and for the hybrid-set machinery's tests
+# measurements (benchmarks/controller/bench_recommended.py --round2) and for the hybrid-set machinery's tests
 RECOMMENDED_ROUND2 = dict(trigger="always", decision_rule="sequential", eval_order="informative",
                           gate_full_compare=True, seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2,
                           seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
                           near_copy_pairs=4, dedup=True, same_memory_shortcut=True, clustering="paper",
-                          seq_recent_pairs=0, eval_set="hybrid", near_copy_inherit=False, gate_compare=False)
+                          seq_recent_pairs=0, eval_set="hybrid", near_copy_inherit=False, gate_compare=False,
+                          near_copy_anchor=False, indeterminate_rollback=False, seq_deploy_margin=0,
+                          seq_quiet_deploy=True)
 
 # the switches that tell the presets apart (JanusConfig.preset); sizes, tau, trigger and seed are settings of any preset
 PRESET_SWITCHES = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
@@ -50,7 +65,8 @@ PRESET_SWITCHES = ("early_stop", "dedup", "clustering", "decision_rule", "same_m
 # ("recommended + trigger mmt"); sizes, tau and seed are settings of every preset and are not named
 RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_round", "seq_extend_margin",
                       "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_rotate", "panel_min_evals",
-                      "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max")
+                      "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max", "near_copy_anchor",
+                      "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy")
 
 
 @dataclass(frozen=True)
@@ -113,6 +129,14 @@ class JanusConfig:
       planted instruction) gets an ordinary comparison.
       gate_compare: the item gate forces a comparison by the configured rule (not a full one), warm-up included;
       exclusive with gate_full_compare.
+    Issue 36 (docs/controller.md "Recommended controller"):
+      near_copy_anchor (read only with near_copy_inherit): a rewording inherits outcomes only while it is also a near copy and
+      a rewording of the last fully compared memory (the anchor: the last memory whose outcome cache holds its own
+      measurements), so rewordings cannot chain away from what was measured; otherwise it is compared as any
+      candidate.
+      indeterminate_rollback: a candidate whose every outcome on the tasks it was asked is None (indeterminate, e.g.
+      sandbox time-outs) is rolled back, reason "indeterminate_candidate", whatever the rule said (None casts no
+      vote, so the sequential rule would deploy it on a 0-0 tie).
 
     Raises:
         ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
@@ -180,12 +204,20 @@ class JanusConfig:
     panel_min_evals: int = 5
     # a rewording is checked on near_copy_pairs tasks and keeps the deployed memory's other outcomes (issue 24 round 4)
     near_copy_inherit: bool = False
+    # ... only while the candidate is a near copy of the last fully compared memory: no chains (issue 36)
+    near_copy_anchor: bool = False
+    # a candidate with no determinate outcome on the tasks it was asked (all None) is rolled back (issue 36)
+    indeterminate_rollback: bool = False
+    # deploy at truncation only with a lead of this many discordant pairs (0: ties deploy, the paper rule; issue 36)
+    seq_deploy_margin: int = 0
+    # ... except a comparison without any discordant pair, which deploys as the paper's tie does (issue 36)
+    seq_quiet_deploy: bool = True
 
     def __post_init__(self):
         ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
                 "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window",
                 "seq_max_pairs", "seq_round", "near_copy_pairs", "seq_extend_pairs", "seq_extend_margin",
-                "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_min_evals")
+                "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_min_evals", "seq_deploy_margin")
         for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
@@ -200,7 +232,8 @@ class JanusConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
                      "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters", "gate_full_compare",
-                     "reuse_old_results", "near_copy_inherit", "gate_compare"):
+                     "reuse_old_results", "near_copy_inherit", "gate_compare", "near_copy_anchor",
+                     "indeterminate_rollback", "seq_quiet_deploy"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool")
         if self.ignore_usage_counters and not self.skip_trivially_equal:
@@ -302,16 +335,21 @@ class JanusConfig:
 
     @classmethod
     def recommended(cls, **overrides) -> JanusConfig:
-        """The recommended controller (issue 24, round 4; docs/controller.md "Recommended controller", measured in
-        docs/measurements.md "Recommended controller (issue 24)"): compare at every post-warm-up step
-        (``trigger="always"``) with Wald's sequential test on discordant pairs (``decision_rule="sequential"``) on a
-        stable panel of ``panel_size`` seen tasks read in order (``eval_set="panel"``): ``seq_max_pairs`` of them,
-        up to ``seq_extend_pairs`` while tied (the adaptive cap); per comparison, with probability ``panel_rotate``,
-        the member on which memories disagreed least (read ``panel_min_evals`` times or more) is replaced by a random
-        seen task; the deployed memory's outcomes are reused; a near copy that only rewords the memory is checked on
-        ``near_copy_pairs`` tasks and keeps them (``near_copy_inherit``); a dump/wipe-looking candidate is compared
-        also inside the warm-up (``gate_compare``); identical texts are evaluated once. Round 2 (the paper's hybrid
-        set read boundary first) is ``JanusConfig(**config.RECOMMENDED_ROUND2)``."""
+        """The recommended controller (docs/controller.md "Recommended controller", measured in docs/measurements.md
+        "Recommended controller"): compare at every post-warm-up step (``trigger="always"``) with Wald's sequential
+        test on discordant pairs (``decision_rule="sequential"``, ``seq_round`` tasks at a time) on a stable panel of
+        ``panel_size`` seen tasks read in order (``eval_set="panel"``): ``seq_max_pairs`` of them, up to
+        ``seq_extend_pairs`` while close (the adaptive cap); a candidate is deployed only with a lead of
+        ``seq_deploy_margin`` discordant tasks (``seq_quiet_deploy`` off: none disagreeing is no lead), and read on
+        while its lead is exactly that; per
+        comparison, with probability ``panel_rotate``, the member on which memories disagreed least (read
+        ``panel_min_evals`` times or more) is replaced by a random seen task; the deployed memory's outcomes are
+        reused; a near copy that only rewords the last fully compared memory (``near_copy_anchor``) is checked on
+        ``near_copy_pairs`` tasks and keeps them (``near_copy_inherit``); a candidate with no determinate outcome is
+        rolled back (``indeterminate_rollback``); a dump/wipe-looking candidate is compared also inside the warm-up
+        (``gate_compare``); identical texts are evaluated once. Earlier recommended controllers:
+        ``JanusConfig(**config.RECOMMENDED_ROUND4B)`` (the panel read 11-19, ties deployed) and
+        ``JanusConfig(**config.RECOMMENDED_ROUND2)`` (the paper's hybrid set read boundary first)."""
         base = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)
@@ -358,6 +396,9 @@ class JanusConfig:
         parts.append(f"reuse_old_results={self.reuse_old_results}")
         if self.seq_extend_pairs:
             parts += [f"seq_extend_pairs={self.seq_extend_pairs}", f"seq_extend_margin={self.seq_extend_margin}"]
+        if self.seq_deploy_margin:
+            parts += [f"seq_round={self.seq_round}", f"seq_deploy_margin={self.seq_deploy_margin}",
+                      f"seq_quiet_deploy={self.seq_quiet_deploy}"]
         if self.near_copy_similarity > 0:
             parts.append(f"near_copy_similarity={self.near_copy_similarity}")
             parts.append("near_copy_inherit=True" if self.near_copy_inherit else

@@ -220,8 +220,10 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
     accept = verdict == "deploy"
     if crossed:
         reason = "sprt_new_not_worse" if accept else "sprt_new_worse"
-    else:
+    elif accept or w < ll:
         reason = "sprt_truncated_new_ge_old" if accept else "sprt_truncated_old_better"
+    else:  # not worse, but short of the lead seq_deploy_margin asks for
+        reason = "sprt_truncated_no_lead"
     return Comparison(accept, reason, old_c, new_c, k, spent, full, None, k < n)
 
 

@@ -121,9 +121,16 @@ class SequentialRule:
 
     def text(self, c: JanusConfig) -> str:
         reuse = "; the deployed memory's measured outcomes reused" if c.reuse_old_results else ""
+        tasks = "1 task" if c.seq_round == 1 else f"{c.seq_round} tasks"
+        if c.seq_deploy_margin:
+            lead = "1 task" if c.seq_deploy_margin == 1 else f"{c.seq_deploy_margin} tasks"
+            quiet = "deployed" if c.seq_quiet_deploy else "rolled back"
+            end = (f"then deployed only when the candidate leads by {lead} on the tasks read (none disagreeing: "
+                   f"{quiet})")
+        else:
+            end = "then the paper's rule on the tasks read"
         return (f"Wald's sequential test on the tasks the memories disagree on (alpha {c.seq_alpha:g}, beta "
-                f"{c.seq_beta:g}, theta {c.seq_theta:g}), {c.seq_round} tasks a round, then the paper's rule on the "
-                f"tasks read{reuse}")
+                f"{c.seq_beta:g}, theta {c.seq_theta:g}), {tasks} a round, {end}{reuse}")
 
 
 EVAL_SET_SHAPES: dict[str, EvalSetShape] = {"hybrid": HybridSet(), "panel": PanelSet()}
@@ -221,6 +228,7 @@ class ControllerDescription:
     rule: str = ""
     extras: tuple = ()
     paper_differences: tuple = ()
+    read_on: str = "while tied"  # when a comparison reads past ``reads``
 
     @property
     def paper_cost(self) -> bool:
@@ -234,7 +242,7 @@ class ControllerDescription:
             return self.eval_set_text
         if self.reads == self.reads_most:
             return f"{self.eval_set_text} (read {self.reads})"
-        return f"{self.eval_set_text} (read {self.reads}, up to {self.reads_most} while tied)"
+        return f"{self.eval_set_text} (read {self.reads}, up to {self.reads_most} {self.read_on})"
 
     @property
     def reads_cell(self) -> str:
@@ -291,4 +299,15 @@ def describe(c: JanusConfig | dict) -> ControllerDescription:
     return ControllerDescription(
         preset=preset, label=label, warmup=c.warmup, trigger=trigger_text(c), eval_set=c.eval_set,
         eval_set_text=shape.text(c), eval_set_cell=shape.cell(c), sizes=shape.sizes(c), configured=configured,
-        reads=reads, reads_most=most, cap=cap, rule=rule.text(c), extras=tuple(_extras(c)), paper_differences=diffs)
+        reads=reads, reads_most=most, cap=cap, rule=rule.text(c), extras=tuple(_extras(c)), paper_differences=diffs,
+        read_on=_read_on(c))
+
+
+def _read_on(c: JanusConfig) -> str:
+    """When the adaptive cap reads on: while the comparison is close to the deploy threshold (a tie, or with
+    ``seq_deploy_margin`` a lead of exactly that many tasks; sequential.AdaptiveCap)."""
+    if c.decision_rule != "sequential" or not c.seq_deploy_margin:
+        return "while tied"
+    if c.seq_extend_margin:
+        return f"while the candidate's lead is within {c.seq_extend_margin} of {_tasks(c.seq_deploy_margin)}"
+    return f"while the candidate leads by exactly {_tasks(c.seq_deploy_margin)}"

@@ -99,6 +99,8 @@ class Janus(StateMixin, ReuseMixin):
         self._recent_close: list[bool] = []  # seq_recent_pairs: was each of the last comparisons close
         self._panel: list[int] = []  # eval_set="panel": stream indices, in reading order
         self._panel_stats: dict[int, tuple[int, int]] = {}  # panel member -> (comparisons that read it, discordant)
+        self._anchor_sha: str | None = None  # near_copy_anchor: the last fully compared memory (reuse.ReuseMixin)
+        self._anchor_text: str | None = None
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -329,8 +331,9 @@ class Janus(StateMixin, ReuseMixin):
         announce(self.evaluator, self.config, d, self._trigger_count, len(entries), old_text, new_text, full=full)
         known = None
         if self.config.reuse_old_results:
-            if self._old_key != _sha(old_text):
+            if self._old_key != _sha(old_text):  # a memory deployed unmeasured: measured from here, its own anchor
                 self._old_key, self._old_cache = _sha(old_text), {}
+                self._set_anchor(old_text)
             known = [self._old_cache.get(i, UNKNOWN) for i in entries]
         c = self.config
         base = None

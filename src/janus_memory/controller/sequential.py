@@ -36,6 +36,8 @@ class SPRT:
     alpha: float = 0.2
     beta: float = 0.2
     theta: float = 0.3
+    margin: int = 0  # at truncation the candidate is deployed iff wins - losses >= margin (0: ties deploy)
+    quiet: bool = True  # with margin > 0: a comparison without any discordant pair still deploys (a 0-0 tie)
 
     def __post_init__(self):
         for name in ("alpha", "beta"):
@@ -44,6 +46,8 @@ class SPRT:
                 raise ValueError(f"{name} must be in (0, 0.5), got {v}")
         if not 0.0 < self.theta < 0.5:
             raise ValueError(f"theta must be in (0, 0.5), got {self.theta}")
+        if self.margin < 0:
+            raise ValueError(f"margin must be >= 0, got {self.margin}")
 
     @property
     def upper(self) -> float:
@@ -70,11 +74,19 @@ class SPRT:
         return None
 
     def truncated(self, wins: int, losses: int) -> str:
-        """The decision when the pairs run out: a boundary already crossed, else the paper rule (ties deploy)."""
+        """The decision when the pairs run out: a boundary already crossed, else the paper rule (ties deploy), or
+        with ``margin`` > 0 a lead of at least ``margin`` discordant pairs (``seq_deploy_margin``)."""
         v = self.verdict(wins, losses)
         if v is not None:
             return v
-        return "deploy" if wins >= losses else "rollback"
+        if self.quiet_tie(wins, losses):
+            return "deploy"
+        return "deploy" if wins - losses >= self.margin else "rollback"
+
+    def quiet_tie(self, wins: int, losses: int) -> bool:
+        """No discordant pair yet, under a margin that spares such a comparison (``quiet``): at truncation it
+        deploys, as the paper's tie does; one discordant pair either way ends the exception."""
+        return self.margin > 0 and self.quiet and wins == losses == 0
 
 
 def settled(test: SPRT, wins: int, losses: int, remaining: int) -> str | None:
@@ -92,7 +104,8 @@ def settled(test: SPRT, wins: int, losses: int, remaining: int) -> str | None:
         return now
     if _path_end(test, wins, losses, 0, remaining) == "deploy":
         return "deploy"
-    if _path_end(test, wins, losses, remaining, 0) == "rollback":
+    # (a quiet 0-0 tie deploys at truncation: an all-concordant completion is not bounded by the all-new-wins path)
+    if _path_end(test, wins, losses, remaining, 0) == "rollback" and not (remaining and test.quiet_tie(wins, losses)):
         return "rollback"
     return None
 
@@ -161,16 +174,19 @@ class AdaptiveCap:
         now = test.verdict(wins, losses)
         if now is not None:
             return now
-        d = wins - losses
+        # the lead over the deploy threshold (test.margin, 0 = ties deploy): "close" and "leads" are measured from it
+        d = wins - losses - test.margin
         if k >= top:
             return test.truncated(wins, losses)
         if k >= base:
+            if test.quiet_tie(wins, losses):
+                return "deploy"  # no discordant pair by the cap: nothing to extend for
             if abs(d) > self.margin:
                 return "deploy" if d > 0 else "rollback"
             return settled(test, wins, losses, top - k)
         left = base - k
         if d - left > self.margin:
-            return "deploy"
-        if d + left < -self.margin:
+            return "deploy"  # (d > margin >= 0 at the cap)
+        if d + left < -self.margin and not test.quiet_tie(wins, losses):
             return "rollback"
         return settled(test, wins, losses, top - k)

@@ -74,6 +74,10 @@ class StateMixin:
             extra["recent_close"] = list(self._recent_close)
         if self.config.eval_set == "panel":  # only then, as old_results
             extra["panel"] = [[i, *self._panel_stats.get(i, (0, 0))] for i in self._panel]
+        if self.config.near_copy_anchor:  # only then, as old_results; the text only while another memory is deployed
+            extra["near_copy_anchor"] = {
+                "sha256": self._anchor_sha,
+                "text": self._anchor_text if self._anchor_sha not in (None, self._old_key) else None}
         return {
             **extra,
             "format": STATE_FORMAT,
@@ -145,6 +149,17 @@ class StateMixin:
         fresh._old_key = old.get("sha256")
         fresh._old_cache = {int(i): bool(v) for i, v in old.get("results", [])}
         fresh._recent_close = [bool(v) for v in state.get("recent_close", [])]
+        anchor = state.get("near_copy_anchor") or {}
+        sha, text = anchor.get("sha256"), anchor.get("text")
+        if not (sha is None or isinstance(sha, str)) or not (text is None or isinstance(text, str)):
+            raise ValueError("state near_copy_anchor must hold a sha256 string and a text string (or null)")
+        from .reuse import _sha
+
+        if text is not None and _sha(text) != sha:
+            raise ValueError("state near_copy_anchor text does not match its sha256")
+        if fresh.config.near_copy_anchor and sha is not None and text is None and sha != fresh._old_key:
+            raise ValueError("state near_copy_anchor holds no text for an anchor that is not the deployed memory")
+        fresh._anchor_sha, fresh._anchor_text = sha, text
         if fresh.config.eval_set == "panel" and "panel" not in state and fresh._trigger_count:
             raise ValueError("state of a panel controller (eval_set panel) that has compared holds no 'panel'")
         raw = state.get("panel", [])

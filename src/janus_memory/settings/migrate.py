@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from .llm_settings import lift_llm
 
+# JanusConfig switches added by issue 36, as they were before it (off): what an older stored config ran with
+ISSUE36_OFF = {"near_copy_anchor": False, "indeterminate_rollback": False}
+
 
 def migrate_stored(data: dict) -> dict:
     """A config stored before the presets existed (no ``preset`` key) ran what is now ``preset: small`` with the
@@ -26,6 +29,11 @@ def migrate_stored(data: dict) -> dict:
         # off. Without this a run started with the recommended preset of that time would resume on the new one's
         # panel (or fail: its stored gate_full_compare and the new gate_compare exclude each other)
         data["janus"] = {**janus, "eval_set": "hybrid", "near_copy_inherit": False, "gate_compare": False}
+    janus = data.get("janus")
+    if isinstance(janus, dict) and "trigger" in janus and "near_copy_anchor" not in janus:
+        # the whole resolved JanusConfig, stored before issue 36: the switches added then were off (a round-4b
+        # recommended run resumes as round 4b)
+        data["janus"] = {**janus, **ISSUE36_OFF}
     stored_dc = data.get("updater_config") or {}
     if data.get("updater") in ("dc_rs", "dc_cu") and "prompts" in stored_dc and "letter_format" not in stored_dc:
         # a resolved DC config (config.json lists every updater default) stored before the paper generator showed
