@@ -252,3 +252,37 @@ def test_a_falsified_rule_through_the_cli(tmp_path, capsys, _cache):
         assert line["injected"] == "falsify"
     rec = [json.loads(x) for x in (out / "exprag" / "steps.jsonl").read_text().splitlines()][4]
     assert rec["info"]["injected"]["noop"] is False
+
+
+@pytest.mark.parametrize("reply", [
+    "Answer: 35 (or 45)", "Answer: 35 (45)", "Answer: 35 dollars (or 45)", "Answer: $35 ($45 for members)",
+    "Answer: 35 (45 if falsified)", "<answer>35 (or 45)</answer>", "\\boxed{35 \\text{ (or 45)}}",
+    "Answer: not 35", "Answer: at least 35", "Answer: about 35", "Answer: ~35", "Answer: no more than 35",
+])
+def test_a_hedged_negated_or_second_value_answer_gets_no_credit(reply):
+    """Naming the false rule's value beside the true one (a falsified memory's tell) or hedging is no exact answer."""
+    from janus_memory.tasks.rules import RulesFamily
+    from janus_memory.types import Task
+
+    sc = RulesFamily().score(Task(id="x", dataset="rules", question="q", gold="35", meta={}), reply)
+    assert (sc.correct, sc.status) == (False, "unparsed")
+
+
+@pytest.mark.parametrize("reply, shown", [
+    ("The answer is \\(35\\).", "35"), ("Answer: \\(35\\)", "35"), ("Answer: 35 (5 kg at $7)", "35"),
+    ("Answer: 35 (not 45)", "35"), ("Answer: 35, since each kg is $7", "35"),
+])
+def test_inline_latex_and_a_worked_parenthesis_still_count(reply, shown):
+    from janus_memory.tasks.rules import RulesFamily
+    from janus_memory.types import Task
+
+    sc = RulesFamily().score(Task(id="x", dataset="rules", question="q", gold="35", meta={}), reply)
+    assert (sc.correct, sc.extracted, sc.status) == (True, shown, "ok")
+
+
+def test_a_value_near_the_gold_is_shown_as_it_was_written():
+    from janus_memory.tasks.rules import RulesFamily
+    from janus_memory.types import Task
+
+    sc = RulesFamily().score(Task(id="x", dataset="rules", question="q", gold="35", meta={}), "Answer: 35.0000001")
+    assert (sc.correct, sc.extracted) == (False, "35.0000001")

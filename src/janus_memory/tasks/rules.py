@@ -367,16 +367,31 @@ _NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|-?\d+(?:\.\d+)?|-?\.
 _ANSWER_LINE = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|：)", re.I)
 
 
+_HEDGE = re.compile(r"(?i)\s*(?:not|never|no|about|around|approx\w*|roughly|nearly|almost|over|under|up to|"
+                    r"at (?:least|most)|more than|less than|[~≈<>≤≥])(?![a-z])")
+
+
 def read_number(answer: str) -> Fraction | None:
     """The exact value of an answer: one plain number (units and currency around it allowed: "$35", "35 dollars"),
     the number after the last ``=`` of a worked line ("5 x $7 = $35"), or the first clause's number when a
     justification follows ("35, since ...", "35 (5 kg at $7)"). None for anything else: several numbers ("35 or 36",
-    "30, 35, 40"), words only, a number with a scale word ("35k", "3.5 thousand"), a fraction or an expression."""
+    "30, 35, 40"), words only, a number with a scale word ("35k", "3.5 thousand"), a fraction or an expression; a
+    hedged or negated value ("about 35", "at least 35", "~35", "not 35"); a second value in a closing parenthesis
+    ("35 (or 45)", "$35 ($45 for members)": one number there is an alternative, a worked "(5 kg at $7)" is not)."""
     a = re.sub(r"\\(?:text|mathrm|textbf)\{([^{}]*)\}", r"\1", answer.strip())
     a = a.replace("\\$", "$").replace("\\%", "%").replace("\\,", "").replace("{,}", ",")
+    a = re.sub(r"\\[()\[\]]", " ", a).strip()  # inline and display LaTeX delimiters: \(35\) is 35
     if "=" in a:
         a = a.rsplit("=", 1)[1].strip()
-    a = re.sub(r"\s*\([^()]*\)[\s.]*$", "", a)  # a closing parenthetical justification
+    if _HEDGE.match(a):
+        return None
+    tail = re.search(r"\s*\(([^()]*)\)[\s.]*$", a)
+    if tail:  # a closing parenthesis: a worked justification is left out, a lone second value makes it ambiguous
+        alternative = not re.match(r"(?i)\s*not\b", tail.group(1)) and (
+            len(_NUMBER.findall(tail.group(1))) == 1 or re.search(r"(?i)\bor\b", tail.group(1)))
+        if alternative:
+            return None
+        a = a[:tail.start()]
     nums = list(_NUMBER.finditer(a))
     if not nums or _SCALE.match(a[nums[0].end():]) or re.search(r"[*/^\\]|\d\s*[x×]\s*\d", a):
         return None
@@ -443,9 +458,12 @@ class RulesFamily(TaskFamily):
             return Score(False, None, "truncated")
         if ex.answer is None:
             return Score(False, None, "unparsed")
-        raw = _labelled(text) if ex.source == "label" else None
+        labelled = _labelled(text)
+        # an answer line governs: when the extraction fell back to the last number past a labelled answer it could
+        # not read ("Answer: not 35"), the labelled answer is read, and gives no number
+        raw = labelled if ex.source == "label" or (not ex.strong and labelled is not None) else None
         value = read_number(raw if raw is not None else ex.answer)
         if value is None:
             return Score(False, ex.answer, "unparsed", {"source": ex.source, "why": "not one plain number"})
-        shown = str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+        shown = str(value.numerator) if value.denominator == 1 else repr(float(value))  # 35.0000001 is not shown as 35
         return Score(value == Fraction(int(task.gold)), shown, "ok" if ex.strong else "fallback", {"source": ex.source})
