@@ -198,3 +198,19 @@ def test_exprag_replay_leaves_the_tasks_own_record_out():
     only = _exprag({"janus_replay": "whole_bank"})
     only.step(T)
     assert only.without_own_record(only.memory_text(), T) == "(empty)"
+
+
+def test_exprag_falsify_changes_the_rule_a_ticket_states_not_a_number_equal_to_it():
+    """rules_small seed 0: shipping $12 per kg, handling $7. The bank's tickets also hold numbers equal to a rule's
+    value that are no rule (a 12 kg parcel); the falsified record must be a ticket that states a rule, with the number
+    of the statement changed."""
+    from janus_memory.inject.state import harmful_experience
+    from janus_memory.tasks.rules import generate
+
+    stream, _, _ = generate("rules_small", 0)
+    recs = [{"id": t.id, "question": t.question, "input": t.question, "output": f"Answer: {t.gold}",
+             "feedback": "success"} for t in stream[:6]]
+    out = harmful_experience("falsify", recs, stream[6], seed=0, step=1)
+    (i,) = [k for k, (a, b) in enumerate(zip(recs, out)) if a != b]
+    assert "Every order pays a flat handling fee of $7." in recs[i]["question"]
+    assert "Every order pays a flat handling fee of $4." in out[i]["question"]

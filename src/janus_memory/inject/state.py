@@ -221,10 +221,15 @@ def harmful_experience(kind: str, records: list[dict], task: Task, *, seed: int,
         spots = [(i, f) for i, r in enumerate(recs) for f in ("question", "output") if numbers(str(r.get(f) or ""))]
         if spots:
             preferred = [(i, f) for i, f in spots if any(v in wanted for _, _, v in numbers(str(recs[i][f])))]
-            stated = [(i, f) for i, f in preferred if f == "question"]  # a ticket that states the rule comes first
+            # a ticket that states the rule comes first, and then the number in the statement itself (a parcel weight
+            # that happens to equal the rate is no rule)
+            stated = [(i, f) for i, f in preferred if f == "question"
+                      and any(fact in str(recs[i][f]) for fact in facts)]
             i, field = rng.choice(stated or preferred or spots)
-            changed = falsify_text(str(recs[i][field]), facts, rng)[1]
-            assert changed is not None  # every spot holds a number
+            text = str(recs[i][field])
+            fact = next((x for x in facts if x in text and numbers(x)), None) if (i, field) in stated else None
+            changed = falsify_text(fact if fact is not None else text, facts, rng)[1]
+            assert changed is not None  # every spot (and every stated fact chosen) holds a number
             # the ticket is tampered with as a whole: the number changes wherever this record says it (its question,
             # its prompt, its answer), so the record states the false rule and computes with it
             pattern = re.compile(rf"(?<![\w.,=\-\[#]){changed['old']}(?!\d|[.,\-]\d|\])")
