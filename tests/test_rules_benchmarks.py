@@ -67,3 +67,11 @@ def test_kept_rules_reads_numbers_not_substrings():
         "ship_rate": True, "handling": True}
     assert kept_rules(f"Shipping is ${rate}1 per kg.", "rules_small", 0) == {"ship_rate": False, "handling": False}
     assert kept_rules("(empty)", "rules_small", 0) == {"ship_rate": False, "handling": False}
+
+
+def test_kept_rules_reads_a_number_as_the_statement_writes_it():
+    from janus_memory.inject.falsify import kept_rules
+
+    # rules_small seed 0: shipping $12 per kg, handling $7; a "7 kg" parcel holds no $7 fee
+    assert kept_rules("Shipping costs $9 per kg. A 7 kg parcel costs 63.", "rules_small", 0) == {
+        "ship_rate": False, "handling": False}

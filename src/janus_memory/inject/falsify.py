@@ -87,14 +87,14 @@ def task_facts(task) -> list[str]:
 
 
 def kept_rules(memory: str, dataset: str, seed: int) -> dict[str, bool]:
-    """Per rule of the world stated in the stream: does the memory text hold the number its statement gives?"""
+    """Per rule of the world stated in the stream: does the memory text hold the number its statement gives, written
+    as the statement writes it ("$7", "15%": a "7 kg" parcel does not hold a $7 fee)?"""
     from ..tasks.rules import make_world
 
     world = make_world(dataset, seed)
-    held = {v for _, _, v in numbers(memory)}
     out = {}
     for key in world.order:
-        vals = [v for _, _, v in numbers(world.statement(key))]
-        if vals:
-            out[key] = all(v in held for v in vals)
+        tokens = re.findall(r"\$?\d+(?:\.\d+)?%?", world.statement(key))
+        if tokens:
+            out[key] = all(re.search(rf"(?<![\w.$]){re.escape(t)}(?!\d|\.\d)", memory) for t in tokens)
     return out
