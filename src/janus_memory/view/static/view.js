@@ -21,7 +21,14 @@
     sign_test_new_ge_old: "paired sign test: the candidate is not significantly worse: deployed",
     sign_test_old_better: "paired sign test: the old memory is significantly better: rolled back",
     sign_test_not_significant: "paired sign test: no significant difference: deployed",
-    no_controller: "no controller: every candidate is deployed"
+    no_controller: "no controller: every candidate is deployed",
+    sprt_new_not_worse: "sequential test: the candidate is not worse than the old memory on the tasks they disagree on: deployed",
+    sprt_new_worse: "sequential test: the candidate is worse than the old memory on the tasks they disagree on: rolled back",
+    sprt_truncated_new_ge_old: "sequential test stopped at its cap: the candidate did at least as well (with the lead the preset asks for): deployed",
+    sprt_truncated_old_better: "sequential test stopped at its cap: the old memory did better: rolled back",
+    sprt_truncated_no_lead: "sequential test stopped at its cap without the lead the preset asks for (a tie is not enough): rolled back",
+    indeterminate_candidate: "every answer of the candidate was indeterminate (no outcome on any task asked): rolled back",
+    near_copy: "a rewording of the old memory: checked on a few tasks, the old memory's other outcomes kept"
   };
   var state = {run: 0, method: null, step: null, charts: [], selected: null, perRow: 100};
 
