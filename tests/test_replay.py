@@ -245,3 +245,14 @@ def test_cli_errors_print_control_characters_escaped(tmp_path, capsys):
     assert main(["replay", str(tmp_path / "no\x1b[2Jsuch")]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and "no\\x1b[2Jsuch" in err
+
+
+def test_a_lone_surrogate_is_an_input_error_and_a_bom_is_read(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"step": 1, "memory_before": "", "memory_after": "a\\ud800b"}\n', encoding="utf-8")
+    with pytest.raises(ReplayInputError, match=r"s.jsonl:1: a string holds a lone surrogate"):
+        load_trajectories(p)
+    b = tmp_path / "b.jsonl"
+    b.write_bytes(b"\xef\xbb\xbf" + json.dumps({"step": 1, "memory_before": "", "memory_after": "x"}).encode() + b"\n")
+    (t,) = load_trajectories(b)
+    assert [s.after for s in t.steps] == ["x"]

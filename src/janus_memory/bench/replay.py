@@ -175,7 +175,8 @@ def _dc_result_step(row, where: str, index: int, before: str) -> ReplayStep:
 def _records(path: Path) -> list[tuple[int, object]]:
     """(line number, parsed JSON) of every non-empty line; ReplayInputError naming the line that does not parse."""
     try:
-        lines = path.read_text(encoding="utf-8").split("\n")  # not splitlines: U+2028 may sit inside a JSON string
+        # utf-8-sig: a byte-order mark is no JSON error; not splitlines: U+2028 may sit inside a JSON string
+        lines = path.read_text(encoding="utf-8-sig").split("\n")
     except (OSError, UnicodeDecodeError) as e:
         raise ReplayInputError(f"{path}: cannot read ({e})") from None
     out = []
@@ -183,9 +184,15 @@ def _records(path: Path) -> list[tuple[int, object]]:
         if not line.strip():
             continue
         try:
-            out.append((n, json.loads(line)))
+            row = json.loads(line)
         except json.JSONDecodeError as e:
             raise ReplayInputError(f"{path}:{n}: invalid JSON ({e.msg}); truncated file?") from None
+        try:  # a JSON escape such as \ud800 decodes to a lone surrogate, which no text can hold
+            json.dumps(row, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ReplayInputError(f"{path}:{n}: a string holds a lone surrogate (a \\ud800-\\udfff escape without its "
+                                   "pair): not text") from None
+        out.append((n, row))
     return out
 
 
