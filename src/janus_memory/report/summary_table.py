@@ -126,7 +126,8 @@ def print_summary(summary: dict, console) -> None:
     rows = [[name, *(f"{method_cost(m['usage'])[k]:,}" for k in keys)] for name, m in methods.items()]
     console.print(fit_table("cost per method", ("method", "calls needed", "tokens needed", "calls paid", "tokens paid",
                                              "cache hits"), rows,
-                         caption="needed = every response the method used (cache included); paid = calls this run made"
+                         caption="needed = every response the method's requests got, cache included (its cost with "
+                                 "an empty cache; speculative reads too); paid = calls this run made"
                                  + (RESUMED_NOTE if summary.get("resumed") else ""),
                          width=width), crop=False)
     print_injections(summary, console, width)

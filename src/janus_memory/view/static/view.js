@@ -644,7 +644,8 @@
     return section("Cost per method", "cost", [
       table(["Method", "Calls needed", "Tokens needed", "Calls paid", "Tokens paid", "Cache hits (not paid)",
              "Janus evaluations used"].concat(order.map(function (r) { return r + " tokens (calls)"; })), rows),
-      el("p", {cls: "note", text: "needed = every response the method used (cache included); paid = calls this run " +
+      el("p", {cls: "note", text: "needed = every response the method's requests got, cache included (its cost with an empty cache; " +
+        "speculative reads too); paid = calls this run " +
         "made (as janus run prints): a reply served by the response cache is not paid. Janus evaluations used = " +
         "the (memory, task) evaluations the controller's decisions used (decision log); the janus role's calls " +
         "also count requests sent ahead that a decision did not need."})]);
