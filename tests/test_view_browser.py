@@ -67,6 +67,7 @@ def test_fake_run_page_timeline_and_a_rolled_back_step(view_fake_run, tmp_path, 
     _shot(browser, tmp_path, "view_fake_page.png")
 
     browser.click('#timeline .lane[data-m="1"] i[data-s="8"]')  # a real mouse click on the rolled-back step 8
+    browser.wait_for("location.hash !== ''", timeout=10)
     assert browser.eval("location.hash") == "#run=0&method=dc_rs%2Bjanus&step=8"
     assert browser.eval("document.querySelector('#detail h2').textContent") == "dc_rs+janus · step 8 of 12"
     added = browser.eval("Array.from(document.querySelectorAll('#diff .add'))"

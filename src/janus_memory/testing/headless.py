@@ -145,9 +145,18 @@ class Browser:
 
     def click(self, selector: str) -> None:
         """A real mouse click (pressed + released) at the middle of the first element matching ``selector``."""
-        box = self.eval(f"(function(){{var e=document.querySelector({json.dumps(selector)}); if(!e) return null;"
-                        "e.scrollIntoView({block:'center'}); var r=e.getBoundingClientRect();"
-                        "return [r.left+r.width/2, r.top+r.height/2];})()")
+        where = (f"(function(){{var e=document.querySelector({json.dumps(selector)}); if(!e) return null;"
+                 "e.scrollIntoView({block:'center'}); var r=e.getBoundingClientRect();"
+                 "return [r.left+r.width/2, r.top+r.height/2];})()")
+        box = self.eval(where)
+        for _ in range(40):  # a page still laying out (a loaded machine) moves the element: click where it settled
+            if box is None:
+                break
+            time.sleep(0.05)
+            again = self.eval(where)
+            if again == box:
+                break
+            box = again
         if box is None:
             raise CDPError(f"no element {selector}")
         for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
