@@ -129,7 +129,7 @@ class JanusConfig:
       planted instruction) gets an ordinary comparison.
       gate_compare: the item gate forces a comparison by the configured rule (not a full one), warm-up included;
       exclusive with gate_full_compare.
-    Issue 36 (docs/controller.md "Recommended controller"):
+    Holes of the recommended controller, closed (docs/controller.md "Recommended controller"):
       near_copy_anchor (read only with near_copy_inherit): a rewording inherits outcomes only while it is also a near copy and
       a rewording of the last fully compared memory (the anchor: the last memory whose outcome cache holds its own
       measurements), so rewordings cannot chain away from what was measured; otherwise it is compared as any
@@ -204,13 +204,13 @@ class JanusConfig:
     panel_min_evals: int = 5
     # a rewording is checked on near_copy_pairs tasks and keeps the deployed memory's other outcomes (issue 24 round 4)
     near_copy_inherit: bool = False
-    # ... only while the candidate is a near copy of the last fully compared memory: no chains (issue 36)
+    # ... only while the candidate is a near copy of the last fully compared memory: no chains
     near_copy_anchor: bool = False
-    # a candidate with no determinate outcome on the tasks it was asked (all None) is rolled back (issue 36)
+    # a candidate with no determinate outcome on the tasks it was asked (all None) is rolled back
     indeterminate_rollback: bool = False
-    # deploy at truncation only with a lead of this many discordant pairs (0: ties deploy, the paper rule; issue 36)
+    # deploy at truncation only with a lead of this many discordant pairs (0: ties deploy, the paper rule)
     seq_deploy_margin: int = 0
-    # ... except a comparison without any discordant pair, which deploys as the paper's tie does (issue 36)
+    # ... except a comparison without any discordant pair, which deploys as the paper's tie does
     seq_quiet_deploy: bool = True
 
     def __post_init__(self):

@@ -75,7 +75,6 @@ class PairedEvaluator(UpdaterEvaluator):
         self._pair: tuple[str, str] | None = None
         self._expected: list[tuple[str, list]] | None = None  # the plan, when speculating on it
         self._planned: list[tuple[str, list]] | None = None  # the plan, always (None: not known in advance)
-        self._ncalls = 0  # the comparison's evaluator calls so far, this one included (any replay mode)
         self._done: dict[tuple[str, str, int], Any] = {}  # (memory text, task id, sample) -> (ChatResult, Score)
         self._pending: set[tuple[str, str, int]] = set()  # prefetched and not served yet
         self.batch_stats = {"batches": 0, "requests": 0, "prefetched": 0, "served": 0, "unused": 0}
@@ -110,7 +109,6 @@ class PairedEvaluator(UpdaterEvaluator):
     def _end(self) -> None:
         self.batch_stats["unused"] += len(self._pending)
         self._pair, self._done, self._pending, self._expected, self._planned = None, {}, set(), None, None
-        self._ncalls = 0
 
     def _predicted(self, tasks: list[Any]) -> list[int]:
         """The sample indices the NEXT evaluator call on ``tasks`` will draw (the call counter is left as it was)."""
@@ -130,7 +128,6 @@ class PairedEvaluator(UpdaterEvaluator):
             self._calls = calls
 
     def _solve(self, memory_text: str, tasks: list[Any], samples: list[int]) -> list:
-        self._ncalls += 1
         if not self.batch or self._pair is None or memory_text not in self._pair:
             return super()._solve(memory_text, tasks, samples)
         keys = [(memory_text, t.id, s) for t, s in zip(tasks, samples)]
@@ -164,7 +161,7 @@ class PairedEvaluator(UpdaterEvaluator):
                 seen.add(k)
                 items.append((k, t))
         wanted = {k for k, _ in items}
-        if self._expected is not None and self._ncalls == 1:  # speculation: every read the comparison may make
+        if self._expected is not None and self._calls == 1:  # speculation: every read the comparison may make
             for call, (text, planned) in enumerate(self._expected):
                 for t, s in zip(planned, self._samples_of_call(planned, call)):
                     k = (text, t.id, s)
@@ -175,9 +172,9 @@ class PairedEvaluator(UpdaterEvaluator):
         old, new = self._pair  # type: ignore[misc]  # set: only called inside a comparison
         other = new if memory_text == old else old
         if self._planned is not None:  # the next call of the plan, when it reads the other memory in this round
-            nxt = self._planned[self._ncalls] if self._ncalls < len(self._planned) else None
+            nxt = self._planned[self._calls] if self._calls < len(self._planned) else None
             if nxt is not None and nxt[0] == other and {t.id for t in nxt[1]} & {t.id for t in tasks}:
-                for t, s in zip(nxt[1], self._samples_of_call(nxt[1], self._ncalls)):
+                for t, s in zip(nxt[1], self._samples_of_call(nxt[1], self._calls)):
                     k = (other, t.id, s)
                     if k not in seen:
                         seen.add(k)

@@ -82,12 +82,14 @@ class UpdaterEvaluator:
         self._calls = 0
 
     def _samples(self, tasks: list[Any]) -> list[int]:
+        """The sample index of each task for this evaluator call; counts the comparison's calls (``_calls``, either
+        replay mode)."""
+        call = self._calls
+        self._calls += 1
         if self.replay == "frozen":
             return [0] * len(tasks)
         if self._trigger is None:
             raise RuntimeError("replay='fresh' needs the controller's begin_comparison() before evaluating")
-        call = self._calls
-        self._calls += 1
         seen: dict[str, int] = {}
         out = []
         for t in tasks:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from .llm_settings import lift_llm
 
-# JanusConfig switches added by issue 36, as they were before it (off): what an older stored config ran with
-ISSUE36_OFF = {"near_copy_anchor": False, "indeterminate_rollback": False}
+# the JanusConfig switches that close the rewording-chain and all-None holes, as a config stored before they existed
+# ran (off)
+HOLE_SWITCHES_OFF = {"near_copy_anchor": False, "indeterminate_rollback": False}
 
 
 def migrate_stored(data: dict) -> dict:
@@ -19,7 +20,7 @@ def migrate_stored(data: dict) -> dict:
         data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
     if "twin_cache" not in data:  # stored before issue 27 (every config.json written since holds the key)
         data = pre_issue27(data)
-    if "option_order" not in data:  # stored before GPQA's options could follow the question alone (issue 43)
+    if "option_order" not in data:  # stored before GPQA's options could follow the question alone
         data["option_order"] = "seeded"
     if "apibench_split" not in data:  # stored before APIBench took the authors' split key and question text
         data.update(apibench_split="registry", apibench_question="instruction")
@@ -31,13 +32,13 @@ def migrate_stored(data: dict) -> dict:
         data["janus"] = {**janus, "eval_set": "hybrid", "near_copy_inherit": False, "gate_compare": False}
     janus = data.get("janus")
     if isinstance(janus, dict) and "trigger" in janus and "near_copy_anchor" not in janus:
-        # the whole resolved JanusConfig, stored before issue 36: the switches added then were off (a round-4b
-        # recommended run resumes as round 4b)
-        data["janus"] = {**janus, **ISSUE36_OFF}
+        # the whole resolved JanusConfig, stored before those switches existed: they were off (a recommended run of
+        # that time resumes as it ran)
+        data["janus"] = {**janus, **HOLE_SWITCHES_OFF}
     stored_dc = data.get("updater_config") or {}
     if data.get("updater") in ("dc_rs", "dc_cu") and "prompts" in stored_dc and "letter_format" not in stored_dc:
         # a resolved DC config (config.json lists every updater default) stored before the paper generator showed
-        # a choice as "(A)" (issue 43)
+        # a choice as "(A)"
         data["updater_config"] = {"letter_format": "bare", **stored_dc}
     if data.get("updater") == "expel" and "outputs" not in (data.get("updater_config") or {}):
         # stored before ExpeL kept the authors' raw outputs and showed raw questions as examples (issue 27 round 3)
@@ -45,7 +46,7 @@ def migrate_stored(data: dict) -> dict:
                                   "test_scoring": "answer_block", **(data.get("updater_config") or {})}
     if data.get("updater") == "expel" and "message_shape" not in (data.get("updater_config") or {}):
         # stored before the solver prompt went out as one [SYSTEM] / [HUMAN] text with the authors' kind of
-        # operation format lines (issue 43)
+        # operation format lines
         data["updater_config"] = {"message_shape": "system_user", "ops_format": "short",
                                   **(data.get("updater_config") or {})}
     if data.get("updater") == "expel" and "solver_layout" not in (data.get("updater_config") or {}):
