@@ -174,7 +174,7 @@ def test_exprag_janus_is_an_option():
 
     base = dict(backend="fake", dataset="rules_small", updater="exprag", encoder="hashing:64", stream_size=4)
     with pytest.raises(ConfigError, match="Janus does not wrap it; use --controller none .or updater_config "
-                                          "janus_replay: whole_bank"):
+                                          "janus_replay: top_k or whole_bank"):
         validate_names(RunConfig(**base, controller="both"))
     validate_names(RunConfig(**base, controller="both", updater_config={"janus_replay": "whole_bank"}))
     validate_names(RunConfig(**base, controller="none"))

@@ -19,7 +19,9 @@ intervals; each Janus method paired with blind on the same test tickets (differe
 McNemar p); what happened to each injected candidate (deployed or blocked, the evaluation set's scores); LLM calls
 per method; the wall time and the load average at start and end.
 
-The updater is ExpRAG by default (``janus_replay: whole_bank``, top-k 8): on the embedded model it is the one whose
+The updater is ExpRAG by default (``janus_replay: top_k``, top-k 4: a replay shows the memory's 4 records most similar
+to the ticket, the prompt a stream solve or the held-out test would build from that memory, so a comparison costs what
+a stream call costs; ``--replay whole_bank`` shows every other record): on the embedded model it is the one whose
 memory keeps the rules (docs/measurements.md, "The rules family"). Each run prints the most calls it can make before
 it starts; the paper's evaluation set (12 + 8 + 5, ``--eval``) makes most of them.
 
@@ -42,7 +44,8 @@ import sys
 import time
 from pathlib import Path
 
-METHODS = ("blind", "paper", "recommended", "always")
+METHODS = ("blind", "paper", "always", "recommended")
+RUNS = ("paper", "always", "recommended")  # the order they run in: the cheapest first
 
 
 def run_settings(a) -> dict[str, dict]:
@@ -55,8 +58,8 @@ def run_settings(a) -> dict[str, dict]:
     base = dict(preset="small", dataset=a.dataset, seed=a.seed, stream_size=a.stream, test_size=a.test,
                 updater=a.updater, inject=a.inject, encoder=a.encoder, solver_max_tokens=a.solver_max_tokens,
                 curator_max_tokens=a.curator_max_tokens, **llm)
-    if a.updater == "exprag":  # Janus wraps ExpRAG only with our replay option (updaters/exprag.py)
-        base["updater_config"] = {"janus_replay": "whole_bank", "top_k": a.top_k}
+    if a.updater == "exprag":  # Janus wraps ExpRAG only with one of our replay options (updaters/exprag.py)
+        base["updater_config"] = {"janus_replay": a.replay, "top_k": a.top_k}
     if a.cache_dir:
         base["cache_dir"] = a.cache_dir
     out = Path(a.out)
@@ -64,10 +67,10 @@ def run_settings(a) -> dict[str, dict]:
     return {
         "paper": {**base, "controller": "both", "janus_preset": "paper", "janus": {"warmup": a.warmup, **sizes},
                   "out": str(out / "paper")},
-        "recommended": {**base, "controller": "janus", "janus_preset": "recommended", "janus": {"warmup": a.warmup},
-                        "out": str(out / "recommended")},
         "always": {**base, "controller": "janus", "janus_preset": "paper",
                    "janus": {"warmup": a.warmup, "trigger": "always", **sizes}, "out": str(out / "always")},
+        "recommended": {**base, "controller": "janus", "janus_preset": "recommended", "janus": {"warmup": a.warmup},
+                        "out": str(out / "recommended")},
     }
 
 
@@ -140,6 +143,8 @@ def collect(a, summaries: dict[str, dict]) -> dict:
     res: dict = {"methods": {}, "paired": {}}
     verdicts = {}
     for name, (run, method) in where.items():
+        if run not in summaries:
+            continue
         m = summaries[run]["methods"][method]
         verdicts[name] = _test_verdicts(out / run, method)
         k, n = m["test_correct"], m["test_tasks"]
@@ -151,7 +156,8 @@ def collect(a, summaries: dict[str, dict]) -> dict:
             "injections": {"deployed": inj.get("deployed_steps"), "blocked": inj.get("blocked_steps")},
         }
     for name in METHODS[1:]:
-        res["paired"][name] = paired_compare(verdicts["blind"], verdicts[name])
+        if name in verdicts:
+            res["paired"][name] = paired_compare(verdicts["blind"], verdicts[name])
     return res
 
 
@@ -164,6 +170,9 @@ def markdown(a, res: dict, wall: float, loads: tuple) -> str:
              "LLM calls needed (stream + Janus + test) | injected: deployed / blocked |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name in METHODS:
+        if name not in res["methods"]:
+            lines.append(f"| {name} | not run yet (`--runs`) | | | | | | | |")
+            continue
         m = res["methods"][name]
         lo, hi = m["wilson95"]
         pc = res["paired"].get(name)
@@ -190,8 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--test", type=int, default=20)
     ap.add_argument("--updater", default="exprag",
                     help="exprag (default: the updater whose memory keeps the rules on this model, with "
-                         "janus_replay whole_bank) or any other")
-    ap.add_argument("--top-k", type=int, default=8, help="ExpRAG: records shown with each stream ticket")
+                         "janus_replay top_k) or any other")
+    ap.add_argument("--top-k", type=int, default=4, help="ExpRAG: records shown with each stream and test ticket")
+    ap.add_argument("--replay", default="top_k", choices=("top_k", "whole_bank"),
+                    help="ExpRAG's Janus replay: top_k (default: a replay shows the memory's top-k records for the "
+                         "ticket, the prompt the stream or the test would build from it) or whole_bank (every other "
+                         "record: a 30-ticket bank makes 4-10k-token prompts)")
     ap.add_argument("--n-ctx", type=int, default=16384,
                     help="embedded model's context per request: a replay shows ExpRAG's whole bank (30 tickets with "
                          "their answers: ~4-10k tokens; a prompt past the context stops the run)")
@@ -205,11 +218,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--curator-max-tokens", type=int, default=320)
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--out", default="runs/rules-real")
+    ap.add_argument("--runs", default=",".join(RUNS),
+                    help="which runs to make or read back, in this order (default: all three, the cheapest first: "
+                         "paper (with blind), always, recommended); the tables show the methods of these runs")
     a = ap.parse_args(argv)
     log = lambda m: print(m, flush=True)  # noqa: E731
     load0, t0 = os.getloadavg()[0], time.time()
     summaries = {}
-    runs = run_settings(a)
+    wanted = [r.strip() for r in a.runs.split(",") if r.strip()]
+    if not wanted or set(wanted) - set(RUNS) or "paper" not in wanted:
+        raise SystemExit(f"error: --runs takes some of {', '.join(RUNS)}, the paper run included (it has the blind "
+                         f"method every other method is paired with), got {a.runs!r}")
+    runs = {k: v for k, v in run_settings(a).items() if k in wanted}
     for name, settings in runs.items():
         log(f"run {name}: {call_budget(settings)}")
     try:

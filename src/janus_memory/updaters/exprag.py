@@ -5,13 +5,21 @@ Solving a task puts the top-k (default 3) records most similar to its question (
 best first) in the prompt, with an instruction to use them as reference but to solve the current problem on its own.
 
 Memory text: the whole bank rendered in stream order (the same record format), "(empty)" when the bank is empty.
-Janus is not applied to ExpRAG by default (the paper's baseline). ``janus_replay: whole_bank`` (ours) lets
-it wrap ExpRAG: a replay solves a task with the memory's whole bank where the stream shows the top-k records
-(``solve_with_memory(text)`` puts ``text`` where the retrieved records go) minus the task's own record (the one whose
-question is the task's prompt: the stream's solve of a task never saw its own answer, and a replay that did would
-copy it), and a rollback restores the bank (the bank IS this method's memory). The replay sees the same records as
-the stream when ``top_k`` is at least the bank's size (the demo's setting); with a smaller ``top_k`` it judges the
-memory on more records than one stream solve reads.
+Janus is not applied to ExpRAG by default (the paper's baseline). ``janus_replay`` (ours) lets it wrap ExpRAG; a
+rollback restores the bank (the bank IS this method's memory). Two replays:
+
+* ``whole_bank``: a replay solves a task with the memory's whole bank where the stream shows the top-k records
+  (``solve_with_memory(text)`` puts ``text`` where the retrieved records go). The replay sees the same records as the
+  stream when ``top_k`` is at least the bank's size (the demo's setting); with a smaller ``top_k`` it judges the memory
+  on more records than one stream solve reads, and its prompt grows with the bank (a 30-ticket bank: 4-10k tokens).
+* ``top_k``: a replay shows the ``top_k`` records of the memory most similar to the task, retrieved as the stream
+  retrieves (cosine of question embeddings, best first, ties in bank order), so a memory is judged on the prompt a
+  stream solve or the held-out test would build from it, at the stream's prompt length. Each record of the memory
+  text is matched to the embedding the bank holds for it (every bank this updater held in this process or restored
+  from a snapshot); a record no bank held (a memory text made elsewhere) is embedded from its question line.
+
+Either way the task's own record (the one whose question is the task's prompt) is left out first: the stream's solve
+of a task never saw its own answer, and a replay that did would copy it.
 Why: on memory that carries facts (the generated ``rules`` tickets) ExpRAG is the updater whose memory keeps them,
 raw; DC's and ACE's curators write general lessons without the numbers (docs/measurements.md, "The rules family").
 """
@@ -20,6 +28,8 @@ from __future__ import annotations
 
 import re
 from typing import Sequence
+
+import numpy as np
 
 from janus_memory.types import ChatResult, Score, Task
 from janus_memory.updaters.base import (
@@ -45,13 +55,15 @@ class ExpRAG(Updater):
     supports_janus, is_baseline, table_rank, display_name = False, True, 1, "ExpRAG"
     prompt_prefixes = ("exprag_",)
 
-    DEFAULTS = {"janus_replay": "off"}  # "off" (the paper: no Janus) | "whole_bank" (module docstring)
-    _CHOICES = {"janus_replay": ("off", "whole_bank")}
-    janus_hint = " (or updater_config janus_replay: whole_bank, our option: replays show the whole bank)"
+    DEFAULTS = {"janus_replay": "off"}  # "off" (the paper: no Janus) | "whole_bank" | "top_k" (module docstring)
+    REPLAYS = ("off", "whole_bank", "top_k")
+    _CHOICES = {"janus_replay": REPLAYS}
+    janus_hint = (" (or updater_config janus_replay: top_k or whole_bank, our options: a replay shows the memory's top-k"
+                  " records or its whole bank)")
 
     @classmethod
     def janus_supported(cls, config: dict) -> bool:
-        return config.get("janus_replay") == "whole_bank"
+        return config.get("janus_replay") in ("whole_bank", "top_k")
 
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
@@ -59,9 +71,11 @@ class ExpRAG(Updater):
 
     def __init__(self, **kw):
         super().__init__(**kw)
-        if self.config["janus_replay"] not in ("off", "whole_bank"):
-            raise ValueError(f"config 'janus_replay' must be 'off' or 'whole_bank', got {self.config['janus_replay']!r}")
+        if self.config["janus_replay"] not in self.REPLAYS:
+            raise ValueError(f"config 'janus_replay' must be one of {', '.join(self.REPLAYS)}, "
+                             f"got {self.config['janus_replay']!r}")
         self.bank = RetrievalBank()
+        self._embedding_of: dict[str, np.ndarray] = {}  # a record's rendered body -> its question embedding (top_k)
 
     def _record_text(self, n: int, rec: dict) -> str:
         out = truncate(rec["output"], self.config["retrieved_output_chars"])
@@ -75,27 +89,85 @@ class ExpRAG(Updater):
     def memory_text(self) -> str:
         return self._render(list(range(len(self.bank))))
 
+    @staticmethod
+    def _blocks(memory_text: str) -> list[str]:
+        """The record bodies of a memory text (each without its ``[Experience n]`` line), in order."""
+        if memory_text.strip() in ("", EMPTY_MEMORY):
+            return []
+        blocks = re.split(r"\n\n(?=\[Experience \d+\]\n)", memory_text)
+        return [re.sub(r"^\[Experience \d+\]\n", "", b, count=1) for b in blocks]
+
+    @staticmethod
+    def _numbered(bodies: list[str]) -> str:
+        if not bodies:
+            return EMPTY_MEMORY
+        return "\n\n".join(f"[Experience {n}]\n{b}" for n, b in enumerate(bodies, start=1))
+
+    def _others(self, memory_text: str, task: Task) -> list[str] | None:
+        """The record bodies of ``memory_text`` without the task's own record; None when it holds no such record."""
+        bodies = self._blocks(memory_text)
+        own = f"Q: {self.family.prompt(task)}\nA: "
+        kept = [b for b in bodies if not b.startswith(own)]
+        return None if len(kept) == len(bodies) else kept
+
     def without_own_record(self, memory_text: str, task: Task) -> str:
         """``memory_text`` without the record of ``task`` itself (its question is the task's prompt), renumbered;
         the text unchanged when it holds no such record."""
-        blocks = re.split(r"\n\n(?=\[Experience \d+\]\n)", memory_text)
-        own = f"\nQ: {self.family.prompt(task)}\nA: "
-        kept = [b for b in blocks if own not in b]
-        if len(kept) == len(blocks):
-            return memory_text
-        if not kept:
+        kept = self._others(memory_text, task)
+        return memory_text if kept is None else self._numbered(kept)
+
+    def _remember_bank(self) -> None:
+        """Record the embedding of every record the bank holds now, keyed by its rendered body."""
+        emb = self.bank.matrix()
+        for rec, e in zip(self.bank.records, emb if emb is not None else [], strict=True):
+            body = self._record_text(0, rec).split("\n", 1)[1]
+            self._embedding_of.setdefault(body, np.array(e, dtype=np.float32))
+
+    def _embeddings(self, bodies: list[str]) -> np.ndarray:
+        """One question embedding per record body: the bank's, or (a record no bank held) its question line's."""
+        missing = [b for b in dict.fromkeys(bodies) if b not in self._embedding_of]
+        if missing:
+            self._remember_bank()
+            missing = [b for b in missing if b not in self._embedding_of]
+        if missing:
+            questions = [b[3:].split("\nA: ", 1)[0] if b.startswith("Q: ") else b for b in missing]
+            for b, e in zip(missing, self.embed(questions), strict=True):
+                self._embedding_of[b] = e
+        return np.stack([self._embedding_of[b] for b in bodies])
+
+    def replay_memory(self, memory_text: str, task: Task, query: np.ndarray | None = None) -> str:
+        """What a Janus replay of ``task`` shows of ``memory_text`` (module docstring): the other records, all of
+        them (``whole_bank``) or the ``top_k`` most similar (``top_k``; ``query``: the task's question embedding)."""
+        if self.config["janus_replay"] != "top_k":
+            return self.without_own_record(memory_text, task)
+        kept = self._others(memory_text, task)
+        bodies = self._blocks(memory_text) if kept is None else kept
+        k = int(self.config["top_k"])
+        if not bodies or k <= 0:
             return EMPTY_MEMORY
-        return "\n\n".join(re.sub(r"^\[Experience \d+\]", f"[Experience {n}]", b, count=1)
-                             for n, b in enumerate(kept, start=1))
+        q = self.embed([task.question])[0] if query is None else query
+        sims = self._embeddings(bodies) @ np.asarray(q, dtype=np.float32).reshape(-1)
+        order = np.argsort(-sims, kind="stable")[:k]
+        return self._numbered([bodies[int(i)] for i in order])
+
+    def _replay_memories(self, items: list[tuple[str, Task]]) -> list[str]:
+        queries: list[np.ndarray | None] = [None] * len(items)
+        if self.config["janus_replay"] == "top_k" and items:
+            queries = list(self.embed([t.question for _, t in items]))
+        return [self.replay_memory(m, t, q) for (m, t), q in zip(items, queries, strict=True)]
 
     def solve_with_memory(self, memory_text: str, tasks: Sequence[Task], *, role: str = "janus",
                           sample: int = 0) -> list[tuple[ChatResult, Score]]:
-        """Janus replay (``janus_replay: whole_bank``): the memory's records without the task's own."""
-        msgs = [self.solving_messages(self.without_own_record(memory_text, t), t) for t in tasks]
+        """Janus replay: the memory as ``janus_replay`` shows it for each task (module docstring)."""
+        tasks = list(tasks)
+        shown = self._replay_memories([(memory_text, t) for t in tasks])
+        msgs = [self.solving_messages(m, t) for m, t in zip(shown, tasks, strict=True)]
         return self._solve_batch(msgs, tasks, role, sample=sample)
 
     def solve_replays(self, items, *, role: str = "janus"):
-        return super().solve_replays([(self.without_own_record(m, t), t, s) for m, t, s in items], role=role)
+        items = list(items)
+        shown = self._replay_memories([(m, t) for m, t, _ in items])
+        return super().solve_replays([(m, t, s) for m, (_, t, s) in zip(shown, items, strict=True)], role=role)
 
     def solving_messages(self, memory_text: str, task: Task) -> list[dict]:
         user = fill(load_prompt("exprag_user"), EXPERIENCE=memory_text, TASK=self.family.prompt(task))
