@@ -141,12 +141,15 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
                    else "no progress bars and no per-step, per-trigger or test-phase lines; the summary tables and the "
                         "run folder are always printed (giving it twice changes nothing more)")
     _add_janus_options(p.add_argument_group("janus"))
+    from ..inject.plan import KINDS as INJECT_KINDS
+
     x = p.add_argument_group("injected harmful candidates")
     x.add_argument("--inject", metavar="KIND@STEP[,...]",
-                   help="replace the updater's candidate at these stream steps with a harmful one (kinds: wipe, dump, "
-                        "overfit, poison, truncate), e.g. poison@5,wipe@12; every method of the run gets the same injected "
-                        "candidates"
-                        + ("; the demo injects a poison at its last stream step, '' for none" if demo else ""))
+                   help="replace the updater's candidate at these stream steps with a harmful one (kinds: "
+                        f"{', '.join(INJECT_KINDS)}; docs/experiments.md), e.g. poison@5,wipe@12; every method of the "
+                        "run gets the same injected candidates"
+                        + ("; act 1 injects a poison and act 2 a falsified rule at the last stream step, '' for none"
+                           if demo else ""))
 
 
 def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> None:
