@@ -27,7 +27,7 @@ def test_the_real_run_measures_four_methods_and_a_rerun_reads_them_back(tmp_path
     p = _script("rules_real_run.py", argv, tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
     rec = json.loads((out / "measurement.json").read_text())
-    assert list(rec["methods"]) == ["blind", "paper", "recommended", "always"]
+    assert list(rec["methods"]) == ["blind", "paper", "always", "recommended"]
     assert rec["settings"]["updater"] == "exprag" and rec["command"].startswith("python benchmarks/probes/rules_real_run.py")
     for name, m in rec["methods"].items():
         assert m["test_tasks"] == 3 and 0 <= m["test_correct"] <= 3
@@ -38,10 +38,37 @@ def test_the_real_run_measures_four_methods_and_a_rerun_reads_them_back(tmp_path
     assert rec["methods"]["always"]["triggers"] == 4  # every step after the warm-up of 2
     assert set(rec["paired"]) == {"paper", "recommended", "always"}
     assert "| method | test correct |" in p.stdout and "wall" in (out / "measurement.md").read_text()
+    # the injection column names each injected candidate on both sides, with the scores of a blocked one
+    blind_row = next(x for x in p.stdout.splitlines() if x.startswith("| blind |"))
+    assert blind_row.endswith("| falsify@3, wipe@5 / none |")
+    for name in ("paper", "always", "recommended"):
+        inj = rec["methods"][name]["injections"]
+        row = next(x for x in p.stdout.splitlines() if x.startswith(f"| {name} |"))
+        cell = row.rsplit("|", 2)[1].strip()
+        kinds = {3: "falsify", 5: "wipe"}
+        want_dep = ", ".join(f"{kinds[st]}@{st}" for st in inj["deployed"]) or "none"
+        want_blk = ", ".join(f"{b['kind']}@{b['step']} (E {b['old_score']:.2f} vs {b['new_score']:.2f})"
+                             for b in inj["blocked"]) or "none"
+        assert cell == f"{want_dep} / {want_blk}"
     p = _script("rules_real_run.py", argv, tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.count("finished before, read back") == 3
     assert json.loads((out / "measurement.json").read_text())["methods"] == rec["methods"]
+
+
+def test_the_real_run_can_stop_after_some_runs(tmp_path):
+    out = tmp_path / "rr"
+    argv = [*FAST, "--dataset", "rules_small", "--stream", "4", "--test", "2", "--warmup", "2",
+            "--inject", "falsify@3", "--out", str(out)]
+    p = _script("rules_real_run.py", [*argv, "--runs", "paper"], tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rec = json.loads((out / "measurement.json").read_text())
+    assert list(rec["methods"]) == ["blind", "paper"] and set(rec["paired"]) == {"paper"}
+    assert "| always | not run yet (`--runs`) |" in p.stdout and not (out / "always").exists()
+    p = _script("rules_real_run.py", [*argv, "--runs", "always"], tmp_path)
+    assert p.returncode != 0 and "the paper run included" in p.stderr
+    p = _script("rules_real_run.py", [*argv, "--runs", "paper,nope"], tmp_path)
+    assert p.returncode != 0 and "--runs takes some of paper, always, recommended" in p.stderr
 
 
 def test_the_updater_probe_says_which_rule_numbers_each_memory_holds(tmp_path):

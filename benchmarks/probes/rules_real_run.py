@@ -139,7 +139,7 @@ def collect(a, summaries: dict[str, dict]) -> dict:
 
     out = Path(a.out)
     where = {"blind": ("paper", a.updater), "paper": ("paper", f"{a.updater}+janus"),
-             "recommended": ("recommended", f"{a.updater}+janus"), "always": ("always", f"{a.updater}+janus")}
+             "always": ("always", f"{a.updater}+janus"), "recommended": ("recommended", f"{a.updater}+janus")}
     res: dict = {"methods": {}, "paired": {}}
     verdicts = {}
     for name, (run, method) in where.items():
@@ -167,7 +167,7 @@ def markdown(a, res: dict, wall: float, loads: tuple) -> str:
              f"{a.updater}, --inject {a.inject}, warm-up {a.warmup}; wall {wall / 60:.1f} min, load average "
              f"{loads[0]:.2f} at start, {loads[1]:.2f} at end.", "",
              "| method | test correct | Wilson 95% | vs blind (Newcombe 95%) | McNemar p | triggers | rolled back | "
-             "LLM calls needed (stream + Janus + test) | injected: deployed / blocked |",
+             "LLM calls needed (stream + Janus + test) | injected: deployed / blocked (E old vs candidate) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name in METHODS:
         if name not in res["methods"]:
@@ -180,12 +180,15 @@ def markdown(a, res: dict, wall: float, loads: tuple) -> str:
         p = "-" if pc is None else f"{pc['p_mcnemar']:.3g}"
         c = m["calls"]
         inj = m["injections"]
-        blocked = [f"{b['kind']}@{b['step']}" for b in inj.get("blocked") or []]
+        kinds = {int(x.split("@")[1]): x.split("@")[0] for x in a.inject.split(",") if "@" in x}
+        deployed = [f"{kinds.get(int(st), '?')}@{st}" for st in inj.get("deployed") or []]
+        blocked = [f"{b['kind']}@{b['step']} (E {b['old_score']:.2f} vs {b['new_score']:.2f})"
+                   if b.get("old_score") is not None else f"{b['kind']}@{b['step']}" for b in inj.get("blocked") or []]
         lines.append(f"| {name} | {m['test_correct']}/{m['test_tasks']} | {lo:.2f}-{hi:.2f} | {vs} | {p} | "
                      f"{m['triggers'] if m['triggers'] is not None else '-'} | "
                      f"{m['rollbacks'] if m['rollbacks'] is not None else '-'} | "
                      f"{c['total']} ({c['stream']} + {c['janus']} + {c['test']}) | "
-                     f"{len(inj.get('deployed') or [])} / {', '.join(blocked) or 0} |")
+                     f"{', '.join(deployed) or 'none'} / {', '.join(blocked) or 'none'} |")
     return "\n".join(lines) + "\n"
 
 
