@@ -60,6 +60,9 @@ def test_quiet_twice_keeps_the_summary_and_lists_unscored_answers(tmp_path, caps
     assert main([*RUN, "--out", str(out), "-q", "-q"]) == 0
     text = capsys.readouterr().out
     assert "step 1/3" not in text and "test done" not in text  # no progress
+    # no settings header, estimate or stage lines either
+    assert not re.search(r"^(janus dataset=|run preset:|Janus preset|Janus:|estimate:|triggers decided|\[dc_cu\] stream of)",
+                         text, re.M)
     first = json.loads((out / "dc_cu" / "test.jsonl").read_text().splitlines()[0])["task_id"]
     assert f"[dc_cu] test: 1 of 2 answers could not be scored (counted wrong): unparsed (no final answer found): " \
            f"{first}" in text.splitlines()
@@ -164,7 +167,7 @@ def test_grid_help_names_dataset_as_required(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     out = re.sub(r"\s+", " ", capsys.readouterr().out)
-    assert "-q, --quiet no progress bars" in out and "no stream: math500) (default: gsm8k)" in out
+    assert "-q, --quiet no settings header, estimate, progress bars" in out and "no stream: math500) (default: gsm8k)" in out
 
 
 def test_config_file_errors_name_the_line_of_the_key(tmp_path, capsys):

@@ -7,7 +7,7 @@ import sys
 import time
 
 from ..errors import ConfigError
-from .run_command import _config_from_args, _plain
+from .run_command import _config_from_args, _plain, warnings_only
 
 
 def _model_fetch(args, console) -> int:
@@ -90,17 +90,12 @@ def _grid(args, console) -> int:
         cells += stream_order_grid(base.dataset, base, updaters[:1])
     try:
         res = run_grid(cells=cells, executor=args.executor, workers=args.workers, address=args.address,
-                       log=_quiet(_plain(console)) if args.quiet else _plain(console))
+                       log=warnings_only(_plain(console)) if args.quiet else _plain(console))
     except (ValueError, ImportError) as e:
         raise ConfigError(str(e)) from e
     rc = _print_results(res["results"], console)
     console.print(f"grid root: {res['root']}  (janus report {res['root']})", markup=False)
     return rc
-
-
-def _quiet(say):
-    """--quiet: only warnings."""
-    return lambda m: say(m) if m.startswith("warning") else None
 
 
 def _report(args, console) -> int:

@@ -138,8 +138,9 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
         o.add_argument("--overwrite", action="store_true", help="reuse an --out folder that holds a finished run")
     o.add_argument("-q", "--quiet", action="count", default=0,
                    help="no per-run progress lines (warnings and the final list of runs are still printed)" if grid
-                   else "no progress bars and no per-step, per-trigger or test-phase lines; the summary tables and the "
-                        "run folder are always printed (giving it twice changes nothing more)")
+                   else "no settings header, estimate, progress bars, per-step, per-trigger or test-phase lines: "
+                        "warnings, injected candidates, unscored answers, the run folder, the summary tables and the "
+                        "closing lines are still printed (giving it twice changes nothing more)")
     _add_janus_options(p.add_argument_group("janus"))
     from ..inject.plan import KINDS as INJECT_KINDS
 

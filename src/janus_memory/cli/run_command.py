@@ -4,6 +4,7 @@ run itself with its progress bars and closing summary.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -145,6 +146,20 @@ def _option_for(setting: str, args) -> str | None:
     return f"--{key.replace('_', '-')}"
 
 
+def warnings_only(say):
+    """--quiet: only the lines that warn."""
+    return lambda m: say(m) if m.startswith("warning") else None
+
+
+_STAGE_LINE = re.compile(r"estimate: |\[[^\]\n]+\] stream of \d+ tasks|methods side by side: ")
+
+
+def without_stage_lines(say):
+    """--quiet on a run: the estimate and the per-method stage lines go; warnings, notes on unscored answers and
+    injected candidates stay."""
+    return lambda m: None if _STAGE_LINE.match(m) else say(m)
+
+
 def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     from ..controller.describe import describe
     from ..inject.plan import parse_inject
@@ -153,6 +168,8 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
 
     jc = cfg.janus_config()
     say = _plain(console)
+    if args is not None and getattr(args, "quiet", 0):
+        say = warnings_only(say)
     say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
         f"updater={cfg.updater} controller={cfg.controller} backend={cfg.llm.backend} seed={cfg.seed}")
     say(run_preset_line(cfg.preset, cfg.replay_mode() if cfg.controller != "none" else None))
@@ -243,6 +260,7 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
     with make_bars(console, disable=not tty) as bars:
         left = run_time_left(cfg, len(splits[0].tasks), len(splits[1].tasks))  # embedded model: from its speed here
         progress = None if args.quiet else ConsoleProgress(say, bars if tty else None, time_left=left)
+        log = without_stage_lines(say) if args.quiet else say
         injected = injection.console_subscriber(say)  # "step N: injected <kind> candidate" lines
 
         def on_event(ev) -> None:
@@ -253,10 +271,10 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
             injected(ev)
 
         with Heartbeat(progress):  # off a terminal: a line at least every 30 s, also inside a long model call
-            summary = run_experiment(cfg, log=say, on_event=on_event, overwrite=args.overwrite,
+            summary = run_experiment(cfg, log=log, on_event=on_event, overwrite=args.overwrite,
                                      resume=bool(getattr(args, "resume", None)), splits=splits,
                                      lock=getattr(args, "resume_lock", None))
-    print_summary(summary, console)  # always printed, whatever --quiet says (it quiets the progress only)
+    print_summary(summary, console)  # always printed, whatever --quiet says
     closing_lines(summary, say, t0, first_step[0] if first_step else None)
     for line in injection.next_steps(summary):  # runs with --inject: where to look next
         say(line)
