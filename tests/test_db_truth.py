@@ -160,7 +160,8 @@ def test_a_resumed_run_says_what_calls_paid_leaves_out(finished):
         print_summary({**summary, "resumed": resumed}, console)
         text = " ".join(console.export_text().split())
         assert ("resumed run: calls an interrupted attempt paid for steps it never committed came back from the "
-                "response cache and count as cache hits, not as paid" in text) is shown
+                "response cache and count as cache hits, not as paid (the cache hits also hold any answers the shared "
+                "cache had from other runs with the same requests)" in text) is shown
     assert RESUMED_NOTE.startswith("; resumed run:")
 
 

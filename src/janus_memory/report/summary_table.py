@@ -108,7 +108,8 @@ def fit_table(title: str, header: tuple[str, ...], rows: list[list[str]], captio
 # a resumed run: the calls a killed or stopped attempt paid for steps it never committed are not lost money counted
 # twice or hidden: their replies were cached, and the resume's repeat of those steps counts them as cache hits
 RESUMED_NOTE = ("; resumed run: calls an interrupted attempt paid for steps it never committed came back from the "
-                "response cache and count as cache hits, not as paid")
+                "response cache and count as cache hits, not as paid (the cache hits also hold any answers the shared "
+                "cache had from other runs with the same requests)")
 
 
 def print_summary(summary: dict, console) -> None:
