@@ -37,6 +37,22 @@ def test_c19_unclosed_think_with_length():
     assert text == "" and reasoning == "Let me compute 17*23 = 39"
 
 
+@pytest.mark.parametrize("finish", ["stop", "length", None, "content_filter"])
+def test_an_unclosed_think_is_never_an_answer_whatever_the_finish(finish):
+    """A reply that ended inside a reasoning block has no answer: what came before the tag was being revised."""
+    text, reasoning = split_reasoning("The answer is 5.\n<think>Wait, 17*23 is", None, finish)
+    assert text == "" and reasoning == "The answer is 5.\n\nWait, 17*23 is"
+    r = normalise_response({"choices": [{"message": {"content": "Answer: 5 <think>hmm"}, "finish_reason": finish}]},
+                           MSGS)
+    assert r.text == "" and r.reasoning == "Answer: 5\n\nhmm"
+    # the same reply as a plain string reads the same way
+    from janus_memory.llm.reasoning import split_answer
+
+    assert split_answer("The answer is 5.\n<think>Wait, 17*23 is") == ("", True)
+    # a closed block followed by an answer is untouched
+    assert split_reasoning("<think>r</think>Answer: 5", None, finish) == ("Answer: 5", "r")
+
+
 @pytest.mark.parametrize("message", [
     {"content": "The answer is 5.", "reasoning": "Try x=4 first…"},                     # C20-A
     {"content": "The answer is 5.", "reasoning_content": "Try x=4 first…"},             # C20-B

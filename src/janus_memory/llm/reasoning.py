@@ -8,7 +8,9 @@ Failure cases handled (docs/research-notes.md):
 * C20-D: repeated (possibly empty) ``<think>...</think>`` pairs: every pair is removed, not only the first.
 * C19: ``finish_reason == "length"`` and the think block never closed (an unclosed ``<think>``, or no tags at
   all and no separate reasoning field, as vLLM returns a cut-off trace in ``content``): the answer text is
-  ``""`` and everything goes to ``reasoning``. Consequence: a non-reasoning model cut off by ``max_tokens``
+  ``""`` and everything goes to ``reasoning``. An unclosed ``<think>`` with any other finish reason (the reply
+  stopped while reasoning, e.g. "Answer: 5 <think>wait"): the same, so an answer being revised is never read
+  (``split_answer`` reads a plain text that way too). Consequence: a non-reasoning model cut off by ``max_tokens``
   also has ``text == ""``; its partial output is kept in ``reasoning`` and ``ChatResult.truncated`` is True.
 
 Token estimates (C22-A) are used when the server sends no usage: ``max(words, ceil(chars / 4))`` per text plus
@@ -65,15 +67,12 @@ def split_reasoning(
         last = closes[-1]
         reasoning_parts.append(_CLOSE.sub("", rest[: last.start()]))
         rest = rest[last.end():]
-    # 3. an opening tag that never closed: the tail is unfinished reasoning
+    # 3. an opening tag that never closed: the reply ended inside reasoning (C19 when cut off; with any other finish
+    # the model stopped while revising): no answer, and what came before the tag was being revised (as split_answer)
     m = _OPEN.search(rest)
     if m:
-        reasoning_parts.append(rest[m.end():])
-        rest = rest[: m.start()]
-        if finish_reason == "length":
-            # C19: cut off inside the think block -> no answer at all
-            reasoning_parts.insert(len(reasoning_parts) - 1, rest)
-            rest = ""
+        reasoning_parts.extend([rest[: m.start()], rest[m.end():]])
+        rest = ""
     elif finish_reason == "length" and not closes and not inner and not reasoning_field:
         # C19: cut-off trace returned as content with no tags and no reasoning field
         reasoning_parts.append(rest)
