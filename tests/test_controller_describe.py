@@ -109,28 +109,29 @@ def test_a_stored_dict_is_described_as_the_config_it_makes():
 
 
 def test_a_new_evaluation_set_strategy_describes_itself(monkeypatch):
-    """The seam: a strategy registered under its eval_set name is described by its own shape, no reader changed."""
+    """The seam: a strategy registered under an eval_set name is described by itself, no reader changed."""
+    from janus_memory.controller import EVAL_SETS, EvalPlan, EvalSetStrategy
 
-    class Tiny:
-        def configured(self, c):
+    class Tiny(EvalSetStrategy):
+        name = "tiny"
+
+        def size(self):
             return 7
 
-        def sizes(self, c):
-            return {"tiny": 7}
-
-        def text(self, c):
+        def text(self):
             return "seven recent tasks"
 
-        def cell(self, c):
-            return "tiny 7"
+        def plan(self, store, seen_end, trigger_count, warnings):
+            return EvalPlan([], [], [], [])
 
-    monkeypatch.setitem(D.EVAL_SET_SHAPES, "panel", Tiny())
-    d = describe(JanusConfig.recommended(seq_max_pairs=11, seq_extend_pairs=19))
-    assert (d.evaluation, d.reads_cell, d.configured, d.reads, d.reads_most) == (
-        "seven recent tasks", "tiny 7", 7, 7, 7)  # the sequential cap (11-19) is above its size: read whole
-    d = describe(JanusConfig.recommended())
+    monkeypatch.setitem(EVAL_SETS, "tiny", Tiny)
+    d = describe(JanusConfig.recommended(seq_max_pairs=11, seq_extend_pairs=19, eval_set="tiny"))
+    assert (d.evaluation, d.reads_cell, d.configured, d.reads, d.reads_most, d.sizes) == (
+        "seven recent tasks", "tiny 7", 7, 7, 7, {"tiny": 7})  # the sequential cap (11-19) is above its size: read whole
+    d = describe(JanusConfig.recommended(eval_set="tiny"))
     assert (d.evaluation, d.reads_cell) == ("seven recent tasks (read 5, up to 7 while the candidate leads by exactly 1 task)",
-                                                  "tiny 7, read 5-7")
+                                            "tiny 7, read 5-7")
+    assert d.label == "custom: recommended with eval_set=tiny"  # the panel's own settings are not named for it
 
 
 def test_extras_say_what_the_options_do():

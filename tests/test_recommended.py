@@ -8,7 +8,7 @@ import pytest
 
 from janus_memory.controller import EvaluationError, Janus, JanusConfig, StepInput, compare
 from janus_memory.controller.config import RECOMMENDED_ROUND2, RECOMMENDED_ROUND4B
-from janus_memory.controller.evalplan import plan_trigger
+from janus_memory.controller.hybrid_set import plan_trigger
 from janus_memory.controller.sequential import SPRT, discordant, settled
 
 
@@ -224,7 +224,7 @@ def test_fresh_first_and_interleaved_orders(order, dedup, want):
 
 
 def test_interleave_keeps_the_longer_tail():
-    from janus_memory.controller.evalplan import interleave
+    from janus_memory.controller.hybrid_set import interleave
 
     assert interleave([1, 2, 3], [7]) == [1, 7, 2, 3]
     assert interleave([], [4, 5]) == [4, 5] and interleave([], []) == []

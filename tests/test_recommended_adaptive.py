@@ -9,8 +9,8 @@ import pytest
 
 from janus_memory.controller import Janus, JanusConfig, StepInput, compare
 from janus_memory.controller.config import RECOMMENDED_ROUND2
-from janus_memory.controller.evalplan import order_by_relevance
 from janus_memory.controller.evalset import EmbeddingStore
+from janus_memory.controller.hybrid_set import order_by_relevance
 from janus_memory.controller.sequential import SPRT, AdaptiveCap
 
 

@@ -19,9 +19,6 @@ SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range (numpy's Random
 CLUSTERINGS = ("paper", "sklearn", "incremental")
 DECISION_RULES = ("paper", "sign_test", "sequential")
 EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
-# where a comparison's tasks come from: "hybrid" = the paper's coverage + boundary + fresh set; "panel" = a seeded
-# random panel of seen tasks that changes by at most one task per comparison (issue 24, round 4; evalplan.refresh_panel)
-EVAL_SETS = ("hybrid", "panel")
 # JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"). Chosen on tuning
 # seeds 100-159 of the five world settings by the rule committed in docs/measurements.md ("The honest count"): a
 # stable panel of 19 seen tasks read one at a time, a candidate deployed only when it leads by a discordant task
@@ -283,9 +280,6 @@ class JanusConfig:
         if self.gate_full_compare and self.gate_compare:
             raise ValueError("gate_full_compare and gate_compare are two forms of one gate (a full paper-rule "
                              "comparison, or one by the configured rule): set one of them")
-        if self.eval_set not in EVAL_SETS:
-            raise ValueError(f"eval_set must be one of {EVAL_SETS}, got {self.eval_set!r}"
-                             f"{did_you_mean(self.eval_set, EVAL_SETS)}")
         if not 0.0 <= self.panel_rotate <= 1.0:
             raise ValueError(f"panel_rotate must be in [0, 1], got {self.panel_rotate}")
         if self.near_copy_inherit and not (self.reuse_old_results and self.near_copy_similarity > 0):
@@ -309,6 +303,9 @@ class JanusConfig:
                              f"{did_you_mean(self.decision_rule, DECISION_RULES)}")
         if self.early_stop and self.decision_rule != "paper":
             raise ValueError("early_stop is exact only for decision_rule='paper'")
+        from .strategy import eval_set_for
+
+        eval_set_for(self)  # a registered strategy that accepts its argument (ValueError naming the choices)
 
     @property
     def support_size(self) -> int:

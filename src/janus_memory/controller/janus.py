@@ -27,19 +27,12 @@ from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
 from .decision import UNKNOWN, Comparison
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
-from .evalplan import flips_of, order_by_relevance, plan_trigger, plan_warmup
-from .evalset import (
-    EmbeddingStore,
-    FullCoverage,
-    IncrementalCoverage,
-    bootstrap_boundary,
-    refresh_boundary,
-    sample_fresh,
-)
+from .evalset import EmbeddingStore
 from .reuse import ReuseMixin, _sha
 from .sequential import discordant
 from .state import STATE_FORMAT, StateMixin
 from .step import Decision, StepInput, task_id_of
+from .strategy import eval_set_for
 from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction
 from .trigger_options import SelectiveOptions, SelectiveTrigger, item_flag
 
@@ -76,11 +69,7 @@ class Janus(StateMixin, ReuseMixin):
             tau=float(c.tau), use_mmt=c.use_mmt, retention_min=float(c.retention_min), shrink_max=float(c.shrink_max),
             magnitude_ratio=float(c.magnitude_ratio), magnitude_window=c.magnitude_window,
             tau_quantile=float(c.tau_quantile), tau_window=c.tau_window, arm_warmup=c.arm_warmup))
-        self._cov_model = (
-            IncrementalCoverage(c.coverage_size, c.seed, c.pool_size)
-            if c.clustering == "incremental"
-            else FullCoverage(c.coverage_size, c.seed, c.clustering)
-        )
+        self._evalset = eval_set_for(c)  # the evaluation-set strategy c.eval_set names (evalset/strategy.py)
         self._store = EmbeddingStore()
         self._grow_token = object()  # tasks / ids / embeddings only grow while this object stays (state_hints)
         self._tasks: list[Any] = []
@@ -91,14 +80,10 @@ class Janus(StateMixin, ReuseMixin):
         self._seen_end = 0
         self._warmup_initialized = False
         self._momentum: np.ndarray | None = None
-        self._coverage: list[int] = []
-        self._boundary: list[tuple[int, str]] = []
         self._stats = new_stats()
         self._old_key: str | None = None  # reuse_old_results: sha256 of the memory whose outcomes are cached
         self._old_cache: dict[int, bool] = {}  # stream index -> that memory's measured outcome
         self._recent_close: list[bool] = []  # seq_recent_pairs: was each of the last comparisons close
-        self._panel: list[int] = []  # eval_set="panel": stream indices, in reading order
-        self._panel_stats: dict[int, tuple[int, int]] = {}  # panel member -> (comparisons that read it, discordant)
         self._anchor_sha: str | None = None  # near_copy_anchor: the last fully compared memory (reuse.ReuseMixin)
         self._anchor_text: str | None = None
 
@@ -113,21 +98,32 @@ class Janus(StateMixin, ReuseMixin):
         return None if self._momentum is None else self._momentum.copy()
 
     @property
+    def eval_set(self):
+        """The evaluation-set strategy (``config.eval_set``): its members, its description."""
+        return self._evalset
+
+    def member_ids(self, role: str) -> list[str]:
+        """The task ids the evaluation set holds now in ``role`` (``coverage``, ``boundary``, ``panel``, ...; empty
+        when it has no such role)."""
+        return [self._ids[i] for i in self._evalset.members().get(role, [])]
+
+    @property
     def coverage_ids(self) -> list[str]:
-        return [self._ids[i] for i in self._coverage]
+        return self.member_ids("coverage")
 
     @property
     def boundary_ids(self) -> list[str]:
-        return [self._ids[i] for i, _ in self._boundary]
+        return self.member_ids("boundary")
 
     @property
     def boundary_tags(self) -> list[str]:
-        return [t for _, t in self._boundary]
+        """The paper set's boundary tags (``bootstrap`` / ``flip``), in the order of :attr:`boundary_ids`."""
+        return [t for _, t in getattr(self._evalset, "boundary", [])]
 
     @property
     def panel_ids(self) -> list[str]:
         """``eval_set="panel"``: the task ids of the current panel, in reading order (empty otherwise)."""
-        return [self._ids[i] for i in self._panel]
+        return self.member_ids("panel")
 
     @property
     def pending_ids(self) -> list[str]:
@@ -294,21 +290,10 @@ class Janus(StateMixin, ReuseMixin):
         self._stats["steps"] += 1
 
     def _init_support(self) -> list[str]:
-        """End of warm-up: coverage via k-means on the warm-up tasks, bootstrap boundary (spec §3.2)."""
-        n = self._store.n
-        warnings = []
-        if self.config.eval_set == "panel":  # no coverage or boundary: the panel is drawn at the first comparison
-            self._seen_end = n
-            self._warmup_initialized = True
-            return warnings
-        try:
-            reps = self._cov_model.refresh(self._store, n)
-        except Exception as exc:  # clustering failure: leave coverage empty, keep going
-            reps = []
-            warnings.append(f"coverage initialisation failed: {type(exc).__name__}: {exc}")
-        self._coverage = reps
-        self._boundary = bootstrap_boundary(n, reps, self.config.boundary_size)
-        self._seen_end = n
+        """End of warm-up: the evaluation set starts (the paper's: coverage via k-means on the warm-up tasks,
+        bootstrap boundary; spec §3.2); the warm-up tasks count as seen."""
+        warnings = self._evalset.start(self._store, self._store.n)
+        self._seen_end = self._store.n
         self._warmup_initialized = True
         return warnings
 
@@ -316,7 +301,7 @@ class Janus(StateMixin, ReuseMixin):
         """Selective trigger armed during warm-up: compare on up to K + K_F tasks seen so far (a seeded sample,
         role ``fresh``). Coverage, boundary and the seen/pending split are untouched (they start at the end of
         warm-up); the trigger count advances."""
-        plan = plan_warmup(self.config, self._store.n, self._trigger_count)
+        plan = self._evalset.plan_warmup(self._store.n, self._trigger_count)
         self._trigger_count += 1
         self._stats["triggers"] += 1
         plan.record(d, self._ids)
@@ -351,29 +336,15 @@ class Janus(StateMixin, ReuseMixin):
 
     def _trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
                  max_pairs: int | None = None, inherit: bool = False) -> None:
-        """A post-warm-up trigger (spec §3.2): fresh sample, coverage refresh, planned entries, comparison,
-        boundary refresh from the flips."""
-        c = self.config
-        if c.eval_set == "panel":
-            self._panel_trigger(d, old_text, new_text, full=full, max_pairs=max_pairs, inherit=inherit)
-            return
-        fresh = sample_fresh(self._seen_end, self._store.n, c.fresh_size, c.seed, self._trigger_count)
-        self._seen_end = self._store.n
+        """A post-warm-up trigger (spec §3.2): the evaluation set plans the tasks (the paper's: fresh sample,
+        coverage refresh, planned entries), the comparison, then the set observes the outcomes (the paper's:
+        boundary refresh from the flips)."""
+        prev_seen, self._seen_end = self._seen_end, self._store.n
         self._trigger_count += 1
         self._stats["triggers"] += 1
-        try:
-            self._coverage = self._cov_model.refresh(self._store, self._seen_end)
-        except Exception as exc:  # spec §3.2 step 3: keep the previous coverage
-            d.warnings.append(f"coverage refresh failed ({type(exc).__name__}: {exc}); previous coverage kept")
-        plan = plan_trigger(c, self._coverage, self._boundary, fresh, self._trigger_count)
-        if c.eval_order == "relevant":
-            plan.entries = order_by_relevance(plan.entries, self._store, self._store.n - 1)
+        plan = self._evalset.plan(self._store, prev_seen, self._trigger_count, d.warnings)
         plan.record(d, self._ids)
         comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs, inherit=inherit)
-        if comp is None:
-            return
-        flips = flips_of(plan.entries, comp, self._coverage)
-        d.flips = [self._ids[i] for i in flips]
-        self._boundary = refresh_boundary(self._boundary, flips, self._coverage, c.boundary_size, c.seed,
-                                          self._trigger_count)
-        self._stats["accepts" if comp.accept else "rollbacks"] += 1
+        self._evalset.observe(plan, comp, d, self._ids, self._trigger_count)
+        if comp is not None:
+            self._stats["accepts" if comp.accept else "rollbacks"] += 1

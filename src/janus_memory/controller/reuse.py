@@ -8,7 +8,6 @@ import hashlib
 
 from .changes import rewords_only, shingle_similarity
 from .decision import Comparison
-from .evalplan import EvalPlan, refresh_panel
 from .step import Decision
 
 
@@ -77,25 +76,3 @@ class ReuseMixin:
         for i, v in pairs:
             if v is not None:
                 self._old_cache[i] = bool(v)
-
-    def _panel_trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
-                       max_pairs: int | None = None, inherit: bool = False) -> None:
-        """A post-warm-up trigger with ``eval_set="panel"``: refresh the panel (evalplan.refresh_panel) from the
-        tasks before the current one, compare on it in its order. No coverage, boundary or fresh sample."""
-        self._seen_end = self._store.n
-        self._trigger_count += 1
-        self._stats["triggers"] += 1
-        self._panel = refresh_panel(self._panel, self._panel_stats, self._store.n - 1, self.config,
-                                    self._trigger_count)
-        stats = {i: self._panel_stats.get(i, (0, 0)) for i in self._panel}  # a dropped member's counts go with it
-        plan = EvalPlan([], [], [], list(self._panel))
-        plan.record(d, self._ids)
-        comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs, inherit=inherit)
-        if comp is not None:
-            for p in range(comp.n_evaluated):
-                o, n_ = comp.old_correct[p], comp.new_correct[p]
-                if o is not None and n_ is not None:
-                    reads, disc = stats[plan.entries[p]]
-                    stats[plan.entries[p]] = (reads + 1, disc + (o != n_))
-            self._stats["accepts" if comp.accept else "rollbacks"] += 1
-        self._panel_stats = stats

@@ -72,8 +72,6 @@ class StateMixin:
                                     "results": [[i, v] for i, v in sorted(self._old_cache.items())]}
         if self.config.seq_recent_pairs:  # only then, as old_results
             extra["recent_close"] = list(self._recent_close)
-        if self.config.eval_set == "panel":  # only then, as old_results
-            extra["panel"] = [[i, *self._panel_stats.get(i, (0, 0))] for i in self._panel]
         if self.config.near_copy_anchor:  # only then, as old_results; the text only while another memory is deployed
             extra["near_copy_anchor"] = {
                 "sha256": self._anchor_sha,
@@ -87,9 +85,7 @@ class StateMixin:
             "seen_end": self._seen_end,
             "warmup_initialized": self._warmup_initialized,
             "momentum": encode_array(self._momentum),
-            "coverage": list(self._coverage),
-            "boundary": [[i, t] for i, t in self._boundary],
-            "coverage_model": self._cov_model.state_dict(),
+            **self._evalset.state_dict(),
             "embeddings": self._store.state_dict(self._grow_token if by_reference else None),
             "ids": list(self._ids),
             "tasks": tasks,
@@ -130,9 +126,6 @@ class StateMixin:
         n = store.n
         if len(state["ids"]) != n or len(state["tasks"]) != n:
             raise ValueError("state has inconsistent numbers of tasks, ids and embeddings")
-        if state["coverage_model"]["kind"] != fresh._cov_model.kind:
-            raise ValueError("state coverage model does not match config.clustering")
-        fresh._cov_model.load_state_dict(state["coverage_model"])
         fresh._store = store
         fresh._ids = [str(i) for i in state["ids"]]
         fresh._tasks = _tasks_from_state(state["tasks"], self._task_from_dict)
@@ -141,8 +134,7 @@ class StateMixin:
         fresh._seen_end = int(state["seen_end"])
         fresh._warmup_initialized = bool(state["warmup_initialized"])
         fresh._momentum = decode_array(state["momentum"])
-        fresh._coverage = [int(i) for i in state["coverage"]]
-        fresh._boundary = [(int(i), str(t)) for i, t in state["boundary"]]
+        fresh._evalset.load_state_dict(state, n, fresh._trigger_count)
         fresh._stats = {k: int(v) for k, v in state["stats"].items()}
         fresh._selective.load_state_dict(state.get("trigger_state"))  # absent in states saved before issue 16
         old = state.get("old_results") or {}
@@ -160,19 +152,6 @@ class StateMixin:
         if fresh.config.near_copy_anchor and sha is not None and text is None and sha != fresh._old_key:
             raise ValueError("state near_copy_anchor holds no text for an anchor that is not the deployed memory")
         fresh._anchor_sha, fresh._anchor_text = sha, text
-        if fresh.config.eval_set == "panel" and "panel" not in state and fresh._trigger_count:
-            raise ValueError("state of a panel controller (eval_set panel) that has compared holds no 'panel'")
-        raw = state.get("panel", [])
-        if not isinstance(raw, list) or not all(
-                isinstance(e, list) and len(e) == 3 and all(type(x) is int for x in e) for e in raw):
-            raise ValueError("state panel entries must be [task index, reads, discordant], whole numbers")
-        panel = [tuple(e) for e in raw]
-        fresh._panel = [i for i, _, _ in panel]
-        fresh._panel_stats = {i: (r, d_) for i, r, d_ in panel}
-        if (any(not 0 <= i < n for i in fresh._panel) or len(set(fresh._panel)) != len(fresh._panel)
-                or any(not 0 <= d_ <= r for _, r, d_ in panel) or len(panel) > fresh.config.panel_size):
-            raise ValueError("state panel holds an unknown or repeated task index, or impossible counts (or more "
-                             "members than panel_size)")
         self.__dict__.update(fresh.__dict__)
 
     @classmethod
