@@ -38,6 +38,7 @@ class HybridSet(EvalSetStrategy):
     """The paper's coverage + boundary + fresh set (module docstring). State: the coverage model, the coverage
     representatives and the boundary buffer (stored as ``coverage_model``, ``coverage``, ``boundary``)."""
 
+    name = "hybrid"  # its EVAL_SETS name (strategy.py registers it)
     SETTINGS = ("coverage_size", "boundary_size", "fresh_size", "use_coverage", "use_boundary", "use_fresh",
                 "clustering", "pool_size", "dedup", "eval_order", "replay_limit")
     PAPER = True

@@ -24,6 +24,7 @@ class PanelSet(EvalSetStrategy):
     comparison (``panel_min_evals``). No coverage, boundary or fresh sample. State: the members in reading order, each
     with (comparisons that read it, comparisons in which the two memories disagreed on it), stored as ``panel``."""
 
+    name = "panel"  # its EVAL_SETS name (strategy.py registers it)
     SETTINGS = ("panel_size", "panel_rotate", "panel_min_evals")
 
     def __init__(self, config: Any, arg: str | None = None):
