@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from controller_fakes import Ev, mk_task
 
+from controller_fakes import Ev, mk_task
 from janus_memory import registry
 from janus_memory.cli import main
 from janus_memory.controller import EVAL_SETS, Janus, JanusConfig, StepInput, eval_set_for, register_eval_set
