@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from janus_memory.controller import JanusConfig
-from janus_memory.controller import describe as D
-from janus_memory.controller.config import RECOMMENDED_ROUND2, RECOMMENDED_ROUND4B
+from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_PANEL_TIES_DEPLOYED
 from janus_memory.controller.describe import describe
 
 PAPER_RULE = ("the paper's rule: deploy the candidate when it solves at least as many of the tasks as the old memory "
@@ -44,7 +43,7 @@ def test_the_recommended_preset():
                       "1 task a round, then deployed only when the candidate leads by 1 task on the tasks read (none "
                       "disagreeing: rolled back); the deployed memory's measured outcomes reused")
     # the earlier rule: ties deployed, two tasks a round
-    assert describe(JanusConfig(**RECOMMENDED_ROUND4B)).rule == (
+    assert describe(JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED)).rule == (
         "Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), 2 tasks a "
         "round, then the paper's rule on the tasks read; the deployed memory's measured outcomes reused")
     assert "(none disagreeing: deployed)" in describe(JanusConfig.recommended(seq_quiet_deploy=True)).rule
@@ -67,13 +66,13 @@ def test_the_recommended_preset():
     (JanusConfig(replay_limit=10), "custom: paper with replay_limit=10"),
     (JanusConfig.recommended(eval_set="hybrid"), "custom: recommended with eval_set=hybrid"),
     # the round-2 recommended controller: the switches and the tuning it changed, the panel's own settings left out
-    (JanusConfig(**RECOMMENDED_ROUND2), "custom: recommended with gate_full_compare=True, seq_max_pairs=6, "
+    (JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST), "custom: recommended with gate_full_compare=True, seq_max_pairs=6, "
                                         "seq_extend_pairs=14, eval_set=hybrid, near_copy_inherit=False, "
                                         "gate_compare=False, seq_round=2, "
                                         "near_copy_pairs=4, near_copy_anchor=False, indeterminate_rollback=False, "
                                         "seq_deploy_margin=0, seq_quiet_deploy=True"),
     # the round-4b recommended controller: the panel read 11-19, ties deployed, the two holes open
-    (JanusConfig(**RECOMMENDED_ROUND4B), "custom: recommended with seq_max_pairs=11, seq_extend_pairs=19, "
+    (JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED), "custom: recommended with seq_max_pairs=11, seq_extend_pairs=19, "
                                          "seq_round=2, panel_rotate=0.5, near_copy_anchor=False, "
                                          "indeterminate_rollback=False, seq_deploy_margin=0, seq_quiet_deploy=True"),
 ])
