@@ -13,7 +13,7 @@ from janus_memory.bench.policies import PolicySpec, default_policies, matched_co
 from janus_memory.bench.updater import WorldUpdater
 from janus_memory.bench.world import Item, World, WorldConfig, WorldEvaluator, make_memory, parse_mix, sigmoid
 from janus_memory.controller import JanusConfig
-from janus_memory.controller.config import RECOMMENDED_ROUND4B
+from janus_memory.controller.config import RECOMMENDED_PANEL_TIES_DEPLOYED
 
 SMALL = WorldConfig(n_steps=60, n_clusters=4, n_subtopics=2, test_per_cell=4)
 
@@ -155,7 +155,7 @@ def test_zero_harmful_candidates_every_policy_equals_blind():
     cfg = dataclasses.replace(SMALL, n_steps=45, mix={"general": 0.7, "reword": 0.3}, max_items=100, coupling=1.0)
     specs = pols("blind", "never", "oracle", "janus", "always", "random", "periodic", "no-fresh", "janus-fast",
                  "janus-sign", "recommended")
-    specs.append(PolicySpec("round4b", "janus", JanusConfig(**RECOMMENDED_ROUND4B)))
+    specs.append(PolicySpec("round4b", "janus", JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED)))
     out = run_seed(cfg, 2, specs)
     m = out["metrics"]
     assert m["blind"]["harmful"] == 0 and m["blind"]["final"] > m["never"]["final"]

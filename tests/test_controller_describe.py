@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from janus_memory.controller import JanusConfig
-from janus_memory.controller import describe as D
-from janus_memory.controller.config import RECOMMENDED_ROUND2, RECOMMENDED_ROUND4B
+from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_PANEL_TIES_DEPLOYED
 from janus_memory.controller.describe import describe
 
 PAPER_RULE = ("the paper's rule: deploy the candidate when it solves at least as many of the tasks as the old memory "
@@ -44,7 +43,7 @@ def test_the_recommended_preset():
                       "1 task a round, then deployed only when the candidate leads by 1 task on the tasks read (none "
                       "disagreeing: rolled back); the deployed memory's measured outcomes reused")
     # the earlier rule: ties deployed, two tasks a round
-    assert describe(JanusConfig(**RECOMMENDED_ROUND4B)).rule == (
+    assert describe(JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED)).rule == (
         "Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), 2 tasks a "
         "round, then the paper's rule on the tasks read; the deployed memory's measured outcomes reused")
     assert "(none disagreeing: deployed)" in describe(JanusConfig.recommended(seq_quiet_deploy=True)).rule
@@ -67,13 +66,13 @@ def test_the_recommended_preset():
     (JanusConfig(replay_limit=10), "custom: paper with replay_limit=10"),
     (JanusConfig.recommended(eval_set="hybrid"), "custom: recommended with eval_set=hybrid"),
     # the round-2 recommended controller: the switches and the tuning it changed, the panel's own settings left out
-    (JanusConfig(**RECOMMENDED_ROUND2), "custom: recommended with gate_full_compare=True, seq_max_pairs=6, "
+    (JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST), "custom: recommended with gate_full_compare=True, seq_max_pairs=6, "
                                         "seq_extend_pairs=14, eval_set=hybrid, near_copy_inherit=False, "
                                         "gate_compare=False, seq_round=2, "
                                         "near_copy_pairs=4, near_copy_anchor=False, indeterminate_rollback=False, "
                                         "seq_deploy_margin=0, seq_quiet_deploy=True"),
     # the round-4b recommended controller: the panel read 11-19, ties deployed, the two holes open
-    (JanusConfig(**RECOMMENDED_ROUND4B), "custom: recommended with seq_max_pairs=11, seq_extend_pairs=19, "
+    (JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED), "custom: recommended with seq_max_pairs=11, seq_extend_pairs=19, "
                                          "seq_round=2, panel_rotate=0.5, near_copy_anchor=False, "
                                          "indeterminate_rollback=False, seq_deploy_margin=0, seq_quiet_deploy=True"),
 ])
@@ -109,28 +108,29 @@ def test_a_stored_dict_is_described_as_the_config_it_makes():
 
 
 def test_a_new_evaluation_set_strategy_describes_itself(monkeypatch):
-    """The seam: a strategy registered under its eval_set name is described by its own shape, no reader changed."""
+    """The seam: a strategy registered under an eval_set name is described by itself, no reader changed."""
+    from janus_memory.controller import EVAL_SETS, EvalPlan, EvalSetStrategy
 
-    class Tiny:
-        def configured(self, c):
+    class Tiny(EvalSetStrategy):
+        name = "tiny"
+
+        def size(self):
             return 7
 
-        def sizes(self, c):
-            return {"tiny": 7}
-
-        def text(self, c):
+        def text(self):
             return "seven recent tasks"
 
-        def cell(self, c):
-            return "tiny 7"
+        def plan(self, store, seen_end, trigger_count, warnings):
+            return EvalPlan([], [], [], [])
 
-    monkeypatch.setitem(D.EVAL_SET_SHAPES, "panel", Tiny())
-    d = describe(JanusConfig.recommended(seq_max_pairs=11, seq_extend_pairs=19))
-    assert (d.evaluation, d.reads_cell, d.configured, d.reads, d.reads_most) == (
-        "seven recent tasks", "tiny 7", 7, 7, 7)  # the sequential cap (11-19) is above its size: read whole
-    d = describe(JanusConfig.recommended())
+    monkeypatch.setitem(EVAL_SETS, "tiny", Tiny)
+    d = describe(JanusConfig.recommended(seq_max_pairs=11, seq_extend_pairs=19, eval_set="tiny"))
+    assert (d.evaluation, d.reads_cell, d.configured, d.reads, d.reads_most, d.sizes) == (
+        "seven recent tasks", "tiny 7", 7, 7, 7, {"tiny": 7})  # the sequential cap (11-19) is above its size: read whole
+    d = describe(JanusConfig.recommended(eval_set="tiny"))
     assert (d.evaluation, d.reads_cell) == ("seven recent tasks (read 5, up to 7 while the candidate leads by exactly 1 task)",
-                                                  "tiny 7, read 5-7")
+                                            "tiny 7, read 5-7")
+    assert d.label == "custom: recommended with eval_set=tiny"  # the panel's own settings are not named for it
 
 
 def test_extras_say_what_the_options_do():

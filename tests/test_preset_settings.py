@@ -302,9 +302,9 @@ def test_a_recommended_run_stored_before_round_4_resumes_as_round_2():
     """The whole resolved JanusConfig of a run started with the recommended preset before issue 24 round 4 has no
     eval_set, near_copy_inherit or gate_compare key: it resumes on what it ran (the hybrid set, the full gate), not
     on today's panel, and does not fail on the two gates."""
-    from janus_memory.controller.config import RECOMMENDED_ROUND2
+    from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST
 
-    old = {k: v for k, v in JanusConfig(**RECOMMENDED_ROUND2, warmup=2).to_dict().items()
+    old = {k: v for k, v in JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST, warmup=2).to_dict().items()
            if k not in ("eval_set", "panel_size", "panel_rotate", "panel_min_evals", "near_copy_inherit",
                         "gate_compare")}
     stored = {"preset": "paper", "twin_cache": "separate", "janus_preset": "recommended", "backend": "fake",
@@ -312,7 +312,7 @@ def test_a_recommended_run_stored_before_round_4_resumes_as_round_2():
     cfg = RunConfig.parse(migrate_stored(stored))
     jc = cfg.janus_config()
     unused = ("panel_size", "panel_rotate")  # the panel's own settings, not read with eval_set hybrid
-    want = JanusConfig(**RECOMMENDED_ROUND2, warmup=2).to_dict()
+    want = JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST, warmup=2).to_dict()
     assert {k: v for k, v in jc.to_dict().items() if k not in unused} == {k: v for k, v in want.items()
                                                                           if k not in unused}
     assert (jc.eval_set, jc.gate_full_compare, jc.gate_compare, jc.near_copy_inherit, jc.seq_max_pairs) == (
@@ -327,16 +327,16 @@ def test_a_recommended_run_stored_before_the_holes_were_closed_resumes_as_it_ran
     near_copy_anchor and indeterminate_rollback: it resumes with both off (rewordings may chain, an all-None candidate
     is deployed), as it ran; the controller state it checkpointed has no such keys either and loads the same way."""
     from janus_memory.controller import Janus
-    from janus_memory.controller.config import RECOMMENDED_ROUND4B
+    from janus_memory.controller.config import RECOMMENDED_PANEL_TIES_DEPLOYED
 
-    old = {k: v for k, v in JanusConfig(**RECOMMENDED_ROUND4B, warmup=2).to_dict().items()
+    old = {k: v for k, v in JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED, warmup=2).to_dict().items()
            if k not in ("near_copy_anchor", "indeterminate_rollback")}
     stored = {"preset": "paper", "twin_cache": "separate", "janus_preset": "recommended", "backend": "fake",
               "janus": old}
     jc = RunConfig.parse(migrate_stored(stored)).janus_config()
-    assert jc == JanusConfig(**RECOMMENDED_ROUND4B, warmup=2) != JanusConfig.recommended(warmup=2)
+    assert jc == JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED, warmup=2) != JanusConfig.recommended(warmup=2)
     assert (jc.near_copy_anchor, jc.indeterminate_rollback, jc.eval_set) == (False, False, "panel")
-    state = Janus(JanusConfig(**RECOMMENDED_ROUND4B, warmup=2)).state_dict()
+    state = Janus(JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED, warmup=2)).state_dict()
     state["config"] = old
     assert Janus.from_state_dict(state).config == jc
 

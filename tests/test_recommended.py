@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from janus_memory.controller import EvaluationError, Janus, JanusConfig, StepInput, compare
-from janus_memory.controller.config import RECOMMENDED_ROUND2, RECOMMENDED_ROUND4B
-from janus_memory.controller.evalplan import plan_trigger
+from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_PANEL_TIES_DEPLOYED
+from janus_memory.controller.hybrid_set import plan_trigger
 from janus_memory.controller.sequential import SPRT, discordant, settled
 
 
 def round2(**kw) -> JanusConfig:
     """The round-2 recommended controller (the paper's hybrid set read boundary first, the full gate): the machinery
     these tests pin; ``recommended()`` itself is round 4 (tests/test_recommended_panel.py)."""
-    return JanusConfig(**{**RECOMMENDED_ROUND2, **kw})
+    return JanusConfig(**{**RECOMMENDED_HYBRID_BOUNDARY_FIRST, **kw})
 
 
 def fixed(results: dict[str, list]):
@@ -174,12 +174,13 @@ def test_recommended_preset_and_paper_unchanged():
                                                                       12, 0, 1)
     assert (r.seq_deploy_margin, r.seq_quiet_deploy, r.near_copy_anchor, r.indeterminate_rollback) == (1, False, True,
                                                                                                        True)
-    assert JanusConfig(**RECOMMENDED_ROUND4B).preset == "custom"  # round 4b is a configuration now
-    assert JanusConfig.recommended(**RECOMMENDED_ROUND4B) == JanusConfig(**RECOMMENDED_ROUND4B)  # nothing leaks in
+    ties = RECOMMENDED_PANEL_TIES_DEPLOYED
+    assert JanusConfig(**ties).preset == "custom"  # an earlier recommended controller is a configuration now
+    assert JanusConfig.recommended(**ties) == JanusConfig(**ties)  # nothing leaks in
     assert (r.near_copy_similarity, r.near_copy_inherit, r.near_copy_pairs, r.gate_compare, r.gate_full_compare,
             r.reuse_old_results, r.dedup, r.same_memory_shortcut) == (0.93, True, 1, True, False, True, True, True)
     assert r.preset == "recommended" and JanusConfig().preset == "paper"
-    assert JanusConfig(**RECOMMENDED_ROUND2).preset == "custom"  # round 2 is a configuration now, not the preset
+    assert JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST).preset == "custom"  # round 2 is a configuration now, not the preset
     p = JanusConfig()
     assert (p.decision_rule, p.eval_order, p.gate_full_compare, p.near_copy_similarity, p.seq_max_pairs, p.eval_set,
             p.gate_compare, p.near_copy_inherit) == ("paper", "paper", False, 0.0, 0, "hybrid", False, False)
@@ -224,7 +225,7 @@ def test_fresh_first_and_interleaved_orders(order, dedup, want):
 
 
 def test_interleave_keeps_the_longer_tail():
-    from janus_memory.controller.evalplan import interleave
+    from janus_memory.controller.hybrid_set import interleave
 
     assert interleave([1, 2, 3], [7]) == [1, 7, 2, 3]
     assert interleave([], [4, 5]) == [4, 5] and interleave([], []) == []

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 
 from janus_memory.controller import Janus, JanusConfig, StepInput, compare
-from janus_memory.controller.config import RECOMMENDED_ROUND2
-from janus_memory.controller.evalplan import order_by_relevance
+from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST
 from janus_memory.controller.evalset import EmbeddingStore
+from janus_memory.controller.hybrid_set import order_by_relevance
 from janus_memory.controller.sequential import SPRT, AdaptiveCap
 
 
 def round2(**kw) -> JanusConfig:
     """The round-2 recommended controller (the paper's hybrid set read boundary first, the full gate): the machinery
     these tests pin; ``recommended()`` itself is round 4 (tests/test_recommended_panel.py)."""
-    return JanusConfig(**{**RECOMMENDED_ROUND2, **kw})
+    return JanusConfig(**{**RECOMMENDED_HYBRID_BOUNDARY_FIRST, **kw})
 
 
 def fixed(results: dict[str, list]):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
-from janus_memory.controller.evalplan import refresh_panel
+from janus_memory.controller.panel_set import refresh_panel
 
 SHEET = "\n".join(f"rule {i}: check the small cases of family {i} before solving" for i in range(12))
 

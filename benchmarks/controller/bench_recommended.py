@@ -44,7 +44,7 @@ from janus_memory.bench.metrics import mean_ci, paired
 from janus_memory.bench.policies import PolicySpec
 from janus_memory.bench.world import WorldConfig, parse_mix
 from janus_memory.controller import JanusConfig
-from janus_memory.controller.config import RECOMMENDED_ROUND2, RECOMMENDED_ROUND4B
+from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_PANEL_TIES_DEPLOYED
 
 HARSH_MIX = "general=0.3,specific=0.25,overwrite=0.15,dump=0.05,reword=0.25"
 NO_REWORD_MIX = "general=0.6,specific=0.2,overwrite=0.15,dump=0.05"  # issue 36: no near copies, as in real DC runs
@@ -61,34 +61,35 @@ BOOT = 10_000
 GOAL_GAIN, GOAL_CALLS = 1.0, 0.25  # issue 36: >= 100% of always's gain over blind at <= 25% of its paid evaluations
 
 
-# round 2 (judged on seeds 0-19 on 2026-12-03): boundary-first ("informative") evaluation order
-# (every recommended() setting, so a later round's change cannot leak into this row)
-ROUND2 = dict(RECOMMENDED_ROUND2)
-# the recommended controller as judged in round 1 (issue 24, before the adaptive cap): round 2 with a fixed cap 9 and
+# the paper's hybrid set read boundary first ("informative" order), recommended() until 2026-12-04 (judged on seeds
+# 0-19; every setting it had, so a later change of recommended() cannot leak into this row)
+HYBRID_BOUNDARY_FIRST = dict(RECOMMENDED_HYBRID_BOUNDARY_FIRST)
+# the first recommended controller (before the adaptive cap): the hybrid set with a fixed cap 9 and
 # the scikit-learn k-means
-ROUND1 = dict(ROUND2, seq_max_pairs=9, seq_extend_pairs=0, near_copy_similarity=0.0, clustering="sklearn")
+HYBRID_FIXED_CAP = dict(HYBRID_BOUNDARY_FIRST, seq_max_pairs=9, seq_extend_pairs=0, near_copy_similarity=0.0,
+                        clustering="sklearn")
 
 
-def policies(caps: list[int], with_paper: bool = True, round1: bool = False, round2: bool = False,
-             round4b: bool = False) -> list[PolicySpec]:
+def policies(caps: list[int], with_paper: bool = True, hybrid_fixed_cap: bool = False,
+             hybrid_boundary_first: bool = False, panel_ties_deployed: bool = False) -> list[PolicySpec]:
     paper = JanusConfig()
     out = [PolicySpec("blind", "blind"), PolicySpec("always", "janus", dataclasses.replace(paper, trigger="always"))]
     if with_paper:
         out.append(PolicySpec("janus", "janus", paper))
     out.append(PolicySpec("recommended", "janus", JanusConfig.recommended()))
     rec = JanusConfig.recommended()
-    if round1 and JanusConfig.recommended(**ROUND1) != rec:
-        out.append(PolicySpec("rec-round1", "janus", JanusConfig.recommended(**ROUND1)))
-    if round2:
-        if JanusConfig.recommended(**ROUND2) != rec:
-            out.append(PolicySpec("rec-round2", "janus", JanusConfig.recommended(**ROUND2)))
+    if hybrid_fixed_cap and JanusConfig.recommended(**HYBRID_FIXED_CAP) != rec:
+        out.append(PolicySpec("rec-hybrid-cap9", "janus", JanusConfig.recommended(**HYBRID_FIXED_CAP)))
+    if hybrid_boundary_first:
+        if JanusConfig.recommended(**HYBRID_BOUNDARY_FIRST) != rec:
+            out.append(PolicySpec("rec-hybrid", "janus", JanusConfig.recommended(**HYBRID_BOUNDARY_FIRST)))
         else:
-            print("note: --round2 adds no row: recommended() is round 2", file=sys.stderr)
-    if round4b:
-        if JanusConfig(**RECOMMENDED_ROUND4B) != rec:
-            out.append(PolicySpec("rec-round4b", "janus", JanusConfig(**RECOMMENDED_ROUND4B)))
+            print("note: --hybrid-boundary-first adds no row: recommended() is that controller", file=sys.stderr)
+    if panel_ties_deployed:
+        if JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED) != rec:
+            out.append(PolicySpec("rec-panel-ties", "janus", JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED)))
         else:
-            print("note: --round4b adds no row: recommended() is round 4b", file=sys.stderr)
+            print("note: --panel-ties-deployed adds no row: recommended() is that controller", file=sys.stderr)
     for c in caps:  # the frontier: the recommended controller with a fixed cap of c tasks (no adaptive extension)
         if c != rec.seq_max_pairs or rec.seq_extend_pairs:
             out.append(PolicySpec(f"rec-cap{c}", "janus",
@@ -160,11 +161,14 @@ def main(argv=None) -> int:
     p.add_argument("--caps", default="", help="extra seq_max_pairs values for the frontier, e.g. 4,8,12")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--no-paper", action="store_true", help="leave out the paper preset's row (saves CPU)")
-    p.add_argument("--round1", action="store_true", help="add the round-1 recommended controller's row (fixed cap 9, "
+    p.add_argument("--hybrid-fixed-cap", action="store_true", help="add the first recommended controller's row (the "
+                   "hybrid set, fixed cap 9, "
                    "scikit-learn k-means)")
-    p.add_argument("--round2", action="store_true", help="add the round-2 recommended controller's row (boundary-first "
+    p.add_argument("--hybrid-boundary-first", action="store_true", help="add the row of the recommended controller "
+                   "on the paper's hybrid set (boundary-first "
                    "order)")
-    p.add_argument("--round4b", action="store_true", help="add the round-4b recommended controller's row (the panel "
+    p.add_argument("--panel-ties-deployed", action="store_true", help="add the row of the recommended controller "
+                   "whose ties deployed (the panel read 11-19, "
                    "judged on seeds 60-79, before the two holes were closed and the paid count existed)")
     p.add_argument("--json", help="write all numbers here")
     p.add_argument("--per-seed", help="append one JSON line per (setting, seed, policy): final accuracy and calls, "
@@ -173,8 +177,8 @@ def main(argv=None) -> int:
     if args.tuning:
         args.settings, args.first_seed = "default", 100
     caps = [int(c) for c in args.caps.split(",") if c.strip()]
-    specs = policies(caps, with_paper=not args.no_paper, round1=args.round1, round2=args.round2,
-                     round4b=args.round4b)
+    specs = policies(caps, with_paper=not args.no_paper, hybrid_fixed_cap=args.hybrid_fixed_cap,
+                     hybrid_boundary_first=args.hybrid_boundary_first, panel_ties_deployed=args.panel_ties_deployed)
     names = [s.name for s in specs]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     t0 = time.time()

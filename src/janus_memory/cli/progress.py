@@ -58,22 +58,17 @@ def step_line(method: str, step: int, total: int, correct: bool, decision: dict,
             f"acc {acc:.3f}  {elapsed:.1f}s")
 
 
-def trigger_line(method: str, step: int, decision: dict, change: str) -> str:
-    """One line per trigger: step, cosine, |E| by role, old vs new score, decision, one-line diff summary. When
-    fewer than |E| tasks were compared (early stopping), and always under the sequential rule, the line says how
-    many, and the scores are over those."""
-    roles = [list(decision.get(k) or []) for k in ("coverage", "boundary", "fresh")]
-    sizes = "+".join(str(len(r)) for r in roles)
-    eval_ids = list(decision.get("eval_ids") or [])
-    n = len(eval_ids)
-    shared = sum(len(r) for r in roles) - len({t for r in roles for t in r})  # a task drawn in two roles
-    if shared:
-        # E is de-duplicated (JanusConfig.dedup) or not (the paper preset): eval_ids then holds such a task once
-        # per role, and each copy was solved under both memories
-        repeats = n - len(set(eval_ids))
-        how = ("solved once" if not repeats else "solved in each role" if repeats >= shared
-               else f"{repeats} of them solved in each role")
-        sizes += f"; {shared} task{'s' if shared > 1 else ''} in two roles, {how}"
+def trigger_line(method: str, step: int, decision: dict, change: str, eval_set=None) -> str:
+    """One line per trigger: step, cosine, |E| and where its tasks came from (``eval_set``, the run's evaluation-set
+    strategy, says it: the paper's roles by default), old vs new score, decision, one-line diff summary. When fewer
+    than |E| tasks were compared (early stopping), and always under the sequential rule, the line says how many, and
+    the scores are over those."""
+    if eval_set is None:
+        from ..controller import JanusConfig
+        from ..controller.strategy import eval_set_for
+
+        eval_set = eval_set_for(JanusConfig())
+    n = len(decision.get("eval_ids") or [])
     old, new = decision.get("old_score"), decision.get("new_score")
     scores = "old ? vs new ?" if old is None or new is None else f"old {old:.3f} vs new {new:.3f}"
     oc, nc = decision.get("old_correct"), decision.get("new_correct")
@@ -84,9 +79,7 @@ def trigger_line(method: str, step: int, decision: dict, change: str) -> str:
                   f"compared on {len(oc)} of {n}: {scores}" if len(oc) == len(nc) else
                   f"old scored on {len(oc)}, new on {len(nc)} of {n}: {scores}")
     verdict = "ACCEPT" if decision.get("accept") else "ROLLBACK"
-    where = (f"(coverage+boundary+fresh {sizes})" if any(roles) or not n else
-             "(the panel)")  # eval_set="panel": the tasks have no roles
-    return (f"[{method}] trigger at step {step}: {_cos(decision)} |E|={n} {where} "
+    return (f"[{method}] trigger at step {step}: {_cos(decision)} |E|={n} {eval_set.where(decision)} "
             f"{scores} -> {verdict} ({decision.get('reason')}); candidate {change}")
 
 
@@ -270,8 +263,10 @@ class ConsoleProgress:
     line (plain lines only)."""
 
     def __init__(self, say, bars=None, *, plain_steps: bool = True, clock=time.monotonic, interval: float = 30.0,
-                 beat_clock=time.monotonic, live_tokens=None, time_left: TimeLeft | None = None, note=None):
+                 beat_clock=time.monotonic, live_tokens=None, time_left: TimeLeft | None = None, note=None,
+                 eval_set=None):
         self.bars, self.plain_steps, self.clock, self.interval = bars, plain_steps, clock, interval
+        self.eval_set = eval_set  # the run's evaluation-set strategy: where a trigger line's tasks came from
         self.beat_clock = beat_clock
         if live_tokens is None or note is None:
             from ..llm.live import LIVE
@@ -386,7 +381,8 @@ class ConsoleProgress:
         elapsed = now - self._t0.setdefault(ev.method, now)
         d = ev.decision or {}
         if d.get("triggered"):
-            self.say(trigger_line(ev.method, ev.step, d, self._change.pop((ev.method, ev.step), "change unknown")))
+            self.say(trigger_line(ev.method, ev.step, d, self._change.pop((ev.method, ev.step), "change unknown"),
+                                  self.eval_set))
         if self.bars is None:
             if self.plain_steps:
                 left = f"  {self.time_left.text()}" if self.time_left is not None else ""

@@ -162,6 +162,7 @@ def without_stage_lines(say):
 
 def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     from ..controller.describe import describe
+    from ..controller.strategy import eval_set_for
     from ..inject.plan import parse_inject
     from ..settings.presets import encoder_line, loader_option_lines, run_preset_line
     from ..tasks import DATASETS
@@ -192,12 +193,14 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     if cfg.controller in ("janus", "both") and cfg.stream_size and cfg.stream_size <= jc.warmup:
         say(f"warning: the stream has {cfg.stream_size} steps and Janus's warm-up is {jc.warmup}: Janus never compares "
             f"in this run (every candidate is deployed unexamined); give --warmup below {cfg.stream_size}")
-    if cfg.controller in ("janus", "both") and jc.eval_set == "panel" and args is not None:
-        sizes = [o for o in (_option_for(f"janus.{k}", args) for k in ("coverage_size", "boundary_size", "fresh_size"))
-                 if o]
+    strategy = eval_set_for(jc)
+    if cfg.controller in ("janus", "both") and args is not None:  # a size option the evaluation set does not read
+        sizes = [o for o in (_option_for(f"janus.{k}", args) for k in ("coverage_size", "boundary_size", "fresh_size")
+                             if k not in strategy.SETTINGS) if o]
         if sizes:
-            say(f"warning: {', '.join(sizes)} {'has' if len(sizes) == 1 else 'have'} no effect with eval_set panel "
-                f"(the recommended preset compares on a panel of {jc.panel_size} seen tasks; docs/controller.md)")
+            who = "the recommended preset" if jc.preset == "recommended" else "Janus"
+            say(f"warning: {', '.join(sizes)} {'has' if len(sizes) == 1 else 'have'} no effect with eval_set "
+                f"{jc.eval_set} ({who} compares on {strategy.text()}; docs/controller.md)")
     early = [str(i) for i in parse_inject(cfg.inject) if i.step <= jc.warmup]
     if cfg.controller in ("janus", "both") and early:
         gate = (" unless the text gate flags it as a wipe or a dump" if jc.gate_compare or jc.gate_full_compare
@@ -225,6 +228,13 @@ def _same_folder(args) -> None:
     if Path(args.out).expanduser().absolute() != Path(args.resume).expanduser().absolute():
         raise ConfigError(f"--resume continues the run in its own folder {args.resume}; --out {args.out} names "
                           "another: leave --out out (to continue elsewhere, copy the folder and resume the copy)")
+
+
+def _eval_set(cfg):
+    """The run's evaluation-set strategy (controller/evalset): where a progress line's trigger tasks came from."""
+    from ..controller.strategy import eval_set_for
+
+    return eval_set_for(cfg.janus_config())
 
 
 def _run(cfg, args, console, t0: float | None = None) -> int:
@@ -259,7 +269,8 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
     first_step: list[float] = []  # when the first method started: the end of start-up
     with make_bars(console, disable=not tty) as bars:
         left = run_time_left(cfg, len(splits[0].tasks), len(splits[1].tasks))  # embedded model: from its speed here
-        progress = None if args.quiet else ConsoleProgress(say, bars if tty else None, time_left=left)
+        progress = None if args.quiet else ConsoleProgress(say, bars if tty else None, time_left=left,
+                                                           eval_set=_eval_set(cfg))
         log = without_stage_lines(say) if args.quiet else say
         injected = injection.console_subscriber(say)  # "step N: injected <kind> candidate" lines
 

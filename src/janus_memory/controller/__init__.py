@@ -1,23 +1,29 @@
 """The Janus controller (pure: no I/O, no LLM client). Source: paper-spec.md §2-4, §8.3-8.6, §11.
 
-Owns the per-step decision: the trigger (MMT and the other policies), the evaluation set (coverage, boundary, fresh),
-the comparison rules and the controller's state. It asks an evaluator callback to score memories and never calls a
+Owns the per-step decision: the trigger (MMT and the other policies), the evaluation set (a strategy registered by
+name: the paper's coverage + boundary + fresh set, the stable panel, or a plugin's), the comparison rules and the
+controller's state. It asks an evaluator callback to score memories and never calls a
 model itself. May import the foundation modules only (types, errors, names, rows); nothing of the plugin packages,
 the run, the store or the CLI.
 
 Public API::
 
     from janus_memory.controller import Janus, JanusConfig, StepInput, Decision
+    from janus_memory.controller import EvalSetStrategy, EvalPlan, register_eval_set  # a new evaluation set
 """
 from .adapter import GuardedUpdate, guarded_step
 from .decision import Comparison, EvaluationError, compare, sign_test
 from .janus import Decision, Janus, JanusConfig, StepInput, task_id_of
+from .strategy import EVAL_SETS, EvalPlan, EvalSetStrategy, eval_set_for, register_eval_set
 from .trigger import TRIGGER_POLICIES, TriggerPolicy, cosine, momentum_update
 
 __all__ = [
+    "EVAL_SETS",
     "TRIGGER_POLICIES",
     "Comparison",
     "Decision",
+    "EvalPlan",
+    "EvalSetStrategy",
     "EvaluationError",
     "GuardedUpdate",
     "Janus",
@@ -26,8 +32,10 @@ __all__ = [
     "TriggerPolicy",
     "compare",
     "cosine",
+    "eval_set_for",
     "guarded_step",
     "momentum_update",
+    "register_eval_set",
     "sign_test",
     "task_id_of",
 ]

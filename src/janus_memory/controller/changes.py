@@ -89,8 +89,8 @@ def changed_items_texts(old_text: str, new_text: str) -> tuple[str, str]:
 
 
 # words that scope, order or flip an instruction (negations, quantifiers, modals, order, signs and directions): a
-# rewording may not add, drop or change one (issue 24 round 4; an adversarial review turned "often" into "never" and
-# "Look for" into "Do not look for" unevaluated)
+# rewording may not add, drop or change one (an adversarial review turned "often" into "never" and "Look for"
+# into "Do not look for" unevaluated)
 GUARD_WORDS = frozenset("""not no nor never none nothing nobody nowhere neither without cannot can't don't doesn't
 didn't isn't aren't wasn't weren't won't shouldn't mustn't dont cant wont isnt doesnt didnt arent wasnt werent shouldnt
 mustnt avoid except unless skip ignore omit exclude include only always often usually sometimes rarely seldom all

@@ -15,47 +15,46 @@ from .trigger import TRIGGER_POLICIES
 
 SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range (numpy's RandomState takes the same)
 # coverage k-means (controller/evalset.py): paper = the authors' kmeans_pytorch behaviour (seeded), sklearn =
-# scikit-learn k-means++ with exact warm starts (before issue 27 the default, stored as "full"), incremental = fast()
+# scikit-learn k-means++ with exact warm starts (once the default, stored as "full"), incremental = fast()
 CLUSTERINGS = ("paper", "sklearn", "incremental")
 DECISION_RULES = ("paper", "sign_test", "sequential")
 EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
-# where a comparison's tasks come from: "hybrid" = the paper's coverage + boundary + fresh set; "panel" = a seeded
-# random panel of seen tasks that changes by at most one task per comparison (issue 24, round 4; evalplan.refresh_panel)
-EVAL_SETS = ("hybrid", "panel")
 # JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"). Chosen on tuning
 # seeds 100-159 of the five world settings by the rule committed in docs/measurements.md ("The honest count"): a
 # stable panel of 19 seen tasks read one at a time, a candidate deployed only when it leads by a discordant task
-# (5 tasks, up to 12 while its lead is exactly one; no lead at 5 rolls back), 60% of the comparisons rotating out the member on which memories disagreed least, rewordings
-# of the last fully compared memory checked on one task and keeping the deployed memory's outcomes, an all-None
-# candidate rolled back, the text gate forcing an ordinary comparison.
-# Round 4b (judged 2026-12-04): the same panel read 11, up to 19 while tied, ties deployed (RECOMMENDED_ROUND4B).
-# Round 2 (until 2026-12-04): the paper's coverage/boundary/fresh set read boundary first, cap 6 -> 14 while tied,
-# near copies on 4 tasks, the gate's comparisons full (benchmarks/controller/bench_recommended.py ROUND2 keeps it)
+# (5 tasks, up to 12 while its lead is exactly one; no lead at 5 rolls back), 60% of the comparisons rotating out the
+# member on which memories disagreed least, rewordings of the last fully compared memory checked on one task and
+# keeping the deployed memory's outcomes, an all-None candidate rolled back, the text gate forcing an ordinary
+# comparison. The two earlier recommended controllers follow (docs/controller.md, CHANGELOG.md).
 RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19, panel_rotate=0.6,
                    panel_min_evals=5, seq_max_pairs=5, seq_extend_pairs=12, seq_extend_margin=0, seq_round=1,
                    seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, seq_deploy_margin=1, seq_quiet_deploy=False,
                    reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True, near_copy_pairs=1,
                    gate_compare=True, gate_full_compare=False, eval_order="informative", dedup=True,
                    same_memory_shortcut=True, clustering="paper", near_copy_anchor=True, indeterminate_rollback=True)
-# round 4b as judged on 2026-12-04 (seeds 60-79), every field it set: for reproducing its measurements
-# (benchmarks/controller/bench_recommended.py --round4b) and what a run stored with it resumes on (settings/migrate.py)
-RECOMMENDED_ROUND4B = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19,
-                           panel_rotate=0.5, panel_min_evals=5, seq_max_pairs=11, seq_extend_pairs=19,
-                           seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3,
-                           reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True,
-                           near_copy_pairs=1, gate_compare=True, gate_full_compare=False, eval_order="informative",
-                           dedup=True, same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0,
-                           near_copy_anchor=False, indeterminate_rollback=False, seq_deploy_margin=0,
-                           seq_quiet_deploy=True)
-# round 2 as judged on 2026-12-03 (every field it set, so a later round cannot leak into it): for reproducing its
-# measurements (benchmarks/controller/bench_recommended.py --round2) and for the hybrid-set machinery's tests
-RECOMMENDED_ROUND2 = dict(trigger="always", decision_rule="sequential", eval_order="informative",
-                          gate_full_compare=True, seq_max_pairs=6, seq_extend_pairs=14, seq_extend_margin=0, seq_round=2, seq_alpha=0.2,
-                          seq_beta=0.2, seq_theta=0.3, reuse_old_results=True, near_copy_similarity=0.93,
-                          near_copy_pairs=4, dedup=True, same_memory_shortcut=True, clustering="paper",
-                          seq_recent_pairs=0, eval_set="hybrid", near_copy_inherit=False, gate_compare=False,
-                          near_copy_anchor=False, indeterminate_rollback=False, seq_deploy_margin=0,
-                          seq_quiet_deploy=True)
+# recommended() as judged on 2026-12-04 (seeds 60-79): the same panel read 11, up to 19 while tied, ties deployed;
+# every field it set, for reproducing its measurements (benchmarks/controller/bench_recommended.py
+# --panel-ties-deployed) and what a run stored with it resumes on (settings/migrate.py)
+RECOMMENDED_PANEL_TIES_DEPLOYED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19,
+                                       panel_rotate=0.5, panel_min_evals=5, seq_max_pairs=11, seq_extend_pairs=19,
+                                       seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3,
+                                       reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True,
+                                       near_copy_pairs=1, gate_compare=True, gate_full_compare=False,
+                                       eval_order="informative", dedup=True, same_memory_shortcut=True,
+                                       clustering="paper", seq_recent_pairs=0, near_copy_anchor=False,
+                                       indeterminate_rollback=False, seq_deploy_margin=0, seq_quiet_deploy=True)
+# recommended() until 2026-12-04 (judged 2026-12-03): the paper's coverage/boundary/fresh set read boundary first,
+# cap 6 -> 14 while tied, near copies on 4 tasks, the gate's comparisons full; every field it set (so a later change
+# cannot leak into it), for reproducing its measurements (benchmarks/controller/bench_recommended.py
+# --hybrid-boundary-first) and for the hybrid-set machinery's tests
+RECOMMENDED_HYBRID_BOUNDARY_FIRST = dict(trigger="always", decision_rule="sequential", eval_order="informative",
+                                         gate_full_compare=True, seq_max_pairs=6, seq_extend_pairs=14,
+                                         seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3,
+                                         reuse_old_results=True, near_copy_similarity=0.93, near_copy_pairs=4,
+                                         dedup=True, same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0,
+                                         eval_set="hybrid", near_copy_inherit=False, gate_compare=False,
+                                         near_copy_anchor=False, indeterminate_rollback=False, seq_deploy_margin=0,
+                                         seq_quiet_deploy=True)
 
 # the switches that tell the presets apart (JanusConfig.preset); sizes, tau, trigger and seed are settings of any preset
 PRESET_SWITCHES = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
@@ -83,13 +82,13 @@ class JanusConfig:
     Beyond the paper (all off here; ``JanusConfig.fast()`` turns the speed options on):
       early_stop (+ early_stop_round tasks per round), dedup, clustering="incremental" (+ pool_size),
       decision_rule="sign_test" (+ alpha, min_margin).
-    same_memory_shortcut (off in the paper preset, on in ``fast()``; C23): identical old/new texts are evaluated
+    same_memory_shortcut (off in the paper preset, on in ``fast()``): identical old/new texts are evaluated
       once, so evaluator noise cannot create flips. The authors always evaluate both memories, so with a stochastic
       evaluator noise can flip and roll back identical memories (this matters for the Always/Random/Periodic and
       tau=0.2 ablations); with a deterministic evaluator both settings decide the same.
     replay_limit (None = off, as in the paper): cap |E| by ``random.Random(seed + trigger_count + 17).sample``
       over the planned entries (trigger_count after the increment), as the authors' optional cap does.
-    trigger="selective" (issue 16, opt-in): item gate (retention_min, shrink_max) or MMT with a magnitude gate
+    trigger="selective" (opt-in): item gate (retention_min, shrink_max) or MMT with a magnitude gate
       (magnitude_ratio, magnitude_window) and an optional calibrated threshold (tau_quantile, tau_window);
       arm_warmup lets the item gate compare during warm-up; use_mmt=False keeps the item gate only. These fields
       are ignored by every other trigger (docs/controller.md, "Selective trigger").
@@ -103,11 +102,11 @@ class JanusConfig:
       sees them); measured on a real ACE run, where every compared candidate was of that kind (docs/measurements.md,
       "Ignoring usage counters on the real runs").
 
-    The recommended controller (issue 24; all off here; ``JanusConfig.recommended()``; docs/controller.md):
+    The recommended controller (all off here; ``JanusConfig.recommended()``; docs/controller.md):
       decision_rule="sequential": Wald's SPRT on discordant pairs (seq_alpha, seq_beta, seq_theta), seq_round tasks
       per call, at most seq_max_pairs tasks (0 = all), then the paper rule on the pairs seen (controller/sequential.py);
       eval_order="informative": boundary (past flips first), coverage, fresh; "relevant": those entries sorted by
-      the cosine of their task embedding with the current task's (evalplan.order_by_relevance); reuse_old_results: the deployed memory's
+      the cosine of their task embedding with the current task's (hybrid_set.order_by_relevance); reuse_old_results: the deployed memory's
       measured outcomes are reused until it changes (sequential rule only); gate_full_compare: the item gate
       (retention_min, shrink_max) forces a full paper-rule comparison, also in warm-up, whatever the trigger;
       near_copy_similarity (> 0 on; sequential rule only): a candidate whose word-3-gram Jaccard similarity to the
@@ -118,8 +117,8 @@ class JanusConfig:
       seq_recent_pairs (0 = off; > seq_max_pairs; sequential rule only): a budget that tracks recent closeness: a
       comparison is capped at seq_recent_pairs instead of seq_max_pairs when one of the last seq_recent_window
       sequential comparisons ended close (truncated with |w - l| <= seq_extend_margin); stored in the state.
-    Round 4 (issue 24; docs/controller.md "Recommended controller"):
-      eval_set="panel": compare on a stable panel of panel_size seen tasks read in order (evalplan.refresh_panel):
+    The stable panel and its companions (docs/controller.md "Recommended controller"):
+      eval_set="panel": compare on a stable panel of panel_size seen tasks read in order (panel_set.refresh_panel):
       with probability panel_rotate per comparison one member is replaced, the one on which memories disagreed least
       among those read panel_min_evals times or more (0: a seeded member); no coverage, boundary or fresh sample.
       near_copy_inherit (needs reuse_old_results and near_copy_similarity > 0): a near copy that only rewords the
@@ -165,8 +164,8 @@ class JanusConfig:
     alpha: float = 0.05
     same_memory_shortcut: bool = False
     replay_limit: int | None = None
-    # selective trigger (issue 16): read only when trigger == "selective" (trigger_options.py); defaults = the
-    # recommendation of docs/controller.md, measured in docs/measurements.md ("Selective trigger (issue 16)"). 0
+    # selective trigger: read only when trigger == "selective" (trigger_options.py); defaults = the
+    # recommendation of docs/controller.md, measured in docs/measurements.md ("Selective trigger"). 0
     # switches a gate off.
     retention_min: float = 0.25
     shrink_max: float = 0.5
@@ -178,7 +177,7 @@ class JanusConfig:
     use_mmt: bool = True
     skip_trivially_equal: bool = False
     ignore_usage_counters: bool = False
-    # the recommended controller (issue 24; docs/controller.md "Recommended controller"); all off here
+    # the recommended controller (docs/controller.md "Recommended controller"); all off here
     seq_alpha: float = 0.2
     seq_beta: float = 0.2
     seq_theta: float = 0.3
@@ -186,23 +185,23 @@ class JanusConfig:
     seq_round: int = 2
     eval_order: str = "paper"
     gate_full_compare: bool = False
-    # the same gate forcing an ordinary comparison (the configured rule), warm-up included (issue 24 round 4)
+    # the same gate forcing an ordinary comparison (the configured rule), warm-up included
     gate_compare: bool = False
     near_copy_similarity: float = 0.0
     near_copy_pairs: int = 2
     reuse_old_results: bool = False
-    # adaptive cap (issue 24 round 2; sequential.AdaptiveCap): 0 = off (the fixed cap seq_max_pairs)
+    # adaptive cap (sequential.AdaptiveCap): 0 = off (the fixed cap seq_max_pairs)
     seq_extend_pairs: int = 0
     seq_extend_margin: int = 1
-    # a budget that tracks recent closeness (issue 24 round 2): 0 = off
+    # a budget that tracks recent closeness: 0 = off
     seq_recent_pairs: int = 0
     seq_recent_window: int = 3
-    # the stable panel (issue 24 round 4; docs/controller.md "Recommended controller"): "hybrid" = the paper's set
+    # the stable panel (panel_set.py; docs/controller.md "Recommended controller"): "hybrid" = the paper's set
     eval_set: str = "hybrid"
     panel_size: int = 18
     panel_rotate: float = 0.3
     panel_min_evals: int = 5
-    # a rewording is checked on near_copy_pairs tasks and keeps the deployed memory's other outcomes (issue 24 round 4)
+    # a rewording is checked on near_copy_pairs tasks and keeps the deployed memory's other outcomes
     near_copy_inherit: bool = False
     # ... only while the candidate is a near copy of the last fully compared memory: no chains
     near_copy_anchor: bool = False
@@ -283,9 +282,6 @@ class JanusConfig:
         if self.gate_full_compare and self.gate_compare:
             raise ValueError("gate_full_compare and gate_compare are two forms of one gate (a full paper-rule "
                              "comparison, or one by the configured rule): set one of them")
-        if self.eval_set not in EVAL_SETS:
-            raise ValueError(f"eval_set must be one of {EVAL_SETS}, got {self.eval_set!r}"
-                             f"{did_you_mean(self.eval_set, EVAL_SETS)}")
         if not 0.0 <= self.panel_rotate <= 1.0:
             raise ValueError(f"panel_rotate must be in [0, 1], got {self.panel_rotate}")
         if self.near_copy_inherit and not (self.reuse_old_results and self.near_copy_similarity > 0):
@@ -309,6 +305,9 @@ class JanusConfig:
                              f"{did_you_mean(self.decision_rule, DECISION_RULES)}")
         if self.early_stop and self.decision_rule != "paper":
             raise ValueError("early_stop is exact only for decision_rule='paper'")
+        from .strategy import eval_set_for
+
+        eval_set_for(self)  # a registered strategy that accepts its argument (ValueError naming the choices)
 
     @property
     def support_size(self) -> int:
@@ -348,8 +347,8 @@ class JanusConfig:
         ``near_copy_pairs`` tasks and keeps them (``near_copy_inherit``); a candidate with no determinate outcome is
         rolled back (``indeterminate_rollback``); a dump/wipe-looking candidate is compared also inside the warm-up
         (``gate_compare``); identical texts are evaluated once. Earlier recommended controllers:
-        ``JanusConfig(**config.RECOMMENDED_ROUND4B)`` (the panel read 11-19, ties deployed) and
-        ``JanusConfig(**config.RECOMMENDED_ROUND2)`` (the paper's hybrid set read boundary first)."""
+        ``JanusConfig(**config.RECOMMENDED_PANEL_TIES_DEPLOYED)`` (the panel read 11-19, ties deployed) and
+        ``JanusConfig(**config.RECOMMENDED_HYBRID_BOUNDARY_FIRST)`` (the paper's hybrid set read boundary first)."""
         base = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)

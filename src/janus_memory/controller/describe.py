@@ -6,9 +6,9 @@ when it compares (the trigger), on which tasks (the evaluation set and how many 
 decides (the rule) and what it does beyond the paper. The run header, ``janus report``, ``janus view`` and the run's
 call estimate all call it, so they cannot disagree about the controller that ran.
 
-An evaluation-set strategy describes itself through :class:`EvalSetShape` (registered in :data:`EVAL_SET_SHAPES`
-under its ``JanusConfig.eval_set`` name); a decision rule through :class:`RuleShape` (:data:`RULE_SHAPES`, under
-``JanusConfig.decision_rule``). A new strategy adds its entry and every reader describes it.
+An evaluation-set strategy describes itself (``evalset/strategy.py``: size, sizes, text, cell); a decision rule
+through :class:`RuleShape` (:data:`RULE_SHAPES`, under ``JanusConfig.decision_rule``). A new strategy registers and
+every reader describes it.
 """
 from __future__ import annotations
 
@@ -16,26 +16,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .config import PRESET_SWITCHES, RECOMMENDED_TUNING, JanusConfig
+from .strategy import EVAL_SETS, eval_set_for
 
 # the paper's controller settings that any preset may change (a paper-preset run with another warm-up is still the
 # paper's controller, run at another size): named beside the label, never folded into it
 SIZES = ("warmup", "coverage_size", "boundary_size", "fresh_size", "beta", "tau", "trigger")
-
-
-class EvalSetShape(Protocol):
-    """How an evaluation-set strategy describes itself."""
-
-    def configured(self, c: JanusConfig) -> int:
-        """Tasks the set holds when full (|E| as configured)."""
-
-    def sizes(self, c: JanusConfig) -> dict[str, int]:
-        """Its sizes by name, e.g. ``{"K": 20, "K_b": 8, "K_F": 5}`` or ``{"panel": 19}``."""
-
-    def text(self, c: JanusConfig) -> str:
-        """What it is, in a few words: ``a panel of 19 seen tasks``."""
-
-    def cell(self, c: JanusConfig) -> str:
-        """A table cell: ``12+8+5`` or ``panel 19``."""
 
 
 class RuleShape(Protocol):
@@ -46,52 +31,6 @@ class RuleShape(Protocol):
 
     def text(self, c: JanusConfig) -> str:
         """The rule in one phrase."""
-
-
-class HybridSet:
-    """The paper's coverage (k-means representatives) + boundary (past flips) + fresh (recent tasks) set."""
-
-    def configured(self, c: JanusConfig) -> int:
-        n = c.coverage_size * c.use_coverage + c.boundary_size * c.use_boundary + c.fresh_size * c.use_fresh
-        return min(n, c.replay_limit) if c.replay_limit is not None else n
-
-    def sizes(self, c: JanusConfig) -> dict[str, int]:
-        return {"K'": c.coverage_size * c.use_coverage, "K_b": c.boundary_size * c.use_boundary,
-                "K": c.coverage_size * c.use_coverage + c.boundary_size * c.use_boundary,
-                "K_F": c.fresh_size * c.use_fresh}
-
-    def _roles(self, c: JanusConfig) -> list[str]:
-        return [f"{name} {n}" for name, n, on in (("coverage", c.coverage_size, c.use_coverage),
-                                                  ("boundary", c.boundary_size, c.use_boundary),
-                                                  ("fresh", c.fresh_size, c.use_fresh)) if on]
-
-    def text(self, c: JanusConfig) -> str:
-        roles = " + ".join(self._roles(c)) or "no role (every role ablated)"
-        total = c.coverage_size * c.use_coverage + c.boundary_size * c.use_boundary + c.fresh_size * c.use_fresh
-        cap = (f", {c.replay_limit} of them sampled per comparison" if c.replay_limit is not None
-               and c.replay_limit < total else "")
-        return f"the paper's hybrid set of {roles} = {total} tasks{cap}"
-
-    def cell(self, c: JanusConfig) -> str:
-        parts = [str(n) for n, on in ((c.coverage_size, c.use_coverage), (c.boundary_size, c.use_boundary),
-                                      (c.fresh_size, c.use_fresh)) if on]
-        return "+".join(parts) or "0"
-
-
-class PanelSet:
-    """A stable, seeded panel of seen tasks read in order, one member rotated now and then (evalplan.refresh_panel)."""
-
-    def configured(self, c: JanusConfig) -> int:
-        return c.panel_size
-
-    def sizes(self, c: JanusConfig) -> dict[str, int]:
-        return {"panel": c.panel_size}
-
-    def text(self, c: JanusConfig) -> str:
-        return f"a panel of {c.panel_size} seen tasks"
-
-    def cell(self, c: JanusConfig) -> str:
-        return f"panel {c.panel_size}"
 
 
 class PaperRule:
@@ -133,7 +72,6 @@ class SequentialRule:
                 f"{c.seq_beta:g}, theta {c.seq_theta:g}), {tasks} a round, {end}{reuse}")
 
 
-EVAL_SET_SHAPES: dict[str, EvalSetShape] = {"hybrid": HybridSet(), "panel": PanelSet()}
 RULE_SHAPES: dict[str, RuleShape] = {"paper": PaperRule(), "sign_test": SignTestRule(), "sequential": SequentialRule()}
 
 
@@ -172,8 +110,10 @@ def _label(c: JanusConfig) -> tuple[str, str]:
     switches = {p: [k for k in PRESET_SWITCHES if getattr(c, k) != getattr(ref, k)] for p, ref in refs.items()}
     closest = min(refs, key=lambda p: len(switches[p]))  # by the switches; ties: the order above (paper first)
     ref = refs[closest]
+    # a setting of an evaluation set this configuration does not use is not named
+    unused = {k for cls in EVAL_SETS.values() for k in cls.SETTINGS} - set(eval_set_for(c).SETTINGS)
     tuning = [k for k in RECOMMENDED_TUNING if getattr(c, k) != getattr(ref, k)
-              and (c.eval_set == "panel" or not k.startswith("panel_"))] if closest == "recommended" else []
+              and k not in unused] if closest == "recommended" else []
     what = ", ".join(f"{k}={_value(getattr(c, k))}" for k in switches[closest] + tuning)
     return "custom", f"custom: {closest} with {what}"
 
@@ -229,6 +169,8 @@ class ControllerDescription:
     extras: tuple = ()
     paper_differences: tuple = ()
     read_on: str = "while tied"  # when a comparison reads past ``reads``
+    paper_set: bool = True  # the evaluation set is the paper's (hybrid)
+    warmup_reads: int = 0  # the most tasks a comparison inside the warm-up reads (before the rule's cap)
 
     @property
     def paper_cost(self) -> bool:
@@ -279,28 +221,34 @@ _PAPER_NAMES = {"warmup": "warm-up", "coverage_size": "coverage", "boundary_size
                 "beta": "beta", "tau": "tau", "trigger": "trigger"}
 
 
-def describe(c: JanusConfig | dict) -> ControllerDescription:
-    """The description of ``c`` (a JanusConfig, or its stored dict: config.json's ``janus`` section; a partial dict is
-    completed with the paper defaults, as a run made before a key existed ran)."""
+def stored_config(c: JanusConfig | dict) -> JanusConfig:
+    """``c``, or the JanusConfig of its stored dict (config.json's ``janus`` section; a partial dict is completed with
+    the paper defaults, as a run made before a key existed ran)."""
     if isinstance(c, dict):
         known = {k: v for k, v in c.items() if k in JanusConfig.__dataclass_fields__}
-        c = JanusConfig(**known)
-    shape = EVAL_SET_SHAPES[c.eval_set]
+        return JanusConfig(**known)
+    return c
+
+
+def describe(c: JanusConfig | dict) -> ControllerDescription:
+    """The description of ``c`` (a JanusConfig, or its stored dict: :func:`stored_config`)."""
+    c = stored_config(c)
+    shape = eval_set_for(c)
     rule = RULE_SHAPES[c.decision_rule]
     preset, label = _label(c)
-    configured = shape.configured(c)
+    configured = shape.size()
     usual, cap = rule.caps(c)
     reads, most = (configured if x is None else min(configured, x) for x in (usual, cap))
     diffs: tuple = ()
-    if c.eval_set == "hybrid":  # the paper's set: say where its sizes, trigger or momentum are not the paper's
+    if shape.PAPER:  # the paper's set: say where its sizes, trigger or momentum are not the paper's
         ref = JanusConfig.paper()
         keys = [k for k in SIZES if getattr(c, k) != getattr(ref, k)]
         diffs = tuple(f"{_PAPER_NAMES[k]} {_value(getattr(c, k))} (paper {_value(getattr(ref, k))})" for k in keys)
     return ControllerDescription(
         preset=preset, label=label, warmup=c.warmup, trigger=trigger_text(c), eval_set=c.eval_set,
-        eval_set_text=shape.text(c), eval_set_cell=shape.cell(c), sizes=shape.sizes(c), configured=configured,
+        eval_set_text=shape.text(), eval_set_cell=shape.cell(), sizes=shape.sizes(), configured=configured,
         reads=reads, reads_most=most, cap=cap, rule=rule.text(c), extras=tuple(_extras(c)), paper_differences=diffs,
-        read_on=_read_on(c))
+        read_on=_read_on(c), paper_set=shape.PAPER, warmup_reads=shape.warmup_size())
 
 
 def _read_on(c: JanusConfig) -> str:

@@ -1,4 +1,5 @@
-"""Hybrid trigger-time evaluation set: coverage, boundary and fresh roles.
+"""The roles of the paper's hybrid evaluation set (``hybrid_set.py``): coverage, boundary and fresh, and the task
+embedding store they read.
 
 Source: paper-spec.md §3 (and §4 pseudo-code, §11 items 5-7).
 
@@ -330,6 +331,13 @@ class IncrementalCoverage:
         self.counts = decode_array(d["counts"])
         self.pools = [decode_array(p) for p in d["pools"]]
         self.assigned = int(d["assigned"])
+
+
+def coverage_model(config) -> FullCoverage | IncrementalCoverage:
+    """The coverage model ``config.clustering`` names (``coverage_size``, ``seed``, ``pool_size``), not yet fitted."""
+    if config.clustering == "incremental":
+        return IncrementalCoverage(config.coverage_size, config.seed, config.pool_size)
+    return FullCoverage(config.coverage_size, config.seed, config.clustering)
 
 
 # ----------------------------------------------------------------------------- boundary and fresh

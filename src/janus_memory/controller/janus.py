@@ -11,42 +11,41 @@ Usage::
     if not d.accept:
         updater.rollback(snapshot)
 
-This module holds the step logic (warm-up, trigger, decision). Its parts live next to it and are re-exported here:
-JanusConfig in ``config.py``, StepInput / Decision / task_id_of in ``step.py``, the evaluation set of one trigger in
-``evalplan.py``, the comparison and its counters in ``comparison.py``, state_dict()/load_state_dict() in ``state.py``.
+This module holds the controller: the step logic (warm-up, trigger, decision), the reuse of measured outcomes
+(``reuse_old_results``, near copies) and its state (state_dict()/load_state_dict()). Its parts live next to it and are
+re-exported here: JanusConfig in ``config.py``, StepInput / Decision / task_id_of in ``step.py``, the evaluation set in
+``strategy.py`` (and its implementations), the comparison and its counters in ``comparison.py``, the tasks' stored
+form in ``state.py``.
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .changes import change_stats, shingle_similarity
+from .changes import change_stats, rewords_only, shingle_similarity
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
 from .decision import UNKNOWN, Comparison
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
-from .evalplan import flips_of, order_by_relevance, plan_trigger, plan_warmup
-from .evalset import (
-    EmbeddingStore,
-    FullCoverage,
-    IncrementalCoverage,
-    bootstrap_boundary,
-    refresh_boundary,
-    sample_fresh,
-)
-from .reuse import ReuseMixin, _sha
+from .evalset import EmbeddingStore, decode_array, encode_array
 from .sequential import discordant
-from .state import STATE_FORMAT, StateMixin
+from .state import STATE_FORMAT, default_task_to_dict, tasks_from_state
 from .step import Decision, StepInput, task_id_of
+from .strategy import eval_set_for
 from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction
 from .trigger_options import SelectiveOptions, SelectiveTrigger, item_flag
 
 __all__ = ["STATE_FORMAT", "Decision", "Janus", "JanusConfig", "StepInput", "task_id_of"]
 
 
-class Janus(StateMixin, ReuseMixin):
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Janus:
     """The Janus controller (spec §4). See module docstring.
 
     Args:
@@ -76,11 +75,7 @@ class Janus(StateMixin, ReuseMixin):
             tau=float(c.tau), use_mmt=c.use_mmt, retention_min=float(c.retention_min), shrink_max=float(c.shrink_max),
             magnitude_ratio=float(c.magnitude_ratio), magnitude_window=c.magnitude_window,
             tau_quantile=float(c.tau_quantile), tau_window=c.tau_window, arm_warmup=c.arm_warmup))
-        self._cov_model = (
-            IncrementalCoverage(c.coverage_size, c.seed, c.pool_size)
-            if c.clustering == "incremental"
-            else FullCoverage(c.coverage_size, c.seed, c.clustering)
-        )
+        self._evalset = eval_set_for(c)  # the evaluation-set strategy c.eval_set names (evalset/strategy.py)
         self._store = EmbeddingStore()
         self._grow_token = object()  # tasks / ids / embeddings only grow while this object stays (state_hints)
         self._tasks: list[Any] = []
@@ -91,15 +86,11 @@ class Janus(StateMixin, ReuseMixin):
         self._seen_end = 0
         self._warmup_initialized = False
         self._momentum: np.ndarray | None = None
-        self._coverage: list[int] = []
-        self._boundary: list[tuple[int, str]] = []
         self._stats = new_stats()
         self._old_key: str | None = None  # reuse_old_results: sha256 of the memory whose outcomes are cached
         self._old_cache: dict[int, bool] = {}  # stream index -> that memory's measured outcome
         self._recent_close: list[bool] = []  # seq_recent_pairs: was each of the last comparisons close
-        self._panel: list[int] = []  # eval_set="panel": stream indices, in reading order
-        self._panel_stats: dict[int, tuple[int, int]] = {}  # panel member -> (comparisons that read it, discordant)
-        self._anchor_sha: str | None = None  # near_copy_anchor: the last fully compared memory (reuse.ReuseMixin)
+        self._anchor_sha: str | None = None  # near_copy_anchor: the last fully compared memory (_anchored)
         self._anchor_text: str | None = None
 
     # ------------------------------------------------------------------ read-only views
@@ -113,21 +104,32 @@ class Janus(StateMixin, ReuseMixin):
         return None if self._momentum is None else self._momentum.copy()
 
     @property
+    def eval_set(self):
+        """The evaluation-set strategy (``config.eval_set``): its members, its description."""
+        return self._evalset
+
+    def member_ids(self, role: str) -> list[str]:
+        """The task ids the evaluation set holds now in ``role`` (``coverage``, ``boundary``, ``panel``, ...; empty
+        when it has no such role)."""
+        return [self._ids[i] for i in self._evalset.members().get(role, [])]
+
+    @property
     def coverage_ids(self) -> list[str]:
-        return [self._ids[i] for i in self._coverage]
+        return self.member_ids("coverage")
 
     @property
     def boundary_ids(self) -> list[str]:
-        return [self._ids[i] for i, _ in self._boundary]
+        return self.member_ids("boundary")
 
     @property
     def boundary_tags(self) -> list[str]:
-        return [t for _, t in self._boundary]
+        """The paper set's boundary tags (``bootstrap`` / ``flip``), in the order of :attr:`boundary_ids`."""
+        return [t for _, t in getattr(self._evalset, "boundary", [])]
 
     @property
     def panel_ids(self) -> list[str]:
         """``eval_set="panel"``: the task ids of the current panel, in reading order (empty otherwise)."""
-        return [self._ids[i] for i in self._panel]
+        return self.member_ids("panel")
 
     @property
     def pending_ids(self) -> list[str]:
@@ -256,7 +258,7 @@ class Janus(StateMixin, ReuseMixin):
         not; (``gate_compare``) a comparison by the configured rule, fired or not. Not fired: accept. Fired on a
         trivially-equal candidate (when enabled): accept without evaluation, the trigger's bookkeeping left to the
         next real trigger. Fired on a near copy (``near_copy_similarity``): with ``near_copy_inherit`` see
-        ``reuse.ReuseMixin._near_copy``, else the sequential test capped at ``near_copy_pairs`` pairs (0: accepted
+        ``_near_copy``, else the sequential test capped at ``near_copy_pairs`` pairs (0: accepted
         unevaluated, reason "near_copy"). Fired otherwise: compare (``_trigger``)."""
         c = self.config
         if (c.gate_full_compare or c.gate_compare) and self._gate(old_text, new_text):
@@ -294,21 +296,10 @@ class Janus(StateMixin, ReuseMixin):
         self._stats["steps"] += 1
 
     def _init_support(self) -> list[str]:
-        """End of warm-up: coverage via k-means on the warm-up tasks, bootstrap boundary (spec §3.2)."""
-        n = self._store.n
-        warnings = []
-        if self.config.eval_set == "panel":  # no coverage or boundary: the panel is drawn at the first comparison
-            self._seen_end = n
-            self._warmup_initialized = True
-            return warnings
-        try:
-            reps = self._cov_model.refresh(self._store, n)
-        except Exception as exc:  # clustering failure: leave coverage empty, keep going
-            reps = []
-            warnings.append(f"coverage initialisation failed: {type(exc).__name__}: {exc}")
-        self._coverage = reps
-        self._boundary = bootstrap_boundary(n, reps, self.config.boundary_size)
-        self._seen_end = n
+        """End of warm-up: the evaluation set starts (the paper's: coverage via k-means on the warm-up tasks,
+        bootstrap boundary; spec §3.2); the warm-up tasks count as seen."""
+        warnings = self._evalset.start(self._store, self._store.n)
+        self._seen_end = self._store.n
         self._warmup_initialized = True
         return warnings
 
@@ -316,7 +307,7 @@ class Janus(StateMixin, ReuseMixin):
         """Selective trigger armed during warm-up: compare on up to K + K_F tasks seen so far (a seeded sample,
         role ``fresh``). Coverage, boundary and the seen/pending split are untouched (they start at the end of
         warm-up); the trigger count advances."""
-        plan = plan_warmup(self.config, self._store.n, self._trigger_count)
+        plan = self._evalset.plan_warmup(self._store.n, self._trigger_count)
         self._trigger_count += 1
         self._stats["triggers"] += 1
         plan.record(d, self._ids)
@@ -327,7 +318,7 @@ class Janus(StateMixin, ReuseMixin):
     def _compare(self, d: Decision, entries: list[int], old_text: str, new_text: str, full: bool = False,
                  max_pairs: int | None = None, inherit: bool = False) -> Comparison | None:
         """Evaluate both memories on ``entries``, fill ``d``; None (candidate kept) when the evaluator failed.
-        ``inherit``: a rewording checked on a few tasks (``ReuseMixin._near_copy``), see ``_remember``."""
+        ``inherit``: a rewording checked on a few tasks (``_near_copy``), see ``_remember``."""
         announce(self.evaluator, self.config, d, self._trigger_count, len(entries), old_text, new_text, full=full)
         known = None
         if self.config.reuse_old_results:
@@ -351,29 +342,194 @@ class Janus(StateMixin, ReuseMixin):
 
     def _trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
                  max_pairs: int | None = None, inherit: bool = False) -> None:
-        """A post-warm-up trigger (spec §3.2): fresh sample, coverage refresh, planned entries, comparison,
-        boundary refresh from the flips."""
-        c = self.config
-        if c.eval_set == "panel":
-            self._panel_trigger(d, old_text, new_text, full=full, max_pairs=max_pairs, inherit=inherit)
-            return
-        fresh = sample_fresh(self._seen_end, self._store.n, c.fresh_size, c.seed, self._trigger_count)
-        self._seen_end = self._store.n
+        """A post-warm-up trigger (spec §3.2): the evaluation set plans the tasks (the paper's: fresh sample,
+        coverage refresh, planned entries), the comparison, then the set observes the outcomes (the paper's:
+        boundary refresh from the flips)."""
+        prev_seen, self._seen_end = self._seen_end, self._store.n
         self._trigger_count += 1
         self._stats["triggers"] += 1
-        try:
-            self._coverage = self._cov_model.refresh(self._store, self._seen_end)
-        except Exception as exc:  # spec §3.2 step 3: keep the previous coverage
-            d.warnings.append(f"coverage refresh failed ({type(exc).__name__}: {exc}); previous coverage kept")
-        plan = plan_trigger(c, self._coverage, self._boundary, fresh, self._trigger_count)
-        if c.eval_order == "relevant":
-            plan.entries = order_by_relevance(plan.entries, self._store, self._store.n - 1)
+        plan = self._evalset.plan(self._store, prev_seen, self._trigger_count, d.warnings)
         plan.record(d, self._ids)
         comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs, inherit=inherit)
-        if comp is None:
+        self._evalset.observe(plan, comp, d, self._ids, self._trigger_count)
+        if comp is not None:
+            self._stats["accepts" if comp.accept else "rollbacks"] += 1
+
+    # ------------------------------------------------------------------ reused outcomes and near copies
+    def _near_copy(self, d: Decision, old_text: str, new_text: str) -> None:
+        """A near copy under ``near_copy_inherit``: a rewording (``changes.rewords_only``) is checked on the first
+        ``near_copy_pairs`` tasks (0: accepted unevaluated, reason "near_copy") and, deployed, keeps the deployed
+        memory's outcomes on the tasks it was not asked; any other near copy (an inserted, dropped or rewritten
+        line, e.g. a planted instruction) is compared as any candidate."""
+        c = self.config
+        if not rewords_only(old_text, new_text):
+            self._trigger(d, old_text, new_text)
             return
-        flips = flips_of(plan.entries, comp, self._coverage)
-        d.flips = [self._ids[i] for i in flips]
-        self._boundary = refresh_boundary(self._boundary, flips, self._coverage, c.boundary_size, c.seed,
-                                          self._trigger_count)
-        self._stats["accepts" if comp.accept else "rollbacks"] += 1
+        if c.near_copy_anchor and not self._anchored(old_text, new_text):
+            d.trigger_signals = {**d.trigger_signals, "near_copy": "drifted"}
+            self._trigger(d, old_text, new_text)
+            return
+        d.trigger_signals = {**d.trigger_signals, "near_copy": "rewording"}
+        if c.near_copy_pairs == 0:  # measured, not the default: a one-word change outside the guard words passes
+            d.triggered = False
+            d.reason = "near_copy"
+            if self._old_key == _sha(old_text):  # the rewording answers as the deployed memory did
+                self._old_key = _sha(new_text)
+            self._stats["accepts"] += 1
+            return
+        self._trigger(d, old_text, new_text, max_pairs=c.near_copy_pairs, inherit=True)
+
+    def _anchored(self, old_text: str, new_text: str) -> bool:
+        """``near_copy_anchor``: the candidate is a near copy and a rewording of the anchor, the last fully compared
+        memory (whose outcome cache holds its own measurements, not inherited ones). When the deployed memory is the
+        anchor this is the rewording test already passed; after an inherited rewording it is the whole drift since
+        the anchor, so rewordings cannot chain (each checked on one task) into a memory nobody measured. No anchor
+        yet (nothing measured): False."""
+        if self._anchor_sha is None:
+            return False
+        if self._anchor_sha == _sha(old_text):
+            self._anchor_text = old_text  # (a restored state holds the anchor's text only when it is not deployed)
+            return True
+        anchor = self._anchor_text
+        if anchor is None:  # restored with the anchor deployed, and the caller now passes another memory
+            return False
+        return (shingle_similarity(anchor, new_text) >= self.config.near_copy_similarity
+                and rewords_only(anchor, new_text))
+
+    def _set_anchor(self, text: str) -> None:
+        self._anchor_sha, self._anchor_text = _sha(text), text
+
+    def _remember(self, entries: list[int], comp: Comparison, new_text: str, inherit: bool = False) -> None:
+        """reuse_old_results: keep the deployed memory's measured outcomes (the candidate's when it is deployed);
+        an indeterminate outcome (None) is not kept, so it is measured again. ``inherit`` (a rewording checked on a
+        few tasks and deployed): the old memory's outcomes on the tasks the candidate was not asked are kept as
+        its own."""
+        if comp.accept:
+            asked = set(entries[:len(comp.new_correct)])
+            kept = {i: v for i, v in self._old_cache.items() if i not in asked} if inherit else {}
+            self._old_key, self._old_cache = _sha(new_text), kept
+            if not inherit:  # its outcomes are its own measurements: the new anchor
+                self._set_anchor(new_text)
+            pairs = zip(entries, comp.new_correct)
+        else:
+            pairs = zip(entries, comp.old_correct)
+        for i, v in pairs:
+            if v is not None:
+                self._old_cache[i] = bool(v)
+
+    # ------------------------------------------------------------------ saving and restoring
+    def state_dict(self, *, by_reference: bool = False) -> dict:
+        """Full controller state, JSON-serialisable (arrays as base64 little-endian bytes).
+
+        ``json.dumps(state, sort_keys=True)`` is byte-identical after a save -> load -> save round trip, and a
+        restored controller makes exactly the decisions the original would have made.
+        Raises TypeError when a task cannot be serialised (pass ``task_to_dict``).
+
+        ``by_reference=True``: the run store's form (its cost does not grow with the stream): the embedding matrix is
+        a :class:`~janus_memory.rows.RowsRef` (``.encode()`` gives the plain form) and the task entries are the
+        controller's cached ones (serialised once per task; read-only: shared with later calls).
+        """
+        if by_reference:
+            tasks = self._task_entries()
+        else:
+            tasks = [self._task_entry(t) for t in self._tasks]
+        extra = {}
+        if self.config.reuse_old_results:  # only then, so other configs keep their stored form
+            extra["old_results"] = {"sha256": self._old_key,
+                                    "results": [[i, v] for i, v in sorted(self._old_cache.items())]}
+        if self.config.seq_recent_pairs:  # only then, as old_results
+            extra["recent_close"] = list(self._recent_close)
+        if self.config.near_copy_anchor:  # only then, as old_results; the text only while another memory is deployed
+            extra["near_copy_anchor"] = {
+                "sha256": self._anchor_sha,
+                "text": self._anchor_text if self._anchor_sha not in (None, self._old_key) else None}
+        return {
+            **extra,
+            "format": STATE_FORMAT,
+            "config": self.config.to_dict(),
+            "step": self._step,
+            "trigger_count": self._trigger_count,
+            "seen_end": self._seen_end,
+            "warmup_initialized": self._warmup_initialized,
+            "momentum": encode_array(self._momentum),
+            **self._evalset.state_dict(),
+            "embeddings": self._store.state_dict(self._grow_token if by_reference else None),
+            "ids": list(self._ids),
+            "tasks": tasks,
+            "stats": dict(self._stats),
+            "trigger_state": self._selective.state_dict(),
+        }
+
+    def _task_entry(self, task: Any) -> dict:
+        to_d = self._task_to_dict
+        return {"type": "custom", "data": to_d(task)} if to_d else default_task_to_dict(task)
+
+    def _task_entries(self) -> list[dict]:
+        """The stored form of every task, serialised once per task (tasks are only appended; a restore starts a new
+        cache); a new list of the shared entries."""
+        cache = self._task_cache
+        for t in self._tasks[len(cache):]:
+            cache.append(self._task_entry(t))
+        return list(cache)
+
+    def state_hints(self) -> dict:
+        """What of :meth:`state_dict` only grows: ``{key path: (token, stable)}``; while ``token`` is the same object,
+        the first ``stable`` items (tasks, ids) or base64 characters (the embedding matrix) stay as they are. The run
+        store uses it to write appends without comparing the whole state (store/ckpt_log.py)."""
+        n, tok = self._store.n, self._grow_token
+        return {("tasks",): (tok, n), ("ids",): (tok, n),
+                ("embeddings", "data", "b64"): (tok, 4 * (n * (self._store.dim or 0) * 4 // 3))}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore from :meth:`state_dict` (the config stored in the state replaces the current one).
+
+        Raises ValueError on an unknown format or inconsistent content.
+        """
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            raise ValueError(f"not a Janus controller state (format {STATE_FORMAT!r} expected)")
+        fresh = type(self)(JanusConfig.from_dict(state["config"]), self.evaluator,
+                           task_to_dict=self._task_to_dict, task_from_dict=self._task_from_dict)
+        store = EmbeddingStore.from_state_dict(state["embeddings"])
+        n = store.n
+        if len(state["ids"]) != n or len(state["tasks"]) != n:
+            raise ValueError("state has inconsistent numbers of tasks, ids and embeddings")
+        fresh._store = store
+        fresh._ids = [str(i) for i in state["ids"]]
+        fresh._tasks = tasks_from_state(state["tasks"], self._task_from_dict)
+        fresh._step = int(state["step"])
+        fresh._trigger_count = int(state["trigger_count"])
+        fresh._seen_end = int(state["seen_end"])
+        fresh._warmup_initialized = bool(state["warmup_initialized"])
+        fresh._momentum = decode_array(state["momentum"])
+        fresh._evalset.load_state_dict(state, n, fresh._trigger_count)
+        fresh._stats = {k: int(v) for k, v in state["stats"].items()}
+        fresh._selective.load_state_dict(state.get("trigger_state"))  # absent in states saved before the selective trigger
+        old = state.get("old_results") or {}
+        fresh._old_key = old.get("sha256")
+        fresh._old_cache = {int(i): bool(v) for i, v in old.get("results", [])}
+        fresh._recent_close = [bool(v) for v in state.get("recent_close", [])]
+        anchor = state.get("near_copy_anchor") or {}
+        sha, text = anchor.get("sha256"), anchor.get("text")
+        if not (sha is None or isinstance(sha, str)) or not (text is None or isinstance(text, str)):
+            raise ValueError("state near_copy_anchor must hold a sha256 string and a text string (or null)")
+        if text is not None and _sha(text) != sha:
+            raise ValueError("state near_copy_anchor text does not match its sha256")
+        if fresh.config.near_copy_anchor and sha is not None and text is None and sha != fresh._old_key:
+            raise ValueError("state near_copy_anchor holds no text for an anchor that is not the deployed memory")
+        fresh._anchor_sha, fresh._anchor_text = sha, text
+        self.__dict__.update(fresh.__dict__)
+
+    @classmethod
+    def from_state_dict(
+        cls,
+        state: dict,
+        evaluator: Callable[[str, list], list] | None = None,
+        *,
+        task_to_dict: Callable[[Any], dict] | None = None,
+        task_from_dict: Callable[[dict], Any] | None = None,
+    ):
+        """Build a controller from :meth:`state_dict` output."""
+        j = cls(JanusConfig.from_dict(state["config"]), evaluator,
+                task_to_dict=task_to_dict, task_from_dict=task_from_dict)
+        j.load_state_dict(state)
+        return j

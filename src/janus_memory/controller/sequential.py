@@ -20,7 +20,7 @@ which memory is better (McNemar 1947), so only ``(w, l)`` enters the test. With 
 
 The decision is a deterministic function of the evaluated outcomes; the test's error rates are Wald's
 approximations for i.i.d. discordant pairs (the planned tasks are not i.i.d.; the rates are stated, the measured
-decision quality is in docs/measurements.md, "Recommended controller (issue 24)"). ``alpha``/``beta``/``theta`` are
+decision quality is in docs/measurements.md, "Recommended controller"). ``alpha``/``beta``/``theta`` are
 validated by JanusConfig.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``selective`` trigger: MMT plus magnitude, item-level and calibration options (issue 16).
+"""The ``selective`` trigger: MMT plus magnitude, item-level and calibration options.
 
 Pure and serialisable. The paper's MMT (trigger.py) stays the default; this trigger is opt-in
 (``JanusConfig(trigger="selective")``). It fires on a post-warm-up step iff

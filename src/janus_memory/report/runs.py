@@ -76,9 +76,22 @@ class MethodRun:
 
     @property
     def eval_set_size(self) -> int:
-        """|E| as configured: coverage + boundary + fresh sizes of the roles in use (docs/research-notes.md §8.6: K + K_F), capped
-        by replay_limit, or the panel's size (controller/describe.py)."""
+        """|E| as configured, as the run's evaluation-set strategy says it (controller/evalset): the paper's coverage +
+        boundary + fresh sizes of the roles in use (docs/research-notes.md §8.6: K + K_F) capped by replay_limit, the
+        panel's size, ..."""
         return self.controller.configured
+
+    @property
+    def eval_set(self):
+        """The run's evaluation-set strategy (controller/evalset), built from the stored settings: it names the role
+        of each task a logged comparison read."""
+        if "eval_set" not in self.extra:
+            from ..controller.describe import stored_config
+            from ..controller.strategy import eval_set_for
+
+            self.controller  # noqa: B018  (a stored config that is not valid: the folder's one-line error)
+            self.extra["eval_set"] = eval_set_for(stored_config(self.janus_cfg))
+        return self.extra["eval_set"]
 
     @property
     def paid(self) -> dict | None:

@@ -131,7 +131,7 @@ def policy_name(r: MethodRun) -> str:
     trig = r.janus_cfg["trigger"]
     if d.preset == "recommended":
         return d.label
-    if d.eval_set == "hybrid" and r.janus_cfg.get("decision_rule", "paper") == "paper":
+    if d.paper_set and r.janus_cfg.get("decision_rule", "paper") == "paper":
         return trig
     return f"{trig} ({d.label})"
 
@@ -240,7 +240,7 @@ def janus_cost_table(rows: list[MethodRun]) -> dict:
     paper = any(rs[0].controller.paper_cost for _, rs in items)
     for (ds, lab), rs in items:
         c = rs[0].janus_cfg
-        hybrid = c.get("eval_set", "hybrid") == "hybrid"
+        hybrid = rs[0].controller.paper_set  # K and K_F are the paper's set's sizes
         row = {"dataset": ds, "label": lab, "tau": c["tau"], "trigger": c["trigger"],
                "K": int(c["coverage_size"]) + int(c["boundary_size"]) if hybrid else None,
                "K_F": int(c["fresh_size"]) if hybrid else None, **_janus_row(rs)}

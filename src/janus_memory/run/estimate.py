@@ -5,8 +5,9 @@ Counted from the config, never guessed:
 
 * stream: steps x the updater's declared calls per step (``Updater.llm_calls_per_step``: fewest and most);
 * Janus evaluation (methods with Janus): an upper bound, 2 memories x the tasks one comparison reads at most
-  (``eval_size``: the evaluation set the controller's description names, controller/describe.py: coverage + boundary
-  + fresh in use capped by ``replay_limit``, or the panel; cut to the sequential rule's cap) for every step at which
+  (``eval_size``: the evaluation set's strategy says its size and worst case, controller/evalset/strategy.py: the
+  paper's coverage + boundary + fresh in use capped by ``replay_limit``, or the panel; cut to the sequential rule's
+  cap) for every step at which
   the controller can compare (``never``: none; ``periodic`` / ``random``: exactly the steps the policy picks, the same
   seeded rule the controller uses; ``mmt``: every post-warm-up step after the first, which has no momentum yet;
   ``selective`` and ``always``: every post-warm-up step; a text gate (``gate_compare``): every step, warm-up
@@ -60,17 +61,18 @@ def janus_calls(jc, first: int, last: int) -> int:
     a text gate may force a comparison), plus the warm-up comparisons the selective trigger (``arm_warmup``) or a text
     gate may make: 2 x the tasks seen so far, at most K + K_F, cut to the rule's cap."""
     from ..controller.describe import describe
+    from ..controller.strategy import eval_set_for
     from ..controller.trigger import TriggerPolicy
 
     gate = jc.gate_compare or jc.gate_full_compare
     if jc.trigger == "never" and not gate:
         return 0
-    per = 2 * eval_size(jc)
+    d = describe(jc)
+    per = eval_set_for(jc).calls_at_most(None if jc.gate_full_compare else d.cap)  # the strategy's worst case
     post = range(max(first, jc.warmup + 1), last + 1)
     warm = 0
     if gate or (jc.trigger == "selective" and jc.arm_warmup):  # compared on up to K + K_F of the tasks seen so far
-        d = describe(jc)
-        warm = sum(2 * d.tasks_at_most(min(jc.support_size + jc.fresh_size, s), full=jc.gate_full_compare)
+        warm = sum(2 * d.tasks_at_most(min(d.warmup_reads, s), full=jc.gate_full_compare)
                    for s in range(first, min(last, jc.warmup) + 1))
     if gate or jc.trigger in ("selective", "always"):
         return warm + per * len(post)

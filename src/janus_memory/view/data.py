@@ -194,7 +194,7 @@ def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
 
     pairs = _steps(reader, r.method)
     cands = {c["step"]: c for c in reader.candidates(r.method)} if reader.has_db else {}
-    line = timeline(pairs, cands, versions, tasks)
+    line = timeline(pairs, cands, versions, tasks, r.eval_set.roles if r.janus else None)
     flags = line["f"]
     steps_axis, cum, estimated = cumulative_tokens(r)
     tok = [sum(series[i] for series in cum.values()) for i in range(len(steps_axis))] if cum else []
@@ -222,15 +222,16 @@ def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
     }
 
 
-def timeline(pairs: list[tuple[dict, dict]], cands: dict[int, dict], versions: list[dict], tasks: TaskTable) -> dict:
+def timeline(pairs: list[tuple[dict, dict]], cands: dict[int, dict], versions: list[dict], tasks: TaskTable,
+             roles=None) -> dict:
     """``f``, ``c``, ``t``, ``d`` and ``acc`` of one method from its (decision line, step record) pairs, its stored
-    candidates by step and its deployed memory versions."""
+    candidates by step and its deployed memory versions; ``roles``: the run's evaluation set's (see eval_rows)."""
     from ..report.inject_report import running_accuracy
 
     walk = _Versions(versions)
     flags, cos, task, details = [], [], [], []
     for dec, rec in pairs:
-        f, c, detail = step_view(dec, rec, walk, cands.get(dec.get("step")), tasks)  # type: ignore[arg-type]
+        f, c, detail = step_view(dec, rec, walk, cands.get(dec.get("step")), tasks, roles)  # type: ignore[arg-type]
         flags.append(f)
         cos.append(c)
         task.append(tasks.of(dec.get("task_id") or rec.get("task_id")))
@@ -262,7 +263,7 @@ class _Versions:
 
 
 def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
-              tasks: TaskTable) -> tuple[int, float | None, dict]:
+              tasks: TaskTable, roles=None) -> tuple[int, float | None, dict]:
     """(flags, cosine, detail) of one step."""
     from ..controller.decision import STORED_REASON_NAMES
     from ..report.memdiff import line_diff
@@ -299,27 +300,26 @@ def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
         else:
             out["df"], more = line_diff(old["text"], new, context=DIFF_CONTEXT, max_lines=MAX_DIFF_LINES)
             _put(out, "dc", more)
-    rows = eval_rows(d, tasks, dec.get("old_memory_sha256") or "", dec.get("candidate_memory_sha256") or "")
+    rows = eval_rows(d, tasks, dec.get("old_memory_sha256") or "", dec.get("candidate_memory_sha256") or "", roles)
     if rows:
         out["e"] = rows
     return f, (round(cos, 3) if isinstance(cos, (int, float)) and math.isfinite(cos) else None), out
 
 
-def eval_rows(d: dict, tasks: TaskTable, old_sha: str = "", new_sha: str = "") -> list[list]:
+def eval_rows(d: dict, tasks: TaskTable, old_sha: str = "", new_sha: str = "", roles=None) -> list[list]:
     """The evaluation set of a trigger: ``[task index, role, old verdict, new verdict, old answer, new answer]`` per
     entry in evaluation order (verdict 1/0, null when not evaluated: early stopping, or a failed evaluation). The
-    role is the entry's place in coverage + boundary + fresh when the entries are exactly those lists in order (a
-    task in two roles is evaluated twice), else every role holding its id (dedup or a replay cap)."""
+    role is what the run's evaluation-set strategy names (``roles(decision)``, controller/evalset; the paper's set's
+    by default: the entry's place in coverage + boundary + fresh, or every role holding its id)."""
     ids = d.get("eval_ids") or []
     if not ids:
         return []
-    roles = {k: [str(x) for x in d.get(k) or []] for k in ("coverage", "boundary", "fresh")}
-    concat = roles["coverage"] + roles["boundary"] + roles["fresh"]
-    if [str(x) for x in ids] == concat:
-        role_of = ["coverage"] * len(roles["coverage"]) + ["boundary"] * len(roles["boundary"]) + ["fresh"] * len(
-            roles["fresh"])
-    else:
-        role_of = ["+".join(k for k in roles if str(i) in roles[k]) or "?" for i in ids]
+    if roles is None:
+        from ..controller import JanusConfig
+        from ..controller.strategy import eval_set_for
+
+        roles = eval_set_for(JanusConfig()).roles
+    role_of = roles(d)
     answers = _answers(d.get("evaluations") or [], ids, old_sha, new_sha)
     oc, nc = d.get("old_correct") or [], d.get("new_correct") or []
     out = []
