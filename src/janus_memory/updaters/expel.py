@@ -47,6 +47,7 @@ from typing import Sequence
 from janus_memory.types import ChatResult, Score, Task
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
+    Harm,
     LLMCall,
     RetrievalBank,
     StepOutcome,
@@ -130,9 +131,31 @@ class ExpeL(CaseRetrieval, Updater):
         self.recent_success: list[dict] = []
         self.pool = RetrievalBank()  # success cases (not rolled back)
 
+    supports_injection = True  # an injected candidate is a rule list with counts (inject_harm)
+
     # ---- seam --------------------------------------------------------------------------------
     def memory_text(self) -> str:
         return render_rules(self.rules) or EMPTY_MEMORY
+
+    # ---- hook: an injected harmful candidate -------------------------------------------------
+    @classmethod
+    def harmful_text(cls, harm: Harm, memory: str, *, examples: str = "", answer: str = "") -> str:
+        """The harmful rule list of a memory text (each numbered line a rule of count 2), rendered."""
+        rules = [] if memory.strip() == EMPTY_MEMORY else \
+            [(re.sub(r"^\d+\.\s?", "", line), 2) for line in memory.splitlines() if line.strip()]
+        return render_rules(harm.rules(rules, examples=examples, answer=answer)) or EMPTY_MEMORY
+
+    def inject_harm(self, harm: Harm, outcome: StepOutcome, before: dict) -> None:
+        """The harmful rule list built from the rules of M_{t-1} with their counts; the success pool and
+        ``recent_success`` stay as the step left them."""
+        examples = self.retrieved_examples(outcome) if harm.kind == "dump" else ""
+        rules = [(r[0], int(r[1])) for r in before["state"]["rules"]]
+        new = harm.rules(rules, examples=examples, answer=visible_text(outcome.output))
+        self.rules = [[text, int(count)] for text, count in new]
+
+    def retrieved_examples(self, outcome: StepOutcome) -> str:
+        """The success cases the solver was shown at this step (what an injected ``dump`` turns into rules)."""
+        return self._examples_block(self.pool.hits_of(outcome.info.get("retrieved") or []))
 
     def no_notes(self) -> str:  # the solver and reflection prompts' text for "no note from a failed try yet"
         return "(empty)" if self.config["solver_layout"] == "paper" else "(none)"
