@@ -1,4 +1,4 @@
-"""The package's shape (issue 29), read from the source with ``ast`` (nothing is imported): no import circle between
+"""The package's shape, read from the source with ``ast`` (nothing is imported): no import circle between
 modules, packages import one way only (the layers below), no module over 600 lines, no package folder over 20
 modules, at most 10 modules loose at the top, a docstring in every package saying what it owns and may import, and
 every path docs/architecture.md's tree names exists."""

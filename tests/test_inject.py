@@ -1,4 +1,4 @@
-"""Injected harmful candidates (issue 15 core): spec parser, exact candidate per kind, the stream-loop hook on real
+"""Injected harmful candidates: spec parser, exact candidate per kind, the stream-loop hook on real
 updaters (DC-RS, DC-Cu, ExpeL) and its consistency with snapshot()/load_snapshot()/rollback()."""
 from __future__ import annotations
 

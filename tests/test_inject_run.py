@@ -1,4 +1,4 @@
-"""Injected harmful candidates through the real runner (issue 15): `janus run --inject`, YAML and Python settings,
+"""Injected harmful candidates through the real runner: `janus run --inject`, YAML and Python settings,
 --controller both (the same injections for both methods), exact counts, the decision-log mark, resume, the printed
 table, `janus report` and the demo preset. Scripted fake backend (`--backend fake`), hashing encoder: no model."""
 from __future__ import annotations

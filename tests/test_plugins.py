@@ -1,5 +1,5 @@
 """A new updater, task family and dataset registered from OUTSIDE the package (tests/plugin_example) run through
-`janus run`, `janus grid` and `janus report` with no edit to janus_memory (issue 10)."""
+`janus run`, `janus grid` and `janus report` with no edit to janus_memory."""
 import json
 import sys
 from pathlib import Path
