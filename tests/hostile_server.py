@@ -1,4 +1,4 @@
-"""A hostile OpenAI-compatible server on 127.0.0.1 (issue 28): one behaviour for every request, GET /models included.
+"""A hostile OpenAI-compatible server on 127.0.0.1: one behaviour for every request, GET /models included.
 
 Modes: ``drip`` (a valid reply sent one byte every ``drip_s`` seconds), ``hang`` (accepts, reads the request, never
 answers), ``500`` (HTTP 500 forever), ``badjson`` (HTTP 200 with a body that is not JSON), ``nochoices`` (HTTP 200 with

@@ -109,6 +109,6 @@ def test_variable_resolution_in_the_parser():
     (c,) = [c for c in parse_api_call("model_id = 'a/b'; X.from_pretrained(model_id, revision='fp16')")
             if c.name == "X.from_pretrained"]
     assert c.ids == {"a/b"} and c.values == {"a/b", "fp16"}
-    # a name bound to nothing foldable is an unresolved identifier (round 3: never a database match)
+    # a name bound to nothing foldable is an unresolved identifier (never a database match)
     (c,) = parse_api_call("X.from_pretrained(model_id)")
     assert c.ids == {UNRESOLVED} and c.values == frozenset()

@@ -1,4 +1,4 @@
-"""The package's shape (issue 29), read from the source with ``ast`` (nothing is imported): no import circle between
+"""The package's shape, read from the source with ``ast`` (nothing is imported): no import circle between
 modules, packages import one way only (the layers below), no module over 600 lines, no package folder over 20
 modules, at most 10 modules loose at the top, a docstring in every package saying what it owns and may import, and
 every path docs/architecture.md's tree names exists."""
@@ -32,10 +32,8 @@ LINE_EXCEPTIONS: dict[str, str] = {}  # none: every module is under the limit
 MAX_MODULES_PER_PACKAGE = 20
 MAX_TOP_MODULES = 10
 DOCSTRING_PENDING: set[str] = set()  # none: every package's docstring says what it may import
-# a private name (``_x``) imported from another package: the injected candidates still reach into two updaters; the
-# updater hook for injected candidates removes them
-PRIVATE_IMPORTS_PENDING = {("inject/state.py", "updaters.ace._reply_text"),
-                           ("inject/state.py", "updaters.reasoning_bank._ITEM")}
+# a private name (``_x``) imported from another package: none left (a shared helper is public where it is defined)
+PRIVATE_IMPORTS_PENDING: set[tuple[str, str]] = set()
 
 
 def _modules() -> dict[str, Path]:

@@ -1,4 +1,4 @@
-"""Bad input is one line, exit 2, nothing created (issue 28): every option and argument that takes a path, found in
+"""Bad input is one line, exit 2, nothing created: every option and argument that takes a path, found in
 the argparse tree (cli/flags.py gives each the type path_arg, so a new one is covered here without a new test row),
 refuses a name longer than the file system allows, a whole path longer than it allows and a symlink loop; a config
 file's paths and a negative updater setting are refused the same way."""

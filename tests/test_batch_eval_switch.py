@@ -110,6 +110,6 @@ def test_config_values():
     with pytest.raises(ConfigError) as e:
         RunConfig.parse({"batch_eval": "maybe"})
     assert str(e.value) == "invalid value for 'batch_eval': choose auto, on or off (or true, false, null) (got 'maybe')"
-    with pytest.raises(ConfigError) as e:  # strict like every setting (issue 18): no 1 for true
+    with pytest.raises(ConfigError) as e:  # strict like every setting: no 1 for true
         RunConfig.parse({"batch_eval": 1})
     assert str(e.value) == "invalid value for 'batch_eval': Input should be a valid boolean (got 1)"

@@ -1,4 +1,4 @@
-"""Fig. 4 checkpoint restore (issue 27 item 6): ``checkpoint_restore: paper`` (the paper preset) tests each
+"""Fig. 4 checkpoint restore: ``checkpoint_restore: paper`` (the paper preset) tests each
 checkpoint memory as the authors' make_memory_checkpoints.py rebuilds it: the DC-RS retrieval pool from the
 successful records only, ExpeL's rules with count 2; ``exact`` tests the stream's exact snapshot."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checkpoint hints (issue 17, runner/ckpt_log.py): parts a producer declares grown are written from their tail alone,
+"""Checkpoint hints (runner/ckpt_log.py): parts a producer declares grown are written from their tail alone,
 without comparing; a changed token falls back to comparing; a wrong hint is caught by the verify check."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Store format 5 (issue 28, the rest): the memory/candidate texts and each method's checkpoint rows are sealed
+"""Store format 5: the memory/candidate texts and each method's checkpoint rows are sealed
 (runner/chain.py state seals), so an edited, deleted or added row in those tables is named by `janus report` and
 refused by `janus run --resume` before anything is rewritten; the chain and seals are required (a folder whose chain
 and seal rows are both deleted is damaged, not old); an older folder still reads as it did and is sealed when it is

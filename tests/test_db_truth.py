@@ -1,4 +1,4 @@
-"""The database is the truth (issue 28): `janus report` takes its numbers from run.sqlite and checks the exported
+"""The database is the truth: `janus report` takes its numbers from run.sqlite and checks the exported
 files against it; the database's hash chain (runner/chain.py) names an edited or deleted row; a repair never copies
 a damaged database over intact files; a 0-byte database and a store format from the future are one line; a folder
 without a chain still reads ("not checked", once). Also: --resume D --out E is refused, --overwrite removes report/."""

@@ -1,4 +1,4 @@
-"""MiniLM window cap (issue 12 item 10): exact window choice in each regime, identical vectors below the cap."""
+"""MiniLM window cap: exact window choice in each regime, identical vectors below the cap."""
 from __future__ import annotations
 
 import importlib.util

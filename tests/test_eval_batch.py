@@ -1,4 +1,4 @@
-"""Janus's evaluation as one batch (issue 17, runner/eval_batch.py): the exact batch the evaluator sends, the calls per
+"""Janus's evaluation as one batch (runner/eval_batch.py): the exact batch the evaluator sends, the calls per
 role with and without batching, identical decisions and logs, fresh-replay sample indices, failures, the controller's
 hook, and a whole fake-backend run compared with batching switched off."""
 import re

@@ -1,4 +1,4 @@
-"""ExpeL retrieval documents (issue 27 item 6): ``retrieval="paper"`` (the default) indexes the authors' fields of
+"""ExpeL retrieval documents: ``retrieval="paper"`` (the default) indexes the authors' fields of
 each success case: task, thought, last steps, actions, joined reflections; ``multi_field`` keeps ours."""
 from __future__ import annotations
 

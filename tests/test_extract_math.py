@@ -61,7 +61,7 @@ def test_gsm8k_gold():
 
 @pytest.mark.parametrize("text,gold,status", [
     (r"\boxed{8,000}", "8000", "ok"), (r"The answer is $9{,}500.", "9500", "ok"), (r"\boxed{10,000}", "10000", "ok"),
-    (r"He made a profit of $70,000.", "70000", "fallback"),  # no final-answer marker: last number (issue 11)
+    (r"He made a profit of $70,000.", "70000", "fallback"),  # no final-answer marker: last number
 ])
 def test_c03_scores_against_gsm8k_gold(text, gold, status):
     s = get_family("gsm8k").score(T(gsm8k_gold(f"work\n#### {gold}"), "gsm8k"), text)
@@ -108,7 +108,7 @@ def test_faithful_mode():
     assert faithful_normalize("3 \u2212 x") == "3-x"
 
 
-# issue 11: boxes written together form one answer with several parts (compared as a set); a later box after prose is
+# boxes written together form one answer with several parts (compared as a set); a later box after prose is
 # a self-correction (C01) and stands alone
 @pytest.mark.parametrize("text,expected", [
     (r"The solutions are \boxed{1} and \boxed{2}.", "1, 2"),

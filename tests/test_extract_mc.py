@@ -81,7 +81,7 @@ def test_faithful_gold_text_substring():
 
 
 @pytest.mark.parametrize("text,labels,expected", [
-    # issue 11: lowercase letters in parentheses / after "answer:"
+    # lowercase letters in parentheses / after "answer:"
     ("The answer is (b).", "ABCD", "B"),
     ("Answer: c", "ABCD", "C"),
     ("Final answer: (d)", "ABCD", "D"),

@@ -1,5 +1,5 @@
 """Golden fake-backend runs: the exported run files are byte-identical to the ones recorded before the runner
-redesign (issue 10). Re-record deliberately with ``PYTHONPATH=src python tests/golden/cases.py``."""
+redesign. Re-record deliberately with ``PYTHONPATH=src python tests/golden/cases.py``."""
 import difflib
 import sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""A server that drips, hangs, fails or answers garbage (issue 28): `janus run --backend openai` ends within the
+"""A server that drips, hangs, fails or answers garbage: `janus run --backend openai` ends within the
 limits the user set (--request-timeout, --max-retries, --request-deadline), the start-up check (GET /models)
 included, with one error line and exit 2. No timing goals: pytest-timeout's generous bound only catches a hang."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""HumanEval proof harness (issue 11): forged passes fail with a reason, on both sandbox backends; gold still passes."""
+"""HumanEval proof harness: forged passes fail with a reason, on both sandbox backends; gold still passes."""
 from __future__ import annotations
 
 import shutil

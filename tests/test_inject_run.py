@@ -1,4 +1,4 @@
-"""Injected harmful candidates through the real runner (issue 15): `janus run --inject`, YAML and Python settings,
+"""Injected harmful candidates through the real runner: `janus run --inject`, YAML and Python settings,
 --controller both (the same injections for both methods), exact counts, the decision-log mark, resume, the printed
 table, `janus report` and the demo preset. Scripted fake backend (`--backend fake`), hashing encoder: no model."""
 from __future__ import annotations
@@ -178,7 +178,7 @@ def test_python_yaml_and_cli_settings_agree(tmp_path, capsys):
     (["--inject", "poison@13"], "error: --inject poison@13: the stream has only 12 steps"),
     (["--inject", "wipe@2", "--updater", "memory_free", "--controller", "none"],
      "error: --inject: updater 'memory_free' cannot take an injected candidate; "
-     "supported: dc_rs, dc_cu, expel, ace, reasoning_bank, exprag"),
+     "supported: ace, dc_cu, dc_rs, expel, exprag, reasoning_bank"),
 ])
 def test_bad_plans_are_one_line_errors_before_any_work(tmp_path, capsys, args, needle):
     out = tmp_path / "bad"

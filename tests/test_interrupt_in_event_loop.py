@@ -1,6 +1,6 @@
 """A Ctrl-C/SIGTERM whose handler runs while asyncio is half-way through creating a Task must stop the run without a
 half-made task: raised right there, the task is never registered, nobody cancels it, and Python prints "Task was
-destroyed but it is pending!" and "coroutine 'RequestLoop._fetch' was never awaited" at exit (CI saw exactly these
+destroyed but it is pending!" and "coroutine 'LLMClient._fetch' was never awaited" at exit (CI saw exactly these
 lines in test_cli_interrupt_grid's stderr). The handlers now raise at the event loop's next callback instead
 (janus_memory/interrupts.py), and a deferred interrupt the loop never ran is raised after ``asyncio.run``."""
 from __future__ import annotations
@@ -24,7 +24,7 @@ from janus_memory.sweep import executors
 
 def _fetch_step(callback) -> bool:
     task = getattr(callback, "__self__", None)
-    return isinstance(task, asyncio.Task) and task.get_coro().__qualname__ == "RequestLoop._fetch"
+    return isinstance(task, asyncio.Task) and task.get_coro().__qualname__ == "LLMClient._fetch"
 
 
 def _interrupt_inside_task_creation(monkeypatch, handler):
@@ -96,7 +96,7 @@ def test_raising_at_that_instant_is_what_leaves_the_half_made_task(monkeypatch, 
     destroyed = [r.getMessage() for r in caplog.records if "destroyed" in r.getMessage()]
     never = [str(w.message) for w in caught if "never awaited" in str(w.message)]
     assert len(destroyed) == 1 and destroyed[0].startswith("Task was destroyed but it is pending!")
-    assert never == ["coroutine 'RequestLoop._fetch' was never awaited"]
+    assert never == ["coroutine 'LLMClient._fetch' was never awaited"]
 
 
 def test_outside_an_event_loop_the_interrupt_is_raised_at_once():

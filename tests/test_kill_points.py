@@ -1,4 +1,4 @@
-"""SIGKILL at every named stage of a run's life (janus_memory/killpoints.py, issue 28): the one command documented for
+"""SIGKILL at every named stage of a run's life (janus_memory/killpoints.py): the one command documented for
 that stage (killpoints.RECOVERY, docs/run-folder.md) continues or restarts the run, which then ends with the same
 exports and numbers as an uninterrupted run, and nothing the user put in the folder is lost.
 

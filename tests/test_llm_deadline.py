@@ -1,4 +1,4 @@
-"""Request timeout, retries and the overall per-request deadline (issue 12 item 9) against real local servers:
+"""Request timeout, retries and the overall per-request deadline against real local servers:
 one that accepts and never answers, one that sends headers and then drips one byte at a time forever, and the
 OpenAI test server for the success path. Bounds in these tests are generous ceilings on what would otherwise be
 unbounded (a hung request), not timing measurements."""

@@ -1,4 +1,4 @@
-"""Tokens of calls still running (issue 25): the embedded backend streams its replies, counts each generated piece in
+"""Tokens of calls still running: the embedded backend streams its replies, counts each generated piece in
 llm/live.py while the call runs, and assembles the pieces back into the one-piece reply; the `still running` line adds
 them. Driven by a scripted engine that speaks llama.cpp's stream format; the real-engine check needs JANUS_TEST_GGUF."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The nested backend section ``llm`` of RunConfig (issue 10): flat keys (CLI flags, config files, old run folders) are
+"""The nested backend section ``llm`` of RunConfig: flat keys (CLI flags, config files, old run folders) are
 lifted into it, a key given both ways with two values is one line, config.json is written nested and parses back."""
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def test_an_old_flat_run_folder_refuses_another_model_but_not_another_endpoint(t
         run_experiment(_config_from_args(args, demo=False), log=lambda m: None, stop_after=2)
     _flatten_stored_config(out)
     rc = main(["run", "--resume", str(out), "--temperature", "0.1", "--quiet"])
-    assert "janus dataset=" not in capsys.readouterr().out  # refused before the header (fresh-user pass, issue 18)
+    assert "janus dataset=" not in capsys.readouterr().out  # refused before the header
     rc = main(["run", "--resume", str(out), "--temperature", "0.1", "--quiet"])
     assert _one_error(capsys, rc) == (
         "error: cannot resume: the config differs from the stored run: llm.temperature: 0.7 -> 0.1 (a resumed run "

@@ -1,5 +1,5 @@
 """A new updater, task family and dataset registered from OUTSIDE the package (tests/plugin_example) run through
-`janus run`, `janus grid` and `janus report` with no edit to janus_memory (issue 10)."""
+`janus run`, `janus grid` and `janus report` with no edit to janus_memory."""
 import json
 import sys
 from pathlib import Path
@@ -91,3 +91,58 @@ def test_plugin_after_the_subcommand_says_where_it_goes(capsys):
     assert capsys.readouterr().err.strip() == (
         "error: unrecognized arguments: --plugin (a global option: put it before the subcommand, `janus --plugin "
         "MODULE run ...`); see `janus run --help`")
+
+
+# ------------------------------------------------------------------------------------------------ injection
+def test_plugin_updater_takes_every_injected_kind_through_the_base_hook():
+    """The toy updater adds ``supports_injection`` and ``load_memory_text`` only (no edit to janus_memory.inject):
+    each kind's candidate is exactly the sheet built from its memory text, and snapshot / rollback see it."""
+    import janus_toy_plugin
+
+    from janus_memory.inject.candidates import KINDS, harmful_candidate, inject_candidate, supports, templates
+    from janus_memory.types import Task
+    from updater_fakes import ExactFamily, ScriptedLLM
+
+    assert supports("notes") and not supports("memory_free")
+    tasks = [Task(f"t{i}", "toy_sums", f"What is {i} plus {i}?", str(2 * i)) for i in range(1, 5)]
+    llm = ScriptedLLM(responder=lambda m, role, p: f"ANSWER: {2 * int(m[-1]['content'].split()[3])}")
+    for kind in KINDS:
+        upd = janus_toy_plugin.Notes(llm=llm, family=ExactFamily(), encoder=None)
+        for t in tasks[:-1]:
+            upd.step(t)
+        before = upd.snapshot()
+        out = upd.step(tasks[-1])
+        assert upd.notes[-1] == "- What is 4 plus 4? -> 8"
+        new = inject_candidate(upd, out, kind, task=tasks[-1], step=4, seed=1, before=before)
+        want = harmful_candidate(kind, out.old_memory, tasks[-1], updater_kind="notes", seed=1, step=4,
+                                 answer="ANSWER: 8")
+        assert new.candidate_memory == upd.memory_text() == want
+        assert new.info["injected"]["kind"] == kind and new.candidate_rejected is None
+        upd.rollback(before)
+        assert upd.memory_text() == out.old_memory == "- What is 1 plus 1? -> 2\n- What is 2 plus 2? -> 4\n" \
+                                                       "- What is 3 plus 3? -> 6"
+    # the last kind, falsify: one number the notes state given another value
+    assert want == "- What is 1 plus 1? -> 2\n- What is 2 plus 2? -> 4\n- What is 6 plus 3? -> 6"
+    poison = harmful_candidate("poison", out.old_memory, tasks[-1], updater_kind="notes", seed=1, step=4)
+    head, rule, blank, *rest = poison.split("\n")
+    assert head == templates()["dc_poison_header"] and rule[2:] in templates()["poison"] and blank == ""
+    assert "\n".join(rest) == out.old_memory  # planted on top of the notes, as on a DC cheatsheet
+
+
+def test_plugin_updater_injected_run_end_to_end(tmp_path, capsys):
+    out = tmp_path / "inj"
+    rc = main(["--plugin", "janus_toy_plugin", "run", *FAST, "--dataset", "toy_sums", "--updater", "notes",
+               "--controller", "both", "--inject", "poison@4,wipe@6,truncate@8", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    methods = json.loads((out / "summary.json").read_text())["methods"]
+    blind, guarded = methods["notes"]["injections"], methods["notes+janus"]["injections"]
+    assert (blind["injected"], blind["deployed"], blind["blocked"]) == (3, 3, 0)
+    assert (guarded["injected"], guarded["deployed"], guarded["blocked"]) == (3, 1, 2)
+    assert [(b["step"], b["kind"]) for b in guarded["blocked_steps"]] == [(4, "poison"), (6, "wipe")]
+    lines = [json.loads(x) for x in (out / "notes" / "decisions.jsonl").read_text().splitlines()]
+    assert [(x["step"], x["injected"]) for x in lines if x.get("injected")] == [(4, "poison"), (6, "wipe"),
+                                                                                 (8, "truncate")]
+    capsys.readouterr()
+    assert main(["--plugin", "janus_toy_plugin", "memory", "diff", str(out), "3", "4", "--method", "notes"]) == 0
+    diff = capsys.readouterr().out
+    assert "+## Grading note (confirmed on earlier problems)\n" in diff

@@ -1,4 +1,4 @@
-"""A run whose stored config predates the presets (issue 13) resumes as it ran: interrupted, its stored config
+"""A run whose stored config predates the presets resumes as it ran: interrupted, its stored config
 rewritten to the pre-preset format, resumed with `janus run --resume`, it ends byte-identical to the golden run."""
 import json
 import sqlite3

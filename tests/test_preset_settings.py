@@ -1,4 +1,4 @@
-"""Issue 13 wiring + issue 10 typed settings: the run presets reach the runner, every new option with exact values,
+"""Run presets and typed settings: the run presets reach the runner, every new option with exact values,
 bad input as one-line errors (exit 2), config.json records the preset, old stored configs still resume."""
 import json
 
@@ -49,8 +49,8 @@ def test_demo_uses_the_small_preset():
     cfg = demo_config(out="runs/d")
     assert cfg.preset == "small" and cfg.replay_mode() == "frozen"
     assert cfg.janus_config() == JanusConfig.fast(warmup=4, coverage_size=2, boundary_size=1, fresh_size=1,
-                                                       skip_trivially_equal=True,  # demo only (issue 17)
-                                                       trigger="always")  # 5 steps give MMT no history (issue 15)
+                                                       skip_trivially_equal=True,  # demo only
+                                                       trigger="always")  # 5 steps give MMT no history
     assert demo_config(out="runs/d", preset="paper").replay_mode() == "fresh"
 
 
@@ -278,7 +278,7 @@ def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
 
 # ------------------------------------------------------------------ old stored configs
 def test_migrate_stored_config_spells_out_the_old_behaviour():
-    # (and, stored before issue 27 too, the settings of then: runner/config.pre_issue27)
+    # (and, stored before the twin cache setting too, the settings of then: settings/migrate.before_twin_cache)
     pre27 = {"checker": "strict", "replay_failures": "abort", "twin_cache": "shared", "checkpoint_restore": "exact",
              "updater_config": {"sampling": "backend"}, "option_order": "seeded", "apibench_split": "registry",
              "apibench_question": "instruction"}
@@ -290,7 +290,7 @@ def test_migrate_stored_config_spells_out_the_old_behaviour():
     before_apibench = {"apibench_split": "registry", "apibench_question": "instruction"}
     assert migrate_stored({"preset": "paper", "janus": {}, "twin_cache": None}) == {
         "preset": "paper", "janus": {}, "twin_cache": None, "option_order": "seeded",
-        **before_apibench}  # since issue 27: as stored
+        **before_apibench}  # with the twin cache key: as stored
     assert migrate_stored({"preset": "paper", "janus": {}, "twin_cache": None, "option_order": None}) == {
         "preset": "paper", "janus": {}, "twin_cache": None, "option_order": None, **before_apibench}
     newest = {"preset": "paper", "janus": {}, "twin_cache": None, "option_order": None, "apibench_split": None,
@@ -298,10 +298,10 @@ def test_migrate_stored_config_spells_out_the_old_behaviour():
     assert migrate_stored(newest) == newest  # the preset's (question, paper, code)
 
 
-def test_a_recommended_run_stored_before_round_4_resumes_as_round_2():
-    """The whole resolved JanusConfig of a run started with the recommended preset before issue 24 round 4 has no
-    eval_set, near_copy_inherit or gate_compare key: it resumes on what it ran (the hybrid set, the full gate), not
-    on today's panel, and does not fail on the two gates."""
+def test_a_recommended_run_stored_before_the_evaluation_set_choice_resumes_as_it_ran():
+    """The whole resolved JanusConfig of a run started with the recommended preset before the evaluation-set choice
+    existed has no eval_set, near_copy_inherit or gate_compare key: it resumes on what it ran (the hybrid set, the
+    full gate), not on today's panel, and does not fail on the two gates."""
     from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST
 
     old = {k: v for k, v in JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST, warmup=2).to_dict().items()

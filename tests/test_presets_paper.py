@@ -23,7 +23,7 @@ def test_controller_presets():
 
 def test_run_presets():
     assert presets.updater_overrides("paper", "dc_rs") == {}
-    ours = {"sampling": "backend", "parse_reasoning": False}  # issue 27: the small preset keeps ours
+    ours = {"sampling": "backend", "parse_reasoning": False}  # the small preset keeps ours
     assert presets.updater_overrides("small", "dc_rs") == {"prompts": "small", "extraction": "last",
                                                            "presence_penalty": None, "execute_code": False,
                                                            "curator_input": "question", **ours}

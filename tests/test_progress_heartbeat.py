@@ -1,4 +1,4 @@
-"""Progress you can trust (issue 25): off a terminal a long step is never silent (a `still running` line after 30 s
+"""Progress you can trust: off a terminal a long step is never silent (a `still running` line after 30 s
 without a line: the step or test answer in progress, tokens paid so far, elapsed), and a loaded machine is named at
 start. Time is driven by a fake clock; no timing assertions."""
 from __future__ import annotations

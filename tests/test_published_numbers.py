@@ -1,4 +1,4 @@
-"""The paper's published numbers beside ours in `janus report` (issue 27 item 7): Table 1 (Qwen3-8B) cells matched
+"""The paper's published numbers beside ours in `janus report`: Table 1 (Qwen3-8B) cells matched
 by dataset, updater and controller; the backbone is always named and a different one is said to be different."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The README's library examples: the blocks marked runnable run on their own in a fresh interpreter (a toy stream, the
 hashing encoder and a toy scorer), and an updater whose ``step`` returns the wrong thing gets one clear TypeError
-(issue 18: it was an AttributeError deep in controller/adapter.py)."""
+(it was an AttributeError deep in controller/adapter.py)."""
 from __future__ import annotations
 
 import re

@@ -154,8 +154,8 @@ def test_real_dc_trajectories_hashing_reproduces_the_issue_numbers():
     pool = {(r["setting"], r["warmup"]): r for r in pooled(rows)}
     assert (pool[("mmt", 0)]["fired"], pool[("selective", 0)]["fired"]) == (86, 31)
     assert pool[("selective", 0)]["rate"] == 31 / 87
-    # the recommended controller (issue 24) compares every dump and every wipe at both warm-ups, inside the warm-up
-    # too: the text gate forces the comparison there (round 4: by the sequential rule, gate_compare)
+    # the recommended controller compares every dump and every wipe at both warm-ups, inside the warm-up
+    # too: the text gate forces the comparison there (by the sequential rule, gate_compare)
     for wu in (0, 20):
         assert got[("gpt-4o_dc-rs", "recommended", wu)][1:3] == (11, 2)
         marked = [r for r in records[("aime_2025_gpt-4o_dc-rs", "hashing", "memory", "recommended", wu)]

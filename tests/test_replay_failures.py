@@ -1,4 +1,4 @@
-"""Replay failures (issue 27 item 3): with ``failures="zero"`` (the paper preset) a replay request that fails scores
+"""Replay failures: with ``failures="zero"`` (the paper preset) a replay request that fails scores
 that (entry, memory) 0 and the comparison goes on, as the authors' replay does; ``abort`` (small preset) raises,
 so the controller keeps the candidate. Interrupts are never swallowed."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a report shows at a glance (issue 18): grid pairs with their interval, one preset line, the n/a cosine band,
+"""What a report shows at a glance: grid pairs with their interval, one preset line, the n/a cosine band,
 injected steps on the timeline and the trajectory, coinciding curves kept visible, one overhead definition."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Real processes on one run folder (issue 12 items 1 and 2): the run lock, and SIGKILL at random points (also during
+"""Real processes on one run folder: the run lock, and SIGKILL at random points (also during
 resume and inside a step's commit) followed by --resume, compared byte for byte with an uninterrupted run.
 Every process started here is waited for or killed and reaped; no child is left behind."""
 from __future__ import annotations

@@ -150,7 +150,7 @@ def test_invalid_entries_are_skipped(tmp_path):
 
 
 def test_the_old_wall_time_record_and_runs_with_few_calls_are_ignored(tmp_path):
-    """The record an interrupted-then-resumed run left (issue 18): 3 uncached calls over 2311.8 s of wall time gave
+    """The record an interrupted-then-resumed run left: 3 uncached calls over 2311.8 s of wall time gave
     ~770 s per call. Format 1 (wall time) is not read; a run with fewer than MIN_CALLS calls is neither read nor
     written."""
     from janus_memory.run.timing import MIN_CALLS
@@ -230,14 +230,12 @@ def _clocked_local(monkeypatch, tmp_path, per_call: float = 30.0):
     import types
 
     from janus_memory.llm import client as client_mod
-    from janus_memory.llm import request_loop
     from janus_memory.run import backends  # noqa: F401  (registers the built-in "local" first)
     from janus_memory.run.fake_llm import scripted_backend
 
     clock = _Clock()
     fake_time = types.SimpleNamespace(perf_counter=clock.perf_counter, monotonic=clock.perf_counter)
     monkeypatch.setattr(client_mod, "time", fake_time)
-    monkeypatch.setattr(request_loop, "time", fake_time)
 
     def fake_local(cfg, tasks):
         b = scripted_backend(tasks)
@@ -293,8 +291,8 @@ def test_a_local_run_prints_the_estimate_and_records_its_speed(tmp_path, monkeyp
 
 def test_a_resumed_run_estimates_only_what_is_left(tmp_path, monkeypatch):
     """Stopped right after the base method's last stream step (its test not run yet): the resumed run counts the
-    base method's test and the whole +janus method, and says so per method (issue 18: the estimate looked as if it
-    counted a finished stream)."""
+    base method's test and the whole +janus method, and says so per method (an estimate that counted the finished
+    stream again looked as if nothing had been done)."""
     from janus_memory.run.experiment import Stopped
 
     _clocked_local(monkeypatch, tmp_path)

@@ -1,4 +1,4 @@
-"""Run-folder lock (issue 12 item 1): real processes on one folder; SIGKILL releases; forked children do not hold it."""
+"""Run-folder lock: real processes on one folder; SIGKILL releases; forked children do not hold it."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""Sampling (issue 27 item 4): the paper preset sends top_p 1, top_k -1 (unrestricted) and min_p 0 with every call,
+"""Sampling: the paper preset sends top_p 1, top_k -1 (unrestricted) and min_p 0 with every call,
 as the authors' vLLM calls leave them unrestricted (llama.cpp's defaults are 0.95 / 40 / 0.05); ``sampling:
 backend`` (the small preset) sends none of them."""
 from __future__ import annotations

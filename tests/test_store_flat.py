@@ -1,4 +1,4 @@
-"""Flat run store (issue 17): checkpoints as a base + per-step operations; exact replay; bounded growth."""
+"""Flat run store: checkpoints as a base + per-step operations; exact replay; bounded growth."""
 from __future__ import annotations
 
 import base64

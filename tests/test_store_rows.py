@@ -1,4 +1,4 @@
-"""Embedding matrices stored as rows (issue 17, store format 2; runner/ckpt_rows.py): the store form encodes to the
+"""Embedding matrices stored as rows (store format 2; runner/ckpt_rows.py): the store form encodes to the
 plain state, each step writes only its new rows, restores rewrite from the first differing row, a failed or killed
 commit leaves the last committed step, damage is one line, and folders of store format 1 still resume."""
 from __future__ import annotations
@@ -313,7 +313,7 @@ def test_a_store_format_1_folder_loads_and_resumes_byte_identical(tmp_path, monk
     assert Janus.from_state_dict(ck["janus"]).n_seen == 5
     assert main(["run", "--resume", str(old)]) == 0
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache-new"))  # its own response cache, as the fixture had
-    # the fresh run with the settings the stored run had before issue 27 (runner/config.pre_issue27)
+    # the fresh run with the settings the stored run had before the twin cache setting (migrate.before_twin_cache)
     pre27 = ["--clustering", "sklearn", "--checker", "strict", "--replay-failures", "abort", "--twin-cache", "shared",
              "--checkpoint-restore", "exact"]
     assert main(["run", *V1_ARGS, *pre27, "--out", str(tmp_path / "new")]) == 0

@@ -377,7 +377,7 @@ def test_a_store_format_2_folder_loads_and_resumes_byte_identical(tmp_path, monk
     assert len(versions["reasoning_bank+janus"]) == 6 and len(RunReader(old).candidates("reasoning_bank")) == 8
     assert main(["run", "--resume", str(old)]) == 0
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache-new"))  # its own response cache, as the fixture had
-    # the fresh run with the settings the stored run had before issue 27 (runner/config.pre_issue27)
+    # the fresh run with the settings the stored run had before the twin cache setting (migrate.before_twin_cache)
     pre27 = ["--clustering", "sklearn", "--checker", "strict", "--replay-failures", "abort", "--twin-cache", "shared",
              "--checkpoint-restore", "exact"]
     assert main(["run", *V2_ARGS, *pre27, "--out", str(tmp_path / "new")]) == 0

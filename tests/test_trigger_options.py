@@ -1,4 +1,4 @@
-"""Selective trigger (issue 16): item-level change signals, magnitude gate, calibrated threshold, warm-up arming,
+"""Selective trigger: item-level change signals, magnitude gate, calibrated threshold, warm-up arming,
 state round trip. Exact values on small recorded sequences."""
 import json
 import math

@@ -1,4 +1,4 @@
-"""Independence of the base method and its +Janus twin (issue 27 item 5): with ``twin_cache: separate`` (the paper
+"""Independence of the base method and its +Janus twin: with ``twin_cache: separate`` (the paper
 preset) the twin's requests carry their own sample indices, so none of its answers comes from the base method's
 identical requests; ``shared`` (small preset) lets them share cached answers."""
 from __future__ import annotations
@@ -56,12 +56,12 @@ def test_twin_answers_are_independent_in_the_paper_preset(tmp_path, monkeypatch)
     assert RunConfig().twin_cache_mode() == "separate" and RunConfig(preset="small").twin_cache_mode() == "shared"
 
 
-def test_a_config_stored_before_issue27_resumes_as_it_ran():
+def test_a_config_stored_before_the_twin_cache_setting_resumes_as_it_ran():
     from janus_memory.settings.config import migrate_stored
 
     old = {"preset": "paper", "dataset": "gsm8k", "janus": {"clustering": "full"}, "updater_config": {}}
     got = RunConfig.parse(migrate_stored(old))
     assert (got.checker_mode(), got.replay_failure_mode(), got.twin_cache_mode()) == ("strict", "abort", "shared")
     assert got.janus_config().clustering == "sklearn" and got.updater_settings()["sampling"] == "backend"
-    new = RunConfig().model_dump()  # written since issue 27: the key is there (None = the preset's), nothing pinned
+    new = RunConfig().model_dump()  # written since the setting existed: the key is there (None = the preset's), nothing pinned
     assert "twin_cache" in new and migrate_stored(new) == new

@@ -148,7 +148,7 @@ def test_extract_first_exact():
 
 
 def test_reasoning_visible_to_parsers_option():
-    """The paper preset (issue 27): the parsers see the thinking, as the authors' do; parse_reasoning=False (small)
+    """The paper preset: the parsers see the thinking, as the authors' do; parse_reasoning=False (small)
     strips it. DC-RS stores the thinking with the answer for retrieval, as the authors' model_output."""
     reply = ChatResult(text="no block here", reasoning="<cheatsheet>FROM THINKING</cheatsheet>")
     upd, _ = dc({"curator": [reply], "solver": ["ANSWER: 5"]}, parse_reasoning=False)
@@ -286,7 +286,7 @@ def test_expel_multi_field_retrieval_matches_on_reflections():
     upd.step(T2)  # succeeds at once: case 1
     q = HashEncoder().encode(["zebra giraffe"])[0]
     assert [i for i, _ in upd._retrieve(q)] == [0, 1]
-    # the authors' fields (retrieval "paper", issue 27): task, thought (the first 300 characters: no thought lines),
+    # the authors' fields (retrieval "paper"): task, thought (the first 300 characters: no thought lines),
     # last steps, the joined reflections
     assert [r["field"] for r in upd.docs.records] == ["task", "thought", "step", "reflection", "task", "thought",
                                                       "step"]

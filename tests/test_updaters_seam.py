@@ -204,7 +204,7 @@ def test_extra_body_and_solver_params_reach_every_call():
     upd, llm = build("expel", extra_body=body, solver_params={"presence_penalty": 0.5}, max_tries=2)
     upd.step(task(1, "add two and four", "6"))  # even length -> wrong twice: solver, reflection, solver
     assert [c["role"] for c in llm.calls] == ["solver", "reflection", "solver"]
-    sent = {"top_k": -1, "min_p": 0.0, **body}  # the paper sampling (issue 27) plus the user's extra_body
+    sent = {"top_k": -1, "min_p": 0.0, **body}  # the paper sampling plus the user's extra_body
     assert all(c["params"]["extra_body"] == sent for c in llm.calls)
     assert llm.calls[0]["params"] == {"temperature": 0.0, "max_tokens": 1024, "presence_penalty": 0.5, "top_p": 1.0,
                                       "extra_body": sent}

@@ -16,9 +16,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 COMMON = ["--backend", "fake", "--encoder", "hashing", "--quiet", "--stream-size", "25", "--test-size", "8",
           "--warmup", "4", "--coverage-size", "2", "--boundary-size", "2", "--fresh-size", "2"]
-# the runner's behaviour before the paper preset (issue 13), spelled out as explicit options: our small-model updater
+# the runner's behaviour before the paper preset, spelled out as explicit options: our small-model updater
 # settings, the paper JanusConfig switches with the identical-memory shortcut on, and frozen (cached) replays
-# (--clustering sklearn since issue 27: the paper preset's k-means became the authors' kmeans_pytorch behaviour)
+# (--clustering sklearn: the paper preset's k-means is the authors' kmeans_pytorch behaviour)
 LEGACY = ["--preset", "small", "--janus-preset", "paper", "--same-memory-shortcut", "on", "--replay", "frozen",
           "--clustering", "sklearn"]
 CASES: dict[str, list[str]] = {
@@ -32,7 +32,7 @@ CASES: dict[str, list[str]] = {
     # the two baselines, no controller
     "gsm8k_exprag": [*LEGACY, "--dataset", "gsm8k", "--updater", "exprag", "--controller", "none"],
     "mmlu_memory_free": [*LEGACY, "--dataset", "mmlu_pro_eng", "--updater", "memory_free", "--controller", "none"],
-    # the paper preset (default of `janus run`), recorded after issue 13: paper prompts, first-block extraction, the
+    # the paper preset (default of `janus run`): paper prompts, first-block extraction, the
     # task prompt to the curator, presence penalty, fresh replay draws, shortcut off
     "paper_gsm8k_dc_rs_both": ["--dataset", "gsm8k", "--updater", "dc_rs", "--controller", "both"],
     "paper_gsm8k_expel_always": ["--dataset", "gsm8k", "--updater", "expel", "--controller", "janus",

@@ -1,5 +1,7 @@
-"""A plugin OUTSIDE the janus_memory package (issue 10): one new updater, one new task family and one new dataset,
-registered at import time. Used by tests/test_plugins.py through ``janus --plugin janus_toy_plugin``."""
+"""A plugin OUTSIDE the janus_memory package: one new updater, one new task family and one new dataset, registered at
+import time. Used by tests/test_plugins.py through ``janus --plugin janus_toy_plugin``. The updater takes injected
+harmful candidates (``--inject``) through the base class's hook for a text memory: ``supports_injection`` and
+``load_memory_text`` are all it adds for that."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,6 +19,7 @@ class Notes(Updater):
 
     DEFAULTS = {"keep": 3}
     display_name = "Notes"
+    supports_injection = True  # `--inject`: the base class's hook builds a harmful sheet from memory_text()
 
     def __init__(self, **kw):
         super().__init__(**kw)
@@ -24,6 +27,10 @@ class Notes(Updater):
 
     def memory_text(self) -> str:
         return "\n".join(self.notes) if self.notes else "(empty)"
+
+    def load_memory_text(self, text: str) -> None:
+        """Make ``text`` (memory_text()'s format: one note a line) the notes; an injected candidate comes this way."""
+        self.notes = [] if text == "(empty)" else text.split("\n")
 
     def solving_messages(self, memory_text: str, task: Task) -> list[dict]:
         return [{"role": "system", "content": f"Notes from earlier problems:\n{memory_text}"},

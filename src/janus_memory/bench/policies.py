@@ -52,7 +52,7 @@ class PolicySpec:
 
 def default_policies() -> list[PolicySpec]:
     """The default grid's policies (13): baselines, the paper preset, its trigger and eval-set ablations, our options
-    (``recommended`` = ``JanusConfig.recommended()``, issue 24)."""
+    (``recommended`` = ``JanusConfig.recommended()``)."""
     paper = JanusConfig()
     return [
         PolicySpec("blind", "blind"),

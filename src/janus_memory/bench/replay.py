@@ -1,4 +1,4 @@
-"""Trajectory replay (issue 14 part 2): run recorded memory trajectories through the real trigger code.
+"""Trajectory replay: run recorded memory trajectories through the real trigger code.
 
 A trajectory is a list of steps ``(step, task text, memory before, memory after)``. Inputs (``load_trajectories``):
 
@@ -335,7 +335,7 @@ PRESETS: dict[str, dict] = {
     "items": {"trigger": "selective", "use_mmt": False, "retention_min": 0.25, "shrink_max": 0.5,
               "magnitude_ratio": 0.0, "arm_warmup": True},
     "selective": {"trigger": "selective"},
-    # JanusConfig.recommended() (issue 24): compares at every step, a full comparison on the item gate's steps
+    # JanusConfig.recommended(): compares at every step, a full comparison on the item gate's steps
     "recommended": {"recommended": True},
 }
 DEFAULT_PRESETS = ("mmt", "mmt-magnitude", "mmt-quantile", "items", "selective", "recommended")

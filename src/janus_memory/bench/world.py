@@ -207,7 +207,7 @@ class World:
         Two policies can reach one text by different paths: a dump's text has no version line, and an overwrite's new
         item draws its effect after a number of drops that depends on the policy's memory, so one text can even carry
         two different truths. With one registry for all policies the evaluator answered for whichever policy got there
-        first, and a policy's numbers depended on the policies run before it on the same world (issue 24, round 3).
+        first, and a policy's numbers depended on the policies run before it on the same world.
         """
         import copy
 

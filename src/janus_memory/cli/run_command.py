@@ -169,7 +169,7 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
 
     jc = cfg.janus_config()
     say = _plain(console)
-    if args is not None and getattr(args, "quiet", 0):
+    if args is not None and bool(getattr(args, "quiet", False)):
         say = warnings_only(say)
     say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
         f"updater={cfg.updater} controller={cfg.controller} backend={cfg.llm.backend} seed={cfg.seed}")

@@ -1,4 +1,4 @@
-"""Injected harmful memory candidates (issue 15): make Janus's job - keeping a harmful candidate out - measurable.
+"""Injected harmful memory candidates: make Janus's job - keeping a harmful candidate out - measurable.
 
 ``--inject KIND@STEP[,KIND@STEP...]`` replaces the updater's candidate M̂_t at those steps with a harmful one built
 from the run's own memory and task, deterministically from (seed, step, kind):
@@ -21,13 +21,17 @@ An ExpeL memory is its rule list: injected rules keep the count of the rule they
 (an ADD), a poison rule the highest count plus one, so it is listed first. ACE's playbook and ReasoningBank's bank
 hold ids, counters and embeddings besides text: their candidates are built as states (``inject/state.py``).
 
-Consistency with the updater seam: :func:`inject_candidate` is called by the stream loop right after
-``updater.step(task)`` and before Janus decides. It writes the harmful memory into the updater's state (DC: the
-cheatsheet string; ExpeL: the rules list with counts; the retrieval bank, success pool and ExpeL's ``recent_success``
-are left as the step made them; ACE: playbook and id counter; ReasoningBank: the bank with its embeddings), so ``memory_text()``, ``snapshot()`` and a later ``rollback(before)`` all see the
-injected candidate exactly as they would see a genuine one. Note for DC-RS: the step's own stream answer was
-generated with the genuine candidate (the curator runs before the solver); the injection affects every later step
-and the frozen test.
+The updater hook: :func:`inject_candidate` is called by the stream loop right after ``updater.step(task)`` and
+before Janus decides. It hands the updater's ``inject_harm`` hook a :class:`HarmfulCandidate` (the
+``updaters.records.Harm`` protocol), which builds the harmful form of whichever structure the updater keeps (a sheet
+text, a rule list with counts, a playbook, a bank of entries, experience records: the last three in
+``inject/state.py``); the updater writes it into its own state (DC: the cheatsheet; ExpeL: the rules with counts,
+the success pool and ``recent_success`` left as the step made them; ACE: playbook and id counter; ReasoningBank and
+ExpRAG: the bank with its embeddings), so ``memory_text()``, ``snapshot()`` and a later ``rollback(before)`` all see
+the injected candidate exactly as they would see a genuine one. Which updaters take one is their class fact
+``supports_injection``; a new updater with a text memory needs only that and ``load_memory_text`` (the base class's
+hook). Note for DC-RS: the step's own stream answer was generated with the genuine candidate (the curator runs
+before the solver); the injection affects every later step and the frozen test.
 """
 from __future__ import annotations
 
@@ -35,17 +39,27 @@ import dataclasses
 import hashlib
 import re
 
-from janus_memory.inject.plan import (  # noqa: F401 (the plan API is re-exported from here)
-    KINDS, InjectSpecError, Injection, check_plan, format_plan, parse_inject)
-from janus_memory.inject.pieces import (  # noqa: F401 (re-exported from here)
-    _ITEM_START, _NUMBER, _cut_mid_word, _is_heading, _one_line, _rng, overfit_rules, split_items, task_specifics,
-    templates)
 from janus_memory.inject.falsify import fact_numbers, false_fact, falsify_text, numbers, task_facts
+from janus_memory.inject.pieces import (
+    _cut_mid_word,
+    _is_heading,
+    _one_line,
+    _rng,
+    overfit_rules,
+    split_items,
+    templates,
+)
+from janus_memory.inject.plan import KINDS, Injection, InjectSpecError, check_plan, format_plan, parse_inject
+from janus_memory.inject.state import harmful_bank, harmful_experience, harmful_playbook
+from janus_memory.registry import UPDATERS
 from janus_memory.types import Task
-from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater, visible_text
+from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater
 
-UPDATER_KINDS = {"dc_rs": "cheatsheet", "dc_cu": "cheatsheet", "expel": "rules", "ace": "playbook",
-                 "reasoning_bank": "bank", "exprag": "experience"}
+# the plan API (plan.py) and the pieces' split_items / templates are importable from here too
+__all__ = ["KINDS", "HarmfulCandidate", "InjectSpecError", "Injection", "check_plan", "falsified_cheatsheet",
+           "format_plan", "harmful_candidate", "inject_candidate", "injectable_updaters", "parse_inject",
+           "poisoned_cheatsheet", "split_items", "summarise_injections", "supports", "templates"]
+
 
 
 # ------------------------------------------------------------------------------------------------ the candidates
@@ -97,25 +111,56 @@ def _harmful_items(kind: str, items: list[tuple[str, int]], task: Task, *, struc
     return kept
 
 
+class HarmfulCandidate:
+    """The harmful candidate of ``kind`` at ``step`` of a run seeded ``seed`` (the :class:`~janus_memory.updaters.
+    records.Harm` an updater's ``inject_harm`` hook asks for its memory's harmful form); ValueError for an unknown
+    kind."""
+
+    def __init__(self, kind: str, task: Task, *, step: int, seed: int):
+        if kind not in KINDS:
+            raise ValueError(f"unknown injection kind {kind!r}; kinds: {', '.join(KINDS)}")
+        self.kind, self.task, self.step, self.seed = kind, task, step, seed
+
+    def sheet(self, memory: str, *, examples: str = "", answer: str = "") -> str:
+        kind, rng = self.kind, _rng(self.seed, self.step, self.kind)
+        if kind == "falsify":
+            return falsified_cheatsheet(memory, self.task, rng)
+        if kind == "poison":
+            return poisoned_cheatsheet(memory, rng.choice(templates()["poison"]))
+        items = _items_of(memory, "cheatsheet")
+        if kind == "truncate":
+            return _cut_mid_word(memory.strip(), rng) if items else EMPTY_MEMORY
+        out = _harmful_items(kind, items, self.task, structure="cheatsheet", seed=self.seed, step=self.step,
+                             examples=examples, answer=answer)
+        return _render(out, "cheatsheet")
+
+    def rules(self, rules: list[tuple[str, int]], *, examples: str = "", answer: str = "") -> list[tuple[str, int]]:
+        return _harmful_items(self.kind, rules, self.task, structure="rules", seed=self.seed, step=self.step,
+                              examples=examples, answer=answer)
+
+    def playbook(self, sections: list[list], *, next_id: int, faithful: bool, answer: str = "",
+                 reflection: str = "") -> tuple[list[list], int]:
+        return harmful_playbook(self.kind, sections, self.task, next_id=next_id, faithful=faithful, seed=self.seed,
+                                step=self.step, answer=answer, reflection=reflection)
+
+    def bank(self, entries: list[dict], *, answer: str = "", status: str | None = None) -> list[dict]:
+        return harmful_bank(self.kind, entries, self.task, seed=self.seed, step=self.step, answer=answer,
+                            status=status)
+
+    def experience(self, records: list[dict], *, new_record: dict | None = None) -> list[dict]:
+        return harmful_experience(self.kind, records, self.task, seed=self.seed, step=self.step,
+                                  new_record=new_record)
+
+
 def harmful_candidate(kind: str, memory: str, task: Task, *, updater_kind: str, seed: int, step: int,
                       examples: str = "", answer: str = "") -> str:
-    """The harmful candidate memory text (what ``memory_text()`` shows after :func:`inject_candidate`).
-
-    ``memory``: the current memory text (M_{t-1}); ``updater_kind``: dc_rs, dc_cu or expel. Deterministic in
-    (kind, memory, task, updater_kind, seed, step, examples, answer)."""
-    structure = _structure(updater_kind)
-    if structure in ("playbook", "bank", "experience"):
-        raise ValueError(f"updater {updater_kind!r}: its candidate depends on its state (ids, counters, embeddings); "
-                         "build it with inject_candidate")
-    items = _items_of(memory, structure)
-    if structure == "cheatsheet" and kind == "falsify":
-        return falsified_cheatsheet(memory, task, _rng(seed, step, kind))
-    if structure == "cheatsheet" and kind in ("truncate", "poison"):
-        if kind == "poison":
-            return poisoned_cheatsheet(memory, _rng(seed, step, kind).choice(templates()["poison"]))
-        return _cut_mid_word(memory.strip(), _rng(seed, step, kind)) if items else EMPTY_MEMORY
-    out = _harmful_items(kind, items, task, structure=structure, seed=seed, step=step, examples=examples, answer=answer)
-    return _render(out, structure)
+    """The harmful candidate memory text (what ``memory_text()`` shows after :func:`inject_candidate`) of the
+    updater registered as ``updater_kind``, built from the memory text ``memory`` (M_{t-1}) alone: its class's
+    ``harmful_text`` (ValueError for an updater whose candidate is built from its state: use inject_candidate).
+    Deterministic in (kind, memory, task, updater_kind, seed, step, examples, answer)."""
+    cls = _injectable(updater_kind)
+    return cls.harmful_text(HarmfulCandidate(kind, task, step=step, seed=seed), memory, examples=examples,
+                            answer=answer)
 
 
 def poisoned_cheatsheet(memory: str, instruction: str) -> str:
@@ -155,15 +200,21 @@ def _falsified_items(items: list[tuple[str, int]], task: Task, rng) -> list[tupl
     return [(fact, max((c for _, c in items), default=1) + 1)] + list(items)
 
 
+def injectable_updaters() -> list[str]:
+    """The registered updaters that take an injected candidate (their class says ``supports_injection``)."""
+    return UPDATERS.names(lambda cls: getattr(cls, "supports_injection", False))
+
+
 def supports(updater_name: str) -> bool:
     """Whether :func:`inject_candidate` can write a harmful candidate into this updater's state."""
-    return updater_name in UPDATER_KINDS
+    return updater_name in injectable_updaters()
 
 
-def _structure(updater_kind: str) -> str:
-    if updater_kind not in UPDATER_KINDS:
-        raise ValueError(f"updater {updater_kind!r} does not support injection; supported: {', '.join(UPDATER_KINDS)}")
-    return UPDATER_KINDS[updater_kind]
+def _injectable(updater_name: str) -> type[Updater]:
+    if not supports(updater_name):
+        raise ValueError(f"updater {updater_name!r} does not support injection; "
+                         f"supported: {', '.join(injectable_updaters())}")
+    return UPDATERS[updater_name]
 
 
 def _items_of(memory: str, structure: str) -> list[tuple[str, int]]:
@@ -183,44 +234,16 @@ def _render(items: list[tuple[str, int]], structure: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ the hook
-def _examples_for(updater: Updater, outcome: StepOutcome) -> str:
-    """The retrieved-examples block the updater used at this step, rebuilt from ``info["retrieved"]``."""
-    hits_info = outcome.info.get("retrieved") or []
-    bank = getattr(updater, "bank", None) if updater.name == "dc_rs" else getattr(updater, "pool", None)
-    if bank is None:
-        return ""
-    index: dict[str, int] = {}
-    for i, rec in enumerate(bank.records):
-        index.setdefault(rec["id"], i)
-    hits = [(index[h["id"]], float(h["similarity"])) for h in hits_info if h["id"] in index]
-    if updater.name == "dc_rs":
-        return updater._pairs_block(hits)
-    return updater._examples_block(hits)
-
-
 def inject_candidate(updater: Updater, outcome: StepOutcome, kind: str, *, task: Task, step: int, seed: int,
                      before: dict) -> StepOutcome:
-    """Replace the candidate the updater just proposed with a harmful one of ``kind`` (see the module docstring).
+    """Replace the candidate the updater just proposed with a harmful one of ``kind`` (see the module docstring),
+    through the updater's own hook ``inject_harm``.
 
     ``before`` is the updater snapshot taken before the step (ExpeL rule counts come from it; the loop's rollback
     uses the same snapshot). Returns the outcome with ``candidate_memory`` replaced, ``candidate_rejected`` None and
     ``info["injected"]`` = {kind, step, seed, genuine_candidate_sha256, genuine_candidate_rejected, noop}."""
-    structure = _structure(updater.name)
-    answer = visible_text(outcome.output)
-    dumps_examples = kind == "dump" and structure in ("cheatsheet", "rules")
-    examples = _examples_for(updater, outcome) if dumps_examples else ""
-    if structure in ("playbook", "bank", "experience"):  # ACE / ReasoningBank / ExpRAG: inject/state.py
-        from janus_memory.inject.state import inject_state
-
-        inject_state(updater, outcome, kind, task=task, step=step, seed=seed, before=before)
-    elif structure == "rules":
-        items = [(r[0], int(r[1])) for r in before["state"]["rules"]]
-        new = _harmful_items(kind, items, task, structure="rules", seed=seed, step=step, examples=examples, answer=answer)
-        updater.rules = [[txt, int(c)] for txt, c in new]
-    else:
-        text = harmful_candidate(kind, outcome.old_memory, task, updater_kind=updater.name, seed=seed, step=step,
-                                 examples=examples, answer=answer)
-        updater.cheatsheet = text
+    _injectable(updater.name)
+    updater.inject_harm(HarmfulCandidate(kind, task, step=step, seed=seed), outcome, before)
     cand = updater.memory_text()
     info = dict(outcome.info)
     info["injected"] = {

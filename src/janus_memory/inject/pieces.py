@@ -1,4 +1,4 @@
-"""The pieces every injected harmful candidate is made of (issue 15): the templates (``templates.yaml``), the seeded
+"""The pieces every injected harmful candidate is made of: the templates (``templates.yaml``), the seeded
 random stream of one (seed, step, kind), a memory's items and the current task's specifics. Shared by candidates.py
 (text memories) and state.py (playbook and bank states); imports neither.
 """

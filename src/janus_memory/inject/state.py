@@ -1,9 +1,11 @@
-"""Injected harmful candidates for ACE and ReasoningBank (issue 15's kinds on issue 19's updaters).
+"""Injected harmful candidates built as states: ACE's playbook, ReasoningBank's bank and ExpRAG's records.
 
 Their memory is more than a text: ACE's playbook has ids, helpful/harmful counters and a global id counter;
-ReasoningBank's bank has one question embedding per entry for retrieval. So the harmful candidate is built as a
-state, from the state before the step (M_{t-1}, the snapshot the loop's rollback uses), and written into the
-updater; ``memory_text()``, ``snapshot()`` and ``rollback(before)`` then treat it like a genuine candidate.
+ReasoningBank's bank and ExpRAG's records have one question embedding per entry for retrieval. So the harmful
+candidate is built as a state, from the state before the step (M_{t-1}, the snapshot the loop's rollback uses); the
+updater's ``inject_harm`` hook writes it into its state, and ``memory_text()``, ``snapshot()`` and
+``rollback(before)`` then treat it like a genuine candidate. The builders here take plain data and import no updater
+class.
 
 ACE playbook (bullets ``[id] helpful=H harmful=K :: content`` under ``##`` headings; every heading is kept, so the
 curator can keep adding to its sections, except by ``truncate``, which cuts the text):
@@ -63,15 +65,15 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
 
 from janus_memory.inject.falsify import fact_numbers, false_fact, falsify_text, numbers, task_facts
 from janus_memory.inject.pieces import _cut_mid_word, _one_line, _rng, overfit_rules, templates
 from janus_memory.types import Task
-from janus_memory.updaters.ace import _reply_text
 from janus_memory.updaters.ace_playbook import section_key, section_slug
-from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater, visible_text
-from janus_memory.updaters.reasoning_bank import _ITEM, render_entry, render_items, sanitize  # noqa: I001
+from janus_memory.updaters.reasoning_bank import item_blocks, render_bank, render_items, sanitize
+
+# item_blocks and render_bank read and write ReasoningBank's format (updaters/reasoning_bank.py); kept importable here
+__all__ = ["harmful_bank", "harmful_experience", "harmful_playbook", "item_blocks", "render_bank"]
 
 
 def _poison(seed: int, step: int) -> str:
@@ -131,22 +133,7 @@ def harmful_playbook(kind: str, sections: list[list], task: Task, *, next_id: in
     return out, next_id + len(fresh)
 
 
-def _last_reflection(outcome: StepOutcome) -> str:
-    texts = [_reply_text(c.result) for c in outcome.calls if c.role == "reflection"]
-    return texts[-1] if texts else ""
-
-
 # ------------------------------------------------------------------------------------------------ ReasoningBank
-def item_blocks(body: str) -> list[str]:
-    """The memory items of an entry's body, as written (text before the first ``# Memory Item`` heading is not an
-    item); a body without such headings (a faithful raw reply) is one item; an empty body has none."""
-    heads = list(_ITEM.finditer(body))
-    if not heads:
-        return [body.strip()] if body.strip() else []
-    return [body[h.start(): heads[n + 1].start() if n + 1 < len(heads) else len(body)].strip()
-            for n, h in enumerate(heads)]
-
-
 def harmful_bank(kind: str, records: list[dict], task: Task, *, seed: int, step: int, answer: str = "",
                  status: str | None = None) -> list[dict]:
     """The harmful bank as entries ``{"id", "question", "status", "body"}`` built from ``records`` (M_{t-1}; not
@@ -241,49 +228,3 @@ def harmful_experience(kind: str, records: list[dict], task: Task, *, seed: int,
             return recs
         return recs + [{**mine, "question": fact, "input": fact, "output": fact}]
     raise ValueError(f"unknown injection kind {kind!r}")
-
-
-def render_bank(records: list[dict]) -> str:
-    """The memory text of a bank of these entries (ReasoningBank's ``memory_text()`` format)."""
-    return "\n\n".join(render_entry(r) for r in records) if records else EMPTY_MEMORY
-
-
-# ------------------------------------------------------------------------------------------------ the hook
-def inject_state(updater: Updater, outcome: StepOutcome, kind: str, *, task: Task, step: int, seed: int,
-                 before: dict) -> None:
-    """Write the harmful candidate of ``kind`` into an ACE or ReasoningBank updater's state (module docstring)."""
-    if updater.name == "ace":
-        sections, next_id = harmful_playbook(
-            kind, before["state"]["sections"], task, next_id=updater.next_id, faithful=bool(updater.config["faithful"]),
-            seed=seed, step=step, answer=visible_text(outcome.output), reflection=_last_reflection(outcome))
-        updater.sections, updater.next_id = sections, next_id
-    elif updater.name == "exprag":
-        old = before["state"]["bank"]
-        new_rec = updater.bank.records[-1] if len(updater.bank) > len(old["records"]) else None
-        recs = harmful_experience(kind, old["records"], task, seed=seed, step=step, new_record=new_rec)
-        _set_experience(updater, recs)
-    elif updater.name == "reasoning_bank":
-        recs = harmful_bank(kind, before["state"]["bank"]["records"], task, seed=seed, step=step,
-                            answer=visible_text(outcome.output), status=outcome.info.get("judged"))
-        updater.load_memory_text(render_bank(recs))
-    else:
-        raise ValueError(f"updater {updater.name!r} has no state-built injected candidate; use inject_candidate")
-
-
-def _set_experience(updater: Updater, recs: list[dict]) -> None:
-    """Rebuild ExpRAG's bank from ``recs``: a record whose question is in the bank after the step (M_{t-1}'s records
-    and the step's own) keeps that embedding; any other question is embedded with the run's encoder."""
-    from janus_memory.updaters.bank import RetrievalBank
-
-    known: dict[str, Any] = {}
-    emb = updater.bank.matrix()
-    for r, e in zip(updater.bank.records, emb if emb is not None else []):
-        known.setdefault(r["question"], e)
-    fresh = [r["question"] for r in recs if r["question"] not in known]
-    if fresh:
-        for q, e in zip(fresh, updater.embed(fresh)):
-            known[q] = e
-    bank = RetrievalBank()
-    for r in recs:
-        bank.add(r, known[r["question"]])
-    updater.bank = bank

@@ -53,9 +53,10 @@ def _preset_value(key: str, preset: str):
 
 @lru_cache(maxsize=32)
 def _paper_updater_config(dataset: str, updater: str) -> dict:
-    """The paper preset's resolved updater options (build.resolve_config), values as the report's identity holds them."""
-    from ..run.build import resolve_config
+    """The paper preset's resolved updater options (settings/stored.resolve_config), values as the report's identity
+    holds them."""
     from ..settings.config import RunConfig
+    from ..settings.stored import resolve_config
 
     try:
         cfg = resolve_config(RunConfig.parse({"dataset": dataset, "updater": updater})).updater_config

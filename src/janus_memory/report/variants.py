@@ -34,10 +34,10 @@ UNSET = "unset"
 
 
 def resolved_janus(cfg_janus: dict | None) -> dict:
-    """The run's Janus overrides merged onto the JanusConfig defaults."""
-    from ..controller import JanusConfig
+    """The run's Janus overrides merged onto the JanusConfig defaults (settings/stored.janus_defaults)."""
+    from ..settings.stored import janus_defaults
 
-    return {**JanusConfig().to_dict(), **(cfg_janus or {})}
+    return janus_defaults(cfg_janus)
 
 
 def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -51,27 +51,12 @@ def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def _normalised(cfg: dict) -> dict:
-    """config.json as the runner reads it back: old flat backend keys lifted, the settings of runs made before a key
-    existed spelled out as they ran (settings/migrate.migrate_stored), every default written out
-    (build.resolve_config: the updater's own defaults too); a config this version cannot parse gets the top-level, llm
-    and Janus defaults only."""
-    from ..run.build import resolve_config
-    from ..run.resume import with_defaults
-    from ..settings.config import RunConfig, migrate_stored
-    from ..settings.llm_settings import LLMSettings
+    """config.json as the runner reads it back, every default written out (settings/stored.stored_dump: the settings
+    of runs made before a key existed spelled out as they ran, the updater's own defaults too); a config this version
+    cannot parse gets the top-level, llm and Janus defaults only."""
+    from ..settings.stored import stored_dump
 
-    try:
-        d = with_defaults(migrate_stored(dict(cfg)))
-    except (ValueError, TypeError):  # an edited, contradictory config.json: compared as it is
-        d = dict(cfg)
-    try:  # every default written out as the runner does (the updater's own defaults too)
-        return resolve_config(RunConfig.parse({k: v for k, v in d.items() if k != "preset_summary"})).model_dump()
-    except Exception:  # noqa: BLE001 - a config this version cannot read (a plugin not loaded, a newer key): as stored
-        pass
-    if isinstance(d.get("llm"), dict):
-        d["llm"] = {**LLMSettings().model_dump(), **d["llm"]}
-    d["janus"] = resolved_janus(d.get("janus") if isinstance(d.get("janus"), dict) else None)
-    return d
+    return stored_dump(cfg)
 
 
 def _data(splits: Any) -> str | None:

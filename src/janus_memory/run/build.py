@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..settings import presets
 from ..settings.config import RunConfig, check_updater_config
+from ..settings.stored import resolve_config  # noqa: F401  (re-exported: the runner's name for it)
 
 
 @dataclass
@@ -183,27 +183,6 @@ def check_encoder(spec: str | None) -> None:
 
 
 ENCODER_FORMS = " ('minilm', 'hashing[:n]' or 'st:<name-or-path>')"
-
-
-def resolve_config(cfg: RunConfig) -> RunConfig:
-    """The config with every default written out: all Janus settings (the preset's JanusConfig with the overrides),
-    the updater's own defaults under the preset's updater settings, the replay mode and the local context window."""
-    from ..registry import UPDATERS
-    from ..updaters.base import COMMON_DEFAULTS
-
-    upd_cls = UPDATERS[cfg.updater]
-    defaults = {**COMMON_DEFAULTS, **getattr(upd_cls, "DEFAULTS", {})}
-    mirrored = {"temperature", "solver_max_tokens", "curator_max_tokens"}  # set by top-level options
-    if cfg.llm.extra_body:
-        mirrored.add("extra_body")
-    upd_cfg = {k: v for k, v in defaults.items() if k not in mirrored}
-    upd_cfg.update({k: v for k, v in presets.updater_overrides(cfg.preset, cfg.updater).items() if k in defaults})
-    upd_cfg.update(cfg.updater_config)
-    update = {"janus": cfg.janus_config().to_dict(), "updater_config": upd_cfg, "replay": cfg.replay_mode()}
-    if cfg.llm.backend == "local":
-        update["llm"] = {**cfg.llm.model_dump(), "n_ctx": cfg.context_window()}
-    return RunConfig.parse({**cfg.model_dump(), **update})
-
 
 
 def load_splits(cfg: RunConfig):

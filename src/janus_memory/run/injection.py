@@ -17,10 +17,10 @@ from typing import Any
 from ..errors import ConfigError
 from ..inject.candidates import (
     KINDS,
-    UPDATER_KINDS,
     InjectSpecError,
     check_plan,
     inject_candidate,
+    injectable_updaters,
     parse_inject,
     summarise_injections,
     supports,
@@ -37,7 +37,7 @@ def validate(cfg) -> None:
         return
     if not supports(cfg.updater):
         raise ConfigError(f"--inject: updater '{cfg.updater}' cannot take an injected candidate; "
-                          f"supported: {', '.join(UPDATER_KINDS)}")
+                          f"supported: {', '.join(injectable_updaters())}")
     if cfg.stream_size is not None:
         check_stream(cfg, cfg.stream_size)
 

@@ -15,12 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 from ..controller.config import SEED_MAX
 from ..errors import ConfigError, OutputError, RunFolderError
-from ..settings.config import RunConfig, migrate_stored
-from ..settings.llm_settings import SettingsConflict, lift_llm
+from ..settings.config import RunConfig
+from ..settings.stored import resolve_config, stored_config
 from ..store.reader import RunReader
 from ..store.records import config_diff  # noqa: F401  (re-exported)
 
@@ -65,25 +63,12 @@ def load_run_config(run_dir: str | os.PathLike) -> RunConfig:
                               f"[0, {SEED_MAX}]; it ran what {flag} {-v} runs); start a new run with {flag} {-v}",
                               key=key)
     try:
-        return RunConfig.parse(migrate_stored(data))  # a config from before the presets resumes as it ran
+        return stored_config(data, resolve=False)  # a config from before the presets resumes as it ran
     except (ConfigError, ValidationError, TypeError) as e:
         ver = (reader.meta("environment") or {}).get("janus_memory", "?")
         why = str(e).splitlines()[0] if isinstance(e, ConfigError) else first_error(e)
         raise ConfigError(f"cannot resume {run_dir}: its stored config is not valid here ({why}); "
                           f"it was written by janus-memory {ver}") from None
-
-
-def with_defaults(stored: dict) -> dict:
-    """A stored config (flat backend keys lifted into ``llm``) with the defaults of settings added after it was
-    written (they had their default then), as plain JSON values."""
-    try:
-        stored = lift_llm(stored)
-    except SettingsConflict:  # an edited config.json: compared as it is, so the diff shows the edit
-        pass
-    defaults = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()
-                if k not in stored and not f.is_required()}
-    defaults = {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in defaults.items()}
-    return {**defaults, **stored}
 
 
 def check_resumable(store: RunStore | str | os.PathLike, cfg: RunConfig, splits: dict, version: str) -> None:
@@ -108,10 +93,7 @@ def check_resumable(store: RunStore | str | os.PathLike, cfg: RunConfig, splits:
 def refuse_changed_config(reader: RunReader, cfg: RunConfig) -> None:
     """ConfigError naming every setting (apart from RESUME_FREE_KEYS) that differs from the stored run's; ``cfg`` is
     resolved here. Also called by the CLI before it prints anything (cli/checks.preflight)."""
-    from .build import resolve_config
-
-    stored = with_defaults(migrate_stored(reader.meta("config") or {}))
-    stored = resolve_config(RunConfig.parse(stored)).model_dump()  # new updater keys: their defaults
+    stored = stored_config(reader.meta("config") or {}).model_dump()  # new settings and updater keys: their defaults
     now = resolve_config(cfg).model_dump()
     diff = [d for d in config_diff(stored, now) if d.split(":")[0] not in RESUME_FREE_KEYS]
     if diff:

@@ -4,7 +4,7 @@
 preset's JanusConfig), the nested backend section ``llm`` (:class:`~.llm_settings.LLMSettings`; flat keys are lifted
 into it) and the updater's own settings (``updater_config``, checked against the updater's declared
 defaults by :func:`check_updater_config`). Unknown keys and wrong types raise one-line ConfigErrors naming the key
-(:meth:`RunConfig.parse`). ``<run>/config.json`` is the resolved settings' dump (build.resolve_config).
+(:meth:`RunConfig.parse`). ``<run>/config.json`` is the resolved settings' dump (stored.resolve_config).
 
 Presets (settings/presets.py): ``preset: paper`` (default of ``janus run``) reproduces the authors' code;
 ``preset: small`` (``janus demo``) is our configuration for a 1.5B model. Explicit settings win over the preset.
@@ -22,7 +22,7 @@ from . import limits as L
 from . import presets
 from .janus_settings import JanusSettings  # noqa: F401
 from .llm_settings import LLMSettings, SettingsConflict, checked_path, lift_llm, overlay
-from .migrate import migrate_stored, pre_issue27  # noqa: F401
+from .migrate import before_twin_cache, migrate_stored  # noqa: F401
 from .updater_settings import check_updater_config  # noqa: F401
 
 

@@ -1,5 +1,6 @@
 """The settings of runs stored by older versions, spelled out as they ran (so an old run folder resumes and reports
-unchanged): before the presets and the ``llm`` section existed, and before issue 27.
+unchanged): before the presets, the ``llm`` section, the twin cache and each later switch existed. Each step keys on
+the setting whose absence dates the stored config. Reading a stored config back goes through settings/stored.py.
 """
 from __future__ import annotations
 
@@ -18,16 +19,16 @@ def migrate_stored(data: dict) -> dict:
     if "preset" not in data:
         data.update(preset="small", janus_preset="paper", replay="frozen")
         data["janus"] = {"same_memory_shortcut": True, **(data.get("janus") or {})}
-    if "twin_cache" not in data:  # stored before issue 27 (every config.json written since holds the key)
-        data = pre_issue27(data)
+    if "twin_cache" not in data:  # stored before the twin cache setting (every config.json written since holds it)
+        data = before_twin_cache(data)
     if "option_order" not in data:  # stored before GPQA's options could follow the question alone
         data["option_order"] = "seeded"
     if "apibench_split" not in data:  # stored before APIBench took the authors' split key and question text
         data.update(apibench_split="registry", apibench_question="instruction")
     janus = data.get("janus")
     if isinstance(janus, dict) and "trigger" in janus and "eval_set" not in janus:
-        # the whole resolved JanusConfig, stored before issue 24 round 4 (2026-12-04): the switches added then were
-        # off. Without this a run started with the recommended preset of that time would resume on the new one's
+        # the whole resolved JanusConfig, stored before the evaluation-set choice existed: the switches added with it
+        # were off. Without this a run started with the recommended preset of that time would resume on the new one's
         # panel (or fail: its stored gate_full_compare and the new gate_compare exclude each other)
         data["janus"] = {**janus, "eval_set": "hybrid", "near_copy_inherit": False, "gate_compare": False}
     janus = data.get("janus")
@@ -41,7 +42,7 @@ def migrate_stored(data: dict) -> dict:
         # a choice as "(A)"
         data["updater_config"] = {"letter_format": "bare", **stored_dc}
     if data.get("updater") == "expel" and "outputs" not in (data.get("updater_config") or {}):
-        # stored before ExpeL kept the authors' raw outputs and showed raw questions as examples (issue 27 round 3)
+        # stored before ExpeL kept the authors' raw outputs and showed raw questions as examples
         data["updater_config"] = {"outputs": "visible", "examples_input": "task_prompt",
                                   "test_scoring": "answer_block", **(data.get("updater_config") or {})}
     if data.get("updater") == "expel" and "message_shape" not in (data.get("updater_config") or {}):
@@ -55,10 +56,10 @@ def migrate_stored(data: dict) -> dict:
     return data
 
 
-def pre_issue27(data: dict) -> dict:
-    """The settings a run made before issue 27 ran with, spelled out: our strict checker, a replay failure ends
-    the comparison, the base and +Janus twin share cached answers, scikit-learn k-means, truncation samplers left
-    to the backend."""
+def before_twin_cache(data: dict) -> dict:
+    """The settings a run stored before the ``twin_cache`` setting existed ran with, spelled out: our strict
+    checker, a replay failure ends the comparison, the base and +Janus twin share cached answers, scikit-learn
+    k-means, truncation samplers left to the backend."""
     data = dict(data)
     data.update(checker="strict", replay_failures="abort", twin_cache="shared", checkpoint_restore="exact")
     data["janus"] = {**(data.get("janus") or {})}

@@ -1,7 +1,14 @@
-"""Opening a run folder (the "opening" half of RunStore, which inherits it): checking that a new run may be
-created at a path (nothing to overwrite by accident, writable, not locked), creating its database whole under
-``.run.sqlite.setup`` and renaming it into place, moving an overwritten run aside until then, and checking and
-opening an existing one to resume (stale temp files removed). The database schema is here too.
+"""A run folder's life on disk, before a store is open: checking that a new run may be created at a path (nothing to
+overwrite by accident, writable, not locked), creating its database whole under ``.run.sqlite.setup`` and renaming it
+into place, moving an overwritten run aside until then, and checking and opening an existing one to resume (stale
+temp files removed). The database schema is here too.
+
+Why a class of its own (:class:`RunFolder`, whose class methods RunStore inherits so that ``RunStore.create`` and
+``RunStore.open_existing`` return a store): these decide about a folder, not about an open run. They run before any
+database is open, and most of their callers never write (the CLI's checks before it prints anything, the resume's
+refusals, ``janus report`` telling an unfinished folder from a damaged one); the writer of an open run (store.py:
+steps, checkpoints, texts, exports, one transaction each) is the other concept. Both use the schema and file names
+defined here.
 """
 from __future__ import annotations
 

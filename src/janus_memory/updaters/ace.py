@@ -38,12 +38,14 @@ from janus_memory.updaters.ace_playbook import (
     stats,
 )
 from janus_memory.updaters.base import (
+    Harm,
     LLMCall,
     StepOutcome,
     Updater,
     fill,
     load_prompt,
     register_updater,
+    state_built,
     truncate,
     visible_text,
 )
@@ -123,6 +125,21 @@ class ACE(Updater):
         nums = [int(b[0].rsplit("-", 1)[1]) for b in all_bullets(sections) if b[0].rsplit("-", 1)[-1].isdigit()]
         self.next_id = max([self.next_id - 1, *nums]) + 1
         return other
+
+    # ---- hook: an injected harmful candidate -------------------------------------------------
+    supports_injection = True  # built as a playbook state: ids, counters and the id counter (inject_harm)
+
+    @classmethod
+    def harmful_text(cls, harm: Harm, memory: str, *, examples: str = "", answer: str = "") -> str:
+        raise state_built(cls.name)
+
+    def inject_harm(self, harm: Harm, outcome: StepOutcome, before: dict) -> None:
+        """The harmful playbook built from the playbook of M_{t-1} with the current id counter (injected bullets get
+        fresh ids); ``dump`` shows the step's first answer and its last reflection."""
+        reflections = [_reply_text(c.result) for c in outcome.calls if c.role == "reflection"]
+        self.sections, self.next_id = harm.playbook(
+            before["state"]["sections"], next_id=self.next_id, faithful=bool(self.config["faithful"]),
+            answer=visible_text(outcome.output), reflection=reflections[-1] if reflections else "")
 
     def rollback(self, snap: dict) -> None:
         """Restore the playbook with its counters; keep ``next_id`` and ``stream_step`` (module docstring)."""

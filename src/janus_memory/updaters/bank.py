@@ -58,6 +58,14 @@ class RetrievalBank:
         order = np.argsort(-sims, kind="stable")[:k]
         return [(int(i), float(sims[i])) for i in order]
 
+    def hits_of(self, retrieved: list[dict]) -> list[tuple[int, float]]:
+        """The ``(index, similarity)`` hits a step logged as ``info["retrieved"]`` (``[{"id", "similarity"}]``),
+        each id at its first record in this bank; ids no longer in the bank are skipped."""
+        index: dict[str, int] = {}
+        for i, rec in enumerate(self.records):
+            index.setdefault(rec["id"], i)
+        return [(index[h["id"]], float(h["similarity"])) for h in retrieved if h["id"] in index]
+
     def state(self) -> dict:
         """``{"records", "dim", "emb_b64"}`` (JSON). Inside ``rows.by_reference()`` (the run store's form, see
         Updater.snapshot) the matrix is a RowsRef and the records are the bank's own (read-only), so the cost does

@@ -11,6 +11,9 @@ Janus never changes how an updater proposes memory; it only decides whether the 
 * ``solve_with_memory(text, tasks)``: the method's solving prompt with this memory text only (Janus replay);
 * ``solve_frozen(tasks)``: held-out test with the frozen memory (+ retrieval where the method uses it).
 
+Optional: ``supports_injection = True`` and the hook ``inject_harm`` let ``--inject KIND@STEP`` put a harmful
+candidate into the updater's state (janus_memory.inject builds it); the default hook serves a text memory.
+
 A new updater is one subclass in one file: implement ``step``, ``memory_text``, ``solving_messages``,
 ``get_state`` and ``set_state``; register it with :func:`register_updater`. See ``docs/updaters.md``.
 Its parts live next to it and are re-exported here: the collaborator protocols and the records LLMCall /
@@ -30,11 +33,11 @@ from janus_memory import rows
 from janus_memory.types import ChatResult, Score, Task
 
 from .bank import RetrievalBank
-from .records import ChatLLM, Encoder, Family, LLMCall, StepOutcome
+from .records import ChatLLM, Encoder, Family, Harm, LLMCall, StepOutcome
 from .texts import fill, load_prompt, thinking_output, truncate, visible_text
 
 __all__ = [
-    "COMMON_DEFAULTS", "EMPTY_MEMORY", "SNAPSHOT_FORMAT", "ChatLLM", "Encoder", "Family", "LLMCall",
+    "COMMON_DEFAULTS", "EMPTY_MEMORY", "SNAPSHOT_FORMAT", "ChatLLM", "Encoder", "Family", "Harm", "LLMCall",
     "RetrievalBank", "StepOutcome", "UPDATERS", "Updater", "fill", "load_prompt", "make_updater", "register_updater",
     "thinking_output", "truncate", "visible_text",
 ]
@@ -79,6 +82,7 @@ class Updater(ABC):
     display_name: str = ""             # shown in reports; "" = the registry name
     prompt_package: str = "janus_memory.updaters"  # package whose prompts/ folder holds this updater's prompt files
     prompt_prefixes: tuple[str, ...] = ()          # prompt files of this updater: prompts/<prefix>*.txt
+    supports_injection: bool = False   # `--inject` can write a harmful candidate into its state (inject_harm)
 
     def __init__(self, *, llm: ChatLLM, family: Family, encoder: Encoder | None, config: dict | None = None):
         self.llm = llm
@@ -129,6 +133,34 @@ class Updater(ABC):
         default): the updater does not declare it and the run prints no estimate. Janus replays and the held-out
         test are counted by the runner (one call per task and memory)."""
         return None
+
+    # ---- hook: an injected harmful candidate (`--inject KIND@STEP`, janus_memory.inject) ------------
+    @classmethod
+    def harmful_text(cls, harm: Harm, memory: str, *, examples: str = "", answer: str = "") -> str:
+        """The harmful candidate's memory text built from the memory text ``memory`` (M_{t-1}) alone. Default: the
+        memory is a cheatsheet (``harm.sheet``). An updater whose candidate needs more than its text (ids, counters,
+        embeddings) raises ValueError (:func:`state_built`) and builds it in :meth:`inject_harm`."""
+        return harm.sheet(memory, examples=examples, answer=answer)
+
+    def inject_harm(self, harm: Harm, outcome: StepOutcome, before: dict) -> None:
+        """Replace the candidate M̂_t the step just left in the state by ``harm`` built from M_{t-1}, so that
+        ``memory_text()``, ``snapshot()`` and ``rollback(before)`` see it as they would see a genuine candidate.
+        ``outcome``: the step's outcome; ``before``: the snapshot taken before the step (what a rollback restores).
+        Default (a text memory): :meth:`harmful_text` of ``outcome.old_memory`` with the step's retrieved examples
+        (dump only) and visible answer, made the memory by :meth:`load_memory_text`."""
+        examples = self.retrieved_examples(outcome) if harm.kind == "dump" else ""
+        text = self.harmful_text(harm, outcome.old_memory, examples=examples, answer=visible_text(outcome.output))
+        self.load_memory_text(text)
+
+    def retrieved_examples(self, outcome: StepOutcome) -> str:
+        """The retrieved-examples block the step showed, rebuilt from ``outcome.info["retrieved"]`` (what ``dump``
+        deploys). Default: "" (the method retrieves nothing)."""
+        return ""
+
+    def load_memory_text(self, text: str) -> object:
+        """Make ``text`` (in the ``memory_text()`` format) the current memory. Updaters with a text memory that
+        support injection implement it; default: NotImplementedError."""
+        raise NotImplementedError(f"updater {self.name!r} cannot load a memory text")
 
     # ---- provided --------------------------------------------------------------------------------
     def restore_as_logged(self) -> None:  # noqa: B027 (a hook with a default: nothing to change)
@@ -271,6 +303,12 @@ class Updater(ABC):
             raise ValueError(f"snapshot is not a {self.name!r} updater snapshot (got {got!r})")
         if snap.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(f"unsupported snapshot format {snap.get('format')!r} (expected {SNAPSHOT_FORMAT})")
+
+
+def state_built(name: str) -> ValueError:
+    """The error of :meth:`Updater.harmful_text` for an updater whose harmful candidate is built as a state."""
+    return ValueError(f"updater {name!r}: its candidate depends on its state (ids, counters, embeddings); "
+                      "build it with inject_candidate")
 
 
 def _score_all(score: Callable[[Task, ChatResult], Score], pairs: list[tuple[Task, ChatResult]]) -> list[Score]:

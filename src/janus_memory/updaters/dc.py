@@ -95,9 +95,15 @@ class _DCBase(Updater):
                 raise ValueError(f"config {key!r} must be one of {allowed}, got {self.config[key]!r}")
         self.cheatsheet: str = EMPTY_MEMORY
 
+    supports_injection = True  # the default hook: the harmful sheet goes in as the cheatsheet text
+
     # ---- seam --------------------------------------------------------------------------------
     def memory_text(self) -> str:
         return self.cheatsheet if self.cheatsheet.strip() else EMPTY_MEMORY
+
+    def load_memory_text(self, text: str) -> None:
+        """Make ``text`` the cheatsheet (an injected harmful candidate)."""
+        self.cheatsheet = text
 
     def solving_messages(self, memory_text: str, task: Task, examples: str = "") -> list[dict]:
         """Paper: one user message (sheet + task prompt; test-time examples are appended to the sheet as
@@ -227,6 +233,11 @@ class DCRetrievalSynthesis(_DCBase):
                 f"<solution>\n{truncate(rec['output'], lim)}\n</solution>"
             )
         return fill(load_prompt("dc_rs_pairs_block"), ITEMS="\n".join(items))
+
+    def retrieved_examples(self, outcome: StepOutcome) -> str:
+        """The retrieved-pairs block the curator was shown at this step (what the original DC-RS deploys when its
+        curator reply cannot be parsed: an injected ``dump``)."""
+        return self._pairs_block(self.bank.hits_of(outcome.info.get("retrieved") or []))
 
     def _pairs_block_paper(self, hits: list[tuple[int, float]]) -> str:
         """The authors' layout: "(empty)" without hits; least similar first, numbered from 1."""

@@ -31,7 +31,8 @@ authors' vLLM outputs include it). ``outputs="paper"`` (default) keeps each try 
 sections in the authors' order (``solver_layout="paper"``); ``ops_format="paper"`` (default) gives the curators
 format lines that the authors' operation pattern cannot read as an operation when a reply's thinking restates them.
 
-Retrieval of success cases (the pool, its documents, the examples block) is :mod:`expel_cases`.
+Retrieval of success cases: the pool (``self.pool``, question embeddings), the per-field documents (``self.docs``,
+:func:`paper_case_fields`), the top-k search and the examples block shown to the solver.
 
 Memory text: "1. rule\\n2. rule" (no counts), "(empty)" when there is no rule.
 Rollback (docs/research-notes.md §3.2): the rules with their counts and the ``recent_success`` buffer; the success pool is kept.
@@ -47,6 +48,7 @@ from typing import Sequence
 from janus_memory.types import ChatResult, Score, Task
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
+    Harm,
     LLMCall,
     RetrievalBank,
     StepOutcome,
@@ -58,13 +60,59 @@ from janus_memory.updaters.base import (
     truncate,
     visible_text,
 )
-from janus_memory.updaters.expel_cases import (  # noqa: F401  (re-exported: the names' old import path)
-    CaseRetrieval,
-    _first_block,
-    _last_block,
-    paper_case_fields,
-)
 from janus_memory.updaters.expel_rules import apply_curator_reply, normalize_rule_paper, render_rules
+
+
+def _last_block(text: str, tag: str) -> str | None:
+    blocks = re.findall(rf"<{tag}>(.*?)</{tag}>", text or "", flags=re.DOTALL | re.IGNORECASE)
+    return blocks[-1].strip() if blocks else None
+
+
+def _first_block(text: str, tag: str) -> str | None:
+    """The authors' extraction: both tags present (case-sensitive), text between the first pair, stripped;
+    None when absent or empty."""
+    t = text or ""
+    if f"<{tag}>" not in t or f"</{tag}>" not in t:
+        return None
+    return t.split(f"<{tag}>", 1)[1].split(f"</{tag}>", 1)[0].strip() or None
+
+
+def paper_case_fields(trajectory: str, reflections: list[str]) -> list[tuple[str, str]]:
+    """The retrieval documents the authors build for a success case besides its task (``retrieval="paper"``):
+
+    the trajectory's non-empty lines, trimmed, are its steps; a line starting "> think" or "think:" (any case) is a
+    thought (the "think:" prefix dropped), another line starting ">" an action (the ">" dropped). Documents:
+    ``thought`` = the last 3 thoughts, or the trajectory's first 300 characters when it has none; ``step`` = the last
+    5 steps; ``action`` = the last 5 actions (when any); ``reflection`` = the non-empty reflections joined by new
+    lines (when any). Single-turn answers have no actions, so their documents are thought, step and reflection."""
+    raw = (trajectory or "").strip()
+    lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
+    thoughts, actions = [], []
+    for ln in lines:
+        low = ln.lower()
+        if low.startswith("> think") or low.startswith("think:"):
+            t = re.sub(r"^>?\s*think:\s*", "", ln, flags=re.IGNORECASE).strip()
+            if t:
+                thoughts.append(t)
+        elif ln.startswith(">"):
+            a = ln[1:].strip()
+            if a:
+                actions.append(a)
+    if not thoughts and raw:
+        thoughts = [raw[:300]]
+    steps = lines or ([raw] if raw else [])
+    out = []
+    if thoughts:
+        out.append(("thought", "\n".join(thoughts[-3:])))
+    if steps:
+        out.append(("step", "\n".join(steps[-5:])))
+    if actions:
+        out.append(("action", "\n".join(actions[-5:])))
+    joined = "\n".join(r.strip() for r in reflections if r and r.strip())
+    if joined:
+        out.append(("reflection", joined))
+    return out
+
 
 SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scoring": "answer_block",
                       "presence_penalty": None, "retrieval": "question", "outputs": "visible",
@@ -73,7 +121,7 @@ SMALL_MODEL_CONFIG = {"rule_ops": "strict", "answer_block": "last", "replay_scor
 
 
 @register_updater("expel")
-class ExpeL(CaseRetrieval, Updater):
+class ExpeL(Updater):
     prompt_prefixes = ("expel_",)
     """ExpeL online (see module docstring). Extra config: max_tries, batch_update_size, max_num_rules,
     reflection_max_tokens."""
@@ -130,9 +178,31 @@ class ExpeL(CaseRetrieval, Updater):
         self.recent_success: list[dict] = []
         self.pool = RetrievalBank()  # success cases (not rolled back)
 
+    supports_injection = True  # an injected candidate is a rule list with counts (inject_harm)
+
     # ---- seam --------------------------------------------------------------------------------
     def memory_text(self) -> str:
         return render_rules(self.rules) or EMPTY_MEMORY
+
+    # ---- hook: an injected harmful candidate -------------------------------------------------
+    @classmethod
+    def harmful_text(cls, harm: Harm, memory: str, *, examples: str = "", answer: str = "") -> str:
+        """The harmful rule list of a memory text (each numbered line a rule of count 2), rendered."""
+        rules = [] if memory.strip() == EMPTY_MEMORY else \
+            [(re.sub(r"^\d+\.\s?", "", line), 2) for line in memory.splitlines() if line.strip()]
+        return render_rules(harm.rules(rules, examples=examples, answer=answer)) or EMPTY_MEMORY
+
+    def inject_harm(self, harm: Harm, outcome: StepOutcome, before: dict) -> None:
+        """The harmful rule list built from the rules of M_{t-1} with their counts; the success pool and
+        ``recent_success`` stay as the step left them."""
+        examples = self.retrieved_examples(outcome) if harm.kind == "dump" else ""
+        rules = [(r[0], int(r[1])) for r in before["state"]["rules"]]
+        new = harm.rules(rules, examples=examples, answer=visible_text(outcome.output))
+        self.rules = [[text, int(count)] for text, count in new]
+
+    def retrieved_examples(self, outcome: StepOutcome) -> str:
+        """The success cases the solver was shown at this step (what an injected ``dump`` turns into rules)."""
+        return self._examples_block(self.pool.hits_of(outcome.info.get("retrieved") or []))
 
     def no_notes(self) -> str:  # the solver and reflection prompts' text for "no note from a failed try yet"
         return "(empty)" if self.config["solver_layout"] == "paper" else "(none)"
@@ -308,6 +378,57 @@ class ExpeL(CaseRetrieval, Updater):
             for t, e in zip(tasks, embs, strict=True)
         ]
         return self._solve_batch(msgs, tasks, role)
+
+    # ---- success cases -----------------------------------------------------------------------
+    def _examples_block(self, hits: list[tuple[int, float]]) -> str:
+        """The retrieved cases shown to the solver: each case's raw question (``examples_input="question"``, the
+        authors') or its full task prompt (``"task_prompt"``), and its trajectory."""
+        if not hits:
+            return "(none)"
+        lim = self.config["retrieved_output_chars"]
+        field = "question" if self.config["examples_input"] == "question" else "input"
+        cases = [(rank, self.pool.records[i], sim) for rank, (i, sim) in enumerate(hits, start=1)]
+        return "\n\n".join(
+            f"### Example {rank} (similarity {sim:.2f})\nProblem: {case[field]}\n"
+            f"Reasoning:\n{truncate(case['trajectory'], lim)}"
+            for rank, case, sim in cases
+        )
+
+    def _add_case(self, case: dict, q_emb) -> None:
+        """Add a success case; with multi-field retrieval also its documents: the task and :func:`paper_case_fields`
+        (``paper``) or the trajectory and each reflection (``multi_field``)."""
+        idx = len(self.pool)
+        self.pool.add(case, q_emb)
+        if self.config["retrieval"] == "question":
+            return
+        if self.config["retrieval"] == "paper":
+            fields = paper_case_fields(case["trajectory"], case["reflections"])
+        else:
+            fields = [("trajectory", case["trajectory"])] + [("reflection", r) for r in case["reflections"]]
+        fields = [(name, text) for name, text in fields if text and text.strip()]
+        self.docs.add({"case": idx, "field": "task"}, q_emb)
+        if fields:
+            for (name, _), emb in zip(fields, self.embed([t for _, t in fields]), strict=True):
+                self.docs.add({"case": idx, "field": name}, emb)
+
+    def _retrieve(self, q_emb) -> list[tuple[int, float]]:
+        """Top-k success cases: by question only, or (multi_field) the best of each case's documents among the top
+        ``top_k * buffer_retrieve_ratio`` documents, best first (ties: earlier document rank)."""
+        k = int(self.config["top_k"])
+        if self.config["retrieval"] == "question" or not len(self.docs):
+            return self.pool.top_k(q_emb, k)
+        best: dict[int, float] = {}
+        for i, sim in self.docs.top_k(q_emb, k * int(self.config["buffer_retrieve_ratio"])):
+            case = self.docs.records[i]["case"]
+            if case not in best:
+                best[case] = sim  # documents arrive best first, so the first hit is the case's best score
+        return list(best.items())[:k]
+
+    def state_hints(self) -> dict:
+        hints: dict = {}
+        hints.update({("pool",) + p: h for p, h in self.pool.state_hints().items()})
+        hints.update({("docs",) + p: h for p, h in self.docs.state_hints().items()})
+        return hints
 
     # ---- rules -------------------------------------------------------------------------------
     def apply_curator_text(self, text: str, source: str = "manual") -> dict:

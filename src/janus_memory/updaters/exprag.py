@@ -215,3 +215,31 @@ class ExpRAG(Updater):
 
     def set_state(self, state: dict) -> None:
         self.bank.set_state(state["bank"])
+
+    # ---- hook: an injected harmful candidate (`--inject`; janus_memory.inject builds the records) ----
+    supports_injection = True  # built as records; a record whose question is new is embedded (inject_harm)
+
+    @classmethod
+    def harmful_text(cls, harm, memory: str, *, examples: str = "", answer: str = "") -> str:
+        raise ValueError(f"updater {cls.name!r}: its candidate depends on its state (ids, counters, embeddings); "
+                         "build it with inject_candidate")
+
+    def inject_harm(self, harm, outcome: StepOutcome, before: dict) -> None:
+        """The harmful bank built from the records of M_{t-1} (``dump``: the record this step added). A record
+        whose question is in the bank after the step (M_{t-1}'s records and the step's own) keeps that embedding;
+        any other question is embedded with the run's encoder."""
+        old = before["state"]["bank"]["records"]
+        new_record = self.bank.records[-1] if len(self.bank) > len(old) else None
+        records = harm.experience(old, new_record=new_record)
+        known: dict = {}
+        emb = self.bank.matrix()
+        for r, e in zip(self.bank.records, emb if emb is not None else []):
+            known.setdefault(r["question"], e)
+        fresh = [r["question"] for r in records if r["question"] not in known]
+        if fresh:
+            for q, e in zip(fresh, self.embed(fresh)):
+                known[q] = e
+        bank = RetrievalBank()
+        for r in records:
+            bank.add(r, known[r["question"]])
+        self.bank = bank

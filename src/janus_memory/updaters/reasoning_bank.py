@@ -31,6 +31,7 @@ import numpy as np
 from janus_memory.types import ChatResult, Score, Task
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
+    Harm,
     LLMCall,
     RetrievalBank,
     StepOutcome,
@@ -38,6 +39,7 @@ from janus_memory.updaters.base import (
     fill,
     load_prompt,
     register_updater,
+    state_built,
     truncate,
     visible_text,
 )
@@ -63,6 +65,21 @@ def render_items(items: list[list[str]]) -> str:
 def render_entry(rec: dict) -> str:
     head = json.dumps({"id": rec["id"], "query": rec["question"], "status": rec["status"]}, ensure_ascii=False)
     return f"<<entry {head}>>\n{rec['body']}"
+
+
+def render_bank(records: list[dict]) -> str:
+    """The memory text of a bank of entries ``{"id", "question", "status", "body"}`` (:meth:`memory_text`'s format)."""
+    return "\n\n".join(render_entry(r) for r in records) if records else EMPTY_MEMORY
+
+
+def item_blocks(body: str) -> list[str]:
+    """The memory items of an entry's body, as written (text before the first ``# Memory Item`` heading is not an
+    item); a body without such headings (a faithful raw reply) is one item; an empty body has none."""
+    heads = list(_ITEM.finditer(body))
+    if not heads:
+        return [body.strip()] if body.strip() else []
+    return [body[h.start(): heads[n + 1].start() if n + 1 < len(heads) else len(body)].strip()
+            for n, h in enumerate(heads)]
 
 
 def parse_bank_text(text: str) -> list[dict]:
@@ -165,9 +182,7 @@ class ReasoningBank(Updater):
 
     # ---- seam --------------------------------------------------------------------------------
     def memory_text(self) -> str:
-        if not len(self.bank):
-            return EMPTY_MEMORY
-        return "\n\n".join(render_entry(r) for r in self.bank.records)
+        return render_bank(self.bank.records)
 
     def solving_messages(self, memory_text: str, task: Task) -> list[dict]:
         """The solving prompt with ``memory_text`` as the memory-items block (retrieval already done)."""
@@ -214,6 +229,20 @@ class ReasoningBank(Updater):
         for e, v in zip(entries, embs):
             self.bank.add({"id": e["id"], "question": e["question"], "status": e["status"],
                            "body": sanitize(e["body"])}, v)
+
+    # ---- hook: an injected harmful candidate -------------------------------------------------
+    supports_injection = True  # built as a bank of entries, embedded again (inject_harm)
+
+    @classmethod
+    def harmful_text(cls, harm: Harm, memory: str, *, examples: str = "", answer: str = "") -> str:
+        raise state_built(cls.name)
+
+    def inject_harm(self, harm: Harm, outcome: StepOutcome, before: dict) -> None:
+        """The harmful bank built from the entries of M_{t-1}, loaded with :meth:`load_memory_text` (each entry's
+        question embedded with the run's encoder); ``dump`` keeps the step's answer and self-judgment."""
+        entries = harm.bank(before["state"]["bank"]["records"], answer=visible_text(outcome.output),
+                            status=outcome.info.get("judged"))
+        self.load_memory_text(render_bank(entries))
 
     # ---- retrieval ---------------------------------------------------------------------------
     def _embeddings(self, texts: list[str]) -> np.ndarray:

@@ -28,6 +28,42 @@ class Encoder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
+class Harm(Protocol):
+    """A harmful candidate of one kind at one stream step (``--inject KIND@STEP``; built by janus_memory.inject).
+
+    An updater's injection hook (:meth:`Updater.inject_harm`) hands it its memory of M_{t-1} in the structure the
+    updater keeps and writes back what it returns; each method is deterministic in (kind, task, step, seed) and its
+    arguments, and never modifies them. ``kind`` is one of wipe, dump, overfit, poison, truncate, falsify."""
+
+    kind: str
+    task: Task
+    step: int
+    seed: int
+
+    def sheet(self, memory: str, *, examples: str = "", answer: str = "") -> str:
+        """A cheatsheet (entries split on blank lines, bullets, numbers, headings): the harmful sheet text.
+        ``examples``: the retrieved-examples block the step showed (dump); ``answer``: its visible answer (dump)."""
+        ...
+
+    def rules(self, rules: list[tuple[str, int]], *, examples: str = "",
+              answer: str = "") -> list[tuple[str, int]]:
+        """A rule list ``(text, count)``: the harmful rules (new rules count 2, a planted one the top count + 1)."""
+        ...
+
+    def playbook(self, sections: list[list], *, next_id: int, faithful: bool, answer: str = "",
+                 reflection: str = "") -> tuple[list[list], int]:
+        """A playbook (``[heading, [[id, helpful, harmful, content], ...]]`` sections) and its id counter."""
+        ...
+
+    def bank(self, entries: list[dict], *, answer: str = "", status: str | None = None) -> list[dict]:
+        """A bank of entries ``{"id", "question", "status", "body"}`` whose bodies hold memory items."""
+        ...
+
+    def experience(self, records: list[dict], *, new_record: dict | None = None) -> list[dict]:
+        """Raw experience records ``{"id", "question", "input", "output", "feedback"}``; ``new_record``: the step's."""
+        ...
+
+
 # --------------------------------------------------------------------------------------------------
 # records
 # --------------------------------------------------------------------------------------------------
