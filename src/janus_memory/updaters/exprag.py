@@ -27,6 +27,7 @@ raw; DC's and ACE's curators write general lessons without the numbers (docs/mea
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from typing import Sequence
 
 import numpy as np
@@ -76,22 +77,34 @@ class ExpRAG(Updater):
                              f"got {self.config['janus_replay']!r}")
         self.bank = RetrievalBank()
         self._embedding_of: dict[str, np.ndarray] = {}  # a record's rendered body -> its question embedding (top_k)
+        self._bodies_of: OrderedDict[str, list[str]] = OrderedDict()  # the 8 texts memory_text() rendered last
+
+    def _body(self, rec: dict) -> str:
+        out = truncate(rec["output"], self.config["retrieved_output_chars"])
+        return f"Q: {rec['input']}\nA: {out}\nFeedback: {rec['feedback']}"
 
     def _record_text(self, n: int, rec: dict) -> str:
-        out = truncate(rec["output"], self.config["retrieved_output_chars"])
-        return f"[Experience {n}]\nQ: {rec['input']}\nA: {out}\nFeedback: {rec['feedback']}"
+        return f"[Experience {n}]\n{self._body(rec)}"
 
     def _render(self, indices: list[int]) -> str:
-        if not indices:
-            return EMPTY_MEMORY
-        return "\n\n".join(self._record_text(n, self.bank.records[i]) for n, i in enumerate(indices, start=1))
+        return self._numbered([self._body(self.bank.records[i]) for i in indices])
 
     def memory_text(self) -> str:
-        return self._render(list(range(len(self.bank))))
+        bodies = [self._body(r) for r in self.bank.records]
+        text = self._numbered(bodies)
+        self._bodies_of[text] = bodies  # the records of a text this updater rendered, kept for its replays
+        self._bodies_of.move_to_end(text)
+        while len(self._bodies_of) > 8:
+            self._bodies_of.popitem(last=False)
+        return text
 
-    @staticmethod
-    def _blocks(memory_text: str) -> list[str]:
-        """The record bodies of a memory text (each without its ``[Experience n]`` line), in order."""
+    def _blocks(self, memory_text: str) -> list[str]:
+        """The record bodies of a memory text (each without its ``[Experience n]`` line), in order: as rendered, for a
+        text this updater rendered lately (a model's answer that writes "[Experience 3]" on a line of its own is one
+        record's answer, not a record); else read from the text."""
+        known = self._bodies_of.get(memory_text)
+        if known is not None:
+            return list(known)
         if memory_text.strip() in ("", EMPTY_MEMORY):
             return []
         blocks = re.split(r"\n\n(?=\[Experience \d+\]\n)", memory_text)
@@ -120,7 +133,7 @@ class ExpRAG(Updater):
         """Record the embedding of every record the bank holds now, keyed by its rendered body."""
         emb = self.bank.matrix()
         for rec, e in zip(self.bank.records, emb if emb is not None else [], strict=True):
-            body = self._record_text(0, rec).split("\n", 1)[1]
+            body = self._body(rec)
             self._embedding_of.setdefault(body, np.array(e, dtype=np.float32))
 
     def _embeddings(self, bodies: list[str]) -> np.ndarray:
