@@ -228,3 +228,30 @@ def test_non_ascii_digits_are_not_steps(spec):
     with pytest.raises(InjectSpecError) as ei:
         parse_inject(spec)
     assert str(ei.value) == f"--inject item {spec!r}: the step must be a positive integer (1 = first stream task)"
+
+
+def test_an_updater_takes_injection_only_when_it_can_hold_the_candidate():
+    """``supports_injection`` alone is not enough: the base hook needs ``load_memory_text`` (a text memory), or the
+    class brings its own ``inject_harm``; otherwise the plan is refused before any work, not mid-run."""
+    from janus_memory.inject.candidates import can_inject
+    from janus_memory.updaters.base import Updater
+
+    class Says(Updater):
+        supports_injection = True
+
+    class Text(Says):
+        def load_memory_text(self, text):
+            return text
+
+    class Own(Says):
+        def inject_harm(self, harm, outcome, before):
+            return None
+
+    class Silent(Text):
+        supports_injection = False
+
+    assert [can_inject(c) for c in (Says, Text, Own, Silent)] == [False, True, True, False]
+    from janus_memory.registry import UPDATERS
+
+    assert all(can_inject(UPDATERS[n]) for n in ("ace", "dc_cu", "dc_rs", "expel", "exprag", "reasoning_bank"))
+    assert not can_inject(UPDATERS["memory_free"])

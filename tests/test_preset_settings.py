@@ -243,7 +243,7 @@ def test_cli_bad_options_exit_2_with_one_line(argv, err, capsys, tmp_path):
 
 def test_cli_options_reach_the_stored_config_and_the_report(tmp_path, capsys):
     out = tmp_path / "r"
-    rc = main(["run", "--backend", "fake", "--encoder", "hashing", "--quiet", "--dataset", "gsm8k", "--stream-size", "4",
+    rc = main(["run", "--backend", "fake", "--encoder", "hashing", "--dataset", "gsm8k", "--stream-size", "4",
                "--test-size", "2", "--updater", "dc_rs", "--controller", "janus", "--warmup", "1", "--coverage-size", "1",
                "--boundary-size", "1", "--fresh-size", "1", "--trigger", "always", "--replay-limit", "2",
                "--same-memory-shortcut", "on", "--max-retries", "3", "--request-deadline", "50", "--request-timeout",

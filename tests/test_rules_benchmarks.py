@@ -71,6 +71,31 @@ def test_the_real_run_can_stop_after_some_runs(tmp_path):
     assert p.returncode != 0 and "--runs takes some of paper, always, recommended" in p.stderr
 
 
+def test_the_real_run_refuses_a_folder_made_with_other_settings_and_bad_plans_in_one_line(tmp_path):
+    out = tmp_path / "rr"
+    argv = [*FAST, "--dataset", "rules_small", "--stream", "4", "--test", "2", "--warmup", "2", "--out", str(out),
+            "--runs", "paper"]
+    p = _script("rules_real_run.py", [*argv, "--inject", "falsify@3"], tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    md = (out / "measurement.md").read_text()
+    assert "updater exprag (janus_replay top_k, top-k 4), encoder hashing:64, --inject falsify@3" in md
+    assert "evaluation set of the paper and always methods 12,8,5 (coverage, boundary, fresh)" in md
+    before = (out / "measurement.json").read_text()
+    p = _script("rules_real_run.py", [*argv, "--inject", "poison@3", "--eval", "2,1,1"], tmp_path)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines()[-1] == (
+        f"error: {out / 'paper'} was run with other settings (inject: 'falsify@3' there, 'poison@3' now; janus: "
+        "{'boundary_size': 8, 'coverage_size': 12, 'fresh_size': 5, 'warmup': 2} there, {'warmup': 2, "
+        "'coverage_size': 2, 'boundary_size': 1, 'fresh_size': 1} now); give the same options to continue or read "
+        "it back, or another --out")
+    assert (out / "measurement.json").read_text() == before  # nothing relabelled
+    # a plan past the stream: one line, no traceback, nothing made
+    p = _script("rules_real_run.py", [*FAST, "--stream", "4", "--test", "2", "--out", str(tmp_path / "x")], tmp_path)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and not (tmp_path / "x").exists()
+    assert p.stderr.strip().splitlines()[-1].startswith("error: --inject falsify@14,wipe@22,falsify@28: the stream "
+                                                        "has only 4 steps")
+
+
 def test_the_updater_probe_says_which_rule_numbers_each_memory_holds(tmp_path):
     out = tmp_path / "ru"
     p = _script("rules_updaters.py", [*FAST, "--stream", "3", "--test", "2", "--updaters", "exprag,dc_rs",

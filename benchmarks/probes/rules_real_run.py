@@ -53,6 +53,8 @@ def run_settings(a) -> dict[str, dict]:
     llm = {"backend": a.backend, "temperature": 0.0}
     if a.model_path:
         llm["model_path"] = a.model_path
+    if a.backend == "openai":
+        llm.update(base_url=a.base_url, model=a.model)
     if a.backend == "local" and a.n_ctx:
         llm["n_ctx"] = a.n_ctx
     base = dict(preset="small", dataset=a.dataset, seed=a.seed, stream_size=a.stream, test_size=a.test,
@@ -110,6 +112,7 @@ def run_one(settings: dict, log) -> dict:
 
     cfg = RunConfig.parse(settings)
     root = Path(cfg.out)
+    same_settings(root, settings)
     if (root / "COMPLETE").exists():
         log(f"{root}: finished before, read back")
         return json.loads((root / "summary.json").read_text(encoding="utf-8"))
@@ -118,6 +121,23 @@ def run_one(settings: dict, log) -> dict:
     progress = ConsoleProgress(log, None, time_left=run_time_left(cfg, len(stream.tasks), len(test.tasks)))
     with Heartbeat(progress):
         return run_experiment(cfg, log=log, on_event=progress, resume=resume, splits=(stream, test))
+
+
+def same_settings(root: Path, settings: dict) -> None:
+    """A run folder is continued or read back only under the settings it was started with (kept beside it in
+    probe_settings.json); other settings are an error naming what differs, never a table labelled with them."""
+    keep = root.parent / f"{root.name}.probe_settings.json"
+    want = json.loads(json.dumps(settings, default=str))
+    if keep.exists():
+        had = json.loads(keep.read_text(encoding="utf-8"))
+        diff = sorted(k for k in set(had) | set(want) if had.get(k) != want.get(k))
+        if diff:
+            shown = "; ".join(f"{k}: {had.get(k)!r} there, {want.get(k)!r} now" for k in diff)
+            raise SystemExit(f"error: {root} was run with other settings ({shown}); give the same options to continue "
+                             f"or read it back, or another --out")
+    else:  # a new folder (or one from before the settings were kept: these settings are its from now on)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        keep.write_text(json.dumps(want, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _test_verdicts(root: Path, method: str) -> dict[str, bool]:
@@ -164,7 +184,9 @@ def collect(a, summaries: dict[str, dict]) -> dict:
 def markdown(a, res: dict, wall: float, loads: tuple) -> str:
     model = "Embedded model" if a.backend == "local" else f"Backend {a.backend}"
     lines = [f"{model}, dataset {a.dataset} seed {a.seed}: stream {a.stream}, test {a.test}, updater "
-             f"{a.updater}, --inject {a.inject}, warm-up {a.warmup}; wall {wall / 60:.1f} min, load average "
+             f"{a.updater}" + (f" (janus_replay {a.replay}, top-k {a.top_k})" if a.updater == "exprag" else "")
+             + f", encoder {a.encoder}, --inject {a.inject}, warm-up {a.warmup}, evaluation set of the paper and "
+             f"always methods {a.eval} (coverage, boundary, fresh); wall {wall / 60:.1f} min, load average "
              f"{loads[0]:.2f} at start, {loads[1]:.2f} at end.", "",
              "| method | test correct | Wilson 95% | vs blind (Newcombe 95%) | McNemar p | triggers | rolled back | "
              "LLM calls needed (stream + Janus + test) | injected: deployed / blocked (E old vs candidate) |",
@@ -193,9 +215,14 @@ def markdown(a, res: dict, wall: float, loads: tuple) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        description="The first real-model measurement of Janus: blind, the paper's controller, always-compare and the "
+                    "recommended controller on a stream of generated rules tickets with harmful candidates injected "
+                    "(the module docstring says more).", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--backend", default="local", choices=("local", "fake", "openai"))
     ap.add_argument("--model-path", default=None)
+    ap.add_argument("--base-url", default=None, help="--backend openai: the server's OpenAI-compatible URL")
+    ap.add_argument("--model", default=None, help="--backend openai: the model name the server serves")
     ap.add_argument("--dataset", default="rules")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stream", type=int, default=32)
@@ -209,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
                          "ticket, the prompt the stream or the test would build from it) or whole_bank (every other "
                          "record: a 30-ticket bank makes 4-10k-token prompts)")
     ap.add_argument("--n-ctx", type=int, default=16384,
-                    help="embedded model's context per request: a replay shows ExpRAG's whole bank (30 tickets with "
-                         "their answers: ~4-10k tokens; a prompt past the context stops the run)")
+                    help="embedded model's context per request (a top-k replay holds k tickets with their answers, "
+                         "~0.4-2k tokens for k = 4; --replay whole_bank holds every ticket: 30 make ~4-10k; a prompt "
+                         "past the context stops the run)")
     ap.add_argument("--inject", default="falsify@14,wipe@22,falsify@28")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--eval", default="12,8,5",
@@ -232,9 +260,15 @@ def main(argv: list[str] | None = None) -> int:
     if not wanted or set(wanted) - set(RUNS) or "paper" not in wanted:
         raise SystemExit(f"error: --runs takes some of {', '.join(RUNS)}, the paper run included (it has the blind "
                          f"method every other method is paired with), got {a.runs!r}")
-    runs = {k: v for k, v in run_settings(a).items() if k in wanted}
-    for name, settings in runs.items():
-        log(f"run {name}: {call_budget(settings)}")
+    from janus_memory.errors import ConfigError
+
+    try:
+        runs = {k: v for k, v in run_settings(a).items() if k in wanted}
+        budgets = {name: call_budget(settings) for name, settings in runs.items()}
+    except ConfigError as e:
+        raise SystemExit(f"error: {e}") from None
+    for name, line in budgets.items():
+        log(f"run {name}: {line}")
     try:
         for name, settings in runs.items():
             log(f"== run {name}: {settings['out']}")
@@ -242,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         log("interrupted: every committed step is kept; the same command continues")
         return 130
+    except ConfigError as e:
+        raise SystemExit(f"error: {e}") from None
     wall, load1 = time.time() - t0, os.getloadavg()[0]
     res = collect(a, summaries)
     md = markdown(a, res, wall, (load0, load1))

@@ -174,6 +174,9 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     say(f"janus dataset={cfg.dataset} stream={cfg.stream_size or 'all'} test={cfg.test_size or 'all'} "
         f"updater={cfg.updater} controller={cfg.controller} backend={cfg.llm.backend} seed={cfg.seed}")
     say(run_preset_line(cfg.preset, cfg.replay_mode() if cfg.controller != "none" else None))
+    if cfg.updater_config:  # what the run changed of the updater's defaults (ExpRAG's janus_replay, top_k, ...)
+        say(f"updater options ({cfg.updater}): "
+            + ", ".join(f"{k}={v}" for k, v in sorted(cfg.updater_config.items())))
     spec = DATASETS.get(cfg.dataset)
     for line in loader_option_lines({k: v for k, v in cfg.loader_options().items() if spec and k in spec.options}):
         say(line)

@@ -200,9 +200,17 @@ def _falsified_items(items: list[tuple[str, int]], task: Task, rng) -> list[tupl
     return [(fact, max((c for _, c in items), default=1) + 1)] + list(items)
 
 
+def can_inject(cls: type) -> bool:
+    """Whether an updater class takes an injected candidate: it says ``supports_injection`` and can hold one (its own
+    ``inject_harm``, or a ``load_memory_text`` for the base class's text-memory hook)."""
+    return bool(getattr(cls, "supports_injection", False)) and (
+        getattr(cls, "inject_harm", None) is not Updater.inject_harm
+        or getattr(cls, "load_memory_text", None) is not Updater.load_memory_text)
+
+
 def injectable_updaters() -> list[str]:
-    """The registered updaters that take an injected candidate (their class says ``supports_injection``)."""
-    return UPDATERS.names(lambda cls: getattr(cls, "supports_injection", False))
+    """The registered updaters that take an injected candidate (:func:`can_inject`)."""
+    return UPDATERS.names(can_inject)
 
 
 def supports(updater_name: str) -> bool:

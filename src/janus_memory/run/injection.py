@@ -25,6 +25,7 @@ from ..inject.candidates import (
     summarise_injections,
     supports,
 )
+from ..registry import UPDATERS
 
 LOG_KEY = "injections"  # counters key: the decision-log lines of injected steps, reduced to what the counts need
 
@@ -36,8 +37,12 @@ def validate(cfg) -> None:
     if not plan:
         return
     if not supports(cfg.updater):
-        raise ConfigError(f"--inject: updater '{cfg.updater}' cannot take an injected candidate; "
-                          f"supported: {', '.join(injectable_updaters())}")
+        cls = UPDATERS[cfg.updater] if cfg.updater in UPDATERS.names() else None
+        why = (" (its class says supports_injection but has neither load_memory_text nor its own inject_harm)"
+               if cls is not None and getattr(cls, "supports_injection", False) else "")
+        raise ConfigError(f"--inject: updater '{cfg.updater}' cannot take an injected candidate{why}; "
+                          f"supported: {', '.join(injectable_updaters())}; an updater of your own takes them with "
+                          "supports_injection = True and a load_memory_text (docs/updaters.md)")
     if cfg.stream_size is not None:
         check_stream(cfg, cfg.stream_size)
 
