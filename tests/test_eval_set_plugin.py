@@ -57,6 +57,10 @@ def test_the_strategy_registers_and_checks_its_argument():
     with pytest.raises(ValueError, match=r"eval_set must be one of \('hybrid', 'last', 'panel'\), got 'lst:3' "
                                          r"\(did you mean last\?\)"):
         JanusConfig(eval_set="lst:3")
+    # a name nothing is close to (a plugin's, when the plugin is not loaded): the error says how plugins load
+    with pytest.raises(ValueError, match=r"got 'stride:3' \(an evaluation set from a plugin is registered when its "
+                                         r"module is loaded: janus --plugin MODULE or \$JANUS_PLUGINS\)"):
+        JanusConfig(eval_set="stride:3")
     with pytest.raises(ValueError, match="eval_set 'panel' takes no argument, got panel:4"):
         JanusConfig(eval_set="panel:4")
     with pytest.raises(TypeError, match="expects an EvalSetStrategy subclass"):

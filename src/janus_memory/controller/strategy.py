@@ -79,7 +79,9 @@ def eval_set_for(config: Any) -> EvalSetStrategy:
     name, arg = split_spec(spec)
     if name not in EVAL_SETS:
         names = tuple(EVAL_SETS.names())
-        raise ValueError(f"eval_set must be one of {names}, got {spec!r}{did_you_mean(name, names)}")
+        hint = did_you_mean(name, names) or (" (an evaluation set from a plugin is registered when its module is "
+                                             "loaded: janus --plugin MODULE or $JANUS_PLUGINS)")
+        raise ValueError(f"eval_set must be one of {names}, got {spec!r}{hint}")
     return EVAL_SETS[name](config, arg)
 
 
