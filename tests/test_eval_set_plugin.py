@@ -54,6 +54,9 @@ def test_the_strategy_registers_and_checks_its_argument():
         JanusConfig(eval_set="last:x")
     with pytest.raises(ValueError, match=r"got last:0"):
         JanusConfig(eval_set="last:0")
+    for odd in ("²", "٣", "3.0", "-1", " 3"):  # digits Python's int() reads differently, or not at all
+        with pytest.raises(ValueError, match="eval_set last:N takes a whole number N >= 1"):
+            JanusConfig(eval_set=f"last:{odd}")
     with pytest.raises(ValueError, match=r"eval_set must be one of \('hybrid', 'last', 'panel'\), got 'lst:3' "
                                          r"\(did you mean last\?\)"):
         JanusConfig(eval_set="lst:3")

@@ -38,6 +38,8 @@ def test_the_real_run_measures_four_methods_and_a_rerun_reads_them_back(tmp_path
     assert rec["methods"]["always"]["triggers"] == 4  # every step after the warm-up of 2
     assert set(rec["paired"]) == {"paper", "recommended", "always"}
     assert "| method | test correct |" in p.stdout and "wall" in (out / "measurement.md").read_text()
+    # the recommended run's trigger lines name its panel, not an empty hybrid set
+    assert "(the panel)" in p.stdout and "coverage+boundary+fresh 0+0+0" not in p.stdout
     # the injection column names each injected candidate on both sides, with the scores of a blocked one
     blind_row = next(x for x in p.stdout.splitlines() if x.startswith("| blind |"))
     assert blind_row.endswith("| falsify@3, wipe@5 / none |")

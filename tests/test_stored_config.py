@@ -85,3 +85,21 @@ def test_an_old_yaml_file_with_flat_backend_keys_loads_as_the_nested_form(tmp_pa
     # and a config.json of it reads back the same way
     dumped = json.loads(json.dumps(resolve_config(RunConfig.parse(flat)).model_dump()))
     assert stored_config(dumped) == resolve_config(RunConfig.parse(nested))
+
+
+def test_a_recommended_run_stored_before_the_deploy_margin_reads_back_as_it_ran():
+    """A recommended run's whole resolved JanusConfig, stored before seq_deploy_margin and seq_quiet_deploy existed,
+    ran with no lead asked (margin 0, a quiet comparison deploys): read back, resumed and reported that way, not with
+    today's recommended margin of 1."""
+    from dataclasses import asdict
+
+    ran = {k: v for k, v in asdict(JanusConfig.recommended()).items()
+           if k not in ("seq_deploy_margin", "seq_quiet_deploy")}
+    stored = {**TODAY, "updater": "dc_rs", "janus_preset": "recommended", "janus": json.loads(json.dumps(ran))}
+    jc = stored_config(stored).janus_config()
+    assert (jc.seq_deploy_margin, jc.seq_quiet_deploy) == (0, True)
+    assert migrate_stored(stored)["janus"]["seq_deploy_margin"] == 0
+    # a config stored since keeps what it says
+    today = {**stored, "janus": {**stored["janus"], "seq_deploy_margin": 1, "seq_quiet_deploy": False}}
+    jc = stored_config(today).janus_config()
+    assert (jc.seq_deploy_margin, jc.seq_quiet_deploy) == (1, False)

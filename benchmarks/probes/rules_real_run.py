@@ -118,7 +118,10 @@ def run_one(settings: dict, log) -> dict:
         return json.loads((root / "summary.json").read_text(encoding="utf-8"))
     resume = (root / "run.sqlite").exists()
     stream, test = load_splits(cfg)
-    progress = ConsoleProgress(log, None, time_left=run_time_left(cfg, len(stream.tasks), len(test.tasks)))
+    from janus_memory.controller.strategy import eval_set_for
+
+    progress = ConsoleProgress(log, None, time_left=run_time_left(cfg, len(stream.tasks), len(test.tasks)),
+                               eval_set=eval_set_for(cfg.janus_config()))
     with Heartbeat(progress):
         return run_experiment(cfg, log=log, on_event=progress, resume=resume, splits=(stream, test))
 
@@ -250,8 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--out", default="runs/rules-real")
     ap.add_argument("--runs", default=",".join(RUNS),
-                    help="which runs to make or read back, in this order (default: all three, the cheapest first: "
-                         "paper (with blind), always, recommended); the tables show the methods of these runs")
+                    help="which runs to make or read back (default: all three); they go in the order paper (with "
+                         "blind), always, recommended, the cheapest first, whatever the order given; the tables show "
+                         "the methods of these runs")
     a = ap.parse_args(argv)
     log = lambda m: print(m, flush=True)  # noqa: E731
     load0, t0 = os.getloadavg()[0], time.time()

@@ -10,7 +10,7 @@ class LastSeen(EvalSetStrategy):
 
     def __init__(self, config, arg=None):
         super().__init__(config)
-        if arg is not None and not (arg.isdigit() and int(arg) >= 1):
+        if arg is not None and not (arg.isascii() and arg.isdigit() and int(arg) >= 1):
             raise ValueError(f"eval_set last:N takes a whole number N >= 1, got last:{arg}")
         self.n = int(arg) if arg is not None else 5
         self.planned = 0

@@ -9,6 +9,8 @@ from .llm_settings import lift_llm
 # the JanusConfig switches that close the rewording-chain and all-None holes, as a config stored before they existed
 # ran (off)
 HOLE_SWITCHES_OFF = {"near_copy_anchor": False, "indeterminate_rollback": False}
+# the sequential test's deploy margin, as a config stored before it existed ran (no lead asked)
+DEPLOY_MARGIN_OFF = {"seq_deploy_margin": 0, "seq_quiet_deploy": True}
 
 
 def migrate_stored(data: dict) -> dict:
@@ -36,6 +38,11 @@ def migrate_stored(data: dict) -> dict:
         # the whole resolved JanusConfig, stored before those switches existed: they were off (a recommended run of
         # that time resumes as it ran)
         data["janus"] = {**janus, **HOLE_SWITCHES_OFF}
+    janus = data.get("janus")
+    if isinstance(janus, dict) and "trigger" in janus and "seq_deploy_margin" not in janus:
+        # the whole resolved JanusConfig, stored before the deploy margin existed: the sequential test deployed on no
+        # lead (margin 0, a quiet comparison deploys); today's recommended preset asks a lead of 1
+        data["janus"] = {**janus, **DEPLOY_MARGIN_OFF}
     stored_dc = data.get("updater_config") or {}
     if data.get("updater") in ("dc_rs", "dc_cu") and "prompts" in stored_dc and "letter_format" not in stored_dc:
         # a resolved DC config (config.json lists every updater default) stored before the paper generator showed
