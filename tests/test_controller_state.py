@@ -103,3 +103,21 @@ def test_config_round_trip_and_validation():
     for kw in bad:
         with pytest.raises(ValueError):
             JanusConfig(**kw)
+
+
+def test_a_tampered_hybrid_set_state_is_refused_at_load():
+    """Coverage and boundary entries are task indices of the stream seen so far; an index outside it, a repeated
+    boundary task, a float or a non-string tag is a ValueError when the state is loaded, not a wrong comparison (a
+    negative index read the current task) or an IndexError at the next trigger."""
+    stream = inputs(60)
+    a = Janus(JanusConfig.fast(), ev)
+    drive(a, stream, 0, 40, "m0")
+    good = json.loads(json.dumps(a.state_dict()))
+    assert good["boundary"] and good["coverage"]  # the run compared: both roles hold tasks
+    Janus.from_state_dict(json.loads(json.dumps(good)), ev)  # loads as saved
+    first = good["boundary"][0]
+    for field, bad in [("boundary", [[-1, "flip"]]), ("boundary", [[10**6, "flip"]]), ("boundary", [first, first]),
+                       ("boundary", [[1.5, "flip"]]), ("boundary", [[first[0], 3]]), ("coverage", [-1]),
+                       ("coverage", [10**6]), ("coverage", [2.0]), ("coverage", "0")]:
+        with pytest.raises(ValueError, match=f"state {field} must be"):
+            Janus.from_state_dict({**json.loads(json.dumps(good)), field: bad}, ev)

@@ -163,6 +163,12 @@ def test_a_resumed_run_says_what_calls_paid_leaves_out(finished):
                 "response cache and count as cache hits, not as paid (the cache hits also hold any answers the shared "
                 "cache had from other runs with the same requests)" in text) is shown
     assert RESUMED_NOTE.startswith("; resumed run:")
+    # without a response cache the interrupted attempt's calls came back from nowhere: said so
+    console = Console(record=True, width=400, force_terminal=False)
+    print_summary({**summary, "resumed": "no_cache"}, console)
+    text = " ".join(console.export_text().split())
+    assert ("resumed run without a response cache: what an interrupted attempt paid for steps it never committed was "
+            "paid again and is not counted here") in text and "came back from the response cache" not in text
 
 
 

@@ -151,8 +151,15 @@ class HybridSet(EvalSetStrategy):
         if state["coverage_model"]["kind"] != self.model.kind:
             raise ValueError("state coverage model does not match config.clustering")
         self.model.load_state_dict(state["coverage_model"])
-        self.coverage = [int(i) for i in state["coverage"]]
-        self.boundary = [(int(i), str(t)) for i, t in state["boundary"]]
+        cov, bnd = state["coverage"], state["boundary"]
+        if not isinstance(cov, list) or not all(type(i) is int and 0 <= i < n_tasks for i in cov):
+            raise ValueError(f"state coverage must be task indices in [0, {n_tasks}), got {cov!r}")
+        if not isinstance(bnd, list) or not all(
+                isinstance(e, list | tuple) and len(e) == 2 and type(e[0]) is int and 0 <= e[0] < n_tasks
+                and isinstance(e[1], str) for e in bnd) or len({e[0] for e in bnd}) != len(bnd):
+            raise ValueError(f"state boundary must be distinct [task index in [0, {n_tasks}), tag] pairs, got {bnd!r}")
+        self.coverage = list(cov)
+        self.boundary = [(int(i), str(t)) for i, t in bnd]
 
 
 # ----------------------------------------------------------------------------- the roles and the entries

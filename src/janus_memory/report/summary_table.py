@@ -129,7 +129,10 @@ def print_summary(summary: dict, console) -> None:
                                              "cache hits"), rows,
                          caption="needed = every response the method's requests got, cache included (its cost with "
                                  "an empty cache; speculative reads too); paid = calls this run made"
-                                 + (RESUMED_NOTE if summary.get("resumed") else ""),
+                                 + (("; resumed run without a response cache: what an interrupted attempt paid "
+                                     "for steps it never committed was paid again and is not counted here")
+                                    if summary.get("resumed") == "no_cache" else
+                                    RESUMED_NOTE if summary.get("resumed") else ""),
                          width=width), crop=False)
     print_injections(summary, console, width)
     rows = [[role, *(f"{r.get(k, 0):,}" for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")),

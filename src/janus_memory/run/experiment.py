@@ -279,7 +279,7 @@ def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: 
                "dataset": cfg.dataset, "updater": cfg.updater, "backend": ctx.backend_info, "methods": methods,
                "usage_total": sum_method_usage(methods), "wall_s": round(time.time() - t0, 2)}
     if resumed:  # "calls paid" then leaves out what an interrupted attempt paid for uncommitted steps (cache hits)
-        summary["resumed"] = True
+        summary["resumed"] = "no_cache" if cfg.no_cache else True
     store.finish(summary)
     record_timing(ctx)  # the measured speed of the embedded model on this machine, for the next run's estimate
     return summary
