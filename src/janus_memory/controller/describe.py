@@ -240,9 +240,12 @@ def describe(c: JanusConfig | dict) -> ControllerDescription:
     usual, cap = rule.caps(c)
     reads, most = (configured if x is None else min(configured, x) for x in (usual, cap))
     diffs: tuple = ()
-    if shape.PAPER:  # the paper's set: say where its sizes, trigger or momentum are not the paper's
+    if shape.PAPER or preset == "custom":
+        # where the sizes (the paper's set), warm-up, trigger or momentum are not the paper's; a custom configuration
+        # with another evaluation set says it too (its label names only the switches)
         ref = JanusConfig.paper()
-        keys = [k for k in SIZES if getattr(c, k) != getattr(ref, k)]
+        keys = [k for k in SIZES if getattr(c, k) != getattr(ref, k)
+                and (shape.PAPER or k not in ("coverage_size", "boundary_size", "fresh_size"))]
         diffs = tuple(f"{_PAPER_NAMES[k]} {_value(getattr(c, k))} (paper {_value(getattr(ref, k))})" for k in keys)
     return ControllerDescription(
         preset=preset, label=label, warmup=c.warmup, trigger=trigger_text(c), eval_set=c.eval_set,
