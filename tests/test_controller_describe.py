@@ -143,3 +143,10 @@ def test_extras_say_what_the_options_do():
     assert describe(JanusConfig.recommended(gate_compare=False, gate_full_compare=True)).extras[0] == (
         "a dump/wipe-looking candidate gets a full paper-rule comparison at any step, warm-up included")
     assert describe(JanusConfig.paper()).extras == ()
+
+
+def test_a_custom_configuration_with_another_evaluation_set_says_where_it_leaves_the_paper():
+    lines = describe(JanusConfig(eval_set="panel", warmup=4, trigger="always")).lines()
+    assert lines[0] == ("Janus preset: custom: paper with eval_set=panel; differs from the paper's: warm-up 4 (paper 20), "
+                        "trigger always (paper mmt)")
+    assert describe(JanusConfig.recommended()).lines()[0] == "Janus preset: recommended"  # a preset: its name alone
