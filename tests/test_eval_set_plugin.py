@@ -25,7 +25,10 @@ def _plugin(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(PLUGIN_DIR))
     monkeypatch.setenv("PYTHONPATH", f"{PLUGIN_DIR}:{Path(__file__).resolve().parents[1] / 'src'}")
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv(registry.PLUGINS_ENV, raising=False)
+    # set, then removed: the CLI's --plugin writes the variable for worker processes, and the undo at teardown must
+    # remove it again (a delenv of an absent variable records nothing to undo, so it leaked into later tests)
+    monkeypatch.setenv(registry.PLUGINS_ENV, "")
+    monkeypatch.delenv(registry.PLUGINS_ENV)
     import janus_last_seen  # noqa: F401  (registers "last")
 
     yield
@@ -101,7 +104,8 @@ def test_description_and_estimate_size_it_from_the_strategy():
     d = describe(cfg)
     assert (d.evaluation, d.reads_cell, d.configured, d.sizes, d.paper_set) == (
         "the last 3 seen tasks", "last 3", 3, {"last": 3}, False)
-    assert d.paper_differences == ()  # sizes are compared with the paper's only for the paper's set
+    # sizes are compared with the paper's only for the paper's set; the warm-up and the trigger for every set
+    assert d.paper_differences == ("warm-up 2 (paper 20)", "trigger always (paper mmt)")
     assert eval_size(cfg) == 3 and janus_calls(cfg, 1, 6) == 4 * 2 * 3  # steps 3-6, both memories x 3 tasks
     assert describe(cfg.to_dict()).configured == 3  # a stored config (config.json's janus section) reads the same
 

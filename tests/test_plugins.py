@@ -19,7 +19,8 @@ def _plugin_path(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(PLUGIN_DIR))
     monkeypatch.setenv("PYTHONPATH", f"{PLUGIN_DIR}:{Path(__file__).resolve().parents[1] / 'src'}")
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv(registry.PLUGINS_ENV, raising=False)
+    monkeypatch.setenv(registry.PLUGINS_ENV, "")  # recorded, so the teardown removes what the CLI's --plugin writes
+    monkeypatch.delenv(registry.PLUGINS_ENV)
     yield
     registry.UPDATERS.pop("notes", None)
     registry.DATASETS.pop("toy_sums", None)
