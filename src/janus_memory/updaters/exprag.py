@@ -83,9 +83,6 @@ class ExpRAG(Updater):
         out = truncate(rec["output"], self.config["retrieved_output_chars"])
         return f"Q: {rec['input']}\nA: {out}\nFeedback: {rec['feedback']}"
 
-    def _record_text(self, n: int, rec: dict) -> str:
-        return f"[Experience {n}]\n{self._body(rec)}"
-
     def _render(self, indices: list[int]) -> str:
         return self._numbered([self._body(self.bank.records[i]) for i in indices])
 
@@ -116,18 +113,18 @@ class ExpRAG(Updater):
             return EMPTY_MEMORY
         return "\n\n".join(f"[Experience {n}]\n{b}" for n, b in enumerate(bodies, start=1))
 
-    def _others(self, memory_text: str, task: Task) -> list[str] | None:
-        """The record bodies of ``memory_text`` without the task's own record; None when it holds no such record."""
+    def _others(self, memory_text: str, task: Task) -> tuple[list[str], bool]:
+        """The record bodies of ``memory_text`` without the task's own record, and whether it held one."""
         bodies = self._blocks(memory_text)
         own = f"Q: {self.family.prompt(task)}\nA: "
         kept = [b for b in bodies if not b.startswith(own)]
-        return None if len(kept) == len(bodies) else kept
+        return kept, len(kept) != len(bodies)
 
     def without_own_record(self, memory_text: str, task: Task) -> str:
         """``memory_text`` without the record of ``task`` itself (its question is the task's prompt), renumbered;
         the text unchanged when it holds no such record."""
-        kept = self._others(memory_text, task)
-        return memory_text if kept is None else self._numbered(kept)
+        kept, had_own = self._others(memory_text, task)
+        return self._numbered(kept) if had_own else memory_text
 
     def _remember_bank(self) -> None:
         """Record the embedding of every record the bank holds now, keyed by its rendered body."""
@@ -153,8 +150,7 @@ class ExpRAG(Updater):
         them (``whole_bank``) or the ``top_k`` most similar (``top_k``; ``query``: the task's question embedding)."""
         if self.config["janus_replay"] != "top_k":
             return self.without_own_record(memory_text, task)
-        kept = self._others(memory_text, task)
-        bodies = self._blocks(memory_text) if kept is None else kept
+        bodies, _ = self._others(memory_text, task)
         k = int(self.config["top_k"])
         if not bodies or k <= 0:
             return EMPTY_MEMORY
