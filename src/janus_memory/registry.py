@@ -45,6 +45,19 @@ class Registry(dict):
 
         return put if obj is None else put(obj)
 
+    def class_decorator(self, name: str, base: type, caller: str) -> Callable[[type], type]:
+        """A class decorator registering a subclass of ``base`` as ``name`` (re-registering replaces) and setting its
+        ``name``; anything else is a TypeError naming ``caller``."""
+
+        def deco(cls: type) -> type:
+            if not (isinstance(cls, type) and issubclass(cls, base)):
+                raise TypeError(f"{caller} expects an {base.__name__} subclass")
+            cls.name = name  # type: ignore[attr-defined]
+            self[name] = cls
+            return cls
+
+        return deco
+
     def __getitem__(self, name: str) -> Any:
         obj = super().__getitem__(name)
         if isinstance(obj, str):

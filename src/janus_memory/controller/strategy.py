@@ -53,15 +53,7 @@ def register_eval_set(name: str) -> Callable[[type[EvalSetStrategy]], type[EvalS
     replaces it."""
     if not isinstance(name, str) or not name or ":" in name:
         raise ValueError(f"an evaluation set's name must be a non-empty string without ':', got {name!r}")
-
-    def deco(cls: type[EvalSetStrategy]) -> type[EvalSetStrategy]:
-        if not (isinstance(cls, type) and issubclass(cls, EvalSetStrategy)):
-            raise TypeError("register_eval_set expects an EvalSetStrategy subclass")
-        cls.name = name
-        EVAL_SETS[name] = cls
-        return cls
-
-    return deco
+    return EVAL_SETS.class_decorator(name, EvalSetStrategy, "register_eval_set")
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:

@@ -353,15 +353,7 @@ from janus_memory.registry import UPDATERS  # noqa: E402  (the one registry; a d
 
 def register_updater(name: str) -> Callable[[type[Updater]], type[Updater]]:
     """Class decorator: make ``make_updater(name, ...)`` build this class. Re-registering a name replaces it."""
-
-    def deco(cls: type[Updater]) -> type[Updater]:
-        if not (isinstance(cls, type) and issubclass(cls, Updater)):
-            raise TypeError("register_updater expects an Updater subclass")
-        cls.name = name
-        UPDATERS[name] = cls
-        return cls
-
-    return deco
+    return UPDATERS.class_decorator(name, Updater, "register_updater")
 
 
 def make_updater(
