@@ -185,6 +185,8 @@ def collect(a, summaries: dict[str, dict]) -> dict:
 
 
 def markdown(a, res: dict, wall: float, loads: tuple) -> str:
+    from janus_memory.inject.plan import parse_inject
+
     model = "Embedded model" if a.backend == "local" else f"Backend {a.backend}"
     lines = [f"{model}, dataset {a.dataset} seed {a.seed}: stream {a.stream}, test {a.test}, updater "
              f"{a.updater}" + (f" (janus_replay {a.replay}, top-k {a.top_k})" if a.updater == "exprag" else "")
@@ -205,7 +207,7 @@ def markdown(a, res: dict, wall: float, loads: tuple) -> str:
         p = "-" if pc is None else f"{pc['p_mcnemar']:.3g}"
         c = m["calls"]
         inj = m["injections"]
-        kinds = {int(x.split("@")[1]): x.split("@")[0] for x in a.inject.split(",") if "@" in x}
+        kinds = {i.step: i.kind for i in parse_inject(a.inject)}
         deployed = [f"{kinds.get(int(st), '?')}@{st}" for st in inj.get("deployed") or []]
         blocked = [f"{b['kind']}@{b['step']} (E {b['old_score']:.2f} vs {b['new_score']:.2f})"
                    if b.get("old_score") is not None else f"{b['kind']}@{b['step']}" for b in inj.get("blocked") or []]

@@ -110,6 +110,10 @@ def fit_table(title: str, header: tuple[str, ...], rows: list[list[str]], captio
 RESUMED_NOTE = ("; resumed run: calls an interrupted attempt paid for steps it never committed came back from the "
                 "response cache and count as cache hits, not as paid (the cache hits also hold any answers the shared "
                 "cache had from other runs with the same requests)")
+# ``summary["resumed"]``: True, or "no_cache" for a run resumed without a response cache (nothing came back from it)
+RESUMED_NOTES = {True: RESUMED_NOTE,
+                 "no_cache": ("; resumed run without a response cache: what an interrupted attempt paid for steps it "
+                              "never committed was paid again and is not counted here")}
 
 
 def print_summary(summary: dict, console) -> None:
@@ -129,10 +133,7 @@ def print_summary(summary: dict, console) -> None:
                                              "cache hits"), rows,
                          caption="needed = every response the method's requests got, cache included (its cost with "
                                  "an empty cache; speculative reads too); paid = calls this run made"
-                                 + (("; resumed run without a response cache: what an interrupted attempt paid "
-                                     "for steps it never committed was paid again and is not counted here")
-                                    if summary.get("resumed") == "no_cache" else
-                                    RESUMED_NOTE if summary.get("resumed") else ""),
+                                 + RESUMED_NOTES.get(summary.get("resumed"), ""),
                          width=width), crop=False)
     print_injections(summary, console, width)
     rows = [[role, *(f"{r.get(k, 0):,}" for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")),

@@ -37,9 +37,8 @@ def validate(cfg) -> None:
     if not plan:
         return
     if not supports(cfg.updater):
-        cls = UPDATERS[cfg.updater] if cfg.updater in UPDATERS.names() else None
         why = (" (its class says supports_injection but has neither load_memory_text nor its own inject_harm)"
-               if cls is not None and getattr(cls, "supports_injection", False) else "")
+               if getattr(UPDATERS.get(cfg.updater), "supports_injection", False) else "")
         raise ConfigError(f"--inject: updater '{cfg.updater}' cannot take an injected candidate{why}; "
                           f"supported: {', '.join(injectable_updaters())}; an updater of your own takes them with "
                           "supports_injection = True and a load_memory_text (docs/updaters.md)")
