@@ -180,7 +180,7 @@ def test_recommended_preset_and_paper_unchanged():
     assert (r.near_copy_similarity, r.near_copy_inherit, r.near_copy_pairs, r.gate_compare, r.gate_full_compare,
             r.reuse_old_results, r.dedup, r.same_memory_shortcut) == (0.93, True, 1, True, False, True, True, True)
     assert r.preset == "recommended" and JanusConfig().preset == "paper"
-    assert JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST).preset == "custom"  # round 2 is a configuration now, not the preset
+    assert JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST).preset == "custom"  # a named configuration, not a preset
     p = JanusConfig()
     assert (p.decision_rule, p.eval_order, p.gate_full_compare, p.near_copy_similarity, p.seq_max_pairs, p.eval_set,
             p.gate_compare, p.near_copy_inherit) == ("paper", "paper", False, 0.0, 0, "hybrid", False, False)
