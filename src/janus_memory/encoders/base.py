@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from janus_memory.sqlite_wal import connect_shared
 
 
 @runtime_checkable
@@ -61,10 +62,7 @@ class EmbeddingDiskCache:
             p = p / "embeddings.sqlite"
         self.path = p
         self._lock = threading.Lock()
-        self._con = sqlite3.connect(str(p), timeout=30.0, isolation_level=None, check_same_thread=False)
-        self._con.execute("PRAGMA journal_mode=WAL")
-        self._con.execute("PRAGMA busy_timeout=30000")
-        self._con.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
+        self._con = connect_shared(p, "CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}

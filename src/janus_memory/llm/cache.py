@@ -6,8 +6,9 @@ memory, task prompt, parameters and sample index get the same stored answer, so 
 reproducible and a re-run costs no calls (this also removes server-side temperature-0 noise, C23).
 
 Value: the normalised result (text, reasoning, finish_reason, usage, model) as JSON. Failures are never stored.
-Safe under concurrent writers (threads and processes): WAL journal, ``busy_timeout`` and
-``INSERT OR IGNORE`` (the first writer of a key wins; later identical keys are no-ops).
+Safe under concurrent writers (threads and processes): opened with :func:`janus_memory.sqlite_wal.connect_shared`
+(WAL journal, ``busy_timeout``, the opening steps that SQLite does not wait on retried) and ``INSERT OR IGNORE``
+(the first writer of a key wins; later identical keys are no-ops).
 A cache that cannot be opened (``--cache-dir`` naming a file, no permission, not an SQLite file) raises
 :class:`CacheError` with one line naming the path, never a traceback from sqlite3 or pathlib.
 """
@@ -28,9 +29,11 @@ from janus_memory.llm.base import (
     result_from_dict,
     result_to_dict,
 )
+from janus_memory.sqlite_wal import connect_shared
 from janus_memory.types import ChatResult
 
 CACHE_FILENAME = "responses.sqlite"
+SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, backend TEXT, created REAL)"
 
 
 class CacheError(Exception):
@@ -71,12 +74,7 @@ class ResponseCache:
                 raise CacheError(f"cache folder {p} is a file, not a folder: pass a folder (or a .sqlite file path) "
                                  f"with --cache-dir, or --no-cache")
             (p.parent if is_file_path else p).mkdir(parents=True, exist_ok=True)
-            con = self._conn()
-            with con:
-                con.execute(
-                    "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
-                    " backend TEXT, created REAL)"
-                )
+            self._conn()
         except CacheError:
             self.close()
             raise
@@ -89,10 +87,7 @@ class ResponseCache:
     def _conn(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
         if con is None:
-            con = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA busy_timeout=30000")
-            con.execute("PRAGMA synchronous=NORMAL")
+            con = connect_shared(self.path, SCHEMA)
             self._local.con = con
             with self._lock:
                 self._conns.append(con)

@@ -1,0 +1,63 @@
+"""Open an SQLite file shared by several processes at once (the response cache, the embedding cache): WAL journal,
+a busy timeout, and a schema created under a write lock.
+
+Two steps of opening do not wait on SQLite's busy handler and fail at once with "database is locked" while another
+process is opening the same new file: switching the journal to WAL (it needs an exclusive lock) and a
+``CREATE TABLE IF NOT EXISTS`` that reads the schema before it writes. Sweep workers starting together hit exactly
+that. :func:`connect_shared` retries those steps until ``timeout`` seconds have passed, then lets the error through.
+"""
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def _is_busy(e: sqlite3.OperationalError) -> bool:
+    return "locked" in str(e) or "busy" in str(e).lower()
+
+
+def retry_busy(step: Callable[[], T], *, timeout: float, sleep: Callable[[float], None] = time.sleep) -> T:
+    """``step()``, run again after a short randomised pause while it fails with SQLITE_BUSY/"database is locked",
+    until ``timeout`` seconds have passed (then the last error is raised). Other errors pass at once."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as e:
+            if not _is_busy(e) or time.monotonic() >= deadline:
+                raise
+        sleep(pause * (0.5 + random.random()))
+        pause = min(pause * 2, 0.25)
+
+
+def connect_shared(path: str | Path, schema: str, *, timeout: float = 30.0) -> sqlite3.Connection:
+    """A connection to ``path`` in WAL mode with ``busy_timeout`` set and ``schema`` (one ``CREATE TABLE IF NOT
+    EXISTS`` statement) applied, safe while other processes open the same file. Autocommit, usable from any thread
+    (the caller serialises use of one connection)."""
+    con = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        con.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        retry_busy(lambda: con.execute("PRAGMA journal_mode=WAL").fetchone(), timeout=timeout)
+        con.execute("PRAGMA synchronous=NORMAL")
+
+        def create() -> None:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                con.execute(schema)
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+        retry_busy(create, timeout=timeout)
+    except BaseException:
+        con.close()
+        raise
+    return con
