@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from janus_memory.cli.progress import ConsoleProgress, TimeLeft, _duration
+from janus_memory.cli.progress import ConsoleProgress, TimeLeft
 from janus_memory.llm.live import LiveTokens
+from janus_memory.run.estimate import duration_text
 from janus_memory.store.events import MethodFinished, MethodStarted, StepFinished, TestProgress, TestStarted
 
 
@@ -99,7 +100,7 @@ def test_time_left_text():
 @pytest.mark.parametrize("seconds,text", [(4, "~4 s"), (37, "~40 s"), (95, "~2 min"), (420, "~7 min"),
                                           (5400, "~1.5 h")])
 def test_duration_rounding(seconds, text):
-    assert _duration(seconds) == text
+    assert duration_text(seconds) == text
 
 
 def test_plain_lines_carry_the_time_left_and_the_still_running_line_says_it_long():

@@ -86,7 +86,7 @@ def test_lines_per_backend_and_measurement():
                                               f"machine (11.2 tokens/s, last 3 runs) = at most ~69 min; {parts}")
     assert estimate_line(local, CallCount(10, None, 0, 2, 5), Measurement(3.0, 5.0, 1, 9)) == (
         "estimate: at least 12 LLM calls x ~3.0 s per call measured on this machine (5.0 tokens/s, last 1 run) = "
-        f"at least ~36 s; calls = stream 10 or more + Janus evaluation 0 ({BOUND}) + test 2")
+        f"at least ~40 s; calls = stream 10 or more + Janus evaluation 0 ({BOUND}) + test 2")
     assert estimate_line(local, CallCount(0, 0, 0, 0, 5), m) is None  # nothing left to run
     rec = _cfg(janus_preset="recommended")
     assert estimate_line(rec, count_calls(rec, 12, 3)) == (

@@ -145,15 +145,6 @@ def _clock_text(seconds: float) -> str:
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def _duration(seconds: float) -> str:
-    """A time left, rounded as an estimate deserves: '~40 s', '~7 min', '~1.5 h'."""
-    if seconds < 90:
-        return f"~{max(1, round(seconds / 10) * 10 if seconds >= 20 else round(seconds))} s"
-    if seconds < 90 * 60:
-        return f"~{round(seconds / 60)} min"
-    return f"~{seconds / 3600:.1f} h"
-
-
 class TimeLeft:
     """The time a run has left (module docstring): ``calls_left(done, answered)`` gives the LLM calls still ahead
     (an upper bound; None when the updater declares no count) from each method's last committed step (``done``:
@@ -199,6 +190,8 @@ class TimeLeft:
     def text(self, long: bool = False) -> str:
         """'left <= ~7 min' (``long``: with the calls, the seconds per call and the measured speed), or what is
         missing for an estimate."""
+        from ..run.estimate import duration_text
+
         with self._lock:
             done, answered = dict(self.done), dict(self.answered)
         calls = self.calls_left(done, answered)
@@ -209,13 +202,13 @@ class TimeLeft:
         rate = self.rate()
         if rate is None and self.earlier is not None:  # nothing measured in this run yet: earlier runs' speed
             e = self.earlier
-            head = f"left <= {_duration(calls * e.s_per_call)}"
+            head = f"left <= {duration_text(calls * e.s_per_call)}"
             return head + (f" (at most {calls} calls x {e.s_per_call:.0f} s at {e.tokens_per_s:.1f} tokens/s, the "
                            "speed of earlier runs on this machine until this run has measured its own)" if long else
                            " (earlier runs' speed)")
         if rate is None:
             return "left: measured after the first model call"
-        head = f"left <= {_duration(calls * rate.s_per_call)}"
+        head = f"left <= {duration_text(calls * rate.s_per_call)}"
         if not long:
             return head
         return (f"{head} (at most {calls} calls x {rate.s_per_call:.0f} s at {rate.tokens_per_s:.1f} tokens/s, "

@@ -128,11 +128,13 @@ def janus_bound(jc, size: int) -> str:
             f"{d.evaluation}{why}")
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """A time ahead, rounded as an estimate deserves: '~8 s', '~40 s', '~7 min', '~1.5 h' (the run header's estimate
+    and the progress line's time left say it the same way)."""
     if seconds < 90:
-        return f"~{seconds:.0f} s"
+        return f"~{max(1, round(seconds / 10) * 10 if seconds >= 20 else round(seconds))} s"
     if seconds < 90 * 60:
-        return f"~{seconds / 60:.0f} min"
+        return f"~{round(seconds / 60)} min"
     return f"~{seconds / 3600:.1f} h"
 
 
@@ -181,7 +183,7 @@ def _estimate_line(cfg, count: CallCount | None, measurement=None) -> str | None
         return f"{head} (no measurement yet of this model on this machine: each finished run records one); {parts}"
     runs = f"last {measurement.runs} run{'s' if measurement.runs > 1 else ''}"
     return (f"{head} x ~{measurement.s_per_call:.1f} s per call measured on this machine ({measurement.tokens_per_s:.1f} "
-            f"tokens/s, {runs}) = {bound} {_duration(calls * measurement.s_per_call)}; {parts}")
+            f"tokens/s, {runs}) = {bound} {duration_text(calls * measurement.s_per_call)}; {parts}")
 
 
 def run_estimate(ctx, done: dict[str, int | None] | None = None) -> str | None:

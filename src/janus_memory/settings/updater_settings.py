@@ -25,10 +25,13 @@ def check_updater_config(updater_cls, config: dict) -> None:
         if default is None or value is None:
             continue
         ok = (isinstance(value, bool) if isinstance(default, bool) else
-              isinstance(value, (int, float)) and not isinstance(value, bool) if isinstance(default, (int, float)) else
+              isinstance(value, int) and not isinstance(value, bool) if isinstance(default, int) else
+              isinstance(value, (int, float)) and not isinstance(value, bool) if isinstance(default, float) else
               isinstance(value, type(default)))
         if not ok:
-            raise ConfigError(f"invalid value for 'updater_config.{key}': expected {type(default).__name__}, "
+            what = "a whole number" if isinstance(default, int) and not isinstance(default, bool) else \
+                type(default).__name__
+            raise ConfigError(f"invalid value for 'updater_config.{key}': expected {what}, "
                               f"got {value!r}", key=f"updater_config.{key}")
         if isinstance(default, (int, float)) and not isinstance(default, bool):
             lo, hi = _updater_range(updater_cls, key)
@@ -40,8 +43,9 @@ def check_updater_config(updater_cls, config: dict) -> None:
 
 # the ranges of numeric updater settings: an updater may declare its own (class attribute RANGES: {key: (lo, hi)});
 # otherwise sampling temperatures are in [0, 2], penalties in [-2, 2] (the OpenAI API's ranges), thresholds and ratios
-# named so in [0, 1], and every other number (counts, sizes, character and token limits, timeouts) in [0, 2^20]
-# (settings/limits.py: a count or token limit past it is a typo that would fail late, or cost without end)
+# named so in [0, 1], token caps (``*max_tokens``) in [1, 2^20], and every other number (counts, sizes, character
+# limits, timeouts) in [0, 2^20] (settings/limits.py: a count or token limit past it is a typo that would fail late,
+# or cost without end)
 def _updater_range(updater_cls, key: str) -> tuple[float, float]:
     declared = getattr(updater_cls, "RANGES", {}) or {}
     if key in declared:
@@ -52,6 +56,9 @@ def _updater_range(updater_cls, key: str) -> tuple[float, float]:
         return -2.0, 2.0
     if key.endswith("threshold"):
         return 0.0, 1.0
-    from .limits import MAX_COUNT
+    from .limits import MAX_COUNT, MAX_TOKENS
+
+    if key.endswith("max_tokens"):  # a reply cap of 0 tokens asks for no answer at all
+        return 1, MAX_TOKENS
 
     return 0, MAX_COUNT

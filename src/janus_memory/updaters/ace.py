@@ -68,6 +68,8 @@ class ACE(Updater):
     prompt_prefixes = ("ace_",)
     display_name = "ACE"
 
+    RANGES = {"curator_frequency": (1, 1 << 20)}  # every n-th step; 0 would divide by zero
+
     DEFAULTS = {
         "max_num_rounds": 3,
         "curator_frequency": 1,

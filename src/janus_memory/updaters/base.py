@@ -94,6 +94,11 @@ class Updater(ABC):
             if key not in allowed:
                 raise ValueError(f"unknown config key {key!r} for updater {self.name!r}; allowed: {sorted(allowed)}")
         self.config: dict[str, Any] = {**copy.deepcopy(allowed), **config}
+        for key, least in (("top_k", 0), ("solver_max_tokens", 1), ("curator_max_tokens", 1)):
+            value = self.config[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"config {key!r} for updater {self.name!r} must be a whole number >= {least}, "
+                                 f"got {value!r}")
         self.stats: dict[str, Any] = {"steps": 0, "rollbacks": 0, "candidates_rejected": {}}
 
     # ---- to implement -------------------------------------------------------------------------

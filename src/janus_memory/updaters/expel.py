@@ -126,6 +126,8 @@ class ExpeL(Updater):
     """ExpeL online (see module docstring). Extra config: max_tries, batch_update_size, max_num_rules,
     reflection_max_tokens."""
 
+    RANGES = {"batch_update_size": (1, 1 << 20)}  # curate per batch of n failures; 0 would divide by zero
+
     DEFAULTS = {"max_tries": 3, "batch_update_size": 8, "max_num_rules": 20, "reflection_max_tokens": 256,
                 "rule_ops": "paper", "answer_block": "first", "replay_scoring": "raw",
                 "parse_reasoning": True, "retrieval": "paper", "buffer_retrieve_ratio": 5,
