@@ -1,7 +1,8 @@
 """One old-vs-new comparison on behalf of a Decision, and the controller's counters it moves.
 
 The evaluator is told what is coming (``begin_comparison`` for resumable sampling, ``expect_pair`` and
-``expect_calls`` for a batching evaluator, all optional), ``decision.compare`` applies the rule, and the outcome is copied onto the Decision.
+``expect_calls`` for a batching evaluator, all optional), ``decision.compare`` applies the rule, and the outcome is
+copied onto the Decision.
 A failing evaluator keeps the candidate (reason ``evaluation_failed:...``). Counter names are those of
 ``Janus.stats``: steps, triggers, accepts, rollbacks, evaluator_calls, evaluator_calls_saved, evaluation_failures.
 """
@@ -54,10 +55,11 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
     rule = "paper" if full else dc.rule
     base = dc.seq_max_pairs if base_pairs is None else base_pairs
     seq = rule == "sequential"
-    how = dict(rule=rule, early_stop=dc.early_stop and not full, round_size=dc.seq_round if seq else dc.early_stop_round,
-               same_memory_shortcut=c.reuse.same_memory_shortcut, max_pairs=max_pairs if max_pairs is not None else base,
-               known_old=known_old if seq else None,
-               extend_pairs=dc.seq_extend_pairs if seq and max_pairs is None and dc.seq_extend_pairs > base else 0)
+    how: dict[str, Any] = dict(
+        rule=rule, early_stop=dc.early_stop and not full, round_size=dc.seq_round if seq else dc.early_stop_round,
+        same_memory_shortcut=c.reuse.same_memory_shortcut, max_pairs=max_pairs if max_pairs is not None else base,
+        known_old=known_old if seq else None,
+        extend_pairs=dc.seq_extend_pairs if seq and max_pairs is None and dc.seq_extend_pairs > base else 0)
     expect = getattr(evaluator, "expect_calls", None)
     if callable(expect):  # every call the comparison may make, in order (None: the order depends on the outcomes)
         expect(planned_calls(tasks, old_text, new_text, **how))

@@ -119,7 +119,7 @@ class JanusConfig:
             if key not in FLAT:
                 raise TypeError(f"JanusConfig.__init__() got an unexpected keyword argument {key!r}")
         for name, cls in GROUPS.items():
-            group = given.get(name)
+            group: Any = given.get(name)
             if group is not None and not isinstance(group, cls):
                 raise ValueError(f"{name} must be a {cls.__name__}, got {group!r}")
             updates = {f: flat[k] for f, k in GROUPED[name].items() if k in flat}
@@ -148,6 +148,11 @@ class JanusConfig:
     if TYPE_CHECKING:  # the flat reads (cfg.tau, cfg.seq_max_pairs ...) are properties made below the class
         def __getattr__(self, name: str) -> Any: ...
 
+    def replace(self, **changes: Any) -> JanusConfig:
+        """A copy with ``changes``: flat keywords (``tau=0.1``, ``trigger="always"``) or whole groups
+        (``trigger=TriggerConfig(...)``); the same as ``dataclasses.replace(self, **changes)``."""
+        return dataclasses.replace(self, **changes)
+
     def flat_value(self, key: str) -> Any:
         """The value of one flat key (``"tau"``, ``"trigger"`` -> the trigger's kind, ``"warmup"``)."""
         group, name = FLAT[key]
@@ -172,7 +177,7 @@ class JanusConfig:
     def fast(cls, **overrides) -> JanusConfig:
         """Speed options on: exact early stopping, de-duplication, incremental clustering and the identical-memory
         shortcut (identical texts are evaluated once: no noise flips)."""
-        base = dict(early_stop=True, dedup=True, clustering="incremental", same_memory_shortcut=True)
+        base: dict[str, Any] = dict(early_stop=True, dedup=True, clustering="incremental", same_memory_shortcut=True)
         base.update(overrides)
         return cls(**base)
 
@@ -193,7 +198,7 @@ class JanusConfig:
         (``gate_compare``); identical texts are evaluated once. Earlier recommended controllers:
         ``JanusConfig(**config.RECOMMENDED_PANEL_TIES_DEPLOYED)`` (the panel read 11-19, ties deployed) and
         ``JanusConfig(**config.RECOMMENDED_HYBRID_BOUNDARY_FIRST)`` (the paper's hybrid set read boundary first)."""
-        base = dict(RECOMMENDED)
+        base: dict[str, Any] = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)
 
@@ -259,7 +264,7 @@ class JanusConfig:
         if k < 1:
             raise ValueError("support size K must be >= 1")
         cov = min(coverage_size, k)
-        base = dict(coverage_size=cov, boundary_size=k - cov, warmup=k)
+        base: dict[str, Any] = dict(coverage_size=cov, boundary_size=k - cov, warmup=k)
         base.update(overrides)
         return cls(**base)
 

@@ -359,12 +359,12 @@ class ReuseConfig:
                              "and near_copy_similarity > 0 too")
 
 
-GROUPS: dict[str, type] = {"trigger": TriggerConfig, "eval_set": EvalSetConfig, "decision": DecisionConfig,
+GROUPS: dict[str, Any] = {"trigger": TriggerConfig, "eval_set": EvalSetConfig, "decision": DecisionConfig,
                            "reuse": ReuseConfig}
 # group fields whose flat key is not the field's own name
-_RENAMED = {("trigger", "kind"): "trigger", ("trigger", "rate"): "trigger_rate", ("trigger", "period"): "trigger_period",
-            ("eval_set", "kind"): "eval_set", ("eval_set", "order"): "eval_order", ("decision", "rule"): "decision_rule",
-            ("reuse", "old_results"): "reuse_old_results"}
+_RENAMED = {("trigger", "kind"): "trigger", ("trigger", "rate"): "trigger_rate",
+            ("trigger", "period"): "trigger_period", ("eval_set", "kind"): "eval_set", ("eval_set", "order"): "eval_order",
+            ("decision", "rule"): "decision_rule", ("reuse", "old_results"): "reuse_old_results"}
 # every flat key in the order of JanusConfig.to_dict() (the order config.json has always had): flat key ->
 # (group, field); None for the two top-level fields
 FLAT_ORDER = ("warmup", "coverage_size", "boundary_size", "fresh_size", "beta", "tau", "seed", "trigger",

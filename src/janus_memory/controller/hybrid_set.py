@@ -51,29 +51,29 @@ class HybridSet(EvalSetStrategy):
 
     # ------------------------------------------------------------------ description
     def size(self) -> int:
-        c = self.config
-        n = c.eval_set.coverage_size * c.eval_set.use_coverage + c.eval_set.boundary_size * c.eval_set.use_boundary + c.eval_set.fresh_size * c.eval_set.use_fresh
-        return min(n, c.eval_set.replay_limit) if c.eval_set.replay_limit is not None else n
+        e = self.config.eval_set
+        n = e.coverage_size * e.use_coverage + e.boundary_size * e.use_boundary + e.fresh_size * e.use_fresh
+        return min(n, e.replay_limit) if e.replay_limit is not None else n
 
     def sizes(self) -> dict[str, int]:
-        c = self.config
-        return {"K'": c.eval_set.coverage_size * c.eval_set.use_coverage, "K_b": c.eval_set.boundary_size * c.eval_set.use_boundary,
-                "K": c.eval_set.coverage_size * c.eval_set.use_coverage + c.eval_set.boundary_size * c.eval_set.use_boundary,
-                "K_F": c.eval_set.fresh_size * c.eval_set.use_fresh}
+        e = self.config.eval_set
+        return {"K'": e.coverage_size * e.use_coverage, "K_b": e.boundary_size * e.use_boundary,
+                "K": e.coverage_size * e.use_coverage + e.boundary_size * e.use_boundary,
+                "K_F": e.fresh_size * e.use_fresh}
 
     def _roles_on(self) -> list[tuple[str, int]]:
-        c = self.config
-        return [(name, n) for name, n, on in (("coverage", c.eval_set.coverage_size, c.eval_set.use_coverage),
-                                              ("boundary", c.eval_set.boundary_size, c.eval_set.use_boundary),
-                                              ("fresh", c.eval_set.fresh_size, c.eval_set.use_fresh)) if on]
+        e = self.config.eval_set
+        return [(name, n) for name, n, on in (("coverage", e.coverage_size, e.use_coverage),
+                                              ("boundary", e.boundary_size, e.use_boundary),
+                                              ("fresh", e.fresh_size, e.use_fresh)) if on]
 
     def text(self) -> str:
-        c = self.config
+        e = self.config.eval_set
         on = self._roles_on()
         roles = " + ".join(f"{name} {n}" for name, n in on) or "no role (every role ablated)"
         total = sum(n for _, n in on)
-        cap = (f", {c.eval_set.replay_limit} of them sampled per comparison" if c.eval_set.replay_limit is not None
-               and c.eval_set.replay_limit < total else "")
+        cap = (f", {e.replay_limit} of them sampled per comparison" if e.replay_limit is not None
+               and e.replay_limit < total else "")
         return f"the paper's hybrid set of {roles} = {total} tasks{cap}"
 
     def cell(self) -> str:
@@ -138,7 +138,8 @@ class HybridSet(EvalSetStrategy):
         c = self.config
         flips = flips_of(plan.entries, comp, self.coverage)
         d.flips = [ids[i] for i in flips]
-        self.boundary = refresh_boundary(self.boundary, flips, self.coverage, c.eval_set.boundary_size, c.seed, trigger_count)
+        self.boundary = refresh_boundary(self.boundary, flips, self.coverage, c.eval_set.boundary_size, c.seed,
+                                         trigger_count)
 
     def members(self) -> dict[str, list[int]]:
         return {"coverage": list(self.coverage), "boundary": [i for i, _ in self.boundary]}
@@ -170,22 +171,23 @@ def plan_trigger(c: JanusConfig, coverage: list[int], boundary: list[tuple[int, 
     (de-duplicated when ``dedup``; ``eval_order="informative"`` puts the boundary first, past flips leading, then
     coverage, then fresh: the order a sequential test reads them), then capped by ``replay_limit`` with
     ``trigger_count`` already incremented (the authors' optional cap, spec §3.2 step 4)."""
-    cov = list(coverage) if c.eval_set.use_coverage else []
-    bnd = [i for i, _ in boundary] if c.eval_set.use_boundary else []
-    fr = fresh if c.eval_set.use_fresh else []
-    if c.eval_set.order in ("informative", "relevant"):  # past flips, the rest of the boundary, coverage, fresh
+    es = c.eval_set
+    cov = list(coverage) if es.use_coverage else []
+    bnd = [i for i, _ in boundary] if es.use_boundary else []
+    fr = fresh if es.use_fresh else []
+    if es.order in ("informative", "relevant"):  # past flips, the rest of the boundary, coverage, fresh
         tag = dict(boundary)
         first = [i for i in bnd if tag.get(i) == "flip"] + [i for i in bnd if tag.get(i) != "flip"]
-        entries = build_entries(first, cov, fr, c.eval_set.dedup)
-    elif c.eval_set.order == "fresh_first":  # the tasks since the last comparison, then coverage, then the boundary
-        entries = build_entries(fr, cov, bnd, c.eval_set.dedup)
-    elif c.eval_set.order == "interleaved":  # fresh, then coverage and boundary entries taken in turn
-        entries = build_entries(fr, interleave(cov, bnd), [], c.eval_set.dedup)
+        entries = build_entries(first, cov, fr, es.dedup)
+    elif es.order == "fresh_first":  # the tasks since the last comparison, then coverage, then the boundary
+        entries = build_entries(fr, cov, bnd, es.dedup)
+    elif es.order == "interleaved":  # fresh, then coverage and boundary entries taken in turn
+        entries = build_entries(fr, interleave(cov, bnd), [], es.dedup)
     else:
-        entries = build_entries(cov, bnd, fr, c.eval_set.dedup)
-    if c.eval_set.replay_limit is not None and len(entries) > c.eval_set.replay_limit:
-        kept = random.Random(c.seed + trigger_count + 17).sample(entries, c.eval_set.replay_limit)
-        if c.eval_set.order != "paper":  # a reading order was asked for: keep the sampled tasks in it
+        entries = build_entries(cov, bnd, fr, es.dedup)
+    if es.replay_limit is not None and len(entries) > es.replay_limit:
+        kept = random.Random(c.seed + trigger_count + 17).sample(entries, es.replay_limit)
+        if es.order != "paper":  # a reading order was asked for: keep the sampled tasks in it
             pos = {e: k for k, e in reversed(list(enumerate(entries)))}
             kept = sorted(kept, key=lambda e: pos[e])
         entries = kept

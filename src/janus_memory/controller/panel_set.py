@@ -117,13 +117,14 @@ def refresh_panel(panel: list[int], stats: dict[int, tuple[int, int]], n_avail: 
     """
     r = random.Random(f"janus-panel|{c.seed}|{trigger_count}")
     out = list(panel)
-    want = min(c.eval_set.panel_size, n_avail)
+    e = c.eval_set
+    want = min(e.panel_size, n_avail)
     if len(out) < want:
         taken = set(out)
         out += r.sample([i for i in range(n_avail) if i not in taken], want - len(out))
-    if out and n_avail > len(out) and r.random() < c.eval_set.panel_rotate:
+    if out and n_avail > len(out) and r.random() < e.panel_rotate:
         ranked = [(d / n, r.random(), j) for j, i in enumerate(out)
-                  for n, d in [stats.get(i, (0, 0))] if c.eval_set.panel_min_evals and n >= c.eval_set.panel_min_evals]
+                  for n, d in [stats.get(i, (0, 0))] if e.panel_min_evals and n >= e.panel_min_evals]
         j = min(ranked)[2] if ranked else r.randrange(len(out))
         taken = set(out)
         out[j] = r.choice([i for i in range(n_avail) if i not in taken])

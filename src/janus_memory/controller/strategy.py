@@ -6,8 +6,8 @@ can cost, a phrase and a table cell for reports, progress lines and the HTML vie
 comparison read. The controller and every reader outside it ask the strategy; none branches on its name.
 
 Strategies are registered by name in :data:`EVAL_SETS` (the paper's ``hybrid`` set and the ``panel`` are built in);
-``JanusConfig.eval_set.kind`` (flat key ``eval_set``) names one, optionally with an argument after a colon (``"last:8"``), which the strategy
-parses. Adding one is a class in one file::
+``JanusConfig.eval_set.kind`` (flat key ``eval_set``) names one, optionally with an argument after a colon
+(``"last:8"``), which the strategy parses. Adding one is a class in one file::
 
     @register_eval_set("last")
     class LastSeen(EvalSetStrategy):
