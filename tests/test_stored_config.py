@@ -91,9 +91,7 @@ def test_a_recommended_run_stored_before_the_deploy_margin_reads_back_as_it_ran(
     """A recommended run's whole resolved JanusConfig, stored before seq_deploy_margin and seq_quiet_deploy existed,
     ran with no lead asked (margin 0, a quiet comparison deploys): read back, resumed and reported that way, not with
     today's recommended margin of 1."""
-    from dataclasses import asdict
-
-    ran = {k: v for k, v in asdict(JanusConfig.recommended()).items()
+    ran = {k: v for k, v in JanusConfig.recommended().to_dict().items()
            if k not in ("seq_deploy_margin", "seq_quiet_deploy")}
     stored = {**TODAY, "updater": "dc_rs", "janus_preset": "recommended", "janus": json.loads(json.dumps(ran))}
     jc = stored_config(stored).janus_config()

@@ -13,7 +13,6 @@ A policy is a :class:`PolicySpec`. Kinds:
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -59,12 +58,12 @@ def default_policies() -> list[PolicySpec]:
         PolicySpec("never", "never"),
         PolicySpec("oracle", "oracle"),
         PolicySpec("janus", "janus", paper),
-        PolicySpec("always", "janus", dataclasses.replace(paper, trigger="always")),
+        PolicySpec("always", "janus", paper.replace(trigger="always")),
         PolicySpec("random", "janus", paper, match="random"),
         PolicySpec("periodic", "janus", paper, match="periodic"),
-        PolicySpec("no-coverage", "janus", dataclasses.replace(paper, use_coverage=False)),
-        PolicySpec("no-boundary", "janus", dataclasses.replace(paper, use_boundary=False)),
-        PolicySpec("no-fresh", "janus", dataclasses.replace(paper, use_fresh=False)),
+        PolicySpec("no-coverage", "janus", paper.replace(use_coverage=False)),
+        PolicySpec("no-boundary", "janus", paper.replace(use_boundary=False)),
+        PolicySpec("no-fresh", "janus", paper.replace(use_fresh=False)),
         PolicySpec("janus-fast", "janus", JanusConfig.fast()),
         PolicySpec("janus-sign", "janus", JanusConfig(decision_rule="sign_test", dedup=True)),
         PolicySpec("recommended", "janus", JanusConfig.recommended()),
@@ -153,17 +152,17 @@ class _JanusDecider:
 
 def matched_config(spec: PolicySpec, seed: int, n_steps: int, ref_triggers: int | None) -> JanusConfig:
     """The spec's JanusConfig with seed = world seed, and for matched policies the matched random/periodic trigger."""
-    cfg = dataclasses.replace(spec.config, seed=int(seed))
+    cfg = spec.config.replace(seed=int(seed))
     if spec.match is None:
         return cfg
     if ref_triggers is None:
         raise ValueError(f"policy {spec.name!r} matches {spec.reference!r}, which must run first on the same seed")
     post = max(0, n_steps - cfg.warmup)
     if ref_triggers <= 0 or post == 0:
-        return dataclasses.replace(cfg, trigger="never")
+        return cfg.replace(trigger="never")
     if spec.match == "random":
-        return dataclasses.replace(cfg, trigger="random", trigger_rate=min(1.0, ref_triggers / post))
-    return dataclasses.replace(cfg, trigger="periodic", trigger_period=max(1, round(post / ref_triggers)))
+        return cfg.replace(trigger="random", trigger_rate=min(1.0, ref_triggers / post))
+    return cfg.replace(trigger="periodic", trigger_period=max(1, round(post / ref_triggers)))
 
 
 def make_decider(spec: PolicySpec, world: World, evaluator: WorldEvaluator, ref_triggers: int | None) -> Decider:

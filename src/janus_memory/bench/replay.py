@@ -297,8 +297,8 @@ def replay_setting(traj: Trajectory, emb: Embedded, cfg: JanusConfig) -> list[di
                                    emb.before[i], emb.after[i]))
         sig = d.trigger_signals
         out.append({"step": s.step, "phase": d.phase, "cosine": d.cosine, "z_norm": d.z_norm,
-                    "fired": d.triggered, "fired_by": sig.get("fired_by", cfg.trigger if d.triggered else ""),
-                    "threshold": sig.get("threshold", cfg.tau if d.phase == "stream" else None),
+                    "fired": d.triggered, "fired_by": sig.get("fired_by", cfg.trigger.kind if d.triggered else ""),
+                    "threshold": sig.get("threshold", cfg.trigger.tau if d.phase == "stream" else None),
                     "retention": sig.get("retention"), "destructive": s.destructive,
                     "evaluator_calls": d.evaluator_calls_full, "gated": sig.get("forced_by") == "gate"})
     return out

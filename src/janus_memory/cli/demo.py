@@ -105,7 +105,7 @@ def scripted_act(cfg, args, console, total: int) -> dict:
             "test); the answers come from a script, not a model: right or wrong by a hash of the prompt, and always "
             "wrong while the memory holds a planted instruction, as a model that follows its memory would answer. "
             "DC-RS rewrites the memory after every task, once deploying every candidate (blind deployment) and once "
-            f"through Janus (warm-up {jc.warmup} steps, then a comparison at {_when(jc.trigger)})."):
+            f"through Janus (warm-up {jc.warmup} steps, then a comparison at {_when(jc.trigger.kind)})."):
         say(line)
     args.run_folder = cfg.out
 
@@ -297,7 +297,7 @@ def real_frame_before(cfg, total: int) -> list[str]:
         text = f"The tasks are {cfg.dataset} ({cfg.stream_size} for the stream, {cfg.test_size} held out)."
     false_rule = " (the memory with one rule's number changed: a false rule)" if "falsify" in plan.values() else ""
     text += (f" Planted: {planted}{false_rule}. Blind deployment keeps every candidate; Janus (warm-up "
-             f"{jc.warmup} steps, then a comparison at {_when(jc.trigger)}) solves earlier tasks with both memories "
+             f"{jc.warmup} steps, then a comparison at {_when(jc.trigger.kind)}) solves earlier tasks with both memories "
              "and keeps the better one. Then both final memories answer the held-out tasks.")
     if calls:
         text += f" {calls}; every progress line says the time left at the speed measured on this machine."

@@ -104,8 +104,8 @@ def _refuse_resume_options(stored, over: dict, janus_over: dict) -> None:
             diff.append(f"{key}: {was!r} -> {now!r}")
     jc = stored.janus_config()
     for k, v in janus_over.items():
-        if getattr(jc, k) != v:
-            diff.append(f"janus.{k}: {getattr(jc, k)!r} -> {v!r}")
+        if jc.flat_value(k) != v:
+            diff.append(f"janus.{k}: {jc.flat_value(k)!r} -> {v!r}")
     if diff:
         raise ConfigError("cannot resume: the config differs from the stored run: " + "; ".join(diff)
                           + " (a resumed run keeps its stored settings: leave those options out)")
@@ -185,13 +185,14 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
     else:
         for line in describe(jc).lines():
             say(line)
-    if demo and jc.trigger == "always":
+    if demo and jc.trigger.kind == "always":
         say(f"demo: Janus compares old and new memory at every step after warm-up (trigger always, the paper's "
             f"ablation without MMT): {cfg.stream_size} steps give the momentum trigger no history; `janus run` uses MMT")
     say(encoder_line(cfg.encoder, controller=cfg.controller != "none"))
-    if cfg.controller in ("janus", "both") and jc.tau != 0.0 and jc.trigger not in ("mmt", "selective"):
+    t = jc.trigger
+    if cfg.controller in ("janus", "both") and t.tau != 0.0 and t.kind not in ("mmt", "selective"):
         given = _option_for("janus.tau", args) if args is not None else None
-        say(f"warning: {given or 'tau'} {jc.tau} has no effect with trigger {jc.trigger} (only the mmt and selective "
+        say(f"warning: {given or 'tau'} {t.tau} has no effect with trigger {t.kind} (only the mmt and selective "
             f"triggers read the threshold)")
     if cfg.controller in ("janus", "both") and cfg.stream_size and cfg.stream_size <= jc.warmup:
         say(f"warning: the stream has {cfg.stream_size} steps and Janus's warm-up is {jc.warmup}: Janus never compares "
@@ -203,11 +204,10 @@ def _print_preset(cfg, console, demo: bool = False, args=None) -> None:
         if sizes:
             who = "the recommended preset" if jc.preset == "recommended" else "Janus"
             say(f"warning: {', '.join(sizes)} {'has' if len(sizes) == 1 else 'have'} no effect with eval_set "
-                f"{jc.eval_set} ({who} compares on {strategy.text()}; docs/controller.md)")
+                f"{jc.eval_set.kind} ({who} compares on {strategy.text()}; docs/controller.md)")
     early = [str(i) for i in parse_inject(cfg.inject) if i.step <= jc.warmup]
     if cfg.controller in ("janus", "both") and early:
-        gate = (" unless the text gate flags it as a wipe or a dump" if jc.gate_compare or jc.gate_full_compare
-                else "")
+        gate = (" unless the text gate flags it as a wipe or a dump" if jc.trigger.gated else "")
         say(f"warning: {', '.join(early)} inside Janus's warm-up ({jc.warmup} steps): Janus deploys it "
             f"unexamined{gate}")
 

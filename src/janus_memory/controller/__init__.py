@@ -12,6 +12,7 @@ Public API::
     from janus_memory.controller import EvalSetStrategy, EvalPlan, register_eval_set  # a new evaluation set
 """
 from .adapter import GuardedUpdate, guarded_step
+from .config_groups import DecisionConfig, EvalSetConfig, ReuseConfig, TriggerConfig
 from .decision import Comparison, EvaluationError, compare, sign_test
 from .janus import Decision, Janus, JanusConfig, StepInput, task_id_of
 from .strategy import EVAL_SETS, EvalPlan, EvalSetStrategy, eval_set_for, register_eval_set
@@ -22,13 +23,17 @@ __all__ = [
     "TRIGGER_POLICIES",
     "Comparison",
     "Decision",
+    "DecisionConfig",
     "EvalPlan",
+    "EvalSetConfig",
     "EvalSetStrategy",
     "EvaluationError",
     "GuardedUpdate",
     "Janus",
     "JanusConfig",
+    "ReuseConfig",
     "StepInput",
+    "TriggerConfig",
     "TriggerPolicy",
     "compare",
     "cosine",

@@ -1,7 +1,8 @@
 """One old-vs-new comparison on behalf of a Decision, and the controller's counters it moves.
 
 The evaluator is told what is coming (``begin_comparison`` for resumable sampling, ``expect_pair`` and
-``expect_calls`` for a batching evaluator, all optional), ``decision.compare`` applies the rule, and the outcome is copied onto the Decision.
+``expect_calls`` for a batching evaluator, all optional), ``decision.compare`` applies the rule, and the outcome is
+copied onto the Decision.
 A failing evaluator keeps the candidate (reason ``evaluation_failed:...``). Counter names are those of
 ``Janus.stats``: steps, triggers, accepts, rollbacks, evaluator_calls, evaluator_calls_saved, evaluation_failures.
 """
@@ -28,11 +29,12 @@ def announce(evaluator: Any, c: JanusConfig, d: Decision, trigger_count: int, n_
     if callable(begin):  # lets a sampling evaluator draw fresh, resumable samples per (trigger, entry, memory)
         begin(step=d.step, trigger=trigger_count)
     expect = getattr(evaluator, "expect_pair", None)
-    if callable(expect) and n_entries and not (c.same_memory_shortcut and old_text == new_text):
+    if callable(expect) and n_entries and not (c.reuse.same_memory_shortcut and old_text == new_text):
         # both memories will be evaluated on these entries (all of them unless early stopping ends the
         # comparison sooner): a batching evaluator may solve them together (run/eval_batch.py); the
         # calls it receives and the decision are unchanged
-        partial = c.early_stop and c.decision_rule == "paper" or c.decision_rule == "sequential"
+        rule = c.decision
+        partial = rule.early_stop and rule.rule == "paper" or rule.rule == "sequential"
         expect(old_text, new_text, complete=full or not partial)
 
 
@@ -44,26 +46,28 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
     caller, which counts it after its own bookkeeping.
 
     ``full``: the paper rule on every entry whatever the configured rule (a text gate's forced comparison).
-    ``max_pairs``: the sequential rule's cap for this comparison (default ``c.seq_max_pairs``, extended by the
-    adaptive cap ``c.seq_extend_pairs`` when on and above it; an explicit ``max_pairs`` (a near copy's check) is never
-    extended and deploys on a tie whatever ``c.seq_deploy_margin``: it asks "not worse", not "better").
-    ``base_pairs``: this comparison's cap instead of ``c.seq_max_pairs`` (``seq_recent_pairs``), still extended.
+    ``max_pairs``: the sequential rule's cap for this comparison (default ``c.decision.seq_max_pairs``, extended by the
+    adaptive cap ``seq_extend_pairs`` when on and above it; an explicit ``max_pairs`` (a near copy's check) is never
+    extended and deploys on a tie whatever ``seq_deploy_margin``: it asks "not worse", not "better").
+    ``base_pairs``: this comparison's cap instead of ``seq_max_pairs`` (``seq_recent_pairs``), still extended.
     ``known_old``: the old memory's outcomes already measured (``reuse_old_results``; sequential rule only)."""
-    rule = "paper" if full else c.decision_rule
-    base = c.seq_max_pairs if base_pairs is None else base_pairs
+    dc = c.decision
+    rule = "paper" if full else dc.rule
+    base = dc.seq_max_pairs if base_pairs is None else base_pairs
     seq = rule == "sequential"
-    how = dict(rule=rule, early_stop=c.early_stop and not full, round_size=c.seq_round if seq else c.early_stop_round,
-               same_memory_shortcut=c.same_memory_shortcut, max_pairs=max_pairs if max_pairs is not None else base,
-               known_old=known_old if seq else None,
-               extend_pairs=c.seq_extend_pairs if seq and max_pairs is None and c.seq_extend_pairs > base else 0)
+    how: dict[str, Any] = dict(
+        rule=rule, early_stop=dc.early_stop and not full, round_size=dc.seq_round if seq else dc.early_stop_round,
+        same_memory_shortcut=c.reuse.same_memory_shortcut, max_pairs=max_pairs if max_pairs is not None else base,
+        known_old=known_old if seq else None,
+        extend_pairs=dc.seq_extend_pairs if seq and max_pairs is None and dc.seq_extend_pairs > base else 0)
     expect = getattr(evaluator, "expect_calls", None)
     if callable(expect):  # every call the comparison may make, in order (None: the order depends on the outcomes)
         expect(planned_calls(tasks, old_text, new_text, **how))
     try:
-        comp = compare(evaluator, tasks, old_text, new_text, alpha=c.alpha, min_margin=c.min_margin,
-                       sprt=SPRT(c.seq_alpha, c.seq_beta, c.seq_theta, c.seq_deploy_margin if max_pairs is None
-                                 else 0, c.seq_quiet_deploy) if seq else None,
-                       extend_margin=c.seq_extend_margin, **how)
+        comp = compare(evaluator, tasks, old_text, new_text, alpha=dc.alpha, min_margin=dc.min_margin,
+                       sprt=SPRT(dc.seq_alpha, dc.seq_beta, dc.seq_theta, dc.seq_deploy_margin if max_pairs is None
+                                 else 0, dc.seq_quiet_deploy) if seq else None,
+                       extend_margin=dc.seq_extend_margin, **how)
     except EvaluationError as exc:
         d.accept = True
         d.reason = f"evaluation_failed:{exc}"
@@ -72,7 +76,7 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
         stats["evaluation_failures"] += 1
         stats["accepts"] += 1
         return None
-    if c.indeterminate_rollback and comp.accept and comp.new_correct and all(v is None for v in comp.new_correct):
+    if dc.indeterminate_rollback and comp.accept and comp.new_correct and all(v is None for v in comp.new_correct):
         # None casts no vote: without this an all-None candidate (every task a sandbox time-out) is deployed on a
         # 0-0 tie. Nothing was measured for it, so the measured memory stays.
         comp.accept, comp.reason = False, "indeterminate_candidate"

@@ -1,24 +1,31 @@
-"""JanusConfig: the controller's hyper-parameters, their validation and the paper / fast presets.
+"""JanusConfig: the controller's settings in four groups (config_groups.py), the rules between the groups, the flat
+keys every stored form uses, and the paper / fast / recommended presets.
 
 Source: paper-spec.md §4 (defaults), §8.3/8.4/8.6 (ablations, sweeps). Re-exported by ``controller/janus.py``.
 """
 from __future__ import annotations
 
 import dataclasses
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from .config_groups import (  # noqa: F401  (the choices and the seed range re-exported: settings, CLI and tests)
+    CLUSTERINGS,
+    DECISION_RULES,
+    EVAL_ORDERS,
+    FLAT,
+    FLAT_ORDER,
+    GROUPED,
+    GROUPS,
+    SEED_MAX,
+    DecisionConfig,
+    EvalSetConfig,
+    ReuseConfig,
+    TriggerConfig,
+    check_ints,
+    flatten,
+)
 
-from ..names import did_you_mean
-from .trigger import TRIGGER_POLICIES
-
-SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range (numpy's RandomState takes the same)
-# coverage k-means (controller/evalset.py): paper = the authors' kmeans_pytorch behaviour (seeded), sklearn =
-# scikit-learn k-means++ with exact warm starts (once the default, stored as "full"), incremental = fast()
-CLUSTERINGS = ("paper", "sklearn", "incremental")
-DECISION_RULES = ("paper", "sign_test", "sequential")
-EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
 # JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"). Chosen on tuning
 # seeds 100-159 of the five world settings by the rule committed in docs/measurements.md ("The honest count"): a
 # stable panel of 19 seen tasks read one at a time, a candidate deployed only when it leads by a discordant task
@@ -68,251 +75,93 @@ RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_roun
                       "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class JanusConfig:
-    """Controller hyper-parameters. Defaults are the paper's (spec §4, §8.6): the faithful configuration.
+    """The controller's settings: the warm-up and seed, and four groups: ``trigger`` (when to compare), ``eval_set``
+    (on which tasks), ``decision`` (how a comparison decides) and ``reuse`` (measurements reused, comparisons skipped).
+    Each group documents and checks its own fields (config_groups.py); the rules between groups are checked here.
 
-    Paper: warmup=20 (steps always accepted, momentum untouched), coverage_size K'=12, boundary_size K_b=8
-    (support size K = K' + K_b = 20), fresh_size K_F=5, beta=0.9, tau=0.0, seed=0, trigger="mmt".
-    Ablations (spec §8.3/8.4): trigger in never|always|random|periodic|mmt with trigger_rate / trigger_period;
-    use_coverage / use_boundary / use_fresh drop a role from the evaluation entries (the role is still maintained).
-    clustering: "paper" (the authors' kmeans_pytorch: random initial points, warm restarts snapped to data points,
-      50 iterations; seeded here), "sklearn" (scikit-learn k-means++, exact warm starts; "full" is read as it) or
-      "incremental" (beyond the paper, in ``fast()``).
-    Beyond the paper (all off here; ``JanusConfig.fast()`` turns the speed options on):
-      early_stop (+ early_stop_round tasks per round), dedup, clustering="incremental" (+ pool_size),
-      decision_rule="sign_test" (+ alpha, min_margin).
-    same_memory_shortcut (off in the paper preset, on in ``fast()``): identical old/new texts are evaluated
-      once, so evaluator noise cannot create flips. The authors always evaluate both memories, so with a stochastic
-      evaluator noise can flip and roll back identical memories (this matters for the Always/Random/Periodic and
-      tau=0.2 ablations); with a deterministic evaluator both settings decide the same.
-    replay_limit (None = off, as in the paper): cap |E| by ``random.Random(seed + trigger_count + 17).sample``
-      over the planned entries (trigger_count after the increment), as the authors' optional cap does.
-    trigger="selective" (opt-in): item gate (retention_min, shrink_max) or MMT with a magnitude gate
-      (magnitude_ratio, magnitude_window) and an optional calibrated threshold (tau_quantile, tau_window);
-      arm_warmup lets the item gate compare during warm-up; use_mmt=False keeps the item gate only. These fields
-      are ignored by every other trigger (docs/controller.md, "Selective trigger").
-    skip_trivially_equal (off; not in the paper): when the trigger fires on a candidate that differs from the old
-      memory only in bookkeeping (version counter, whitespace, entry order; ``controller/equivalence.py``), accept
-      it without evaluation: reason "trivially_equal", triggered False, no evaluator call, and the trigger's
-      bookkeeping (fresh window, trigger count, coverage refresh, boundary) is left to the next real trigger.
-    ignore_usage_counters (off; not in the paper; needs skip_trivially_equal): usage counters are bookkeeping too:
-      DC's ``** Count: N`` lines and ACE's ``helpful=N harmful=N`` in a bullet. A candidate that only moves a
-      counter is then accepted unevaluated. Off by default because the solver reads the counters (ACE's generator
-      sees them); measured on a real ACE run, where every compared candidate was of that kind (docs/measurements.md,
-      "Ignoring usage counters on the real runs").
+    Defaults are the paper's (spec §4): warm-up 20, 12 coverage + 8 boundary + 5 fresh tasks, beta 0.9, tau 0, seed 0,
+    the MMT trigger, the paper rule. ``fast()`` and ``recommended()`` are the other presets (docs/controller.md).
 
-    The recommended controller (all off here; ``JanusConfig.recommended()``; docs/controller.md):
-      decision_rule="sequential": Wald's SPRT on discordant pairs (seq_alpha, seq_beta, seq_theta), seq_round tasks
-      per call, at most seq_max_pairs tasks (0 = all), then the paper rule on the pairs seen (controller/sequential.py);
-      eval_order="informative": boundary (past flips first), coverage, fresh; "relevant": those entries sorted by
-      the cosine of their task embedding with the current task's (hybrid_set.order_by_relevance); reuse_old_results: the deployed memory's
-      measured outcomes are reused until it changes (sequential rule only); gate_full_compare: the item gate
-      (retention_min, shrink_max) forces a full paper-rule comparison, also in warm-up, whatever the trigger;
-      near_copy_similarity (> 0 on; sequential rule only): a candidate whose word-3-gram Jaccard similarity to the
-      old memory reaches it is compared on at most near_copy_pairs tasks (0: accepted unevaluated, "near_copy");
-      seq_extend_pairs (0 = off; > seq_max_pairs; sequential rule only): the adaptive cap (sequential.AdaptiveCap):
-      a comparison still close at seq_max_pairs tasks (new-minus-old discordant wins within seq_extend_margin)
-      goes on until one memory leads by more than seq_extend_margin, at most seq_extend_pairs tasks;
-      seq_recent_pairs (0 = off; > seq_max_pairs; sequential rule only): a budget that tracks recent closeness: a
-      comparison is capped at seq_recent_pairs instead of seq_max_pairs when one of the last seq_recent_window
-      sequential comparisons ended close (truncated with |w - l| <= seq_extend_margin); stored in the state.
-    The stable panel and its companions (docs/controller.md "Recommended controller"):
-      eval_set="panel": compare on a stable panel of panel_size seen tasks read in order (panel_set.refresh_panel):
-      with probability panel_rotate per comparison one member is replaced, the one on which memories disagreed least
-      among those read panel_min_evals times or more (0: a seeded member); no coverage, boundary or fresh sample.
-      near_copy_inherit (needs reuse_old_results and near_copy_similarity > 0): a near copy that only rewords the
-      deployed memory (changes.rewords_only: lines changed in place, keeping their marks, guard words, word order
-      and case) is compared on near_copy_pairs tasks (0: accepted unevaluated, reason "near_copy") and, deployed,
-      keeps the deployed memory's reused outcomes on the others; any other near copy (an inserted line, e.g. a
-      planted instruction) gets an ordinary comparison.
-      gate_compare: the item gate forces a comparison by the configured rule (not a full one), warm-up included;
-      exclusive with gate_full_compare.
-    Holes of the recommended controller, closed (docs/controller.md "Recommended controller"):
-      near_copy_anchor (read only with near_copy_inherit): a rewording inherits outcomes only while it is also a near copy and
-      a rewording of the last fully compared memory (the anchor: the last memory whose outcome cache holds its own
-      measurements), so rewordings cannot chain away from what was measured; otherwise it is compared as any
-      candidate.
-      indeterminate_rollback: a candidate whose every outcome on the tasks it was asked is None (indeterminate, e.g.
-      sandbox time-outs) is rolled back, reason "indeterminate_candidate", whatever the rule said (None casts no
-      vote, so the sequential rule would deploy it on a 0-0 tie).
+    Every setting also has a flat keyword, as in ``JanusConfig(trigger="always", tau=0.1)``: a flat keyword updates its
+    group (over a group given beside it, which is what ``dataclasses.replace(cfg, tau=0.1)`` does), and reads the same
+    way (``cfg.tau`` is ``cfg.trigger.tau``; ``cfg.trigger == "always"`` compares the trigger's kind).
+    ``to_dict()`` is the flat form; ``from_dict()`` takes the flat form, the grouped form or a mix.
 
     Raises:
-        ValueError: on any invalid value (negative sizes, beta outside [0, 1), unknown names ...).
+        ValueError: on any invalid value, naming its flat key (negative sizes, beta outside [0, 1), unknown names ...).
+        TypeError: on an unknown keyword.
     """
 
     warmup: int = 20
-    coverage_size: int = 12
-    boundary_size: int = 8
-    fresh_size: int = 5
-    beta: float = 0.9
-    tau: float = 0.0
+    """Steps (>= 0) whose candidate is deployed without comparison; the momentum starts after them. The authors' CLI
+    sets it to K (``with_support_size``)."""
     seed: int = 0
-    trigger: str = "mmt"
-    trigger_rate: float = 0.3
-    trigger_period: int = 3
-    use_coverage: bool = True
-    use_boundary: bool = True
-    use_fresh: bool = True
-    early_stop: bool = False
-    early_stop_round: int = 5
-    dedup: bool = False
-    clustering: str = "paper"
-    pool_size: int = 32
-    decision_rule: str = "paper"
-    min_margin: int = 0
-    alpha: float = 0.05
-    same_memory_shortcut: bool = False
-    replay_limit: int | None = None
-    # selective trigger: read only when trigger == "selective" (trigger_options.py); defaults = the
-    # recommendation of docs/controller.md, measured in docs/measurements.md ("Selective trigger"). 0
-    # switches a gate off.
-    retention_min: float = 0.25
-    shrink_max: float = 0.5
-    magnitude_ratio: float = 1.5
-    magnitude_window: int = 10
-    tau_quantile: float = 0.0
-    tau_window: int = 20
-    arm_warmup: bool = True
-    use_mmt: bool = True
-    skip_trivially_equal: bool = False
-    ignore_usage_counters: bool = False
-    # the recommended controller (docs/controller.md "Recommended controller"); all off here
-    seq_alpha: float = 0.2
-    seq_beta: float = 0.2
-    seq_theta: float = 0.3
-    seq_max_pairs: int = 0
-    seq_round: int = 2
-    eval_order: str = "paper"
-    gate_full_compare: bool = False
-    # the same gate forcing an ordinary comparison (the configured rule), warm-up included
-    gate_compare: bool = False
-    near_copy_similarity: float = 0.0
-    near_copy_pairs: int = 2
-    reuse_old_results: bool = False
-    # adaptive cap (sequential.AdaptiveCap): 0 = off (the fixed cap seq_max_pairs)
-    seq_extend_pairs: int = 0
-    seq_extend_margin: int = 1
-    # a budget that tracks recent closeness: 0 = off
-    seq_recent_pairs: int = 0
-    seq_recent_window: int = 3
-    # the stable panel (panel_set.py; docs/controller.md "Recommended controller"): "hybrid" = the paper's set
-    eval_set: str = "hybrid"
-    panel_size: int = 18
-    panel_rotate: float = 0.3
-    panel_min_evals: int = 5
-    # a rewording is checked on near_copy_pairs tasks and keeps the deployed memory's other outcomes
-    near_copy_inherit: bool = False
-    # ... only while the candidate is a near copy of the last fully compared memory: no chains
-    near_copy_anchor: bool = False
-    # a candidate with no determinate outcome on the tasks it was asked (all None) is rolled back
-    indeterminate_rollback: bool = False
-    # deploy at truncation only with a lead of this many discordant pairs (0: ties deploy, the paper rule)
-    seq_deploy_margin: int = 0
-    # ... except a comparison without any discordant pair, which deploys as the paper's tie does
-    seq_quiet_deploy: bool = True
+    """Seed in [0, 2**32 - 1] of the controller's own sampling: random trigger, fresh sample, k-means, panel, replay
+    cap."""
+    trigger: TriggerConfig = field(default_factory=TriggerConfig)
+    """When to compare: the trigger policy and its options, and the item gate (TriggerConfig)."""
+    eval_set: EvalSetConfig = field(default_factory=EvalSetConfig)
+    """On which tasks: the hybrid set or the panel, sizes and reading order (EvalSetConfig)."""
+    decision: DecisionConfig = field(default_factory=DecisionConfig)
+    """How a comparison decides: the paper rule, the sign test or the sequential test (DecisionConfig)."""
+    reuse: ReuseConfig = field(default_factory=ReuseConfig)
+    """Reused outcomes, near copies, identical and trivially equal memories (ReuseConfig)."""
+
+    def __init__(self, *, warmup: int = 20, seed: int = 0, trigger: Any = None, eval_set: Any = None,
+                 decision: DecisionConfig | None = None, reuse: ReuseConfig | None = None, **flat: Any):
+        given = {"trigger": trigger, "eval_set": eval_set, "decision": decision, "reuse": reuse}
+        for name in ("trigger", "eval_set"):  # a kind given as before the grouping: trigger="always"
+            if given[name] is not None and not isinstance(given[name], GROUPS[name]):
+                flat[name] = given.pop(name)
+        for key in flat:
+            if key not in FLAT:
+                raise TypeError(f"JanusConfig.__init__() got an unexpected keyword argument {key!r}")
+        for name, cls in GROUPS.items():
+            group: Any = given.get(name)
+            if group is not None and not isinstance(group, cls):
+                raise ValueError(f"{name} must be a {cls.__name__}, got {group!r}")
+            updates = {f: flat[k] for f, k in GROUPED[name].items() if k in flat}
+            if group is None:
+                group = cls(**updates)
+            elif updates:
+                group = dataclasses.replace(group, **updates)
+            object.__setattr__(self, name, group)
+        object.__setattr__(self, "warmup", warmup)
+        object.__setattr__(self, "seed", seed)
+        self.__post_init__()
 
     def __post_init__(self):
-        ints = ("warmup", "coverage_size", "boundary_size", "fresh_size", "seed", "trigger_period",
-                "early_stop_round", "pool_size", "min_margin", "magnitude_window", "tau_window",
-                "seq_max_pairs", "seq_round", "near_copy_pairs", "seq_extend_pairs", "seq_extend_margin",
-                "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_min_evals", "seq_deploy_margin")
-        for name in ints:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise ValueError(f"{name} must be an int, got {v!r}")
-            if name != "seed" and v < 0:
-                raise ValueError(f"{name} must be >= 0, got {v}")
+        check_ints(self, {"warmup": "warmup", "seed": "seed"})
         if not 0 <= self.seed <= SEED_MAX:  # it seeds scikit-learn's KMeans, which takes no other seed
             raise ValueError(f"seed must be in [0, {SEED_MAX}], got {self.seed}")
-        for name in ("trigger_period", "early_stop_round", "pool_size", "magnitude_window", "tau_window", "seq_round",
-                     "seq_recent_window", "panel_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("use_coverage", "use_boundary", "use_fresh", "early_stop", "dedup", "same_memory_shortcut",
-                     "arm_warmup", "use_mmt", "skip_trivially_equal", "ignore_usage_counters", "gate_full_compare",
-                     "reuse_old_results", "near_copy_inherit", "gate_compare", "near_copy_anchor",
-                     "indeterminate_rollback", "seq_quiet_deploy"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be a bool")
-        if self.ignore_usage_counters and not self.skip_trivially_equal:
-            raise ValueError("ignore_usage_counters refines skip_trivially_equal: set skip_trivially_equal: true too")
-        for name in ("beta", "tau", "trigger_rate", "alpha", "retention_min", "shrink_max", "magnitude_ratio",
-                     "tau_quantile", "seq_alpha", "seq_beta", "seq_theta", "near_copy_similarity", "panel_rotate"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"{name} must be a finite number, got {v!r}")
-        if not -1.0 <= self.tau <= 1.0:
-            fix = ("to compare at every step use the trigger policy always: --trigger always" if self.tau > 1 else
-                   "to never compare use the trigger policy never: --trigger never")
-            raise ValueError(f"tau must be in [-1, 1], got {self.tau} (MMT compares it with a cosine; {fix})")
-        if not 0.0 <= self.beta < 1.0:
-            raise ValueError(f"beta must be in [0, 1), got {self.beta}")
-        if not 0.0 <= self.trigger_rate <= 1.0:
-            raise ValueError(f"trigger_rate must be in [0, 1], got {self.trigger_rate}")
-        for name in ("retention_min", "shrink_max", "tau_quantile"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
-        if self.magnitude_ratio < 0:
-            raise ValueError(f"magnitude_ratio must be >= 0, got {self.magnitude_ratio}")
-        if not 0.0 < self.alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
-        for name in ("seq_alpha", "seq_beta", "seq_theta"):
-            if not 0.0 < getattr(self, name) < 0.5:
-                raise ValueError(f"{name} must be in (0, 0.5), got {getattr(self, name)}")
-        if not 0.0 <= self.near_copy_similarity <= 1.0:
-            raise ValueError(f"near_copy_similarity must be in [0, 1], got {self.near_copy_similarity}")
-        if self.eval_order not in EVAL_ORDERS:
-            raise ValueError(f"eval_order must be one of {EVAL_ORDERS}, got {self.eval_order!r}"
-                             f"{did_you_mean(self.eval_order, EVAL_ORDERS)}")
-        if self.reuse_old_results and self.decision_rule != "sequential":
+        seq = self.decision.rule == "sequential"
+        if self.reuse.old_results and not seq:
             raise ValueError("reuse_old_results feeds the sequential test: set decision_rule: sequential too")
-        if self.seq_extend_pairs:
-            if self.decision_rule != "sequential":
-                raise ValueError("seq_extend_pairs extends the sequential test's cap: set decision_rule: sequential too")
-            if not 0 < self.seq_max_pairs < self.seq_extend_pairs:
-                raise ValueError(f"seq_extend_pairs must be above seq_max_pairs (> 0), got seq_extend_pairs="
-                                 f"{self.seq_extend_pairs} with seq_max_pairs={self.seq_max_pairs}")
-        if self.seq_recent_pairs:
-            if self.decision_rule != "sequential":
-                raise ValueError("seq_recent_pairs sets the sequential test's cap: set decision_rule: sequential too")
-            if not 0 < self.seq_max_pairs < self.seq_recent_pairs:
-                raise ValueError(f"seq_recent_pairs must be above seq_max_pairs (> 0), got seq_recent_pairs="
-                                 f"{self.seq_recent_pairs} with seq_max_pairs={self.seq_max_pairs}")
-        if self.gate_full_compare and self.gate_compare:
-            raise ValueError("gate_full_compare and gate_compare are two forms of one gate (a full paper-rule "
-                             "comparison, or one by the configured rule): set one of them")
-        if not 0.0 <= self.panel_rotate <= 1.0:
-            raise ValueError(f"panel_rotate must be in [0, 1], got {self.panel_rotate}")
-        if self.near_copy_inherit and not (self.reuse_old_results and self.near_copy_similarity > 0):
-            raise ValueError("near_copy_inherit passes the reused outcomes to a near copy: set reuse_old_results: true "
-                             "and near_copy_similarity > 0 too")
-        if self.near_copy_similarity > 0 and self.decision_rule != "sequential":
+        if self.reuse.near_copy_similarity > 0 and not seq:
             raise ValueError("near_copy_similarity caps the sequential test: set decision_rule: sequential too")
-        rl = self.replay_limit
-        if rl is not None and (isinstance(rl, bool) or not isinstance(rl, (int, np.integer)) or rl < 1):
-            raise ValueError(f"replay_limit must be None or an int >= 1, got {rl!r}")
-        if self.trigger not in TRIGGER_POLICIES:
-            raise ValueError(f"trigger must be one of {TRIGGER_POLICIES}, got {self.trigger!r}"
-                             f"{did_you_mean(self.trigger, TRIGGER_POLICIES)}")
-        if self.clustering == "full":  # the name of the scikit-learn k-means before the paper k-means existed
-            object.__setattr__(self, "clustering", "sklearn")
-        if self.clustering not in CLUSTERINGS:
-            raise ValueError(f"clustering must be one of {', '.join(CLUSTERINGS)}, got {self.clustering!r}"
-                             f"{did_you_mean(self.clustering, CLUSTERINGS)}")
-        if self.decision_rule not in DECISION_RULES:
-            raise ValueError(f"decision_rule must be one of {DECISION_RULES}, got {self.decision_rule!r}"
-                             f"{did_you_mean(self.decision_rule, DECISION_RULES)}")
-        if self.early_stop and self.decision_rule != "paper":
-            raise ValueError("early_stop is exact only for decision_rule='paper'")
         from .strategy import eval_set_for
 
         eval_set_for(self)  # a registered strategy that accepts its argument (ValueError naming the choices)
 
+    if TYPE_CHECKING:  # the flat reads (cfg.tau, cfg.seq_max_pairs ...) are properties made below the class
+        def __getattr__(self, name: str) -> Any: ...
+
+    def replace(self, **changes: Any) -> JanusConfig:
+        """A copy with ``changes``: flat keywords (``tau=0.1``, ``trigger="always"``) or whole groups
+        (``trigger=TriggerConfig(...)``); the same as ``dataclasses.replace(self, **changes)``."""
+        return dataclasses.replace(self, **changes)
+
+    def flat_value(self, key: str) -> Any:
+        """The value of one flat key (``"tau"``, ``"trigger"`` -> the trigger's kind, ``"warmup"``)."""
+        group, name = FLAT[key]
+        return getattr(self if group is None else getattr(self, group), name)
+
     @property
     def support_size(self) -> int:
         """K = coverage_size + boundary_size (spec §3.1)."""
-        return self.coverage_size + self.boundary_size
+        return self.eval_set.support_size
 
     @classmethod
     def paper(cls, **overrides) -> JanusConfig:
@@ -328,7 +177,7 @@ class JanusConfig:
     def fast(cls, **overrides) -> JanusConfig:
         """Speed options on: exact early stopping, de-duplication, incremental clustering and the identical-memory
         shortcut (identical texts are evaluated once: no noise flips)."""
-        base = dict(early_stop=True, dedup=True, clustering="incremental", same_memory_shortcut=True)
+        base: dict[str, Any] = dict(early_stop=True, dedup=True, clustering="incremental", same_memory_shortcut=True)
         base.update(overrides)
         return cls(**base)
 
@@ -349,7 +198,7 @@ class JanusConfig:
         (``gate_compare``); identical texts are evaluated once. Earlier recommended controllers:
         ``JanusConfig(**config.RECOMMENDED_PANEL_TIES_DEPLOYED)`` (the panel read 11-19, ties deployed) and
         ``JanusConfig(**config.RECOMMENDED_HYBRID_BOUNDARY_FIRST)`` (the paper's hybrid set read boundary first)."""
-        base = dict(RECOMMENDED)
+        base: dict[str, Any] = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)
 
@@ -361,10 +210,10 @@ class JanusConfig:
         Only the switches that separate the presets are compared (sizes, tau, trigger policy, seed are settings
         of either preset): early_stop, dedup, clustering, decision_rule, same_memory_shortcut, replay_limit, and
         the recommended controller's own switches (eval_order, gate_full_compare, seq_max_pairs)."""
-        mine = tuple(getattr(self, k) for k in PRESET_SWITCHES)
+        mine = tuple(self.flat_value(k) for k in PRESET_SWITCHES)
         for name, ref in (("paper", JanusConfig.paper()), ("fast", JanusConfig.fast()),
                           ("recommended", JanusConfig.recommended())):
-            if mine == tuple(getattr(ref, k) for k in PRESET_SWITCHES):
+            if mine == tuple(ref.flat_value(k) for k in PRESET_SWITCHES):
                 return name
         return "custom"
 
@@ -376,35 +225,36 @@ class JanusConfig:
         if name != "recommended":
             return name
         ref = JanusConfig.recommended()
-        changed = [f"{k} {getattr(self, k)}" for k in RECOMMENDED_TUNING if getattr(self, k) != getattr(ref, k)]
+        changed = [f"{k} {self.flat_value(k)}" for k in RECOMMENDED_TUNING if self.flat_value(k) != ref.flat_value(k)]
         return " + ".join([name] + changed)
 
     def preset_line(self) -> str:
         """One line for run headers, e.g. ``janus preset: paper (same_memory_shortcut=False, ...)``."""
-        head = (f"janus preset: {self.preset_label()} (trigger={self.trigger}, tau={self.tau}, "
-                f"same_memory_shortcut={self.same_memory_shortcut}, early_stop={self.early_stop}, "
-                f"dedup={self.dedup}, clustering={self.clustering}, replay_limit={self.replay_limit}")
-        if self.decision_rule != "sequential":  # the recommended preset is sequential
+        t, e, d, r = self.trigger, self.eval_set, self.decision, self.reuse
+        head = (f"janus preset: {self.preset_label()} (trigger={t.kind}, tau={t.tau}, "
+                f"same_memory_shortcut={r.same_memory_shortcut}, early_stop={d.early_stop}, "
+                f"dedup={e.dedup}, clustering={e.clustering}, replay_limit={e.replay_limit}")
+        if d.rule != "sequential":  # the recommended preset is sequential
             return head + ")"
-        parts = [f"decision_rule={self.decision_rule}"]
-        if self.eval_set != "panel":  # the panel has its own order
-            parts.append(f"eval_order={self.eval_order}")
-        parts += [f"seq_max_pairs={self.seq_max_pairs}", f"gate_full_compare={self.gate_full_compare}"]
-        if self.gate_compare:
+        parts = [f"decision_rule={d.rule}"]
+        if e.kind != "panel":  # the panel has its own order
+            parts.append(f"eval_order={e.order}")
+        parts += [f"seq_max_pairs={d.seq_max_pairs}", f"gate_full_compare={t.gate_full_compare}"]
+        if t.gate_compare:
             parts.append("gate_compare=True")
-        parts.append(f"reuse_old_results={self.reuse_old_results}")
-        if self.seq_extend_pairs:
-            parts += [f"seq_extend_pairs={self.seq_extend_pairs}", f"seq_extend_margin={self.seq_extend_margin}"]
-        if self.seq_deploy_margin:
-            parts += [f"seq_round={self.seq_round}", f"seq_deploy_margin={self.seq_deploy_margin}",
-                      f"seq_quiet_deploy={self.seq_quiet_deploy}"]
-        if self.near_copy_similarity > 0:
-            parts.append(f"near_copy_similarity={self.near_copy_similarity}")
-            parts.append("near_copy_inherit=True" if self.near_copy_inherit else
-                         f"near_copy_pairs={self.near_copy_pairs}")
-        if self.eval_set == "panel":
-            parts += ["eval_set=panel", f"panel_size={self.panel_size}", f"panel_rotate={self.panel_rotate}",
-                      f"panel_min_evals={self.panel_min_evals}"]
+        parts.append(f"reuse_old_results={r.old_results}")
+        if d.seq_extend_pairs:
+            parts += [f"seq_extend_pairs={d.seq_extend_pairs}", f"seq_extend_margin={d.seq_extend_margin}"]
+        if d.seq_deploy_margin:
+            parts += [f"seq_round={d.seq_round}", f"seq_deploy_margin={d.seq_deploy_margin}",
+                      f"seq_quiet_deploy={d.seq_quiet_deploy}"]
+        if r.near_copy_similarity > 0:
+            parts.append(f"near_copy_similarity={r.near_copy_similarity}")
+            parts.append("near_copy_inherit=True" if r.near_copy_inherit else
+                         f"near_copy_pairs={r.near_copy_pairs}")
+        if e.kind == "panel":
+            parts += ["eval_set=panel", f"panel_size={e.panel_size}", f"panel_rotate={e.panel_rotate}",
+                      f"panel_min_evals={e.panel_min_evals}"]
         return head + ", " + ", ".join(parts) + ")"
 
     @classmethod
@@ -414,18 +264,34 @@ class JanusConfig:
         if k < 1:
             raise ValueError("support size K must be >= 1")
         cov = min(coverage_size, k)
-        base = dict(coverage_size=cov, boundary_size=k - cov, warmup=k)
+        base: dict[str, Any] = dict(coverage_size=cov, boundary_size=k - cov, warmup=k)
         base.update(overrides)
         return cls(**base)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The flat form: every flat key in its fixed order (what ``<run>/config.json`` and a checkpoint hold)."""
+        return {k: self.flat_value(k) for k in FLAT_ORDER}
+
+    def to_grouped_dict(self) -> dict:
+        """The grouped form: ``{"warmup": 20, "seed": 0, "trigger": {"kind": "mmt", ...}, "eval_set": {...}, ...}``."""
+        return {"warmup": self.warmup, "seed": self.seed,
+                **{g: dataclasses.asdict(getattr(self, g)) for g in GROUPS}}
 
     @classmethod
     def from_dict(cls, d: dict) -> JanusConfig:
-        """Inverse of :meth:`to_dict`. Raises ValueError naming any unknown key."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        for key in d:
-            if key not in known:
-                raise ValueError(f"unknown JanusConfig key: {key!r}")
-        return cls(**d)
+        """Inverse of :meth:`to_dict` and :meth:`to_grouped_dict`; a mix of the two forms is read too. Raises
+        ValueError naming any unknown key, or a setting given in both forms with different values."""
+        return cls(**flatten(d))
+
+
+def _flat_property(key: str, group: str, name: str) -> property:
+    def read(self: JanusConfig) -> Any:
+        return getattr(getattr(self, group), name)
+
+    read.__name__ = key
+    return property(read, doc=f"``{group}.{name}`` (the flat read).")
+
+
+for _key, (_group, _name) in FLAT.items():
+    if _group is not None and _key not in GROUPS:  # cfg.trigger / cfg.eval_set are the groups themselves
+        setattr(JanusConfig, _key, _flat_property(_key, _group, _name))

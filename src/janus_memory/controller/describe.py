@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .config import PRESET_SWITCHES, RECOMMENDED_TUNING, JanusConfig
+from .config import FLAT, PRESET_SWITCHES, RECOMMENDED_TUNING, JanusConfig
 from .strategy import EVAL_SETS, eval_set_for
 
 # the paper's controller settings that any preset may change (a paper-preset run with another warm-up is still the
@@ -38,7 +38,7 @@ class PaperRule:
         return None, None
 
     def text(self, c: JanusConfig) -> str:
-        early = "; exact early stopping (the same decisions, fewer calls)" if c.early_stop else ""
+        early = "; exact early stopping (the same decisions, fewer calls)" if c.decision.early_stop else ""
         return ("the paper's rule: deploy the candidate when it solves at least as many of the tasks as the old "
                 f"memory (ties go to the candidate){early}")
 
@@ -49,27 +49,27 @@ class SignTestRule:
 
     def text(self, c: JanusConfig) -> str:
         return (f"a one-sided sign test on the tasks the memories disagree on: roll back only when the old memory wins "
-                f"significantly (alpha {c.alpha:g}, margin {c.min_margin})")
+                f"significantly (alpha {c.decision.alpha:g}, margin {c.decision.min_margin})")
 
 
 class SequentialRule:
     def caps(self, c: JanusConfig) -> tuple[int | None, int | None]:
-        if not c.seq_max_pairs:
+        if not c.decision.seq_max_pairs:
             return None, None
-        return c.seq_max_pairs, max(c.seq_max_pairs, c.seq_extend_pairs, c.seq_recent_pairs)
+        return c.decision.seq_max_pairs, max(c.decision.seq_max_pairs, c.decision.seq_extend_pairs, c.decision.seq_recent_pairs)
 
     def text(self, c: JanusConfig) -> str:
-        reuse = "; the deployed memory's measured outcomes reused" if c.reuse_old_results else ""
-        tasks = "1 task" if c.seq_round == 1 else f"{c.seq_round} tasks"
-        if c.seq_deploy_margin:
-            lead = "1 task" if c.seq_deploy_margin == 1 else f"{c.seq_deploy_margin} tasks"
-            quiet = "deployed" if c.seq_quiet_deploy else "rolled back"
+        reuse = "; the deployed memory's measured outcomes reused" if c.reuse.old_results else ""
+        tasks = "1 task" if c.decision.seq_round == 1 else f"{c.decision.seq_round} tasks"
+        if c.decision.seq_deploy_margin:
+            lead = "1 task" if c.decision.seq_deploy_margin == 1 else f"{c.decision.seq_deploy_margin} tasks"
+            quiet = "deployed" if c.decision.seq_quiet_deploy else "rolled back"
             end = (f"then deployed only when the candidate leads by {lead} on the tasks read (none disagreeing: "
                    f"{quiet})")
         else:
             end = "then the paper's rule on the tasks read"
-        return (f"Wald's sequential test on the tasks the memories disagree on (alpha {c.seq_alpha:g}, beta "
-                f"{c.seq_beta:g}, theta {c.seq_theta:g}), {tasks} a round, {end}{reuse}")
+        return (f"Wald's sequential test on the tasks the memories disagree on (alpha {c.decision.seq_alpha:g}, beta "
+                f"{c.decision.seq_beta:g}, theta {c.decision.seq_theta:g}), {tasks} a round, {end}{reuse}")
 
 
 RULE_SHAPES: dict[str, RuleShape] = {"paper": PaperRule(), "sign_test": SignTestRule(), "sequential": SequentialRule()}
@@ -77,24 +77,24 @@ RULE_SHAPES: dict[str, RuleShape] = {"paper": PaperRule(), "sign_test": SignTest
 
 def trigger_text(c: JanusConfig) -> str:
     """When the controller compares."""
-    t = c.trigger
+    t = c.trigger.kind
     if t == "never":
         return "never (every candidate is deployed unexamined)"
     if t == "always":
         return "always (a comparison at every step after the warm-up)"
     if t == "mmt":
-        return f"MMT (compares when cos(z_t, m_t-1) < tau = {c.tau:g}; beta = {c.beta:g})"
+        return f"MMT (compares when cos(z_t, m_t-1) < tau = {c.trigger.tau:g}; beta = {c.trigger.beta:g})"
     if t == "random":
-        return f"random (each step after the warm-up with probability {c.trigger_rate:g})"
+        return f"random (each step after the warm-up with probability {c.trigger.rate:g})"
     if t == "periodic":
-        return f"periodic (every {c.trigger_period} steps after the warm-up)"
-    gate = [f"retention < {c.retention_min:g}" if c.retention_min else "",
-            f"items shrink below {c.shrink_max:g}x" if c.shrink_max else ""]
+        return f"periodic (every {c.trigger.period} steps after the warm-up)"
+    gate = [f"retention < {c.trigger.retention_min:g}" if c.trigger.retention_min else "",
+            f"items shrink below {c.trigger.shrink_max:g}x" if c.trigger.shrink_max else ""]
     gate = [g for g in gate if g]
     parts = [f"item gate ({' or '.join(gate)})"] if gate else []
-    if c.use_mmt:
-        parts.append(f"MMT below tau {c.tau:g}" + (f" with |z| >= {c.magnitude_ratio:g}x its recent median"
-                                                  if c.magnitude_ratio else ""))
+    if c.trigger.use_mmt:
+        parts.append(f"MMT below tau {c.trigger.tau:g}" + (f" with |z| >= {c.trigger.magnitude_ratio:g}x its recent median"
+                                                  if c.trigger.magnitude_ratio else ""))
     return f"selective ({' or '.join(parts) or 'nothing armed'})"
 
 
@@ -107,14 +107,14 @@ def _label(c: JanusConfig) -> tuple[str, str]:
     if name != "custom":
         return name, name
     refs = {"paper": JanusConfig.paper(), "recommended": JanusConfig.recommended(), "fast": JanusConfig.fast()}
-    switches = {p: [k for k in PRESET_SWITCHES if getattr(c, k) != getattr(ref, k)] for p, ref in refs.items()}
+    switches = {p: [k for k in PRESET_SWITCHES if c.flat_value(k) != ref.flat_value(k)] for p, ref in refs.items()}
     closest = min(refs, key=lambda p: len(switches[p]))  # by the switches; ties: the order above (paper first)
     ref = refs[closest]
     # a setting of an evaluation set this configuration does not use is not named
     unused = {k for cls in EVAL_SETS.values() for k in cls.SETTINGS} - set(eval_set_for(c).SETTINGS)
-    tuning = [k for k in RECOMMENDED_TUNING if getattr(c, k) != getattr(ref, k)
+    tuning = [k for k in RECOMMENDED_TUNING if c.flat_value(k) != ref.flat_value(k)
               and k not in unused] if closest == "recommended" else []
-    what = ", ".join(f"{k}={_value(getattr(c, k))}" for k in switches[closest] + tuning)
+    what = ", ".join(f"{k}={_value(c.flat_value(k))}" for k in switches[closest] + tuning)
     return "custom", f"custom: {closest} with {what}"
 
 
@@ -129,20 +129,20 @@ def _value(v) -> str:
 def _extras(c: JanusConfig) -> list[str]:
     """What the controller does beyond its trigger, set and rule (options that change which steps compare or how)."""
     out = []
-    if c.gate_compare or c.gate_full_compare:
-        how = "a full paper-rule comparison" if c.gate_full_compare else "a comparison"
+    if c.trigger.gate_compare or c.trigger.gate_full_compare:
+        how = "a full paper-rule comparison" if c.trigger.gate_full_compare else "a comparison"
         out.append(f"a dump/wipe-looking candidate gets {how} at any step, warm-up included")
-    if c.near_copy_similarity > 0:
-        what = "a rewording" if c.near_copy_inherit else "a near copy"
-        checked = ("is deployed unevaluated" if c.near_copy_pairs == 0 else
-                   f"is checked on {'' if c.near_copy_inherit else 'at most '}{_tasks(c.near_copy_pairs)}")
-        keeps = (f" and keeps the deployed memory's {'other ' if c.near_copy_pairs else ''}outcomes"
-                 if c.near_copy_inherit else "")
-        out.append(f"{what} (similarity >= {c.near_copy_similarity:g}) {checked}{keeps}")
-    if c.skip_trivially_equal:
-        counters = " (usage counters included)" if c.ignore_usage_counters else ""
+    if c.reuse.near_copy_similarity > 0:
+        what = "a rewording" if c.reuse.near_copy_inherit else "a near copy"
+        checked = ("is deployed unevaluated" if c.reuse.near_copy_pairs == 0 else
+                   f"is checked on {'' if c.reuse.near_copy_inherit else 'at most '}{_tasks(c.reuse.near_copy_pairs)}")
+        keeps = (f" and keeps the deployed memory's {'other ' if c.reuse.near_copy_pairs else ''}outcomes"
+                 if c.reuse.near_copy_inherit else "")
+        out.append(f"{what} (similarity >= {c.reuse.near_copy_similarity:g}) {checked}{keeps}")
+    if c.reuse.skip_trivially_equal:
+        counters = " (usage counters included)" if c.reuse.ignore_usage_counters else ""
         out.append(f"a candidate that differs only in bookkeeping{counters} is deployed unevaluated")
-    if c.same_memory_shortcut:
+    if c.reuse.same_memory_shortcut:
         out.append("identical texts are evaluated once")
     return out
 
@@ -225,7 +225,7 @@ def stored_config(c: JanusConfig | dict) -> JanusConfig:
     """``c``, or the JanusConfig of its stored dict (config.json's ``janus`` section; a partial dict is completed with
     the paper defaults, as a run made before a key existed ran)."""
     if isinstance(c, dict):
-        known = {k: v for k, v in c.items() if k in JanusConfig.__dataclass_fields__}
+        known = {k: v for k, v in c.items() if k in FLAT}
         return JanusConfig(**known)
     return c
 
@@ -234,7 +234,7 @@ def describe(c: JanusConfig | dict) -> ControllerDescription:
     """The description of ``c`` (a JanusConfig, or its stored dict: :func:`stored_config`)."""
     c = stored_config(c)
     shape = eval_set_for(c)
-    rule = RULE_SHAPES[c.decision_rule]
+    rule = RULE_SHAPES[c.decision.rule]
     preset, label = _label(c)
     configured = shape.size()
     usual, cap = rule.caps(c)
@@ -244,11 +244,11 @@ def describe(c: JanusConfig | dict) -> ControllerDescription:
         # where the sizes (the paper's set), warm-up, trigger or momentum are not the paper's; a custom configuration
         # with another evaluation set says it too (its label names only the switches)
         ref = JanusConfig.paper()
-        keys = [k for k in SIZES if getattr(c, k) != getattr(ref, k)
+        keys = [k for k in SIZES if c.flat_value(k) != ref.flat_value(k)
                 and (shape.PAPER or k not in ("coverage_size", "boundary_size", "fresh_size"))]
-        diffs = tuple(f"{_PAPER_NAMES[k]} {_value(getattr(c, k))} (paper {_value(getattr(ref, k))})" for k in keys)
+        diffs = tuple(f"{_PAPER_NAMES[k]} {_value(c.flat_value(k))} (paper {_value(ref.flat_value(k))})" for k in keys)
     return ControllerDescription(
-        preset=preset, label=label, warmup=c.warmup, trigger=trigger_text(c), eval_set=c.eval_set,
+        preset=preset, label=label, warmup=c.warmup, trigger=trigger_text(c), eval_set=c.eval_set.kind,
         eval_set_text=shape.text(), eval_set_cell=shape.cell(), sizes=shape.sizes(), configured=configured,
         reads=reads, reads_most=most, cap=cap, rule=rule.text(c), extras=tuple(_extras(c)), paper_differences=diffs,
         read_on=_read_on(c), paper_set=shape.PAPER, warmup_reads=shape.warmup_size())
@@ -257,8 +257,8 @@ def describe(c: JanusConfig | dict) -> ControllerDescription:
 def _read_on(c: JanusConfig) -> str:
     """When the adaptive cap reads on: while the comparison is close to the deploy threshold (a tie, or with
     ``seq_deploy_margin`` a lead of exactly that many tasks; sequential.AdaptiveCap)."""
-    if c.decision_rule != "sequential" or not c.seq_deploy_margin:
+    if c.decision.rule != "sequential" or not c.decision.seq_deploy_margin:
         return "while tied"
-    if c.seq_extend_margin:
-        return f"while the candidate's lead is within {c.seq_extend_margin} of {_tasks(c.seq_deploy_margin)}"
-    return f"while the candidate leads by exactly {_tasks(c.seq_deploy_margin)}"
+    if c.decision.seq_extend_margin:
+        return f"while the candidate's lead is within {c.decision.seq_extend_margin} of {_tasks(c.decision.seq_deploy_margin)}"
+    return f"while the candidate leads by exactly {_tasks(c.decision.seq_deploy_margin)}"

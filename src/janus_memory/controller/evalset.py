@@ -334,10 +334,11 @@ class IncrementalCoverage:
 
 
 def coverage_model(config) -> FullCoverage | IncrementalCoverage:
-    """The coverage model ``config.clustering`` names (``coverage_size``, ``seed``, ``pool_size``), not yet fitted."""
-    if config.clustering == "incremental":
-        return IncrementalCoverage(config.coverage_size, config.seed, config.pool_size)
-    return FullCoverage(config.coverage_size, config.seed, config.clustering)
+    """The coverage model ``config.eval_set.clustering`` names (``coverage_size``, ``seed``, ``pool_size``), not yet
+    fitted."""
+    if config.eval_set.clustering == "incremental":
+        return IncrementalCoverage(config.eval_set.coverage_size, config.seed, config.eval_set.pool_size)
+    return FullCoverage(config.eval_set.coverage_size, config.seed, config.eval_set.clustering)
 
 
 # ----------------------------------------------------------------------------- boundary and fresh

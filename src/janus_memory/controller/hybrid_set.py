@@ -51,29 +51,29 @@ class HybridSet(EvalSetStrategy):
 
     # ------------------------------------------------------------------ description
     def size(self) -> int:
-        c = self.config
-        n = c.coverage_size * c.use_coverage + c.boundary_size * c.use_boundary + c.fresh_size * c.use_fresh
-        return min(n, c.replay_limit) if c.replay_limit is not None else n
+        e = self.config.eval_set
+        n = e.coverage_size * e.use_coverage + e.boundary_size * e.use_boundary + e.fresh_size * e.use_fresh
+        return min(n, e.replay_limit) if e.replay_limit is not None else n
 
     def sizes(self) -> dict[str, int]:
-        c = self.config
-        return {"K'": c.coverage_size * c.use_coverage, "K_b": c.boundary_size * c.use_boundary,
-                "K": c.coverage_size * c.use_coverage + c.boundary_size * c.use_boundary,
-                "K_F": c.fresh_size * c.use_fresh}
+        e = self.config.eval_set
+        return {"K'": e.coverage_size * e.use_coverage, "K_b": e.boundary_size * e.use_boundary,
+                "K": e.coverage_size * e.use_coverage + e.boundary_size * e.use_boundary,
+                "K_F": e.fresh_size * e.use_fresh}
 
     def _roles_on(self) -> list[tuple[str, int]]:
-        c = self.config
-        return [(name, n) for name, n, on in (("coverage", c.coverage_size, c.use_coverage),
-                                              ("boundary", c.boundary_size, c.use_boundary),
-                                              ("fresh", c.fresh_size, c.use_fresh)) if on]
+        e = self.config.eval_set
+        return [(name, n) for name, n, on in (("coverage", e.coverage_size, e.use_coverage),
+                                              ("boundary", e.boundary_size, e.use_boundary),
+                                              ("fresh", e.fresh_size, e.use_fresh)) if on]
 
     def text(self) -> str:
-        c = self.config
+        e = self.config.eval_set
         on = self._roles_on()
         roles = " + ".join(f"{name} {n}" for name, n in on) or "no role (every role ablated)"
         total = sum(n for _, n in on)
-        cap = (f", {c.replay_limit} of them sampled per comparison" if c.replay_limit is not None
-               and c.replay_limit < total else "")
+        cap = (f", {e.replay_limit} of them sampled per comparison" if e.replay_limit is not None
+               and e.replay_limit < total else "")
         return f"the paper's hybrid set of {roles} = {total} tasks{cap}"
 
     def cell(self) -> str:
@@ -113,20 +113,20 @@ class HybridSet(EvalSetStrategy):
             reps = []
             warnings.append(f"coverage initialisation failed: {type(exc).__name__}: {exc}")
         self.coverage = reps
-        self.boundary = bootstrap_boundary(n, reps, self.config.boundary_size)
+        self.boundary = bootstrap_boundary(n, reps, self.config.eval_set.boundary_size)
         return warnings
 
     def plan(self, store: EmbeddingStore, seen_end: int, trigger_count: int, warnings: list[str]) -> EvalPlan:
         """Fresh sample of the tasks since ``seen_end``, coverage refresh on every task so far, the planned entries
         (spec §3.2 steps 1-4)."""
         c = self.config
-        fresh = sample_fresh(seen_end, store.n, c.fresh_size, c.seed, trigger_count - 1)
+        fresh = sample_fresh(seen_end, store.n, c.eval_set.fresh_size, c.seed, trigger_count - 1)
         try:
             self.coverage = self.model.refresh(store, store.n)
         except Exception as exc:  # spec §3.2 step 3: keep the previous coverage
             warnings.append(f"coverage refresh failed ({type(exc).__name__}: {exc}); previous coverage kept")
         plan = plan_trigger(c, self.coverage, self.boundary, fresh, trigger_count)
-        if c.eval_order == "relevant":
+        if c.eval_set.order == "relevant":
             plan.entries = order_by_relevance(plan.entries, store, store.n - 1)
         return plan
 
@@ -138,7 +138,8 @@ class HybridSet(EvalSetStrategy):
         c = self.config
         flips = flips_of(plan.entries, comp, self.coverage)
         d.flips = [ids[i] for i in flips]
-        self.boundary = refresh_boundary(self.boundary, flips, self.coverage, c.boundary_size, c.seed, trigger_count)
+        self.boundary = refresh_boundary(self.boundary, flips, self.coverage, c.eval_set.boundary_size, c.seed,
+                                         trigger_count)
 
     def members(self) -> dict[str, list[int]]:
         return {"coverage": list(self.coverage), "boundary": [i for i, _ in self.boundary]}
@@ -149,7 +150,7 @@ class HybridSet(EvalSetStrategy):
 
     def load_state_dict(self, state: dict, n_tasks: int, trigger_count: int) -> None:
         if state["coverage_model"]["kind"] != self.model.kind:
-            raise ValueError("state coverage model does not match config.clustering")
+            raise ValueError("state coverage model does not match config.eval_set.clustering")
         self.model.load_state_dict(state["coverage_model"])
         cov, bnd = state["coverage"], state["boundary"]
         if not isinstance(cov, list) or not all(type(i) is int and 0 <= i < n_tasks for i in cov):
@@ -170,22 +171,23 @@ def plan_trigger(c: JanusConfig, coverage: list[int], boundary: list[tuple[int, 
     (de-duplicated when ``dedup``; ``eval_order="informative"`` puts the boundary first, past flips leading, then
     coverage, then fresh: the order a sequential test reads them), then capped by ``replay_limit`` with
     ``trigger_count`` already incremented (the authors' optional cap, spec §3.2 step 4)."""
-    cov = list(coverage) if c.use_coverage else []
-    bnd = [i for i, _ in boundary] if c.use_boundary else []
-    fr = fresh if c.use_fresh else []
-    if c.eval_order in ("informative", "relevant"):  # past flips, the rest of the boundary, coverage, fresh
+    es = c.eval_set
+    cov = list(coverage) if es.use_coverage else []
+    bnd = [i for i, _ in boundary] if es.use_boundary else []
+    fr = fresh if es.use_fresh else []
+    if es.order in ("informative", "relevant"):  # past flips, the rest of the boundary, coverage, fresh
         tag = dict(boundary)
         first = [i for i in bnd if tag.get(i) == "flip"] + [i for i in bnd if tag.get(i) != "flip"]
-        entries = build_entries(first, cov, fr, c.dedup)
-    elif c.eval_order == "fresh_first":  # the tasks since the last comparison, then coverage, then the boundary
-        entries = build_entries(fr, cov, bnd, c.dedup)
-    elif c.eval_order == "interleaved":  # fresh, then coverage and boundary entries taken in turn
-        entries = build_entries(fr, interleave(cov, bnd), [], c.dedup)
+        entries = build_entries(first, cov, fr, es.dedup)
+    elif es.order == "fresh_first":  # the tasks since the last comparison, then coverage, then the boundary
+        entries = build_entries(fr, cov, bnd, es.dedup)
+    elif es.order == "interleaved":  # fresh, then coverage and boundary entries taken in turn
+        entries = build_entries(fr, interleave(cov, bnd), [], es.dedup)
     else:
-        entries = build_entries(cov, bnd, fr, c.dedup)
-    if c.replay_limit is not None and len(entries) > c.replay_limit:
-        kept = random.Random(c.seed + trigger_count + 17).sample(entries, c.replay_limit)
-        if c.eval_order != "paper":  # a reading order was asked for: keep the sampled tasks in it
+        entries = build_entries(cov, bnd, fr, es.dedup)
+    if es.replay_limit is not None and len(entries) > es.replay_limit:
+        kept = random.Random(c.seed + trigger_count + 17).sample(entries, es.replay_limit)
+        if es.order != "paper":  # a reading order was asked for: keep the sampled tasks in it
             pos = {e: k for k, e in reversed(list(enumerate(entries)))}
             kept = sorted(kept, key=lambda e: pos[e])
         entries = kept

@@ -70,12 +70,10 @@ class Janus:
         self._task_to_dict = task_to_dict
         self._task_from_dict = task_from_dict
         c = self.config
-        self._policy = TriggerPolicy(c.trigger, float(c.tau), float(c.trigger_rate), c.trigger_period, c.warmup, c.seed)
-        self._selective = SelectiveTrigger(SelectiveOptions(
-            tau=float(c.tau), use_mmt=c.use_mmt, retention_min=float(c.retention_min), shrink_max=float(c.shrink_max),
-            magnitude_ratio=float(c.magnitude_ratio), magnitude_window=c.magnitude_window,
-            tau_quantile=float(c.tau_quantile), tau_window=c.tau_window, arm_warmup=c.arm_warmup))
-        self._evalset = eval_set_for(c)  # the evaluation-set strategy c.eval_set names (evalset/strategy.py)
+        t = c.trigger
+        self._policy = TriggerPolicy(t.kind, float(t.tau), float(t.rate), t.period, c.warmup, c.seed)
+        self._selective = SelectiveTrigger(SelectiveOptions.of(t))
+        self._evalset = eval_set_for(c)  # the evaluation-set strategy c.eval_set.kind names (strategy.py)
         self._store = EmbeddingStore()
         self._grow_token = object()  # tasks / ids / embeddings only grow while this object stays (state_hints)
         self._tasks: list[Any] = []
@@ -182,11 +180,11 @@ class Janus:
         c = self.config
         verdict = signals = None
         gate = False
-        if c.trigger == "selective" and c.arm_warmup:
+        if c.trigger.kind == "selective" and c.trigger.arm_warmup:
             ch = change_stats(inp.old_memory, inp.new_memory)
             verdict = self._selective.warmup_fires(ch)
             signals = {**ch.to_dict(), **verdict.to_dict()}
-        if (c.gate_full_compare or c.gate_compare) and self._gate(inp.old_memory, inp.new_memory):
+        if c.trigger.gated and self._gate(inp.old_memory, inp.new_memory):
             gate = True
             signals = {**(signals or {}), "forced_by": "gate"}
         if ((verdict is not None and verdict.fire) or gate) and self.evaluator is None:
@@ -196,7 +194,7 @@ class Janus:
                      reason="warmup", warnings=warnings, trigger_signals=signals or {})
         if (verdict is not None and verdict.fire) or gate:
             d.triggered = True
-            self._warmup_trigger(d, inp.old_memory, inp.new_memory, full=gate and c.gate_full_compare)
+            self._warmup_trigger(d, inp.old_memory, inp.new_memory, full=gate and c.trigger.gate_full_compare)
         else:
             self._stats["accepts"] += 1
         if self._step == c.warmup and not self._warmup_initialized:
@@ -212,7 +210,7 @@ class Janus:
         z, w = update_direction(old_v, new_v)
         warnings += w
         prev = self._momentum
-        if (c.trigger != "never" or c.gate_full_compare or c.gate_compare) and self.evaluator is None:
+        if (c.trigger.kind != "never" or c.trigger.gated) and self.evaluator is None:
             raise RuntimeError("Janus needs an evaluator callback to compare memories")
         self._append(q, inp.task, tid)
         cos = None
@@ -229,14 +227,14 @@ class Janus:
                      trigger_signals=signals)
         self._act(d, fire, inp.old_memory, inp.new_memory)
         d.trigger_count = self._trigger_count
-        self._momentum = momentum_update(prev, z, c.beta)
-        if c.trigger == "selective":
+        self._momentum = momentum_update(prev, z, c.trigger.beta)
+        if c.trigger.kind == "selective":
             self._selective.observe(cos, z_norm)
         return d
 
     def _fires(self, cos: float | None, z_norm: float, inp: StepInput) -> tuple[bool, dict]:
         """The trigger test of a post-warm-up step and its signals (selective trigger only)."""
-        if self.config.trigger != "selective":
+        if self.config.trigger.kind != "selective":
             return self._policy.fires(self._step, cos), {}
         ch = change_stats(inp.old_memory, inp.new_memory)
         verdict = self._selective.fires(cos, z_norm, ch)
@@ -244,7 +242,7 @@ class Janus:
 
     def _bookkeeping(self) -> tuple:
         """(line patterns, in-line patterns) that skip_trivially_equal ignores (equivalence.py)."""
-        if self.config.ignore_usage_counters:
+        if self.config.reuse.ignore_usage_counters:
             return COUNTER_BOOKKEEPING, COUNTER_INLINE
         return DEFAULT_BOOKKEEPING, ()
 
@@ -261,12 +259,12 @@ class Janus:
         ``_near_copy``, else the sequential test capped at ``near_copy_pairs`` pairs (0: accepted
         unevaluated, reason "near_copy"). Fired otherwise: compare (``_trigger``)."""
         c = self.config
-        if (c.gate_full_compare or c.gate_compare) and self._gate(old_text, new_text):
+        if c.trigger.gated and self._gate(old_text, new_text):
             d.triggered = True
             d.trigger_signals = {**d.trigger_signals, "forced_by": "gate"}
-            self._trigger(d, old_text, new_text, full=c.gate_full_compare)
+            self._trigger(d, old_text, new_text, full=c.trigger.gate_full_compare)
             return
-        if fire and c.skip_trivially_equal and trivially_equal(old_text, new_text, *self._bookkeeping()):
+        if fire and c.reuse.skip_trivially_equal and trivially_equal(old_text, new_text, *self._bookkeeping()):
             d.triggered = False
             d.reason = "trivially_equal"
             self._stats["accepts"] += 1
@@ -275,11 +273,11 @@ class Janus:
             self._stats["accepts"] += 1
             return
         cap = None
-        if c.near_copy_similarity > 0 and shingle_similarity(old_text, new_text) >= c.near_copy_similarity:
-            if c.near_copy_inherit:
+        if c.reuse.near_copy_similarity > 0 and shingle_similarity(old_text, new_text) >= c.reuse.near_copy_similarity:
+            if c.reuse.near_copy_inherit:
                 self._near_copy(d, old_text, new_text)
                 return
-            cap = c.near_copy_pairs
+            cap = c.reuse.near_copy_pairs
             if cap == 0:
                 d.triggered = False
                 d.reason = "near_copy"
@@ -321,23 +319,23 @@ class Janus:
         ``inherit``: a rewording checked on a few tasks (``_near_copy``), see ``_remember``."""
         announce(self.evaluator, self.config, d, self._trigger_count, len(entries), old_text, new_text, full=full)
         known = None
-        if self.config.reuse_old_results:
+        if self.config.reuse.old_results:
             if self._old_key != _sha(old_text):  # a memory deployed unmeasured: measured from here, its own anchor
                 self._old_key, self._old_cache = _sha(old_text), {}
                 self._set_anchor(old_text)
             known = [self._old_cache.get(i, UNKNOWN) for i in entries]
         c = self.config
         base = None
-        if c.seq_recent_pairs and max_pairs is None and not full and any(self._recent_close):
-            base = c.seq_recent_pairs  # a close comparison among the last seq_recent_window: the bigger budget
+        if c.decision.seq_recent_pairs and max_pairs is None and not full and any(self._recent_close):
+            base = c.decision.seq_recent_pairs  # a close comparison among the last seq_recent_window: the bigger budget
         comp = run_comparison(self.evaluator, c, d, [self._tasks[i] for i in entries], old_text,
                               new_text, self._stats, full=full, max_pairs=max_pairs, known_old=known, base_pairs=base)
-        if comp is not None and c.reuse_old_results:
+        if comp is not None and c.reuse.old_results:
             self._remember(entries, comp, new_text, inherit)
-        if comp is not None and c.seq_recent_pairs and not full and max_pairs is None and comp.calls_full:
+        if comp is not None and c.decision.seq_recent_pairs and not full and max_pairs is None and comp.calls_full:
             w, ll = discordant(comp.old_correct, comp.new_correct)
-            close = comp.reason.startswith("sprt_truncated") and abs(w - ll) <= c.seq_extend_margin
-            self._recent_close = (self._recent_close + [close])[-c.seq_recent_window:]
+            close = comp.reason.startswith("sprt_truncated") and abs(w - ll) <= c.decision.seq_extend_margin
+            self._recent_close = (self._recent_close + [close])[-c.decision.seq_recent_window:]
         return comp
 
     def _trigger(self, d: Decision, old_text: str, new_text: str, full: bool = False,
@@ -365,19 +363,19 @@ class Janus:
         if not rewords_only(old_text, new_text):
             self._trigger(d, old_text, new_text)
             return
-        if c.near_copy_anchor and not self._anchored(old_text, new_text):
+        if c.reuse.near_copy_anchor and not self._anchored(old_text, new_text):
             d.trigger_signals = {**d.trigger_signals, "near_copy": "drifted"}
             self._trigger(d, old_text, new_text)
             return
         d.trigger_signals = {**d.trigger_signals, "near_copy": "rewording"}
-        if c.near_copy_pairs == 0:  # measured, not the default: a one-word change outside the guard words passes
+        if c.reuse.near_copy_pairs == 0:  # measured, not the default: a one-word change outside the guard words passes
             d.triggered = False
             d.reason = "near_copy"
             if self._old_key == _sha(old_text):  # the rewording answers as the deployed memory did
                 self._old_key = _sha(new_text)
             self._stats["accepts"] += 1
             return
-        self._trigger(d, old_text, new_text, max_pairs=c.near_copy_pairs, inherit=True)
+        self._trigger(d, old_text, new_text, max_pairs=c.reuse.near_copy_pairs, inherit=True)
 
     def _anchored(self, old_text: str, new_text: str) -> bool:
         """``near_copy_anchor``: the candidate is a near copy and a rewording of the anchor, the last fully compared
@@ -393,7 +391,7 @@ class Janus:
         anchor = self._anchor_text
         if anchor is None:  # restored with the anchor deployed, and the caller now passes another memory
             return False
-        return (shingle_similarity(anchor, new_text) >= self.config.near_copy_similarity
+        return (shingle_similarity(anchor, new_text) >= self.config.reuse.near_copy_similarity
                 and rewords_only(anchor, new_text))
 
     def _set_anchor(self, text: str) -> None:
@@ -434,12 +432,12 @@ class Janus:
         else:
             tasks = [self._task_entry(t) for t in self._tasks]
         extra = {}
-        if self.config.reuse_old_results:  # only then, so other configs keep their stored form
+        if self.config.reuse.old_results:  # only then, so other configs keep their stored form
             extra["old_results"] = {"sha256": self._old_key,
                                     "results": [[i, v] for i, v in sorted(self._old_cache.items())]}
-        if self.config.seq_recent_pairs:  # only then, as old_results
+        if self.config.decision.seq_recent_pairs:  # only then, as old_results
             extra["recent_close"] = list(self._recent_close)
-        if self.config.near_copy_anchor:  # only then, as old_results; the text only while another memory is deployed
+        if self.config.reuse.near_copy_anchor:  # only then, as old_results; the text only while another memory is deployed
             extra["near_copy_anchor"] = {
                 "sha256": self._anchor_sha,
                 "text": self._anchor_text if self._anchor_sha not in (None, self._old_key) else None}
@@ -514,7 +512,7 @@ class Janus:
             raise ValueError("state near_copy_anchor must hold a sha256 string and a text string (or null)")
         if text is not None and _sha(text) != sha:
             raise ValueError("state near_copy_anchor text does not match its sha256")
-        if fresh.config.near_copy_anchor and sha is not None and text is None and sha != fresh._old_key:
+        if fresh.config.reuse.near_copy_anchor and sha is not None and text is None and sha != fresh._old_key:
             raise ValueError("state near_copy_anchor holds no text for an anchor that is not the deployed memory")
         fresh._anchor_sha, fresh._anchor_text = sha, text
         self.__dict__.update(fresh.__dict__)

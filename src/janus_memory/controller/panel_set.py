@@ -33,16 +33,16 @@ class PanelSet(EvalSetStrategy):
         self.stats: dict[int, tuple[int, int]] = {}  # member -> (comparisons that read it, discordant)
 
     def size(self) -> int:
-        return self.config.panel_size
+        return self.config.eval_set.panel_size
 
     def sizes(self) -> dict[str, int]:
-        return {"panel": self.config.panel_size}
+        return {"panel": self.config.eval_set.panel_size}
 
     def text(self) -> str:
-        return f"a panel of {self.config.panel_size} seen tasks"
+        return f"a panel of {self.config.eval_set.panel_size} seen tasks"
 
     def cell(self) -> str:
-        return f"panel {self.config.panel_size}"
+        return f"panel {self.config.eval_set.panel_size}"
 
     def roles(self, decision: dict) -> list[str]:
         return ["panel"] * len(decision.get("eval_ids") or [])
@@ -87,7 +87,7 @@ class PanelSet(EvalSetStrategy):
         panel = [tuple(e) for e in raw]
         members = [i for i, _, _ in panel]
         if (any(not 0 <= i < n_tasks for i in members) or len(set(members)) != len(members)
-                or any(not 0 <= d_ <= r for _, r, d_ in panel) or len(panel) > self.config.panel_size):
+                or any(not 0 <= d_ <= r for _, r, d_ in panel) or len(panel) > self.config.eval_set.panel_size):
             raise ValueError("state panel holds an unknown or repeated task index, or impossible counts (or more "
                              "members than panel_size)")
         self.panel = members
@@ -117,13 +117,14 @@ def refresh_panel(panel: list[int], stats: dict[int, tuple[int, int]], n_avail: 
     """
     r = random.Random(f"janus-panel|{c.seed}|{trigger_count}")
     out = list(panel)
-    want = min(c.panel_size, n_avail)
+    e = c.eval_set
+    want = min(e.panel_size, n_avail)
     if len(out) < want:
         taken = set(out)
         out += r.sample([i for i in range(n_avail) if i not in taken], want - len(out))
-    if out and n_avail > len(out) and r.random() < c.panel_rotate:
+    if out and n_avail > len(out) and r.random() < e.panel_rotate:
         ranked = [(d / n, r.random(), j) for j, i in enumerate(out)
-                  for n, d in [stats.get(i, (0, 0))] if c.panel_min_evals and n >= c.panel_min_evals]
+                  for n, d in [stats.get(i, (0, 0))] if e.panel_min_evals and n >= e.panel_min_evals]
         j = min(ranked)[2] if ranked else r.randrange(len(out))
         taken = set(out)
         out[j] = r.choice([i for i in range(n_avail) if i not in taken])

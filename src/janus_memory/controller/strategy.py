@@ -6,8 +6,8 @@ can cost, a phrase and a table cell for reports, progress lines and the HTML vie
 comparison read. The controller and every reader outside it ask the strategy; none branches on its name.
 
 Strategies are registered by name in :data:`EVAL_SETS` (the paper's ``hybrid`` set and the ``panel`` are built in);
-``JanusConfig.eval_set`` names one, optionally with an argument after a colon (``"last:8"``), which the strategy
-parses. Adding one is a class in one file::
+``JanusConfig.eval_set.kind`` (flat key ``eval_set``) names one, optionally with an argument after a colon
+(``"last:8"``), which the strategy parses. Adding one is a class in one file::
 
     @register_eval_set("last")
     class LastSeen(EvalSetStrategy):
@@ -63,9 +63,9 @@ def split_spec(spec: str) -> tuple[str, str | None]:
 
 
 def eval_set_for(config: Any) -> EvalSetStrategy:
-    """A new strategy for ``config`` (``config.eval_set``); ValueError naming the choices for an unknown name or an
-    argument the strategy rejects."""
-    spec = config.eval_set
+    """A new strategy for ``config`` (``config.eval_set.kind``); ValueError naming the choices for an unknown name or
+    an argument the strategy rejects."""
+    spec = config.eval_set.kind
     if not isinstance(spec, str):
         raise ValueError(f"eval_set must be a string, got {spec!r}")
     name, arg = split_spec(spec)
@@ -161,7 +161,7 @@ class EvalSetStrategy(ABC):
 
     def warmup_size(self) -> int:
         """The most tasks a warm-up comparison reads (:meth:`plan_warmup`)."""
-        return self.config.support_size + self.config.fresh_size
+        return self.config.eval_set.support_size + self.config.eval_set.fresh_size
 
     @abstractmethod
     def plan(self, store: EmbeddingStore, seen_end: int, trigger_count: int, warnings: list[str]) -> EvalPlan:

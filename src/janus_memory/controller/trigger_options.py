@@ -40,6 +40,14 @@ class SelectiveOptions:
     tau_window: int = 20
     arm_warmup: bool = False
 
+    @classmethod
+    def of(cls, trigger) -> SelectiveOptions:
+        """The options a JanusConfig's trigger group (TriggerConfig, the same field names) sets, numbers as floats."""
+        return cls(tau=float(trigger.tau), use_mmt=trigger.use_mmt, retention_min=float(trigger.retention_min),
+                   shrink_max=float(trigger.shrink_max), magnitude_ratio=float(trigger.magnitude_ratio),
+                   magnitude_window=trigger.magnitude_window, tau_quantile=float(trigger.tau_quantile),
+                   tau_window=trigger.tau_window, arm_warmup=trigger.arm_warmup)
+
 
 @dataclass
 class TriggerVerdict:

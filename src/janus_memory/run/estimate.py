@@ -64,21 +64,22 @@ def janus_calls(jc, first: int, last: int) -> int:
     from ..controller.strategy import eval_set_for
     from ..controller.trigger import TriggerPolicy
 
-    gate = jc.gate_compare or jc.gate_full_compare
-    if jc.trigger == "never" and not gate:
+    t = jc.trigger
+    gate = t.gated
+    if t.kind == "never" and not gate:
         return 0
     d = describe(jc)
-    per = eval_set_for(jc).calls_at_most(None if jc.gate_full_compare else d.cap)  # the strategy's worst case
+    per = eval_set_for(jc).calls_at_most(None if t.gate_full_compare else d.cap)  # the strategy's worst case
     post = range(max(first, jc.warmup + 1), last + 1)
     warm = 0
-    if gate or (jc.trigger == "selective" and jc.arm_warmup):  # compared on up to K + K_F of the tasks seen so far
-        warm = sum(2 * d.tasks_at_most(min(d.warmup_reads, s), full=jc.gate_full_compare)
+    if gate or (t.kind == "selective" and t.arm_warmup):  # compared on up to K + K_F of the tasks seen so far
+        warm = sum(2 * d.tasks_at_most(min(d.warmup_reads, s), full=t.gate_full_compare)
                    for s in range(first, min(last, jc.warmup) + 1))
-    if gate or jc.trigger in ("selective", "always"):
+    if gate or t.kind in ("selective", "always"):
         return warm + per * len(post)
-    if jc.trigger == "mmt":
+    if t.kind == "mmt":
         return warm + per * len([s for s in post if s >= jc.warmup + 2])
-    policy = TriggerPolicy(jc.trigger, float(jc.tau), float(jc.trigger_rate), jc.trigger_period, jc.warmup, jc.seed)
+    policy = TriggerPolicy(t.kind, float(t.tau), float(t.rate), t.period, jc.warmup, jc.seed)
     return warm + per * sum(1 for s in post if policy.fires(s, None))
 
 

@@ -84,11 +84,9 @@ def _grid_key_ok(key: str) -> bool:
         head, _, tail = key.partition(".")
         if head == "janus":
             try:
-                import dataclasses
+                from ..controller.config import FLAT
 
-                from ..controller import JanusConfig
-
-                return tail in {f.name for f in dataclasses.fields(JanusConfig)}
+                return tail in FLAT  # a flat key: janus.tau (the grouped form is for the janus section)
             except ImportError:
                 return bool(tail)
         if head == "llm":
