@@ -7,7 +7,7 @@ import pytest
 
 from janus_memory.tasks import get_family
 from janus_memory.tasks.apibench import UNRESOLVED, parse_api_call
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 data = pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")

@@ -11,7 +11,7 @@ from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.apibench import extract_api_call, shell_command
 from janus_memory.tasks.apibench_paper import candidate_text
 from janus_memory.tasks.checker_paper import with_checker
-from janus_memory.types import ChatResult, Task
+from janus_memory.values import ChatResult, Task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 pytestmark = pytest.mark.skipif(not (DATA / "apibench").is_dir(), reason="shared benchmark data not present")

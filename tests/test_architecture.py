@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "janus_memory"
 
 # the one-way layering: a module may import from its own layer and the layers below, never from a layer above.
-# "" is a module loose at the top (errors, types, names, paths, registry, interrupts, killpoints, rows).
+# "" is a module loose at the top (errors, values, names, paths, registry, interrupts, killpoints, rows).
 LAYERS = [
     {""},                                                   # foundation: plain data, errors, the registry
     {"controller", "llm", "encoders", "tasks", "updaters"},  # the controller and the plugin packages
@@ -31,6 +31,8 @@ MAX_LINES = 600
 LINE_EXCEPTIONS: dict[str, str] = {}  # none: every module is under the limit
 MAX_MODULES_PER_PACKAGE = 20
 MAX_TOP_MODULES = 10
+# old import paths kept as a deprecated re-export (a warning, no code): not counted as modules loose at the top
+DEPRECATED_ALIASES = {"types.py"}
 DOCSTRING_PENDING: set[str] = set()  # none: every package's docstring says what it may import
 # a private name (``_x``) imported from another package: none left (a shared helper is public where it is defined)
 PRIVATE_IMPORTS_PENDING: set[tuple[str, str]] = set()
@@ -206,7 +208,7 @@ def test_no_module_over_600_lines():
 
 
 def test_package_sizes_and_loose_modules():
-    top = sorted(p.name for p in PKG.glob("*.py"))
+    top = sorted(p.name for p in PKG.glob("*.py") if p.name not in DEPRECATED_ALIASES)
     assert len(top) <= MAX_TOP_MODULES, top
     for d in sorted(p for p in PKG.rglob("*") if (p / "__init__.py").is_file()):
         mods = [p.name for p in d.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]

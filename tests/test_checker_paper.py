@@ -15,7 +15,7 @@ from janus_memory.tasks.checker_paper import (
     strict_of,
     with_checker,
 )
-from janus_memory.types import ChatResult, Task
+from janus_memory.values import ChatResult, Task
 
 GPQA = Task(id="g1", dataset="gpqa", question="Which gas?", gold="C",
             meta={"options": ["Neon", "Argon", "Carbon dioxide", "Helium"], "labels": "ABCD"})

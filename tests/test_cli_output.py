@@ -8,7 +8,7 @@ from janus_memory.cli.progress import ConsoleProgress, diff_summary, step_line, 
 from janus_memory.llm.usage import UsageMeter
 from janus_memory.report.summary_table import cost_remarks, method_cost, overhead_pct
 from janus_memory.store.events import MethodStarted, StepFinished, StepRecorded, TestDone, TestProgress, TestStarted
-from janus_memory.types import Usage
+from janus_memory.values import Usage
 
 TRIG = {"triggered": True, "accept": False, "reason": "new_lt_old", "cosine": -0.38261600234886267,
         "coverage": [f"a{i}" for i in range(12)], "boundary": [f"b{i}" for i in range(8)], "fresh": ["c0", "c1"],

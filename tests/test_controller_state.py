@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 
 def ev(mem, tasks):

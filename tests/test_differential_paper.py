@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from janus_memory.controller import Janus, JanusConfig, StepInput, evalset
-from janus_memory.types import Task
+from janus_memory.values import Task
 from reference_janus import ReferenceJanus, kmeans_pytorch_like, lloyd_kmeans
 
 N_STREAMS = 30

@@ -39,10 +39,10 @@ from janus_memory.settings.config import RunConfig
 from janus_memory.store.events import EventBus, MethodFinished, StepRecorded, TestDone
 from janus_memory.tasks import get_family
 from janus_memory.tasks.checker_paper import with_checker
-from janus_memory.types import ChatResult, Task
 from janus_memory.updaters import dc as dc_mod
 from janus_memory.updaters import expel as expel_mod
 from janus_memory.updaters.texts import load_prompt
+from janus_memory.values import ChatResult, Task
 from reference_pipeline import RefPipeline, marks
 from updater_fakes import HashEncoder
 

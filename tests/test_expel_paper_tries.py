@@ -8,10 +8,10 @@ import pytest
 from janus_memory.settings.config import migrate_stored
 from janus_memory.tasks import get_family
 from janus_memory.tasks.checker_paper import with_checker
-from janus_memory.types import ChatResult, Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.expel_rules import normalize_rule_paper, parse_ops_paper
 from janus_memory.updaters.expel_rules_paper import is_placeholder_rule
+from janus_memory.values import ChatResult, Task
 from updater_fakes import HashEncoder, ScriptedLLM
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from janus_memory.inject.candidates import inject_candidate
-from janus_memory.types import Task
 from janus_memory.updaters import make_updater
+from janus_memory.values import Task
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM
 
 TICKETS = [

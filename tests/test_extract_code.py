@@ -7,7 +7,7 @@ import pytest
 
 from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.extract_code import extract_python, fenced_blocks, strip_reasoning
-from janus_memory.types import ChatResult
+from janus_memory.values import ChatResult
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -11,7 +11,7 @@ from janus_memory.tasks.extract_math import (
     find_boxes,
     gsm8k_gold,
 )
-from janus_memory.types import ChatResult, Task
+from janus_memory.values import ChatResult, Task
 
 
 def T(gold, ds="math500"):

@@ -5,7 +5,7 @@ import pytest
 
 from janus_memory.tasks import get_family, summarize
 from janus_memory.tasks.extract_mc import extract_choice
-from janus_memory.types import ChatResult, Task
+from janus_memory.values import ChatResult, Task
 
 J = "ABCDEFGHIJ"
 

@@ -19,8 +19,8 @@ from janus_memory.inject.candidates import (
     split_items,
     templates,
 )
-from janus_memory.types import Task
 from janus_memory.updaters import make_updater
+from janus_memory.values import Task
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 T = Task("gsm8k/7", "gsm8k", "A farmer has 12 cows and buys 5 more. How many cows now?", "17")

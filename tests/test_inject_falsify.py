@@ -10,9 +10,9 @@ import pytest
 from janus_memory.inject.candidates import harmful_candidate, inject_candidate
 from janus_memory.inject.falsify import false_fact, falsified_value, falsify_text, numbers
 from janus_memory.inject.state import harmful_bank, harmful_playbook
-from janus_memory.types import Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.ace_playbook import new_sections
+from janus_memory.values import Task
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM
 
 FACTS = ["Shipping costs $7 per kg.", "Every order pays a flat handling fee of $5."]

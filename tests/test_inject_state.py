@@ -10,9 +10,9 @@ import pytest
 
 from janus_memory.inject.candidates import KINDS, harmful_candidate, inject_candidate, templates
 from janus_memory.inject.state import harmful_bank, harmful_playbook, item_blocks, render_bank
-from janus_memory.types import Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.ace_playbook import new_sections, parse_playbook, render
+from janus_memory.values import Task
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 # falsify changes a number the memory states: its exact playbooks and banks are in tests/test_inject_falsify.py

@@ -119,7 +119,7 @@ def test_request_key_covers_identity_params_and_sample():
 
 def _writer(path, start):
     from janus_memory.llm.cache import ResponseCache
-    from janus_memory.types import ChatResult, Usage
+    from janus_memory.values import ChatResult, Usage
 
     rc = ResponseCache(path)
     for i in range(start, start + 40):

@@ -7,7 +7,7 @@ import pytest
 from janus_memory.tasks import get_family
 from janus_memory.tasks.extract_math import extract_math_answer
 from janus_memory.tasks.verify_math import check_math, normalize_for_verify
-from janus_memory.types import ChatResult, Task
+from janus_memory.values import ChatResult, Task
 
 V3 = r"\begin{pmatrix} -2 \\ -14 \\ -7 \end{pmatrix}"  # MATH-500 style: entries separated by "\\ "
 VF = r"\begin{pmatrix} -1/3 \\ 2/3 \\ 5/3 \end{pmatrix}"

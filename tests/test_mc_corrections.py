@@ -5,7 +5,7 @@ import pytest
 
 from janus_memory.tasks import get_family
 from janus_memory.tasks.extract_mc import extract_choice
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 
 def _task(gold="D"):

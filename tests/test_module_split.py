@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import janus_memory
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 OLD_TO_NEW = [
     ("janus_memory.controller.janus", "janus_memory.controller.config", ["JanusConfig"]),

@@ -19,10 +19,10 @@ from janus_memory.settings.presets import updater_overrides
 from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.checker_paper import with_checker
 from janus_memory.tasks.multiple_choice import gpqa_task
-from janus_memory.types import ChatResult, Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.expel_rules import parse_ops_paper
 from janus_memory.updaters.texts import load_prompt, thinking_output
+from janus_memory.values import ChatResult, Task
 from updater_fakes import HashEncoder, ScriptedLLM
 
 GPQA = Task(id="g1", dataset="gpqa", question="Which gas do plants take in?", gold="A",

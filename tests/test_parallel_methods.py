@@ -21,7 +21,7 @@ from janus_memory.llm.base import FatalLLMError
 from janus_memory.run import fake_llm
 from janus_memory.run.experiment import Stopped, run_experiment
 from janus_memory.settings.config import RunConfig
-from janus_memory.types import Usage
+from janus_memory.values import Usage
 
 TIMING = ("wall_s", "latency_s", "elapsed_s", "overhead_ms", "timing")
 

@@ -101,7 +101,7 @@ def test_plugin_updater_takes_every_injected_kind_through_the_base_hook():
     import janus_toy_plugin
 
     from janus_memory.inject.candidates import KINDS, harmful_candidate, inject_candidate, supports, templates
-    from janus_memory.types import Task
+    from janus_memory.values import Task
     from updater_fakes import ExactFamily, ScriptedLLM
 
     assert supports("notes") and not supports("memory_free")

@@ -13,7 +13,7 @@ import pytest
 
 from janus_memory.inject.candidates import harmful_candidate, poisoned_cheatsheet, templates
 from janus_memory.report import poison_follow as pf
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 
 def _fake_run(out: Path, cache: Path, *options: str) -> Path:

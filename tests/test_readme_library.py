@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from janus_memory import GuardedUpdate, Janus, JanusConfig
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -61,7 +61,7 @@ def test_readme_guarded_update_example_prints_its_decisions(tmp_path):
 
 
 def test_the_task_the_readme_names_takes_the_fields_it_lists():
-    """The loop builds janus_memory.types.Task(id, dataset, question=, gold=); meta is optional, and a Task without
+    """The loop builds janus_memory.values.Task(id, dataset, question=, gold=); meta is optional, and a Task without
     gold is refused. The per-step call the README names is the one docs/controller.md shows."""
     t = Task("gsm8k/test/1", "gsm8k", "What is 2 + 3?", "5")
     assert (t.id, t.dataset, t.question, t.gold, t.meta) == ("gsm8k/test/1", "gsm8k", "What is 2 + 3?", "5", {})

@@ -10,7 +10,7 @@ from janus_memory.llm.base import LLMError
 from janus_memory.run.eval_batch import PairedEvaluator
 from janus_memory.run.evaluator import UpdaterEvaluator
 from janus_memory.settings.config import RunConfig
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 TASKS = [Task(id=f"t{i}", dataset="toy", question=f"q{i}", gold="1") for i in range(4)]
 

@@ -8,7 +8,7 @@ from janus_memory.tasks import get_family
 from janus_memory.tasks.answer_text import mention_rank
 from janus_memory.tasks.extract_math import extract_math_answer
 from janus_memory.tasks.extract_mc import extract_choice
-from janus_memory.types import ChatResult, Task
+from janus_memory.values import ChatResult, Task
 
 
 def mc(gold):

@@ -9,7 +9,7 @@ from janus_memory.tasks.answer_text import plain_numerals
 from janus_memory.tasks.extract_math import extract_math_answer
 from janus_memory.tasks.extract_mc import extract_choice
 from janus_memory.tasks.verify_math import verify_answer
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 
 def score(dataset, gold, text):

@@ -10,7 +10,7 @@ import pytest
 from janus_memory.llm.reasoning import split_answer, split_reasoning
 from janus_memory.tasks import get_family
 from janus_memory.tasks.base import output_text
-from janus_memory.types import ChatResult, Task
+from janus_memory.values import ChatResult, Task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -22,9 +22,9 @@ from janus_memory.rows import RowsRef, by_reference
 from janus_memory.store import ckpt_rows
 from janus_memory.store.reader import RunReader
 from janus_memory.store.store import RunStore, dumps
-from janus_memory.types import Task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.bank import RetrievalBank
+from janus_memory.values import Task
 from store_fakes import FailingCommit
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 

@@ -7,7 +7,7 @@ import pytest
 
 from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.apibench import apibench_summary, extract_api_call, parse_api_call
-from janus_memory.types import ChatResult, Task
+from janus_memory.values import ChatResult, Task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")

@@ -85,7 +85,7 @@ def test_mmlu_pro_3983_scored_by_letter():
     rec = next(json.loads(line) for line in open(DATA / "mmlu_pro" / "test.jsonl") if '"question_id": 3983,' in line)
     assert rec["answer"] == "C" and rec["answer_index"] == 1
     from janus_memory.tasks.multiple_choice import LETTERS
-    from janus_memory.types import Task
+    from janus_memory.values import Task
     t = Task(id="3983", dataset="mmlu_pro_eng", question=rec["question"], gold=rec["answer"],
              meta={"options": rec["options"], "labels": LETTERS[:len(rec["options"])]})
     fam = get_family("mmlu_pro_eng")

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from janus_memory.types import ChatResult
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.ace_ops import apply_ops_faithful, apply_ops_strict, duplicate_groups, refine
 from janus_memory.updaters.ace_playbook import (
@@ -21,6 +20,7 @@ from janus_memory.updaters.ace_playbook import (
     section_slug,
     stats,
 )
+from janus_memory.values import ChatResult
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 

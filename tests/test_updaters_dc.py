@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from janus_memory.types import ChatResult
 from janus_memory.updaters import extract_cheatsheet, extract_cheatsheet_faithful, make_updater
 from janus_memory.updaters.dc import SMALL_MODEL_CONFIG
+from janus_memory.values import ChatResult
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 QS = [

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from janus_memory.types import ChatResult
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.expel import SMALL_MODEL_CONFIG
 from janus_memory.updaters.expel_rules import parse_ops_strict
+from janus_memory.values import ChatResult
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 

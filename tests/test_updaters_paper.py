@@ -8,13 +8,13 @@ import pytest
 from janus_memory.controller import Janus, JanusConfig, StepInput
 from janus_memory.run.evaluator import UpdaterEvaluator, replay_sample_index
 from janus_memory.tasks.sandbox import SandboxResult
-from janus_memory.types import ChatResult
 from janus_memory.updaters import dc as dc_mod
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.dc import SMALL_MODEL_CONFIG as DC_SMALL
 from janus_memory.updaters.dc import extract_cheatsheet_first
 from janus_memory.updaters.expel import SMALL_MODEL_CONFIG as EXPEL_SMALL
 from janus_memory.updaters.expel_rules import apply_ops_paper, normalize_rule_paper, parse_ops_paper
+from janus_memory.values import ChatResult
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 
 T1 = task(1, "add two and three", "5")

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from janus_memory.types import ChatResult
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.reasoning_bank import parse_bank_text, parse_items, parse_status, sanitize
+from janus_memory.values import ChatResult
 from test_updaters_ace import check_run, run_fake
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
 

@@ -15,7 +15,7 @@ import pytest
 from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.extract_math import extract_math_answer
 from janus_memory.tasks.verify_math import MathVerifier, check_math, faithful_equal, verify_answer
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

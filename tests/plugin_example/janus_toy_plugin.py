@@ -9,8 +9,8 @@ from pathlib import Path
 from janus_memory.registry import DATASETS, FAMILIES
 from janus_memory.tasks.base import DatasetSpec
 from janus_memory.tasks.math_family import MathFamily
-from janus_memory.types import Task
 from janus_memory.updaters.base import LLMCall, StepOutcome, Updater, register_updater
+from janus_memory.values import Task
 
 
 @register_updater("notes")

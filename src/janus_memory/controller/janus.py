@@ -52,7 +52,7 @@ class Janus:
         config: :class:`JanusConfig` (paper defaults when None).
         evaluator: ``evaluator(memory_text, tasks) -> list[bool]`` (one bool per task, same order).
         task_to_dict / task_from_dict: JSON (de)serialisation of task objects for :meth:`state_dict`;
-            defaults handle ``janus_memory.types.Task`` and plain dicts.
+            defaults handle ``janus_memory.values.Task`` and plain dicts.
     """
 
     def __init__(

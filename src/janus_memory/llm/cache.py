@@ -28,7 +28,7 @@ from janus_memory.llm.base import (
     result_from_dict,
     result_to_dict,
 )
-from janus_memory.types import ChatResult
+from janus_memory.values import ChatResult
 
 CACHE_FILENAME = "responses.sqlite"
 

@@ -45,7 +45,7 @@ from janus_memory.llm.base import (
 )
 from janus_memory.llm.live import LIVE
 from janus_memory.llm.reasoning import normalise_response
-from janus_memory.types import ChatResult
+from janus_memory.values import ChatResult
 
 DEFAULT_MODEL_DIR = Path("~/.cache/janus-memory/models").expanduser()
 

@@ -21,7 +21,7 @@ from janus_memory.errors import ConfigError
 from janus_memory.names import unknown_name
 from janus_memory.registry import DATASETS as DATASET_REGISTRY
 from janus_memory.registry import FAMILIES
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 from .data import sha256_file, sha256_text
 

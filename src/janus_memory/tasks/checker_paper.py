@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 from .base import TaskFamily, load_prompt
 

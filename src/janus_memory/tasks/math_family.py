@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from janus_memory.types import ChatResult, Score, ScoreStatus, Task
+from janus_memory.values import ChatResult, Score, ScoreStatus, Task
 
 from .base import TaskFamily, output_text
 from .data import (

@@ -25,7 +25,6 @@ from __future__ import annotations
 import copy
 import json
 
-from janus_memory.types import ChatResult, Task
 from janus_memory.updaters.ace_ops import apply_ops_faithful, apply_ops_strict, refine
 from janus_memory.updaters.ace_playbook import (
     all_bullets,
@@ -49,6 +48,7 @@ from janus_memory.updaters.base import (
     truncate,
     visible_text,
 )
+from janus_memory.values import ChatResult, Task
 
 
 def _reply_text(result: ChatResult) -> str:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from janus_memory import rows
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 from .bank import RetrievalBank
 from .records import ChatLLM, Encoder, Family, Harm, LLMCall, StepOutcome

@@ -46,7 +46,6 @@ from typing import Sequence
 
 from janus_memory.tasks.extract_code import fenced_blocks
 from janus_memory.tasks.sandbox import SandboxLimits, run_python
-from janus_memory.types import ChatResult, Score, Task
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
     LLMCall,
@@ -65,6 +64,7 @@ from janus_memory.updaters.dc_extract import (  # noqa: F401  (re-exported)
     extract_cheatsheet_faithful,
     extract_cheatsheet_first,
 )
+from janus_memory.values import ChatResult, Score, Task
 
 EXEC_SENTINEL = "EXECUTE CODE!"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from janus_memory.types import ChatResult
+from janus_memory.values import ChatResult
 
 _PLACEHOLDER = re.compile(r"\[\[([A-Z0-9_]+)\]\]")
 _PROMPT_CACHE: dict[str, str] = {}
