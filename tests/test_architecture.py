@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "janus_memory"
 
 # the one-way layering: a module may import from its own layer and the layers below, never from a layer above.
-# "" is a module loose at the top (errors, values, names, paths, registry, interrupts, killpoints, rows).
+# "" is a module loose at the top (errors, values, did_you_mean, paths, registry, interrupts, killpoints, rows).
 LAYERS = [
     {""},                                                   # foundation: plain data, errors, the registry
     {"controller", "llm", "encoders", "tasks", "updaters"},  # the controller and the plugin packages

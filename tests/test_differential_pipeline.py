@@ -41,7 +41,7 @@ from janus_memory.tasks import get_family
 from janus_memory.tasks.checker_paper import with_checker
 from janus_memory.updaters import dc as dc_mod
 from janus_memory.updaters import expel as expel_mod
-from janus_memory.updaters.texts import load_prompt
+from janus_memory.updaters.prompt_text import load_prompt
 from janus_memory.values import ChatResult, Task
 from reference_pipeline import RefPipeline, marks
 from updater_fakes import HashEncoder

@@ -433,7 +433,7 @@ def test_a_checkpoint_without_rules_is_restored_as_the_authors_restore_it(tmp_pa
 
 def _old_thinking_output(result):
     """The raw output as built before the fix: a reply cut off inside its thinking lost its "<think>" opener."""
-    from janus_memory.updaters.texts import visible_text
+    from janus_memory.updaters.prompt_text import visible_text
 
     shown = visible_text(result)
     if result.reasoning and shown is not result.reasoning:

@@ -14,7 +14,7 @@ OLD_TO_NEW = [
     ("janus_memory.controller.janus", "janus_memory.controller.state", ["STATE_FORMAT"]),
     ("janus_memory.updaters.base", "janus_memory.updaters.records",
      ["ChatLLM", "Family", "Encoder", "LLMCall", "StepOutcome"]),
-    ("janus_memory.updaters.base", "janus_memory.updaters.texts", ["load_prompt", "fill", "truncate", "visible_text"]),
+    ("janus_memory.updaters.base", "janus_memory.updaters.prompt_text", ["load_prompt", "fill", "truncate", "visible_text"]),
     ("janus_memory.updaters.base", "janus_memory.updaters.bank", ["RetrievalBank"]),
     ("janus_memory.tasks.sandbox", "janus_memory.tasks.sandbox_job",
      ["SandboxLimits", "SandboxResult", "SandboxStatus", "set_parent_death_signal"]),

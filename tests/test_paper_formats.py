@@ -21,7 +21,7 @@ from janus_memory.tasks.checker_paper import with_checker
 from janus_memory.tasks.multiple_choice import gpqa_task
 from janus_memory.updaters import make_updater
 from janus_memory.updaters.expel_rules import parse_ops_paper
-from janus_memory.updaters.texts import load_prompt, thinking_output
+from janus_memory.updaters.prompt_text import load_prompt, thinking_output
 from janus_memory.values import ChatResult, Task
 from updater_fakes import HashEncoder, ScriptedLLM
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from janus_memory.controller.decision import UNKNOWN, compare, planned_calls
+from janus_memory.controller.decision_rules import UNKNOWN, compare, planned_calls
 from janus_memory.controller.sequential import SPRT
 from janus_memory.interrupts import Stopping
 from janus_memory.llm import FakeBackend, LLMClient, ResponseCache

@@ -324,7 +324,7 @@ def test_state_round_trip_keeps_the_recommended_decisions():
 
 
 def test_known_old_outcomes_are_reused_not_evaluated():
-    from janus_memory.controller.decision import UNKNOWN
+    from janus_memory.controller.decision_rules import UNKNOWN
 
     ev = fixed({"old": [True] * 6, "new": [True] * 6})
     c = compare(ev, tasks(6), "old", "new", rule="sequential", round_size=2, sprt=SPRT(0.2, 0.2, 0.3),

@@ -28,7 +28,7 @@ import numpy as np
 from .changes import change_stats, rewords_only, shingle_similarity
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
-from .decision import UNKNOWN, Comparison
+from .decision_rules import UNKNOWN, Comparison
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
 from .evalset import EmbeddingStore, decode_array, encode_array
 from .sequential import discordant

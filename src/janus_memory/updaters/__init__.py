@@ -4,7 +4,7 @@
 "dc_rs", "dc_cu", "expel", "exprag", "memory_free", "ace", "reasoning_bank" (plus any class registered with ``register_updater``).
 
 Owns the memory updaters (Dynamic Cheatsheet, ExpeL, ExpRAG, ACE, ReasoningBank), their prompts and stored state.
-May import the foundation modules (types, errors, registry), ``tasks`` (task families' parsing) and nothing above:
+May import the foundation modules (values, errors, registry), ``tasks`` (task families' parsing) and nothing above:
 not the controller, the run, the store or the CLI.
 """
 

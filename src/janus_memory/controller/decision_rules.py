@@ -1,4 +1,4 @@
-"""Old-vs-new comparison rules on the evaluation set.
+"""The decision rules of one old-vs-new comparison (``JanusConfig.decision_rule``), applied by ``compare``.
 
 Source: paper-spec.md §3.2 steps 5-7 and §11 item 1 (paper rule); the rest is beyond the paper.
 
