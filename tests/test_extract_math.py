@@ -6,10 +6,10 @@ import pytest
 from janus_memory.tasks import get_family
 from janus_memory.tasks.extract_math import (
     extract_math_answer,
-    faithful_extract,
-    faithful_normalize,
     find_boxes,
     gsm8k_gold,
+    paper_extract,
+    paper_normalize,
 )
 from janus_memory.values import ChatResult, Task
 
@@ -103,9 +103,9 @@ def test_faithful_mode():
     assert fam.score(T(r"\left( 3, \frac{\pi}{2} \right)"), r"\boxed{(3,\frac{\pi}{2})}").correct
     assert not fam.score(T(r"\frac{17}{50}"), r"\boxed{0.34}").correct  # exact string match only
     assert fam.score(T("18"), "FINAL ANSWER: <answer>18</answer>").correct
-    assert faithful_extract("no box") is None
-    assert faithful_normalize(r"\[ {x+1} \]. ") == "x+1"
-    assert faithful_normalize("3 \u2212 x") == "3-x"
+    assert paper_extract("no box") is None
+    assert paper_normalize(r"\[ {x+1} \]. ") == "x+1"
+    assert paper_normalize("3 \u2212 x") == "3-x"
 
 
 # boxes written together form one answer with several parts (compared as a set); a later box after prose is

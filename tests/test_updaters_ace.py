@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from janus_memory.updaters import make_updater
-from janus_memory.updaters.ace_ops import apply_ops_faithful, apply_ops_strict, duplicate_groups, refine
+from janus_memory.updaters.ace_ops import apply_ops_original, apply_ops_strict, duplicate_groups, refine
 from janus_memory.updaters.ace_playbook import (
     apply_tags,
     cited_ids,
@@ -91,7 +91,7 @@ def test_faithful_ops_quirks():
     reply = ops(("ADD", "general", "general one"), ("ADD", "OTHERS", "tail"), ("ADD", "Nowhere", "lost"),
                 ("ADD", "OTHERS", "tail"), ("ADD", "OTHERS", ""), ("DELETE", "OTHERS", "ignored"),
                 ("ADD", "Problem-Solving Heuristics", "hyphen"), ("ADD", "strategies & insights", "sai"))
-    nid, log = apply_ops_faithful(s, reply, 2)
+    nid, log = apply_ops_original(s, reply, 2)
     assert nid == 9
     assert bullets_of(s) == [
         ("STRATEGIES & INSIGHTS", [("sai-00008", 0, 0, "sai")]),
@@ -114,14 +114,14 @@ def test_faithful_ops_quirks():
 ])
 def test_faithful_all_or_nothing(reply, reason):
     s = new_sections()
-    nid, log = apply_ops_faithful(s, reply, 5)
+    nid, log = apply_ops_original(s, reply, 5)
     assert (nid, log["rejected"]) == (5, reason) and bullets_of(s) == []
 
 
 def test_faithful_json_order_first_fenced_block_wins():
     s = new_sections()
     reply = "```json\n" + ops(("ADD", "OTHERS", "first")) + "\n```\nand then " + ops(("ADD", "OTHERS", "second"))
-    apply_ops_faithful(s, reply, 1)
+    apply_ops_original(s, reply, 1)
     assert bullets_of(s) == [("OTHERS", [("misc-00001", 0, 0, "first")])]
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from janus_memory.updaters import extract_cheatsheet, extract_cheatsheet_faithful, make_updater
+from janus_memory.updaters import extract_cheatsheet, extract_cheatsheet_original, make_updater
 from janus_memory.updaters.dc import SMALL_MODEL_CONFIG
 from janus_memory.values import ChatResult
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM, task
@@ -147,7 +147,7 @@ def test_extractor_rules_directly():
     assert extract_cheatsheet(text, truncated=False)[0] == "A"
     assert extract_cheatsheet("</cheatsheet>")[1] == "missing block"
     assert extract_cheatsheet("<cheatsheet>inline sheet</cheatsheet>") == ("inline sheet", None, "last complete block")
-    assert extract_cheatsheet_faithful("no tags", "OLD") == ("OLD", "no opening tag: previous cheatsheet kept")
+    assert extract_cheatsheet_original("no tags", "OLD") == ("OLD", "no opening tag: previous cheatsheet kept")
 
 
 def test_dc_rs_retrieval_top3_and_curator_prompt_order():

@@ -14,7 +14,7 @@ import pytest
 
 from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.extract_math import extract_math_answer
-from janus_memory.tasks.verify_math import MathVerifier, check_math, faithful_equal, verify_answer
+from janus_memory.tasks.verify_math import MathVerifier, check_math, paper_equal, verify_answer
 from janus_memory.values import Task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -128,9 +128,9 @@ def test_gsm8k_and_aime_golds_verify():
 
 
 def test_faithful_equal():
-    assert faithful_equal(r"\dfrac{1}{2}", r"\frac{1}{2}")
-    assert not faithful_equal("2", None)
-    assert not faithful_equal(r"\frac{1}{2}", "0.5")
+    assert paper_equal(r"\dfrac{1}{2}", r"\frac{1}{2}")
+    assert not paper_equal("2", None)
+    assert not paper_equal(r"\frac{1}{2}", "0.5")
 
 
 _PARENT = r"""

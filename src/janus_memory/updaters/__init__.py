@@ -27,7 +27,7 @@ from janus_memory.updaters.base import (
     make_updater,
     register_updater,
 )
-from janus_memory.updaters.dc import DCCumulative, DCRetrievalSynthesis, extract_cheatsheet, extract_cheatsheet_faithful
+from janus_memory.updaters.dc import DCCumulative, DCRetrievalSynthesis, extract_cheatsheet, extract_cheatsheet_original
 from janus_memory.updaters.expel import ExpeL
 from janus_memory.updaters.exprag import ExpRAG
 from janus_memory.updaters.memory_free import MemoryFree
@@ -52,5 +52,5 @@ __all__ = [
     "ExpRAG",
     "MemoryFree",
     "extract_cheatsheet",
-    "extract_cheatsheet_faithful",
+    "extract_cheatsheet_original",
 ]
