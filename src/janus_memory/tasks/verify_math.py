@@ -8,7 +8,7 @@ a run. Processes also give real parallelism on both cores (sympy holds the GIL).
 Workers die with their parent whatever kills it: PR_SET_PDEATHSIG=SIGKILL when forked from the
 main thread, and in every worker a thread that exits as soon as the parent pid changes (polled every 0.2 s).
 
-Decisions (failure cases C07, C08; pinned by tests/test_verify_math.py):
+Decisions (failure cases C07, C08; pinned by tests/tasks/test_verify_math.py):
 - multi-answer golds need set equality (a subset or superset is wrong; order does not matter);
 - ``1 \\pm \\sqrt{19}`` needs the ± (one branch is wrong);
 - exact numbers are compared exactly: ``\\frac{1}{2^{98}}`` is not ``\\frac{1}{2^{99}}`` (math-verify 0.9.0 says it is);
