@@ -1,9 +1,12 @@
 """Test-wide settings."""
 import os
+from pathlib import Path
 
 # The run store checks after every commit that the checkpoint it keeps equals the one it was given, so a wrong
 # "only grew" hint from a controller or updater (runner/ckpt_log.py) fails the test that caused it.
 os.environ.setdefault("JANUS_STORE_VERIFY", "1")
+
+TESTS = Path(__file__).resolve().parent
 
 
 def _use_the_fetched_test_model() -> None:
@@ -33,14 +36,16 @@ def view_fake_run(tmp_path_factory):
     return make_fake_run(root / "run", root / "cache")
 
 
-# The slowest test files (seconds each, serial, benchmarks/performance/suite_time.md), sent to the pytest-xdist workers first:
-# with `--dist loadfile` a file runs whole on one worker, so a slow file dispatched last would run alone at the end
-# while the other worker idles. Only the order changes (no test is added or dropped); a stale list costs time only.
+# The slowest test files (paths under tests/; seconds each, serial, benchmarks/performance/suite_time.md), sent to the
+# pytest-xdist workers first: with `--dist loadfile` a file runs whole on one worker, so a slow file dispatched last
+# would run alone at the end while the other worker idles. Only the order changes (no test is added or dropped);
+# tests/project/test_tests_tree.py checks that every path names a test file.
 SLOW_FILES_FIRST = (
-    "test_cli_e2e.py", "test_run_concurrency.py", "test_cli_interrupt_grid.py", "test_cli_interrupt.py",
-    "test_kill_points.py", "test_inject_run.py", "test_grid_sweep.py", "test_llamacpp_server.py",
-    "test_differential_paper.py", "test_encoders.py", "test_llm_local.py", "test_poison_follow.py",
-    "test_damaged_rows.py", "test_report_runs.py", "test_cli_stdout_faults.py", "test_sandbox.py",
+    "cli/test_cli_e2e.py", "store/test_run_concurrency.py", "cli/test_cli_interrupt_grid.py",
+    "cli/test_cli_interrupt.py", "run/test_kill_points.py", "inject/test_inject_run.py", "sweep/test_grid_sweep.py",
+    "llm/test_llamacpp_server.py", "e2e/test_differential_paper.py", "encoders/test_encoders.py",
+    "llm/test_llm_local.py", "report/test_poison_follow.py", "report/test_damaged_rows.py",
+    "report/test_report_runs.py", "cli/test_cli_stdout_faults.py", "tasks/test_sandbox.py",
 )
 
 
@@ -48,4 +53,12 @@ def pytest_collection_modifyitems(config, items):
     if not hasattr(config, "workerinput"):  # not an xdist worker: keep the collection order
         return
     rank = {name: i for i, name in enumerate(SLOW_FILES_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the order inside a file is kept
+    items.sort(key=lambda item: rank.get(_under_tests(item.path), len(rank)))  # stable: a file's own order is kept
+
+
+def _under_tests(path: Path) -> str:
+    """A test file's path under tests/ with '/' separators ('cli/test_cli_e2e.py'); the name alone outside it."""
+    try:
+        return path.resolve().relative_to(TESTS).as_posix()
+    except ValueError:
+        return path.name

@@ -1,5 +1,5 @@
 """Shared helpers of the controller tests: toy tasks and a deterministic fake evaluator."""
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 
 def mk_task(i):

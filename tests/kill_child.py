@@ -1,4 +1,4 @@
-"""The child of tests/test_kill_points.py: one `janus run` in a process forked from a forkserver that imported
+"""The child of tests/run/test_kill_points.py: one `janus run` in a process forked from a forkserver that imported
 janus_memory once (a fork of the multi-threaded pytest process could deadlock), killed by the kill hook."""
 from __future__ import annotations
 

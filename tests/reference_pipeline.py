@@ -1,5 +1,5 @@
 """An independent reference of the authors' runner step for DC-RS and ExpeL, each wrapped by Janus, for the
-pipeline-level differential test (tests/test_differential_pipeline.py).
+pipeline-level differential test (tests/e2e/test_differential_pipeline.py).
 
 Written from the authors' code as read at GitHub Chen-1031/Janus @ a42b1e6 (``runner.py`` ``Runner.run``,
 ``methods/DC_RS.py``, ``methods/ExpeL.py`` (``generate`` / ``update_memory`` / ``retrieve_memory`` /
@@ -20,7 +20,7 @@ The scripted model (the test's) answers a call dict with ``(reasoning, text)``; 
 authors' raw vLLM output (Qwen3 keeps its thinking: ``<think>\\nR\\n</think>\\n\\nT``), which is what their code parses,
 stores and checks.
 
-Text mode (``RefPipeline(..., model=...)``, tests/test_differential_replies.py): every call is also sent as the
+Text mode (``RefPipeline(..., model=...)``, tests/e2e/test_differential_replies.py): every call is also sent as the
 messages the authors send, with their sampling parameters, and the model answers with the raw vLLM text (thinking
 in ``<think>`` tags, cut off at ``max_tokens``). The messages have the authors' SHAPE and FORMAT INSTRUCTIONS, in
 this file's own words (their wording is not copied): the DC-RS generator asks for ``FINAL ANSWER: <answer>..``

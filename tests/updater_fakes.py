@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 
 class ScriptedLLM:

@@ -1,4 +1,4 @@
-"""Run folders for the `janus view` tests (tests/test_view.py, tests/test_view_browser.py)."""
+"""Run folders for the `janus view` tests (tests/view/test_view.py, tests/view/test_view_browser.py)."""
 from __future__ import annotations
 
 import os

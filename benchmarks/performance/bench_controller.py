@@ -20,7 +20,7 @@ import numpy as np
 
 from janus_memory.controller import Janus, JanusConfig, StepInput, compare
 from janus_memory.controller.trigger import TriggerPolicy
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 DIM = 384
 

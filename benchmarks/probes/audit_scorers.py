@@ -55,7 +55,7 @@ def audit_dc(data_dir, w):
     import json
 
     from janus_memory.tasks import get_family
-    from janus_memory.types import Task
+    from janus_memory.values import Task
     fam = get_family("aime")
     files = sorted(glob.glob(os.path.join(data_dir, "dc-trajectories", "*.jsonl")))
     all_sc, all_ref = [], []
@@ -293,7 +293,7 @@ def audit_kinds(data_dir, w, skip_humaneval=False):
     mid-revision, labelled values, program assembly and APIBench spellings, on the real gold sets."""
     from janus_memory.tasks import get_family, load_split
     from janus_memory.tasks.checker_paper import with_checker
-    from janus_memory.types import ChatResult
+    from janus_memory.values import ChatResult
     g = [t for t in load_split("gsm8k", "all", data_dir=data_dir).tasks if t.gold.lstrip("-").isdigit()]
     fam = get_family("gsm8k")
     nxt = {t.id: str(int(t.gold) + 1) for t in g}

@@ -10,7 +10,7 @@ import numpy as np
 
 from janus_memory.encoders import get_encoder
 from janus_memory.inject.candidates import KINDS, harmful_candidate
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 DATA = os.environ.get("JANUS_DATA_DIR", "/work/shared/data")
 rows = [json.loads(line) for line in open(f"{DATA}/dc-trajectories/aime_2025_claude-3-5-sonnet_dc-cu.jsonl")]

@@ -22,7 +22,7 @@ from janus_memory.controller.trigger import cosine, momentum_update
 from janus_memory.encoders import get_encoder
 from janus_memory.inject.candidates import KINDS, harmful_candidate
 from janus_memory.store.reader import RunReader
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 
 def _tasks(run: Path, data_dir: Path) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 ``JANUS_TEST_KILL_AT=<stage>`` (or ``<stage>:<n>`` for the per-step stages: the n-th step) makes :func:`kill_point`
 send SIGKILL to its own process when the run reaches that stage; unset (always, outside tests) it does nothing but
-one environment look-up. tests/test_kill_points.py kills a run at every stage of :data:`STAGES` and checks that the
+one environment look-up. tests/run/test_kill_points.py kills a run at every stage of :data:`STAGES` and checks that the
 command documented in docs/run-folder.md (:data:`RECOVERY`) continues or restarts it, ending byte-identical to an
 uninterrupted run.
 """

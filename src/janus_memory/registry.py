@@ -77,8 +77,8 @@ class Registry(dict):
 
     def unknown(self, name: str, note: str = "") -> str:
         """The one-line message for a name that is not registered: the closest name ("did you mean"), then every
-        registered name (names.unknown_name, the form every name lookup uses)."""
-        from .names import unknown_name
+        registered name (did_you_mean.unknown_name, the form every name lookup uses)."""
+        from .did_you_mean import unknown_name
 
         return unknown_name(self.kind, name, self.names(), note)
 

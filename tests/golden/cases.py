@@ -3,7 +3,7 @@
 The five cases without the ``paper_`` prefix were recorded before the redesign and before the paper preset; they run
 with LEGACY options (the old behaviour, spelled out) and must stay byte-identical. The ``paper_`` cases were recorded
 with the paper preset. ``python tests/golden/cases.py [NAME ...]`` (with PYTHONPATH=src) re-records;
-tests/test_golden.py re-runs every case and compares the exported decisions.jsonl / steps.jsonl / test.jsonl bytes
+tests/e2e/test_golden.py re-runs every case and compares the exported decisions.jsonl / steps.jsonl / test.jsonl bytes
 and the summary numbers (wall-clock dropped).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """An evaluation-set strategy registered from outside the package: a comparison replays the last N tasks seen before
 the current one (``eval_set: "last:N"``, N = 5 when no argument is given). Loaded by ``janus --plugin janus_last_seen``
-(tests/test_eval_set_plugin.py); docs/architecture.md shows it as the example of the seam."""
+(tests/plugins/test_eval_set_plugin.py); docs/architecture.md shows it as the example of the seam."""
 from janus_memory.controller import EvalPlan, EvalSetStrategy, register_eval_set
 
 

@@ -1,5 +1,5 @@
 """A plugin OUTSIDE the janus_memory package: one new updater, one new task family and one new dataset, registered at
-import time. Used by tests/test_plugins.py through ``janus --plugin janus_toy_plugin``. The updater takes injected
+import time. Used by tests/plugins/test_plugins.py through ``janus --plugin janus_toy_plugin``. The updater takes injected
 harmful candidates (``--inject``) through the base class's hook for a text memory: ``supports_injection`` and
 ``load_memory_text`` are all it adds for that."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 from janus_memory.registry import DATASETS, FAMILIES
 from janus_memory.tasks.base import DatasetSpec
 from janus_memory.tasks.math_family import MathFamily
-from janus_memory.types import Task
 from janus_memory.updaters.base import LLMCall, StepOutcome, Updater, register_updater
+from janus_memory.values import Task
 
 
 @register_updater("notes")

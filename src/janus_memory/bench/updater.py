@@ -21,8 +21,8 @@ import random
 
 import numpy as np
 
-from .texts import dump_text, item_lines, reword_lines, sheet_text
 from .world import KINDS, Item, Memory, World, make_memory, seed_int
+from .world_texts import dump_text, item_lines, reword_lines, sheet_text
 
 
 class WorldUpdater:

@@ -173,7 +173,7 @@ class World:
     """One seeded world: the stream, the test set, the latent solver draws, and memory bookkeeping."""
 
     def __init__(self, config: WorldConfig, seed: int):
-        from .texts import task_text
+        from .world_texts import task_text
 
         self.config = c = config
         self.seed = int(seed)

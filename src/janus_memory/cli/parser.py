@@ -20,7 +20,7 @@ CLI_TO_JANUS = ("warmup", "coverage_size", "boundary_size", "fresh_size", "tau",
                 "same_memory_shortcut", "clustering")
 
 
-from ..names import did_you_mean  # noqa: E402  (' (did you mean --stream-size?)': one helper for every name)
+from ..did_you_mean import did_you_mean  # noqa: E402  (' (did you mean --stream-size?)': one helper for every name)
 from .flags import (  # noqa: E402,F401  (the argument types re-exported)
     _typed_paths,
     add_executor_options,

@@ -3,7 +3,7 @@
 Owns the per-step decision: the trigger (MMT and the other policies), the evaluation set (a strategy registered by
 name: the paper's coverage + boundary + fresh set, the stable panel, or a plugin's), the comparison rules and the
 controller's state. It asks an evaluator callback to score memories and never calls a
-model itself. May import the foundation modules only (types, errors, names, rows); nothing of the plugin packages,
+model itself. May import the foundation modules only (values, errors, did_you_mean, rows); nothing of the plugin packages,
 the run, the store or the CLI.
 
 Public API::
@@ -13,7 +13,7 @@ Public API::
 """
 from .adapter import GuardedUpdate, guarded_step
 from .config_groups import DecisionConfig, EvalSetConfig, ReuseConfig, TriggerConfig
-from .decision import Comparison, EvaluationError, compare, sign_test
+from .decision_rules import Comparison, EvaluationError, compare, sign_test
 from .janus import Decision, Janus, JanusConfig, StepInput, task_id_of
 from .strategy import EVAL_SETS, EvalPlan, EvalSetStrategy, eval_set_for, register_eval_set
 from .trigger import TRIGGER_POLICIES, TriggerPolicy, cosine, momentum_update

@@ -1,7 +1,7 @@
 """One old-vs-new comparison on behalf of a Decision, and the controller's counters it moves.
 
 The evaluator is told what is coming (``begin_comparison`` for resumable sampling, ``expect_pair`` and
-``expect_calls`` for a batching evaluator, all optional), ``decision.compare`` applies the rule, and the outcome is
+``expect_calls`` for a batching evaluator, all optional), ``decision_rules.compare`` applies the rule, and the outcome is
 copied onto the Decision.
 A failing evaluator keeps the candidate (reason ``evaluation_failed:...``). Counter names are those of
 ``Janus.stats``: steps, triggers, accepts, rollbacks, evaluator_calls, evaluator_calls_saved, evaluation_failures.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import JanusConfig
-from .decision import Comparison, EvaluationError, compare, n_correct, planned_calls
+from .decision_rules import Comparison, EvaluationError, compare, n_correct, planned_calls
 from .sequential import SPRT
 from .step import Decision
 

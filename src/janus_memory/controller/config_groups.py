@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..names import did_you_mean
+from ..did_you_mean import did_you_mean
 from .trigger import TRIGGER_POLICIES
 
 SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range (numpy's RandomState takes the same)

@@ -28,7 +28,7 @@ import numpy as np
 from .changes import change_stats, rewords_only, shingle_similarity
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
-from .decision import UNKNOWN, Comparison
+from .decision_rules import UNKNOWN, Comparison
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
 from .evalset import EmbeddingStore, decode_array, encode_array
 from .sequential import discordant
@@ -52,7 +52,7 @@ class Janus:
         config: :class:`JanusConfig` (paper defaults when None).
         evaluator: ``evaluator(memory_text, tasks) -> list[bool]`` (one bool per task, same order).
         task_to_dict / task_from_dict: JSON (de)serialisation of task objects for :meth:`state_dict`;
-            defaults handle ``janus_memory.types.Task`` and plain dicts.
+            defaults handle ``janus_memory.values.Task`` and plain dicts.
     """
 
     def __init__(

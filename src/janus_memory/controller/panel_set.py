@@ -15,7 +15,7 @@ from .strategy import EvalPlan, EvalSetStrategy
 
 if TYPE_CHECKING:
     from .config import JanusConfig
-    from .decision import Comparison
+    from .decision_rules import Comparison
     from .step import Decision
 
 

@@ -96,7 +96,7 @@ def settled(test: SPRT, wins: int, losses: int, remaining: int) -> str | None:
     pairs no completion's LLR is above the all-old-wins path's, so if that path never reaches the roll-back
     boundary and ends deployed (``w >= l + remaining`` at truncation), no completion reaches it and every one ends
     deployed (by the deploy boundary or at truncation with at least as many new-memory wins). The mirror argument
-    holds for the all-new-wins path and roll-back. ``tests/test_recommended.py`` checks this against every
+    holds for the all-new-wins path and roll-back. ``tests/controller/test_recommended.py`` checks this against every
     completion of small cases.
     """
     now = test.verdict(wins, losses)
@@ -154,7 +154,7 @@ class AdaptiveCap:
     completion up to ``base`` ends with a lead above ``margin`` for the same memory (no stage 2 possible), or when
     :func:`settled` with the remaining pairs up to ``top`` decides it (every completion, through both stages, then
     ends the same way: the extreme paths bound ``w - l`` at every point, and with ``w >= l`` at every point no
-    completion rolls back by either rule, and the mirror). ``tests/test_recommended.py`` checks ``stop`` against
+    completion rolls back by either rule, and the mirror). ``tests/controller/test_recommended.py`` checks ``stop`` against
     every completion of small cases.
     """
 

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from janus_memory.types import Task
+from janus_memory.values import Task
 
 STATE_FORMAT = "janus-controller/1"
 

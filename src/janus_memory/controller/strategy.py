@@ -33,12 +33,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..names import did_you_mean
+from ..did_you_mean import did_you_mean
 from ..registry import Registry
 from .evalset import sample_fresh
 
 if TYPE_CHECKING:
-    from .decision import Comparison
+    from .decision_rules import Comparison
     from .evalset import EmbeddingStore
     from .step import Decision
 

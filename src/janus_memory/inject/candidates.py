@@ -52,8 +52,8 @@ from janus_memory.inject.pieces import (
 from janus_memory.inject.plan import KINDS, Injection, InjectSpecError, check_plan, format_plan, parse_inject
 from janus_memory.inject.state import harmful_bank, harmful_experience, harmful_playbook
 from janus_memory.registry import UPDATERS
-from janus_memory.types import Task
 from janus_memory.updaters.base import EMPTY_MEMORY, StepOutcome, Updater
+from janus_memory.values import Task
 
 # the plan API (plan.py) and the pieces' split_items / templates are importable from here too
 __all__ = ["KINDS", "HarmfulCandidate", "InjectSpecError", "Injection", "check_plan", "falsified_cheatsheet",

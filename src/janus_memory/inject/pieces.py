@@ -12,8 +12,8 @@ from importlib import resources
 
 import yaml
 
-from janus_memory.types import Task
 from janus_memory.updaters.base import EMPTY_MEMORY
+from janus_memory.values import Task
 
 
 # ------------------------------------------------------------------------------------------------ templates

@@ -48,7 +48,7 @@ def parse_inject(spec: Any) -> tuple[Injection, ...]:
         if not at:
             raise InjectSpecError(f"--inject item {item!r}: expected KIND@STEP, e.g. poison@5")
         if kind not in KINDS:
-            from ..names import did_you_mean
+            from ..did_you_mean import did_you_mean
 
             raise InjectSpecError(f"--inject item {item!r}: unknown kind {kind!r}{did_you_mean(kind, KINDS)}; "
                                   f"kinds: {', '.join(KINDS)}")

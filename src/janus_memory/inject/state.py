@@ -68,9 +68,9 @@ import re
 
 from janus_memory.inject.falsify import fact_numbers, false_fact, falsify_text, numbers, task_facts
 from janus_memory.inject.pieces import _cut_mid_word, _one_line, _rng, overfit_rules, templates
-from janus_memory.types import Task
 from janus_memory.updaters.ace_playbook import section_key, section_slug
 from janus_memory.updaters.reasoning_bank import item_blocks, render_bank, render_items, sanitize
+from janus_memory.values import Task
 
 # item_blocks and render_bank read and write ReasoningBank's format (updaters/reasoning_bank.py); kept importable here
 __all__ = ["harmful_bank", "harmful_experience", "harmful_playbook", "item_blocks", "render_bank"]

@@ -1,5 +1,5 @@
 """LLM layer: one client (cache, retries, concurrency, usage) over OpenAI-HTTP, embedded llama.cpp and fake backends,
-and fetching the embedded model (model_fetch.py). May import the foundation modules only (errors, types,
+and fetching the embedded model (model_fetch.py). May import the foundation modules only (errors, values,
 interrupts); nothing above it.
 
 See docs/llm.md. Public names::

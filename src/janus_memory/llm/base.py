@@ -1,7 +1,7 @@
 """Backend seam of the LLM layer: the request type, the backend protocol and the error taxonomy.
 
 Every backend (OpenAI-compatible HTTP, embedded llama.cpp, scripted fake) takes a :class:`ChatRequest` and
-returns a normalised :class:`~janus_memory.types.ChatResult` from an ``async`` method. Retrying, caching,
+returns a normalised :class:`~janus_memory.values.ChatResult` from an ``async`` method. Retrying, caching,
 concurrency limits and usage accounting live in :class:`~janus_memory.llm.client.LLMClient`, not in backends.
 
 Errors raised by backends:
@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from janus_memory.errors import JanusError
-from janus_memory.types import ChatResult
+from janus_memory.values import ChatResult
 
 SAMPLING_PARAMS = (
     "temperature",
@@ -172,7 +172,7 @@ def result_to_dict(r: ChatResult) -> dict:
 
 
 def result_from_dict(d: dict, *, cached: bool = False) -> ChatResult:
-    from janus_memory.types import Usage
+    from janus_memory.values import Usage
 
     u = d.get("usage") or {}
     return ChatResult(

@@ -30,7 +30,7 @@ from janus_memory.llm.base import (
     result_to_dict,
 )
 from janus_memory.sqlite_wal import connect_shared
-from janus_memory.types import ChatResult
+from janus_memory.values import ChatResult
 
 CACHE_FILENAME = "responses.sqlite"
 SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, backend TEXT, created REAL)"

@@ -60,7 +60,7 @@ from janus_memory.llm.cache import ResponseCache, request_key
 from janus_memory.llm.reasoning import is_context_truncated
 from janus_memory.llm.session import Session
 from janus_memory.llm.usage import UsageMeter
-from janus_memory.types import ChatResult
+from janus_memory.values import ChatResult
 
 
 async def _entered(factory: Callable[[], Awaitable[Any]]) -> Any:

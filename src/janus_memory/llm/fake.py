@@ -39,7 +39,7 @@ from janus_memory.llm.reasoning import (
     estimate_text_tokens,
     normalise_response,
 )
-from janus_memory.types import ChatResult
+from janus_memory.values import ChatResult
 
 Rule = tuple[Any, Any]
 

@@ -20,7 +20,7 @@
   different token than a single-stream step on an exact near-tie (the batched kernels sum in another order);
   the response cache freezes whatever was answered first.
 * ``xllamacpp.Server`` also serves llama.cpp's own HTTP API on a random 127.0.0.1 port while loaded
-  (``listening_address``); we do not use it here (tests/test_llamacpp_server.py talks to it as a real server).
+  (``listening_address``); we do not use it here (tests/llm/test_llamacpp_server.py talks to it as a real server).
 * ``stats`` accumulates llama.cpp ``timings``: prompt and generation tokens/s (``stats.prompt_tok_s``,
   ``stats.gen_tok_s``), cached prompt tokens; ``stats.last`` is the last call's raw timings.
 
@@ -45,7 +45,7 @@ from janus_memory.llm.base import (
 )
 from janus_memory.llm.live import LIVE
 from janus_memory.llm.reasoning import normalise_response
-from janus_memory.types import ChatResult
+from janus_memory.values import ChatResult
 
 DEFAULT_MODEL_DIR = Path("~/.cache/janus-memory/models").expanduser()
 

@@ -22,7 +22,7 @@ import openai
 from janus_memory.llm.base import ChatRequest, FatalLLMError, TransientLLMError
 from janus_memory.llm.reasoning import normalise_response
 from janus_memory.llm.reply_cap import ACCEPT_ENCODING, ReplyTooLarge, cap_response, limit_replies, reply_limit
-from janus_memory.types import ChatResult
+from janus_memory.values import ChatResult
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
 

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from janus_memory.types import ChatResult, Usage
+from janus_memory.values import ChatResult, Usage
 
 # the reasoning delimiters models write in plain text: <think> (DeepSeek-R1, Qwen3, QwQ, GLM), <thinking> and
 # <reasoning> (prompted formats), <seed:think> (Seed-OSS), [THINK] (Magistral), ◁think▷ (Kimi)

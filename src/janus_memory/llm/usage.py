@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from janus_memory.types import Usage
+from janus_memory.values import Usage
 
 # (parent meter, child meter, rank) of every scope entered in this context, innermost last
 _SCOPES: contextvars.ContextVar[tuple] = contextvars.ContextVar("janus_usage_scopes", default=())

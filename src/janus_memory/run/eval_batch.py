@@ -27,7 +27,7 @@ sent changes. What the other memory will be asked is predicted:
   most one round of unused requests and never a different decision.
 
 Speculation (``speculate``, on a parallel engine): the controller also says which calls the comparison makes if it
-never stops early (``expect_calls``, from ``controller.decision.planned_calls``: the sequential test's rounds, old
+never stops early (``expect_calls``, from ``controller.decision_rules.planned_calls``: the sequential test's rounds, old
 memory only where its outcome is not known yet). The first call then sends every read of that plan at once, each
 with the sample index of its own call number (exact, since the controller's calls are a prefix of the plan), so a
 sequential test costs one round of latency instead of one per round. Reads the test never gets to are paid for

@@ -33,7 +33,7 @@ REPLAY_FAILURES = ("zero", "abort")
 def failed_result(error: BaseException):
     """(ChatResult, Score) standing for a failed replay request under ``replay_failures="zero"``: empty output,
     scored incorrect, status ``error`` with the error in ``detail["failure"]``."""
-    from ..types import ChatResult, Score
+    from ..values import ChatResult, Score
 
     return (ChatResult(text="", finish_reason="error"),
             Score(False, None, "error", {"failure": f"{type(error).__name__}: {error}"[:300]}))

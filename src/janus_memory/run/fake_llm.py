@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 
-from ..types import ChatResult, Task, Usage
+from ..values import ChatResult, Task, Usage
 
 
 def _answer_text(task: Task, right: bool) -> str:

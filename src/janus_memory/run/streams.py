@@ -16,7 +16,7 @@ What stays as in one thread:
 * **Results**: every method has its own updater, controller and usage meter (``UsageMeter.scope``, with the run order
   as rank, so a response two methods share counts as paid by the first, as one after another); decisions, records,
   the response cache and the summary's numbers do not depend on how the threads interleave
-  (tests/test_parallel_methods.py compares every file with a run made one method after another).
+  (tests/run/test_parallel_methods.py compares every file with a run made one method after another).
 * **Stopping**: Ctrl-C (or SIGTERM) lands in the calling thread, in :meth:`EventRelay.serve`; it calls the methods
   off (:func:`~janus_memory.interrupts.stoppable`: their next event or LLM call raises ``Stopping``), cancels their
   calls in flight, waits a few seconds for the threads and re-raises. Committed steps are kept; ``--resume``

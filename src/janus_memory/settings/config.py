@@ -343,7 +343,7 @@ def config_error(e: ValidationError, prefix: str = "") -> ConfigError:
     """One line naming the first bad key of a pydantic error (a whole-settings error: its own line). A number out
     of range names the whole allowed range (``must be in [0, 2], got 5.0``; the error's ``key`` and ``rule`` let
     the CLI name the option instead); an unknown key or a name outside a fixed set gets the closest valid one."""
-    from ..names import did_you_mean
+    from ..did_you_mean import did_you_mean
 
     err = e.errors()[0]
     if not err["loc"] and not prefix:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 from .apibench_match import RENAMED_2024, UNRESOLVED, CallSig, canonical_id, parse_api_call  # noqa: F401 (re-exported)
 from .base import TaskFamily, output_text

@@ -17,11 +17,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from janus_memory.did_you_mean import unknown_name
 from janus_memory.errors import ConfigError
-from janus_memory.names import unknown_name
 from janus_memory.registry import DATASETS as DATASET_REGISTRY
 from janus_memory.registry import FAMILIES
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 from .data import sha256_file, sha256_text
 

@@ -20,7 +20,7 @@ The Janus authors score every answer (stream feedback, Janus replays, the held-o
   a letter (parentheses, a final period allowed), else the last valid stand-alone letter anywhere: in upper-cased
   prose the article "a" is such a letter, which is part of why this checker is lenient.
 * Math: the paper's normalised exact match of the last ``\\boxed{}`` (else the answer tag), the ``faithful`` math
-  rule (``verify_math.faithful_equal`` on ``extract_math.faithful_extract``), on the checked text.
+  rule (``verify_math.paper_equal`` on ``extract_math.paper_extract``), on the checked text.
 * Multiple-choice prompt: the authors ask for the option letter alone, and their GPQA rule depends on it (the first
   character of the output or of the answer tag), so the paper family asks for it too, in our words
   (``tasks/prompts/multiple_choice_paper.txt``, options listed "A. text").
@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 from .base import TaskFamily, load_prompt
 
@@ -129,10 +129,10 @@ def paper_verdict(family: TaskFamily, task: Task, output: ChatResult | str, stri
             return gpqa_correct(text, gold, gold_text)
         return mmlu_pro_correct(text, labels, gold, gold_text)
     if family.name == "math":
-        from .extract_math import faithful_extract
-        from .verify_math import faithful_equal
+        from .extract_math import paper_extract
+        from .verify_math import paper_equal
 
-        return faithful_equal(str(task.gold), faithful_extract(text))
+        return paper_equal(str(task.gold), paper_extract(text))
     return bool(strict.correct)
 
 

@@ -255,9 +255,9 @@ def gsm8k_gold(answer_field: str) -> str:
     return answer_field.split("####")[-1].strip().replace(",", "")
 
 
-# ---------------------------------------------------------------- the paper's faithful normalisation (section 6.2)
+# ---------------------------------------------------------------- the paper's normalisation (section 6.2; --faithful)
 
-def faithful_normalize(ans: str) -> str:
+def paper_normalize(ans: str) -> str:
     """Normalisation of the paper's exact-match checker: strip $ \\( \\[ and outer braces, dfrac/tfrac -> frac,
     drop \\left \\right \\, \\!, unify dashes, strip trailing punctuation, remove whitespace."""
     a = ans.strip()
@@ -282,7 +282,7 @@ def _balanced(s: str) -> bool:
     return d == 0
 
 
-def faithful_extract(text: str) -> str | None:
+def paper_extract(text: str) -> str | None:
     """The paper's extraction: last ``\\boxed{}``, else the last ``<answer>``/``<final_answer>`` tag."""
     b = last_boxed(text or "")
     if b is not None:

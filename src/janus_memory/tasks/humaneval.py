@@ -17,7 +17,7 @@ import ast
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
-from janus_memory.types import ChatResult, Score, ScoreStatus, Task
+from janus_memory.values import ChatResult, Score, ScoreStatus, Task
 
 from .base import TaskFamily, output_text
 from .data import find_source, read_records, shuffled_slice

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from janus_memory.types import ChatResult, Score, ScoreStatus, Task
+from janus_memory.values import ChatResult, Score, ScoreStatus, Task
 
 from .base import TaskFamily, output_text
 from .data import (
@@ -23,8 +23,8 @@ from .data import (
     resolve_data_dir,
     seeded_shuffle,
 )
-from .extract_math import extract_math_answer, faithful_extract, gsm8k_gold, last_boxed
-from .verify_math import faithful_equal, get_verifier
+from .extract_math import extract_math_answer, gsm8k_gold, last_boxed, paper_extract
+from .verify_math import get_verifier, paper_equal
 
 STREAM_SIZE = 500
 
@@ -161,7 +161,7 @@ class MathFamily(TaskFamily):
     def _extract_for(self, output) -> tuple[str | None, str | None, bool, tuple]:
         text, truncated = output_text(output)
         if self.faithful:
-            ans = faithful_extract(text)
+            ans = paper_extract(text)
             return ans, "faithful", truncated and ans is None, ()
         ex = extract_math_answer(text)
         # a truncated reply only counts when it contains an explicit final answer (box/tag/labelled line) that it was
@@ -191,7 +191,7 @@ class MathFamily(TaskFamily):
         if ans is None:
             return Score(False, None, "unparsed")
         if self.faithful:
-            return Score(faithful_equal(str(task.gold), ans), ans, "ok", {"source": src})
+            return Score(paper_equal(str(task.gold), ans), ans, "ok", {"source": src})
         assert verdict is not None  # verified whenever there is an answer and the checker is not faithful
         ok, status = verdict
         if status == "ok" and src == "number":  # no final-answer marker: scored through the last number

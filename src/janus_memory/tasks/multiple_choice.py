@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 from .base import TaskFamily, output_text
 from .data import ENV_GPQA, find_source, read_records, seeded_shuffle, shuffled_slice, stable_shuffle

@@ -18,7 +18,7 @@ test answer needs memory of what the stream stated. No question text appears twi
 included). Answers are whole numbers; the scorer compares them exactly (module docstring of :class:`RulesFamily`).
 
 Everything is generated from the seed (``random.Random`` over a sha256-derived seed), shipped in the package, no file
-or download: the same seed gives the same tasks on every machine (pinned by tests/test_tasks_rules.py).
+or download: the same seed gives the same tasks on every machine (pinned by tests/tasks/test_tasks_rules.py).
 
 Each task's ``meta`` says what it needs: ``kind`` (intro / recall / combo), ``rules`` (the rule keys it needs),
 ``states`` (the rule an intro states), ``facts`` (the statements of the rules it needs: what a memory must hold for
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
 
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 from .base import TaskFamily, output_text
 from .extract_math import extract_math_answer, label_value, strip_markdown

@@ -8,7 +8,7 @@ a run. Processes also give real parallelism on both cores (sympy holds the GIL).
 Workers die with their parent whatever kills it: PR_SET_PDEATHSIG=SIGKILL when forked from the
 main thread, and in every worker a thread that exits as soon as the parent pid changes (polled every 0.2 s).
 
-Decisions (failure cases C07, C08; pinned by tests/test_verify_math.py):
+Decisions (failure cases C07, C08; pinned by tests/tasks/test_verify_math.py):
 - multi-answer golds need set equality (a subset or superset is wrong; order does not matter);
 - ``1 \\pm \\sqrt{19}`` needs the ± (one branch is wrong);
 - exact numbers are compared exactly: ``\\frac{1}{2^{98}}`` is not ``\\frac{1}{2^{99}}`` (math-verify 0.9.0 says it is);
@@ -34,7 +34,7 @@ import math_verify  # noqa: F401  - imported before any worker is forked (no imp
 import sympy
 
 from .answer_text import plain_numerals
-from .extract_math import faithful_normalize
+from .extract_math import paper_normalize
 from .sandbox import set_parent_death_signal
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -77,9 +77,9 @@ def normalize_for_verify(ans: str) -> str:
 
 
 def _plain(a: str) -> str:
-    """Normalised string for the exact-match shortcut: \\text{} unwrapped, faithful normalisation, (X) -> X."""
+    """Normalised string for the exact-match shortcut: \\text{} unwrapped, the paper's normalisation, (X) -> X."""
     s = _TEXT_WRAP.sub(r"\1", a)
-    s = faithful_normalize(s)
+    s = paper_normalize(s)
     m = re.fullmatch(r"\(([A-Za-z])\)", s)
     return m.group(1) if m else s
 
@@ -366,6 +366,6 @@ def check_math(gold: str, pred: str | None) -> tuple[bool, str]:
     return get_verifier().check(gold, pred)
 
 
-def faithful_equal(gold: str, pred: str | None) -> bool:
+def paper_equal(gold: str, pred: str | None) -> bool:
     """The paper's checker (``--faithful``): normalised exact string match (docs/research-notes.md §6.2)."""
-    return pred is not None and faithful_normalize(pred) == faithful_normalize(gold)
+    return pred is not None and paper_normalize(pred) == paper_normalize(gold)

@@ -1,6 +1,6 @@
 """A small Chrome DevTools Protocol client over a pipe (``chromium --remote-debugging-pipe``): no port is opened.
 
-Used by tests/test_view_browser.py and benchmarks/performance/bench_view.py to open a `janus view` page as a person would:
+Used by tests/view/test_view_browser.py and benchmarks/performance/bench_view.py to open a `janus view` page as a person would:
 navigate to the file, read console errors and exceptions, click an element with real mouse events, read the DOM
 and take screenshots. The browser runs in its own process group and ``close()`` (also on any error, via ``with``)
 kills that whole group, so no renderer or GPU process is left behind.

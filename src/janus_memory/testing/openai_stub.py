@@ -1,6 +1,6 @@
 """A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions API, with fault injection.
 
-Used by tests/test_llm_http.py and benchmarks/performance/bench_llm_concurrency.py. Standard library only
+Used by tests/llm/test_llm_http.py and benchmarks/performance/bench_llm_concurrency.py. Standard library only
 (``http.server.ThreadingHTTPServer``, one thread per connection, HTTP/1.1 keep-alive).
 
 Answers: a last user message ``"What is A + B?"`` gets ``"<think>add A and B</think>The answer is <A+B>."``;

@@ -4,7 +4,7 @@
 "dc_rs", "dc_cu", "expel", "exprag", "memory_free", "ace", "reasoning_bank" (plus any class registered with ``register_updater``).
 
 Owns the memory updaters (Dynamic Cheatsheet, ExpeL, ExpRAG, ACE, ReasoningBank), their prompts and stored state.
-May import the foundation modules (types, errors, registry), ``tasks`` (task families' parsing) and nothing above:
+May import the foundation modules (values, errors, registry), ``tasks`` (task families' parsing) and nothing above:
 not the controller, the run, the store or the CLI.
 """
 
@@ -27,7 +27,7 @@ from janus_memory.updaters.base import (
     make_updater,
     register_updater,
 )
-from janus_memory.updaters.dc import DCCumulative, DCRetrievalSynthesis, extract_cheatsheet, extract_cheatsheet_faithful
+from janus_memory.updaters.dc import DCCumulative, DCRetrievalSynthesis, extract_cheatsheet, extract_cheatsheet_original
 from janus_memory.updaters.expel import ExpeL
 from janus_memory.updaters.exprag import ExpRAG
 from janus_memory.updaters.memory_free import MemoryFree
@@ -52,5 +52,5 @@ __all__ = [
     "ExpRAG",
     "MemoryFree",
     "extract_cheatsheet",
-    "extract_cheatsheet_faithful",
+    "extract_cheatsheet_original",
 ]

@@ -25,8 +25,7 @@ from __future__ import annotations
 import copy
 import json
 
-from janus_memory.types import ChatResult, Task
-from janus_memory.updaters.ace_ops import apply_ops_faithful, apply_ops_strict, refine
+from janus_memory.updaters.ace_ops import apply_ops_original, apply_ops_strict, refine
 from janus_memory.updaters.ace_playbook import (
     all_bullets,
     apply_tags,
@@ -49,6 +48,7 @@ from janus_memory.updaters.base import (
     truncate,
     visible_text,
 )
+from janus_memory.values import ChatResult, Task
 
 
 def _reply_text(result: ChatResult) -> str:
@@ -224,7 +224,7 @@ class ACE(Updater):
         res = self._chat([{"role": "user", "content": prompt}], role="curator", calls=calls,
                          params=self.curator_params())
         text = _reply_text(res)
-        apply = apply_ops_faithful if self.config["faithful"] else apply_ops_strict
+        apply = apply_ops_original if self.config["faithful"] else apply_ops_strict
         self.next_id, log = apply(self.sections, text, self.next_id)
         for _op in log["applied"]:
             self._count("ops_applied", "ADD")

@@ -12,7 +12,7 @@ import numpy as np
 
 from janus_memory.updaters.ace_playbook import (
     all_bullets,
-    extract_json_faithful,
+    extract_json_original,
     extract_json_strict,
     section_key,
     section_slug,
@@ -25,7 +25,7 @@ def _log(rejected: str | None = None) -> dict:
     return {"rejected": rejected, "applied": [], "dropped": [], "notes": []}
 
 
-def _validate_faithful(obj: Any) -> str | None:
+def _validate_original(obj: Any) -> str | None:
     """The authors' all-or-nothing validation: one bad operation discards the whole reply."""
     if not obj:
         return "no JSON object"
@@ -45,12 +45,12 @@ def _validate_faithful(obj: Any) -> str | None:
     return None
 
 
-def apply_ops_faithful(sections: list[list], text: str, next_id: int) -> tuple[int, dict]:
+def apply_ops_original(sections: list[list], text: str, next_id: int) -> tuple[int, dict]:
     """The authors' ``apply_curator_operations``: ADD appends ``[slug-NNNNN] helpful=0 harmful=0 :: content`` to the
     end of its section; an unknown section goes to the end of OTHERS; section "general" (no such heading) is
     inserted at the TOP of OTHERS with slug "gene"; empty and duplicate contents are added; other types are ignored."""
-    obj = extract_json_faithful(text)
-    reason = _validate_faithful(obj)
+    obj = extract_json_original(text)
+    reason = _validate_original(obj)
     if reason:
         return next_id, _log(reason)
     log = _log()

@@ -25,12 +25,12 @@ DEFAULT_SECTIONS = (
     "OTHERS",
 )
 # the authors' slug table (their finance-flavoured keys; ours map our default headings)
-_SLUGS_FAITHFUL = {
+_SLUGS_ORIGINAL = {
     "financial_strategies_and_insights": "fin", "formulas_and_calculations": "calc",
     "code_snippets_and_templates": "code", "common_mistakes_to_avoid": "err", "problem_solving_heuristics": "prob",
     "context_clues_and_indicators": "ctx", "others": "misc", "meta_strategies": "meta",
 }
-_SLUGS_STRICT = {**_SLUGS_FAITHFUL, "strategies_and_insights": "strat"}
+_SLUGS_STRICT = {**_SLUGS_ORIGINAL, "strategies_and_insights": "strat"}
 TAGS = ("helpful", "harmful", "neutral")
 ID_STRICT = re.compile(r"\[([a-z]+-\d{5})\]")
 ID_FAITHFUL = re.compile(r"\[([a-z]{3,}-\d{5})\]")  # the generator's regex: a 2-letter slug is never cited
@@ -46,7 +46,7 @@ def section_key(name: str, faithful: bool) -> str:
 
 
 def section_slug(key: str, faithful: bool) -> str:
-    table = _SLUGS_FAITHFUL if faithful else _SLUGS_STRICT
+    table = _SLUGS_ORIGINAL if faithful else _SLUGS_STRICT
     if key in table:
         return table[key]
     words = key.split("_")
@@ -142,7 +142,7 @@ def _balanced(text: str) -> list[str]:
     return out
 
 
-def extract_json_faithful(text: str) -> Any:
+def extract_json_original(text: str) -> Any:
     """The authors' order: the whole reply, then ```json fences, then top-level brace spans; first that parses."""
     for cand in [text.strip(), *_fenced(text), *_balanced(text)]:
         try:
@@ -206,7 +206,7 @@ def cited_ids(text: str, known: set[str], faithful: bool) -> tuple[list[str], li
 
 
 # ------------------------------------------------------------------------------------------------- reflector tags
-def _tags_faithful(text: str) -> list:
+def _tags_original(text: str) -> list:
     start = text.find('"bullet_tags"')
     if start < 0:
         return []
@@ -240,14 +240,14 @@ def parse_tags(text: str, cited: list[str], known: set[str], faithful: bool) -> 
     dropped: list[dict] = []
     if faithful:
         out: dict[str, str] = {}
-        for t in _tags_faithful(text):
+        for t in _tags_original(text):
             if isinstance(t, dict):
                 bid = t.get("id") or t.get("bullet", "")
                 if bid:
                     out[str(bid)] = str(t.get("tag", "neutral"))
         return out, dropped
     obj, _ = extract_json_strict(text, "bullet_tags")
-    raw = obj["bullet_tags"] if obj is not None else _tags_faithful(text)
+    raw = obj["bullet_tags"] if obj is not None else _tags_original(text)
     if not isinstance(raw, list):
         return {}, [{"entry": raw, "reason": "bullet_tags is not a list"}]
     out = {}

@@ -17,7 +17,7 @@ candidate into the updater's state (janus_memory.inject builds it); the default 
 A new updater is one subclass in one file: implement ``step``, ``memory_text``, ``solving_messages``,
 ``get_state`` and ``set_state``; register it with :func:`register_updater`. See ``docs/updaters.md``.
 Its parts live next to it and are re-exported here: the collaborator protocols and the records LLMCall /
-StepOutcome in ``records.py``, prompt-file and text helpers in ``texts.py``, RetrievalBank in ``bank.py``.
+StepOutcome in ``records.py``, prompt-file and text helpers in ``prompt_text.py``, RetrievalBank in ``bank.py``.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from janus_memory import rows
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 from .bank import RetrievalBank
+from .prompt_text import fill, load_prompt, thinking_output, truncate, visible_text
 from .records import ChatLLM, Encoder, Family, Harm, LLMCall, StepOutcome
-from .texts import fill, load_prompt, thinking_output, truncate, visible_text
 
 __all__ = [
     "COMMON_DEFAULTS", "EMPTY_MEMORY", "SNAPSHOT_FORMAT", "ChatLLM", "Encoder", "Family", "Harm", "LLMCall",

@@ -46,7 +46,6 @@ from typing import Sequence
 
 from janus_memory.tasks.extract_code import fenced_blocks
 from janus_memory.tasks.sandbox import SandboxLimits, run_python
-from janus_memory.types import ChatResult, Score, Task
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
     LLMCall,
@@ -62,9 +61,10 @@ from janus_memory.updaters.base import (
 )
 from janus_memory.updaters.dc_extract import (  # noqa: F401  (re-exported)
     extract_cheatsheet,
-    extract_cheatsheet_faithful,
     extract_cheatsheet_first,
+    extract_cheatsheet_original,
 )
+from janus_memory.values import ChatResult, Score, Task
 
 EXEC_SENTINEL = "EXECUTE CODE!"
 
@@ -152,7 +152,7 @@ class _DCBase(Updater):
         ``fallback``: what ``fallback="dc_original"`` deploys for an unparsable reply (DC-RS: the pairs block)."""
         text = self.parse_view(result)
         if self.config["faithful"]:
-            sheet, branch = extract_cheatsheet_faithful(text, self.cheatsheet)
+            sheet, branch = extract_cheatsheet_original(text, self.cheatsheet)
             info["branch"] = branch
             self._count("faithful_branches", branch)
             self.cheatsheet = sheet

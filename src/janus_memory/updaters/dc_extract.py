@@ -52,7 +52,7 @@ def extract_cheatsheet_first(text: str) -> str:
     return text.split("<cheatsheet>", 1)[1].split("</cheatsheet>", 1)[0].strip()
 
 
-def extract_cheatsheet_faithful(text: str, old: str) -> tuple[str, str]:
+def extract_cheatsheet_original(text: str, old: str) -> tuple[str, str]:
     """DC's original behaviour (C24 faithful mode). Returns ``(new_sheet, branch)``; never rejects."""
     t = text.strip()
     if "<cheatsheet>" not in t:

@@ -45,7 +45,6 @@ import dataclasses
 import re
 from typing import Sequence
 
-from janus_memory.types import ChatResult, Score, Task
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
     Harm,
@@ -61,6 +60,7 @@ from janus_memory.updaters.base import (
     visible_text,
 )
 from janus_memory.updaters.expel_rules import apply_curator_reply, normalize_rule_paper, render_rules
+from janus_memory.values import ChatResult, Score, Task
 
 
 def _last_block(text: str, tag: str) -> str | None:

@@ -43,8 +43,8 @@ from .expel_rulelist import (
 from .expel_rules_paper import apply_ops_paper, normalize_rule_paper, paper_rule_index, parse_ops_paper
 
 __all__ = [
-    "OPS", "RuleOp", "apply_curator_reply", "apply_ops_faithful", "apply_ops_paper", "apply_ops_strict", "norm_rule",
-    "normalize_rule_paper", "paper_rule_index", "parse_ops_faithful", "parse_ops_paper", "parse_ops_strict",
+    "OPS", "RuleOp", "apply_curator_reply", "apply_ops_original", "apply_ops_paper", "apply_ops_strict", "norm_rule",
+    "normalize_rule_paper", "paper_rule_index", "parse_ops_original", "parse_ops_paper", "parse_ops_strict",
     "render_rules",
 ]
 
@@ -161,7 +161,7 @@ def apply_ops_strict(rules: list, ops: list[RuleOp], max_rules: int) -> tuple[li
 # --------------------------------------------------------------------------------------------------
 # faithful (original ExpeL behaviour, with every drop logged)
 # --------------------------------------------------------------------------------------------------
-def parse_ops_faithful(text: str) -> tuple[list[RuleOp], list[dict]]:
+def parse_ops_original(text: str) -> tuple[list[RuleOp], list[dict]]:
     """The original parser's behaviour. Drops: "unparseable op" (an operation word on a line the original regex
     does not match), "empty rule text", "banned word in rule text", "no final period"."""
     text = text or ""
@@ -192,7 +192,7 @@ def parse_ops_faithful(text: str) -> tuple[list[RuleOp], list[dict]]:
     return ops, dropped
 
 
-def _find_faithful(rules: list, text: str) -> int | None:
+def _find_original(rules: list, text: str) -> int | None:
     """The original's match: the first rule whose text is a substring of ``text``."""
     for i, r in enumerate(rules):
         if r[0] in text:
@@ -200,18 +200,18 @@ def _find_faithful(rules: list, text: str) -> int | None:
     return None
 
 
-def _plan_faithful(rules: list, ops: list[RuleOp]) -> tuple[list[tuple[RuleOp, str, str]], list[dict]]:
+def _plan_original(rules: list, ops: list[RuleOp]) -> tuple[list[tuple[RuleOp, str, str]], list[dict]]:
     """The original's checks per op: ``(kept, dropped)`` with kept items ``(op, kind, note)``."""
     kept: list[tuple[RuleOp, str, str]] = []
     dropped: list[dict] = []
     for op in ops:
         if op.op == "ADD":
-            if _find_faithful(rules, op.text) is not None:
+            if _find_original(rules, op.text) is not None:
                 dropped.append({**op.to_dict(), "reason": "duplicate rule (substring of an existing rule)"})
             else:
                 kept.append((op, "ADD", ""))
         elif op.op == "EDIT":
-            idx = _find_faithful(rules, op.text)
+            idx = _find_original(rules, op.text)
             if idx is not None:
                 kept.append(
                     (RuleOp("AGREE", idx + 1, rules[idx][0], op.raw), "AGREE", "edit matches an existing rule: agree")
@@ -220,18 +220,18 @@ def _plan_faithful(rules: list, ops: list[RuleOp]) -> tuple[list[tuple[RuleOp, s
                 dropped.append({**op.to_dict(), "reason": "rule number out of range"})
             else:
                 kept.append((op, "EDIT", ""))
-        elif _find_faithful(rules, op.text) is None:
+        elif _find_original(rules, op.text) is None:
             dropped.append({**op.to_dict(), "reason": "no existing rule is a substring of the text"})
         else:
             kept.append((op, op.op, ""))
     return kept, dropped
 
 
-def _apply_faithful_op(rules: list, op: RuleOp, kind: str, note: str, full: bool) -> tuple[int, str]:
+def _apply_original_op(rules: list, op: RuleOp, kind: str, note: str, full: bool) -> tuple[int, str]:
     """Apply one kept op in place; returns its 0-based target and its note (EDIT 0 or below wraps, as Python's
     negative indexing does in the original)."""
     if kind in ("REMOVE", "AGREE"):
-        idx = _find_faithful(rules, op.text)
+        idx = _find_original(rules, op.text)
         rules[idx][1] += -(3 if full else 1) if kind == "REMOVE" else 1
     elif kind == "EDIT":
         idx = op.num - 1
@@ -245,11 +245,11 @@ def _apply_faithful_op(rules: list, op: RuleOp, kind: str, note: str, full: bool
     return idx, note
 
 
-def apply_ops_faithful(rules: list, ops: list[RuleOp], max_rules: int) -> tuple[list[list], list[dict], list[dict]]:
+def apply_ops_original(rules: list, ops: list[RuleOp], max_rules: int) -> tuple[list[list], list[dict], list[dict]]:
     """The original updater's behaviour (substring matching, EDIT index wrap-around), then the cap."""
     rules = [[r[0], int(r[1])] for r in rules]
     full = len(rules) >= max_rules
-    kept, dropped = _plan_faithful(rules, ops)
+    kept, dropped = _plan_original(rules, ops)
     applied: list[dict] = []
     for kind in APPLY_ORDER:
         for op, k, note in kept:
@@ -258,7 +258,7 @@ def apply_ops_faithful(rules: list, ops: list[RuleOp], max_rules: int) -> tuple[
             if kind == "EDIT" and op.num - 1 < 0 and not rules:
                 dropped.append({**op.to_dict(), "reason": "rule number out of range (original raises IndexError)"})
                 continue
-            idx, note = _apply_faithful_op(rules, op, kind, note, full)
+            idx, note = _apply_original_op(rules, op, kind, note, full)
             applied.append(applied_item(op, kind, idx, note))
     return finish_rules(rules, max_rules), applied, dropped
 
@@ -269,7 +269,7 @@ def apply_curator_reply(rules: list, text: str, max_rules: int, *, faithful: boo
     ``rule_ops`` "paper" (the Janus authors') or "strict" (ours). Returns ``(new_rules, applied, dropped)`` with the
     parser's drops before the updater's."""
     if faithful:
-        parse, apply = parse_ops_faithful, apply_ops_faithful
+        parse, apply = parse_ops_original, apply_ops_original
     elif rule_ops == "paper":
         parse, apply = parse_ops_paper, apply_ops_paper
     else:

@@ -32,7 +32,6 @@ from typing import Sequence
 
 import numpy as np
 
-from janus_memory.types import ChatResult, Score, Task
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
     LLMCall,
@@ -45,6 +44,7 @@ from janus_memory.updaters.base import (
     truncate,
     visible_text,
 )
+from janus_memory.values import ChatResult, Score, Task
 
 
 @register_updater("exprag")

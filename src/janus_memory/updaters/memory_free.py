@@ -6,8 +6,8 @@ embedding is the zero vector and Janus never triggers); ``solve_with_memory`` ig
 
 from __future__ import annotations
 
-from janus_memory.types import Task
 from janus_memory.updaters.base import LLMCall, StepOutcome, Updater, register_updater
+from janus_memory.values import Task
 
 
 @register_updater("memory_free")

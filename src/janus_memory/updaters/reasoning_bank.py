@@ -28,7 +28,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from janus_memory.types import ChatResult, Score, Task
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
     Harm,
@@ -43,6 +42,7 @@ from janus_memory.updaters.base import (
     truncate,
     visible_text,
 )
+from janus_memory.values import ChatResult, Score, Task
 
 _HEADER = re.compile(r"^<<entry (\{.*\})>>$")
 _ITEM = re.compile(r"^\s*#\s*memory\s+item\b.*$", re.IGNORECASE | re.MULTILINE)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from janus_memory.types import ChatResult, Score, Task
+from janus_memory.values import ChatResult, Score, Task
 
 
 # structural protocols; the real collaborators live in janus_memory.llm / .tasks / .encoders

@@ -265,7 +265,7 @@ class _Versions:
 def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
               tasks: TaskTable, roles=None) -> tuple[int, float | None, dict]:
     """(flags, cosine, detail) of one step."""
-    from ..controller.decision import STORED_REASON_NAMES
+    from ..controller.decision_rules import STORED_REASON_NAMES
     from ..report.memdiff import line_diff
 
     d: dict = dec["decision"] if isinstance(dec.get("decision"), dict) else {}
