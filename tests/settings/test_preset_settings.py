@@ -120,7 +120,7 @@ def test_updater_config_checked_against_the_updaters_declared_settings():
     assert str(e.value) == "invalid value for 'updater_config.prompts': 'tiny'; choose one of ['paper', 'small']"
     with pytest.raises(ConfigError) as e:
         check_updater_config(dc, {"top_k": "3"})
-    assert str(e.value) == "invalid value for 'updater_config.top_k': expected int, got '3'"
+    assert str(e.value) == "invalid value for 'updater_config.top_k': expected a whole number, got '3'"
     with pytest.raises(ConfigError) as e:
         check_updater_config(dc, {"execute_code": 1})
     assert str(e.value) == "invalid value for 'updater_config.execute_code': expected bool, got 1"
@@ -350,7 +350,7 @@ def test_yaml_config_file_errors_are_one_line(tmp_path, capsys):
     bad.write_text("backend: fake\nupdater_config:\n  top_k: three\n")
     assert main(["run", "--config", str(bad), "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"error: invalid value for 'updater_config.top_k': expected int, got 'three' (line 3 of {bad})"]
+        f"error: invalid value for 'updater_config.top_k': expected a whole number, got 'three' (line 3 of {bad})"]
     assert not (tmp_path / "r").exists()
 
 

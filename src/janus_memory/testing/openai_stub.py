@@ -136,6 +136,7 @@ class OpenAITestServer:
 
     # ------------------------------------------------------------------ request handling
     def _send(self, h: BaseHTTPRequestHandler, status: int, payload: bytes, headers: dict | None = None) -> None:
+        self._leave(h)  # before the reply goes out: a client may send its next request the moment it has read it
         try:
             h.send_response(status)
             h.send_header("Content-Type", "application/json")
@@ -157,10 +158,17 @@ class OpenAITestServer:
             self.requests += 1
             self.inflight += 1
             self.max_inflight = max(self.max_inflight, self.inflight)
+        h.janus_in_flight = True  # type: ignore[attr-defined]
         try:
             self._handle_inner(h)
         finally:
-            with self._lock:
+            self._leave(h)
+
+    def _leave(self, h: BaseHTTPRequestHandler) -> None:
+        """The request stops counting as in flight (once): when its reply starts, or when its handler ends."""
+        with self._lock:
+            if getattr(h, "janus_in_flight", False):
+                h.janus_in_flight = False  # type: ignore[attr-defined]
                 self.inflight -= 1
 
     def _handle_inner(self, h: BaseHTTPRequestHandler) -> None:
