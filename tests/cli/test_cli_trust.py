@@ -1,4 +1,4 @@
-"""Issue 18, a fresh user's stumbles: the test phase in the progress, unscored test answers listed, the summary under
+"""A fresh user's stumbles: the test phase in the progress, unscored test answers listed, the summary under
 -q -q, the wall time with its start-up, `janus report` saying what it does, strict config files (duplicate keys,
 "5" or 5.0 for an integer), and `janus grid --help` not claiming a default dataset. Fake backend only."""
 from __future__ import annotations

@@ -65,13 +65,13 @@ def test_the_recommended_preset():
     (JanusConfig(decision_rule="sign_test"), "custom: paper with decision_rule=sign_test"),
     (JanusConfig(replay_limit=10), "custom: paper with replay_limit=10"),
     (JanusConfig.recommended(eval_set="hybrid"), "custom: recommended with eval_set=hybrid"),
-    # the round-2 recommended controller: the switches and the tuning it changed, the panel's own settings left out
+    # RECOMMENDED_HYBRID_BOUNDARY_FIRST: the switches and the tuning it changed, the panel's own settings left out
     (JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST), "custom: recommended with gate_full_compare=True, seq_max_pairs=6, "
                                         "seq_extend_pairs=14, eval_set=hybrid, near_copy_inherit=False, "
                                         "gate_compare=False, seq_round=2, "
                                         "near_copy_pairs=4, near_copy_anchor=False, indeterminate_rollback=False, "
                                         "seq_deploy_margin=0, seq_quiet_deploy=True"),
-    # the round-4b recommended controller: the panel read 11-19, ties deployed, the two holes open
+    # RECOMMENDED_PANEL_TIES_DEPLOYED: the panel read 11-19, ties deployed, the two holes open
     (JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED), "custom: recommended with seq_max_pairs=11, seq_extend_pairs=19, "
                                          "seq_round=2, panel_rotate=0.5, near_copy_anchor=False, "
                                          "indeterminate_rollback=False, seq_deploy_margin=0, seq_quiet_deploy=True"),

@@ -1,4 +1,4 @@
-"""The recommended controller (issue 24): the sequential rule, the text gate, the near-copy cap, the preset."""
+"""The recommended controller's machinery: the sequential rule, the text gate, the near-copy cap, the preset."""
 from __future__ import annotations
 
 import math
@@ -12,9 +12,9 @@ from janus_memory.controller.hybrid_set import plan_trigger
 from janus_memory.controller.sequential import SPRT, discordant, settled
 
 
-def round2(**kw) -> JanusConfig:
-    """The round-2 recommended controller (the paper's hybrid set read boundary first, the full gate): the machinery
-    these tests pin; ``recommended()`` itself is round 4 (tests/controller/test_recommended_panel.py)."""
+def boundary_first(**kw) -> JanusConfig:
+    """RECOMMENDED_HYBRID_BOUNDARY_FIRST (the paper's hybrid set read boundary first, the full gate): the machinery
+    these tests pin; ``recommended()`` itself reads a stable panel (tests/controller/test_recommended_panel.py)."""
     return JanusConfig(**{**RECOMMENDED_HYBRID_BOUNDARY_FIRST, **kw})
 
 
@@ -205,7 +205,7 @@ def test_bad_options_name_the_field(kw, msg):
 
 
 def test_informative_order_puts_past_flips_first():
-    c = round2()
+    c = boundary_first()
     plan = plan_trigger(c, [0, 1, 2], [(5, "bootstrap"), (7, "flip"), (1, "flip")], [9], 1)
     assert plan.entries == [7, 1, 5, 0, 2, 9]  # flips, rest of the boundary, coverage (deduplicated), fresh
     assert plan_trigger(JanusConfig(), [0, 1, 2], [(5, "bootstrap"), (7, "flip")], [9], 1).entries == [0, 1, 2, 5, 7, 9]
@@ -218,7 +218,7 @@ def test_informative_order_puts_past_flips_first():
     ("interleaved", False, [9, 1, 0, 5, 1, 7, 2, 1]),
 ])
 def test_fresh_first_and_interleaved_orders(order, dedup, want):
-    c = round2(eval_order=order, dedup=dedup)
+    c = boundary_first(eval_order=order, dedup=dedup)
     plan = plan_trigger(c, [0, 1, 2], [(5, "bootstrap"), (7, "flip"), (1, "flip")], [9, 1], 1)
     assert plan.entries == want
     assert (plan.coverage, plan.boundary, plan.fresh) == ([0, 1, 2], [5, 7, 1], [9, 1])  # roles kept as planned
@@ -250,7 +250,7 @@ def test_gate_forces_a_full_comparison_in_warmup_and_after():
         seen.append((text[:5], len(ts)))
         return [text != DUMP] * len(ts)
 
-    j = Janus(round2(warmup=3, coverage_size=2, boundary_size=1, fresh_size=1), ev)
+    j = Janus(boundary_first(warmup=3, coverage_size=2, boundary_size=1, fresh_size=1), ev)
     d1 = step(j, 0, "", SHEET)
     assert (d1.phase, d1.triggered, d1.reason, d1.evaluator_calls) == ("warmup", False, "warmup", 0)
     d2 = step(j, 1, SHEET, DUMP)  # a dump inside the warm-up: compared, on every task seen so far, paper rule
@@ -277,7 +277,7 @@ def test_gate_off_in_the_paper_preset_and_near_copy_cap():
     step(j, 0, "", SHEET)
     assert step(j, 1, SHEET, DUMP).reason == "not_triggered"  # no momentum yet: MMT cannot fire, no gate
     near = SHEET.replace("family 3", "family three")
-    cfg = round2(warmup=2, coverage_size=2, boundary_size=2, fresh_size=2, near_copy_similarity=0.9,
+    cfg = boundary_first(warmup=2, coverage_size=2, boundary_size=2, fresh_size=2, near_copy_similarity=0.9,
                                   near_copy_pairs=0)
     j = Janus(cfg, ev)
     step(j, 0, "", SHEET)
@@ -285,7 +285,7 @@ def test_gate_off_in_the_paper_preset_and_near_copy_cap():
     calls.clear()
     d = step(j, 2, SHEET, near)
     assert (d.triggered, d.accept, d.reason, calls) == (False, True, "near_copy", [])
-    j = Janus(round2(**{**cfg.to_dict(), "near_copy_pairs": 1, "trigger": "always"}), ev)
+    j = Janus(boundary_first(**{**cfg.to_dict(), "near_copy_pairs": 1, "trigger": "always"}), ev)
     step(j, 0, "", SHEET)
     step(j, 1, SHEET, SHEET + "\nrule 12: x")
     calls.clear()
@@ -294,7 +294,7 @@ def test_gate_off_in_the_paper_preset_and_near_copy_cap():
 
 
 def test_gate_needs_an_evaluator_even_with_trigger_never():
-    j = Janus(round2(trigger="never", warmup=0))
+    j = Janus(boundary_first(trigger="never", warmup=0))
     with pytest.raises(RuntimeError, match="needs an evaluator"):
         step(j, 0, SHEET, DUMP)
 
@@ -308,7 +308,7 @@ def test_state_round_trip_keeps_the_recommended_decisions():
     def run(j, lo, hi):
         return [step(j, i, SHEET + "\n" * (i % 2), SHEET + f"\nrule x{i}").to_dict() for i in range(lo, hi)]
 
-    cfg = round2(warmup=2, coverage_size=2, boundary_size=2, fresh_size=1)
+    cfg = boundary_first(warmup=2, coverage_size=2, boundary_size=2, fresh_size=1)
 
     def ev2(text, ts):
         return ev(text, [dict(t, i=int(t["id"][1:])) for t in ts])
@@ -341,7 +341,7 @@ def test_controller_reuses_the_deployed_memorys_outcomes_until_it_changes():
         asked.append((text.count("\n"), [t["id"] for t in ts]))
         return [text == SHEET] * len(ts)  # the old sheet always wins: every candidate is rolled back
 
-    cfg = round2(warmup=2, coverage_size=2, boundary_size=0, fresh_size=1, reuse_old_results=True,
+    cfg = boundary_first(warmup=2, coverage_size=2, boundary_size=0, fresh_size=1, reuse_old_results=True,
                                   gate_full_compare=False)
     j = Janus(cfg, ev)
     step(j, 0, "", SHEET)
@@ -386,6 +386,6 @@ def test_replay_limit_keeps_the_reading_order_of_a_non_paper_order():
 
 
 def test_preset_line_names_the_order_of_any_sequential_configuration():
-    line = round2(eval_order="interleaved").preset_line()
+    line = boundary_first(eval_order="interleaved").preset_line()
     assert line.startswith("janus preset: custom (") and "decision_rule=sequential, eval_order=interleaved" in line
     assert "eval_order" not in JanusConfig().preset_line()

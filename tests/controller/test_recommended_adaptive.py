@@ -1,4 +1,4 @@
-"""Issue 24 round 2: the adaptive cap of the sequential test, the relevance order, the preset label, the trigger
+"""The adaptive cap of the sequential test, the relevance order, the preset label, the trigger
 line's compared count and the --tau warning."""
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from janus_memory.controller.hybrid_set import order_by_relevance
 from janus_memory.controller.sequential import SPRT, AdaptiveCap
 
 
-def round2(**kw) -> JanusConfig:
-    """The round-2 recommended controller (the paper's hybrid set read boundary first, the full gate): the machinery
-    these tests pin; ``recommended()`` itself is round 4 (tests/controller/test_recommended_panel.py)."""
+def boundary_first(**kw) -> JanusConfig:
+    """RECOMMENDED_HYBRID_BOUNDARY_FIRST (the paper's hybrid set read boundary first, the full gate): the machinery
+    these tests pin; ``recommended()`` itself reads a stable panel (tests/controller/test_recommended_panel.py)."""
     return JanusConfig(**{**RECOMMENDED_HYBRID_BOUNDARY_FIRST, **kw})
 
 
@@ -165,7 +165,7 @@ def test_controller_with_relevance_order_reads_the_nearest_tasks_first():
         seen.append([t["id"] for t in ts])
         return [True] * len(ts)
 
-    cfg = round2(warmup=4, coverage_size=2, boundary_size=2, fresh_size=0, eval_order="relevant",
+    cfg = boundary_first(warmup=4, coverage_size=2, boundary_size=2, fresh_size=0, eval_order="relevant",
                                   seq_round=1, seq_max_pairs=0, seq_extend_pairs=0, gate_full_compare=False,
                                   near_copy_similarity=0.0)
     j = Janus(cfg, ev)
@@ -188,7 +188,7 @@ def test_preset_label_names_changed_recommended_settings():
     assert rec(trigger="mmt", seq_alpha=0.1).preset_label() == "recommended + trigger mmt + seq_alpha 0.1"
     assert rec(panel_rotate=0.3).preset_label() == "recommended + panel_rotate 0.3"
     assert rec(tau=0.3, warmup=5).preset_label() == "recommended"  # settings of every preset
-    assert round2().preset_label() == "custom"  # round 2 differs in the switches that define the preset
+    assert boundary_first().preset_label() == "custom"  # it differs in the switches that define the preset
     assert JanusConfig().preset_label() == "paper" and JanusConfig(trigger="always").preset_label() == "paper"
     line = rec(trigger="mmt").preset_line()
     assert line.startswith("janus preset: recommended + trigger mmt (trigger=mmt, tau=0.0, ")
@@ -225,7 +225,7 @@ def test_recent_closeness_budget_grows_after_a_close_comparison_and_is_stored():
     def ev(text, ts):
         return [not (mode["new_loses"] and text.startswith("new"))] * len(ts)
 
-    cfg = round2(warmup=2, coverage_size=4, boundary_size=2, fresh_size=2, seq_max_pairs=2,
+    cfg = boundary_first(warmup=2, coverage_size=4, boundary_size=2, fresh_size=2, seq_max_pairs=2,
                                   seq_recent_pairs=4, seq_recent_window=1, seq_round=1, gate_full_compare=False,
                                   reuse_old_results=False, seq_extend_pairs=0, near_copy_similarity=0.0)
     j = Janus(cfg, ev)
@@ -247,8 +247,8 @@ def test_recent_closeness_budget_grows_after_a_close_comparison_and_is_stored():
     restored = Janus.from_state_dict(json.loads(json.dumps(j.state_dict())), ev)
     assert restored.state_dict()["recent_close"] == [False]
     assert step(5, "old 4", "new 6").n_evaluated == 2  # back to the small cap
-    assert "recent_close" not in Janus(round2(), ev).state_dict()
+    assert "recent_close" not in Janus(boundary_first(), ev).state_dict()
     with pytest.raises(ValueError, match="seq_recent_pairs must be above seq_max_pairs"):
-        round2(seq_recent_pairs=6)
+        boundary_first(seq_recent_pairs=6)
     with pytest.raises(ValueError, match="seq_recent_pairs sets the sequential test's cap"):
         JanusConfig(seq_recent_pairs=9)

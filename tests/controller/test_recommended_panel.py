@@ -1,4 +1,4 @@
-"""The stable panel (``eval_set="panel"``) and near-copy inheritance (``near_copy_inherit``): issue 24, round 4."""
+"""The stable panel (``eval_set="panel"``) and near-copy inheritance (``near_copy_inherit``)."""
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +14,8 @@ SHEET = "\n".join(f"rule {i}: check the small cases of family {i} before solving
 
 
 # The scenarios below were built on the panel read 11, up to 19 while tied, two tasks a round, ties deployed (the
-# round-4b rule), with the two holes closed; they test the panel's mechanisms, so they keep that rule. The preset's
-# own rule (5 tasks, up to 12, a lead of one) is pinned in test_the_preset_deploys_only_with_a_lead.
+# RECOMMENDED_PANEL_TIES_DEPLOYED rule), with the two holes closed; they test the panel's mechanisms, so they keep
+# that rule. The preset's own rule (5 tasks, up to 12, a lead of one) is pinned in test_the_preset_deploys_only_with_a_lead.
 TIES = dict(seq_max_pairs=11, seq_extend_pairs=19, seq_round=2, panel_rotate=0.5, seq_deploy_margin=0,
             seq_quiet_deploy=True)
 

@@ -119,7 +119,7 @@ def test_a_changed_recommended_trigger_is_labelled_and_tau_without_effect_is_nam
 
 
 def test_report_of_a_recommended_run_names_it_and_counts_what_it_evaluated_and_paid(tmp_path, capsys):
-    """The run of issue 36's review, then `janus report`: the Janus rows are named `recommended` (not `always`), the
+    """A reviewer's run, then `janus report`: the Janus rows are named `recommended` (not `always`), the
     evaluation set is the panel (not K = 20, K_F = 5), the cost is what the controller evaluated (the decision log's
     evaluator calls: 185) beside the Janus calls the run paid (also 185: the batching evaluator follows the controller's
     plan and never asks for the deployed memory's reused outcomes), and no #Trig x configured |E| figure: that is the

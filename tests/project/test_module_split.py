@@ -1,4 +1,4 @@
-"""Issue 10 split: every name keeps its old import path (the same object as in its new module), and the state
+"""The module split: every name keeps its old import path (the same object as in its new module), and the state
 formats the split modules write are unchanged."""
 import json
 

@@ -245,7 +245,7 @@ def test_replay_timeline_legend_has_no_fired_entry_when_nothing_fired(tmp_path, 
 
 
 def test_the_timeline_shows_each_comparison_s_evaluation_set_scores_below_the_cosines(tmp_path, captured):
-    """Issue 25: every trigger policy's timeline shows what Janus decided: per comparison the old memory's score (grey
+    """Every trigger policy's timeline shows what Janus decided: per comparison the old memory's score (grey
     circle) and the candidate's (green up when deployed, red down when rolled back), joined by a line."""
     decs = _decs("ww.AR.")
     decs[3].update(old_score=0.5, new_score=0.75)

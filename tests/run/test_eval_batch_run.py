@@ -1,4 +1,4 @@
-"""Issue 17 runner wiring on whole fake-backend runs: a triggered step's replays go out as one chat_many (calls per
+"""The runner's batching on whole fake-backend runs: a triggered step's replays go out as one chat_many (calls per
 role with and without batching, identical run files), the slot setting reaches the engine and the client, the
 demo preset (and only it) skips trivially equal candidates and counts them in the summary."""
 import json

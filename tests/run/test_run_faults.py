@@ -1,4 +1,4 @@
-"""Issue 12 items 4-8: each defect reproduced (it gave a traceback, a wrong hint or a wrong COMPLETE) and now fixed.
+"""Run-folder defects, each reproduced (it gave a traceback, a wrong hint or a wrong COMPLETE) and now fixed.
 
 In-process through ``cli.main`` (fast); the real-process tests are in test_run_concurrency.py.
 """

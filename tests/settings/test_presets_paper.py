@@ -1,4 +1,4 @@
-"""Issue 13 items 2, 11, 12: preset switches, --seed help, context sizing, which encoder decided the triggers."""
+"""Preset switches, --seed help, context sizing, which encoder decided the triggers."""
 import pytest
 
 from janus_memory.controller import JanusConfig

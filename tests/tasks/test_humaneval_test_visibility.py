@@ -1,4 +1,4 @@
-"""Issue 26 item 3: model code can never see a HumanEval task's tests before it is judged.
+"""Model code can never see a HumanEval task's tests before it is judged.
 
 Each task here has a fresh random secret that only its test code holds (``assert candidate(1) == '<secret>'``). The
 cheating completions hunt for it everywhere a program in the sandbox can look: its own folder and /sandbox, /tmp,

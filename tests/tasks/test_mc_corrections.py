@@ -66,7 +66,7 @@ def test_a_hedge_over_several_options_gives_no_letter(text):
     ("The answer is D and a force of 10 N confirms it.", "D"),
     ("The answer is D and B is wrong.", "D"),
     ("The answer is B. I play the piano, it's C major.", "B"),
-    # round-2 forms stay parsed
+    # the forms accepted before stay parsed
     ("the correct option is D", "D"),
     ("Answer: Option D", "D"),
     ("The answer is $\\text{D}$.", "D"),

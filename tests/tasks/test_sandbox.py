@@ -152,7 +152,7 @@ def test_fallback_is_announced_once(monkeypatch, caplog):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_endless_output_is_capped_and_host_memory_bounded(backend):
-    """Issue 12 item 3: output past the cap fails (reason output-limit); only the tail is kept; the host stays small."""
+    """Output past the cap fails (reason output-limit); only the tail is kept; the host stays small."""
     import resource
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     lim = SandboxLimits(wall_s=20.0, cpu_s=20, output_bytes=64 << 20, tail_bytes=8192)
@@ -176,7 +176,7 @@ def test_wall_clock_counts_while_printing(backend):
 
 
 def test_weak_sandbox_is_announced_and_refused_for_humaneval(monkeypatch):
-    """Issue 12 item 11: without bwrap the fallback is announced, and HumanEval refuses it unless the user opts in."""
+    """Without bwrap the fallback is announced, and HumanEval refuses it unless the user opts in."""
     import janus_memory.tasks.sandbox as sb
     monkeypatch.setattr(sb, "bwrap_path", lambda: None)
     monkeypatch.setattr(sb, "_WARNED", True)

@@ -1,4 +1,4 @@
-"""Issue 26 item 6: one sandbox's processes never change another sandbox's verdict (one process limit per sandbox).
+"""One sandbox's processes never change another sandbox's verdict (one process limit per sandbox).
 
 Bounded on purpose: a 12-process limit, bombs that stop by themselves after 1-1.5 s (or a 1.5 s wall clock) and sleep
 between failed forks.

@@ -75,7 +75,7 @@ def test_truncated_inside_api_call_field():
 
 
 TG = "Natural Language Processing Text Generation"
-# Issue 11: an invented model/repo is a hallucination, even when the database holds the same function with fewer
+# An invented model/repo is a hallucination, even when the database holds the same function with fewer
 # arguments (``pipeline('text-generation')``) or another call in the reply is real. (api_call, domain) -> expected.
 INVENTED = [
     ("pipeline('text-generation', model='no-such-org/gpt-neo-999')", TG),

@@ -159,7 +159,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize("where", ["main", "pool"])
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_workers_die_with_their_parent(where, sig):
-    """Issue 12 item 2: killing the parent (SIGKILL included) leaves no math-verify worker behind."""
+    """Killing the parent (SIGKILL included) leaves no math-verify worker behind."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     parent = subprocess.Popen([sys.executable, "-c", _PARENT, where], stdout=subprocess.PIPE, text=True, env=env)
     try:

@@ -1,4 +1,4 @@
-"""Issue 13: the paper preset (the authors' code) vs the small-model preset, item by item, with exact values."""
+"""The paper preset (the authors' code) vs the small-model preset, item by item, with exact values."""
 
 from __future__ import annotations
 
