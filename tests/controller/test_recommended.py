@@ -6,33 +6,11 @@ import math
 import numpy as np
 import pytest
 
+from controller_fakes import boundary_first, fixed, tasks
 from janus_memory.controller import EvaluationError, Janus, JanusConfig, StepInput, compare
 from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_PANEL_TIES_DEPLOYED
 from janus_memory.controller.hybrid_set import plan_trigger
 from janus_memory.controller.sequential import SPRT, discordant, settled
-
-
-def boundary_first(**kw) -> JanusConfig:
-    """RECOMMENDED_HYBRID_BOUNDARY_FIRST (the paper's hybrid set read boundary first, the full gate): the machinery
-    these tests pin; ``recommended()`` itself reads a stable panel (tests/controller/test_recommended_panel.py)."""
-    return JanusConfig(**{**RECOMMENDED_HYBRID_BOUNDARY_FIRST, **kw})
-
-
-def fixed(results: dict[str, list]):
-    """An evaluator answering results[memory][task index] and recording its calls."""
-    calls = []
-
-    def ev(text, tasks):
-        calls.append((text, [t["i"] for t in tasks]))
-        return [results[text][t["i"]] for t in tasks]
-
-    ev.calls = calls
-    return ev
-
-
-def tasks(n):
-    return [{"id": f"t{i}", "i": i} for i in range(n)]
-
 
 # ----------------------------------------------------------------------------- the SPRT itself
 

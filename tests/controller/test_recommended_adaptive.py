@@ -7,32 +7,11 @@ import itertools
 import numpy as np
 import pytest
 
+from controller_fakes import boundary_first, fixed, tasks
 from janus_memory.controller import Janus, JanusConfig, StepInput, compare
-from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST
 from janus_memory.controller.evalset import EmbeddingStore
 from janus_memory.controller.hybrid_set import order_by_relevance
 from janus_memory.controller.sequential import SPRT, AdaptiveCap
-
-
-def boundary_first(**kw) -> JanusConfig:
-    """RECOMMENDED_HYBRID_BOUNDARY_FIRST (the paper's hybrid set read boundary first, the full gate): the machinery
-    these tests pin; ``recommended()`` itself reads a stable panel (tests/controller/test_recommended_panel.py)."""
-    return JanusConfig(**{**RECOMMENDED_HYBRID_BOUNDARY_FIRST, **kw})
-
-
-def fixed(results: dict[str, list]):
-    calls = []
-
-    def ev(text, tasks):
-        calls.append((text, [t["i"] for t in tasks]))
-        return [results[text][t["i"]] for t in tasks]
-
-    ev.calls = calls
-    return ev
-
-
-def tasks(n):
-    return [{"id": f"t{i}", "i": i} for i in range(n)]
 
 
 def seq(ev, n, **kw):
