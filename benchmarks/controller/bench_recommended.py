@@ -28,7 +28,6 @@ Prints the CPU seconds and the load average (the machine is shared; no timing go
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -73,7 +72,7 @@ HYBRID_FIXED_CAP = dict(HYBRID_BOUNDARY_FIRST, seq_max_pairs=9, seq_extend_pairs
 def policies(caps: list[int], with_paper: bool = True, hybrid_fixed_cap: bool = False,
              hybrid_boundary_first: bool = False, panel_ties_deployed: bool = False) -> list[PolicySpec]:
     paper = JanusConfig()
-    out = [PolicySpec("blind", "blind"), PolicySpec("always", "janus", dataclasses.replace(paper, trigger="always"))]
+    out = [PolicySpec("blind", "blind"), PolicySpec("always", "janus", paper.replace(trigger="always"))]
     if with_paper:
         out.append(PolicySpec("janus", "janus", paper))
     out.append(PolicySpec("recommended", "janus", JanusConfig.recommended()))

@@ -8,7 +8,6 @@ Needs janus_memory.bench.world (the world branch). Until it is merged, point JAN
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import time
 from pathlib import Path
@@ -27,14 +26,14 @@ PAPER = JanusConfig()
 SEL = JanusConfig(trigger="selective")
 SETTINGS = {
     "mmt (paper)": PAPER,
-    "mmt-magnitude": dataclasses.replace(SEL, retention_min=0.0, shrink_max=0.0, arm_warmup=False),
-    "mmt-quantile": dataclasses.replace(SEL, retention_min=0.0, shrink_max=0.0, magnitude_ratio=0.0,
+    "mmt-magnitude": SEL.replace(retention_min=0.0, shrink_max=0.0, arm_warmup=False),
+    "mmt-quantile": SEL.replace(retention_min=0.0, shrink_max=0.0, magnitude_ratio=0.0,
                                         tau_quantile=0.2, arm_warmup=False),
-    "items": dataclasses.replace(SEL, use_mmt=False),
+    "items": SEL.replace(use_mmt=False),
     "selective": SEL,
-    "selective-noarm": dataclasses.replace(SEL, arm_warmup=False),
-    "items+mmt": dataclasses.replace(SEL, magnitude_ratio=0.0),
-    "items+quantile0.3": dataclasses.replace(SEL, magnitude_ratio=0.0, tau_quantile=0.3),
+    "selective-noarm": SEL.replace(arm_warmup=False),
+    "items+mmt": SEL.replace(magnitude_ratio=0.0),
+    "items+quantile0.3": SEL.replace(magnitude_ratio=0.0, tau_quantile=0.3),
 }
 COLS = ("trigger_rate", "triggers", "trig_recall", "trig_recall_1pt", "trig_recall_dump", "recall", "final", "regret",
         "evaluator_calls", "destr_through")

@@ -34,7 +34,6 @@ Each output line: ``{"setting", "seed", <policy>: [final true accuracy, evaluato
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import random
 import sys
@@ -307,7 +306,7 @@ def main(argv=None) -> int:
             key = f"{SHORT[st]}|{seed}|{wc.n_steps}"
             specs = [] if key in base else [
                 PolicySpec("blind", "blind"),
-                PolicySpec("always", "janus", dataclasses.replace(JanusConfig(), trigger="always"))]
+                PolicySpec("always", "janus", JanusConfig().replace(trigger="always"))]
             specs += [PolicySpec(n, "custom", factory=factory(kw)) for n, kw in variants.items()]
             t0 = time.time()
             m = run_seed(wc, seed, specs, keep_arrays=False)["metrics"]

@@ -18,7 +18,6 @@ cached run pays; the raw-request share beside), with 95% paired-bootstrap interv
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import resource
@@ -61,7 +60,7 @@ def baselines(wc: WorldConfig, setting: str, seed: int, cache: dict) -> dict:
     key = f"{setting}|{seed}|{wc.n_steps}|paid"
     if key not in cache:
         specs = [PolicySpec("blind", "blind"),
-                 PolicySpec("always", "janus", dataclasses.replace(JanusConfig(), trigger="always"))]
+                 PolicySpec("always", "janus", JanusConfig().replace(trigger="always"))]
         m = run_seed(wc, seed, specs, keep_arrays=False)["metrics"]
         cache[key] = {n: {"final": m[n]["final"], "calls": m[n]["evaluator_calls"], "raw_calls": m[n]["raw_calls"]}
                       for n in ("blind", "always")}

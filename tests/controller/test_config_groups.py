@@ -238,3 +238,54 @@ def test_an_old_run_folder_reads_back_grouped_and_resumes(tmp_path, monkeypatch)
     assert main(["run", "--resume", str(old)]) == 0
     assert RunReader(old).checkpoint("dc_rs+janus")[0] == 8  # the stream's end
     assert json.loads((old / "config.json").read_text())["janus"] == before  # its settings as stored
+
+
+def test_a_kind_given_flat_keeps_the_rest_of_its_group():
+    rec = JanusConfig.recommended()
+    assert rec.replace(trigger="mmt").gate_compare is True  # the recommended trigger group's gate stays on
+    assert (rec.replace(eval_set="hybrid").eval_order, rec.replace(eval_set="hybrid").dedup) == ("informative", True)
+    c = JanusConfig(trigger="random", trigger_rate=0.7, tau=0.3)
+    assert (c.replace(trigger="mmt").tau, c.replace(trigger="mmt").trigger_rate) == (0.3, 0.7)
+    p = c.replace(trigger="periodic", trigger_period=4)
+    assert (p.trigger.kind, p.trigger_period, p.trigger_rate, p.tau) == ("periodic", 4, 0.7, 0.3)
+
+
+def test_matched_bench_policies_keep_the_reference_settings():
+    from janus_memory.bench.policies import PolicySpec, matched_config
+
+    spec = PolicySpec("rec-random", "janus", JanusConfig.recommended(), match="random", reference="rec")
+    cfg = matched_config(spec, 3, 40, 10)
+    assert (cfg.trigger.kind, cfg.trigger_rate, cfg.gate_compare, cfg.eval_order) == ("random", 0.5, True,
+                                                                                      "informative")
+
+
+def _stored_janus(tmp_path, yaml_text: str, *options: str) -> dict:
+    tmp_path.mkdir()
+    cfg = tmp_path / "o.yaml"
+    cfg.write_text(yaml_text)
+    out = tmp_path / "r"
+    assert main(["run", "--config", str(cfg), "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "3",
+                 "--test-size", "1", "--encoder", "hashing:64", "--controller", "janus", "--quiet", "--out", str(out),
+                 *options]) == 0
+    return json.loads((out / "config.json").read_text())["janus"]
+
+
+def test_an_option_over_a_grouped_file_replaces_one_setting(tmp_path, monkeypatch):
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    grouped = "janus:\n  warmup: 1\n  trigger: {kind: mmt, tau: 0.1, beta: 0.5}\n  eval_set: {coverage_size: 2}\n"
+    got = _stored_janus(tmp_path / "a", grouped, "--trigger", "selective")
+    assert (got["trigger"], got["tau"], got["beta"], got["coverage_size"]) == ("selective", 0.1, 0.5, 2)
+    got = _stored_janus(tmp_path / "b", grouped, "--tau", "0.3", "--coverage-size", "3")
+    assert (got["trigger"], got["tau"], got["beta"], got["coverage_size"]) == ("mmt", 0.3, 0.5, 3)
+
+
+def test_a_grid_axis_over_a_grouped_base_replaces_one_setting(tmp_path):
+    from janus_memory.sweep.sweep import load_grid
+
+    (tmp_path / "g.yaml").write_text(
+        "base:\n  backend: fake\n  controller: janus\n  out: " + str(tmp_path / "o") + "\n"
+        "  janus: {warmup: 5, trigger: {kind: mmt, tau: 0.05, beta: 0.5}}\n"
+        "grid:\n  janus.tau: [0.0, 0.1]\n  janus.trigger: [mmt, selective]\n")
+    cells = load_grid(tmp_path / "g.yaml")
+    assert sorted((c.janus["trigger"], c.janus["tau"], c.janus["beta"]) for c in cells) == [
+        ("mmt", 0.0, 0.5), ("mmt", 0.1, 0.5), ("selective", 0.0, 0.5), ("selective", 0.1, 0.5)]

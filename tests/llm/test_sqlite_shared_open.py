@@ -133,3 +133,39 @@ def test_six_processes_opening_one_new_cache_at_once_all_succeed(tmp_path):
         for p in ps:
             p.join(timeout=60)
     assert outcomes == ["ok"] * 48
+
+
+def _hold_write_lock(path) -> sqlite3.Connection:
+    holder = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def test_an_answer_that_cannot_be_stored_warns_once_and_the_run_goes_on(tmp_path):
+    cache = ResponseCache(tmp_path, busy_timeout=0.2)
+    cache.put("a", ChatResult(text="1"))
+    holder = _hold_write_lock(tmp_path / "responses.sqlite")
+    with pytest.warns(RuntimeWarning, match=r"an answer could not be stored \(database is locked\); the run goes on"):
+        cache.put("b", ChatResult(text="2"))
+    cache.put("c", ChatResult(text="3"))  # warned once only (pytest would fail on an unexpected second warning below)
+    assert cache.get("a").text == "1" and cache.get("b") is None  # reads still work under the writer's lock
+    assert (cache.writes, cache.write_failures) == (1, 2)
+    holder.execute("COMMIT")
+    holder.close()
+    cache.put("b", ChatResult(text="2"))
+    assert cache.get("b").text == "2" and cache.writes == 2
+    cache.close()
+
+
+def test_a_cache_locked_at_start_says_so(tmp_path):
+    ResponseCache(tmp_path).close()
+    con = sqlite3.connect(str(tmp_path / "responses.sqlite"), isolation_level=None)
+    con.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(CacheError) as e:
+            ResponseCache(tmp_path, busy_timeout=0.2)
+    finally:
+        con.execute("ROLLBACK")
+        con.close()
+    assert str(e.value) == (f"response cache {tmp_path / 'responses.sqlite'} is locked by another process (waited "
+                            "0.2 s): run again when it is done, or pass another --cache-dir, or --no-cache")

@@ -44,6 +44,7 @@ def _config_from_args(args, *, demo: bool | str):
     """The validated RunConfig of the command line (config file, then resumed config, then options). ``demo``: the
     demo act whose preset the options apply to ("real": settings.config.real_demo_config; True or "scripted": act 1's
     demo_config)."""
+    from ..controller.config import flat_or_as_given
     from ..settings.config import RunConfig, demo_config, real_demo_config
     from ..settings.llm_settings import overlay
 
@@ -70,7 +71,7 @@ def _config_from_args(args, *, demo: bool | str):
         except ConfigError as e:
             raise _named_by_option(e, args) from None
     if janus_over and isinstance(base.get("janus"), dict):  # an option replaces the file's value before it is checked
-        base = {**base, "janus": {**base["janus"], **janus_over}}
+        base = {**base, "janus": {**flat_or_as_given(base["janus"]), **janus_over}}
     # flat flags fill the llm section key by key (a flag wins over the file's llm.<key>); ConfigError naming the key
     try:
         preset = real_demo_config if demo == "real" else demo_config

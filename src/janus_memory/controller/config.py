@@ -23,6 +23,7 @@ from .config_groups import (  # noqa: F401  (the choices and the seed range re-e
     ReuseConfig,
     TriggerConfig,
     check_ints,
+    flat_or_as_given,
     flatten,
 )
 
@@ -85,8 +86,9 @@ class JanusConfig:
     the MMT trigger, the paper rule. ``fast()`` and ``recommended()`` are the other presets (docs/controller.md).
 
     Every setting also has a flat keyword, as in ``JanusConfig(trigger="always", tau=0.1)``: a flat keyword updates its
-    group (over a group given beside it, which is what ``dataclasses.replace(cfg, tau=0.1)`` does), and reads the same
-    way (``cfg.tau`` is ``cfg.trigger.tau``; ``cfg.trigger == "always"`` compares the trigger's kind).
+    group (over a group given beside it; ``cfg.replace(tau=0.1, trigger="mmt")`` changes those two settings and keeps
+    the rest), and reads the same way (``cfg.tau`` is ``cfg.trigger.tau``; ``cfg.trigger == "always"`` compares the
+    trigger's kind).
     ``to_dict()`` is the flat form; ``from_dict()`` takes the flat form, the grouped form or a mix.
 
     Raises:
@@ -150,7 +152,13 @@ class JanusConfig:
 
     def replace(self, **changes: Any) -> JanusConfig:
         """A copy with ``changes``: flat keywords (``tau=0.1``, ``trigger="always"``) or whole groups
-        (``trigger=TriggerConfig(...)``); the same as ``dataclasses.replace(self, **changes)``."""
+        (``trigger=TriggerConfig(...)``). A kind given flat changes only the kind: ``replace(trigger="mmt")`` keeps
+        the trigger group's other settings. (``dataclasses.replace(cfg, trigger="mmt")`` cannot: it hands the
+        constructor the kind without the group, which then starts from the defaults; use this method.)"""
+        for name in ("trigger", "eval_set"):
+            kind = changes.get(name)
+            if isinstance(kind, str):
+                changes[name] = dataclasses.replace(getattr(self, name), kind=kind)
         return dataclasses.replace(self, **changes)
 
     def flat_value(self, key: str) -> Any:

@@ -385,6 +385,15 @@ GROUPED: dict[str, dict[str, str]] = {g: {f.name: _RENAMED.get((g, f.name), f.na
                                       for g, cls in GROUPS.items()}
 
 
+def flat_or_as_given(d: dict) -> dict:
+    """``d`` in the flat form, so a flat key laid over it replaces one setting (a command-line option, a grid axis);
+    ``d`` itself when it does not flatten (its error is reported where the settings are checked, with its line)."""
+    try:
+        return flatten(d)
+    except (TypeError, ValueError):
+        return d
+
+
 def flatten(d: dict) -> dict:
     """Settings in the flat form (``{"trigger": "mmt", "tau": 0.1}``), the grouped form (``{"trigger": {"kind":
     "mmt", "tau": 0.1}}``) or a mix, as flat keys. ValueError naming an unknown key, a group that is not a mapping,

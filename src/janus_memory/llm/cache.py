@@ -20,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -57,16 +58,20 @@ class ResponseCache:
 
     Args:
         path: a folder (the file ``responses.sqlite`` is created inside it) or a ``.sqlite``/``.db`` file path.
+        busy_timeout: seconds to wait for another process's write lock (opening, and storing an answer).
 
-    ``hits``, ``misses`` and ``writes`` count this process's lookups. Thread-safe (one connection per thread).
+    ``hits``, ``misses`` and ``writes`` count this process's lookups; ``write_failures`` the answers it could not
+    store (the file locked by another process past ``busy_timeout`` seconds, a full disk: warned once, the run goes on).
+    Thread-safe (one connection per thread).
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, busy_timeout: float = 30.0):
         p = Path(path).expanduser()
+        self.busy_timeout = busy_timeout
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
-        self.hits = self.misses = self.writes = 0
+        self.hits = self.misses = self.writes = self.write_failures = 0
         is_file_path = p.suffix.lower() in (".sqlite", ".sqlite3", ".db")
         self.path = p if is_file_path else p / CACHE_FILENAME
         try:
@@ -81,13 +86,17 @@ class ResponseCache:
         except (OSError, sqlite3.Error) as e:
             self.close()
             why = getattr(e, "strerror", None) or str(e).splitlines()[0]
+            if "locked" in why:
+                raise CacheError(f"response cache {self.path} is locked by another process (waited "
+                                 f"{self.busy_timeout:g} s): run again "
+                                 f"when it is done, or pass another --cache-dir, or --no-cache") from e
             raise CacheError(f"response cache {self.path} is unusable ({why}): pass another --cache-dir, "
                              f"or --no-cache") from e
 
     def _conn(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
         if con is None:
-            con = connect_shared(self.path, SCHEMA)
+            con = connect_shared(self.path, SCHEMA, timeout=self.busy_timeout)
             self._local.con = con
             with self._lock:
                 self._conns.append(con)
@@ -107,10 +116,19 @@ class ResponseCache:
         """Store a successful result (first writer wins)."""
         value = json.dumps(result_to_dict(result), ensure_ascii=False, sort_keys=True)
         con = self._conn()
-        con.execute(
-            "INSERT OR IGNORE INTO responses (key, value, backend, created) VALUES (?, ?, ?, ?)",
-            (key, value, backend, time.time()),
-        )
+        try:
+            con.execute(
+                "INSERT OR IGNORE INTO responses (key, value, backend, created) VALUES (?, ?, ?, ?)",
+                (key, value, backend, time.time()),
+            )
+        except sqlite3.OperationalError as e:  # another process held the file past the busy timeout, or a full disk
+            with self._lock:  # the answer is paid for and returned; only its reuse is lost
+                self.write_failures += 1
+                first = self.write_failures == 1
+            if first:
+                warnings.warn(f"response cache {self.path}: an answer could not be stored ({e}); the run goes on, "
+                              f"and a rerun asks for such answers again", RuntimeWarning, stacklevel=2)
+            return
         with self._lock:
             self.writes += 1
 

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ..controller.config import flat_or_as_given
 from ..settings.config import RunConfig
 from ..settings.llm_settings import LLM_KEYS, SettingsConflict, lift_llm
 from .executors import endpoints, ray_share
@@ -159,6 +160,8 @@ def expand_grid(base: dict, grid: dict, *, lines: dict[str, int] | None = None) 
             d = lift_llm(d)  # a base with flat backend keys: the grid's llm.<key> lands next to them
         except SettingsConflict as e:
             raise ValueError(f"base: {e}") from None
+        if isinstance(d.get("janus"), dict) and any(k.startswith("janus.") for k in values):
+            d["janus"] = flat_or_as_given(d["janus"])  # a grouped base: janus.<key> replaces that one setting
         for k, v in values.items():
             if k in LLM_KEYS:  # a flat backend key varies the llm section's key
                 k = f"llm.{k}"
