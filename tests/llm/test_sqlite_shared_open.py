@@ -169,3 +169,31 @@ def test_a_cache_locked_at_start_says_so(tmp_path):
         con.close()
     assert str(e.value) == (f"response cache {tmp_path / 'responses.sqlite'} is locked by another process (waited "
                             "0.2 s): run again when it is done, or pass another --cache-dir, or --no-cache")
+
+
+@pytest.mark.parametrize("make,why", [
+    (lambda d: (d / "embeddings.sqlite").write_bytes(b"text, not a database" * 50), "file is not a database"),
+    (lambda d: (d / "embeddings.sqlite").mkdir(), "unable to open database file"),
+])
+def test_an_unusable_embedding_cache_is_one_line(tmp_path, make, why):
+    from janus_memory.errors import ConfigError
+
+    make(tmp_path)
+    with pytest.raises(ConfigError) as e:
+        EmbeddingDiskCache(tmp_path)
+    assert str(e.value) == (f"embedding cache {tmp_path / 'embeddings.sqlite'} is unusable ({why}): pass another "
+                            "--cache-dir, or --no-cache")
+
+
+def test_embeddings_that_cannot_be_stored_warn_once_and_are_not_lost_later(tmp_path):
+    emb = EmbeddingDiskCache(tmp_path, busy_timeout=0.2)
+    holder = _hold_write_lock(tmp_path / "embeddings.sqlite")
+    with pytest.warns(RuntimeWarning, match=r"embeddings could not be stored \(database is locked\); the run goes on"):
+        emb.put_many([("a", np.ones(2, np.float32))])
+    emb.put_many([("b", np.ones(2, np.float32))])
+    assert emb.write_failures == 2 and emb.get_many(["a", "b"]) == {}
+    holder.execute("COMMIT")
+    holder.close()
+    emb.put_many([("a", np.ones(2, np.float32))])
+    assert emb.get_many(["a"])["a"].tolist() == [1.0, 1.0] and len(emb) == 1
+    emb.close()

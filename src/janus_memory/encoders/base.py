@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import threading
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from janus_memory.errors import ConfigError
 from janus_memory.sqlite_wal import connect_shared
 
 
@@ -53,16 +56,20 @@ class EmbeddingDiskCache:
     """SQLite store of embeddings (``embeddings.sqlite`` inside ``path`` when ``path`` is a folder). WAL mode,
     safe for concurrent writers; values are raw float32 bytes."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, busy_timeout: float = 30.0):
         p = Path(path).expanduser()
-        if p.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
-            p.parent.mkdir(parents=True, exist_ok=True)
-        else:
-            p.mkdir(parents=True, exist_ok=True)
-            p = p / "embeddings.sqlite"
-        self.path = p
+        is_file_path = p.suffix.lower() in (".sqlite", ".sqlite3", ".db")
+        self.path = p if is_file_path else p / "embeddings.sqlite"
         self._lock = threading.Lock()
-        self._con = connect_shared(p, "CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
+        self.write_failures = 0
+        try:
+            (p.parent if is_file_path else p).mkdir(parents=True, exist_ok=True)
+            self._con = connect_shared(self.path, "CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, "
+                                                  "vec BLOB)", timeout=busy_timeout)
+        except (OSError, sqlite3.Error) as e:
+            why = getattr(e, "strerror", None) or str(e).splitlines()[0]
+            raise ConfigError(f"embedding cache {self.path} is unusable ({why}): pass another --cache-dir, "
+                              f"or --no-cache") from None
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
@@ -75,11 +82,27 @@ class EmbeddingDiskCache:
         return out
 
     def put_many(self, items: list[tuple[str, np.ndarray]]) -> None:
+        """Store embeddings (first writer of a key wins). A file locked by another process past the busy timeout, or a
+        full disk, loses only the reuse: warned once, counted in ``write_failures``."""
+        rows = [(k, int(v.shape[0]), np.asarray(v, np.float32).tobytes()) for k, v in items]
         with self._lock:
-            self._con.execute("BEGIN")
-            self._con.executemany("INSERT OR IGNORE INTO emb (key, dim, vec) VALUES (?, ?, ?)",
-                                  [(k, int(v.shape[0]), np.asarray(v, np.float32).tobytes()) for k, v in items])
-            self._con.execute("COMMIT")
+            try:
+                self._con.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                self._failed(e)
+                return
+            try:
+                self._con.executemany("INSERT OR IGNORE INTO emb (key, dim, vec) VALUES (?, ?, ?)", rows)
+                self._con.execute("COMMIT")
+            except sqlite3.OperationalError as e:
+                self._con.execute("ROLLBACK")
+                self._failed(e)
+
+    def _failed(self, e: Exception) -> None:
+        self.write_failures += 1
+        if self.write_failures == 1:
+            warnings.warn(f"embedding cache {self.path}: embeddings could not be stored ({e}); the run goes on, and "
+                          f"a rerun computes them again", RuntimeWarning, stacklevel=3)
 
     def __len__(self) -> int:
         with self._lock:
