@@ -154,7 +154,7 @@ def test_per_group_checks_name_the_flat_key():
         (lambda: EvalSetConfig(panel_size=0), "panel_size must be >= 1, got 0"),
         (lambda: EvalSetConfig(order="random"), "eval_order must be one of ('paper', 'informative', 'relevant', "
                                                 "'fresh_first', 'interleaved'), got 'random'"),
-        (lambda: EvalSetConfig(replay_limit=0), "replay_limit must be None or an int >= 1, got 0"),
+        (lambda: EvalSetConfig(replay_limit=0), "replay_limit must be None or an int in [1, 1048576], got 0"),
         (lambda: EvalSetConfig(clustering="kmeans"), "clustering must be one of paper, sklearn, incremental, got "
                                                      "'kmeans'"),
         (lambda: DecisionConfig(seq_alpha=0.5), "seq_alpha must be in (0, 0.5), got 0.5"),
@@ -289,3 +289,17 @@ def test_a_grid_axis_over_a_grouped_base_replaces_one_setting(tmp_path):
     cells = load_grid(tmp_path / "g.yaml")
     assert sorted((c.janus["trigger"], c.janus["tau"], c.janus["beta"]) for c in cells) == [
         ("mmt", 0.0, 0.5), ("mmt", 0.1, 0.5), ("selective", 0.0, 0.5), ("selective", 0.1, 0.5)]
+
+
+def test_counts_are_bounded_and_numpy_ints_stored_as_ints():
+    import numpy as np
+
+    for key in ("warmup", "coverage_size", "fresh_size", "panel_size", "seq_max_pairs"):
+        with pytest.raises(ValueError, match=rf"^{key} must be <= 1048576, got 100000000000000000000$"):
+            JanusConfig(**{key: 10**20})
+    with pytest.raises(ValueError) as e:
+        JanusConfig(replay_limit=10**20)
+    assert str(e.value) == "replay_limit must be None or an int in [1, 1048576], got 100000000000000000000"
+    cfg = JanusConfig(warmup=np.int64(3), coverage_size=np.int32(4), replay_limit=np.int64(7))
+    assert json.loads(json.dumps(cfg.to_dict()))["warmup"] == 3 and type(cfg.warmup) is int
+    assert type(cfg.coverage_size) is int and type(cfg.replay_limit) is int

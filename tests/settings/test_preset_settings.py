@@ -92,7 +92,7 @@ def test_resolved_config_writes_every_preset_choice_out():
     ({"janus": {"trigger": "sometimes"}},
      "invalid Janus setting: trigger must be one of ('never', 'always', 'random', 'periodic', 'mmt', 'selective'), "
      "got 'sometimes'"),
-    ({"janus": {"replay_limit": 0}}, "invalid Janus setting: replay_limit must be None or an int >= 1, got 0"),
+    ({"janus": {"replay_limit": 0}}, "invalid Janus setting: replay_limit must be None or an int in [1, 1048576], got 0"),
     ({"preset": "fast"}, "invalid value for 'preset': Input should be 'paper' or 'small' (got 'fast')"),
     ({"replay": "warm"}, "invalid value for 'replay': Input should be 'fresh' or 'frozen' (got 'warm')"),
     ({"max_retries": -1}, "invalid value for 'llm.max_retries': must be in [0, 100], got -1"),
@@ -222,7 +222,7 @@ def test_cli_seed_help_and_new_options(capsys):
     (["--replay", "warm"], "argument --replay: invalid choice: 'warm' (choose from 'fresh', 'frozen')"),
     (["--same-memory-shortcut", "maybe"], "argument --same-memory-shortcut: expected on or off, got 'maybe'"),
     (["--max-retries", "-1"], "--max-retries must be in [0, 100], got -1"),
-    (["--replay-limit", "0"], "--replay-limit must be None or an int >= 1, got 0"),
+    (["--replay-limit", "0"], "--replay-limit must be None or an int in [1, 1048576], got 0"),
     (["--request-timeout", "0"], "--request-timeout must be in (0, 86400], got 0.0"),
     (["--backend", "local", "--n-ctx", "1024"], "n_ctx: n_ctx 1024 is below max_tokens 8192 + a 2048-token prompt "
                                                  "budget (10240); raise n_ctx (or leave it 0 to size it) or lower the "

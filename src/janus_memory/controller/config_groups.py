@@ -24,15 +24,22 @@ EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
 
 
 # ------------------------------------------------------------------ checks shared by the groups
+MAX_COUNT = 1 << 20  # the settings' bound of a count (settings/limits.py)
+
+
 def check_ints(obj: Any, names: dict[str, str], at_least_one: tuple[str, ...] = ()) -> None:
-    """Each field of ``names`` (group field -> flat name) an int >= 0 (numpy ints too, bools not); those of
-    ``at_least_one`` >= 1."""
+    """Each field of ``names`` (group field -> flat name) an int in [0, 2**20] (numpy ints too, stored as int; bools
+    not; the seed has its own range); those of ``at_least_one`` >= 1. A count past 2**20 is a typo that would ask
+    for that many model calls (settings/limits.py MAX_COUNT)."""
     for name, flat in names.items():
         v = getattr(obj, name)
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise ValueError(f"{flat} must be an int, got {v!r}")
+        object.__setattr__(obj, name, int(v))  # a numpy int would not write as JSON
         if flat != "seed" and v < 0:
             raise ValueError(f"{flat} must be >= 0, got {v}")
+        if flat != "seed" and v > MAX_COUNT:
+            raise ValueError(f"{flat} must be <= {MAX_COUNT}, got {v}")
     for name in at_least_one:
         if getattr(obj, name) < 1:
             raise ValueError(f"{names[name]} must be >= 1, got {getattr(obj, name)}")
@@ -221,8 +228,10 @@ class EvalSetConfig(_KindCompat):
         check_choice(self.order, "eval_order", EVAL_ORDERS)
         check_range(self, "panel_rotate", 0, 1)
         rl = self.replay_limit
-        if rl is not None and (isinstance(rl, bool) or not isinstance(rl, (int, np.integer)) or rl < 1):
-            raise ValueError(f"replay_limit must be None or an int >= 1, got {rl!r}")
+        if rl is not None and (isinstance(rl, bool) or not isinstance(rl, (int, np.integer)) or not 1 <= rl <= MAX_COUNT):
+            raise ValueError(f"replay_limit must be None or an int in [1, {MAX_COUNT}], got {rl!r}")
+        if rl is not None:
+            object.__setattr__(self, "replay_limit", int(rl))
         if self.clustering == "full":  # the name of the scikit-learn k-means before the paper k-means existed
             object.__setattr__(self, "clustering", "sklearn")
         check_choice(self.clustering, "clustering", CLUSTERINGS, sep=", ")
