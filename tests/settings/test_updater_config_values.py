@@ -29,11 +29,32 @@ def _cfg(updater: str, updater_config: dict) -> RunConfig:
     ("expel", "batch_update_size", 0, "invalid value for 'updater_config.batch_update_size': must be in [1, 1048576], "
                                       "got 0"),
     ("ace", "refine_threshold", 2, "invalid value for 'updater_config.refine_threshold': must be in [0.0, 1.0], got 2"),
+    ("ace", "curator_frequency", None, "invalid value for 'updater_config.curator_frequency': expected a whole number, "
+                                       "got None"),
+    ("expel", "batch_update_size", None, "invalid value for 'updater_config.batch_update_size': expected a whole "
+                                         "number, got None"),
+    ("dc_rs", "temperature", None, "invalid value for 'updater_config.temperature': expected float, got None"),
+    ("dc_rs", "faithful", None, "invalid value for 'updater_config.faithful': expected bool, got None"),
+    ("exprag", "retrieved_output_chars", -5, "invalid value for 'updater_config.retrieved_output_chars': must be in "
+                                             "[0, 1048576], got -5"),
+    ("exprag", "retrieved_output_chars", 2.5, "invalid value for 'updater_config.retrieved_output_chars': expected a "
+                                              "whole number, got 2.5"),
+    ("exprag", "extra_body", "x", "invalid value for 'updater_config.extra_body': expected dict, got 'x'"),
+    ("reasoning_bank", "extraction_temperature", 9, "invalid value for 'updater_config.extraction_temperature': must "
+                                                    "be in [0.0, 2.0], got 9"),
 ])
 def test_settings_refuse_a_count_that_is_not_one(updater, key, value, message):
     with pytest.raises(ConfigError) as e:
         validate_names(_cfg(updater, {key: value}))
     assert str(e.value) == message
+
+
+def test_none_where_it_means_something_passes():
+    validate_names(_cfg("dc_rs", {"presence_penalty": None, "retrieved_output_chars": None, "extra_body": None}))
+    validate_names(_cfg("ace", {"reflection_chars": None}))
+    validate_names(_cfg("reasoning_bank", {"extraction_temperature": None}))
+    validate_names(_cfg("reasoning_bank", {"extraction_temperature": 0.7}))
+    validate_names(_cfg("exprag", {"retrieved_output_chars": 300}))
 
 
 def test_zero_retrieval_depth_and_a_float_where_the_default_is_a_float_pass():

@@ -9,9 +9,11 @@ from ..errors import ConfigError
 def check_updater_config(updater_cls, config: dict) -> None:
     """ConfigError unless every ``updater_config`` key is one the updater declares (COMMON_DEFAULTS + its DEFAULTS),
     with a value of the declared default's type and, where the updater lists choices, one of them."""
-    from ..updaters.base import COMMON_CHOICES, COMMON_DEFAULTS
+    from ..updaters.base import COMMON_CHOICES, COMMON_DEFAULTS, COMMON_NONE_DEFAULT_KINDS, COMMON_NULLABLE
 
     allowed = {**COMMON_DEFAULTS, **getattr(updater_cls, "DEFAULTS", {})}
+    nullable = {*COMMON_NULLABLE, *getattr(updater_cls, "NULLABLE", ())}
+    kinds = {**COMMON_NONE_DEFAULT_KINDS, **getattr(updater_cls, "NONE_DEFAULT_KINDS", {})}
     choices = {**COMMON_CHOICES, **getattr(updater_cls, "_CHOICES", {})}
     name = getattr(updater_cls, "name", updater_cls.__name__)
     for key, value in config.items():
@@ -22,15 +24,21 @@ def check_updater_config(updater_cls, config: dict) -> None:
             raise ConfigError(f"invalid value for 'updater_config.{key}': {value!r}; choose one of {list(choices[key])}",
                               key=f"updater_config.{key}")
         default = allowed[key]
-        if default is None or value is None:
+        if value is None:
+            if default is not None and key not in nullable:
+                raise ConfigError(f"invalid value for 'updater_config.{key}': expected {_kind_name(default)}, got None",
+                                  key=f"updater_config.{key}")
             continue
+        if default is None:
+            if key not in kinds:
+                continue
+            default = kinds[key]  # the kind of value the setting takes when given
         ok = (isinstance(value, bool) if isinstance(default, bool) else
               isinstance(value, int) and not isinstance(value, bool) if isinstance(default, int) else
               isinstance(value, (int, float)) and not isinstance(value, bool) if isinstance(default, float) else
               isinstance(value, type(default)))
         if not ok:
-            what = "a whole number" if isinstance(default, int) and not isinstance(default, bool) else \
-                type(default).__name__
+            what = _kind_name(default)
             raise ConfigError(f"invalid value for 'updater_config.{key}': expected {what}, "
                               f"got {value!r}", key=f"updater_config.{key}")
         if isinstance(default, (int, float)) and not isinstance(default, bool):
@@ -39,6 +47,10 @@ def check_updater_config(updater_cls, config: dict) -> None:
                 rule = f"must be >= {lo}" if hi == float("inf") else f"must be in [{lo}, {hi}]"
                 raise ConfigError(f"invalid value for 'updater_config.{key}': {rule}, got {value!r}",
                                   key=f"updater_config.{key}", rule=f"{rule}, got {value!r}")
+
+
+def _kind_name(default) -> str:
+    return "a whole number" if isinstance(default, int) and not isinstance(default, bool) else type(default).__name__
 
 
 # the ranges of numeric updater settings: an updater may declare its own (class attribute RANGES: {key: (lo, hi)});

@@ -69,6 +69,7 @@ class ACE(Updater):
     display_name = "ACE"
 
     RANGES = {"curator_frequency": (1, 1 << 20)}  # every n-th step; 0 would divide by zero
+    NULLABLE = ("reflection_chars",)  # None: the whole reflection
 
     DEFAULTS = {
         "max_num_rounds": 3,

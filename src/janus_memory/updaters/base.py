@@ -61,6 +61,10 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "sampling": "paper",
 }
 COMMON_CHOICES: dict[str, tuple] = {"sampling": ("paper", "backend")}
+# settings that may be None although their default is not (None = not sent), and the value kind of settings whose
+# default is None (settings/updater_settings.py checks both); an updater adds its own as NULLABLE / NONE_DEFAULT_KINDS
+COMMON_NULLABLE: tuple[str, ...] = ("presence_penalty",)
+COMMON_NONE_DEFAULT_KINDS: dict[str, Any] = {"retrieved_output_chars": 0, "extra_body": {}}
 # unrestricted: top_p 1 (all the mass), top_k -1 (every token: vLLM and llama.cpp both read <= 0 so), min_p 0
 PAPER_SAMPLING = {"top_p": 1.0, "top_k": -1, "min_p": 0.0}
 

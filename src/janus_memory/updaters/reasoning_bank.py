@@ -163,6 +163,7 @@ class ReasoningBank(Updater):
     display_name = "ReasoningBank"
 
     DEFAULTS = {"top_k": 1, "max_items": 3, "judge": "self", "replay": "retrieve", "extraction_temperature": None}
+    NONE_DEFAULT_KINDS = {"extraction_temperature": 0.0}  # None: the solver's temperature
 
     @classmethod
     def llm_calls_per_step(cls, config: dict) -> tuple[float, float]:
