@@ -165,7 +165,7 @@ def harmful_candidate(kind: str, memory: str, task: Task, *, updater_kind: str, 
 
 def poisoned_cheatsheet(memory: str, instruction: str) -> str:
     """A cheatsheet (DC-RS, DC-Cu) with ``instruction`` planted on top under the poison header, as ``poison`` writes
-    it (benchmarks/poison_follow.py plants each template this way)."""
+    it (benchmarks/probes/poison_follow.py plants each template this way)."""
     entry = f"{templates()['dc_poison_header']}\n- {instruction}"
     return entry + (f"\n\n{memory.strip()}" if _items_of(memory, "cheatsheet") else "")
 
