@@ -5,12 +5,19 @@ Two steps of opening do not wait on SQLite's busy handler and fail at once with 
 process is opening the same new file: switching the journal to WAL (it needs an exclusive lock) and a
 ``CREATE TABLE IF NOT EXISTS`` that reads the schema before it writes. Sweep workers starting together hit exactly
 that. :func:`connect_shared` retries those steps until ``timeout`` seconds have passed, then lets the error through.
+
+The two caches built on it (the response cache, the embedding cache) also share how a path names their file
+(:func:`cache_file`), the one line an unusable file gets (:func:`open_failure`), and what a write that cannot be made
+does (:class:`WriteFailures`: the run goes on, warned once).
 """
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
+import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -61,3 +68,42 @@ def connect_shared(path: str | Path, schema: str, *, timeout: float = 30.0) -> s
         con.close()
         raise
     return con
+
+
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+
+
+def cache_file(path: str | os.PathLike, filename: str) -> Path:
+    """The SQLite file a cache path names: ``path`` itself when it ends in .sqlite/.sqlite3/.db, else ``filename``
+    inside the folder ``path``."""
+    p = Path(path).expanduser()
+    return p if p.suffix.lower() in SQLITE_SUFFIXES else p / filename
+
+
+def open_failure(what: str, path: Path, e: BaseException, timeout: float) -> str:
+    """The one line for a cache file that cannot be opened: locked by another process past ``timeout`` seconds, or
+    unusable (not a database, no permission, a folder in its place), with the fix."""
+    why = getattr(e, "strerror", None) or str(e).splitlines()[0]
+    if "locked" in why:
+        return (f"{what} {path} is locked by another process (waited {timeout:g} s): run again when it is done, or "
+                f"pass another --cache-dir, or --no-cache")
+    return f"{what} {path} is unusable ({why}): pass another --cache-dir, or --no-cache"
+
+
+class WriteFailures:
+    """Writes a cache could not make (another process holding the file past the busy timeout, a full disk): counted,
+    the first warned as a RuntimeWarning saying what was ``lost`` and what a rerun does ``again``; the run goes on.
+    Thread-safe."""
+
+    def __init__(self, what: str, path: Path, lost: str, again: str):
+        self.what, self.path, self.lost, self.again = what, path, lost, again
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def record(self, e: BaseException) -> None:
+        with self._lock:
+            self.count += 1
+            first = self.count == 1
+        if first:
+            warnings.warn(f"{self.what} {self.path}: {self.lost} ({e}); the run goes on, and {self.again}",
+                          RuntimeWarning, stacklevel=3)

@@ -11,15 +11,13 @@ import hashlib
 import os
 import sqlite3
 import threading
-import warnings
 from collections import OrderedDict
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from janus_memory.errors import ConfigError
-from janus_memory.sqlite_wal import connect_shared
+from janus_memory.sqlite_wal import WriteFailures, cache_file, connect_shared, open_failure
 
 
 @runtime_checkable
@@ -57,19 +55,21 @@ class EmbeddingDiskCache:
     safe for concurrent writers; values are raw float32 bytes."""
 
     def __init__(self, path: str | os.PathLike, *, busy_timeout: float = 30.0):
-        p = Path(path).expanduser()
-        is_file_path = p.suffix.lower() in (".sqlite", ".sqlite3", ".db")
-        self.path = p if is_file_path else p / "embeddings.sqlite"
+        self.path = cache_file(path, "embeddings.sqlite")
         self._lock = threading.Lock()
-        self.write_failures = 0
+        self._failures = WriteFailures("embedding cache", self.path,
+                                       "embeddings could not be stored",
+                                       "a rerun computes them again")
         try:
-            (p.parent if is_file_path else p).mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._con = connect_shared(self.path, "CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, "
                                                   "vec BLOB)", timeout=busy_timeout)
         except (OSError, sqlite3.Error) as e:
-            why = getattr(e, "strerror", None) or str(e).splitlines()[0]
-            raise ConfigError(f"embedding cache {self.path} is unusable ({why}): pass another --cache-dir, "
-                              f"or --no-cache") from None
+            raise ConfigError(open_failure("embedding cache", self.path, e, busy_timeout)) from None
+
+    @property
+    def write_failures(self) -> int:
+        return self._failures.count
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
@@ -89,20 +89,14 @@ class EmbeddingDiskCache:
             try:
                 self._con.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as e:
-                self._failed(e)
+                self._failures.record(e)
                 return
             try:
                 self._con.executemany("INSERT OR IGNORE INTO emb (key, dim, vec) VALUES (?, ?, ?)", rows)
                 self._con.execute("COMMIT")
             except sqlite3.OperationalError as e:
                 self._con.execute("ROLLBACK")
-                self._failed(e)
-
-    def _failed(self, e: Exception) -> None:
-        self.write_failures += 1
-        if self.write_failures == 1:
-            warnings.warn(f"embedding cache {self.path}: embeddings could not be stored ({e}); the run goes on, and "
-                          f"a rerun computes them again", RuntimeWarning, stacklevel=3)
+                self._failures.record(e)
 
     def __len__(self) -> int:
         with self._lock:

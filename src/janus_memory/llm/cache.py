@@ -20,7 +20,6 @@ import os
 import sqlite3
 import threading
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from janus_memory.llm.base import (
     result_from_dict,
     result_to_dict,
 )
-from janus_memory.sqlite_wal import connect_shared
+from janus_memory.sqlite_wal import WriteFailures, cache_file, connect_shared, open_failure
 from janus_memory.values import ChatResult
 
 CACHE_FILENAME = "responses.sqlite"
@@ -71,27 +70,27 @@ class ResponseCache:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
-        self.hits = self.misses = self.writes = self.write_failures = 0
-        is_file_path = p.suffix.lower() in (".sqlite", ".sqlite3", ".db")
-        self.path = p if is_file_path else p / CACHE_FILENAME
+        self.hits = self.misses = self.writes = 0
+        self.path = cache_file(p, CACHE_FILENAME)
+        self._failures = WriteFailures("response cache", self.path,
+                                       "an answer could not be stored",
+                                       "a rerun asks for such answers again")
         try:
-            if not is_file_path and p.exists() and not p.is_dir():
+            if self.path != p and p.exists() and not p.is_dir():
                 raise CacheError(f"cache folder {p} is a file, not a folder: pass a folder (or a .sqlite file path) "
                                  f"with --cache-dir, or --no-cache")
-            (p.parent if is_file_path else p).mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn()
         except CacheError:
             self.close()
             raise
         except (OSError, sqlite3.Error) as e:
             self.close()
-            why = getattr(e, "strerror", None) or str(e).splitlines()[0]
-            if "locked" in why:
-                raise CacheError(f"response cache {self.path} is locked by another process (waited "
-                                 f"{self.busy_timeout:g} s): run again "
-                                 f"when it is done, or pass another --cache-dir, or --no-cache") from e
-            raise CacheError(f"response cache {self.path} is unusable ({why}): pass another --cache-dir, "
-                             f"or --no-cache") from e
+            raise CacheError(open_failure("response cache", self.path, e, busy_timeout)) from e
+
+    @property
+    def write_failures(self) -> int:
+        return self._failures.count
 
     def _conn(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -121,13 +120,8 @@ class ResponseCache:
                 "INSERT OR IGNORE INTO responses (key, value, backend, created) VALUES (?, ?, ?, ?)",
                 (key, value, backend, time.time()),
             )
-        except sqlite3.OperationalError as e:  # another process held the file past the busy timeout, or a full disk
-            with self._lock:  # the answer is paid for and returned; only its reuse is lost
-                self.write_failures += 1
-                first = self.write_failures == 1
-            if first:
-                warnings.warn(f"response cache {self.path}: an answer could not be stored ({e}); the run goes on, "
-                              f"and a rerun asks for such answers again", RuntimeWarning, stacklevel=2)
+        except sqlite3.OperationalError as e:  # the answer is paid for and returned; only its reuse is lost
+            self._failures.record(e)
             return
         with self._lock:
             self.writes += 1
