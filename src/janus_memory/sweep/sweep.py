@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..controller.config import flat_or_as_given
+from ..controller.config import FLAT, JanusConfig, flat_or_as_given
 from ..settings.config import RunConfig
 from ..settings.llm_settings import LLM_KEYS, SettingsConflict, lift_llm
 from .executors import endpoints, ray_share
@@ -84,12 +84,7 @@ def _grid_key_ok(key: str) -> bool:
     if "." in key:
         head, _, tail = key.partition(".")
         if head == "janus":
-            try:
-                from ..controller.config import FLAT
-
-                return tail in FLAT  # a flat key: janus.tau (the grouped form is for the janus section)
-            except ImportError:
-                return bool(tail)
+            return tail in FLAT  # a flat key: janus.tau (the grouped form is for the janus section)
         if head == "llm":
             return tail in LLM_KEYS
         return head == "updater_config" and bool(tail)
@@ -187,10 +182,6 @@ def expand_grid(base: dict, grid: dict, *, lines: dict[str, int] | None = None) 
 
 
 def _check_janus(janus: dict, where: str) -> None:
-    try:
-        from ..controller import JanusConfig
-    except ImportError:
-        return
     try:
         JanusConfig.from_dict(janus)  # (sweep files are checked before any RunConfig exists)
     except (TypeError, ValueError) as e:
