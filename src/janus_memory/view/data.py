@@ -47,12 +47,21 @@ def view_data(run_dirs: list[str | Path]) -> dict:
         find_run_dirs(run_dirs)  # raises: no finished run, naming the unfinished ones and how to continue them
     rows = load_runs(finished)
     names = short_names([r.run_dir for r in rows])
-    runs = [run_data(d, [r for r in rows if r.run_dir == d], names[d]) for d in dict.fromkeys(r.run_dir for r in rows)]
-    for run, d in zip(runs, dict.fromkeys(r.run_dir for r in rows)):
+    dirs = sorted(dict.fromkeys(r.run_dir for r in rows), key=_finished_at)  # the order the runs ended: the demo's
+    runs = [run_data(d, [r for r in rows if r.run_dir == d], names[d]) for d in dirs]  # act 1 before act 2
+    for run, d in zip(runs, dirs):
         if d in unchecked:
             run["task_note"] = " ".join(x for x in (UNCHECKED, run.get("task_note")) if x)
     return clean({"format": FORMAT, "runs": runs, "compare": compare_data(rows, names),  # after runs: it tags labels
                   "unfinished": [describe(d) for d in unfinished], "unchecked": [str(d) for d in unchecked]})
+
+
+def _finished_at(run_dir) -> float:
+    """When a run ended (its COMPLETE marker's time; a folder without one last): the page's order of runs."""
+    try:
+        return (Path(run_dir) / "COMPLETE").stat().st_mtime
+    except OSError:
+        return math.inf
 
 
 UNCHECKED = ("unchecked: this folder has no run.sqlite, so its numbers and texts are shown as its exported files hold "
@@ -99,9 +108,9 @@ def run_data(run_dir: Path, rows: list, name: str) -> dict:
     tasks = TaskTable(cfg, reader)
     methods = [method_data(reader, r, versions.get(r.method, []), tasks)
                for r in sorted(rows, key=lambda r: label_key(r.label))]
-    return {"name": name, "path": str(Path(run_dir).expanduser().absolute()),
-            "header": header(cfg, summary, rows, reader),
-            "methods": methods, "tasks": tasks.rows, "task_note": tasks.note}
+    head = header(cfg, summary, rows, reader)
+    return {"name": name, "path": str(Path(run_dir).expanduser().absolute()), "header": head,
+            "story": story(head, methods), "methods": methods, "tasks": tasks.rows, "task_note": tasks.note}
 
 
 def header(cfg: dict, summary: dict, rows: list, reader) -> dict:
@@ -182,6 +191,173 @@ def _gold_text(gold) -> str:
     import json
 
     return json.dumps(gold, ensure_ascii=False, default=str)
+
+
+# ------------------------------------------------------------------------------------------------ the story
+MAX_STORY_ROWS = 6  # decisions listed per blind/Janus pair at the top of the page; the others are counted
+STORY_LINE_CHARS = 110  # characters of one changed memory line in the story
+SCRIPTED_NOTE = ("[scripted] answers from a script, not a model (the fake backend: right or wrong by a hash of the "
+                 "prompt, always wrong while the memory holds a planted instruction): the scores show what Janus "
+                 "does, not how good a memory is")
+
+
+def story(head: dict, methods: list[dict]) -> dict:
+    """The decisions that mattered in one run, for the top of the page: per Janus method and its blind twin (the
+    method of the same name without ``+janus``), one row per rollback and per planted candidate, in step order
+    (planted ones first when there are more than :data:`MAX_STORY_ROWS`), each with the step, what the candidate
+    changed, what blind deployment did at that step, Janus's scores on its evaluation set (right answers / entries
+    evaluated, and the decision) and both final memories' held-out test; a run without such a step says so in one
+    line. A blind method with planted candidates and no Janus twin gets its rows too."""
+    scripted = head.get("backend") == "fake"
+    by_name = {m["name"]: m for m in methods}
+    pairs = []
+    for m in methods:
+        if m["janus"]:
+            base = by_name.get(m["name"][: -len("+janus")]) if m["name"].endswith("+janus") else None
+            if base is None or base["janus"]:
+                base = next((b for b in methods if not b["janus"]), None)
+            pairs.append((base, m))
+    twinned = {id(b) for b, _ in pairs if b is not None}
+    pairs += [(b, None) for b in methods if not b["janus"] and id(b) not in twinned
+              and any(f & INJECTED for f in b["f"])]
+    return {"scripted": scripted, "note": SCRIPTED_NOTE if scripted else None,
+            "pairs": [_story_pair(base, janus) for base, janus in pairs]}
+
+
+def _story_pair(base: dict | None, janus: dict | None) -> dict:
+    lead = janus or base
+    assert lead is not None
+    steps = [i for i in range(lead["n"]) if lead["f"][i] & (ROLLED_BACK | INJECTED)]
+    if janus is not None and base is not None:  # a planted candidate blind deployed while Janus's lane has none
+        steps = sorted(set(steps) | {i for i in range(min(base["n"], janus["n"])) if base["f"][i] & INJECTED})
+    shown = steps
+    if len(steps) > MAX_STORY_ROWS:
+        planted = [i for i in steps if (lead["f"][i] | (base["f"][i] if base and i < base["n"] else 0)) & INJECTED]
+        shown = sorted((planted + [i for i in steps if i not in planted])[:MAX_STORY_ROWS])
+    held = _held_out(base, janus)
+    rows = [_story_row(base, janus, i, held) for i in shown]
+    out: dict = {"blind": base["label"] if base else None, "janus": janus["label"] if janus else None,
+                 "held_out": held, "rows": rows}
+    left = [i + 1 for i in steps if i not in shown]
+    if left:
+        out["more"] = (f"{len(left)} more rollback{'s' if len(left) != 1 else ''} of the updater's own candidates "
+                       f"(step{'s' if len(left) != 1 else ''} {_steps_text(left)}): under Steps that matter below")
+    if not rows:
+        if janus is None:
+            out["none"] = "nothing planted and no Janus method: blind deployment kept every candidate"
+        else:
+            cmp = sum(1 for f in janus["f"] if f & TRIGGERED)
+            out["none"] = (f"no rollback and nothing planted: Janus compared {cmp} candidate{'s' if cmp != 1 else ''} "
+                           "and deployed every one" if cmp else
+                           "no rollback and nothing planted: Janus compared no candidate (warm-up or trigger)")
+    return out
+
+
+def _steps_text(steps: list[int]) -> str:
+    return ", ".join(map(str, steps)) if len(steps) <= 8 else f"{steps[0]}-{steps[-1]}"
+
+
+def _held_out(base: dict | None, janus: dict | None) -> str:
+    """``blind 0/3, Janus 2/3 (+66.7 pp)``: both final memories' held-out test."""
+    def acc(m):
+        t = m.get("test") if m else None
+        return (t[0], t[1]) if t and t[1] else None
+
+    b, j = acc(base), acc(janus)
+    parts = ([f"blind {b[0]}/{b[1]}"] if b else []) + ([f"Janus {j[0]}/{j[1]}"] if j else [])
+    if not parts:
+        return "no held-out test"
+    text = ", ".join(parts)
+    if b and j:
+        text += f" ({100 * (j[0] / j[1] - b[0] / b[1]):+.1f} pp)"
+    return text
+
+
+def _story_row(base: dict | None, janus: dict | None, i: int, held: str) -> dict:
+    lead = janus or base
+    assert lead is not None
+    d, f = lead["d"][i], lead["f"][i]
+    bd = base["d"][i] if base and i < base["n"] else None
+    bf = base["f"][i] if base and i < base["n"] else 0
+    planted = d.get("inj") or (bd or {}).get("inj")
+    row = {"step": i + 1, "method": lead["name"], "planted": planted,
+           "changed": _changed(d if f & CHANGED or bd is None else bd, (f | bf) & CHANGED),
+           "blind": _blind_text(bd, bf, d, janus is not None) if base else "no blind run in this folder",
+           "janus": _janus_text(d, f) if janus else "no Janus method in this run", "held_out": held}
+    if janus is not None:
+        row.update(_scores(d))
+        row["decision"] = "rolled back" if f & ROLLED_BACK else "deployed" if f & DEPLOYED else "kept the old memory"
+    return row
+
+
+def _changed(d: dict, changed: int) -> dict:
+    """What a step's candidate changed: ``{"text": "+3 -0 lines", "lines": [[sign, text], ...]}`` (at most 2
+    changed lines: the first removed and the first added one, else the first two; each cut to
+    :data:`STORY_LINE_CHARS`), or a note when the texts are not stored."""
+    if not changed:
+        return {"text": "nothing: the candidate is the old memory unchanged", "lines": []}
+    if d.get("dn"):
+        return {"text": d["dn"], "lines": []}
+    diff = [x for x in d.get("df") or [] if x[0] in "+-"]
+    add, rem = sum(1 for x in diff if x[0] == "+"), sum(1 for x in diff if x[0] == "-")
+    real = [x for x in diff if x[1].strip()]
+    first = [next((x for x in real if x[0] == s), None) for s in "-+"]
+    pick = [x for x in first if x] if all(first) else real[:2]
+    lines = [[s, t if len(t) <= STORY_LINE_CHARS else t[: STORY_LINE_CHARS - 1] + "…"] for s, t in pick]
+    more = "" if not d.get("dc") else f" (and {d['dc']} diff lines not shown)"
+    return {"text": f"+{add} -{rem} line{'s' if add + rem != 1 else ''}{more}", "lines": lines}
+
+
+def _blind_text(bd: dict | None, bf: int, d: dict, twin: bool) -> str:
+    if bd is None:
+        return "—"
+    what = "deployed it" if bf & DEPLOYED else "kept its old memory"
+    if not twin or bd.get("inj"):
+        return what + (" (blind deployment keeps every candidate)" if bf & DEPLOYED and not bd.get("inj") else "")
+    same = bd.get("cm") and bd.get("cm") == d.get("cm")
+    return ("deployed the same candidate" if same else "deployed its own candidate (its memory differs by then)") \
+        if bf & DEPLOYED else what
+
+
+def _scores(d: dict) -> dict:
+    """The evaluation set's right answers under each memory over the entries each was evaluated on
+    (``old``/``new``: [right, evaluated]) and the decision's scores."""
+    rows = d.get("e") or []
+    old = [r[2] for r in rows if r[2] is not None]
+    new = [r[3] for r in rows if r[3] is not None]
+    return {"old": [sum(old), len(old)], "new": [sum(new), len(new)], "old_score": d.get("os"),
+            "new_score": d.get("ns"), "n_set": len(rows)}
+
+
+def _janus_text(d: dict, f: int) -> str:
+    """``old 3/3 (1.00) vs candidate 0/3 (0.00) on its evaluation set: rolled back``, or why there was no
+    comparison."""
+    if not f & TRIGGERED:
+        why = "inside the warm-up" if f & WARMUP else "the trigger did not fire"
+        return f"no comparison ({why}): deployed unexamined" if f & DEPLOYED else f"no comparison ({why})"
+    s = _scores(d)
+
+    def part(name, kn, score):
+        k, n = kn
+        if not n:
+            return f"{name} not evaluated (early stop)"
+        return f"{name} {k}/{n}" + (f" ({score:.2f})" if isinstance(score, (int, float)) else "")
+
+    of = f" of {s['n_set']} entries" if s["n_set"] and max(s["old"][1], s["new"][1]) < s["n_set"] else ""
+    verdict = "rolled back" if f & ROLLED_BACK else "deployed" if f & DEPLOYED else "kept the old memory"
+    why = WHY.get(d.get("r") or "")
+    return (f"{part('old', s['old'], s['old_score'])} vs {part('candidate', s['new'], s['new_score'])}{of}: {verdict}"
+            + (f" ({why})" if why else ""))
+
+
+# why a comparison ended as it did, in a few words (the page's step panel says it whole, view.js REASONS)
+WHY = {"new_ge_old": "ties go to the candidate", "early_stop_new_ge_old": "early stop: it cannot lose any more",
+       "early_stop_old_better": "early stop: it cannot catch up any more",
+       "sign_test_not_significant": "no significant difference",
+       "sprt_truncated_no_lead": "a tie: this preset deploys only a candidate that leads",
+       "sprt_new_worse": "worse on the tasks the memories disagree on",
+       "sprt_new_not_worse": "not worse on the tasks the memories disagree on",
+       "indeterminate_candidate": "no outcome on any task", "near_copy": "a rewording, checked on a few tasks"}
 
 
 # ------------------------------------------------------------------------------------------------ one method

@@ -82,6 +82,7 @@
       return el("button", {text: r.name, cls: i === state.run ? "tab on" : "tab", title: r.path,
                            on: {click: function () { go({run: i}); }}});
     }) : []);
+    app.appendChild(storyCard(runs)); // first: what happened, for every run on the page; the tables follow
     app.appendChild(nav);
     (D.unfinished || []).forEach(function (u) { app.appendChild(el("p", {cls: "note", text: "not shown: " + u})); });
     if (D.compare && (runs.length > 1 || D.compare.some(function (g) { return g.paired.length; }))) app.appendChild(compare());
@@ -96,6 +97,49 @@
     charts.draw();  // in the page: each chart takes its card's width
     app.appendChild(costCard(run));
     if (state.method !== null && state.step !== null) openStep(state.method, state.step, false);
+  }
+
+  // ------------------------------------------------------------------ the story: the decisions that mattered
+  function storyCard(runs) {
+    var kids = [];
+    runs.forEach(function (run, ri) {
+      var st = run.story;
+      if (!st) return;
+      var box = el("div", {cls: "story-run", data: {run: ri}});
+      if (runs.length > 1) {
+        var h = run.header;
+        box.appendChild(el("h3", {text: "Run " + run.name + " (" + [h.dataset_name, h.updater, h.backend === "fake" ?
+          "scripted backend" : h.model || h.backend].filter(Boolean).join(", ") + ")"}));
+      }
+      if (st.note) box.appendChild(el("p", {cls: "note scripted", text: st.note}));
+      st.pairs.forEach(function (p) {
+        var who = [p.blind ? p.blind + " (blind: deploys every candidate)" : null,
+                   p.janus ? p.janus + " (Janus)" : null].filter(Boolean).join(" vs ");
+        box.appendChild(el("p", {cls: "pair"}, [el("b", {text: who}), " · held-out test, final memories: " +
+                                                 p.held_out]));
+        if (p.none) box.appendChild(el("p", {cls: "none", text: p.none}));
+        if (p.rows.length) {
+          var head = ["Step", "What the candidate changed", "Blind" + (p.blind ? " (" + p.blind + ")" : ""),
+                      "Janus" + (p.janus ? " (" + p.janus + ")" : "") + ": its evaluation set, right answers",
+                      "Held-out test"];
+          box.appendChild(table(head, p.rows.map(function (r) { return storyRow(run, ri, r); }), "grid story"));
+        }
+        if (p.more) box.appendChild(el("p", {cls: "note", text: p.more}));
+      });
+      kids.push(box);
+    });
+    return section("What happened: the decisions that mattered", "story", kids);
+  }
+  function storyRow(run, ri, r) {
+    var step = el("div", null, [
+      el("button", {text: "step " + r.step, title: "open step " + r.step + " of " + r.method,
+                    on: {click: function () { go({run: ri, method: r.method, step: r.step}); }}}),
+      r.planted ? el("div", {cls: "badge planted", text: "planted: " + r.planted}) : null]);
+    var changed = el("div", null, [el("div", {text: r.changed.text})].concat(r.changed.lines.map(function (l) {
+      return el("code", {cls: "cl " + (l[0] === "+" ? "add" : "del"), text: l[0] + " " + l[1]});
+    })));
+    return [step, changed, r.blind, el("span", {cls: "why " + (r.decision === "rolled back" ? "rb" : "ac"),
+                                             text: r.janus}), r.held_out];
   }
 
   function compare() {
@@ -663,7 +707,9 @@
   function go(change) {
     var next = {run: state.run, method: state.method, step: state.step};
     for (var k in change) next[k] = change[k];
-    if (change.run !== undefined && change.run !== state.run) { next.method = null; next.step = null; }
+    if (change.run !== undefined && change.run !== state.run && change.step === undefined) {
+      next.method = null; next.step = null;
+    }
     if (next.method === null && next.step !== null) next.method = D.runs[next.run].methods[0].name;
     var p = new URLSearchParams();
     p.set("run", String(next.run));
@@ -672,7 +718,8 @@
     var rerender = next.run !== state.run;
     state.run = next.run; state.method = next.method; state.step = next.step;
     if (location.hash !== h) history.replaceState(null, "", h);
-    if (rerender) render(); else if (state.step !== null) openStep(state.method, state.step, true);
+    if (rerender) render();
+    if (state.step !== null) openStep(state.method, state.step, true);
   }
   var resizing = null;
   window.addEventListener("resize", function () { // charts take the card's new width; the timeline re-flows its rows
