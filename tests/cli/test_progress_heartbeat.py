@@ -31,20 +31,20 @@ def test_a_long_step_gets_a_still_running_line_every_30_seconds_without_a_line()
     assert lines == []  # not yet 30 s
     clock.t += 0.2
     prog.tick()
-    assert lines == ["[dc_rs] step 1/5 still running: no line for 30s (a long model call); tokens paid so far 0, "
+    assert lines == ["[dc_rs] step 1 of 5 still running: no line for 30s (a long model call); tokens paid so far 0, "
                      "elapsed 30s"]
     clock.t += 10
     prog.tick()
     assert len(lines) == 1  # 10 s after the last line
     clock.t += 20
     prog.tick()
-    assert lines[-1] == ("[dc_rs] step 1/5 still running: no line for 30s (a long model call); tokens paid so far 0, "
+    assert lines[-1] == ("[dc_rs] step 1 of 5 still running: no line for 30s (a long model call); tokens paid so far 0, "
                          "elapsed 1m00s")
     prog(StepFinished("dc_rs", 1, 5, True, {"reason": "no_controller"}, 1.0, 0, 0, 0, 1234))
     assert lines[-1].startswith("[dc_rs] step 1/5 correct ")
     clock.t += 95
     prog.tick()
-    assert lines[-1] == ("[dc_rs] step 2/5 still running: no line for 1m35s (a long model call); tokens paid so far "
+    assert lines[-1] == ("[dc_rs] step 2 of 5 still running: no line for 1m35s (a long model call); tokens paid so far "
                          "1,234, elapsed 2m35s")
 
 
@@ -55,13 +55,13 @@ def test_the_test_phase_names_the_answer_in_progress_and_nothing_is_said_once_th
     prog(TestStarted("m", 3, 3))
     clock.t += 31
     prog.tick()
-    assert lines[-1] == ("[m] test answer 1/3 still running: no line for 31s (a long model call); tokens paid so far "
-                         "500, elapsed 31s")
+    assert lines[-1] == ("[m] held-out test (answered 0 of 3) still running: no line for 31s (a long model call); "
+                         "tokens paid so far 500, elapsed 31s")
     prog(TestProgress("m", 2, 3, 900))
     clock.t += 40
     prog.tick()
-    assert lines[-1] == ("[m] test answer 3/3 still running: no line for 40s (a long model call); tokens paid so far "
-                         "900, elapsed 1m11s")
+    assert lines[-1] == ("[m] held-out test (answered 2 of 3) still running: no line for 40s (a long model call); "
+                         "tokens paid so far 900, elapsed 1m11s")
     prog(TestDone("m", [], 1, 3, 950))
     prog(MethodFinished("m", {}, ""))
     n = len(lines)
@@ -85,7 +85,7 @@ def test_on_a_terminal_a_long_wait_also_gets_its_line_above_the_bars():
     assert lines == []
     clock.t += 271
     prog.tick()
-    assert lines == ["[m] step 1/5 still running: no line for 5m00s (a long model call); tokens paid so far 0, "
+    assert lines == ["[m] step 1 of 5 still running: no line for 5m00s (a long model call); tokens paid so far 0, "
                      "elapsed 5m00s"]
 
 
@@ -104,7 +104,7 @@ def test_the_heartbeat_thread_ticks_until_the_block_ends():
     with Heartbeat(prog, every=0.01) as beat:
         assert said.wait(30)
     assert not beat._thread.is_alive()
-    assert lines[0] == ("[m] step 1/2 still running: no line for 45s (a long model call); tokens paid so far 0, "
+    assert lines[0] == ("[m] step 1 of 2 still running: no line for 45s (a long model call); tokens paid so far 0, "
                         "elapsed 45s")
     assert Heartbeat(None).__enter__()._thread is None  # --quiet: no progress, no thread
 
@@ -151,3 +151,20 @@ def test_a_run_on_the_embedded_model_warns_at_start_when_the_machine_is_busy(tmp
     assert main(["run", "--model-path", str(gguf), "--stream-size", "2", "--test-size", "1", "--encoder",
                  "hashing:64", "--no-cache", "--out", str(tmp_path / "r2")]) == 2
     assert "load average" not in capsys.readouterr().out
+
+
+def test_counts_read_as_counts_not_scores():
+    """'answered 3 of 5', never '3/5' (which reads like 3 right of 5): the bars' count column and the still-running
+    line of the held-out test."""
+    from rich.console import Console
+
+    from janus_memory.cli.progress import count_text, make_bars
+
+    assert count_text(3, 5, "answers") == "answered 3 of 5"
+    assert count_text(12, 30, "steps") == "step 12 of 30"
+    console = Console(record=True, width=100, force_terminal=True)
+    with make_bars(console, disable=False) as bars:
+        bars.add_task("m test (frozen memory)", total=5, unit="answers", left="")
+        bars.update(0, completed=3)
+    text = console.export_text()
+    assert "answered 3 of 5" in text and "3/5" not in text
