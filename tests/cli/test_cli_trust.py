@@ -78,9 +78,14 @@ def test_plain_progress_has_test_lines(tmp_path, capsys):
     assert main([*RUN, "--out", str(tmp_path / "r")]) == 0
     lines = capsys.readouterr().out.splitlines()
     starts = [x for x in lines if re.match(r"\[dc_cu(\+janus)?\] test: 2 held-out tasks with the frozen memory$", x)]
-    ends = [x for x in lines if re.match(r"\[dc_cu(\+janus)?\] test done: \d/2 correct \(acc \d\.\d{3}\), tokens paid "
-                                         r"[\d,]+, \d+\.\ds$", x)]
+    ends = [x for x in lines if re.match(r"\[scripted\] \[dc_cu(\+janus)?\] test done: \d/2 correct "
+                                         r"\(acc \d\.\d{3}\), tokens paid [\d,]+, \d+\.\ds$", x)]
     assert len(starts) == 2 and len(ends) == 2
+    # the fake backend's scores are a script's, said on every result line: test lines, the accuracy table, a note
+    from janus_memory.report.summary_table import SCRIPTED_RUN_NOTE
+
+    assert any(x.strip().startswith("[scripted] ") and x.strip().endswith(": accuracy") for x in lines)
+    assert SCRIPTED_RUN_NOTE in lines and SCRIPTED_RUN_NOTE.startswith("[scripted] ")
 
 
 def test_report_says_what_it_is_doing(tmp_path, capsys):

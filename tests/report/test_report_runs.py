@@ -302,7 +302,7 @@ def test_report_prints_the_accuracy_table_in_80_columns(tmp_path, terminal, caps
     lines = text.splitlines()
     assert max(len(x) for x in lines if x[:1] in "┏┃┡│└") <= 80 and "…" not in text
     i = lines.index("┃ Method                   ┃ GSM8K ┃  Avg ┃")
-    assert lines[i - 2].strip() == "Table 1: test accuracy (%)"
+    assert lines[i - 2].strip() == "[scripted] Table 1: test accuracy (%)"  # the fake backend's: never a model's
     assert lines[i + 2:i + 6] == ["│ dc_rs (a)                │  40.0 │ 40.0 │", "│ dc_rs (b)                │  40.0 │ 40.0 │",
                                   "│ dc_rs+janus (tau=0.0, a) │  60.0 │ 60.0 │", "│ dc_rs+janus (tau=0.2, b) │  80.0 │ 80.0 │"]
     tail = lines[next(k for k, x in enumerate(lines) if x.startswith("setup: ")):]
@@ -314,11 +314,14 @@ def test_report_prints_the_accuracy_table_in_80_columns(tmp_path, terminal, caps
         "not averaged as seeds",
         "rows that share a method name, and their run folders:",
         "  dc_rs (a): a", "  dc_rs (b): b", "  dc_rs+janus (tau=0.0, a): a", "  dc_rs+janus (tau=0.2, b): b",
-        "base vs +Janus, paired on the same test items (+Janus minus base accuracy):",
-        "  dc_rs (a) vs dc_rs+janus (tau=0.0, a), GSM8K seed 0, run folder(s) a: n=5, diff +20.0 pp, 95% CI [-25.2, "
-        "+54.6], McNemar p=1",
-        "  dc_rs (b) vs dc_rs+janus (tau=0.2, b), GSM8K seed 0, run folder(s) b: n=5, diff +40.0 pp, 95% CI [-16.3, "
-        "+72.6], McNemar p=0.5",
+        "[scripted] base vs +Janus, paired on the same test items (+Janus minus base accuracy):",
+        "  [scripted] dc_rs (a) vs dc_rs+janus (tau=0.0, a), GSM8K seed 0, run folder(s) a: n=5, diff +20.0 pp, 95% CI "
+        "[-25.2, +54.6], McNemar p=1",
+        "  [scripted] dc_rs (b) vs dc_rs+janus (tau=0.2, b), GSM8K seed 0, run folder(s) b: n=5, diff +40.0 pp, 95% CI "
+        "[-16.3, +72.6], McNemar p=0.5",
+        "[scripted] these runs used the fake backend: its answers come from a script, right or wrong by a hash of the "
+        "prompt (always wrong while the memory holds a planted instruction), not from a model; their accuracies and "
+        "differences check the pipeline, they measure no memory",
         f"not in the report: {cut} (dc_rs: 6/6 steps, tested; dc_rs+janus: 2/6 steps) is unfinished; continue it "
         f"with: janus run --resume {cut}",
         f"report: {tmp_path / 'rep' / 'report.md'}  (3 plots in {tmp_path / 'rep'})"]
@@ -378,7 +381,7 @@ def test_report_console_of_real_fake_backend_runs(tmp_path, terminal, monkeypatc
                        stop_after=3)
     assert main(["report", str(tmp_path / "runs"), "-q"]) == 0
     lines = terminal.export_text().splitlines()
-    rows = [x.split("│")[1].strip() for x in _console_rows(lines, "Table 1: test accuracy (%)")]
+    rows = [x.split("│")[1].strip() for x in _console_rows(lines, "[scripted] Table 1: test accuracy (%)")]
     assert rows == ["dc_rs (t0)", "dc_rs (t3)", "dc_rs+janus (tau=0.0, t0)", "dc_rs+janus (tau=0.3, t3)"]
     cut = tmp_path / "runs" / "cut"
     assert (f"not in the report: {cut} (dc_rs: 3/6 steps; dc_rs+janus: 0/6 steps) is unfinished; continue it with: "

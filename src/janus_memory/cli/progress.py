@@ -99,13 +99,14 @@ def paid(tokens: int, cached: int, what: str = "responses") -> str:
 
 
 def test_done_line(method: str, correct: int, total: int, tokens: int, unscored: int, elapsed: float,
-                   cached: int = 0) -> str:
-    """The plain line when a method's held-out test ends."""
+                   cached: int = 0, scripted: bool = False) -> str:
+    """The plain line when a method's held-out test ends (``[scripted] `` first on the fake backend: its answers are
+    a script's)."""
     acc = f"acc {correct / total:.3f}" if total else "acc -"
     bad = (f"; {unscored} {'answer' if unscored == 1 else 'answers'} could not be scored (listed at the end)"
            if unscored else "")
-    return (f"[{method}] test done: {correct}/{total} correct ({acc}), {paid(tokens, cached, 'answers')}, "
-            f"{elapsed:.1f}s{bad}")
+    return (f"{'[scripted] ' if scripted else ''}[{method}] test done: {correct}/{total} correct ({acc}), "
+            f"{paid(tokens, cached, 'answers')}, {elapsed:.1f}s{bad}")
 
 
 def stream_description(ev) -> str:
@@ -115,14 +116,15 @@ def stream_description(ev) -> str:
     return f"{ev.method} stream: online acc {ev.online_acc:.2f}{trig}, {paid(ev.tokens, ev.cache_hits)}"
 
 
-def test_description(ev) -> str:
-    """The label above a method's test bar (terminal): answers so far, or the result once done."""
+def test_description(ev, scripted: bool = False) -> str:
+    """The label above a method's test bar (terminal): answers so far, or the result once done (``[scripted] ``
+    first on the fake backend)."""
     from ..store.events import TestDone
 
     if not isinstance(ev, TestDone):
         return f"{ev.method} test (frozen memory): {paid(ev.tokens, ev.cached, 'answers')}"
     acc = f"test acc {ev.correct / ev.total:.3f} ({ev.correct}/{ev.total})" if ev.total else "no test tasks"
-    return f"{ev.method} test done: {acc}, {paid(ev.tokens, ev.cached, 'answers')}"
+    return f"{'[scripted] ' if scripted else ''}{ev.method} test done: {acc}, {paid(ev.tokens, ev.cached, 'answers')}"
 
 
 def _unscored(records) -> int:
@@ -259,9 +261,10 @@ class ConsoleProgress:
 
     def __init__(self, say, bars=None, *, plain_steps: bool = True, clock=time.monotonic, interval: float = 30.0,
                  beat_clock=time.monotonic, live_tokens=None, time_left: TimeLeft | None = None, note=None,
-                 eval_set=None):
+                 eval_set=None, scripted: bool = False):
         self.bars, self.plain_steps, self.clock, self.interval = bars, plain_steps, clock, interval
         self.eval_set = eval_set  # the run's evaluation-set strategy: where a trigger line's tasks came from
+        self.scripted = scripted  # the fake backend: result lines say their scores are a script's
         self.beat_clock = beat_clock
         if live_tokens is None or note is None:
             from ..llm.live import LIVE
@@ -405,9 +408,9 @@ class ConsoleProgress:
         elif self.bars is None:
             now = self.clock()
             self.say(test_done_line(ev.method, ev.correct, ev.total, ev.tokens, _unscored(ev.records),
-                                    now - self._t0.get(key, now), ev.cached))
+                                    now - self._t0.get(key, now), ev.cached, self.scripted))
         elif key in self._task:
-            self._update(key, self._total[key], test_description(ev))
+            self._update(key, self._total[key], test_description(ev, self.scripted))
 
 
 class Heartbeat:

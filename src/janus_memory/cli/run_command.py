@@ -274,7 +274,8 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
     with make_bars(console, disable=not tty) as bars:
         left = run_time_left(cfg, len(splits[0].tasks), len(splits[1].tasks))  # embedded model: from its speed here
         progress = None if args.quiet else ConsoleProgress(say, bars if tty else None, time_left=left,
-                                                           eval_set=_eval_set(cfg))
+                                                           eval_set=_eval_set(cfg),
+                                                           scripted=cfg.llm.backend == "fake")
         log = without_stage_lines(say) if args.quiet else say
         injected = injection.console_subscriber(say)  # "step N: injected <kind> candidate" lines
 

@@ -27,8 +27,9 @@ def print_report(res: dict, console) -> None:
         group = f"group {i + 1} of {len(secs)}: " if len(secs) > 1 else ""
         if group:
             _print(console, f"{group}{setup}")
+        tag = "[scripted] " if sec.get("scripted") else ""
         if acc["labels"]:
-            t = fit_table("Table 1: test accuracy (%)", tuple(acc["header"]), acc["body"], width=width)
+            t = fit_table(f"{tag}Table 1: test accuracy (%)", tuple(acc["header"]), acc["body"], width=width)
             console.print(t, crop=False)
             pub = sec["tables"].get("published")
             if pub and pub["body"]:
@@ -60,7 +61,11 @@ def print_report(res: dict, console) -> None:
             _print(console, "rows that share a method name, and their run folders:")
             for line in sec["sources"]:
                 _print(console, f"  {line}")
-        _print_paired(sec["tables"]["paired"]["rows"], group, console)
+        _print_paired(sec["tables"]["paired"]["rows"], group, console, tag)
+        if tag:
+            from .report import SCRIPTED_NOTE
+
+            _print(console, SCRIPTED_NOTE)
     for line in res.get("unfinished", []):
         _print(console, line)
 
@@ -107,8 +112,8 @@ def paired_line(p: dict) -> str:
             f"McNemar p={p['p_mcnemar']:.3g}")
 
 
-def _print_paired(prs: list[dict], group: str, console) -> None:
+def _print_paired(prs: list[dict], group: str, console, tag: str = "") -> None:
     if prs:
-        _print(console, f"{group}base vs +Janus, paired on the same test items (+Janus minus base accuracy):")
+        _print(console, f"{tag}{group}base vs +Janus, paired on the same test items (+Janus minus base accuracy):")
         for p in prs:
-            _print(console, paired_line(p))
+            _print(console, (f"  {tag}" + paired_line(p).lstrip()) if tag else paired_line(p))

@@ -104,7 +104,8 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
     secs = []
     for g in groups:
         tags = assign_tags(g)  # rows that share a label get what tells them apart; before any table is built
-        secs.append({"caption": caption(g), "rows": g, "tables": section_tables(g, names), **tags})
+        secs.append({"caption": caption(g), "rows": g, "tables": section_tables(g, names), **tags,
+                     "scripted": any(r.setup.get("backend") == "fake" for r in g)})
     main = secs[0]["tables"] if secs else section_tables([], names)
     log(f"drawing the plots into {out}: checkpoints and token overhead first")
     report = out / "report.md"
@@ -117,7 +118,7 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
         raise OutputError(_cannot_write(out, e)) from None
     return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": main, "unfinished": left_out,
             "sections": [{"caption": x["caption"], "tables": x["tables"], "duplicates": x["duplicates"],
-                          "sources": x["sources"]} for x in secs]}
+                          "sources": x["sources"], "scripted": x["scripted"]} for x in secs]}
 
 
 def _cannot_write(out: Path, e: OSError) -> str:
@@ -282,6 +283,8 @@ def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str
         if len(secs) > 1:
             md += [f"# Group {i + 1}", ""]
         md += [f"Setup: {sec['caption']}", ""]
+        if sec["scripted"]:  # the fake backend's numbers never pass for a model's
+            md += [f"> {SCRIPTED_NOTE}", ""]
         md += [f"> {w}" for w in sec["duplicates"]] + ([""] if sec["duplicates"] else [])
         md += _section_markdown(sec["tables"], sec["caption"], sec["sources"])
     md += inject_report.markdown_section(inject_report.injection_table(rows))  # runs with --inject
@@ -291,6 +294,11 @@ def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str
             md += [f"![{name}]({Path(path).name})", ""]
     return md
 
+
+# said beside the results of a run on the fake backend (`janus report`, report.md, `janus run`'s end summary)
+SCRIPTED_NOTE = ("[scripted] these runs used the fake backend: its answers come from a script, right or wrong by a hash "
+                 "of the prompt (always wrong while the memory holds a planted instruction), not from a model; their "
+                 "accuracies and differences check the pipeline, they measure no memory")
 
 PUBLISHED_TITLE = "## The paper's published numbers beside ours"
 STRICT_TITLE = "## Table 1 with our strict checker (the same answers)"

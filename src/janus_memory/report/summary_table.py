@@ -10,6 +10,15 @@ second (and finds the cache warm) does not look cheaper and the held-out test, t
 """
 from __future__ import annotations
 
+SCRIPTED_RUN_NOTE = ("[scripted] this run used the fake backend: its answers come from a script, right or wrong by a "
+                     "hash of the prompt (always wrong while the memory holds a planted instruction), not from a "
+                     "model; the accuracies above check the pipeline, they measure no memory")
+
+
+def is_scripted(summary: dict) -> bool:
+    """Whether a run's summary is of the fake (scripted) backend."""
+    return str(((summary or {}).get("backend") or {}).get("identity") or "").startswith("fake:")
+
 
 def _fmt(x) -> str:
     return "-" if x is None else f"{x:.3f}"
@@ -121,10 +130,11 @@ def print_summary(summary: dict, console) -> None:
     to its width, off a terminal the console is wide (cli/closing.make_console)."""
     methods = summary["methods"]
     width = console.width if console.is_terminal else None
+    tag = "[scripted] " if is_scripted(summary) else ""
     rows = [[name, _fmt(m["online_accuracy"]), f"{_fmt(m['test_accuracy'])} ({m['test_correct']}/{m['test_tasks']})",
              *("-" if m[k] is None else str(m[k]) for k in ("triggers", "accepts", "rollbacks"))]
             for name, m in methods.items()]
-    console.print(fit_table(f"{summary['dataset']} / {summary['updater']}: accuracy",
+    console.print(fit_table(f"{tag}{summary['dataset']} / {summary['updater']}: accuracy",
                          ("method", "online acc", "test acc", "triggers", "accepted", "rolled back"), rows, width=width),
                   crop=False)
     keys = ("needed_calls", "needed_tokens", "paid_calls", "paid_tokens", "cache_hits")
@@ -144,6 +154,8 @@ def print_summary(summary: dict, console) -> None:
                   crop=False)
     for line in cost_remarks(methods):
         console.print(line, markup=False, soft_wrap=True)
+    if tag:
+        console.print(SCRIPTED_RUN_NOTE, markup=False, soft_wrap=True)
     eng = summary.get("engine")
     if eng and eng.get("calls"):
         gen = f"{eng['gen_tok_s']:.1f} tok/s" if eng.get("gen_tok_s") else "not measured (too few tokens generated)"
