@@ -267,8 +267,10 @@ def test_method_cost_and_overhead():
     assert overhead_pct(1000, 2000) == 100.0
     assert overhead_pct(0, 5) is None
     assert cost_remarks({"dc_rs": {"usage": base}, "dc_rs+janus": {"usage": jan}}) == [
-        "Janus overhead: +100.0% (stream tokens, cache hits included, held-out test excluded): dc_rs+janus needed "
-        "2,000 vs 1,000 for dc_rs (20 vs 10 LLM responses)",
+        "Janus overhead: +100.0% tokens over dc_rs without Janus (stream tokens, cache hits included, held-out test "
+        "excluded): dc_rs+janus needed 2,000 vs 1,000 for dc_rs (20 vs 10 LLM responses); the whole cost of guarding, "
+        "against no guard at all (the README's cost figure is another ratio: the recommended controller's paid "
+        "evaluations as a share of an always-compare controller's)",
         "dc_rs: every response came from the response cache (0 paid calls); its results are replayed from an earlier "
         "run with the same requests, and 'needed' is what it costs with an empty cache",
         "dc_rs+janus: 6 of 20 responses came from the response cache",

@@ -161,8 +161,10 @@ def test_overhead_has_one_definition_in_console_and_plot(tmp_path, captured):
     o = janus_overhead(base_u, jan_u)  # test excluded, cache hits included: 1500 vs 1000 stream tokens
     assert (o["base"]["needed_tokens"], o["janus"]["needed_tokens"], o["pct"]) == (1000, 1500, 50.0)
     assert cost_remarks({"dc_rs": {"usage": base_u}, "dc_rs+janus": {"usage": jan_u}})[0] == (
-        "Janus overhead: +50.0% (stream tokens, cache hits included, held-out test excluded): dc_rs+janus needed "
-        "1,500 vs 1,000 for dc_rs (18 vs 10 LLM responses)")
+        "Janus overhead: +50.0% tokens over dc_rs without Janus (stream tokens, cache hits included, held-out test "
+        "excluded): dc_rs+janus needed 1,500 vs 1,000 for dc_rs (18 vs 10 LLM responses); the whole cost of guarding, "
+        "against no guard at all (the README's cost figure is another ratio: the recommended controller's paid "
+        "evaluations as a share of an always-compare controller's)")
     make_run(tmp_path / "run", "gsm8k", "dc_rs", {
         "dc_rs": {"test_accuracy": 0.5, "decisions": _decs("wwww"), "summary": {"usage": base_u}},
         "dc_rs+janus": {"test_accuracy": 0.5, "triggers": 0, "decisions": _decs("wwww"), "summary": {"usage": jan_u}}})

@@ -53,6 +53,19 @@ def janus_overhead(base_usage: dict, janus_usage: dict) -> dict:
     return {"base": b, "janus": j, "pct": overhead_pct(b["needed_tokens"], j["needed_tokens"])}
 
 
+# what the overhead line is not: the README's cost figure compares two Janus controllers, not Janus with no Janus
+OVERHEAD_NOT = ("the whole cost of guarding, against no guard at all (the README's cost figure is another ratio: the "
+                "recommended controller's paid evaluations as a share of an always-compare controller's)")
+
+
+def overhead_line(name: str, base_name: str, o: dict) -> str:
+    """The console's overhead sentence: what it counts (the tokens each method needed in the stream), against what
+    (the same updater without Janus), and how it relates to the README's figure (:data:`OVERHEAD_NOT`)."""
+    return (f"Janus overhead: {o['pct']:+.1f}% tokens over {base_name} without Janus ({OVERHEAD_BASIS}): {name} "
+            f"needed {o['janus']['needed_tokens']:,} vs {o['base']['needed_tokens']:,} for {base_name} "
+            f"({o['janus']['needed_calls']:,} vs {o['base']['needed_calls']:,} LLM responses); {OVERHEAD_NOT}")
+
+
 def cost_remarks(methods: dict) -> list[str]:
     """Plain sentences: Janus overhead per base/+janus pair, and which methods' results came from the cache."""
     costs = {name: method_cost(m.get("usage") or {}) for name, m in methods.items()}
@@ -62,9 +75,7 @@ def cost_remarks(methods: dict) -> list[str]:
         if name.endswith("+janus") and base_name in costs:
             o = janus_overhead(methods[base_name].get("usage"), methods[name].get("usage"))
             if o["pct"] is not None:
-                out.append(f"Janus overhead: {o['pct']:+.1f}% ({OVERHEAD_BASIS}): {name} needed "
-                           f"{o['janus']['needed_tokens']:,} vs {o['base']['needed_tokens']:,} for {base_name} "
-                           f"({o['janus']['needed_calls']:,} vs {o['base']['needed_calls']:,} LLM responses)")
+                out.append(overhead_line(name, base_name, o))
     for name, c in costs.items():
         if c["needed_calls"] and not c["paid_calls"]:
             out.append(f"{name}: every response came from the response cache (0 paid calls); its results are replayed "
