@@ -142,7 +142,7 @@ def test_tables_exact_values(grid_root, tmp_path):
     assert "| always | 70.0 | 6 | 3 | 100.0% | 2+1+2 | 4.0 / 5 | n/a | 60 | 10 | 30 | 6/0 |" in md
     assert "| base (no Janus) | 60.0 | — | — | — | — | — | — | — | — | — | — |" in md
     assert ("| Policy | Test acc | #Trig | MMT #Trig | Trig. rate | Evaluation set | \\|E\\| used (mean) / configured | "
-            "Tasks read (mean) | Evaluations | Janus calls paid | Paper's cost (#Trig×\\|E\\|) | Accepts/Rollbacks |") in md
+            "Tasks read (mean) | Evaluations needed | Janus calls paid | Paper's cost (#Trig×\\|E\\|) | Accepts/Rollbacks |") in md
     cost = {(r["dataset"], r["label"]): r for r in rep["tables"]["cost"]["rows"]}
     assert (cost["gpqa", "dc_rs+janus"]["calls"], cost["gpqa", "dc_rs+janus"]["tokens"]) == (10, 1000)
     assert cost["gpqa", "dc_rs"]["calls"] is None  # no usage stored: n/a, never 0
@@ -165,8 +165,8 @@ def test_table_3_says_what_its_columns_mean(grid_root, tmp_path):
             "trigger (— for a trigger that does not read it); evaluation set: coverage K' + boundary K_b + fresh K_F "
             "for the paper's hybrid set (K = K' + K_b), or the panel's size, and for a sequential rule how many tasks "
             f"a comparison reads. {COST_LEGEND}. {PAPER_COST_LEGEND}.", ""]
-    assert md[at + 4] == ("| Dataset | Method | Janus | τ | Evaluation set | Test acc | #Trig | Trig. rate | Evaluations | "
-                          "Janus calls paid | Paper's cost (#Trig×\\|E\\|) |")
+    assert md[at + 4] == ("| Dataset | Method | Janus | τ | Evaluation set | Test acc | #Trig | Trig. rate | Evaluations needed "
+                          "| Janus calls paid | Paper's cost (#Trig×\\|E\\|) |")
     assert md[at + 6:at + 9] == ["| GPQA | dc_rs+janus | paper | 0 | 2+1+2 | 75.0 | 3 | 50.0% | 30 | 10 | 15 |",
                                  "| GPQA | dc_rs+janus[trigger=always] | paper | — | 2+1+2 | 70.0 | 6 | 100.0% | 60 | 10 | "
                                  "30 |",

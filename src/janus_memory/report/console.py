@@ -81,7 +81,7 @@ def _print_cost_rows(sec: dict, group: str, console, width) -> None:
     body = [[r["label"], display_name(r["dataset"]), r["controller"], _pct(r["test_accuracy"], r["std"]),
              _num(r["triggers"]), _na(r["evaluations"])] for r in rows]
     t = fit_table("test accuracy (%) of every Janus label (Table 3)",
-                  ("Method", "Dataset", "Janus", "Test acc", "#Trig", "Evaluations"), body, width=width)
+                  ("Method", "Dataset", "Janus", "Test acc", "#Trig", "Evaluations needed"), body, width=width)
     console.print(t, crop=False)
 
 
@@ -94,12 +94,21 @@ def _print_paid(sec: dict, console, width) -> None:
     if not any(r["calls"] is not None for r in rows):
         return
     body = [[r["label"], display_name(r["dataset"]), _na(r["calls"]), _na(r["tokens"]), _na(r["cache_hits"]),
-             *((_na(r["janus_calls"]), _na(r["evaluations"])) if r["janus"] else ("—", "—"))] for r in rows]
+             _na(r.get("retries")), *((_na(r["janus_calls"]), _na(r["evaluations"])) if r["janus"] else ("—", "—"))]
+            for r in rows]
     t = fit_table("cost per method: what the runs paid", ("Method", "Dataset", "LLM calls paid", "tokens paid",
-                                                         "cache hits (not paid)", "Janus calls paid",
-                                                         "Janus evaluations used"), body,
-                  caption="evaluations used = (memory, task) evaluations the controller's decisions used", width=width)
+                                                         "cache hits (not paid)", "retries", "Janus calls paid",
+                                                         "Janus evaluations needed"), body,
+                  caption=EVALUATIONS_NEEDED + "; retries = " + RETRIES, width=width)
     console.print(t, crop=False)
+
+
+# what the cost columns count, said under the tables (janus report, janus run)
+EVALUATIONS_NEEDED = ("Janus evaluations needed = the (memory, task) evaluations the controller's decisions used, from "
+                      "the decision log: the same whatever the response cache held; Janus calls paid = those the "
+                      "backend answered in this run (0 when the cache served them all)")
+RETRIES = ("attempts repeated after a transient failure (a dropped connection, HTTP 429 or 5xx, a timeout); they are "
+           "not calls paid")
 
 
 def paired_line(p: dict) -> str:

@@ -121,6 +121,10 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
                           "sources": x["sources"], "scripted": x["scripted"]} for x in secs]}
 
 
+def _num_text(x) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.1f}"
+
+
 def _cannot_write(out: Path, e: OSError) -> str:
     return f"cannot write the report to {out}: {e.strerror or e}"
 
@@ -359,6 +363,10 @@ def _section_markdown(tables: dict, cap: str, sources: Sequence[str] = ()) -> li
                "first's replies there). Janus calls and tokens paid: the evaluation role alone. " + COST_LEGEND + ". "
                "Mean over seeds; n/a: the run folder does not hold the number (made before it was stored).", "",
                tables["cost"]["markdown"], "", capline, ""]
+        retried = [(r["label"], r["retries"]) for r in tables["cost"]["rows"] if r.get("retries")]
+        if retried:  # a server that dropped connections: the attempts repeated, not hidden in the calls paid
+            md += ["Retries (attempts repeated after a transient failure: a dropped connection, HTTP 429 or 5xx, a "
+                   "timeout; not calls paid): " + ", ".join(f"{lab} {_num_text(n)}" for lab, n in retried) + ".", ""]
     if tables["trigger"]["markdown"]:
         paper = (" " + PAPER_COST_LEGEND + "." if tables["trigger"].get("paper_cost") else "")
         md += ["## Table 2: trigger-policy ablation", "",

@@ -96,7 +96,8 @@ class MethodRun:
     @property
     def paid(self) -> dict | None:
         """What the run paid for this method (its stored per-role usage): ``calls``/``tokens`` (backend calls made,
-        prompt + completion tokens), ``cache_hits`` (replies the response cache served: not paid), and the same for
+        prompt + completion tokens), ``cache_hits`` (replies the response cache served: not paid), ``retries`` (attempts
+        repeated after a transient failure: a dropped connection, 429, 5xx, a timeout), and the same for
         the Janus evaluation role alone (``janus_calls``, ``janus_tokens``, ``janus_hits``). None when the run stored
         no usage."""
         usage = self.summary.get("usage")
@@ -108,6 +109,7 @@ class MethodRun:
         return {"calls": sum(u.get("calls") or 0 for u in roles.values()),
                 "tokens": sum(tok(u) for u in roles.values()),
                 "cache_hits": sum(u.get("cache_hits") or 0 for u in roles.values()),
+                "retries": sum(u.get("retries") or 0 for u in roles.values()),
                 "janus_calls": j.get("calls") or 0, "janus_tokens": tok(j), "janus_hits": j.get("cache_hits") or 0}
 
 

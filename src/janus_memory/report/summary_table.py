@@ -157,11 +157,14 @@ def print_summary(summary: dict, console) -> None:
                                  + RESUMED_NOTES.get(summary.get("resumed"), ""),
                          width=width), crop=False)
     print_injections(summary, console, width)
-    rows = [[role, *(f"{r.get(k, 0):,}" for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")),
+    rows = [[role, *(f"{r.get(k, 0) or 0:,}" for k in ("calls", "cache_hits", "retries", "prompt_tokens",
+                                                         "completion_tokens")),
              f"{r.get('wall_s', 0):.1f}"] for role, r in summary["usage_total"].items()]
-    console.print(fit_table("LLM usage by role (whole run)", ("role", "calls paid", "cache hits", "prompt tokens paid",
-                                                           "completion tokens paid", "wall s"), rows,
-                         caption="paid = backend calls; cache hits = served by the response cache", width=width),
+    console.print(fit_table("LLM usage by role (whole run)", ("role", "calls paid", "cache hits", "retries",
+                                                           "prompt tokens paid", "completion tokens paid", "wall s"),
+                            rows, caption="paid = backend calls; cache hits = served by the response cache; retries = "
+                                          "attempts repeated after a transient failure (a dropped connection, HTTP 429 "
+                                          "or 5xx, a timeout), not calls paid", width=width),
                   crop=False)
     for line in cost_remarks(methods):
         console.print(line, markup=False, soft_wrap=True)

@@ -154,8 +154,9 @@ def _janus_row(rs: list[MethodRun]) -> dict:
     }
 
 
-COST_LEGEND = ("Evaluations = the (memory, task) evaluations the controller's decisions used, summed from the "
-               "decision log (outcomes it reused, or that identical texts shared, are not counted); Janus calls paid = "
+COST_LEGEND = ("Evaluations needed = the (memory, task) evaluations the controller's decisions used, summed from the "
+               "decision log (outcomes it reused, or that identical texts shared, are not counted): the same for the "
+               "same run whatever the response cache held; Janus calls paid = "
                "the backend calls of the Janus evaluation role (a reply served by the response cache is not paid and "
                "not counted; requests a batching evaluator sent ahead that the decision did not need are paid and "
                "counted)")
@@ -196,7 +197,7 @@ def trigger_table(rows: list[MethodRun]) -> dict:
         pol = common_seeds(pol)
         paper = any(rs[0].controller.paper_cost for k, rs in pol.items() if k != "base")
         header = ["Policy", "Test acc", "#Trig", "MMT #Trig", "Trig. rate", "Evaluation set",
-                  "|E| used (mean) / configured", "Tasks read (mean)", "Evaluations", "Janus calls paid",
+                  "|E| used (mean) / configured", "Tasks read (mean)", "Evaluations needed", "Janus calls paid",
                   *(["Paper's cost (#Trig×|E|)"] if paper else []), "Accepts/Rollbacks"]
         mmt_trig = _num(_mean([r.summary.get("triggers") for r in pol.get("mmt", [])])) if pol.get("mmt") else "—"
         for r in (r for k, rs in pol.items() if k.split(" ")[0] == "periodic" for r in rs):
@@ -250,7 +251,7 @@ def janus_cost_table(rows: list[MethodRun]) -> dict:
                      _pct(row["test_accuracy"], row["std"]), _num(row["triggers"]), _rate(row["trigger_rate"]),
                      _na(row["evaluations"]), _na(row["janus_calls_paid"]),
                      *([_num(row["paper_cost"])] if paper else [])])
-    header = ["Dataset", "Method", "Janus", "τ", "Evaluation set", "Test acc", "#Trig", "Trig. rate", "Evaluations",
+    header = ["Dataset", "Method", "Janus", "τ", "Evaluation set", "Test acc", "#Trig", "Trig. rate", "Evaluations needed",
               "Janus calls paid", *(["Paper's cost (#Trig×|E|)"] if paper else [])]
     return {"rows": out, "markdown": markdown_table(header, body) if body else "", "paper_cost": paper}
 
@@ -265,14 +266,14 @@ def cost_table(rows: list[MethodRun]) -> dict:
         paid = [r.paid for r in rs]
         row = {"dataset": ds, "label": lab, "n": len(rs), "janus": rs[0].janus,
                **{k: _mean_all(p[k] if p else None for p in paid)
-                  for k in ("calls", "tokens", "cache_hits", "janus_calls", "janus_tokens")},
+                  for k in ("calls", "tokens", "cache_hits", "retries", "janus_calls", "janus_tokens")},
                "evaluations": _mean_all(evaluations(r) for r in rs) if rs[0].janus else None}
         out.append(row)
         j = (lambda k: _na(row[k])) if row["janus"] else (lambda k: "—")  # noqa: E731, B023 (used in this iteration)
         body.append([display_name(ds), lab, _na(row["calls"]), _na(row["tokens"]), _na(row["cache_hits"]),
                      j("janus_calls"), j("janus_tokens"), j("evaluations")])
     header = ["Dataset", "Method", "LLM calls paid", "Tokens paid", "Cache hits (not paid)", "Janus calls paid",
-              "Janus tokens paid", "Evaluations"]
+              "Janus tokens paid", "Evaluations needed"]
     return {"rows": out, "header": header, "body": body, "markdown": markdown_table(header, body) if body else ""}
 
 
