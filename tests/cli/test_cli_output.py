@@ -40,20 +40,35 @@ def test_step_lines_keep_their_columns_when_the_step_gains_a_digit():
 
 def test_trigger_line_exact():
     assert trigger_line("dc_rs+janus", 22, TRIG, "+2 -1 lines (10 -> 12 chars)") == (
-        "[dc_rs+janus] trigger at step 22: cos=-0.383 |E|=22 (coverage+boundary+fresh 12+8+2) old 0.818 vs new 0.545 "
-        "-> ROLLBACK (new_lt_old); candidate +2 -1 lines (10 -> 12 chars)")
+        "[dc_rs+janus] trigger at step 22: cos=-0.383 |E|=22 of 25 configured (coverage 12 + boundary 8 + fresh 2 of "
+        "5; fewer than configured: the stream had not given that many tasks yet) old 0.818 vs new 0.545 -> ROLLBACK "
+        "(new_lt_old); candidate +2 -1 lines (10 -> 12 chars)")
 
 
 def test_trigger_line_names_a_task_drawn_in_two_roles():
     """The demo's E: the current task is both a coverage representative and the fresh sample (2+1+1 = 4 roles,
-    3 distinct tasks); the line says so instead of an |E| that does not add up."""
+    3 distinct tasks); the line names it and says how it was solved instead of an |E| that does not add up; a run
+    whose configured sizes the set meets says the sizes alone, one that drew fewer says how many of how many."""
     d = dict(TRIG, coverage=["t1", "t2"], boundary=["t3"], fresh=["t2"], eval_ids=["t1", "t2", "t3"],
              accept=True, reason="new_ge_old", old_score=0.0, new_score=0.0)
     assert trigger_line("m+janus", 5, d, "+2 -0 lines (5 -> 9 chars)") == (
-        "[m+janus] trigger at step 5: cos=-0.383 |E|=3 (coverage+boundary+fresh 2+1+1; 1 task in two roles, solved "
-        "once) old 0.000 vs new 0.000 -> ACCEPT (new_ge_old); candidate +2 -0 lines (5 -> 9 chars)")
+        "[m+janus] trigger at step 5: cos=-0.383 |E|=3 of 25 configured (coverage 2 of 12 + boundary 1 of 8 + fresh 1 "
+        "of 5; fewer than configured: the stream had not given that many tasks yet; t2 in two roles, solved once) old "
+        "0.000 vs new 0.000 -> ACCEPT (new_ge_old); candidate +2 -0 lines (5 -> 9 chars)")
     d2 = dict(d, boundary=["t1"], eval_ids=["t1", "t2"])
-    assert "2+1+1; 2 tasks in two roles, solved once)" in trigger_line("m", 5, d2, "x")
+    assert "yet; t1, t2 in two roles, solved once)" in trigger_line("m", 5, d2, "x")
+    # the demo's own settings (coverage 2 + boundary 1 + fresh 1 = 4 tasks, as its header announces)
+    from janus_memory.controller.strategy import eval_set_for
+    from janus_memory.settings.config import demo_config, real_demo_config
+
+    demo = eval_set_for(demo_config().janus_config())
+    assert "|E|=3 of 4 configured (coverage 2 + boundary 1 + fresh 1; t2 in two roles, solved once) " in \
+        trigger_line("m", 5, d, "x", demo)
+    act2 = dict(d, boundary=[], coverage=["t1", "t0"], fresh=["t2"], eval_ids=["t1", "t0", "t2"])
+    assert "|E|=3 of 4 configured (coverage 2 + boundary 0 of 1: no task had flipped between memories yet + fresh 1) " \
+        in trigger_line("m", 3, act2, "x", eval_set_for(real_demo_config().janus_config()))
+    full = dict(d, coverage=["t1", "t0"], boundary=["t3"], fresh=["t2"], eval_ids=["t1", "t0", "t3", "t2"])
+    assert "|E|=4 (coverage 2 + boundary 1 + fresh 1) " in trigger_line("m", 3, full, "x", demo)
 
 
 def test_trigger_line_says_a_shared_task_was_solved_in_each_role_when_E_keeps_duplicates():
@@ -62,17 +77,18 @@ def test_trigger_line_says_a_shared_task_was_solved_in_each_role_when_E_keeps_du
     cov, bnd = [f"a{i}" for i in range(12)], [f"b{i}" for i in range(8)]
     d = dict(TRIG, coverage=cov, boundary=bnd, fresh=["c0", "a3"], eval_ids=cov + bnd + ["c0", "a3"])
     assert trigger_line("dc_rs+janus", 22, d, "+2 -2 lines (136 -> 135 chars)") == (
-        "[dc_rs+janus] trigger at step 22: cos=-0.383 |E|=22 (coverage+boundary+fresh 12+8+2; 1 task in two roles, "
-        "solved in each role) old 0.818 vs new 0.545 -> ROLLBACK (new_lt_old); candidate +2 -2 lines "
-        "(136 -> 135 chars)")
+        "[dc_rs+janus] trigger at step 22: cos=-0.383 |E|=22 of 25 configured (coverage 12 + boundary 8 + fresh 2 of "
+        "5; fewer than configured: the stream had not given that many tasks yet; a3 in two roles, solved in each "
+        "role) old 0.818 vs new 0.545 -> ROLLBACK (new_lt_old); candidate +2 -2 lines (136 -> 135 chars)")
     dedup = dict(d, eval_ids=cov + bnd + ["c0"])
-    assert "|E|=21 (coverage+boundary+fresh 12+8+2; 1 task in two roles, solved once)" in \
+    assert "|E|=21 of 25 configured (coverage 12 + boundary 8 + fresh 2 of 5; fewer than configured: the stream had " \
+        "not given that many tasks yet; a3 in two roles, solved once)" in \
         trigger_line("m", 1, dedup, "x")
     two = dict(d, fresh=["a3", "b2"], eval_ids=cov + bnd + ["a3", "b2"])
-    assert "|E|=22 (coverage+boundary+fresh 12+8+2; 2 tasks in two roles, solved in each role)" in \
+    assert "yet; a3, b2 in two roles, solved in each role)" in \
         trigger_line("m", 1, two, "x")
     part = dict(two, eval_ids=cov + bnd + ["a3"])  # a replay_limit sample kept one of the two copies
-    assert "|E|=21 (coverage+boundary+fresh 12+8+2; 2 tasks in two roles, 1 of them solved in each role)" in \
+    assert "yet; a3, b2 in two roles, 1 of them solved in each role)" in \
         trigger_line("m", 1, part, "x")
 
 
@@ -100,8 +116,9 @@ def test_console_progress_plain_lines_with_fake_clock():
         prog(ev)
     assert lines == [
         "[m+janus] step 1/2 correct skip cos=n/a (warmup)              acc 1.000  1.5s",
-        "[m+janus] trigger at step 2: cos=-0.383 |E|=22 (coverage+boundary+fresh 12+8+2) old 0.818 vs new 0.545 "
-        "-> ROLLBACK (new_lt_old); candidate +1 -2 lines (8 -> 5 chars)",
+        "[m+janus] trigger at step 2: cos=-0.383 |E|=22 of 25 configured (coverage 12 + boundary 8 + fresh 2 of 5; "
+        "fewer than configured: the stream had not given that many tasks yet) old 0.818 vs new 0.545 -> ROLLBACK "
+        "(new_lt_old); candidate +1 -2 lines (8 -> 5 chars)",
         "[m+janus] step 2/2 wrong   trig cos=-0.383 rolled back        acc 0.500  3.2s",
     ]
 

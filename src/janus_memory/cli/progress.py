@@ -81,8 +81,51 @@ def trigger_line(method: str, step: int, decision: dict, change: str, eval_set=N
                   f"compared on {len(oc)} of {n}: {scores}" if len(oc) == len(nc) else
                   f"old scored on {len(oc)}, new on {len(nc)} of {n}: {scores}")
     verdict = "ACCEPT" if decision.get("accept") else "ROLLBACK"
-    return (f"[{method}] trigger at step {step}: {_cos(decision)} |E|={n} {eval_set.where(decision)} "
+    return (f"[{method}] trigger at step {step}: {_cos(decision)} |E|={eval_set_text(decision, eval_set)} "
             f"{scores} -> {verdict} ({decision.get('reason')}); candidate {change}")
+
+
+def eval_set_text(decision: dict, eval_set) -> str:
+    """The evaluation set a comparison used, in the terms the run's header announced it: for the paper's hybrid set
+    ``3 of 4 configured (coverage 2 + boundary 0 of 1: no task had flipped between memories yet + fresh 1)``; a role
+    that drew fewer tasks than configured says so (the stream had not given that many yet), and a task that filled two
+    roles is named (solved once when E is de-duplicated, once per role otherwise), so the count agrees with the
+    announced ``... = 4 tasks`` or says why not. Another strategy: ``n`` and its own ``where`` (the panel's)."""
+    n = len(decision.get("eval_ids") or [])
+    e = getattr(getattr(eval_set, "config", None), "eval_set", None)
+    if getattr(eval_set, "name", None) != "hybrid" or e is None:
+        return f"{n} {eval_set.where(decision)}"
+    conf = {"coverage": e.coverage_size * bool(e.use_coverage), "boundary": e.boundary_size * bool(e.use_boundary),
+            "fresh": e.fresh_size * bool(e.use_fresh)}
+    roles = {k: [str(x) for x in decision.get(k) or []] for k in conf}
+    parts, short = [], False
+    for role, want in conf.items():
+        got = len(roles[role])
+        if not want and not got:
+            continue  # the role is off (an ablation); the header says so
+        if got >= want:
+            parts.append(f"{role} {got}")
+        elif role == "boundary" and not got:
+            parts.append(f"boundary 0 of {want}: no task had flipped between memories yet")
+        else:
+            parts.append(f"{role} {got} of {want}")
+            short = True
+    text = " + ".join(parts) or "no role"
+    if short:
+        text += "; fewer than configured: the stream had not given that many tasks yet"
+    drawn = [t for r in roles.values() for t in r]
+    twice = sorted({t for t in drawn if drawn.count(t) > 1})
+    ids = [str(x) for x in decision.get("eval_ids") or []]
+    if twice:  # E de-duplicated (recommended) holds such a task once; the paper preset keeps a copy per role
+        repeats = len(ids) - len(set(ids))
+        how = ("solved once" if not repeats else "solved in each role" if repeats >= len(twice)
+               else f"{repeats} of them solved in each role")
+        names = ", ".join(twice) if len(twice) <= 3 else f"{len(twice)} tasks"
+        text += f"; {names} in two roles, {how}"
+    if e.replay_limit is not None and len(set(ids)) < len(set(drawn)) and n == e.replay_limit:
+        text += f"; {n} of them sampled (replay limit)"
+    total = sum(conf.values())
+    return f"{n} ({text})" if n == total else f"{n} of {total} configured ({text})"
 
 
 def test_start_line(method: str, tasks: int, answers: int) -> str:
