@@ -70,8 +70,14 @@ def test_quiet_twice_keeps_the_summary_and_lists_unscored_answers(tmp_path, caps
     assert "…" not in text
     assert any(line.startswith("│ dc_cu+janus ") and len(line) > 0 for line in text.splitlines())
     assert f"run folder: {out.resolve()}" in text.splitlines()
-    assert re.search(r"^wall time: \d+\.\d s from start to end = start-up \d+\.\d s \(imports, dataset, encoder, before "
-                     r"the first step\) \+ stream and test \d+\.\d s$", text, re.M)
+    wall = re.search(r"^wall time: (\d+\.\d) s from start to end = start-up \d+\.\d s \(imports, dataset, encoder, "
+                     r"before the first step\) \+ stream and test \d+\.\d s$", text, re.M)
+    assert wall
+    # one clock: the number janus view shows (the run folder's summary.json), counted from the command's start
+    from janus_memory.view.data import view_data
+
+    stored = json.loads((out / "summary.json").read_text())["wall_s"]
+    assert wall.group(1) == f"{stored:.1f}" == f"{view_data([out])['runs'][0]['header']['wall_s']:.1f}"
 
 
 def test_plain_progress_has_test_lines(tmp_path, capsys):

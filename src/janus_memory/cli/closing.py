@@ -181,8 +181,11 @@ def closing_lines(summary: dict, say, t0: float, first_step: float | None) -> No
         for line in unscored_answer_lines(method, records):
             say(line)
     say(f"run folder: {summary['run_dir']}")
-    say(wall_line(time.time() - t0, None if first_step is None else first_step - t0,
-                  (summary.get("engine") or {}).get("load_s")))
+    # one clock: the summary's wall_s (counted from the command's start to the run's end, run_experiment(started=)),
+    # the number `janus view` shows; the tables printed after the run's end are not in it
+    total = summary.get("wall_s")
+    say(wall_line(float(total) if isinstance(total, (int, float)) else time.time() - t0,
+                  None if first_step is None else first_step - t0, (summary.get("engine") or {}).get("load_s")))
 
 
 def wall_line(total: float, startup: float | None, load_s: float | None = None) -> str:

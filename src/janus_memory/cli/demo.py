@@ -73,8 +73,8 @@ def run_demo(args, console, t0: float | None) -> int:
     args.run_folder = cfgs[which[0]].out
     if "scripted" in which:
         started = time.time()
-        summary = scripted_act(cfgs["scripted"], args, console, total=len(which))
-        for line in story(summary, time.time() - started):
+        summary = scripted_act(cfgs["scripted"], args, console, total=len(which), started=started)
+        for line in story(summary, summary.get("wall_s", time.time() - started)):  # the run folder's clock
             say(line)
     if "real" in which:
         cfg = cfgs["real"]
@@ -85,12 +85,12 @@ def run_demo(args, console, t0: float | None) -> int:
         started = time.time() if len(which) > 1 else t0
         a = act_args(args, "real", root)
         summary = _run_summary(cfg, a, console, started)
-        for line in real_frame_after(summary, cfg, time.time() - (started or time.time())):
+        for line in real_frame_after(summary, cfg, summary.get("wall_s")):  # the run folder's clock, as janus view
             say(line)
     return 0
 
 
-def scripted_act(cfg, args, console, total: int) -> dict:
+def scripted_act(cfg, args, console, total: int, started: float | None = None) -> dict:
     """Run act 1 (no progress lines; warnings only) and return its summary."""
     from ..run.experiment import run_experiment
     from .checks import preflight
@@ -113,7 +113,8 @@ def scripted_act(cfg, args, console, total: int) -> dict:
         if m.startswith("warning"):
             say(f"{TAG} {m}")
 
-    return run_experiment(cfg, log=log, on_event=None, overwrite=args.overwrite, resume=False, splits=splits)
+    return run_experiment(cfg, log=log, on_event=None, overwrite=args.overwrite, resume=False, splits=splits,
+                          started=started)
 
 
 WIDTH = 100  # lines of normal width, also when piped

@@ -289,7 +289,7 @@ def _run_summary(cfg, args, console, t0: float | None = None) -> dict:
         with Heartbeat(progress):  # off a terminal: a line at least every 30 s, also inside a long model call
             summary = run_experiment(cfg, log=log, on_event=on_event, overwrite=args.overwrite,
                                      resume=bool(getattr(args, "resume", None)), splits=splits,
-                                     lock=getattr(args, "resume_lock", None))
+                                     lock=getattr(args, "resume_lock", None), started=t0)
     print_summary(summary, console)  # always printed, whatever --quiet says
     closing_lines(summary, say, t0, first_step[0] if first_step else None)
     for line in injection.next_steps(summary):  # runs with --inject: where to look next

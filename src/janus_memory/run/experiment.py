@@ -148,7 +148,7 @@ def _legacy_on_step(on_step):
 
 def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_step=None, on_event=None,
                    overwrite: bool = False, resume: bool = False, stop_after: int | None = None,
-                   splits=None, shared_budget=None, lock: RunLock | None = None) -> dict:
+                   splits=None, shared_budget=None, lock: RunLock | None = None, started: float | None = None) -> dict:
     """Validate, build, run every method of ``cfg`` and write the run folder. Returns the summary dict.
 
     ``on_event(ev)`` receives every typed event (store/events.py); ``on_step(dict)`` the older progress dicts. With
@@ -158,6 +158,8 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
     ``splits``: the (stream, test) splits of ``cfg`` already loaded by build.load_splits (the CLI loads them before
     printing anything); None loads them here. ``shared_budget``: a llm.budget.SharedBudget whose slots every LLM
     request also takes (the worker processes of a sweep sharing one endpoint).
+    ``started``: the time.time() the command started (`janus run` passes it): the summary's ``wall_s`` then counts
+    from there, so the CLI's closing line and `janus view` give one wall time; None counts from this call.
     ``lock``: the folder's RunLock when the caller already holds it (the
     CLI takes it before it reads a folder to resume: resume.held_for_resume); it is left to the caller to release.
 
@@ -172,7 +174,7 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
     """
     from .. import __version__
 
-    t0 = time.time()
+    t0 = started if started is not None else time.time()
     validate_names(cfg)
     cfg = resolve_config(cfg)
     created = None if resume else _top_missing(Path(cfg.out).expanduser())

@@ -181,7 +181,8 @@
       ["Model", h.model], ["Dataset", h.dataset_name + " (" + h.dataset + ")"], ["Updater", h.updater]
     ].concat(h.setup || []).concat([
       ["Encoder", h.encoder], ["Sizes", sizes], ["Seeds", seeds],
-      ["Wall time", h.wall_s === null || h.wall_s === undefined ? "—" : h.wall_s.toFixed(1) + " s"], ["Cost", cost]
+      ["Wall time", h.wall_s === null || h.wall_s === undefined ? "—" : h.wall_s.toFixed(1) + " s (from the " +
+        "command's start to the run's end: the wall time janus run's last line gives)"], ["Cost", cost]
     ]);
     if (h.inject) rows.push(["Injected candidates", h.inject]);
     if (h.version) rows.push(["janus-memory", h.version]);
