@@ -532,6 +532,7 @@ def test_story_without_decisions_early_stop_and_a_blind_only_run():
     f = V.DEPLOYED | V.CHANGED | V.TRIGGERED | V.INJECTED
     assert V._janus_text(d, f) == ("old not evaluated (early stop) vs candidate 2/2 (0.00): deployed (early stop: it "
                                    "cannot lose any more)")
+    assert V._janus_text({}, V.DEPLOYED | V.WARMUP | V.INJECTED) == "no comparison (inside the warm-up): deployed unexamined"
     # a blind-only run with a planted candidate gets its row; its Janus column says there is none
     base = _method("x", [V.DEPLOYED | V.CHANGED | V.INJECTED], [{"inj": "poison", "dn": "the candidate's text is not "
                                                                  "stored in this folder (no run.sqlite)"}])

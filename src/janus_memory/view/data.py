@@ -210,7 +210,7 @@ def story(head: dict, methods: list[dict]) -> dict:
     line. A blind method with planted candidates and no Janus twin gets its rows too."""
     scripted = head.get("backend") == "fake"
     by_name = {m["name"]: m for m in methods}
-    pairs = []
+    pairs: list[tuple[dict | None, dict | None]] = []
     for m in methods:
         if m["janus"]:
             base = by_name.get(m["name"][: -len("+janus")]) if m["name"].endswith("+janus") else None
@@ -330,11 +330,12 @@ def _scores(d: dict) -> dict:
 
 
 def _janus_text(d: dict, f: int) -> str:
-    """``old 3/3 (1.00) vs candidate 0/3 (0.00) on its evaluation set: rolled back``, or why there was no
+    """``old 3/3 (1.00) vs candidate 0/3 (0.00): rolled back`` (right answers on the evaluation set / entries each
+    memory was evaluated on, the decision's scores, a few words of reason when it is not plain), or why there was no
     comparison."""
     if not f & TRIGGERED:
-        why = "inside the warm-up" if f & WARMUP else "the trigger did not fire"
-        return f"no comparison ({why}): deployed unexamined" if f & DEPLOYED else f"no comparison ({why})"
+        skip = "inside the warm-up" if f & WARMUP else "the trigger did not fire"
+        return f"no comparison ({skip}): deployed unexamined" if f & DEPLOYED else f"no comparison ({skip})"
     s = _scores(d)
 
     def part(name, kn, score):
