@@ -132,7 +132,7 @@ def test_start_up_and_model_load_are_never_silent():
     note[0] = "loading the model (model.gguf)"
     clock.t += 40
     prog.tick()
-    assert lines[-1] == ("[m] step 1/5 still running: no line for 40s (loading the model (model.gguf)); tokens paid "
+    assert lines[-1] == ("[m] step 1 of 5 still running: no line for 40s (loading the model (model.gguf)); tokens paid "
                          "so far 0, elapsed 40s")
 
 
