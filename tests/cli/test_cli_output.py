@@ -41,7 +41,7 @@ def test_step_lines_keep_their_columns_when_the_step_gains_a_digit():
 def test_trigger_line_exact():
     assert trigger_line("dc_rs+janus", 22, TRIG, "+2 -1 lines (10 -> 12 chars)") == (
         "[dc_rs+janus] trigger at step 22: cos=-0.383 |E|=22 of 25 configured (coverage 12 + boundary 8 + fresh 2 of "
-        "5; fewer than configured: the stream had not given that many tasks yet) old 0.818 vs new 0.545 -> ROLLBACK "
+        "5; fewer than configured: few tasks since the last comparison) old 0.818 vs new 0.545 -> ROLLBACK "
         "(new_lt_old); candidate +2 -1 lines (10 -> 12 chars)")
 
 
@@ -53,10 +53,11 @@ def test_trigger_line_names_a_task_drawn_in_two_roles():
              accept=True, reason="new_ge_old", old_score=0.0, new_score=0.0)
     assert trigger_line("m+janus", 5, d, "+2 -0 lines (5 -> 9 chars)") == (
         "[m+janus] trigger at step 5: cos=-0.383 |E|=3 of 25 configured (coverage 2 of 12 + boundary 1 of 8 + fresh 1 "
-        "of 5; fewer than configured: the stream had not given that many tasks yet; t2 in two roles, solved once) old "
-        "0.000 vs new 0.000 -> ACCEPT (new_ge_old); candidate +2 -0 lines (5 -> 9 chars)")
+        "of 5; fewer than configured: few tasks seen yet, few flipped tasks available, few tasks since the last "
+        "comparison; t2 in two roles, solved once) old 0.000 vs new 0.000 -> ACCEPT (new_ge_old); candidate +2 -0 "
+        "lines (5 -> 9 chars)")
     d2 = dict(d, boundary=["t1"], eval_ids=["t1", "t2"])
-    assert "yet; t1, t2 in two roles, solved once)" in trigger_line("m", 5, d2, "x")
+    assert "comparison; t1, t2 in two roles, solved once)" in trigger_line("m", 5, d2, "x")
     # the demo's own settings (coverage 2 + boundary 1 + fresh 1 = 4 tasks, as its header announces)
     from janus_memory.controller.strategy import eval_set_for
     from janus_memory.settings.config import demo_config, real_demo_config
@@ -65,7 +66,7 @@ def test_trigger_line_names_a_task_drawn_in_two_roles():
     assert "|E|=3 of 4 configured (coverage 2 + boundary 1 + fresh 1; t2 in two roles, solved once) " in \
         trigger_line("m", 5, d, "x", demo)
     act2 = dict(d, boundary=[], coverage=["t1", "t0"], fresh=["t2"], eval_ids=["t1", "t0", "t2"])
-    assert "|E|=3 of 4 configured (coverage 2 + boundary 0 of 1: no task had flipped between memories yet + fresh 1) " \
+    assert "|E|=3 of 4 configured (coverage 2 + boundary 0 of 1: no flipped task available + fresh 1) " \
         in trigger_line("m", 3, act2, "x", eval_set_for(real_demo_config().janus_config()))
     full = dict(d, coverage=["t1", "t0"], boundary=["t3"], fresh=["t2"], eval_ids=["t1", "t0", "t3", "t2"])
     assert "|E|=4 (coverage 2 + boundary 1 + fresh 1) " in trigger_line("m", 3, full, "x", demo)
@@ -78,17 +79,17 @@ def test_trigger_line_says_a_shared_task_was_solved_in_each_role_when_E_keeps_du
     d = dict(TRIG, coverage=cov, boundary=bnd, fresh=["c0", "a3"], eval_ids=cov + bnd + ["c0", "a3"])
     assert trigger_line("dc_rs+janus", 22, d, "+2 -2 lines (136 -> 135 chars)") == (
         "[dc_rs+janus] trigger at step 22: cos=-0.383 |E|=22 of 25 configured (coverage 12 + boundary 8 + fresh 2 of "
-        "5; fewer than configured: the stream had not given that many tasks yet; a3 in two roles, solved in each "
+        "5; fewer than configured: few tasks since the last comparison; a3 in two roles, solved in each "
         "role) old 0.818 vs new 0.545 -> ROLLBACK (new_lt_old); candidate +2 -2 lines (136 -> 135 chars)")
     dedup = dict(d, eval_ids=cov + bnd + ["c0"])
-    assert "|E|=21 of 25 configured (coverage 12 + boundary 8 + fresh 2 of 5; fewer than configured: the stream had " \
-        "not given that many tasks yet; a3 in two roles, solved once)" in \
+    assert "|E|=21 of 25 configured (coverage 12 + boundary 8 + fresh 2 of 5; fewer than configured: few tasks since " \
+        "the last comparison; a3 in two roles, solved once)" in \
         trigger_line("m", 1, dedup, "x")
     two = dict(d, fresh=["a3", "b2"], eval_ids=cov + bnd + ["a3", "b2"])
-    assert "yet; a3, b2 in two roles, solved in each role)" in \
+    assert "comparison; a3, b2 in two roles, solved in each role)" in \
         trigger_line("m", 1, two, "x")
     part = dict(two, eval_ids=cov + bnd + ["a3"])  # a replay_limit sample kept one of the two copies
-    assert "yet; a3, b2 in two roles, 1 of them solved in each role)" in \
+    assert "comparison; a3, b2 in two roles, 1 of them solved in each role)" in \
         trigger_line("m", 1, part, "x")
 
 
@@ -117,7 +118,7 @@ def test_console_progress_plain_lines_with_fake_clock():
     assert lines == [
         "[m+janus] step 1/2 correct skip cos=n/a (warmup)              acc 1.000  1.5s",
         "[m+janus] trigger at step 2: cos=-0.383 |E|=22 of 25 configured (coverage 12 + boundary 8 + fresh 2 of 5; "
-        "fewer than configured: the stream had not given that many tasks yet) old 0.818 vs new 0.545 -> ROLLBACK "
+        "fewer than configured: few tasks since the last comparison) old 0.818 vs new 0.545 -> ROLLBACK "
         "(new_lt_old); candidate +1 -2 lines (8 -> 5 chars)",
         "[m+janus] step 2/2 wrong   trig cos=-0.383 rolled back        acc 0.500  3.2s",
     ]

@@ -181,17 +181,18 @@ def test_trigger_line_says_how_many_tasks_were_compared():
          "old_correct": [True, True], "new_correct": [False, True], "old_score": 1.0, "new_score": 0.5}
     assert trigger_line("m+janus", 7, d, "+1 -0 lines (5 -> 9 chars)") == (
         "[m+janus] trigger at step 7: cos=n/a |E|=4 of 25 configured (coverage 2 of 12 + boundary 1 of 8 + fresh 1 of 5; "
-        "fewer than configured: the stream had not given that many tasks yet) compared on 2 of 4: old 1.000 vs "
+        "fewer than configured: few tasks seen yet, few flipped tasks available, few tasks since the last comparison) "
+        "compared on 2 of 4: old 1.000 vs "
         "new 0.500 -> ROLLBACK (sprt_truncated_old_better); candidate +1 -0 lines (5 -> 9 chars)")
     early = dict(d, old_correct=[True], new_correct=[False, True, True], reason="early_stop_new_ge_old", accept=True)
-    assert "yet) old scored on 1, new on 3 of 4: old 1.000" in \
+    assert "comparison) old scored on 1, new on 3 of 4: old 1.000" in \
         trigger_line("m", 1, early, "x")
     same = dict(d, old_correct=[], new_correct=[], reason="sprt_new_not_worse", accept=True)
-    assert "yet) compared on 0 of 4 -> ACCEPT" in trigger_line("m", 1, same, "x")
+    assert "comparison) compared on 0 of 4 -> ACCEPT" in trigger_line("m", 1, same, "x")
     full = dict(d, old_correct=[True] * 4, new_correct=[False] * 4)
-    assert "yet) compared on 4 of 4: old 1.000 vs new 0.500 -> ROLLBACK" in trigger_line("m", 1, full, "x")
+    assert "comparison) compared on 4 of 4: old 1.000 vs new 0.500 -> ROLLBACK" in trigger_line("m", 1, full, "x")
     paper = dict(full, reason="old_better")
-    assert "yet) old 1.000 vs new 0.500 -> ROLLBACK (old_better)" in trigger_line("m", 1, paper, "x")
+    assert "comparison) old 1.000 vs new 0.500 -> ROLLBACK (old_better)" in trigger_line("m", 1, paper, "x")
 
 
 # ----------------------------------------------------------------------------- seq_recent_pairs

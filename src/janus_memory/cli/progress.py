@@ -85,10 +85,16 @@ def trigger_line(method: str, step: int, decision: dict, change: str, eval_set=N
             f"{scores} -> {verdict} ({decision.get('reason')}); candidate {change}")
 
 
+# why a role of the paper's set drew fewer tasks than configured: it draws from what the stream has given so far
+_SHORT_WHY = {"coverage": "few tasks seen yet", "boundary": "few flipped tasks available",
+              "fresh": "few tasks since the last comparison"}
+
+
 def eval_set_text(decision: dict, eval_set) -> str:
     """The evaluation set a comparison used, in the terms the run's header announced it: for the paper's hybrid set
-    ``3 of 4 configured (coverage 2 + boundary 0 of 1: no task had flipped between memories yet + fresh 1)``; a role
-    that drew fewer tasks than configured says so (the stream had not given that many yet), and a task that filled two
+    ``3 of 4 configured (coverage 2 + boundary 0 of 1: no flipped task available + fresh 1)`` (the boundary role draws
+    tasks whose answer flipped between memories); a role that drew fewer tasks than configured says why
+    (:data:`_SHORT_WHY`), and a task that filled two
     roles is named (solved once when E is de-duplicated, once per role otherwise), so the count agrees with the
     announced ``... = 4 tasks`` or says why not. Another strategy: ``n`` and its own ``where`` (the panel's)."""
     n = len(decision.get("eval_ids") or [])
@@ -98,7 +104,7 @@ def eval_set_text(decision: dict, eval_set) -> str:
     conf = {"coverage": e.coverage_size * bool(e.use_coverage), "boundary": e.boundary_size * bool(e.use_boundary),
             "fresh": e.fresh_size * bool(e.use_fresh)}
     roles = {k: [str(x) for x in decision.get(k) or []] for k in conf}
-    parts, short = [], False
+    parts, short = [], []
     for role, want in conf.items():
         got = len(roles[role])
         if not want and not got:
@@ -106,13 +112,13 @@ def eval_set_text(decision: dict, eval_set) -> str:
         if got >= want:
             parts.append(f"{role} {got}")
         elif role == "boundary" and not got:
-            parts.append(f"boundary 0 of {want}: no task had flipped between memories yet")
+            parts.append(f"boundary 0 of {want}: no flipped task available")
         else:
             parts.append(f"{role} {got} of {want}")
-            short = True
+            short.append(_SHORT_WHY[role])
     text = " + ".join(parts) or "no role"
     if short:
-        text += "; fewer than configured: the stream had not given that many tasks yet"
+        text += "; fewer than configured: " + ", ".join(short)
     drawn = [t for r in roles.values() for t in r]
     twice = sorted({t for t in drawn if drawn.count(t) > 1})
     ids = [str(x) for x in decision.get("eval_ids") or []]
