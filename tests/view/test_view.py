@@ -66,6 +66,7 @@ def test_view_data_of_a_fake_run_exact(view_fake_run):
     assert (janus["triggers"], janus["accepts"], janus["rollbacks"]) == (9, 6, 3)
     # 9 paper-rule comparisons of 4 tasks x 2 memories: what the controller evaluated, and what the run paid for it
     assert janus["cost"]["evaluations"] == 72 == janus["cost"]["roles"]["janus"]["calls"]
+    assert {r["retries"] for r in janus["cost"]["roles"].values()} == {0}  # the scripted backend never fails
     assert base["cost"]["evaluations"] is None
     assert janus["injections"] == {"plan": "poison@8", "injected": 1, "deployed": 0, "blocked": 1}
     assert base["injections"] == {"plan": "poison@8", "injected": 1, "deployed": 1, "blocked": 0}

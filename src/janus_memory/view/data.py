@@ -383,7 +383,7 @@ def method_data(reader, r, versions: list[dict], tasks: TaskTable) -> dict:
     roles = {role: {"calls": (u.get("calls") or 0) + (u.get("cache_hits") or 0),
                     "tokens": sum(u.get(k) or 0 for k in ("prompt_tokens", "completion_tokens", "hit_prompt_tokens",
                                                            "hit_completion_tokens")),
-                    "cost_usd": u.get("cost_usd")}
+                    "cost_usd": u.get("cost_usd"), "retries": u.get("retries") or 0}
              for role, u in (s.get("usage") or {}).items() if isinstance(u, dict)}
     return {
         "name": r.method, "label": r.label, "janus": r.janus, "n": n,

@@ -683,17 +683,19 @@
       return [m.label, num(m.cost.needed_calls), num(m.cost.needed_tokens), num(m.cost.paid_calls),
               num(m.cost.paid_tokens), num(m.cost.cache_hits), ev].concat(order.map(function (r) {
         var x = m.cost.roles[r];
-        return x ? num(x.tokens) + " (" + num(x.calls) + ")" : "—";
+        return x ? num(x.tokens) + " (" + num(x.calls) + (x.retries ? ", " + num(x.retries) + (x.retries === 1 ? " retry" : " retries") : "") + ")"
+          : "—";
       }));
     });
     return section("Cost per method", "cost", [
       table(["Method", "Calls needed", "Tokens needed", "Calls paid", "Tokens paid", "Cache hits (not paid)",
-             "Janus evaluations used"].concat(order.map(function (r) { return r + " tokens (calls)"; })), rows),
+             "Janus evaluations needed"].concat(order.map(function (r) { return r + " tokens (calls)"; })), rows),
       el("p", {cls: "note", text: "needed = every response the method's requests got, cache included (its cost with an empty cache; " +
         "speculative reads too); paid = calls this run " +
-        "made (as janus run prints): a reply served by the response cache is not paid. Janus evaluations used = " +
+        "made (as janus run prints): a reply served by the response cache is not paid. Janus evaluations needed = " +
         "the (memory, task) evaluations the controller's decisions used (decision log); the janus role's calls " +
-        "also count requests sent ahead that a decision did not need."})]);
+        "also count requests sent ahead that a decision did not need; retries = attempts repeated after a transient " +
+        "failure (a dropped connection, HTTP 429 or 5xx, a timeout), not calls paid."})]);
   }
 
   // ------------------------------------------------------------------ state in the URL hash (#run=0&method=..&step=..)
