@@ -142,7 +142,8 @@ def test_tables_exact_values(grid_root, tmp_path):
     assert "| always | 70.0 | 6 | 3 | 100.0% | 2+1+2 | 4.0 / 5 | n/a | 60 | 10 | 30 | 6/0 |" in md
     assert "| base (no Janus) | 60.0 | — | — | — | — | — | — | — | — | — | — |" in md
     assert ("| Policy | Test acc | #Trig | MMT #Trig | Trig. rate | Evaluation set | \\|E\\| used (mean) / configured | "
-            "Tasks read (mean) | Evaluations needed | Janus calls paid | Paper's cost (#Trig×\\|E\\|) | Accepts/Rollbacks |") in md
+            "Tasks read (mean) | Evaluations needed | Janus calls paid | Paper's cost (#Trig×\\|E\\|) | "
+            "Accepts/Rollbacks |") in md
     cost = {(r["dataset"], r["label"]): r for r in rep["tables"]["cost"]["rows"]}
     assert (cost["gpqa", "dc_rs+janus"]["calls"], cost["gpqa", "dc_rs+janus"]["tokens"]) == (10, 1000)
     assert cost["gpqa", "dc_rs"]["calls"] is None  # no usage stored: n/a, never 0
