@@ -178,7 +178,8 @@ def test_both_acts_run_scripted_first_then_the_real_act_on_rules_between_its_fra
                             "the candidate 0.67, so this model's answers got worse with it. Held-out test: exprag "
                             "(blind) 3/5, exprag+janus (Janus) 5/5.")
     assert "  janus demo --act real --backend openai --base-url http://HOST:PORT/v1 --model NAME" in lines
-    assert lines[-1].startswith("  took ") and lines[-1].endswith(f"look closer: janus view {out / 'real'}")
+    assert lines[-2].startswith("  took ") and lines[-2].endswith(f"look closer: janus view {out / 'real'}")
+    assert lines[-1] == f"  both acts on one page, their decisions first: janus view {out}"
     assert (out / "scripted" / "COMPLETE").exists() and (out / "real" / "COMPLETE").exists()
 
 

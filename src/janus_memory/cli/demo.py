@@ -87,6 +87,8 @@ def run_demo(args, console, t0: float | None) -> int:
         summary = _run_summary(cfg, a, console, started)
         for line in real_frame_after(summary, cfg, summary.get("wall_s")):  # the run folder's clock, as janus view
             say(line)
+        if "scripted" in which:  # one page for both acts, each act's decisions at its top
+            say(f"  both acts on one page, their decisions first: janus view {Path(cfg.out).parent}")
     return 0
 
 
