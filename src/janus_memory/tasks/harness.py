@@ -18,6 +18,10 @@ Design: the completion and the tests run in two different processes inside the s
   namespace and calls ``check(candidate)``, where ``candidate`` forwards each call to the worker. Only when ``check``
   has *returned* does it read the nonce and write ``PASS <nonce>`` to the proof pipe, kill the worker and exit.
 The host counts a pass iff the proof pipe carries exactly ``PASS <its nonce>`` and the output stayed under the cap.
+Before anything else the supervisor writes ``UP`` to the proof pipe: a run without it never reached the harness (the
+interpreter did not start inside the sandbox, a launcher failed), so it is a ``sandbox-error`` (status "error"), never
+a failed answer; a run with it is judged by the proof alone, whatever the program printed (a program that writes
+``bwrap: ...`` to stderr and exits 1 is a failure, not a sandbox error).
 Whatever the completion does - exit in any way, print markers, replace builtins/print/stdout/``check``/``abs``,
 register atexit hooks or signal handlers, fork, start threads, set trace functions, read its own files, walk frames or
 brute-force descriptor numbers - it runs in a process that holds neither the nonce nor the proof pipe and cannot
@@ -38,8 +42,10 @@ from __future__ import annotations
 import json
 import secrets
 import struct
+import threading
 
-from .sandbox import SandboxLimits, SandboxResult, run_python
+from ..errors import printable
+from .sandbox import SandboxLimits, SandboxResult, SandboxUnavailable, run_python
 
 HARNESS = r'''
 import builtins, fcntl, json, marshal, os, signal, struct, sys, ctypes
@@ -140,6 +146,7 @@ def _supervisor():
         os.close(fd)
         return n
     host_fd, proof_fd = hide(0), hide(3)  # host_fd: the test code (length-prefixed), then the nonce; unread yet
+    os.write(proof_fd, b"UP\n")  # the harness runs: whatever follows is the program's doing, not the sandbox's
     null = os.open("/dev/null", os.O_RDONLY)
     if null != 0:
         os.dup2(null, 0)
@@ -258,8 +265,13 @@ def judge(res: SandboxResult, nonce: str) -> SandboxResult:
     """Turn a raw sandbox result into a proven verdict (see module docstring)."""
     proof = res.detail.get("proof", b"")
     detail = {k: v for k, v in res.detail.items() if k != "proof"}
-    if res.status in ("timeout", "error") or res.reason == "output-limit":
+    started = proof.startswith(b"UP\n")
+    proof = proof[3:] if started else proof
+    detail["harness_started"] = started
+    if res.status == "timeout" or res.reason == "output-limit":
         status, reason = res.status, res.reason
+    elif not started:  # the harness never ran: the sandbox failed, not the program (never scored as a wrong answer)
+        status, reason = "error", "sandbox-error"
     elif proof == b"PASS " + nonce.encode() + b"\n":
         status, reason = "passed", "passed"
     elif proof.startswith(b"PASS"):
@@ -272,3 +284,30 @@ def judge(res: SandboxResult, nonce: str) -> SandboxResult:
         status, reason = "failed", "early-exit"
     return SandboxResult(status, res.returncode, res.stdout, res.stderr, res.wall_s, res.backend, res.reruns,
                          detail, reason, res.output_bytes)
+
+
+_KNOWN = ("def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n", "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n")
+_HARNESS_OK: dict[str, bool] = {}
+_HARNESS_LOCK = threading.Lock()
+
+
+def harness_self_test(backend: str, *, refresh: bool = False) -> None:
+    """Prove, once per process and backend (a resolved one: "bwrap" or "unshare", see ``sandbox.code_sandbox``),
+    that the proof harness passes a known-good solution and fails a known-wrong one in this sandbox. Raises
+    SandboxUnavailable (one line) when it does not; a run then stops before its first answer is scored."""
+    be = backend
+    with _HARNESS_LOCK:
+        if be in _HARNESS_OK and not refresh:
+            return
+        prompt, test = _KNOWN
+        lim = SandboxLimits(wall_s=30.0, cpu_s=20)
+        good = run_humaneval(prompt + "    return a + b\n", prompt, test, "add", limits=lim, backend=be)
+        bad = run_humaneval(prompt + "    return a - b\n", prompt, test, "add", limits=lim, backend=be)
+        if (good.status, bad.status, bad.reason) != ("passed", "failed", "assertion"):
+            worst = good if good.status != "passed" else bad
+            said = worst.stderr.strip().splitlines()[-1][:200] if worst.stderr.strip() else "no output"
+            raise SandboxUnavailable(printable(
+                f"the HumanEval harness does not work in the sandbox ({be}) on this machine: a known-good solution "
+                f"gave {good.status}/{good.reason} and a known-wrong one {bad.status}/{bad.reason} ({said}); check "
+                "that bubblewrap works (`bwrap --ro-bind / / true`) and report this", one_line=True))
+        _HARNESS_OK[be] = True
