@@ -198,7 +198,7 @@ def test_sandbox_info_names_the_backend_and_the_fallback_notice(monkeypatch):
     assert sandbox_info(object(), True, True) == {"backend": "unshare", "notice": sandbox.FALLBACK_NOTICE}
     monkeypatch.setattr(sandbox, "bwrap_path", lambda: "/usr/bin/bwrap")
     monkeypatch.setattr(sandbox, "self_test", lambda backend="auto", refresh=False: {})
-    Fam.ensure_sandbox = lambda self: "bwrap"
+    Fam.ensure_sandbox = lambda self, say=None: "bwrap"
     assert sandbox_info(Fam()) == {"backend": "bwrap", "notice": None}
 
 

@@ -255,7 +255,8 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=
     except (ValueError, ImportError, FileNotFoundError) as e:
         raise ConfigError(f"encoder '{cfg.encoder}' unavailable: {e}") from e
     info = {"identity": getattr(backend, "identity", cfg.llm.backend)}
-    sandbox = sandbox_info(family, bool(cfg.updater_settings().get("execute_code")), bool(cfg.allow_weak_sandbox))
+    sandbox = sandbox_info(family, bool(cfg.updater_settings().get("execute_code")), bool(cfg.allow_weak_sandbox),
+                           say=log)
     if sandbox is not None:
         from ..tasks.sandbox import notice_once
 
@@ -266,13 +267,14 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=
                    backend_info=info)
 
 
-def sandbox_info(family, updater_runs_code: bool = False, allow_weak: bool = False) -> dict | None:
+def sandbox_info(family, updater_runs_code: bool = False, allow_weak: bool = False, say=None) -> dict | None:
     """When the run executes model-written code (a family with a sandbox ``backend`` such as HumanEval, or DC's
     "EXECUTE CODE!" follow-up): the sandbox backend it resolves to, proven by its self-test before the first answer
     (tasks.sandbox.code_sandbox), and the console notice (the weak sandbox's limits, or that DC's step is skipped);
     None when no model code runs. A family that cannot run its code raises the sandbox's one-line JanusError
     (WeakSandboxRefused without the opt-in, SandboxUnavailable when the self-test fails): the run stops there. DC's
-    step is skipped instead, and the notice says so and why."""
+    step is skipped instead, and the notice says so and why. ``say``: where the weak sandbox's warning goes (once per
+    process; the run's console)."""
     from ..errors import JanusError
     from ..tasks.sandbox import code_sandbox, sandbox_notice
 
@@ -280,7 +282,8 @@ def sandbox_info(family, updater_runs_code: bool = False, allow_weak: bool = Fal
     if isinstance(wanted, str) and hasattr(family, "allow_weak_sandbox"):
         try:
             ensure = getattr(family, "ensure_sandbox", None)
-            resolved = ensure() if callable(ensure) else code_sandbox(wanted, allow_weak=bool(family.allow_weak_sandbox))
+            resolved = (ensure(say=say) if callable(ensure)
+                        else code_sandbox(wanted, allow_weak=bool(family.allow_weak_sandbox), say=say))
         except JanusError:
             raise
         except (ValueError, RuntimeError) as e:
@@ -291,7 +294,7 @@ def sandbox_info(family, updater_runs_code: bool = False, allow_weak: bool = Fal
     from ..updaters.dc import skipped_notice
 
     try:
-        resolved = code_sandbox("auto", allow_weak=allow_weak)
+        resolved = code_sandbox("auto", allow_weak=allow_weak, say=say)
     except JanusError as e:
         return {"backend": "none (the model's code is not run)", "notice": skipped_notice(str(e))}
     return {"backend": resolved, "notice": sandbox_notice(resolved)}

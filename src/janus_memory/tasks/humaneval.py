@@ -131,10 +131,11 @@ class HumanEvalFamily(TaskFamily):
             return bool(strict.correct), {}
         return ref["status"] == "passed", {"numpy_returned": True}
 
-    def ensure_sandbox(self) -> str:
+    def ensure_sandbox(self, say=None) -> str:
         """The sandbox backend this family runs code in, proven on this machine (cached per process): raises
-        WeakSandboxRefused or SandboxUnavailable, one line each, before any answer is scored."""
-        be = code_sandbox(self.backend, allow_weak=self.allow_weak_sandbox)
+        WeakSandboxRefused or SandboxUnavailable, one line each, before any answer is scored. ``say``: where the weak
+        sandbox's warning goes (once per process)."""
+        be = code_sandbox(self.backend, allow_weak=self.allow_weak_sandbox, say=say)
         harness_self_test(be)
         return be
 

@@ -87,21 +87,15 @@ def bwrap_path() -> str | None:
 
 
 def choose_backend(backend: str = "auto") -> str:
-    """Resolve "auto" to "bwrap" when bubblewrap is installed, else "unshare" (warning logged once)."""
-    global _WARNED
+    """Resolve "auto" to "bwrap" when bubblewrap is installed, else "unshare". Says nothing: whether the weak sandbox
+    may be used, and the warning when it is, is :func:`code_sandbox`'s."""
     if backend not in ("auto", "bwrap", "unshare"):
         raise ValueError(f"unknown sandbox backend {backend!r}; choose auto, bwrap or unshare")
     if backend == "bwrap" and not bwrap_path():
         raise RuntimeError("bubblewrap (bwrap) is not installed; apt-get install bubblewrap, or use backend='unshare'")
     if backend != "auto":
         return backend
-    if bwrap_path():
-        return "bwrap"
-    with _WARN_LOCK:
-        if not _WARNED:
-            _WARNED = True
-            log.warning("bubblewrap not found: " + FALLBACK_NOTICE)
-    return "unshare"
+    return "bwrap" if bwrap_path() else "unshare"
 
 
 ENV_ALLOW_WEAK = "JANUS_ALLOW_WEAK_SANDBOX"
@@ -153,11 +147,14 @@ def require_strong_sandbox(backend: str = "auto", *, allow_weak: bool = False) -
     return be
 
 
-def code_sandbox(backend: str = "auto", *, allow_weak: bool = False) -> str:
+def code_sandbox(backend: str = "auto", *, allow_weak: bool = False, say=None) -> str:
     """The sandbox backend generated code may run in, proven to work on this machine: the strong sandbox
-    (bubblewrap), or the weak one only with the user's opt-in (:func:`require_strong_sandbox`), after its self-test
-    (:func:`self_test`, once per process). Raises WeakSandboxRefused or SandboxUnavailable (one line each)."""
+    (bubblewrap), or the weak one only with the user's opt-in (:func:`require_strong_sandbox`; its warning,
+    FALLBACK_NOTICE, is said once per process through ``say``, else logged), after its self-test (:func:`self_test`,
+    once per process). Raises WeakSandboxRefused or SandboxUnavailable (one line each)."""
     be = require_strong_sandbox(backend, allow_weak=allow_weak)
+    if be == "unshare":
+        notice_once(FALLBACK_NOTICE, say)
     self_test(be)
     return be
 

@@ -75,9 +75,12 @@ EXEC_SENTINEL = "EXECUTE CODE!"
 # the small-model preset used by `janus demo` (our capped prompts and strict parsing); the defaults are the paper's
 SMALL_MODEL_CONFIG = {"prompts": "small", "extraction": "last", "presence_penalty": None, "execute_code": False}
 
+_REFUSED = "model-written code is not run: "
+
+
 def skipped_notice(why: str) -> str:
     """The one line a run says when the "EXECUTE CODE!" step is skipped (``why``: the sandbox's refusal)."""
-    return f'the "EXECUTE CODE!" step is skipped, the model\'s code is not run: {why}'
+    return f'the "EXECUTE CODE!" step is skipped, the model\'s code is not run: {why.removeprefix(_REFUSED)}'
 
 
 class _DCBase(Updater):
