@@ -123,14 +123,23 @@ def test_right_answer_passes_despite_noise(backend):
 
 def test_judge_requires_this_runs_nonce():
     base = dict(returncode=0, stdout="", stderr="", wall_s=0.1, backend="x")
-    ok = SandboxResult("passed", detail={"proof": b"PASS abc\n"}, **base)
+    ok = SandboxResult("passed", detail={"proof": b"UP\nPASS abc\n"}, **base)
     assert (judge(ok, "abc").status, judge(ok, "abc").reason) == ("passed", "passed")
     assert (judge(ok, "abd").status, judge(ok, "abd").reason) == ("failed", "tampered")
-    silent = SandboxResult("passed", detail={"proof": b""}, **base)
+    silent = SandboxResult("passed", detail={"proof": b"UP\n"}, **base)
     assert (judge(silent, "abc").status, judge(silent, "abc").reason) == ("failed", "early-exit")
-    odd = SandboxResult("passed", detail={"proof": b"FAIL made-up"}, **base)
+    odd = SandboxResult("passed", detail={"proof": b"UP\nFAIL made-up"}, **base)
     assert judge(odd, "abc").reason == "early-exit"
-    over = SandboxResult("failed", detail={"proof": b"PASS abc\n"}, reason="output-limit", **base)
+    # no UP: the harness never ran, whatever the exit code says (the sandbox failed, not the program)
+    for proof in (b"", b"PASS abc\n"):
+        never = SandboxResult("failed", detail={"proof": proof}, **{**base, "returncode": 127})
+        assert (judge(never, "abc").status, judge(never, "abc").reason) == ("error", "sandbox-error")
+    # the reference verdict (numpy returned) is read from its own line, with this run's nonce for a pass
+    both = SandboxResult("passed", detail={"proof": b"UP\nREF FAIL exception\nPASS abc\n"}, **base)
+    assert judge(both, "abc").detail["reference"] == {"status": "failed", "reason": "exception"}
+    forged = SandboxResult("passed", detail={"proof": b"UP\nREF PASS abd\nPASS abc\n"}, **base)
+    assert judge(forged, "abc").detail["reference"] == {"status": "failed", "reason": "tampered"}
+    over = SandboxResult("failed", detail={"proof": b"UP\nPASS abc\n"}, reason="output-limit", **base)
     assert (judge(over, "abc").status, judge(over, "abc").reason) == ("failed", "output-limit")
 
 

@@ -183,7 +183,7 @@ def test_weak_sandbox_is_announced_and_refused_for_humaneval(monkeypatch):
     monkeypatch.setattr(sb, "bwrap_path", lambda: None)
     monkeypatch.setattr(sb, "_WARNED", True)
     monkeypatch.delenv(sb.ENV_ALLOW_WEAK, raising=False)
-    assert sb.sandbox_notice("auto") == sb.FALLBACK_NOTICE and "READ the project tree" in sb.FALLBACK_NOTICE
+    assert sb.sandbox_notice("auto") == sb.FALLBACK_NOTICE and "~/.ssh" in sb.FALLBACK_NOTICE
     assert sb.sandbox_notice("unshare") == sb.FALLBACK_NOTICE
     with pytest.raises(sb.WeakSandboxRefused, match="JANUS_ALLOW_WEAK_SANDBOX=1"):
         sb.require_strong_sandbox("auto")

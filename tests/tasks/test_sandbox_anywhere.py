@@ -250,3 +250,17 @@ def test_without_bubblewrap_the_cli_says_one_line(fresh, monkeypatch, capsys, tm
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and started == [] and len(err) == 1 and err[0].startswith("error: model-written code is not run")
     assert "Traceback" not in err[0] and "--allow-weak-sandbox" in err[0]
+
+
+def test_a_sandbox_failure_during_replays_stops_instead_of_scoring_zero():
+    """Under replay_failures="zero" (the paper preset) a failed request scores 0; a failed sandbox must not."""
+    from janus_memory.run.evaluator import UpdaterEvaluator
+
+    class Upd:
+        def solve_with_memory(self, memory_text, tasks, role="replay", sample=0):
+            raise sb.SandboxUnavailable("the sandbox (bwrap) cannot run Python on this machine: x; y")
+
+    ev = UpdaterEvaluator.__new__(UpdaterEvaluator)
+    ev.updater, ev.role, ev.failures = Upd(), "replay", "zero"
+    with pytest.raises(sb.SandboxUnavailable):
+        ev._solve("m", ["t1", "t2"], [0, 0])
