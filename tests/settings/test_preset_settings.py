@@ -190,12 +190,15 @@ def test_sandbox_info_names_the_backend_and_the_fallback_notice(monkeypatch):
     monkeypatch.delenv(sandbox.ENV_ALLOW_WEAK, raising=False)
     with pytest.raises(sandbox.WeakSandboxRefused, match="--allow-weak-sandbox"):
         sandbox_info(Fam())  # no bubblewrap and no opt-in: the run stops before its first answer
+    monkeypatch.setattr(sandbox, "_SAID", set())
     Fam.allow_weak_sandbox = True
-    assert sandbox_info(Fam()) == {"backend": "unshare", "notice": sandbox.FALLBACK_NOTICE}
+    said = []
+    assert sandbox_info(Fam(), say=said.append) == {"backend": "unshare", "notice": None}
     assert sandbox_info(object()) is None
     skipped = sandbox_info(object(), True)  # DC's "EXECUTE CODE!" step without the opt-in: skipped, said so
     assert skipped["backend"].startswith("none") and "step is skipped" in skipped["notice"]
-    assert sandbox_info(object(), True, True) == {"backend": "unshare", "notice": sandbox.FALLBACK_NOTICE}
+    assert sandbox_info(object(), True, True, say=said.append) == {"backend": "unshare", "notice": None}
+    assert said == [sandbox.FALLBACK_NOTICE]  # the weak sandbox's warning, once per process
     monkeypatch.setattr(sandbox, "bwrap_path", lambda: "/usr/bin/bwrap")
     monkeypatch.setattr(sandbox, "self_test", lambda backend="auto", refresh=False: {})
     Fam.ensure_sandbox = lambda self, say=None: "bwrap"

@@ -264,3 +264,22 @@ def test_a_sandbox_failure_during_replays_stops_instead_of_scoring_zero():
     ev.updater, ev.role, ev.failures = Upd(), "replay", "zero"
     with pytest.raises(sb.SandboxUnavailable):
         ev._solve("m", ["t1", "t2"], [0, 0])
+
+
+def test_bubblewrap_installed_but_refused_falls_back_only_with_the_opt_in(fresh, monkeypatch):
+    """A container without user namespaces: bwrap is installed but cannot run. Without the opt-in the one line names
+    the cause and both fixes; with it the weak sandbox is used (said once) and its self-test runs first."""
+    monkeypatch.setattr(sb, "bwrap_path", lambda: "/usr/bin/bwrap")
+    real = sb.build_command
+    broken = _broken("bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
+                     "non-privileged user namespaces", rc=1)
+    monkeypatch.setattr(sb, "build_command", lambda backend, *a, **k: (broken if backend == "bwrap" else real)(
+        backend, *a, **k))
+    with pytest.raises(sb.SandboxUnavailable, match="cannot create its namespaces.*--allow-weak-sandbox"):
+        sb.code_sandbox("auto")
+    said: list[str] = []
+    assert sb.code_sandbox("auto", allow_weak=True, say=said.append) == "unshare"
+    assert sb.code_sandbox("auto", allow_weak=True, say=said.append) == "unshare"
+    assert len(said) == 1 and "the weak sandbox is used instead" in said[0] and "~/.ssh" in said[0]
+    with pytest.raises(sb.SandboxUnavailable):  # asked for bwrap by name: no fallback
+        sb.code_sandbox("bwrap", allow_weak=True)

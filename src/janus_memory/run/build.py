@@ -270,13 +270,14 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=
 def sandbox_info(family, updater_runs_code: bool = False, allow_weak: bool = False, say=None) -> dict | None:
     """When the run executes model-written code (a family with a sandbox ``backend`` such as HumanEval, or DC's
     "EXECUTE CODE!" follow-up): the sandbox backend it resolves to, proven by its self-test before the first answer
-    (tasks.sandbox.code_sandbox), and the console notice (the weak sandbox's limits, or that DC's step is skipped);
+    (tasks.sandbox.code_sandbox, which says the weak sandbox's warning once through ``say``), and the console notice
+    that DC's step is skipped, else None;
     None when no model code runs. A family that cannot run its code raises the sandbox's one-line JanusError
     (WeakSandboxRefused without the opt-in, SandboxUnavailable when the self-test fails): the run stops there. DC's
     step is skipped instead, and the notice says so and why. ``say``: where the weak sandbox's warning goes (once per
     process; the run's console)."""
     from ..errors import JanusError
-    from ..tasks.sandbox import code_sandbox, sandbox_notice
+    from ..tasks.sandbox import code_sandbox
 
     wanted = getattr(family, "backend", None)
     if isinstance(wanted, str) and hasattr(family, "allow_weak_sandbox"):
@@ -288,7 +289,7 @@ def sandbox_info(family, updater_runs_code: bool = False, allow_weak: bool = Fal
             raise
         except (ValueError, RuntimeError) as e:
             raise ConfigError(str(e)) from None
-        return {"backend": resolved, "notice": sandbox_notice(resolved)}
+        return {"backend": resolved, "notice": None}  # the weak sandbox's warning: said by code_sandbox via say
     if not updater_runs_code:
         return None
     from ..updaters.dc import skipped_notice
@@ -297,4 +298,4 @@ def sandbox_info(family, updater_runs_code: bool = False, allow_weak: bool = Fal
         resolved = code_sandbox("auto", allow_weak=allow_weak, say=say)
     except JanusError as e:
         return {"backend": "none (the model's code is not run)", "notice": skipped_notice(str(e))}
-    return {"backend": resolved, "notice": sandbox_notice(resolved)}
+    return {"backend": resolved, "notice": None}

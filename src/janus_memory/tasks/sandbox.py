@@ -48,6 +48,7 @@ command each builds live here; running one built command (limits, output tails, 
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import re
@@ -155,7 +156,17 @@ def code_sandbox(backend: str = "auto", *, allow_weak: bool = False, say=None) -
     be = require_strong_sandbox(backend, allow_weak=allow_weak)
     if be == "unshare":
         notice_once(FALLBACK_NOTICE, say)
-    self_test(be)
+        self_test(be)
+        return be
+    try:
+        self_test(be)
+    except SandboxUnavailable as e:
+        if not (backend == "auto" and (allow_weak or weak_sandbox_allowed())):
+            raise
+        # bubblewrap is installed but cannot run here (a container without user namespaces): the opt-in covers it
+        notice_once(f"WARNING: {e}; the weak sandbox is used instead, as allowed: {WEAK_LIMITS}.", say)
+        self_test("unshare")
+        return "unshare"
     return be
 
 
@@ -199,7 +210,8 @@ def _libpython() -> list[str]:
     return found
 
 
-def interpreter_paths() -> tuple[str, list[str]]:
+@functools.lru_cache(maxsize=1)
+def interpreter_paths() -> tuple[str, tuple[str, ...]]:
     """The interpreter the project runs in and the paths bound read-only in the bwrap sandbox so that it runs there
     as on the host, wherever it lives (a virtual environment under /tmp, the home folder, a path with spaces):
     ``sys.prefix``, ``sys.exec_prefix``, ``sys.base_prefix``, ``sys.base_exec_prefix``, the executable, its shared
@@ -225,10 +237,10 @@ def interpreter_paths() -> tuple[str, list[str]]:
     for p in sorted(paths, key=lambda x: (x.count("/"), x)):
         if not any(_under(p, r) for r in roots):
             roots.append(p)
-    return exe, roots
+    return exe, tuple(roots)  # cached once per process: immutable
 
 
-def _python() -> tuple[str, list[str]]:
+def _python() -> tuple[str, tuple[str, ...]]:
     return interpreter_paths()
 
 
