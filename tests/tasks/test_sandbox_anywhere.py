@@ -177,6 +177,17 @@ def test_numpy_returns_ours_convert_the_paper_checker_follows_the_reference(body
     assert ("reference" in s.detail) is ("numpy" in body)
 
 
+@BWRAP
+def test_a_slow_second_check_never_costs_the_verdict():
+    """The verdict is written before the reference check: a timeout during that second check keeps it."""
+    body = ("    import numpy as np, time\n    CALLS.append(1)\n    if len(CALLS) > 1:\n        time.sleep(60)\n"
+            "    return np.int64(2 * x)\n")
+    test = "def check(candidate):\n    assert candidate(2) == 4\n"
+    r = harness.run_humaneval("CALLS = []\n" + NP_PROMPT + body, NP_PROMPT, test, "f",
+                              limits=SandboxLimits(wall_s=5.0, cpu_s=5))
+    assert (r.status, r.reason, r.detail["reference"]["status"]) == ("passed", "passed", "timeout")
+
+
 # ------------------------------------------------------------------ generated code runs only in the strong sandbox
 class _Exact:
     name = "exact"

@@ -21,7 +21,11 @@ The host counts a pass iff the proof pipe carries exactly ``PASS <its nonce>`` a
 Before anything else the supervisor writes ``UP`` to the proof pipe: a run without it never reached the harness (the
 interpreter did not start inside the sandbox, a launcher failed), so it is a ``sandbox-error`` (status "error"), never
 a failed answer; a run with it is judged by the proof alone, whatever the program printed (a program that writes
-``bwrap: ...`` to stderr and exits 1 is a failure, not a sandbox error).
+``bwrap: ...`` to stderr and exits 1 is a failure, not a sandbox error). When the completion returned a numpy value,
+the verdict line is followed by a second one, ``REF PASS <nonce>`` or ``REF FAIL <reason>``: ``check`` run again with
+the values as returned (numpy rebuilt in the supervisor from the worker's tagged plain data), the reference harness's
+comparison (humaneval.py says which checker takes it). The verdict is written before that second check, so a timeout
+during it keeps the verdict.
 Whatever the completion does - exit in any way, print markers, replace builtins/print/stdout/``check``/``abs``,
 register atexit hooks or signal handlers, fork, start threads, set trace functions, read its own files, walk frames or
 brute-force descriptor numbers - it runs in a process that holds neither the nonce nor the proof pipe and cannot
@@ -188,14 +192,14 @@ def _supervisor():
         os._exit(0)
     for fd in (req_r, resp_w):
         os.close(fd)
-    def verdict(msg):
+    def verdict(msg, passed=None):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
         sys.stdout.flush(); sys.stderr.flush()
         os.write(proof_fd, msg)
-        os._exit(0 if msg.startswith(b"PASS") else 1)
+        os._exit(0 if (msg.startswith(b"PASS") if passed is None else passed) else 1)
     class Stop(BaseException):
         def __init__(self, reason):
             self.reason = reason
@@ -293,19 +297,22 @@ def _supervisor():
         import traceback; traceback.print_exc()
         verdict(b"FAIL exception")
     nonce = os.read(host_fd, 64)
-    if seen_np[0]:  # a numpy value was returned: check again with the values as returned (the reference harness's)
-        mode[0] = "reference"
-        try:
-            gt["check"](candidate)
-            ref = b"REF PASS " + nonce
-        except Stop as e:
-            ref = b"REF FAIL " + e.reason.encode("ascii", "replace") + b"\n"
-        except AssertionError:
-            ref = b"REF FAIL assertion\n"
-        except BaseException:
-            ref = b"REF FAIL exception\n"
-        os.write(proof_fd, ref)
-    verdict(main or b"PASS " + nonce)
+    if not seen_np[0]:
+        verdict(main or b"PASS " + nonce)
+    # a numpy value was returned: the verdict stands (written first, so a slow second check cannot cost it), then
+    # check again with the values as returned (the reference harness's)
+    os.write(proof_fd, main + b"\n" if main else b"PASS " + nonce)
+    mode[0] = "reference"
+    try:
+        gt["check"](candidate)
+        ref = b"REF PASS " + nonce
+    except Stop as e:
+        ref = b"REF FAIL " + e.reason.encode("ascii", "replace") + b"\n"
+    except AssertionError:
+        ref = b"REF FAIL assertion\n"
+    except BaseException:
+        ref = b"REF FAIL exception\n"
+    verdict(ref, passed=main is None)
 _supervisor()
 '''
 
@@ -335,15 +342,22 @@ def judge(res: SandboxResult, nonce: str) -> SandboxResult:
     started = proof.startswith(b"UP\n")
     proof = proof[3:] if started else proof
     detail["harness_started"] = started
-    if proof.startswith(b"REF "):  # the verdict with numpy values as returned (only when one was returned)
-        line, _, proof = proof.partition(b"\n")
-        why = line[9:].decode("ascii", "replace")
-        if line == b"REF PASS " + nonce.encode():
+    main, sep, ref = proof.partition(b"\nREF ")  # a numpy value was returned: the reference verdict's line follows
+    if sep:
+        proof = main + b"\n" if main.startswith(b"PASS") else main
+        why = ref[5:].rstrip(b"\n").decode("ascii", "replace")
+        if ref == b"PASS " + nonce.encode() + b"\n":
             detail["reference"] = {"status": "passed", "reason": "passed"}
         else:
-            detail["reference"] = {"status": "failed", "reason": why if line.startswith(b"REF FAIL ") and why in _REASONS
+            detail["reference"] = {"status": "failed", "reason": why if ref.startswith(b"FAIL ") and why in _REASONS
                                    else "tampered"}
-    if res.status == "timeout" or res.reason == "output-limit":
+    elif started and res.status == "timeout" and proof.endswith(b"\n"):  # the verdict, then no end: the second check
+        detail["reference"] = {"status": "timeout", "reason": "timeout"}
+    proven = started and (proof == b"PASS " + nonce.encode() + b"\n" or proof.startswith(b"FAIL ") and proof.endswith(
+        b"\n") and proof[5:-1].decode("ascii", "replace") in _REASONS)
+    if proven and proof.endswith(b"\n") and proof.startswith(b"FAIL "):
+        proof = proof[:-1]
+    if res.reason == "output-limit" or (res.status == "timeout" and not proven):
         status, reason = res.status, res.reason
     elif not started:  # the harness never ran: the sandbox failed, not the program (never scored as a wrong answer)
         status, reason = "error", "sandbox-error"
