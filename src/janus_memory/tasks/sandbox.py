@@ -456,11 +456,12 @@ def _diagnose(res: SandboxResult) -> str:
                 "--allow-weak-sandbox")
     if "No such file or directory" in err and re.search(r"(failed to execute|execvp|Can't find|can't open)", err):
         return (f"the interpreter is not visible inside the sandbox ({_last_line(err)}); run janus from a Python "
-                f"installed outside the sandbox's own folders (/tmp itself, /proc, /dev, /run), not {exe}")
+                f"installed outside the sandbox's own folders (/tmp itself, /proc, /dev, /run), not {exe}, or accept "
+                "the weak sandbox with --allow-weak-sandbox")
     if "Permission denied" in err:
         return (f"the sandbox's user cannot read the interpreter ({_last_line(err)}): a folder of {sys.prefix} or "
                 f"{sys.base_prefix} is private; make it readable by others (chmod o+rX), or run janus from another "
-                "Python")
+                "Python, or accept the weak sandbox with --allow-weak-sandbox")
     return (f"the known-good program failed (status {res.status}, exit code {res.returncode}: "
             f"{_last_line(err) or 'no output'}); check that `{exe} -I -c pass` runs, and that bubblewrap works "
             "(`bwrap --ro-bind / / true`)")
