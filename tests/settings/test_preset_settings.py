@@ -187,10 +187,21 @@ def test_sandbox_info_names_the_backend_and_the_fallback_notice(monkeypatch):
         allow_weak_sandbox = False
 
     monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
-    assert sandbox_info(Fam()) == {"backend": "unshare", "notice": sandbox.FALLBACK_NOTICE}
+    monkeypatch.delenv(sandbox.ENV_ALLOW_WEAK, raising=False)
+    with pytest.raises(sandbox.WeakSandboxRefused, match="--allow-weak-sandbox"):
+        sandbox_info(Fam())  # no bubblewrap and no opt-in: the run stops before its first answer
+    monkeypatch.setattr(sandbox, "_SAID", set())
+    Fam.allow_weak_sandbox = True
+    said = []
+    assert sandbox_info(Fam(), say=said.append) == {"backend": "unshare", "notice": None}
     assert sandbox_info(object()) is None
-    assert sandbox_info(object(), True) == {"backend": "unshare", "notice": sandbox.FALLBACK_NOTICE}
+    skipped = sandbox_info(object(), True)  # DC's "EXECUTE CODE!" step without the opt-in: skipped, said so
+    assert skipped["backend"].startswith("none") and "step is skipped" in skipped["notice"]
+    assert sandbox_info(object(), True, True, say=said.append) == {"backend": "unshare", "notice": None}
+    assert said == [sandbox.FALLBACK_NOTICE]  # the weak sandbox's warning, once per process
     monkeypatch.setattr(sandbox, "bwrap_path", lambda: "/usr/bin/bwrap")
+    monkeypatch.setattr(sandbox, "self_test", lambda backend="auto", refresh=False: {})
+    Fam.ensure_sandbox = lambda self, say=None: "bwrap"
     assert sandbox_info(Fam()) == {"backend": "bwrap", "notice": None}
 
 
@@ -198,6 +209,7 @@ def test_allow_weak_sandbox_reaches_a_copy_of_the_family(tmp_path, monkeypatch):
     from janus_memory.tasks import get_family
 
     monkeypatch.setattr("janus_memory.tasks.sandbox.bwrap_path", lambda: None)
+    monkeypatch.setattr("janus_memory.tasks.sandbox._SAID", set())
     logs = []
     ctx = build_context(_cfg(tmp_path / "r", dataset="humaneval", allow_weak_sandbox=True), log=logs.append)
     assert ctx.family.allow_weak_sandbox is True and get_family("humaneval").allow_weak_sandbox is False

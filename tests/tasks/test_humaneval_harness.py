@@ -123,14 +123,34 @@ def test_right_answer_passes_despite_noise(backend):
 
 def test_judge_requires_this_runs_nonce():
     base = dict(returncode=0, stdout="", stderr="", wall_s=0.1, backend="x")
-    ok = SandboxResult("passed", detail={"proof": b"PASS abc\n"}, **base)
+    ok = SandboxResult("passed", detail={"proof": b"UP\nPASS abc\n"}, **base)
     assert (judge(ok, "abc").status, judge(ok, "abc").reason) == ("passed", "passed")
     assert (judge(ok, "abd").status, judge(ok, "abd").reason) == ("failed", "tampered")
-    silent = SandboxResult("passed", detail={"proof": b""}, **base)
+    silent = SandboxResult("passed", detail={"proof": b"UP\n"}, **base)
     assert (judge(silent, "abc").status, judge(silent, "abc").reason) == ("failed", "early-exit")
-    odd = SandboxResult("passed", detail={"proof": b"FAIL made-up"}, **base)
+    odd = SandboxResult("passed", detail={"proof": b"UP\nFAIL made-up"}, **base)
     assert judge(odd, "abc").reason == "early-exit"
-    over = SandboxResult("failed", detail={"proof": b"PASS abc\n"}, reason="output-limit", **base)
+    # no UP: the harness never ran, whatever the exit code says (the sandbox failed, not the program)
+    for proof in (b"", b"PASS abc\n"):
+        never = SandboxResult("failed", detail={"proof": proof}, **{**base, "returncode": 127})
+        assert (judge(never, "abc").status, judge(never, "abc").reason) == ("error", "sandbox-error")
+    # the reference verdict (numpy returned) follows the verdict on its own line, with this run's nonce for a pass
+    both = SandboxResult("passed", detail={"proof": b"UP\nPASS abc\nREF FAIL exception\n"}, **base)
+    assert (judge(both, "abc").status, judge(both, "abc").detail["reference"]) == (
+        "passed", {"status": "failed", "reason": "exception"})
+    both = SandboxResult("failed", detail={"proof": b"UP\nFAIL assertion\nREF PASS abc\n"}, **base)
+    assert (judge(both, "abc").reason, judge(both, "abc").detail["reference"]) == (
+        "assertion", {"status": "passed", "reason": "passed"})
+    forged = SandboxResult("passed", detail={"proof": b"UP\nPASS abc\nREF PASS abd\n"}, **base)
+    assert judge(forged, "abc").detail["reference"] == {"status": "failed", "reason": "tampered"}
+    # a timeout after the proven verdict (during the second, reference check) keeps the verdict
+    late = SandboxResult("timeout", detail={"proof": b"UP\nPASS abc\n"}, reason="timeout", **base)
+    assert (judge(late, "abc").status, judge(late, "abc").detail["reference"]["status"]) == ("passed", "timeout")
+    late = SandboxResult("timeout", detail={"proof": b"UP\nFAIL assertion\n"}, reason="timeout", **base)
+    assert (judge(late, "abc").status, judge(late, "abc").reason) == ("failed", "assertion")
+    early = SandboxResult("timeout", detail={"proof": b"UP\n"}, reason="timeout", **base)
+    assert (judge(early, "abc").status, judge(early, "abc").reason) == ("timeout", "timeout")
+    over = SandboxResult("failed", detail={"proof": b"UP\nPASS abc\n"}, reason="output-limit", **base)
     assert (judge(over, "abc").status, judge(over, "abc").reason) == ("failed", "output-limit")
 
 

@@ -183,6 +183,7 @@ def test_execute_code_follow_up_runs_in_the_sandbox(monkeypatch):
         return SandboxResult(status="passed", returncode=0, stdout="6\n")
 
     monkeypatch.setattr(dc_mod, "run_python", fake_run)
+    monkeypatch.setattr(dc_mod, "code_sandbox", lambda backend="auto", allow_weak=False: "bwrap")
     first = "Let me compute.\n```python\nprint(2 + 4)\n```\nEXECUTE CODE!"
     upd, llm = dc({"curator": ["<cheatsheet>S</cheatsheet>"], "solver": [first, "So ANSWER: 6"]})
     out = upd.step(T3)
@@ -192,7 +193,7 @@ def test_execute_code_follow_up_runs_in_the_sandbox(monkeypatch):
     assert follow[1] == {"role": "assistant", "content": "Let me compute.\n```python\nprint(2 + 4)\n```\n"
                          "EXECUTE CODE!\n\nExecution result (passed, exit code 0):\n6\n"}
     assert out.output.text.endswith("6\n\n\nSo ANSWER: 6") and out.score.correct
-    assert out.info["exec"] == {"status": "passed", "returncode": 0}
+    assert out.info["exec"] == {"status": "passed", "returncode": 0, "sandbox": "bwrap"}
     # replay (solve_with_memory) never executes code; a directive without a block right before it is not run
     upd2, _ = dc({"curator": ["<cheatsheet>S</cheatsheet>"], "solver": ["EXECUTE CODE! ANSWER: 6"]})
     o2 = upd2.step(T3)

@@ -109,7 +109,9 @@ def add_run_options(p: argparse.ArgumentParser, *, demo: bool, names: dict[str, 
     m.add_argument("--request-deadline", type=float,
                    help="seconds one LLM request may take including retries (default: none; e.g. 600 for openai)")
     m.add_argument("--allow-weak-sandbox", action="store_true", default=None,
-                   help="run HumanEval code in the fallback sandbox (unshare) when bubblewrap is missing")
+                   help="when bubblewrap is missing, run model-written code (HumanEval, DC's EXECUTE CODE! step) in the "
+                        "weak sandbox (unshare), which cannot stop writes to your home (~/.ssh), the virtualenv and "
+                        "its site-packages, or host Unix sockets; without it HumanEval stops and DC skips the step")
     m.add_argument("--n-parallel", type=int, help="embedded engine: llama.cpp slots decoded together (default 1; "
                                                   "docs/perf.md)")
     m.add_argument("--batch-eval", choices=["on", "off", "auto"], type=str.lower,

@@ -40,8 +40,11 @@ class Context:
         from ..updaters import make_updater
 
         llm = NamespacedClient(self.client, namespace) if namespace else self.client
-        return make_updater(self.settings.updater, llm=llm, family=self.family, encoder=self.encoder,  # type: ignore[arg-type]  # NamespacedClient has chat/chat_many
-                            config=self.settings.updater_settings())
+        upd = make_updater(self.settings.updater, llm=llm, family=self.family, encoder=self.encoder,  # type: ignore[arg-type]  # NamespacedClient has chat/chat_many
+                           config=self.settings.updater_settings())
+        if hasattr(upd, "allow_weak_sandbox"):  # an updater that runs generated code (DC's "EXECUTE CODE!")
+            upd.allow_weak_sandbox = bool(self.settings.allow_weak_sandbox)
+        return upd
 
     def namespace_of(self, with_janus: bool) -> str:
         """The +Janus twin's own sample namespace under ``twin_cache: separate`` (the paper preset): its requests
@@ -252,28 +255,47 @@ def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=
     except (ValueError, ImportError, FileNotFoundError) as e:
         raise ConfigError(f"encoder '{cfg.encoder}' unavailable: {e}") from e
     info = {"identity": getattr(backend, "identity", cfg.llm.backend)}
-    sandbox = sandbox_info(family, bool(cfg.updater_settings().get("execute_code")))
+    sandbox = sandbox_info(family, bool(cfg.updater_settings().get("execute_code")), bool(cfg.allow_weak_sandbox),
+                           say=log)
     if sandbox is not None:
+        from ..tasks.sandbox import notice_once
+
         info["sandbox"] = sandbox["backend"]
         if sandbox["notice"]:
-            log(sandbox["notice"])
+            notice_once(sandbox["notice"], log)
     return Context(settings=cfg, family=family, stream=stream, test=test, client=client, encoder=encoder,
                    backend_info=info)
 
 
-def sandbox_info(family, updater_runs_code: bool = False) -> dict | None:
+def sandbox_info(family, updater_runs_code: bool = False, allow_weak: bool = False, say=None) -> dict | None:
     """When the run executes model-written code (a family with a sandbox ``backend`` such as HumanEval, or DC's
-    "EXECUTE CODE!" follow-up): the sandbox backend it resolves to and the console notice when that is the fallback
-    (tasks.sandbox.sandbox_notice); None when no model code runs."""
-    from ..tasks.sandbox import choose_backend, sandbox_notice
+    "EXECUTE CODE!" follow-up): the sandbox backend it resolves to, proven by its self-test before the first answer
+    (tasks.sandbox.code_sandbox, which says the weak sandbox's warning once through ``say``), and the console notice
+    that DC's step is skipped, else None;
+    None when no model code runs. A family that cannot run its code raises the sandbox's one-line JanusError
+    (WeakSandboxRefused without the opt-in, SandboxUnavailable when the self-test fails): the run stops there. DC's
+    step is skipped instead, and the notice says so and why. ``say``: where the weak sandbox's warning goes (once per
+    process; the run's console)."""
+    from ..errors import JanusError
+    from ..tasks.sandbox import code_sandbox
 
     wanted = getattr(family, "backend", None)
-    if not (isinstance(wanted, str) and hasattr(family, "allow_weak_sandbox")):
-        if not updater_runs_code:
-            return None
-        wanted = "auto"
+    if isinstance(wanted, str) and hasattr(family, "allow_weak_sandbox"):
+        try:
+            ensure = getattr(family, "ensure_sandbox", None)
+            resolved = (ensure(say=say) if callable(ensure)
+                        else code_sandbox(wanted, allow_weak=bool(family.allow_weak_sandbox), say=say))
+        except JanusError:
+            raise
+        except (ValueError, RuntimeError) as e:
+            raise ConfigError(str(e)) from None
+        return {"backend": resolved, "notice": None}  # the weak sandbox's warning: said by code_sandbox via say
+    if not updater_runs_code:
+        return None
+    from ..updaters.dc import skipped_notice
+
     try:
-        resolved = choose_backend(wanted)
-    except (ValueError, RuntimeError) as e:
-        raise ConfigError(str(e)) from None
-    return {"backend": resolved, "notice": sandbox_notice(wanted)}
+        resolved = code_sandbox("auto", allow_weak=allow_weak, say=say)
+    except JanusError as e:
+        return {"backend": "none (the model's code is not run)", "notice": skipped_notice(str(e))}
+    return {"backend": resolved, "notice": None}

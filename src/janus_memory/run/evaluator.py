@@ -30,6 +30,14 @@ REPLAY_MODES = ("fresh", "frozen")
 REPLAY_FAILURES = ("zero", "abort")
 
 
+def _sandbox_failure(error: BaseException) -> bool:
+    """The sandbox, not a request, failed (or generated code was refused): never scored as a wrong answer, the run
+    stops with its one line (tasks/sandbox.py)."""
+    from ..tasks.sandbox import SandboxUnavailable, WeakSandboxRefused
+
+    return isinstance(error, (SandboxUnavailable, WeakSandboxRefused))
+
+
 def failed_result(error: BaseException):
     """(ChatResult, Score) standing for a failed replay request under ``replay_failures="zero"``: empty output,
     scored incorrect, status ``error`` with the error in ``detail["failure"]``."""
@@ -116,7 +124,7 @@ class UpdaterEvaluator:
                 part = self.updater.solve_with_memory(memory_text, [tasks[p] for p in positions], role=self.role,
                                                       sample=s)
             except Exception as e:  # noqa: BLE001 - an interrupt (BaseException) is never caught here
-                if self.failures == "abort":
+                if self.failures == "abort" or _sandbox_failure(e):
                     raise
                 part = self._one_by_one(memory_text, [tasks[p] for p in positions], s, e)
             if len(part) != len(positions):
@@ -135,6 +143,8 @@ class UpdaterEvaluator:
             try:
                 out.extend(self.updater.solve_with_memory(memory_text, [t], role=self.role, sample=sample))
             except Exception as e:  # noqa: BLE001
+                if _sandbox_failure(e):
+                    raise
                 out.append(failed_result(e))
         return out
 

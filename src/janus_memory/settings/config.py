@@ -97,7 +97,8 @@ class RunConfig(BaseModel):
     # None = automatic (side by side when the backend serves requests in parallel: a server, or an embedded engine
     # with several slots), True/False = always / one method after another. Results are the same either way
     parallel_methods: bool | None = None
-    allow_weak_sandbox: bool = False  # HumanEval: accept the fallback sandbox (unshare) when bubblewrap is missing
+    # model-written code (HumanEval, DC's EXECUTE CODE! step) may run in the weak sandbox (unshare) without bubblewrap
+    allow_weak_sandbox: bool = False
 
     # harmful candidates injected at chosen stream steps: "KIND@STEP[,KIND@STEP...]" or a YAML list of
     # such strings, kinds wipe / dump / overfit / poison / truncate (janus_memory/inject/candidates.py); stored in

@@ -16,12 +16,18 @@
 3. No fence: the longest run of lines starting at a top-level ``def``/``class``/``import``/``from``/``@`` line
    (continuing through indented or blank lines) that compiles, with trailing prose dropped; else a completion-style
    bare function body (the reply's first code line is indented and the lines compile as a function body).
+4. A block that does not parse because an interactive session was pasted into it (``>>>`` lines, their ``...``
+   continuations and output) is read without the transcript; definitions typed at the prompt are kept
+   (``without_transcript``).
+5. The result, when it is indented as a whole (a Markdown code block indented by four spaces) and, dedented, defines
+   the entry point at top level, is dedented: a whole function, not a bare body continuing the prompt's.
 Returns None when nothing code-like is found.
 """
 from __future__ import annotations
 
 import ast
 import re
+import textwrap
 
 _FENCE_OPEN = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*$", re.M)
 _PY_TAGS = {"", "python", "py", "python3", "py3"}
@@ -152,8 +158,14 @@ def _bare_body(text: str) -> str | None:
 def extract_python(text: str, entry_point: str | None = None) -> str | None:
     """The Python program the model wrote (see module docstring), or None. ``entry_point``: the function the task
     asks for (HumanEval), used to prefer the block that defines it."""
+    code = _extract(text, entry_point)
+    return None if code is None else _unindent_block(code, entry_point)
+
+
+def _extract(text: str, entry_point: str | None) -> str | None:
     t = strip_reasoning(text)
-    blocks = [(lang, body, closed) for lang, body, closed in fenced_blocks(t)
+    blocks = [(lang, body, closed) for lang, body, closed in
+              ((lang, without_transcript(body), closed) for lang, body, closed in fenced_blocks(t))
               if lang in _PY_TAGS and body.strip() and _is_code(lang, body)]
     complete = [b for _, b, closed in blocks if closed]
     if complete:
@@ -171,6 +183,62 @@ def extract_python(text: str, entry_point: str | None = None) -> str | None:
     if partial and _parses(partial[-1]):
         return partial[-1]
     return _unfenced(t) or _bare_body(t)
+
+
+_PROMPT = re.compile(r"^>>>(?: |$)(.*)$")
+_MORE = re.compile(r"^\.\.\.(?: |$)(.*)$")
+_KEEP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
+
+
+def without_transcript(body: str) -> str:
+    """``body`` without the interactive-session transcript pasted into it: ``>>>`` lines (at the block's left edge),
+    their ``...`` continuation lines and the output lines that follow them up to a blank line. Definitions typed at
+    the prompt (functions, classes, imports, assignments) are kept as code after the rest; the calls and their
+    output are dropped. Only a block that does not parse as it stands is changed: a doctest inside a docstring is
+    part of a string and stays."""
+    if not any(_PROMPT.match(ln) for ln in body.splitlines()) or _parses(body):
+        return body
+    code: list[str] = []
+    typed: list[str] = []
+    state = "code"
+    for ln in body.splitlines():
+        m = _PROMPT.match(ln)
+        if m:
+            typed.append(m.group(1))
+            state = "typed"
+            continue
+        m = _MORE.match(ln)
+        if m and state == "typed":
+            typed.append(m.group(1))
+            continue
+        if state != "code":
+            if ln.strip():
+                state = "output"  # what the session printed
+                continue
+            state = "code"
+        code.append(ln)
+    kept = ""
+    try:
+        tree = ast.parse("\n".join(typed))
+        lines = "\n".join(typed).splitlines()
+        kept = "\n\n".join("\n".join(lines[min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]) - 1:
+                                             n.end_lineno]) for n in tree.body if isinstance(n, _KEEP))
+    except (SyntaxError, ValueError):
+        pass
+    out = "\n".join(code).strip("\n")
+    return (out + "\n\n\n" + kept if out and kept else out or kept) + "\n"
+
+
+def _unindent_block(code: str, entry_point: str | None) -> str:
+    """A Markdown code block indented by four spaces (or a fenced block whose lines all carry the same indentation)
+    holding a whole function is that function, not a bare body continuing the prompt's: dedented when, dedented, it
+    parses as a module and defines the entry point (without one: a function or class)."""
+    if not is_body(code):
+        return code
+    flat = textwrap.dedent(code)
+    if flat == code or not compiles(flat) or not defines(flat, entry_point):
+        return code
+    return flat
 
 
 _BUILTINS = frozenset(dir(__import__("builtins")))

