@@ -200,7 +200,7 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
             prompts = prompts_used(_updater_class(cfg), ctx.family)
             store = RunStore.create(cfg.out, overwrite=overwrite,
                                     meta={"config": cfg.model_dump(), "splits": splits_rec, "environment": env,
-                                          "prompts": prompts})
+                                          "prompts": prompts}, log=log)
             _write_provenance(store, cfg, ctx, splits_rec, env, prompts=prompts)
             kill_point("provenance_written")
         log_estimate(ctx, store.root, resume, log)  # LLM calls ahead (and time, embedded model): run/estimate.py
