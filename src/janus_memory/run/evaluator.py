@@ -26,7 +26,7 @@ from typing import Any
 REPLAY_MODES = ("fresh", "frozen")
 # what a replay request that fails (after the client's retries) does: "zero" = that (entry, memory) is
 # scored incorrect and the comparison goes on, as the authors' replay does (a failed prompt gives "" and scores 0;
-# the paper preset); "abort" = the error ends the comparison and the controller keeps the candidate (ours)
+# the paper preset); "abort" = the error ends the comparison and the controller keeps the deployed memory (ours)
 REPLAY_FAILURES = ("zero", "abort")
 
 
