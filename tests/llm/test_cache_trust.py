@@ -211,3 +211,41 @@ def test_a_run_over_a_hand_edited_cache_warns_once_and_ends_as_the_first(tmp_pat
     for method in ("dc_rs", "dc_rs+janus"):
         assert (tmp_path / "a" / method / "decisions.jsonl").read_bytes() == \
             (tmp_path / "b" / method / "decisions.jsonl").read_bytes()
+
+
+def test_answered_field_names_only_another_model():
+    from janus_memory.llm.cache import answered_field
+    from janus_memory.values import ChatResult
+
+    assert answered_field(ChatResult(text="", model="m"), "m") == {}
+    assert answered_field(ChatResult(text="", model="x", fingerprint="fp"), "m") == {"model": "x (fp)"}
+    assert answered_field(ChatResult(text=""), "m") == {}
+
+
+def test_a_run_records_which_model_answered_and_a_swapped_model_is_asked_again(tmp_path, monkeypatch):
+    """Two `janus run`s with one response cache against one URL and one --model; the server's model is swapped in
+    between. The second run replays nothing of the first model: every response is live and says which model gave it
+    (steps.jsonl llm_calls, decisions.jsonl evaluations, summary.json answered_by)."""
+    from janus_memory.cli import main
+    from janus_memory.run.fake_llm import scripted_backend
+    from janus_memory.tasks import load_split
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    tasks = load_split("gsm8k", "stream", limit=6).tasks + load_split("gsm8k", "test", limit=2).tasks
+    fake = scripted_backend(tasks)
+    args = ["run", "--backend", "openai", "--model", "same-name", "--dataset", "gsm8k", "--stream-size", "6",
+            "--test-size", "2", "--encoder", "hashing", "--warmup", "2", "--trigger", "always", "--quiet"]
+    with _Swappable(responder=fake.reply) as srv:
+        assert main([*args, "--base-url", srv.base_url, "--out", str(tmp_path / "a")]) == 0
+        srv.served = "model-b"
+        with pytest.warns(RuntimeWarning, match="answers stored for model 'model-a' are not replayed"):
+            assert main([*args, "--base-url", srv.base_url, "--out", str(tmp_path / "b")]) == 0
+    for run, model in (("a", "model-a"), ("b", "model-b")):
+        summary = json.loads((tmp_path / run / "summary.json").read_text())
+        assert list(summary["answered_by"]) == [model]
+        assert summary["answered_by"][model]["cached"] == (0 if run == "b" else summary["answered_by"][model]["cached"])
+        steps = [json.loads(x) for x in (tmp_path / run / "dc_rs+janus" / "steps.jsonl").read_text().splitlines()]
+        assert {c.get("model") for s in steps for c in s["llm_calls"]} == {model}
+        decisions = [json.loads(x) for x in (tmp_path / run / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()]
+        evals = [e for d in decisions for e in d["decision"].get("evaluations", [])]
+        assert evals and {e.get("model") for e in evals} == {model}

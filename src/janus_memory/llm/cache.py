@@ -59,6 +59,13 @@ def answered_by(r: ChatResult) -> str:
     return r.model + (f" ({r.fingerprint})" if r.fingerprint else "")
 
 
+def answered_field(result: Any, asked: str) -> dict:
+    """``{"model": answered_by(result)}`` when the server reported another model than the one asked for (a swapped
+    model, another model's answer), else nothing: a logged response says which model gave it when that is news."""
+    got = answered_by(result) if getattr(result, "model", "") else ""
+    return {"model": got} if got and got != asked else {}
+
+
 def _checksum(d: dict) -> str:
     return hashlib.sha256(canonical_json(d).encode("utf-8")).hexdigest()
 
