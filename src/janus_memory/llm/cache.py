@@ -220,6 +220,7 @@ class ResponseCache:
         to the old file only reconnects), warn, and drop every connection."""
         with self._lock:
             first = self.moved_aside is None
+            aside = self.moved_aside
             if first:
                 aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
                 for suffix in ("", "-wal", "-shm"):
@@ -231,7 +232,7 @@ class ResponseCache:
                         pass
                 self.moved_aside = aside
         if first:
-            warnings.warn(f"response cache {self.path} is damaged ({e}); moved aside to {self.moved_aside.name} and a "
+            warnings.warn(f"response cache {self.path} is damaged ({e}); moved aside to {aside.name} and a "  # type: ignore[union-attr]
                           "new cache started: its answers are asked again (--no-cache runs without the cache)",
                           RuntimeWarning, stacklevel=4)
         self.close()

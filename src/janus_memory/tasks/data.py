@@ -119,11 +119,11 @@ def _as_record(obj: dict, where: str) -> Record:
     return rec
 
 
-def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
+def read_jsonl(path: str | os.PathLike) -> list[Record]:
     """Read a JSON Lines file (blank lines skipped) into :class:`Record` objects.
 
     Raises ConfigError naming the file and line: not UTF-8, a line that is not JSON, a line that is not an object."""
-    out: list[dict[str, Any]] = []
+    out: list[Record] = []
     try:
         with open(path, encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
@@ -235,7 +235,7 @@ def find_source(data_dir, rel: str, what: str) -> Path:
                             f"to a folder containing {rel}, or put the dataset in the local Hugging Face cache")
 
 
-def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
+def read_records(path: str | os.PathLike) -> list[Record]:
     """Records of a .jsonl or .parquet file (parquet needs pyarrow, only for HF-cache sources)."""
     path = Path(path)
     if path.suffix == ".parquet":

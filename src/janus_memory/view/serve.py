@@ -44,7 +44,7 @@ def make_server(page: Path, port: int = 0) -> HTTPServer:
 
         def _head(self) -> bool:
             hosts = self.headers.get_all("Host") or []
-            if len(hosts) != 1 or not host_ok(hosts[0], self.server.server_address[1]):
+            if len(hosts) != 1 or not host_ok(hosts[0], getattr(self.server, "server_port", -1)):
                 self.send_error(421, "this server answers only to 127.0.0.1, localhost or [::1] with its port")
                 return False
             if self.path.split("?", 1)[0].split("#", 1)[0] not in ("/", "/view.html"):
