@@ -75,7 +75,8 @@ class ChatResult:
     usage: Usage = field(default_factory=Usage)
     cached: bool = False
     latency_s: float = 0.0
-    model: str = ""
+    model: str = ""  # the model the server reported it answered as (else the one asked for)
+    fingerprint: str = ""  # the server's system_fingerprint, where it gives one (its build and model configuration)
 
     @property
     def truncated(self) -> bool:

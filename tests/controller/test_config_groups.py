@@ -35,7 +35,7 @@ FLAT_KEYS = [
     "seq_round", "eval_order", "gate_full_compare", "gate_compare", "near_copy_similarity", "near_copy_pairs",
     "reuse_old_results", "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs", "seq_recent_window", "eval_set",
     "panel_size", "panel_rotate", "panel_min_evals", "near_copy_inherit", "near_copy_anchor", "indeterminate_rollback",
-    "seq_deploy_margin", "seq_quiet_deploy"]
+    "seq_deploy_margin", "seq_quiet_deploy", "compare_on_broken_embeddings", "on_evaluation_error"]
 
 PRESETS = {"paper": JanusConfig.paper(), "fast": JanusConfig.fast(), "recommended": JanusConfig.recommended(),
            "panel_ties_deployed": JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED),
@@ -47,7 +47,7 @@ def test_at_most_fifteen_top_level_fields_and_every_group_field_documented():
     names = [f.name for f in dataclasses.fields(JanusConfig)]
     assert names == ["warmup", "seed", "trigger", "eval_set", "decision", "reuse"]
     assert [len(dataclasses.fields(g)) for g in (TriggerConfig, EvalSetConfig, DecisionConfig, ReuseConfig)] == [
-        15, 15, 17, 8]
+        16, 15, 18, 8]
     import ast
     import inspect
 
@@ -106,7 +106,8 @@ def test_the_grouped_form():
     assert g["trigger"] == {"kind": "mmt", "beta": 0.9, "tau": 0.0, "rate": 0.3, "period": 3, "use_mmt": True,
                             "retention_min": 0.25, "shrink_max": 0.5, "magnitude_ratio": 1.5, "magnitude_window": 10,
                             "tau_quantile": 0.0, "tau_window": 20, "arm_warmup": True, "gate_compare": False,
-                            "gate_full_compare": False}
+                            "gate_full_compare": False, "compare_on_broken_embeddings": True}
+    assert g["decision"]["on_evaluation_error"] == "keep_old"
     assert g["reuse"] == {"old_results": False, "near_copy_similarity": 0.0, "near_copy_pairs": 2,
                           "near_copy_inherit": False, "near_copy_anchor": False, "same_memory_shortcut": False,
                           "skip_trivially_equal": False, "ignore_usage_counters": False}

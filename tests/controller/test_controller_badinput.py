@@ -33,7 +33,7 @@ def test_memory_embedding_dimension_mismatch_gives_zero_z_and_cosine_zero():
 
 
 def test_nan_vectors_are_zero_with_warning():
-    j = warmed()
+    j = warmed(JanusConfig(compare_on_broken_embeddings=False))  # the trigger alone reads them (fail open)
     d = j.decide(StepInput(mk_task(21), np.eye(8)[0], "OLD", "NEW", np.zeros(2), np.array([np.nan, 1.0])))
     assert d.z_norm == 0.0 and d.cosine == 0.0 and not d.triggered
     assert any("new_embedding" in w and "NaN" in w for w in d.warnings)
@@ -80,18 +80,24 @@ def test_empty_memories_are_fine():
         (lambda m, ts: None, "not a list"),
     ],
 )
-def test_evaluator_failures_keep_new_memory_and_update_momentum(ev, needle):
+@pytest.mark.parametrize("on_error", ["keep_old", "deploy"])
+def test_evaluator_failures_decide_by_the_setting_and_update_momentum(ev, needle, on_error):
+    """Default ``keep_old``: the guard fails closed (the deployed memory stays); ``deploy`` is the authors' way."""
     failing = {"on": False}
 
     def wrapped(m, ts):
         return ev(m, ts) if failing["on"] else [True] * len(ts)
 
-    j = warmed(JanusConfig(trigger="always"), wrapped)  # step 21 triggers with a working evaluator
+    j = warmed(JanusConfig(trigger="always", on_evaluation_error=on_error), wrapped)  # step 21 triggers, evaluator ok
     failing["on"] = True
     bnd = j.boundary_ids
     m_prev = j.momentum
+    before = j.stats
     d = j.decide(StepInput(mk_task(21), np.eye(8)[1], "OLD", "NEW", np.zeros(2), np.array([0.0, 1.0])))
-    assert d.triggered and d.accept and d.reason.startswith("evaluation_failed:") and needle in d.reason
+    assert d.triggered and d.accept == (on_error == "deploy") and d.reason.startswith("evaluation_failed:")
+    assert needle in d.reason
+    moved = "accepts" if on_error == "deploy" else "rollbacks"
+    assert j.stats[moved] == before[moved] + 1
     assert d.flips == [] and d.old_score is None and d.new_score is None
     assert j.boundary_ids == bnd  # boundary untouched
     np.testing.assert_array_equal(j.momentum, 0.9 * m_prev + (1.0 - 0.9) * np.array([0.0, 1.0]))

@@ -56,6 +56,7 @@ def summary_numbers(run: Path) -> dict:
     s = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     s.pop("run_dir", None)
     s.pop("resumed", None)  # a resumed run says so (its "calls paid" note); the numbers are what is compared
+    s.pop("answered_by", None)  # responses per answering model, live or cached: depends on the cache, not the run
     return _strip_wall(s)
 
 

@@ -1,6 +1,6 @@
 """Replay failures: with ``failures="zero"`` (the paper preset) a replay request that fails scores
 that (entry, memory) 0 and the comparison goes on, as the authors' replay does; ``abort`` (small preset) raises,
-so the controller keeps the candidate. Interrupts are never swallowed."""
+so the controller keeps the deployed memory (on_evaluation_error). Interrupts are never swallowed."""
 from __future__ import annotations
 
 import pytest

@@ -241,7 +241,7 @@ def _add_janus_options(j) -> None:
     j.add_argument("--replay-failures", choices=["zero", "abort"],
                    help="a replay request that fails after the retries: zero = that entry scores 0 for that memory "
                         "and the comparison goes on (the authors'; paper preset), abort = the comparison ends and "
-                        "the candidate is kept (small preset)")
+                        "the deployed memory is kept (small preset)")
     j.add_argument("--replay-limit", type=int, help="cap the evaluation set |E| per trigger (default: no cap, as the paper)")
     j.add_argument("--clustering", choices=["paper", "sklearn", "incremental"],
                    help="coverage k-means: paper = the authors' kmeans_pytorch (random initial points, warm restarts "

@@ -11,7 +11,7 @@ Public API::
     from janus_memory.controller import Janus, JanusConfig, StepInput, Decision
     from janus_memory.controller import EvalSetStrategy, EvalPlan, register_eval_set  # a new evaluation set
 """
-from .adapter import GuardedUpdate, guarded_step
+from .adapter import GuardedUpdate, RollbackError, guarded_step
 from .config_groups import DecisionConfig, EvalSetConfig, ReuseConfig, TriggerConfig
 from .decision_rules import Comparison, EvaluationError, compare, sign_test
 from .janus import Decision, Janus, JanusConfig, StepInput, task_id_of
@@ -29,6 +29,7 @@ __all__ = [
     "EvalSetStrategy",
     "EvaluationError",
     "GuardedUpdate",
+    "RollbackError",
     "Janus",
     "JanusConfig",
     "ReuseConfig",

@@ -12,6 +12,10 @@ the paper, spec §2.2), and a ``restore(snapshot)`` callback used on rollback.
 
 or, for objects with ``snapshot() / step(task) / rollback(snap)`` (the ``updaters.base.Updater`` seam),
 ``GuardedUpdate(janus, updater, embed).step(task) -> (outcome, decision)``.
+
+A rollback is checked, not trusted: ``GuardedUpdate`` reads the updater's ``memory_text()`` after ``rollback`` and
+compares it with the memory before the step (``verify_rollback``). A ``snapshot()`` that returns a reference to the
+live state instead of a copy "restores" the candidate itself; that raises :class:`RollbackError` by default.
 """
 from __future__ import annotations
 
@@ -21,6 +25,13 @@ from typing import Any
 import numpy as np
 
 from .janus import Decision, Janus, StepInput
+
+VERIFY_ROLLBACK = ("raise", "warn", "off")
+
+
+class RollbackError(RuntimeError):
+    """A rollback left the updater holding another memory than the one before the step (a ``snapshot()`` that
+    returned a reference to its live state, or a ``rollback`` that restores nothing)."""
 
 
 def guarded_step(
@@ -46,6 +57,9 @@ def guarded_step(
             raise ValueError("guarded_step needs task_embedding or task_text")
         texts = [task_text] + texts
     vecs = np.asarray(embed(texts))
+    if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+        raise ValueError(f"embed(texts) must return one row per text, shape ({len(texts)}, d); got shape "
+                         f"{tuple(vecs.shape)}")
     if task_embedding is None:
         task_embedding, old_vec, new_vec = vecs[0], vecs[1], vecs[2]
     else:
@@ -62,14 +76,21 @@ class GuardedUpdate:
     ``candidate_memory`` text attributes) and ``rollback(state)``.
 
     ``question`` maps a task to the text whose embedding is φ(x) (default: ``task.question``).
+    ``verify_rollback``: after a rollback, the updater's ``memory_text()`` must equal the memory before the step
+    (``outcome.old_memory``): ``raise`` (default) raises :class:`RollbackError`, ``warn`` adds a line to the
+    decision's warnings, ``off`` trusts the rollback. An updater without ``memory_text()`` cannot be checked: a
+    warning says so (``off``: nothing).
     """
 
     def __init__(self, janus: Janus, updater: Any, embed: Callable[[list[str]], np.ndarray],
-                 question: Callable[[Any], str] = lambda t: t.question):
+                 question: Callable[[Any], str] = lambda t: t.question, *, verify_rollback: str = "raise"):
+        if verify_rollback not in VERIFY_ROLLBACK:
+            raise ValueError(f"verify_rollback must be one of {', '.join(VERIFY_ROLLBACK)}, got {verify_rollback!r}")
         self.janus = janus
         self.updater = updater
         self.embed = embed
         self.question = question
+        self.verify_rollback = verify_rollback
 
     def step(self, task: Any, snapshot: Any = None) -> tuple[Any, Decision]:
         """Propose, decide, roll back when the old memory wins. ``snapshot``: the updater state before this step when
@@ -80,7 +101,25 @@ class GuardedUpdate:
         decision = guarded_step(self.janus, task=task, task_text=self.question(task),
                                 old_text=outcome.old_memory, new_text=outcome.candidate_memory,
                                 embed=self.embed, snapshot=snap, restore=self.updater.rollback)
+        if not decision.accept and self.verify_rollback != "off":
+            self._verify(outcome.old_memory, decision)
         return outcome, decision
+
+    def _verify(self, old_memory: str, decision: Decision) -> None:
+        read = getattr(self.updater, "memory_text", None)
+        if not callable(read):
+            decision.warnings.append(f"rollback not verified: {type(self.updater).__name__} has no memory_text()")
+            return
+        now = read()
+        if now == old_memory:
+            return
+        got = f"{len(now)} characters" if isinstance(now, str) else f"a {type(now).__name__}"
+        msg = (f"rollback failed at step {decision.step}: after {type(self.updater).__name__}.rollback(snapshot) the "
+               f"memory ({got}) is not the one before the step ({len(old_memory)} characters); snapshot() must "
+               f"return a copy of the state, not a reference to it")
+        if self.verify_rollback == "raise":
+            raise RollbackError(msg)
+        decision.warnings.append(msg)
 
 
 def _check_outcome(updater: Any, outcome: Any) -> None:

@@ -3,8 +3,9 @@
 The evaluator is told what is coming (``begin_comparison`` for resumable sampling, ``expect_pair`` and
 ``expect_calls`` for a batching evaluator, all optional), ``decision_rules.compare`` applies the rule, and the outcome is
 copied onto the Decision.
-A failing evaluator keeps the candidate (reason ``evaluation_failed:...``). Counter names are those of
-``Janus.stats``: steps, triggers, accepts, rollbacks, evaluator_calls, evaluator_calls_saved, evaluation_failures.
+A failing evaluator keeps the deployed memory (``on_evaluation_error``; reason ``evaluation_failed:...``). Counter
+names are those of ``Janus.stats``: steps, triggers, accepts, rollbacks, evaluator_calls, evaluator_calls_saved,
+evaluation_failures.
 """
 from __future__ import annotations
 
@@ -41,8 +42,9 @@ def announce(evaluator: Any, c: JanusConfig, d: Decision, trigger_count: int, n_
 def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old_text: str, new_text: str,
                    stats: dict[str, int], *, full: bool = False, max_pairs: int | None = None,
                    known_old: list | None = None, base_pairs: int | None = None) -> Comparison | None:
-    """Compare both memories on ``tasks`` (the planned entries), fill ``d`` and ``stats``; None (candidate kept,
-    counted as an accept) when the evaluator failed. Accept/rollback of a completed comparison is left to the
+    """Compare both memories on ``tasks`` (the planned entries), fill ``d`` and ``stats``; None when the evaluator
+    failed (the deployed memory kept, counted as a rollback; ``on_evaluation_error="deploy"``: the candidate kept,
+    counted as an accept). Accept/rollback of a completed comparison is left to the
     caller, which counts it after its own bookkeeping.
 
     ``full``: the paper rule on every entry whatever the configured rule (a text gate's forced comparison).
@@ -69,12 +71,12 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
                                  else 0, dc.seq_quiet_deploy) if seq else None,
                        extend_margin=dc.seq_extend_margin, **how)
     except EvaluationError as exc:
-        d.accept = True
+        d.accept = dc.on_evaluation_error == "deploy"
         d.reason = f"evaluation_failed:{exc}"
         d.evaluator_calls = int(getattr(exc, "calls", 0))
         stats["evaluator_calls"] += d.evaluator_calls
         stats["evaluation_failures"] += 1
-        stats["accepts"] += 1
+        stats["accepts" if d.accept else "rollbacks"] += 1
         return None
     if dc.indeterminate_rollback and comp.accept and comp.new_correct and all(v is None for v in comp.new_correct):
         # None casts no vote: without this an all-None candidate (every task a sandbox time-out) is deployed on a

@@ -21,6 +21,7 @@ SEED_MAX = 2**32 - 1  # scikit-learn's KMeans random_state range (numpy's Random
 CLUSTERINGS = ("paper", "sklearn", "incremental")
 DECISION_RULES = ("paper", "sign_test", "sequential")
 EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
+ON_EVALUATION_ERROR = ("keep_old", "deploy")
 
 
 # ------------------------------------------------------------------ checks shared by the groups
@@ -146,11 +147,17 @@ class TriggerConfig(_KindCompat):
     gate_full_compare: bool = False
     """As ``gate_compare``, but the flagged candidate gets a full paper-rule comparison on the whole evaluation set
     (no sequential cap, no early stop). Exclusive with ``gate_compare``."""
+    compare_on_broken_embeddings: bool = True
+    """Fail closed on a broken encoder: after the warm-up, a step whose embeddings hold a NaN or inf, or are all three
+    (task, old and new memory) all zeros while a memory text is not blank, is compared whatever the trigger said
+    (signal ``forced_by: "encoder"``, and a warning). False: the trigger reads zero vectors (NaN and inf replaced;
+    MMT's cosine is then 0 and it never fires, so every candidate is deployed unchecked). Not read by ``never``."""
 
     def __post_init__(self):
         check_ints(self, {"period": "trigger_period", "magnitude_window": "magnitude_window",
                           "tau_window": "tau_window"}, at_least_one=("period", "magnitude_window", "tau_window"))
-        check_bools(self, {n: n for n in ("use_mmt", "arm_warmup", "gate_compare", "gate_full_compare")})
+        check_bools(self, {n: n for n in ("use_mmt", "arm_warmup", "gate_compare", "gate_full_compare",
+                                          "compare_on_broken_embeddings")})
         check_numbers(self, {"beta": "beta", "tau": "tau", "rate": "trigger_rate", "retention_min": "retention_min",
                              "shrink_max": "shrink_max", "magnitude_ratio": "magnitude_ratio",
                              "tau_quantile": "tau_quantile"})
@@ -294,6 +301,10 @@ class DecisionConfig:
     indeterminate_rollback: bool = False
     """Any rule: a candidate whose every outcome is None (indeterminate, e.g. sandbox time-outs) is rolled back,
     reason ``indeterminate_candidate``, whatever the rule said."""
+    on_evaluation_error: str = "keep_old"
+    """What a comparison whose evaluator raised (or returned the wrong length or non-booleans) decides, reason
+    ``evaluation_failed:...`` either way: ``keep_old`` (fail closed: the deployed memory stays, the candidate is
+    rolled back) or ``deploy`` (the candidate is kept, as this library did before the setting)."""
 
     def __post_init__(self):
         check_ints(self, {n: n for n in ("min_margin", "early_stop_round", "seq_round", "seq_max_pairs",
@@ -314,6 +325,7 @@ class DecisionConfig:
                     raise ValueError(f"{name} must be above seq_max_pairs (> 0), got {name}="
                                      f"{getattr(self, name)} with seq_max_pairs={self.seq_max_pairs}")
         check_choice(self.rule, "decision_rule", DECISION_RULES)
+        check_choice(self.on_evaluation_error, "on_evaluation_error", ON_EVALUATION_ERROR, sep=", ")
         if self.early_stop and self.rule != "paper":
             raise ValueError("early_stop is exact only for decision_rule='paper'")
 
@@ -385,7 +397,8 @@ FLAT_ORDER = ("warmup", "coverage_size", "boundary_size", "fresh_size", "beta", 
               "eval_order", "gate_full_compare", "gate_compare", "near_copy_similarity", "near_copy_pairs",
               "reuse_old_results", "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs", "seq_recent_window",
               "eval_set", "panel_size", "panel_rotate", "panel_min_evals", "near_copy_inherit", "near_copy_anchor",
-              "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy")
+              "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "compare_on_broken_embeddings",
+              "on_evaluation_error")
 _WHERE = {_RENAMED.get((g, f.name), f.name): (g, f.name) for g, cls in GROUPS.items() for f in fields(cls)}
 FLAT: dict[str, tuple[str | None, str]] = {k: _WHERE.get(k, (None, k)) for k in FLAT_ORDER}
 assert set(_WHERE) | {"warmup", "seed"} == set(FLAT_ORDER), "FLAT_ORDER lists every grouped field once"

@@ -35,7 +35,7 @@ from .sequential import discordant
 from .state import STATE_FORMAT, default_task_to_dict, tasks_from_state
 from .step import Decision, StepInput, task_id_of
 from .strategy import eval_set_for
-from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, update_direction
+from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, unusable, update_direction
 from .trigger_options import SelectiveOptions, SelectiveTrigger, item_flag
 
 __all__ = ["STATE_FORMAT", "Decision", "Janus", "JanusConfig", "StepInput", "task_id_of"]
@@ -43,6 +43,19 @@ __all__ = ["STATE_FORMAT", "Decision", "Janus", "JanusConfig", "StepInput", "tas
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _broken_embeddings(inp: StepInput, vectors: tuple) -> str:
+    """What shows a broken encoder in this step's embeddings ("" when nothing does): a NaN or inf in any of them, or
+    all three (task, old memory, new memory) without a direction (all zeros) while a memory text is not blank."""
+    names = ("task", "old memory", "new memory")
+    raw = (inp.task_embedding, inp.old_embedding, inp.new_embedding)
+    bad = [n for n, x in zip(names, raw) if x is not None and not np.all(np.isfinite(np.asarray(x, dtype=np.float64)))]
+    if bad:
+        return f"{', '.join(bad)} embedding holds NaN or inf (a broken encoder?)"
+    if all(unusable(v) for v in vectors) and (inp.old_memory.strip() or inp.new_memory.strip()):
+        return "every embedding is all zeros (a broken encoder?)"
+    return ""
 
 
 class Janus:
@@ -90,6 +103,7 @@ class Janus:
         self._recent_close: list[bool] = []  # seq_recent_pairs: was each of the last comparisons close
         self._anchor_sha: str | None = None  # near_copy_anchor: the last fully compared memory (_anchored)
         self._anchor_text: str | None = None
+        self._saved: dict | None = None  # decide()'s saved state while it runs (_save)
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -149,12 +163,54 @@ class Janus:
             TypeError: ``inp`` is not a StepInput, the task has no id, or a memory is not a str.
             ValueError: the task embedding is empty/non-numeric or its dimension differs from earlier tasks.
             RuntimeError: a comparison is needed but no evaluator was given.
-        Nothing is mutated when an exception is raised.
+        Nothing is mutated when an exception is raised, an interrupt inside the evaluator included
+        (KeyboardInterrupt, asyncio.CancelledError): the state is put back as it was, so the step can be retried.
         """
         tid, q, old_v, new_v, warnings = self._read_input(inp)
-        if self._step + 1 <= self.config.warmup:
-            return self._warmup_step(inp, tid, q, warnings)
-        return self._stream_step(inp, tid, q, old_v, new_v, warnings)
+        saved = self._saved = self._save()
+        try:
+            if self._step + 1 <= self.config.warmup:
+                return self._warmup_step(inp, tid, q, warnings)
+            return self._stream_step(inp, tid, q, old_v, new_v, warnings)
+        except BaseException:
+            self._restore(saved)
+            raise
+        finally:
+            self._saved = None
+
+    # ------------------------------------------------------------------ decide() as one transaction
+    def _save(self) -> dict:
+        """What one decide() may change, taken before it (cheap: lengths, counters, small lists; the evaluation set's
+        state only when the step is about to change it, :meth:`_save_evalset`)."""
+        return {"n": self._store.n, "dim": self._store.dim, "data_none": self._store._data is None,
+                "tasks": len(self._tasks), "task_cache": len(self._task_cache), "ids": len(self._ids),
+                "step": self._step, "trigger_count": self._trigger_count, "seen_end": self._seen_end,
+                "warmup_initialized": self._warmup_initialized, "momentum": self._momentum,
+                "stats": dict(self._stats), "old_key": self._old_key, "old_cache": dict(self._old_cache),
+                "recent_close": list(self._recent_close), "anchor": (self._anchor_sha, self._anchor_text),
+                "selective": self._selective.state_dict(), "evalset": None}
+
+    def _save_evalset(self) -> None:
+        """Keep the evaluation set's state before this step changes it (once per step)."""
+        saved = getattr(self, "_saved", None)
+        if saved is not None and saved["evalset"] is None:
+            saved["evalset"] = self._evalset.state_dict()
+
+    def _restore(self, saved: dict) -> None:
+        """Put back the state :meth:`_save` took: the step's task, embedding and counters are gone."""
+        st = self._store
+        st.n, st.dim = saved["n"], saved["dim"]
+        if saved["data_none"]:
+            st._data = None
+        del self._tasks[saved["tasks"]:], self._task_cache[saved["task_cache"]:], self._ids[saved["ids"]:]
+        self._step, self._trigger_count = saved["step"], saved["trigger_count"]
+        self._seen_end, self._warmup_initialized = saved["seen_end"], saved["warmup_initialized"]
+        self._momentum, self._stats = saved["momentum"], saved["stats"]
+        self._old_key, self._old_cache, self._recent_close = saved["old_key"], saved["old_cache"], saved["recent_close"]
+        self._anchor_sha, self._anchor_text = saved["anchor"]
+        self._selective.load_state_dict(saved["selective"])
+        if saved["evalset"] is not None:
+            self._evalset.load_state_dict(saved["evalset"], self._store.n, self._trigger_count)
 
     # ------------------------------------------------------------------ steps of decide()
     def _read_input(self, inp: StepInput) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, list[str]]:
@@ -221,6 +277,11 @@ class Janus:
             cos = cosine(z, prev)
         z_norm = exact_norm(z)
         fire, signals = self._fires(cos, z_norm, inp)
+        if not fire and c.trigger.kind != "never" and c.trigger.compare_on_broken_embeddings:
+            broken = _broken_embeddings(inp, (q, old_v, new_v))
+            if broken:  # a broken encoder: the trigger cannot see anything, so compare (fail closed)
+                fire, signals = True, {**signals, "forced_by": "encoder"}
+                warnings.append(f"{broken}; compared whatever the trigger said (compare_on_broken_embeddings)")
         d = Decision(step=self._step, task_id=tid, phase="stream", triggered=fire, accept=True,
                      reason="not_triggered", cosine=cos, z_norm=z_norm,
                      momentum_norm=None if prev is None else exact_norm(prev), warnings=warnings,
@@ -296,6 +357,7 @@ class Janus:
     def _init_support(self) -> list[str]:
         """End of warm-up: the evaluation set starts (the paper's: coverage via k-means on the warm-up tasks,
         bootstrap boundary; spec §3.2); the warm-up tasks count as seen."""
+        self._save_evalset()
         warnings = self._evalset.start(self._store, self._store.n)
         self._seen_end = self._store.n
         self._warmup_initialized = True
@@ -305,6 +367,7 @@ class Janus:
         """Selective trigger armed during warm-up: compare on up to K + K_F tasks seen so far (a seeded sample,
         role ``fresh``). Coverage, boundary and the seen/pending split are untouched (they start at the end of
         warm-up); the trigger count advances."""
+        self._save_evalset()
         plan = self._evalset.plan_warmup(self._store.n, self._trigger_count)
         self._trigger_count += 1
         self._stats["triggers"] += 1
@@ -315,7 +378,7 @@ class Janus:
 
     def _compare(self, d: Decision, entries: list[int], old_text: str, new_text: str, full: bool = False,
                  max_pairs: int | None = None, inherit: bool = False) -> Comparison | None:
-        """Evaluate both memories on ``entries``, fill ``d``; None (candidate kept) when the evaluator failed.
+        """Evaluate both memories on ``entries``, fill ``d``; None when the evaluator failed (``on_evaluation_error`` decided).
         ``inherit``: a rewording checked on a few tasks (``_near_copy``), see ``_remember``."""
         announce(self.evaluator, self.config, d, self._trigger_count, len(entries), old_text, new_text, full=full)
         known = None
@@ -343,6 +406,7 @@ class Janus:
         """A post-warm-up trigger (spec §3.2): the evaluation set plans the tasks (the paper's: fresh sample,
         coverage refresh, planned entries), the comparison, then the set observes the outcomes (the paper's:
         boundary refresh from the flips)."""
+        self._save_evalset()
         prev_seen, self._seen_end = self._seen_end, self._store.n
         self._trigger_count += 1
         self._stats["triggers"] += 1

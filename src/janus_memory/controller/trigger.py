@@ -32,19 +32,29 @@ def as_vector(x, name: str = "vector") -> tuple[np.ndarray, list[str]]:
         (vector of shape (d,), warnings). A vector holding NaN/inf is replaced by a zero vector of the same
         size and a warning is returned (failure-handling rule of the controller brief: NaN -> zero vector).
     Raises:
-        ValueError: when ``x`` cannot be converted to a numeric array.
+        ValueError: when ``x`` cannot be converted to a numeric array, or holds more than one vector (shape (3, d):
+            several texts' embeddings, which flattened would be one meaningless vector).
     """
     if x is None:
         return np.zeros(0, dtype=np.float64), [f"{name}: missing embedding treated as empty vector"]
     try:
-        v = np.asarray(x, dtype=np.float64).reshape(-1)
+        a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name}: not a numeric vector ({exc})") from exc
+    if a.ndim > 2 or (a.ndim == 2 and a.shape[0] != 1):
+        raise ValueError(f"{name}: expected one embedding of shape (d,) or (1, d), got shape {tuple(a.shape)}")
+    v = a.reshape(-1)
     warnings: list[str] = []
     if v.size and not np.all(np.isfinite(v)):
         warnings.append(f"{name}: contains NaN/inf; treated as a zero vector")
         v = np.zeros_like(v)
     return v, warnings
+
+
+def unusable(v: np.ndarray) -> bool:
+    """Whether an embedding (after :func:`as_vector`) carries no direction: empty, or a norm below
+    :data:`COSINE_EPS` (all zeros, or NaN/inf replaced by zeros). A working encoder gives neither for a text."""
+    return v.size == 0 or exact_norm(v) < COSINE_EPS
 
 
 def exact_norm(v: np.ndarray) -> float:

@@ -182,6 +182,7 @@ def result_from_dict(d: dict, *, cached: bool = False) -> ChatResult:
         usage=Usage(int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0)), bool(u.get("estimated", False))),
         cached=cached,
         model=d.get("model", ""),
+        fingerprint=d.get("fingerprint", ""),
     )
 
 

@@ -5,7 +5,18 @@ Key: ``sha256`` of the canonical JSON of ``{"backend": backend.identity, "messag
 memory, task prompt, parameters and sample index get the same stored answer, so a temperature-0.7 run is
 reproducible and a re-run costs no calls (this also removes server-side temperature-0 noise, C23).
 
-Value: the normalised result (text, reasoning, finish_reason, usage, model) as JSON. Failures are never stored.
+Value: the normalised result (text, reasoning, finish_reason, usage, the model the server reported and its
+``system_fingerprint``) as JSON, with ``_sha256``, a checksum of the rest. Failures are never stored.
+
+Read back, an entry is checked (:func:`check_entry`): JSON, an object, each field of its type, the checksum matching
+(entries written before the checksum are type-checked only). A damaged or hand-edited entry is not used: one warning
+naming the file and ``--no-cache``, its request is asked again and the new answer replaces it. A file SQLite itself
+calls damaged (truncated, overwritten: ``sqlite3.DatabaseError``) is moved aside to ``<name>.damaged-<time>`` with one
+warning and a new cache is started; the run goes on.
+
+Which model answered: the key holds the backend identity (URL and the model asked for); the entry holds the model
+the server reported (``ChatResult.model``, ``fingerprint``). The client (llm/client.py) refuses to replay an entry
+whose reported model differs from the one this run's server reports.
 Safe under concurrent writers (threads and processes): opened with :func:`janus_memory.sqlite_wal.connect_shared`
 (WAL journal, ``busy_timeout``, the opening steps that SQLite does not wait on retried) and ``INSERT OR IGNORE``
 (the first writer of a key wins; later identical keys are no-ops).
@@ -20,6 +31,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +51,51 @@ SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT
 class CacheError(Exception):
     """The response cache cannot be opened or created (a file where the folder should be, no permission, a file
     that is not an SQLite database). One-line message naming the path and the fix."""
+
+
+def answered_by(r: ChatResult) -> str:
+    """What identifies the model that gave ``r``: the model name the server reported, with its system_fingerprint
+    where it gave one."""
+    return r.model + (f" ({r.fingerprint})" if r.fingerprint else "")
+
+
+def answered_field(result: Any, asked: str) -> dict:
+    """``{"model": answered_by(result)}`` when the server reported another model than the one asked for (a swapped
+    model, another model's answer), else nothing: a logged response says which model gave it when that is news."""
+    got = answered_by(result) if getattr(result, "model", "") else ""
+    return {"model": got} if got and got != asked else {}
+
+
+def _checksum(d: dict) -> str:
+    return hashlib.sha256(canonical_json(d).encode("utf-8")).hexdigest()
+
+
+_TEXT_FIELDS = ("text", "reasoning", "finish_reason", "model", "fingerprint")
+_COUNTS = ("prompt_tokens", "completion_tokens")
+
+
+def check_entry(raw: Any) -> tuple[dict | None, str]:
+    """``(result dict, "")`` for a sound stored value, ``(None, what is wrong)`` otherwise (module docstring)."""
+    try:
+        d = json.loads(raw)
+    except (TypeError, ValueError) as e:
+        return None, f"not JSON: {str(e).splitlines()[0][:80]}"
+    if not isinstance(d, dict):
+        return None, f"not a JSON object but {type(d).__name__}"
+    sha = d.pop("_sha256", None)
+    if not isinstance(d.get("text"), str):
+        return None, f"its text is {type(d.get('text')).__name__}, not a string"
+    for f in _TEXT_FIELDS[1:]:
+        if f in d and not isinstance(d[f], str):
+            return None, f"its {f} is {type(d[f]).__name__}, not a string"
+    u = d.get("usage", {})
+    if not isinstance(u, dict) or any(not isinstance(u.get(f, 0), int) or isinstance(u.get(f, 0), bool)
+                                      or u.get(f, 0) < 0 for f in _COUNTS) \
+            or not isinstance(u.get("estimated", False), bool):
+        return None, "its usage is not two token counts and a flag"
+    if sha is not None and sha != _checksum(d):
+        return None, "its checksum does not match its answer (edited or damaged)"
+    return d, ""
 
 
 def request_key(identity: str, req: ChatRequest, sample: int = 0) -> str:
@@ -71,6 +128,9 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
         self.hits = self.misses = self.writes = 0
+        self.damaged = 0  # entries not used: damaged or edited (check_entry); their requests are asked again
+        self.moved_aside: Path | None = None  # where a damaged file went (the cache then starts anew)
+        self._stale: set[str] = set()  # keys whose stored entry was not used: the next answer replaces it
         self.path = cache_file(p, CACHE_FILENAME)
         self._failures = WriteFailures("response cache", self.path,
                                        "an answer could not be stored",
@@ -102,29 +162,80 @@ class ResponseCache:
         return con
 
     def get(self, key: str) -> ChatResult | None:
-        """The stored result with ``cached=True``, or None."""
-        row = self._conn().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        """The stored result with ``cached=True``, or None (none stored, or the stored one is damaged: warned once,
+        and the next :meth:`put` of the key replaces it)."""
+        row = self._guarded(lambda: self._conn().execute("SELECT value FROM responses WHERE key = ?",
+                                                         (key,)).fetchone())
+        d, problem = check_entry(row[0]) if row is not None else (None, "")
         with self._lock:
-            if row is None:
+            if problem:
+                self.damaged += 1
+                self._stale.add(key)
+                first = self.damaged == 1
+            if d is None:
                 self.misses += 1
-                return None
-            self.hits += 1
-        return result_from_dict(json.loads(row[0]), cached=True)
+            else:
+                self.hits += 1
+        if problem and first:
+            warnings.warn(f"response cache {self.path}: a stored answer was not used ({problem}); its request is asked "
+                          "again and the new answer replaces it (--no-cache runs without the cache)", RuntimeWarning,
+                          stacklevel=2)
+        return None if d is None else result_from_dict(d, cached=True)
+
+    def forget(self, key: str) -> None:
+        """The entry of ``key`` is not to be replayed (another model's answer): the next :meth:`put` replaces it."""
+        with self._lock:
+            self._stale.add(key)
 
     def put(self, key: str, result: ChatResult, *, backend: str = "") -> None:
-        """Store a successful result (first writer wins)."""
-        value = json.dumps(result_to_dict(result), ensure_ascii=False, sort_keys=True)
-        con = self._conn()
+        """Store a successful result (first writer wins; a damaged or forgotten entry is replaced)."""
+        d = result_to_dict(result)
+        value = json.dumps({**d, "_sha256": _checksum(d)}, ensure_ascii=False, sort_keys=True)
+        with self._lock:
+            verb = "REPLACE" if key in self._stale else "IGNORE"
+            self._stale.discard(key)
         try:
-            con.execute(
-                "INSERT OR IGNORE INTO responses (key, value, backend, created) VALUES (?, ?, ?, ?)",
-                (key, value, backend, time.time()),
-            )
+            self._guarded(lambda: self._conn().execute(
+                f"INSERT OR {verb} INTO responses (key, value, backend, created) VALUES (?, ?, ?, ?)",
+                (key, value, backend, time.time())))
         except sqlite3.OperationalError as e:  # the answer is paid for and returned; only its reuse is lost
             self._failures.record(e)
             return
         with self._lock:
             self.writes += 1
+
+    def _guarded(self, op):
+        """``op()``; when SQLite calls the file damaged (``DatabaseError`` other than a lock or a full disk), the file
+        is moved aside once, with a warning, a new cache is started and ``op`` runs again on it."""
+        try:
+            return op()
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as e:
+            self._move_aside(e)
+            return op()
+
+    def _move_aside(self, e: BaseException) -> None:
+        """Move the damaged file (and its -wal/-shm) aside, once per cache object (a later error on a connection
+        to the old file only reconnects), warn, and drop every connection."""
+        with self._lock:
+            first = self.moved_aside is None
+            aside = self.moved_aside
+            if first:
+                aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+                for suffix in ("", "-wal", "-shm"):
+                    src = Path(f"{self.path}{suffix}")
+                    try:
+                        if src.exists():
+                            os.replace(src, Path(f"{aside}{suffix}"))
+                    except OSError:
+                        pass
+                self.moved_aside = aside
+        if first:
+            warnings.warn(f"response cache {self.path} is damaged ({e}); moved aside to {aside.name} and a "  # type: ignore[union-attr]
+                          "new cache started: its answers are asked again (--no-cache runs without the cache)",
+                          RuntimeWarning, stacklevel=4)
+        self.close()
 
     def __len__(self) -> int:
         return int(self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0])

@@ -41,6 +41,7 @@ import dataclasses
 import random
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -56,7 +57,7 @@ from janus_memory.llm.base import (
     TransientLLMError,
     validate_messages,
 )
-from janus_memory.llm.cache import ResponseCache, request_key
+from janus_memory.llm.cache import ResponseCache, answered_by, request_key
 from janus_memory.llm.reasoning import is_context_truncated
 from janus_memory.llm.session import Session
 from janus_memory.llm.usage import UsageMeter
@@ -172,6 +173,15 @@ class LLMClient:
         self._session: Session | None = None
         self._session_lock = threading.Lock()
         self._in_flight = 0
+        # which model answers (cache.answered_by): the one the server reported in this run's first live reply; the
+        # models of the answers replayed from the cache before it; responses per (model, cached) for the run folder
+        self.live_model: str | None = None
+        self._replayed_models: set[str] = set()
+        self.answered: dict[str, dict[str, int]] = {}
+        self.other_model_entries = 0
+        self._model_lock = threading.Lock()
+        self._probe_done = False
+        self._probes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
     # ------------------------------------------------------------------ helpers
     def _sem(self) -> asyncio.Semaphore:
@@ -267,6 +277,9 @@ class LLMClient:
         if self.cache is not None:
             key = request_key(self.backend.identity, req, sample)
             hit = self.cache.get(key)
+            if hit is not None and self.live_model is None and not self._probe_done:
+                await self._learn_model()
+            hit = self._replayable(key, hit)
             if hit is not None:
                 self.usage.record_hit(role, getattr(hit, "usage", None), key=key)
                 return hit
@@ -287,8 +300,77 @@ class LLMClient:
                     del self._inflight[key]
         return await self._fetch(req, role, key)
 
+    async def _learn_model(self) -> None:
+        """Before the first answer is replayed from the cache: ask the server which model answers now (the backend's
+        ``probe_model``, one short uncached request), so another model's stored answers are never replayed. Once per
+        client; a backend without it (embedded, fake) or a failed probe leaves it to the first live reply."""
+        probe = getattr(self.backend, "probe_model", None)
+        if probe is None:
+            self._probe_done = True
+            return
+        loop = asyncio.get_running_loop()
+        task = self._probes.get(loop)
+        if task is None:
+            task = self._probes[loop] = asyncio.ensure_future(probe())
+        try:
+            model = await asyncio.shield(task)
+        except Exception as e:  # noqa: BLE001 - the probe is advisory: the first live reply still checks
+            if not self._probe_done:
+                warnings.warn(f"could not ask {self.backend.identity} which model answers ({type(e).__name__}: {e}); "
+                              "answers from the response cache are replayed until the first live reply",
+                              RuntimeWarning, stacklevel=2)
+            self._probe_done = True
+            return
+        with self._model_lock:
+            if self.live_model is None:
+                self.live_model = model
+            self._probe_done = True
+
+    def _replayable(self, key: str, hit: ChatResult | None) -> ChatResult | None:
+        """``hit`` unless it was answered by another model than the one this run's server reports (then the entry is
+        forgotten, so the live answer replaces it, and the first such entry is warned about)."""
+        if hit is None:
+            return None
+        model = answered_by(hit)
+        with self._model_lock:
+            live = self.live_model
+            if live is None or not hit.model or model == live:
+                self._replayed_models.add(model)
+                self._count(model, cached=True)
+                return hit
+            self.other_model_entries += 1
+            first = self.other_model_entries == 1
+        self.cache.forget(key)  # type: ignore[union-attr]  # (called with a cache only)
+        if first:
+            warnings.warn(f"response cache {self.cache.path}: answers stored for model {model!r} are not replayed: the "  # type: ignore[union-attr]
+                          f"server at {self.backend.identity} now answers as {live!r}; they are asked again",
+                          RuntimeWarning, stacklevel=2)
+        return None
+
+    def _count(self, model: str, *, cached: bool) -> None:
+        row = self.answered.setdefault(model, {"live": 0, "cached": 0})
+        row["cached" if cached else "live"] += 1
+
+    def _live_answer(self, res: ChatResult) -> None:
+        """Record the model that gave a live reply; a run whose replies come from two models is warned about once
+        (the server swapped its model, or the cache replayed another model's answers before the first live one)."""
+        model = answered_by(res)
+        with self._model_lock:
+            self._count(model, cached=False)
+            before, self.live_model = self.live_model, model
+            others = sorted({m for m in self._replayed_models if m and m != model}) if before is None else (
+                [before] if before != model else [])
+            if others:
+                self._replayed_models.clear()
+        if others:
+            how = "replayed from the response cache" if before is None else "from the same server earlier"
+            warnings.warn(f"this run mixes models: answers of {', '.join(map(repr, others))} ({how}) and now of "
+                          f"{model!r} from {self.backend.identity}; for one model's results rerun with --no-cache or "
+                          "another --cache-dir", RuntimeWarning, stacklevel=2)
+
     def _accept(self, res: ChatResult, req: ChatRequest, role: str, key: str | None, t0: float) -> ChatResult:
         res.latency_s = time.perf_counter() - t0
+        self._live_answer(res)
         self.usage.add_busy(t0, t0 + res.latency_s)  # the model's busy time (llm/usage.py; run/timing.py)
         self.usage.record_call(role, res.usage, getattr(self.backend, "model", ""), key=key)
         if self.check_context and not res.usage.estimated:

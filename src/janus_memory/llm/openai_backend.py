@@ -185,5 +185,15 @@ class OpenAIBackend:
         except ValueError as e:
             raise TransientLLMError(f"malformed response: {e}") from e
 
+    async def probe_model(self) -> str:
+        """Which model answers now, as the server reports it in a chat reply (its ``model`` and, where given, its
+        ``system_fingerprint``): one uncached request for a single token. The response cache compares it with the
+        model stored with each answer (llm/cache.py)."""
+        from janus_memory.llm.cache import answered_by
+
+        res = await self.acomplete(ChatRequest(messages=({"role": "user", "content": "Reply with OK."},),
+                                               max_tokens=1, temperature=0.0))
+        return answered_by(res)
+
     def __repr__(self) -> str:
         return f"OpenAIBackend({self.base_url!r}, {self.model!r})"

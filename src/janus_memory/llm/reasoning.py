@@ -166,5 +166,6 @@ def normalise_response(resp: dict[str, Any], messages: list[dict], *, model: str
             completion_tokens=max(1, estimate_text_tokens((msg.get("content") or "") + (rfield or ""))),
             estimated=True,
         )
+    fp = resp.get("system_fingerprint")
     return ChatResult(text=text, reasoning=reasoning, finish_reason=str(finish), usage=u,
-                      model=str(resp.get("model") or model))
+                      model=str(resp.get("model") or model), fingerprint=fp if isinstance(fp, str) else "")

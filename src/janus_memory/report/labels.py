@@ -38,8 +38,12 @@ def label_key(label: str):
 
 
 def _cell(text) -> str:
-    """A Markdown table cell: a literal '|' (as in |E|) must be escaped or it splits the cell."""
-    return str(text).replace("|", "\\|")
+    """A Markdown table cell: a literal '|' (as in |E|) must be escaped or it splits the cell; a newline (a run
+    folder's name may hold one) would end the row, and a control or bidi character would hide or reorder the text:
+    both are written as visible escapes (errors.printable, one line)."""
+    from ..errors import printable
+
+    return printable(str(text), one_line=True).replace("|", "\\|")
 
 
 def markdown_table(header: list[str], body: list[list[str]]) -> str:

@@ -23,10 +23,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ..llm.cache import answered_field as _answered_field
+
 REPLAY_MODES = ("fresh", "frozen")
 # what a replay request that fails (after the client's retries) does: "zero" = that (entry, memory) is
 # scored incorrect and the comparison goes on, as the authors' replay does (a failed prompt gives "" and scores 0;
-# the paper preset); "abort" = the error ends the comparison and the controller keeps the candidate (ours)
+# the paper preset); "abort" = the error ends the comparison and the controller keeps the deployed memory (ours)
 REPLAY_FAILURES = ("zero", "abort")
 
 
@@ -157,12 +159,18 @@ class UpdaterEvaluator:
                    "prompt_tokens": chat.usage.prompt_tokens, "completion_tokens": chat.usage.completion_tokens}
             if "failure" in (score.detail or {}):
                 rec["failure"] = score.detail["failure"]
+            rec.update(_answered_field(chat, self._asked()))
             if self.replay == "fresh":  # frozen replays are always sample 0 (the stream solver's request)
                 rec["sample"] = s
             self.records.append(rec)
             # a timeout (after the sandbox's serial re-run) is indeterminate: scored incorrect, never a flip (C16-C)
             out.append(None if score.status == "timeout" else bool(score.correct))
         return out
+
+    def _asked(self) -> str:
+        """The model the run asks for (its backend's), against which each record's answering model is compared."""
+        llm = getattr(self.updater, "llm", None)
+        return str(getattr(getattr(llm, "backend", None), "model", "") or "")
 
     def drain(self) -> list[dict]:
         recs, self.records = self.records, []

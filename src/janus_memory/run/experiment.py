@@ -202,7 +202,7 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
             prompts = prompts_used(_updater_class(cfg), ctx.family)
             store = RunStore.create(cfg.out, overwrite=overwrite,
                                     meta={"config": cfg.model_dump(), "splits": splits_rec, "environment": env,
-                                          "prompts": prompts})
+                                          "prompts": prompts}, log=log)
             _write_provenance(store, cfg, ctx, splits_rec, env, prompts=prompts)
             kill_point("provenance_written")
         log_estimate(ctx, store.root, resume, log)  # LLM calls ahead (and time, embedded model): run/estimate.py
@@ -282,6 +282,9 @@ def _finish(ctx: Context, store: RunStore, bus: EventBus, log, stop_after, cfg: 
                "usage_total": sum_method_usage(methods), "wall_s": round(time.time() - t0, 2)}
     if resumed:  # "calls paid" then leaves out what an interrupted attempt paid for uncommitted steps (cache hits)
         summary["resumed"] = "no_cache" if cfg.no_cache else True
+    answered = getattr(ctx.client, "answered", None)
+    if answered:  # which model answered this process's responses (as the server reported it), live or from the cache
+        summary["answered_by"] = {m: dict(c) for m, c in sorted(answered.items())}
     store.finish(summary)
     record_timing(ctx)  # the measured speed of the embedded model on this machine, for the next run's estimate
     return summary

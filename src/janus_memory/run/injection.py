@@ -74,6 +74,9 @@ class Proposer:
     def rollback(self, snap: dict) -> None:
         self.updater.rollback(snap)
 
+    def memory_text(self) -> str:  # GuardedUpdate checks a rollback with it
+        return self.updater.memory_text()
+
     def step(self, task):
         out = self.updater.step(task)
         kind = self.plan.get(self._step)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..llm.cache import answered_field
 from ..store.events import (
     EventSink,
     MethodFinished,
@@ -79,7 +80,8 @@ def _strict_field(score) -> dict:
     return {"strict_correct": bool(detail["strict_correct"])} if detail.get("checker") == "paper" else {}
 
 
-def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, deployed: str) -> tuple[dict, dict]:
+def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, deployed: str,
+                  asked: str = "") -> tuple[dict, dict]:
     """(decisions.jsonl line, steps.jsonl line) of one step."""
     line = {"step": i, "task_id": task.id, "correct": bool(out.score.correct),
             "old_memory_sha256": text_hash(out.old_memory), "candidate_memory_sha256": text_hash(out.candidate_memory),
@@ -91,7 +93,8 @@ def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, d
               "finish_reason": out.output.finish_reason,
               "llm_calls": [{"role": c.role, "prompt_tokens": c.result.usage.prompt_tokens,
                              "completion_tokens": c.result.usage.completion_tokens,
-                             "finish_reason": c.result.finish_reason} for c in out.calls],
+                             "finish_reason": c.result.finish_reason, **answered_field(c.result, asked)}
+                            for c in out.calls],
               "info": out.info}
     # tokens of the responses this step used, by role; what was actually paid (cache hits excluded) is in the summary
     record["usage"] = step_usage(out.calls, decision.get("evaluations", []))
@@ -153,7 +156,8 @@ def stream(ctx, m: _Method, bus: EventSink, usage0: dict, t0: float, stop_after:
         state = m.updater.snapshot(by_reference=True)  # rollback/load_snapshot deep-copy: one serves all three uses
         if i in ck_steps:
             c["eval_checkpoints"][str(ck_steps[i])] = {"step": i, "state": state}
-        line, record = _step_records(i, task, out, decision, deployed_candidate, deployed)
+        line, record = _step_records(i, task, out, decision, deployed_candidate, deployed,
+                                     getattr(ctx.client.backend, "model", ""))
         if i in plan:  # the decision log marks injected steps; the counters keep them for the summary (resumable)
             line["injected"] = plan[i]
             injection.note(c, line)

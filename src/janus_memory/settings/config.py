@@ -60,8 +60,8 @@ class RunConfig(BaseModel):
     # strict). With paper, every record carries our strict verdict too (strict_correct)
     checker: Literal["paper", "strict"] | None = None
     # a replay request that fails after the client's retries: zero = that (entry, memory) scores 0 and the comparison
-    # goes on (the authors'); abort = the comparison ends and the candidate is kept (ours); None = the preset's
-    # (paper -> zero, small -> abort)
+    # goes on (the authors'); abort = the comparison ends and the deployed memory is kept (ours; on_evaluation_error);
+    # None = the preset's (paper -> zero, small -> abort)
     replay_failures: Literal["zero", "abort"] | None = None
     # the base method and its +Janus twin: separate = the twin's requests get their own sample indices, so no stream,
     # curator or test answer is shared through the response cache (the authors' runs are independent); shared = the

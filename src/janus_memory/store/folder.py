@@ -141,14 +141,16 @@ class RunFolder:
         return root
 
     @classmethod
-    def create(cls, root: str | os.PathLike, *, overwrite: bool = False, meta: dict | None = None) -> Self:
+    def create(cls, root: str | os.PathLike, *, overwrite: bool = False, meta: dict | None = None,
+               log=None) -> Self:
         """Create a new run folder whose database holds ``meta`` (config, splits, environment) from its first byte.
 
         Crash safety: the database is written under a temp name (``.run.sqlite.setup``: schema + ``meta``
         in one transaction) and renamed to ``run.sqlite`` only when whole, so a ``run.sqlite`` always holds its
         config. With ``overwrite`` the old run's files are first moved into ``.janus-overwritten/``, the new
         database is renamed into place, and only then is the old run deleted. A kill before the rename leaves a
-        folder holding no run (its leftovers are janus's own files): the same command starts it again.
+        folder holding no run (its leftovers are janus's own files): the same command starts it again. Only what
+        the old run's records list is moved; ``log`` (if given) gets one line naming what was kept.
 
         Raises:
             OutputError: not writable; or it already holds a run (finished, or unfinished: use --resume) and
@@ -178,8 +180,11 @@ class RunFolder:
         os.chmod(setup, 0o666 & ~_umask())
         kill_point("setup_db_written")
         if (root / cls.DB).exists() or (root / "COMPLETE").exists():
-            cls._move_aside(root)
+            kept = cls._move_aside(root)
             kill_point("overwrite_moved_aside")
+            if kept and log is not None:
+                shown = ", ".join(repr(n) for n in kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+                log(f"--overwrite: kept {shown} in {root} (not written by the old run)")
         os.replace(setup, root / cls.DB)
         _fsync_dir(root)
         shutil.rmtree(root / ASIDE, ignore_errors=True)
@@ -193,17 +198,62 @@ class RunFolder:
     _DB_FILES = (DB, DB + "-wal", DB + "-shm")
 
     @classmethod
-    def _move_aside(cls, root: Path) -> None:
-        """Move what an earlier run wrote here into ``root/.janus-overwritten/`` (renames only; anything that is not
-        this layout's is left alone)."""
+    def _move_aside(cls, root: Path) -> list[str]:
+        """Move what an earlier run wrote here into ``root/.janus-overwritten/`` (renames only). Its method folders
+        are the ones its own records name (:meth:`recorded_methods`), never a folder that merely looks like one (a
+        copy ``dc_rs.backup/`` holding a ``decisions.jsonl`` is the user's). Returns the names left in place."""
         aside = root / ASIDE
         aside.mkdir(exist_ok=True)
-        methods = [d.name for d in root.iterdir() if d.is_dir() and d.name != ASIDE
-                   and ((d / "memories").is_dir() or (d / "decisions.jsonl").exists())]
+        methods = sorted(m for m in cls.recorded_methods(root) if (root / m).is_dir() and not (root / m).is_symlink())
+        ours = {*cls._RUN_FILES, *methods, *cls._DB_FILES}
         for name in (*cls._RUN_FILES, *methods, *cls._DB_FILES):
             if os.path.lexists(root / name):
                 os.replace(root / name, aside / name) if not (aside / name).exists() else _remove(root / name)
         _fsync_dir(root)
+        return sorted(p.name for p in root.iterdir() if p.name not in ours and p.name not in cls.OWN_FILES
+                      and not p.name.startswith((".janus-probe-", ".run.sqlite")))
+
+    @classmethod
+    def recorded_methods(cls, root: Path) -> set[str]:
+        """The method names the run in ``root`` records as its own: the methods its stored config runs (``meta``
+        config in run.sqlite, else config.json) and every method with rows in its database. Only plain folder names
+        count (no separator, not ``.``/``..``); a damaged or unreadable record adds nothing (nothing is guessed)."""
+        import json
+
+        names: set[str] = set()
+        configs = []
+        db_path = root / cls.DB
+        if db_path.is_file():
+            try:
+                db = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
+            except sqlite3.Error:
+                db = None
+            if db is not None:
+                try:
+                    row = _try_rows(db, "SELECT value FROM meta WHERE key='config'")
+                    configs += [r[0] for r in row]
+                    for table in ("steps", "memories", "candidates", "checkpoints", "checkpoint_head", "method_results",
+                                  "tests"):
+                        names.update(str(r[0]) for r in _try_rows(db, f"SELECT DISTINCT method FROM {table}"))
+                finally:
+                    db.close()
+        try:
+            configs.append((root / "config.json").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            pass
+        for text in configs:
+            try:
+                cfg = json.loads(text)
+            except (TypeError, ValueError):
+                continue
+            if isinstance(cfg, dict) and isinstance(cfg.get("updater"), str):
+                ctl = cfg.get("controller", "both")
+                if ctl in ("none", "both"):
+                    names.add(cfg["updater"])
+                if ctl in ("janus", "both"):
+                    names.add(f"{cfg['updater']}+janus")
+        return {n for n in names if n and n not in (".", "..") and n not in cls.OWN_FILES and "/" not in n and "\\" not in n
+                and "\0" not in n}
 
     @classmethod
     def _clear_setup_leftovers(cls, root: Path) -> None:
@@ -291,6 +341,14 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _try_rows(db: sqlite3.Connection, sql: str) -> list:
+    """The rows of ``sql``, or none if the database cannot answer it (no such table, damaged file)."""
+    try:
+        return db.execute(sql).fetchall()
+    except sqlite3.Error:
+        return []
 
 
 def _remove(path: Path) -> None:

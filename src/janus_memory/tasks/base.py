@@ -173,7 +173,7 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
         tasks = tasks[:limit]
     ids = [t.id for t in tasks]
     if len(set(ids)) != len(ids):
-        raise RuntimeError(f"duplicate task ids in {dataset}/{split}")
+        raise _duplicate_id_error(dataset, split, tasks, files)
     file_info: list[dict[str, Any]] = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size}
                                        for p in files]
     if not file_info:  # generated tasks (no source file): the hash of their content, so a changed generator shows
@@ -186,6 +186,17 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
             **used}
     return Split(tasks=tasks, dataset=dataset, split=split, sha256=digest,
                  ids_sha256=sha256_text("\n".join(ids)), info=info)
+
+
+def _duplicate_id_error(dataset: str, split: str, tasks: list[Task], files: list[Path]) -> ConfigError:
+    """One line naming the data file and the first task id two records share."""
+    from .data import DataRecordError
+
+    seen: set[str] = set()
+    dup = next(t.id for t in tasks if t.id in seen or seen.add(t.id))  # type: ignore[func-returns-value]
+    src = ", ".join(str(p) for p in files) or f"the generated {dataset} tasks"
+    return DataRecordError(f"{src}: two records have the task id {dup!r} ({dataset}/{split}); each record needs its "
+                           f"own id")
 
 
 # ----------------------------------------------------------------------------------------------- families

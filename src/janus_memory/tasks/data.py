@@ -78,26 +78,52 @@ def sha256_text(text: str) -> str:
 
 
 class DataRecordError(ConfigError, KeyError):
-    """A data record lacks a field a loader needs; the message names the file and line."""
+    """A data record lacks a field a loader needs, or holds a field a loader cannot use (null, NaN, the wrong kind),
+    or two records share a task id; the message names the file and line."""
 
     __str__ = Exception.__str__
 
 
 class Record(dict):
     """One data record (a dict) that knows its ``file:line``: a missing field raises :class:`DataRecordError`
-    (a one-line ConfigError naming both; still a KeyError for code that probes fields)."""
+    (a one-line ConfigError naming both; still a KeyError for code that probes fields), and so does a field read by
+    ``r[key]`` that is null or NaN (it would become the prompt "None" or "nan"). :meth:`text` also checks the kind."""
 
     where = ""
 
     def __missing__(self, key):
         raise DataRecordError(f"{self.where}: the record has no {key!r} field")
 
+    def __getitem__(self, key):
+        value = super().__getitem__(key)
+        if value is None or (isinstance(value, float) and value != value):
+            raise DataRecordError(f"{self.where}: the record's {key!r} field is {'null' if value is None else 'NaN'}")
+        return value
 
-def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
+    def text(self, key: str, *, number_ok: bool = False) -> str:
+        """Field ``key`` as non-blank text (``number_ok``: an int or float is written as text too). Raises
+        DataRecordError naming the file, line and field for anything else (a list, an object, a bool, blank)."""
+        value = self[key]
+        if isinstance(value, str) or (number_ok and isinstance(value, (int, float)) and not isinstance(value, bool)):
+            if not str(value).strip():
+                raise DataRecordError(f"{self.where}: the record's {key!r} field is blank")
+            return str(value)
+        kind = {list: "a list", dict: "an object", bool: "true/false"}.get(type(value), type(value).__name__)
+        raise DataRecordError(f"{self.where}: the record's {key!r} field must be "
+                              f"{'text or a number' if number_ok else 'text'}, got {kind}")
+
+
+def _as_record(obj: dict, where: str) -> Record:
+    rec = Record(obj)
+    rec.where = where
+    return rec
+
+
+def read_jsonl(path: str | os.PathLike) -> list[Record]:
     """Read a JSON Lines file (blank lines skipped) into :class:`Record` objects.
 
     Raises ConfigError naming the file and line: not UTF-8, a line that is not JSON, a line that is not an object."""
-    out: list[dict[str, Any]] = []
+    out: list[Record] = []
     try:
         with open(path, encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
@@ -109,9 +135,7 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
                     raise ConfigError(f"{path}:{n}: not valid JSON ({e.msg}, column {e.colno})") from None
                 if not isinstance(obj, dict):
                     raise ConfigError(f"{path}:{n}: expected a JSON object per line, got {type(obj).__name__}")
-                rec = Record(obj)
-                rec.where = f"{path}:{n}"
-                out.append(rec)
+                out.append(_as_record(obj, f"{path}:{n}"))
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (byte offset {e.start}); save the file as UTF-8") from None
     return out
@@ -211,7 +235,7 @@ def find_source(data_dir, rel: str, what: str) -> Path:
                             f"to a folder containing {rel}, or put the dataset in the local Hugging Face cache")
 
 
-def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
+def read_records(path: str | os.PathLike) -> list[Record]:
     """Records of a .jsonl or .parquet file (parquet needs pyarrow, only for HF-cache sources)."""
     path = Path(path)
     if path.suffix == ".parquet":
@@ -219,5 +243,5 @@ def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
             import pyarrow.parquet as pq
         except ImportError as e:
             raise ImportError(f"reading {path} needs pyarrow (pip install pyarrow)") from e
-        return pq.read_table(path).to_pylist()
+        return [_as_record(r, f"{path} row {i}") for i, r in enumerate(pq.read_table(path).to_pylist(), 1)]
     return read_jsonl(path)

@@ -16,6 +16,7 @@ from .base import TaskFamily, output_text
 from .data import (
     ENV_DATA_DIR,
     ENV_MATH_TRAIN,
+    DataRecordError,
     find_source,
     read_jsonl,
     read_records,
@@ -35,7 +36,7 @@ def _fix(sub: str) -> str:
 
 def _math500_tasks(data_dir, dataset: str) -> tuple[list[Task], Path]:
     p = find_source(data_dir, "math500/test.jsonl", "MATH-500 test.jsonl")
-    tasks = [Task(id=r["unique_id"], dataset=dataset, question=r["problem"], gold=r["answer"],
+    tasks = [Task(id=r.text("unique_id"), dataset=dataset, question=r.text("problem"), gold=r.text("answer", number_ok=True),
                   meta={"subject": r["subject"], "level": r["level"], "source": "math500"}) for r in read_records(p)]
     return tasks, p
 
@@ -50,9 +51,19 @@ def load_math500(split: str, *, data_dir=None, seed: int = 0):
     return tasks, [p], "all 500 of math500/test.jsonl in file order"
 
 
+def _gsm8k_gold(r) -> str:
+    """The gold number of a GSM8K record: its ``answer`` text must hold the ``####`` line (else the whole worked
+    solution would become the gold answer, and no answer would ever match it)."""
+    answer = r.text("answer")
+    if "####" not in answer or not gsm8k_gold(answer):
+        raise DataRecordError(f"{r.where}: the GSM8K 'answer' field has no '#### <number>' line (the gold answer "
+                              f"follows '####')")
+    return gsm8k_gold(answer)
+
+
 def load_gsm8k(split: str, *, data_dir=None, seed: int = 0):
     p = find_source(data_dir, "gsm8k/test.jsonl", "GSM8K test.jsonl")
-    tasks = [Task(id=f"gsm8k:{i}", dataset="gsm8k", question=r["question"], gold=gsm8k_gold(r["answer"]),
+    tasks = [Task(id=f"gsm8k:{i}", dataset="gsm8k", question=r.text("question"), gold=_gsm8k_gold(r),
                   meta={"line": i}) for i, r in enumerate(read_records(p))]
     if split == "all":
         return tasks, [p], "all 1319 in file order"
@@ -66,9 +77,10 @@ def load_aime(split: str, *, data_dir=None, seed: int = 0):
     root = resolve_data_dir(data_dir) / "aime"
     p24 = require_file(root / "aime24.jsonl", "AIME 2024 file", _fix("aime/aime24.jsonl"))
     p25 = require_file(root / "aime25.jsonl", "AIME 2025 file", _fix("aime/aime25.jsonl"))
-    t24 = [Task(id=f"aime24:{r['id']}", dataset="aime", question=r["problem"], gold=str(r["answer"]).strip(),
+    t24 = [Task(id=f"aime24:{r.text('id', number_ok=True)}", dataset="aime", question=r.text("problem"),
+                gold=r.text("answer", number_ok=True).strip(),
                 meta={"year": 2024, "url": r.get("url", "")}) for r in read_jsonl(p24)]
-    t25 = [Task(id=f"aime25:{i}", dataset="aime", question=r["problem"], gold=str(r["answer"]).strip(),
+    t25 = [Task(id=f"aime25:{i}", dataset="aime", question=r.text("problem"), gold=r.text("answer", number_ok=True).strip(),
                 meta={"year": 2025}) for i, r in enumerate(read_jsonl(p25))]
     if split == "stream":
         return t24, [p24], "AIME 2024 (30, file order)"

@@ -28,7 +28,8 @@ def _load_mmlu_pro(split: str, category: str, dataset: str, data_dir, seed: int)
         if r["category"] != category:
             continue
         opts = list(r["options"])
-        tasks.append(Task(id=str(r["question_id"]), dataset=dataset, question=r["question"], gold=r["answer"],
+        tasks.append(Task(id=r.text("question_id", number_ok=True), dataset=dataset, question=r.text("question"),
+                          gold=r.text("answer"),
                           meta={"options": opts, "labels": LETTERS[:len(opts)], "category": category, "src": r.get("src", "")}))
     if split == "all":
         return tasks, [p], f"category {category!r}, file order"

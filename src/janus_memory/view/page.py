@@ -11,6 +11,10 @@ each is made safe for its place instead:
   and the page unpacks it with the browser's own ``DecompressionStream``: about a fifth of the size;
 * the vendored uPlot and our own script and style are checked to hold no ``</script`` / ``</style`` / ``<!--``.
 
+Every string of the data, the title and the subtitle passes through :func:`visible` first: a bidirectional control
+(a right-to-left override shows "evil" as "live") or another control character is shown as a visible escape
+(``\\u202e``), as the CLI does (errors.printable); newlines and tabs stay.
+
 A Content-Security-Policy in the page allows only these inline scripts (by their sha256) and nothing from the
 network (``default-src 'none'``): the page fetches nothing, and a script smuggled in would not run.
 """
@@ -30,6 +34,20 @@ from ..errors import OutputError
 _HERE = "janus_memory.view"
 INLINE_JSON_MAX = 2 * 2**20  # bytes of JSON kept readable in the page; larger data is gzipped (module docstring)
 _UNSAFE = {"script": re.compile(r"</script|<!--", re.I), "style": re.compile(r"</style|<!--", re.I)}
+
+
+def visible(obj):
+    """``obj`` (str, list, tuple or dict, nested) with every string's bidi and control characters written as visible
+    escapes (errors.printable; newlines and tabs kept); keys too. Other values are returned as they are."""
+    from ..errors import printable
+
+    if isinstance(obj, str):
+        return printable(obj)
+    if isinstance(obj, dict):
+        return {visible(k): visible(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [visible(v) for v in obj]
+    return obj
 
 
 def script_json(obj) -> str:
@@ -79,6 +97,7 @@ def render(data: dict, *, inline_max: int = INLINE_JSON_MAX) -> str:
     from jinja2 import Environment, PackageLoader, select_autoescape
     from markupsafe import Markup
 
+    data = visible(data)
     kind, block = data_block(data, inline_max=inline_max)
     env = Environment(loader=PackageLoader(_HERE, "templates"), autoescape=select_autoescape(["html", "j2"]),
                       keep_trailing_newline=True)

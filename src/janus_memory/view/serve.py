@@ -4,6 +4,10 @@ Bounded on purpose: it binds the loopback address only, answers GET/HEAD of ``/`
 page read into memory when serving starts, 404 for any other path, 405 for any other method; one request at a time
 (no thread per request), a 10-second socket timeout per connection so a client that connects and sends nothing
 cannot hold it, and no directory listing or file access beyond the page.
+
+The Host header must name this server: ``127.0.0.1``, ``localhost`` or ``[::1]`` with the bound port (:func:`host_ok`).
+A web page elsewhere can point a name of its own at 127.0.0.1 (DNS rebinding) and then read the answers as same-origin;
+its requests carry its own name as Host and get 421 with no page.
 """
 from __future__ import annotations
 
@@ -17,6 +21,18 @@ from ..errors import OutputError
 HOST = "127.0.0.1"
 
 
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def host_ok(host: str | None, port: int) -> bool:
+    """Whether a request's Host header names this server: a loopback name with the bound port, nothing else (no
+    other name, no missing or default port, no userinfo or trailing dot)."""
+    if not host:
+        return False
+    name, sep, given = host.strip().rpartition(":")
+    return bool(sep) and name.lower() in _LOOPBACK_NAMES and given == str(port)
+
+
 def make_server(page: Path, port: int = 0) -> HTTPServer:
     """A server for ``page`` on 127.0.0.1:``port`` (0 = a free port); OutputError when the port cannot be bound."""
     body = Path(page).read_bytes()
@@ -27,6 +43,10 @@ def make_server(page: Path, port: int = 0) -> HTTPServer:
         sys_version = ""
 
         def _head(self) -> bool:
+            hosts = self.headers.get_all("Host") or []
+            if len(hosts) != 1 or not host_ok(hosts[0], getattr(self.server, "server_port", -1)):
+                self.send_error(421, "this server answers only to 127.0.0.1, localhost or [::1] with its port")
+                return False
             if self.path.split("?", 1)[0].split("#", 1)[0] not in ("/", "/view.html"):
                 self.send_error(404, "only the page is served here")
                 return False
