@@ -420,8 +420,8 @@ def read_number(answer: str, question: str = "", known: frozenset = frozenset())
     a = _answer_head(a)
     if "=" in a:
         a = a.rsplit("=", 1)[1].strip()
-    if qualifier(a, question):
-        return None
+    if qualifier(a, question) or re.search(r"(?i)±|\+/-|\\pm|plus\s+or\s+minus", a):
+        return None  # hedged, bounded or negated; a margin ("35 ± 2") is no exact answer either
     tail = re.search(r"\s*\(([^()]*)\)[\s.]*$", a)
     if tail:  # a closing parenthesis: a worked justification is left out, a lone second value makes it ambiguous
         inner = _NUMBER.findall(tail.group(1))
