@@ -35,8 +35,8 @@ from typing import Callable
 
 from janus_memory.values import ChatResult, Score, Task
 
-from .base import TaskFamily, output_text
 from .answer_text import plain_numerals, qualifier
+from .base import TaskFamily, output_text
 from .extract_math import extract_math_answer, label_value, strip_markdown
 
 # ----------------------------------------------------------------------------------------------------- the rules
