@@ -185,10 +185,12 @@ def _hedged(t: str, end: int, labels: str) -> bool:
     return not (m.group(1) in "AI" and nxt is not None and nxt.group(1).lower() not in _CONNECTIVES)
 
 
-_EVALUATION = re.compile(r"(?:is|was|are|were|would|could|can|cannot|can[’']t|isn[’']t|wasn[’']t|doesn[’']t|does|do"
-                         r"|fails?|gives?|seems?|looks?|might|may|must|should|ignores?|assumes?|neglects?|confuses?"
-                         r"|only|also)\b|[:\-–—]\s*(?:wrong|incorrect|correct|right|false|true|no\b|yes\b|eliminat"
-                         r"|rule|not)", re.I)
+_EVALUATION = re.compile(
+    r"(?:is|was|would\s+be|seems|looks|appears)\s+(?:not\s+|also\s+|only\s+)?(?:the\s+)?(?:correct|incorrect|wrong|right"
+    r"|false|true|invalid|valid|eliminated|ruled\s+out|best|answer|possible|impossible|plausible|implausible)\b"
+    r"|(?:fails|ignores|neglects|confuses|double[- ]counts|overcounts|undercounts|contradicts)\b"
+    r"|(?:only|also)\s+(?:correct|right|valid|works|applies|true)\b"
+    r"|[:\-–—]\s*(?:wrong|incorrect|correct|right|false|true|no\b|yes\b|eliminat|rule|not\b)", re.I)
 
 
 def _listed_or_evaluated(t: str, start: int, labels: str) -> bool:
