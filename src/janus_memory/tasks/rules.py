@@ -35,9 +35,9 @@ from typing import Callable
 
 from janus_memory.values import ChatResult, Score, Task
 
-from .answer_text import plain_numerals, qualifier
+from .answer_text import qualifier
 from .base import TaskFamily, output_text
-from .extract_math import extract_math_answer, label_value, strip_markdown
+from .extract_math import extract_math_answer, label_value, prepare, strip_markdown
 
 # ----------------------------------------------------------------------------------------------------- the rules
 
@@ -523,10 +523,13 @@ class RulesFamily(TaskFamily):
         # an answer line governs: when the extraction fell back to the last number past a labelled answer it could
         # not read ("Answer: not 35"), the labelled answer is read, and gives no number
         raw = labelled if ex.source == "label" or (not ex.strong and labelled is not None) else None
-        if raw is None and ex.source == "number":
-            # the fallback: the last number that is not the ticket's own, echoed back with its words
-            plain = strip_markdown(plain_numerals(text))
-            at = _answer_number(plain, question)
+        if raw is None and ex.source == "number" and ex.span is not None:
+            # the fallback (the concluding number, extract_math): not a number of the ticket echoed back with its
+            # words; then the last number before it that is not one either
+            plain = prepare(text)
+            at: tuple[int, int] | None = ex.span
+            if at is not None and echoed(plain, at[0], at[1], question):
+                at = _answer_number(plain[:at[0]], question)
             if at is None:
                 return Score(False, None, "unparsed", {"source": ex.source, "why": "only the ticket's own numbers"})
             raw = plain[at[0]:at[1]]
