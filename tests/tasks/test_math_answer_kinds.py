@@ -84,7 +84,7 @@ def test_base_subscripts_of_the_math500_golds():
     "Answer: at least 18", "The answer is approximately 18.", "Answer: about 18 apples", "Answer: ~18",
     "Answer: 18 or so", "Answer: roughly 18", "Answer: more than 18", "Answer: 18, give or take",
     "Final Answer: nearly 18", "The answer is $\\approx 18$.", "\\boxed{\\approx 18}", "\\boxed{\\ge 18}",
-    "Answer: 18 (approximately)", "Answer: 18 at most", "The answer is 18?",
+    "Answer: 18 (approximately)", "Answer: 18 at most", "The answer is 18?", "Answer: $x \\approx 18$",
 ])
 def test_a_qualified_labelled_answer_is_not_credited(reply):
     assert gsm(18, reply)[0::2] == (False, "unparsed")
@@ -111,6 +111,8 @@ def test_plain_or_question_bounded_answers_still_count(reply, question):
     ("5 x 7 = 35. So she pays 35 dollars per week.", 35, True, "35"),
     ("She pays 35 dollars", 35, True, "35"),
     ("So, since each ticket costs 7, the total is 35.", 35, True, "35"),
+    ("So she earns 5 dollars per hour, 40 hours a week, 200 dollars in total.", 200, True, "200"),  # a rate is no gloss
+    ("So, each of the 4 friends gets 6 cookies.", 6, True, "6"),
 ])
 def test_the_fallback_reads_the_concluding_statement(reply, gold, correct, shown):
     assert gsm(gold, reply) == (correct, shown, "fallback")

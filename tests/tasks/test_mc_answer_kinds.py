@@ -124,3 +124,14 @@ def test_a_hedge_is_not_credited_through_the_fallback(text):
 ])
 def test_a_plain_last_letter_is_still_a_fallback(text, letter):
     assert mc(letter, text) == (True, letter, "fallback")
+
+
+@pytest.mark.parametrize("text,letter", [
+    ("Answer\n\nA. 10 N", "A"), ("## Final Answer\nI. 90 N", "I"), ('{"answer": "A"}', "A"), ("which is option A.", "A"),
+])
+def test_the_new_forms_read_the_letters_that_look_like_words(text, letter):
+    assert extract_choice(text, J).letter == letter
+
+
+def test_a_lowercase_article_after_which_is_the_answer_is_no_letter():
+    assert extract_choice("This gives the answer a force of 10 N.", J).letter is None

@@ -127,6 +127,7 @@ def test_a_ticket_echoed_back_is_no_answer(reply):
     ("The Gold member gets the full $120 back.", "fallback"),
     (GOLD + "\nGold members get the full amount: we refund $120.", "fallback"),
     ("Answer: $120", "ok"),
+    ("So we refund $120, since Gold members are never capped at $100.", "fallback"),  # the concluding number
 ])
 def test_the_same_number_stated_as_an_answer_counts(reply, status):
     assert score(GOLD, 120, reply) == (True, "120", status)

@@ -198,6 +198,8 @@ _TRAIL = re.compile(
 _REASON = re.compile(r"(?i)\b(?:since|because|as|given|due\s+to|from|which|that\s+is|i\.?e\.?|e\.g\.|for|per|using"
                      r"|with|based|(?<!\bor\s)so|thus|hence|after|at(?!\s+(?:the\s+)?(?:most|least|latest)\b)|x|times)\b"
                      r"|[=×*]|\\times|\((?=[^)]*\d)")
+# a variable approximately equal to the value: "x \approx 3.14", "t ≈ 2.5" (an inequality "x \le 5" is a value)
+_VAR_APPROX = re.compile(r"^[\s:$(\[{]*[A-Za-z](?:_\{?\w+\}?)?\s*(?P<q>≈|\\approx|~|\\sim)")
 _NUMERAL = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
@@ -221,7 +223,7 @@ def qualifier(answer: str, question: str = "") -> str | None:
     if first is None:
         return None
     found: list[str] = []
-    lead = _LEAD.match(a[:first.start()])
+    lead = _LEAD.match(a[:first.start()]) or _VAR_APPROX.match(a[:first.start()])
     if lead:
         found.append(lead.group("q"))
     after = a[first.end():]

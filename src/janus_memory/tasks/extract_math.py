@@ -299,7 +299,7 @@ def _label_extraction(t: str, start: int, ans: str) -> MathExtraction:
 _CONCLUDE = re.compile(r"\b(?:so|therefore|thus|hence|in\s+total|altogether|in\s+all|overall|total|which\s+means"
                        r"|that\s+means|this\s+means|giving|gives|get|gets)\b", re.I)
 _GLOSS = re.compile(r"\s*\(|,?\s+(?:since|because|as|given\s+that|which\s+(?:is|are|was|were|means)|i\.e\.|that\s+is"
-                    r"|where|from|per|each|for\s+each)\b|\s[-–—]\s", re.I)
+                    r"|where|from)\b|\s[-–—]\s", re.I)
 _NUMBER_WORD = re.compile(r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen"
                           r"|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty"
                           r"|ninety|hundred|thousand|million|billion)\b", re.I)
