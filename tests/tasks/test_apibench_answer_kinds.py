@@ -129,6 +129,7 @@ def test_a_made_up_method_on_a_right_call_is_a_hallucination(call):
     f"{CONV}.to('cuda')", f"{CONV}.eval()", f"{CONV}.half().to('cuda')",
     f"model = {CONV}; model.eval()",
     f"pipe = {GPT2}; out = pipe('Once upon a time')",
+    f"tok = {CONV}; data = requests.get('https://example.org/x').json()",  # not a loaded model's method
 ])
 def test_real_methods_on_a_right_call_still_count(call):
     domain = TEXTGEN if "gpt2" in call else FE

@@ -383,8 +383,9 @@ def parse_api_call(src: str) -> list[CallSig] | None:
 
 
 def chained_methods(src: str) -> list[str]:
-    """Methods called on what a call returns: chained onto it (``X.from_pretrained('m').to('cuda')`` -> ``to``) or on
-    a variable bound to a loaded model (``model = X.from_pretrained('m'); model.generate(...)`` -> ``generate``)."""
+    """Methods called on what a loader returns: chained onto it (``X.from_pretrained('m').to('cuda')`` -> ``to``) or
+    on a variable bound to a loaded model (``model = X.from_pretrained('m'); model.generate(...)`` -> ``generate``);
+    not on other calls (``requests.get(url).json()``)."""
     tree = _parse_tree(src)
     if tree is None:
         return []
@@ -396,7 +397,7 @@ def chained_methods(src: str) -> list[str]:
         base = node.func.value
         while isinstance(base, (ast.Attribute, ast.Subscript)):
             base = base.value
-        if isinstance(base, ast.Call) or (isinstance(base, ast.Name) and env.get(base.id) is _OBJ):
+        if (isinstance(base, ast.Call) and _loads(base)) or (isinstance(base, ast.Name) and env.get(base.id) is _OBJ):
             out.append(node.func.attr)
     return out
 
