@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .answer_text import ends_in_label, mention_rank, pick, plain_numerals, revised_after
 
@@ -59,10 +60,11 @@ _RESTRICT = (r"(?:only|for|in|when|if|under|as[ \t]+long|provided|but|except|unl
              r"|too|also|as[ \t]+well)\b")
 
 
+@lru_cache(maxsize=32)
 def _patterns(labels: str):
     up = re.escape(labels)
     L = f"(?-i:[{up}{up.lower()}])"
-    return [
+    return (
         ("tag", re.compile(rf"<(?:answer|final_answer)>\s*(\(?)\s*({L}){_END}\s*\)?[^<]*</(?:answer|final_answer)>", re.I)),
         ("tag", re.compile(rf"<final_answer>\s*(\(?)({L}){_END}", re.I)),
         ("answer_is", re.compile(rf"answer\s+(?:is|should\s+be|must\s+be|has\s+to\s+be|will\s+be)\s*[:：]?"
@@ -95,9 +97,10 @@ def _patterns(labels: str):
         ("confirmed", re.compile(rf"(?<![A-Za-z0-9'’]){_OPT}(\(?)({L})\)?[ \t]+is[ \t]+(?:the[ \t]+)?"
                                  rf"(?:correct|right|best)(?:[ \t]+(?:answer|option|choice))?{_END}"
                                  rf"(?![ \t]*,?[ \t]*{_RESTRICT})", re.I)),
-    ]
+    )
 
 
+@lru_cache(maxsize=32)
 def _multi(labels: str) -> re.Pattern:
     """Statements naming several letters as the answer: "the answers are B and D", "the correct options are (B) and
     (D)", "both B and D are correct", "B and D are both correct"."""

@@ -537,7 +537,9 @@ class RulesFamily(TaskFamily):
             first = _NUMBER.search(raw)
             if first and echoed(raw, first.start(), first.end(), question):
                 return Score(False, None, "unparsed", {"source": ex.source, "why": "the ticket echoed back"})
-        value = read_number(raw if raw is not None else ex.answer, question, context_numbers(task))
+        answer = raw if raw is not None else ex.answer
+        bracket = re.search(r"\([^()]*\d[^()]*\)[\s.]*$", answer)  # the ticket's numbers matter only there
+        value = read_number(answer, question, context_numbers(task) if bracket else frozenset())
         if value is None:
             return Score(False, ex.answer, "unparsed", {"source": ex.source, "why": "not one plain number"})
         shown = str(value.numerator) if value.denominator == 1 else repr(float(value))  # 35.0000001 is not shown as 35
