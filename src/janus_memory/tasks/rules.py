@@ -493,11 +493,14 @@ class RulesFamily(TaskFamily):
     """Prompt and exact numeric scoring of the rules tasks.
 
     Extraction reuses the math extraction (extract_math.py: the last box or ``<answer>`` tag, else the last labelled
-    answer line such as ``Answer: 35``, else the last number as a fallback), then reads one exact number from it
-    (:func:`read_number`): units and currency are allowed ("$35", "35 dollars", "35 kg"), ``29.00`` equals 29, a
-    thousands group ``1,200`` is 1200; several numbers, a scale word ("35k") or an expression give no number
-    (status ``unparsed``). A reply cut off by the token limit counts only with a complete labelled answer followed by
-    more text (an answer line that ends the cut reply may have lost digits): else status ``truncated``.
+    answer line such as ``Answer: 35``, else the concluding number as a fallback), then reads one exact number from it
+    (:func:`read_number`, with the ticket's question and own numbers): units and currency are allowed ("$35", "35
+    dollars", "35 kg"), ``29.00`` equals 29, a thousands group ``1,200`` is 1200; several numbers, a scale word
+    ("35k"), an expression, a hedge, bound or negation the ticket does not ask for ("about 35", "35 or so", "at most
+    35") give no number (status ``unparsed``). A number echoed back with the ticket's own words (:func:`echoed`) is no
+    answer. A reply cut off by the token limit counts only with a complete labelled answer followed by more text that
+    does not re-check or correct it (an answer line that ends the cut reply may have lost digits): else status
+    ``truncated``.
     """
 
     name = "rules"
