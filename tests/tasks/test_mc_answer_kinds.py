@@ -51,6 +51,8 @@ def test_legitimate_answer_forms_are_read(text):
     '{"answers": ["B", "D"]}',  # several letters
     "which is why option D fails.",  # no answer form
     "The letter 'D' marks the pivot in the figure, which is at the top.",
+    'The label on the pivot is "D".',
+    "Answer:\nA. 10 N\nB. 20 N\nC. 30 N\nD. 40 N",  # a heading over an echoed list of options
 ])
 def test_look_alikes_of_those_forms_are_not_an_answer(text):
     assert mc("D", text)[0] is False

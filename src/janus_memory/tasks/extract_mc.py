@@ -114,12 +114,13 @@ def _multi(labels: str) -> re.Pattern:
 
 
 # a letter in quotes is the letter: 'The answer is "D".', "Answer: 'D'", {"answer": "D"}
-_QUOTE_ANCHOR = re.compile(r"(?:answer|option|choice|choose|chose|pick|select|go\s+with|\bis|:)[\"'”’]?\s*[\[{(]?\s*$",
-                           re.I)
+_QUOTE_ANCHOR = re.compile(r"(?:(?:answer|option|choice)(?:\s+(?:is|would\s+be|should\s+be|must\s+be))?"
+                           r"|letter\s+(?:is|would\s+be|should\s+be|must\s+be)|choose"
+                           r"|chose|pick|select|go\s+with|:)[\"'”’]?\s*[\[{(]?\s*$", re.I)
 
 
 def _unquote_letters(t: str, labels: str) -> str:
-    """A quoted letter right after an answer word, "is" or a colon reads as "(D)" ('The answer is "D"', "Answer:
+    """A quoted letter right after an answer word or a colon reads as "(D)" ('The answer is "D"', "Answer:
     'D'", '{"answer": "D"}'); elsewhere ("the letter 'D' marks the pivot") it stays as it is."""
     up = re.escape(labels)
 
@@ -194,6 +195,14 @@ _EVALUATION = re.compile(
     r"|(?:fails|ignores|neglects|confuses|double[- ]counts|overcounts|undercounts|contradicts)\b"
     r"|(?:only|also)\s+(?:correct|right|valid|works|applies|true)\b"
     r"|[:\-–—]\s*(?:wrong|incorrect|correct|right|false|true|no\b|yes\b|eliminat|rule|not\b)", re.I)
+
+
+def _list_follows(t: str, pos: int, labels: str) -> bool:
+    """True when the line after the one holding ``pos`` is another option line: the heading introduced an echoed list
+    of options ("Answer:\nA. 10 N\nB. 20 N"), not the choice."""
+    le = t.find("\n", pos)
+    nxt = t[le + 1:].lstrip("\n") if le >= 0 else ""
+    return re.match(rf"[ \t]*\(?[{re.escape(labels)}][.)]\s", nxt) is not None
 
 
 def _listed_or_evaluated(t: str, start: int, labels: str) -> bool:
@@ -278,7 +287,8 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
         return MCExtraction(None, "cut", False, cut=True)
     found = [(mention_rank(t, m.start(), m.end()), m.end(), m.group(2).upper(), src, m.end(2))
              for src, pat in _patterns(labels) for m in pat.finditer(t)
-             if _is_letter(t, m, bool(m.group(1)), src) and not _rejected(t, m, labels)]
+             if _is_letter(t, m, bool(m.group(1)), src) and not _rejected(t, m, labels)
+             and not (src == "heading" and _list_follows(t, m.end(), labels))]
     # several letters stated as the answer: a single-answer question gets none of them
     found += [(mention_rank(t, m.start(), m.end()), m.end(), "*", "multi", m.end()) for m in _multi(labels).finditer(t)]
     best = pick(found)
