@@ -101,6 +101,11 @@ def test_plain_or_question_bounded_answers_still_count(reply, question):
     assert gsm(18, reply, question) == (True, "18", "ok")
 
 
+@pytest.mark.parametrize("reply", ["The answer is 18 dollars, or more precisely $18.00", "Answer: max(12, 18) = 18"])
+def test_words_that_look_like_qualifiers_but_are_not(reply):
+    assert gsm(18, reply)[0::2] == (True, "ok")
+
+
 # ------------------------------------------------------------------------- the fallback against the stated answer
 
 @pytest.mark.parametrize("reply,gold,correct,shown", [

@@ -187,11 +187,12 @@ _APPROX = (r"about|around|approx\w*\.?|roughly|nearly|almost|circa|ca\.|close\s+
            r"|more\s+than|less\s+than|fewer\s+than|over|under|above|below|<|>|~|≈|\\approx|\\sim|\\lt|\\gt")
 _LEAD = re.compile(r"(?i)^[\s:$(\[{]*(?P<q>" + "|".join(re.escape(b) if "\\" in b or not b.isalpha() else b
                                                         for b in (*_UPPER, *_LOWER, *_DEADLINE))
-                   + r"|" + _APPROX + r"|not|never|no)(?![a-z])")
+                   + r"|" + _APPROX + r"|not|never|no)(?![a-z(])")
 _TRAIL = re.compile(
     r"(?i)(?P<q>give[\s-]+or[\s-]+take|or\s+so|or\s+thereabouts|more\s+or\s+less|-?ish\b|\?"
     r"|or\s+something(?:\s+like\s+that)?|if\s+i(?:'m|\s+am)\s+(?:not\s+mistaken|right)"
-    r"|at\s+(?:the\s+)?(?:most|least|latest)|or\s+(?:more|less|fewer|under|over|above|below)|tops|max(?:imum)?"
+    r"|at\s+(?:the\s+)?(?:most|least|latest)|or\s+(?:more|less|fewer|under|over|above|below)(?!\s+(?:precisely|exactly"
+    r"|simply|formally|accurately))|tops|max(?:imum)?"
     r"|minimum|approx\w*\.?|roughly|about|around|i\s+(?:think|guess|believe)|probably|maybe|perhaps"
     r"|possibly|likely|estimated|at\s+a\s+guess|in\s+the\s+ballpark)(?![a-z])")
 # where a justification or a worked restatement starts after the value: hedge words past it qualify the working
