@@ -137,3 +137,13 @@ def test_the_new_forms_read_the_letters_that_look_like_words(text, letter):
 
 def test_a_lowercase_article_after_which_is_the_answer_is_no_letter():
     assert extract_choice("This gives the answer a force of 10 N.", J).letter is None
+
+
+@pytest.mark.parametrize("text", [
+    "The options are:\n(A) $2\\pi$\n(B) $\\pi$\n(C) $\\frac{\\pi}{2}$\n(D) $4\\pi$",  # "$\n(B) $" is no math-mode B
+    "Options:\n(A) |H|cos(wt)\n(B) \x0bertH\x0bertcos(wt - p)\n(C) |H|exp(jwt)\n(D) |H|sin(wt)",  # \v inside a text
+    "Options:\n(A) P(R) = 2/3, P(B) = 1/3\n(B) P(R) = 5/14, P(B) = 4/14\n(C) P(R) = 1/2, P(B) = 1/4",
+    "Options:\n(A) 10 N\n(B) \nho = 3\n(C) 30 N\n(D) 40 N",  # an option whose text starts on the next line
+])
+def test_an_echoed_options_list_gives_no_letter_from_inside_its_lines(text):
+    assert extract_choice(text, J).letter is None

@@ -53,6 +53,8 @@ class MCExtraction:
 
 _OPT = r"(?:(?:option|choice)[ \t]+)?"  # "Answer: Option D", "the answer is choice (B)"
 _CONFIRMED = ("confirmed",)
+# sources whose letter the reply's structure confirms (a JSON key, an option line under a heading): no article check
+_STRUCTURAL = ("json", "heading")
 # sources whose letter is confirmed by the words after it: no article check
 _ADV = r"(?:(?:actually|really|definitely|indeed|clearly|instead)[ \t]+)?"
 # words after "X is correct" that restrict it to another case: "(D) is correct for an ideal gas, but ..."
@@ -92,7 +94,7 @@ def _patterns(labels: str):
         # a heading line ("## Final Answer", "Answer:", "**Answer**"), then the option line "D. text" / "(D) text" / "D"
         ("heading", re.compile(rf"(?im)^[ \t]*(?:#{{1,6}}[ \t]*)?(?:the[ \t]+)?(?:final[ \t]+answer|answer|correct[ \t]+"
                                rf"(?:answer|option|choice))[ \t]*[:：]?[ \t]*\n(?:[ \t]*\n)*[ \t]*(\(?)\s*({L})"
-                               rf"(?:[.)][ \t]+\S|\)?[ \t]*\.?[ \t]*$)")),
+                               rf"(?=[.)][ \t]+\S|\)?[ \t]*\.?[ \t]*$)")),
         # "Option D is correct", "(B) is the right answer", "C is the correct choice"
         ("confirmed", re.compile(rf"(?<![A-Za-z0-9'’]){_OPT}(\(?)({L})\)?[ \t]+is[ \t]+(?:the[ \t]+)?"
                                  rf"(?:correct|right|best)(?:[ \t]+(?:answer|option|choice))?{_END}"
@@ -132,8 +134,9 @@ def _unquote_letters(t: str, labels: str) -> str:
 
 # a letter written in math mode or \text{}: "$\text{D}$", "$D$", "\(D\)", "\textbf{D}" -> "D"
 _TXT = r"\\(?:text|textbf|mathrm|mathbf)\s*\{\s*\(?([A-Za-z])\)?\s*\}"
-_MATH_LETTER = re.compile(rf"\$\s*(?:{_TXT}|\(?([A-Za-z])\)?)\s*\$"
-                          rf"|\\\(\s*(?:{_TXT}|\(?([A-Za-z])\)?)\s*\\\)"
+# (on one line: "$x$\n(B) $y$" holds no letter in math mode)
+_MATH_LETTER = re.compile(rf"\$[ \t]*(?:{_TXT}|\(?([A-Za-z])\)?)[ \t]*\$"
+                          rf"|\\\([ \t]*(?:{_TXT}|\(?([A-Za-z])\)?)[ \t]*\\\)"
                           rf"|(?<!\\boxed\{{){_TXT}")
 
 
@@ -146,7 +149,7 @@ def _is_letter(text: str, m: re.Match, paren: bool, src: str = "") -> bool:
     letter = m.group(2)
     if src in _CONFIRMED and not paren:
         return letter.isupper()  # "a is the best" is an article; "A is the correct answer" a letter
-    if paren or m.re.pattern.startswith(("\\boxed", "<")):
+    if paren or m.re.pattern.startswith(("\\boxed", "<")) or src in _STRUCTURAL:
         return True
     nxt = re.match(r"[ \t]+([A-Za-z][A-Za-z'’]*)", text[m.end():])
     if letter.islower():
@@ -221,15 +224,34 @@ def _listed_or_evaluated(t: str, start: int, labels: str) -> bool:
         return False
     if _EVALUATION.match(m.group(2) or m.group(4) or ""):
         return True
-    lines = t.splitlines()
+    lines = t.split("\n")
     i = t.count("\n", 0, start)
     return any(0 <= j < len(lines) and pat.match(lines[j].strip()) for j in (i - 1, i + 1))
+
+
+def _option_lines(t: str, labels: str) -> dict[int, str]:
+    """Line number -> letter of every option line ("(D) text", "D) text", "D. text")."""
+    up = re.escape(labels)
+    out = {}
+    for i, ln in enumerate(t.split("\n")):  # line numbers as t.count("\n") gives them (\v is no line break here)
+        m = re.match(rf"[ \t]*(?:\(([{up}])\)(?:[ \t]+\S|[ \t]*$)|([{up}])[.)][ \t]+\S)", ln)
+        if m:
+            out[i] = m.group(1) or m.group(2)
+    return out
+
+
+def _options_echoed(t: str, labels: str) -> bool:
+    """True when the reply holds option lines of three or more letters: it echoes the options list (or walks
+    through it), so none of those lines is a choice."""
+    return len(set(_option_lines(t, labels).values())) >= 3
 
 
 def _option_line(t: str, labels: str) -> str | None:
     """The letter of a reply whose first or last non-empty line is an option line "(D) text" / "D) text"; not a line
     of an options list the reply echoes (another option line next to it) and not an evaluation of that option in an
     elimination list ("(D) is correct for an ideal gas, but ...", "(B) - wrong")."""
+    if _options_echoed(t, labels):
+        return None
     lines = [ln.strip() for ln in t.strip().splitlines() if ln.strip()]
     pat = re.compile(rf"^\(([{re.escape(labels)}])\)(?:\s+(\S.*)|$)|^([{re.escape(labels)}])\)\s+(\S.*)")
     for i in ((len(lines) - 1, 0) if lines else ()):
@@ -309,7 +331,9 @@ def extract_choice(text: str, labels: str = "ABCD") -> MCExtraction:
     weak = [(m.end(), m.group(1), m.start(1)) for m in re.finditer(rf"\(([{re.escape(labels)}])\)", t)]
     weak += [(m.end(), m.group(1), m.start(1))
              for m in re.finditer(rf"(?m)^[ \t]*([{re.escape(labels)}])[ \t]*[.)]?[ \t]*$", t)]
-    kept = [w for w in weak if not _rejected_at(t, w[1], w[2], w[0]) and not _listed_or_evaluated(t, w[2], labels)]
+    listed = set(_option_lines(t, labels)) if _options_echoed(t, labels) else set()
+    kept = [w for w in weak if not _rejected_at(t, w[1], w[2], w[0]) and not _listed_or_evaluated(t, w[2], labels)
+            and t.count("\n", 0, w[2]) not in listed]
     if kept:
         end, letter, start = max(kept)
         if _hedge_sentence(t, start, end, letter, labels):
