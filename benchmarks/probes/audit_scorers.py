@@ -379,7 +379,8 @@ def audit_answer_forms(data_dir, w):
               status="unparsed")
     _kind_row("GSM8K 'Answer: N, give or take'", fam, g, [f"Answer: {t.gold}, give or take" for t in g], w,
               status="unparsed")
-    _kind_row("GSM8K 'Answer: N (i.e., N in all)'", fam, g, [f"Answer: {t.gold} (i.e., {t.gold} in all)" for t in g], w)
+    _kind_row("GSM8K 'The final answer is N, i.e., N items.'", fam, g,
+              [f"The final answer is {t.gold}, i.e., {t.gold} items." for t in g], w)
     big = [t for t in g if int(t.gold) >= 1000 and int(t.gold) % 1000 == 0]
     _kind_row("GSM8K 'The answer is N/1000 thousand.'", fam, big,
               [f"The answer is {int(t.gold) // 1000} thousand." for t in big], w)
@@ -404,8 +405,8 @@ def audit_answer_forms(data_dir, w):
     _kind_row("MMLU-Pro '<answer>X, Y</answer>'", mc, tasks,
               [f"<answer>{min(t.gold, other[t.id])}, {max(t.gold, other[t.id])}</answer>" for t in tasks], w,
               expect=False)
-    _kind_row("MMLU-Pro 'likely (X), though (Y) is also possible'", mc, tasks,
-              [f"It is likely ({t.gold}), though ({other[t.id]}) is also possible." for t in tasks], w, expect=False)
+    _kind_row("MMLU-Pro 'likely (Y), though (X) is also possible'", mc, tasks,
+              [f"It is likely ({other[t.id]}), though ({t.gold}) is also possible." for t in tasks], w, expect=False)
     rf = get_family("rules")
     rules = [t for seed in range(3) for t in generate("rules", seed)[1]]
     _kind_row("rules test tickets 'Answer: N, give or take'", rf, rules, [f"Answer: {t.gold}, give or take" for t in rules],
