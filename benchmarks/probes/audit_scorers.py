@@ -366,7 +366,7 @@ def audit_kinds(data_dir, w, skip_humaneval=False):
               f"{sum(bool(s.detail.get('hallucination')) for s in sc) / n:7.2%}  {len(sc) / max(secs, 1e-9):9.1f} items/s")
 
 
-# ------------------------------------------------------------- stated values, echoes and answer forms (scoring pass 5)
+# ------------------------------------------------------------------------------ stated values, echoes and answer forms
 
 def audit_answer_forms(data_dir, w):
     """The stated-value, echo and answer-form kinds (docs/tasks.md) on the real gold sets and the rules tickets."""
