@@ -366,6 +366,99 @@ def audit_kinds(data_dir, w, skip_humaneval=False):
               f"{sum(bool(s.detail.get('hallucination')) for s in sc) / n:7.2%}  {len(sc) / max(secs, 1e-9):9.1f} items/s")
 
 
+# ------------------------------------------------------------------------------ stated values, echoes and answer forms
+
+def audit_answer_forms(data_dir, w):
+    """The stated-value, echo and answer-form kinds (docs/tasks.md) on the real gold sets and the rules tickets."""
+    from janus_memory.tasks import get_family, load_split
+    from janus_memory.tasks.rules import generate
+    from janus_memory.values import ChatResult
+    g = [t for t in load_split("gsm8k", "all", data_dir=data_dir).tasks if t.gold.lstrip("-").isdigit()]
+    fam = get_family("gsm8k")
+    _kind_row("GSM8K 'Answer: approximately N'", fam, g, [f"Answer: approximately {t.gold}" for t in g], w,
+              status="unparsed")
+    _kind_row("GSM8K 'Answer: N, give or take'", fam, g, [f"Answer: {t.gold}, give or take" for t in g], w,
+              status="unparsed")
+    _kind_row("GSM8K 'The final answer is N, i.e., N items.'", fam, g,
+              [f"The final answer is {t.gold}, i.e., {t.gold} items." for t in g], w)
+    big = [t for t in g if int(t.gold) >= 1000 and int(t.gold) % 1000 == 0]
+    _kind_row("GSM8K 'The answer is N/1000 thousand.'", fam, big,
+              [f"The answer is {int(t.gold) // 1000} thousand." for t in big], w)
+    _kind_row("GSM8K cut after 'Answer: N' (length)", fam, g,
+              [ChatResult(text=f"So the total is clear.\nAnswer: {t.gold}", finish_reason="length") for t in g], w,
+              status="truncated")
+    tasks = load_split("mmlu_pro_eng", "all", data_dir=data_dir).tasks + \
+        load_split("mmlu_pro_phy", "all", data_dir=data_dir).tasks
+    mc = get_family("mmlu_pro_eng")
+
+    def labels(t):
+        return t.meta.get("labels") or "ABCDEFGHIJ"[:len(t.meta["options"])]
+    other = {t.id: labels(t)[(labels(t).index(t.gold) + 1) % len(labels(t))] for t in tasks}
+    _kind_row("MMLU-Pro '{\"answer\": \"X\"}'", mc, tasks, [f'{{"answer": "{t.gold}"}}' for t in tasks], w)
+    _kind_row("MMLU-Pro '..., which is option X.'", mc, tasks,
+              [f"That gives the value above, which is option {t.gold}." for t in tasks], w)
+    _kind_row("MMLU-Pro '## Final Answer' then 'X. text'", mc, tasks,
+              [f"## Final Answer\n{t.gold}. {t.meta['options'][labels(t).index(t.gold)]}" for t in tasks], w)
+    _kind_row("MMLU-Pro echoed options list", mc, tasks,
+              ["The options are:\n" + "\n".join(f"({x}) {o}" for x, o in zip(labels(t), t.meta["options"]))
+               for t in tasks], w, expect=False)
+    _kind_row("MMLU-Pro '<answer>X, Y</answer>'", mc, tasks,
+              [f"<answer>{min(t.gold, other[t.id])}, {max(t.gold, other[t.id])}</answer>" for t in tasks], w,
+              expect=False)
+    _kind_row("MMLU-Pro 'likely (Y), though (X) is also possible'", mc, tasks,
+              [f"It is likely ({other[t.id]}), though ({t.gold}) is also possible." for t in tasks], w, expect=False)
+    rf = get_family("rules")
+    rules = [t for seed in range(3) for t in generate("rules", seed)[1]]
+    _kind_row("rules test tickets 'Answer: N, give or take'", rf, rules, [f"Answer: {t.gold}, give or take" for t in rules],
+              w, status="unparsed")
+    _kind_row("rules test tickets, '=' in the justification", rf, rules,
+              [f"Answer: {t.gold}, because 2 x 3 = 6 is the other part" for t in rules], w)
+    _kind_row("rules test tickets echoed back", rf, rules, [t.question for t in rules], w, expect=False)
+    _kind_row("rules test tickets cut while re-checking", rf, rules,
+              [ChatResult(text=f"Answer: {t.gold}\nWait, let me re-check the rule:", finish_reason="length")
+               for t in rules], w, status="truncated")
+    sp = load_split("apibench_hf", "all", data_dir=data_dir)
+    api = get_family("apibench_hf")
+    fmt = "<<<domain>>>: {d}\n<<<api_call>>>: {c}\n<<<api_provider>>>: Hugging Face\n<<<explanation>>>: x"
+    _kind_row("APIBench-HF gold, fields without markers", api, sp.tasks,
+              [f"domain: {t.meta['domain']}\napi_call: {t.gold}\napi_provider: Hugging Face" for t in sp.tasks], w)
+    gen = [(t, _generic(t.gold)) for t in sp.tasks]
+    gen = [(t, c) for t, c in gen if c]
+    _kind_row("APIBench-HF gold by its generic loader", api, [t for t, _ in gen],
+              [fmt.format(d=t.meta["domain"], c=c) for t, c in gen], w)
+    chain = [t for t in sp.tasks if ".from_pretrained(" in t.gold and _parses(t.gold.rstrip(".; "))]
+    _kind_row("APIBench-HF gold + a made-up chained method", api, chain,
+              [fmt.format(d=t.meta["domain"], c=t.gold.rstrip(".; ") + ".summon_weights()") for t in chain], w,
+              expect=False)
+
+
+def _parses(call: str) -> bool:
+    """True when the gold call is one Python expression as written (not a call followed by prose)."""
+    import ast
+    try:
+        return isinstance(ast.parse(call).body[0], ast.Expr) and len(ast.parse(call).body) == 1
+    except SyntaxError:
+        return False
+
+
+def _generic(call: str) -> str | None:
+    """The gold call with its class written as its generic loader (``StableDiffusionPipeline`` -> ``DiffusionPipeline``,
+    ``BertForTokenClassification`` -> ``AutoModelForTokenClassification``), or None."""
+    m = re.match(r"""^(\w+)\.from_pretrained\((?=['"])""", call.strip())  # a quoted model id (not a variable)
+    if not m:
+        return None
+    cls = m.group(1)
+    if cls.endswith("Pipeline") and cls not in ("Pipeline", "DiffusionPipeline", "TuneAVideoPipeline"):
+        new = "DiffusionPipeline"
+    elif re.fullmatch(r"[A-Z]\w*For(SequenceClassification|TokenClassification|ImageClassification|CausalLM|MaskedLM"
+                      r"|ObjectDetection|SemanticSegmentation|DepthEstimation|VideoClassification|CTC)", cls) \
+            and not cls.startswith(("Auto", "TF")):
+        new = "AutoModelFor" + cls.split("For", 1)[1]
+    else:
+        return None
+    return new + call.strip()[len(cls):]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
@@ -391,6 +484,7 @@ def main() -> int:
         audit_humaneval(d, a.workers)
     audit_apibench(d, a.workers)
     audit_kinds(d, a.workers, a.skip_humaneval)
+    audit_answer_forms(d, a.workers)
     return 0
 
 

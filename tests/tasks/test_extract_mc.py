@@ -132,4 +132,6 @@ def test_weak_letter_is_reported_as_fallback():
     assert (s.correct, s.status, s.extracted) == (True, "fallback", "C")
     s = fam.score(t, "The answer is (C).")
     assert (s.correct, s.status) == (True, "ok")
-    assert summarize([s, fam.score(t, "maybe (C)"), fam.score(t, "no idea")])["fallback_rate"] == 1 / 3
+    # a hedge ("maybe (C)") is no fallback answer: unparsed, like "no idea"
+    assert fam.score(t, "maybe (C)").status == "unparsed"
+    assert summarize([s, fam.score(t, "so (C)"), fam.score(t, "no idea")])["fallback_rate"] == 1 / 3

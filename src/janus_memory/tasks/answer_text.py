@@ -165,3 +165,74 @@ def ends_in_label(text: str) -> bool:
     """True when the reply stops right after an answer label ("... so the answer is", "Answer: (", "#### "): it was
     cut off before writing the answer."""
     return bool(_DANGLING.search((text or "").rstrip()[-200:]))
+
+
+# ------------------------------------------------------------------------------------------ qualified values
+
+# bounds a question may itself ask for: an answer that repeats the question's own bound states the value asked for
+_UPPER = ("at most", "at the most", "up to", "no more than", "not more than", "a maximum of", "maximum", "max",
+          "or less", "or fewer", "tops", r"\le", r"\leq", "≤")
+_LOWER = ("at least", "at the least", "no less than", "not less than", "no fewer than", "a minimum of", "minimum",
+          "min", "or more", r"\ge", r"\geq", "≥")
+_DEADLINE = ("no later than", "not later than", "at the latest", "by", "within")
+_BOUND_ASKED = {
+    "upper": re.compile(r"\b(?:at\s+(?:the\s+)?most|up\s+to|no\s+more\s+than|not\s+more\s+than|maximum|max)\b", re.I),
+    "lower": re.compile(r"\b(?:at\s+(?:the\s+)?least|no\s+(?:less|fewer)\s+than|not\s+less\s+than|minimum|min)\b",
+                        re.I),
+    "deadline": re.compile(r"\bby\s+(?:how\s+many|when|what)\b|\bno\s+later\s+than\b|\bat\s+the\s+latest\b|\bwithin\b"
+                           r"|\bdeadline\b", re.I),
+}
+_APPROX = (r"about|around|approx\w*\.?|roughly|nearly|almost|circa|ca\.|close\s+to|just\s+(?:over|under)|some"
+           r"|an?\s+estimated|estimated|probably|maybe|perhaps|possibly|likely|i\s+(?:think|guess|believe|assume)"
+           r"|more\s+than|less\s+than|fewer\s+than|over|under|above|below|<|>|~|≈|\\approx|\\sim|\\lt|\\gt")
+_LEAD = re.compile(r"(?i)^[\s:$(\[{]*(?P<q>" + "|".join(re.escape(b) if "\\" in b or not b.isalpha() else b
+                                                        for b in (*_UPPER, *_LOWER, *_DEADLINE))
+                   + r"|" + _APPROX + r"|not|never|no)(?![a-z(])")
+_TRAIL = re.compile(
+    r"(?i)(?P<q>give[\s-]+or[\s-]+take|or\s+so|or\s+thereabouts|more\s+or\s+less|-?ish\b|\?"
+    r"|or\s+something(?:\s+like\s+that)?|if\s+i(?:'m|\s+am)\s+(?:not\s+mistaken|right)"
+    r"|at\s+(?:the\s+)?(?:most|least|latest)|or\s+(?:more|less|fewer|under|over|above|below)(?!\s+(?:precisely|exactly"
+    r"|simply|formally|accurately))|tops|max(?:imum)?"
+    r"|minimum|approx\w*\.?|roughly|about|around|i\s+(?:think|guess|believe)|probably|maybe|perhaps"
+    r"|possibly|likely|estimated|at\s+a\s+guess|in\s+the\s+ballpark)(?![a-z])")
+# where a justification or a worked restatement starts after the value: hedge words past it qualify the working
+_REASON = re.compile(r"(?i)\b(?:since|because|as|given|due\s+to|from|which|that\s+is|i\.?e\.?|e\.g\.|for|per|using"
+                     r"|with|based|(?<!\bor\s)so|thus|hence|after|at(?!\s+(?:the\s+)?(?:most|least|latest)\b)|x|times)\b"
+                     r"|[=×*]|\\times|\((?=[^)]*\d)")
+# a variable approximately equal to the value: "x \approx 3.14", "t ≈ 2.5" (an inequality "x \le 5" is a value)
+_VAR_APPROX = re.compile(r"^[\s:$(\[{]*[A-Za-z](?:_\{?\w+\}?)?\s*(?P<q>≈|\\approx|~|\\sim)")
+_NUMERAL = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def _bound_class(phrase: str) -> str | None:
+    p = re.sub(r"\s+", " ", phrase.strip().lower())
+    for name, group in (("upper", _UPPER), ("lower", _LOWER), ("deadline", _DEADLINE)):
+        if p in group:
+            return name
+    return None
+
+
+def qualifier(answer: str, question: str = "") -> str | None:
+    """The hedge, bound or negation qualifying a stated value (None when the value stands plain): before the first
+    number ("about 35", "at least 18", "~35", "not 35", "\\approx 18") or right after it, before any justification
+    ("35, give or take", "35 or so", "35-ish", "35?", "35 at most", "35 (approximately)"). A bound the question asks
+    for itself is the value, not a qualifier ("at most $100" when the ticket asks "how much can the refund be at
+    most", "no later than hour 22" when it asks "by how many hours"); strict bounds ("more than", "over") never
+    are."""
+    a = (answer or "").strip()
+    first = _NUMERAL.search(a)
+    if first is None:
+        return None
+    found: list[str] = []
+    lead = _LEAD.match(a[:first.start()]) or _VAR_APPROX.match(a[:first.start()])
+    if lead:
+        found.append(lead.group("q"))
+    after = a[first.end():]
+    stop = _REASON.search(after)
+    for m in _TRAIL.finditer(after[:stop.start()] if stop else after):
+        found.append(m.group("q"))
+    for q in found:
+        kind = _bound_class(q)
+        if kind is None or not _BOUND_ASKED[kind].search(question or ""):
+            return q
+    return None

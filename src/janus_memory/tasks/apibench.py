@@ -46,7 +46,16 @@ from pathlib import Path
 
 from janus_memory.values import ChatResult, Score, Task
 
-from .apibench_match import RENAMED_2024, UNRESOLVED, CallSig, canonical_id, parse_api_call  # noqa: F401 (re-exported)
+from .apibench_match import (  # noqa: F401 (re-exported)
+    RENAMED_2024,
+    UNRESOLVED,
+    CallSig,
+    canonical_id,
+    chained_methods,
+    generic_covers,
+    is_generic,
+    parse_api_call,
+)
 from .base import TaskFamily, output_text
 from .data import ENV_DATA_DIR, read_jsonl, require_file, resolve_data_dir, shuffled_slice
 
@@ -65,6 +74,19 @@ HF_DOMAINS = (
     "Natural Language Processing Feature Extraction, Audio Text-to-Speech, Audio Automatic Speech Recognition, "
     "Audio Audio-to-Audio, Audio Audio Classification, Audio Voice Activity Detection, Tabular Tabular Classification, "
     "Tabular Tabular Regression, Reinforcement Learning, Reinforcement Learning Robotics")
+
+
+# methods of what the loaders return that the database's example code need not show: torch.nn.Module's, the
+# transformers/diffusers models' and pipelines' own, and sentence-transformers'
+COMMON_METHODS = frozenset((
+    "to cuda cpu eval train half float double bfloat16 requires_grad_ zero_grad parameters named_parameters "
+    "state_dict load_state_dict apply modules children forward generate predict encode decode save_pretrained "
+    "push_to_hub from_pretrained resize_token_embeddings get_input_embeddings get_output_embeddings tie_weights "
+    "num_parameters enable_model_cpu_offload enable_sequential_cpu_offload enable_xformers_memory_efficient_attention "
+    "enable_attention_slicing disable_attention_slicing enable_vae_slicing enable_vae_tiling set_progress_bar_config "
+    "fuse_lora unfuse_lora load_lora_weights set_adapters enable_gradient_checkpointing gradient_checkpointing_enable "
+    "batch_decode tokenize convert_ids_to_tokens convert_tokens_to_ids pad post_process similarity "
+    "encode_multi_process save load predict_proba transform fit score").split())
 
 
 def _api_dir(data_dir) -> Path:
@@ -123,6 +145,7 @@ class _Entry:
     raw: str
     domain: str
     api_name: str
+    libraries: str = ""  # the record's stated requirements and framework, lower case
 
 
 @dataclass(frozen=True)
@@ -176,11 +199,18 @@ class APIDatabase:
         self.shell: list[tuple[ShellCommand, _Entry]] = []
         self.known_ids: set[str] = set()
         self.known_funcs: set[str] = set()
+        # methods a loaded model or pipeline has: those the database's example code calls, plus torch's nn.Module
+        # and the loaders' common ones
+        self.known_methods: set[str] = set(COMMON_METHODS)
         for r in records:
             raw = r.get("api_call") or ""
             sigs = parse_api_call(raw)
             sig = sigs[0] if sigs else None
-            e = _Entry(sig, raw, r.get("domain", ""), r.get("api_name", ""))
+            libs = f"{r.get('python_environment_requirements') or ''} {r.get('framework') or ''}".lower()
+            e = _Entry(sig, raw, r.get("domain", ""), r.get("api_name", ""), libs)
+            example = r.get("example_code")
+            if isinstance(example, str):
+                self.known_methods |= set(re.findall(r"\.\s*([A-Za-z_]\w*)\s*\(", example))
             self.by_text.setdefault(_norm_text(raw), []).append(e)
             for c in sigs or []:
                 self.known_ids |= (c.ids | c.extra) - {UNRESOLVED}
@@ -191,12 +221,25 @@ class APIDatabase:
                 self.shell.append((shell, e))
                 self.known_ids |= _shell_ids(shell)
         self.shell_programs = {c.program for c, _ in self.shell}
+        self.known_methods |= self.known_funcs
+
+    @staticmethod
+    def _same_function(c: CallSig, e: _Entry) -> bool:
+        """The call's function is the entry's (a module prefix allowed), or a generic loader of the same library
+        that loads the entry's class (apibench_match.generic_covers: ``DiffusionPipeline.from_pretrained`` for
+        ``StableDiffusionPipeline.from_pretrained``)."""
+        assert e.sig is not None
+        n = e.sig.name
+        if c.name == n or c.name.endswith("." + n):
+            return True
+        cp, np_ = c.name.split("."), n.split(".")
+        return (len(cp) >= 2 and len(np_) >= 2 and cp[-1] == np_[-1] and is_generic(cp[-2])
+                and generic_covers(cp[-2], np_[-2], e.libraries))
 
     @staticmethod
     def _entry_matches(c: CallSig, e: _Entry) -> bool:
         assert e.sig is not None  # only entries with a parsed call are indexed by name
-        n = e.sig.name
-        if not (c.name == n or c.name.endswith("." + n)):
+        if not APIDatabase._same_function(c, e):
             return False
         if c.ids and not c.ids <= e.sig.ids:  # the call names a model/repo: the entry must name that same one
             return False
@@ -208,6 +251,11 @@ class APIDatabase:
         """Identifiers named by calls to database functions that no database entry names (hallucinated models)."""
         return sorted({i for c in calls if c.name.split(".")[-1] in self.known_funcs for i in c.ids | c.extra
                        if i not in self.known_ids})
+
+    def unknown_methods(self, api_call: str) -> list[str]:
+        """Methods called on a loaded model or pipeline that no database example calls and that are not common
+        methods of loaded models (``COMMON_METHODS``): made up (``X.from_pretrained('m').summon_weights()``)."""
+        return sorted({m for m in chained_methods(api_call) if m not in self.known_methods})
 
     def shell_matches(self, cmd: ShellCommand) -> list[_Entry]:
         """Entries run by the same program with every one of their options (and values) and the same positionals."""
@@ -260,17 +308,38 @@ def load_api_database(api_path: str, eval_path: str | None = None) -> APIDatabas
 
 _MD = r"(?:\*{1,2}|_{1,2})?"  # Markdown emphasis around a field marker: **<<<api_call>>>**: / **<<<api_call>>>:**
 _FIELD = re.compile(rf"<<<\s*api_call\s*>>>\s*{_MD}\s*:?\s*{_MD}\s*(.*?)(?={_MD}\s*<<<|\Z)", re.S | re.I)
+# the Gorilla fields written without their markers ("api_call: ...", "**api_call**: ...", "- `api_call`: ..."), as
+# Gorilla's own evaluator finds them (it splits the reply at "api_call"); the field ends at the next field name
+_FIELD_NAMES = (r"domain|api_call|api_provider|explanation|code|api_arguments|python_environment_requirements"
+                r"|example_code|performance|description|functionality|api_name|framework")
+_NEXT_BARE = rf"(?:^|\n)[ \t]*(?:[-*+•][ \t]+)?{_MD}`?(?:{_FIELD_NAMES})`?{_MD}[ \t]*{_MD}[ \t]*:"
+_BARE_FIELD = re.compile(rf"(?<![<\w])`?api_call`?{_MD}[ \t]*:[ \t]*{_MD}[ \t]*(.*?)(?={_NEXT_BARE}|<<<|\Z)",
+                         re.S | re.I)
+
+
+def _api_fields(text: str) -> list[tuple[str, bool]]:
+    """(content, closed by a next field?) of every api_call field in order: the ``<<<api_call>>>`` fields, or when
+    there is none, the fields written without their markers."""
+    marked = [(m.group(1).strip(), m.end() < len(text)) for m in _FIELD.finditer(text or "")]
+    if any(c for c, _ in marked):  # the marked fields govern: "api_call:" inside an explanation is prose
+        return [(c, closed) for c, closed in marked if c]
+    bare = [(m.group(1).strip(), m.end() < len(text)) for m in _BARE_FIELD.finditer(text or "")]
+    return [(c, closed) for c, closed in bare if c]
+
+
+def _clean_field(s: str) -> str:
+    s = re.sub(r"(?:\s|\n[ \t]*(?:[-*+•]|#+))+$", "", s)  # the next field's list bullet or heading mark
+    m = re.match(r"^```(?:python|py|python3|bash|sh|shell|console|zsh)?\s*(.*?)\s*```$", s, re.S)
+    s = (m.group(1) if m else s).strip()
+    m = re.fullmatch(r"`([^`]+)`", s)  # an inline code span
+    return (m.group(1) if m else s).strip()
 
 
 def extract_api_call(text: str) -> str | None:
-    """Text of the last ``<<<api_call>>>:`` field (up to the next ``<<<`` field), or None if absent/empty (C18)."""
-    found = [m.group(1).strip() for m in _FIELD.finditer(text or "")]
-    found = [f for f in found if f]
-    if not found:
-        return None
-    s = re.sub(r"(?:\s|\n[ \t]*(?:[-*+•]|#+))+$", "", found[-1])  # the next field's list bullet or heading mark
-    m = re.match(r"^```(?:python|py|python3|bash|sh|shell|console|zsh)?\s*(.*?)\s*```$", s, re.S)
-    return (m.group(1) if m else s).strip()
+    """Text of the last api_call field (``<<<api_call>>>:`` up to the next ``<<<`` field, or a bare ``api_call:``
+    up to the next field name), or None if absent/empty (C18)."""
+    found = _api_fields(text)
+    return _clean_field(found[-1][0]) if found else None
 
 
 class APIBenchFamily(TaskFamily):
@@ -318,8 +387,9 @@ class APIBenchFamily(TaskFamily):
 
     def score(self, task: Task, output: ChatResult | str) -> Score:
         text, truncated = output_text(output)
-        call = extract_api_call(text)
-        if truncated and call is not None and not re.search(r"<<<\s*api_call\s*>>>.*<<<", text, re.S | re.I):
+        fields = _api_fields(text)
+        call = _clean_field(fields[-1][0]) if fields else None
+        if truncated and call is not None and not fields[-1][1]:
             call = None  # cut off inside the api_call field: no complete answer
         if call is None:
             return Score(False, None, "truncated" if truncated else "unparsed",
@@ -327,11 +397,12 @@ class APIBenchFamily(TaskFamily):
         hits, parsed, unknown = self.database.matches(call)
         if not parsed:
             return Score(False, call, "unparsed", {"hallucination": False, "unparsed": True})
-        if unknown:  # a model/repo found nowhere in the database is a hallucination, whatever else matched
+        methods = self.database.unknown_methods(call)
+        if unknown or methods:  # a made-up model/repo or method is a hallucination, whatever else matched
             hits = []
         correct = any(e.domain == task.meta["domain"] for e in hits)
         return Score(correct, call, "ok", {"hallucination": not hits, "unparsed": False, "unknown_ids": unknown,
-                                           "matched": [e.api_name for e in hits[:3]]})
+                                           "unknown_methods": methods, "matched": [e.api_name for e in hits[:3]]})
 
 
 def apibench_summary(scores) -> dict:

@@ -352,8 +352,8 @@ def _first_call_prefix(s: str) -> str | None:
     return None
 
 
-def parse_api_call(src: str) -> list[CallSig] | None:
-    """Candidate calls in an api_call string (with the repairs listed in the module docstring); None if unparseable."""
+def _parse_tree(src: str):
+    """The ast of an api_call string (with the repairs listed in the module docstring) that holds a call, or None."""
     s = (src or "").strip().strip("`").strip()
     if not s:
         return None
@@ -368,9 +368,97 @@ def parse_api_call(src: str) -> list[CallSig] | None:
     tries += [re.sub(r"(?<=[=(,])\s*([A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+)(?=\s*[,)])", r"'\1'", x) for x in list(tries)]
     for x in tries:
         try:
-            calls = _calls(ast.parse(x))
+            tree = ast.parse(x)
         except (SyntaxError, ValueError):
             continue
-        if calls:
-            return calls
+        if _calls(tree):
+            return tree
     return None
+
+
+def parse_api_call(src: str) -> list[CallSig] | None:
+    """Candidate calls in an api_call string (with the repairs listed in the module docstring); None if unparseable."""
+    tree = _parse_tree(src)
+    return _calls(tree) if tree is not None else None
+
+
+def chained_methods(src: str) -> list[str]:
+    """Methods called on what a loader returns: chained onto it (``X.from_pretrained('m').to('cuda')`` -> ``to``) or
+    on a variable bound to a loaded model (``model = X.from_pretrained('m'); model.generate(...)`` -> ``generate``);
+    not on other calls (``requests.get(url).json()``)."""
+    tree = _parse_tree(src)
+    if tree is None:
+        return []
+    env = _bindings(tree)
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        base = node.func.value
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        if (isinstance(base, ast.Call) and _loads(base)) or (isinstance(base, ast.Name) and env.get(base.id) is _OBJ):
+            out.append(node.func.attr)
+    return out
+
+
+# Generic loaders: a class of the same library that resolves the concrete class from the model's own files
+# (diffusers' DiffusionPipeline reads model_index.json; transformers' Auto classes read config.json). On the entry's
+# own model it loads what the entry's class loads, so it matches that entry (docs/tasks.md, APIBench).
+_AUTO_HEAD_SPECIAL = {  # heads whose concrete classes are not "<Arch>For<Head>"
+    "Seq2SeqLM": re.compile(r"^(?:T5|MT5|LongT5|UMT5|Bart|MBart|Pegasus|PegasusX|BigBirdPegasus|Blenderbot|"
+                            r"BlenderbotSmall|M2M100|LED|ProphetNet|FSMT|NllbMoe|SwitchTransformers|Plbart|Marian)"
+                            r"ForConditionalGeneration$|^MarianMTModel$|^FSMTForConditionalGeneration$"),
+    "SpeechSeq2Seq": re.compile(r"^(?:Whisper|Speech2Text|SpeechT5)ForConditionalGeneration$|^SpeechT5ForSpeechToText$"),
+    "Vision2Seq": re.compile(r"^(?:Blip|Blip2|Pix2Struct|Kosmos2|InstructBlip|Llava)ForConditionalGeneration$"
+                             r"|^VisionEncoderDecoderModel$"),
+    "TableQuestionAnswering": re.compile(r"^TapasForQuestionAnswering$"),
+    "DocumentQuestionAnswering": re.compile(r"^(?:LayoutLM|LayoutLMv2|LayoutLMv3)ForQuestionAnswering$"),
+    "VisualQuestionAnswering": re.compile(r"^(?:Vilt|Blip)ForQuestionAnswering$"),
+}
+_NOT_PLAIN_QA = re.compile(r"^(?:Tapas|LayoutLM|LayoutLMv2|LayoutLMv3|Vilt|Blip)ForQuestionAnswering$")
+_AUTO_PLAIN = {"AutoTokenizer": r"\w+Tokenizer(?:Fast)?", "AutoProcessor": r"\w+Processor",
+               "AutoFeatureExtractor": r"\w+FeatureExtractor", "AutoImageProcessor": r"\w+ImageProcessor",
+               "AutoConfig": r"\w+Config"}
+_NOT_BASE_MODEL = re.compile(r"ControlNet|UNet|Autoencoder|VQ|Prior|MTModel$|EncoderDecoderModel$|^Model$|^BaseModel$")
+
+
+def generic_covers(generic: str, concrete: str, libraries: str) -> bool:
+    """True when the class ``generic`` (the caller's) loads what ``concrete`` (a database entry's class) loads, on
+    the same model: ``DiffusionPipeline`` any diffusers pipeline class; ``AutoModelFor<Head>`` (and ``TFAutoModel...``)
+    the classes with that head (``<Arch>For<Head>``; the seq2seq, speech and vision heads and the table, document
+    and visual question answering heads by their own classes); ``AutoModel`` a base ``<Arch>Model``; ``AutoTokenizer``,
+    ``AutoProcessor``, ``AutoFeatureExtractor``, ``AutoImageProcessor``, ``AutoConfig`` their kinds. ``libraries`` is
+    the entry's stated requirements (lower case): diffusers for DiffusionPipeline, transformers for the Auto classes."""
+    if generic == concrete:
+        return True
+    if generic == "DiffusionPipeline":
+        return concrete.endswith("Pipeline") and concrete != "Pipeline" and "diffusers" in libraries
+    if "transformers" not in libraries:
+        return False
+    tf = generic.startswith("TF")
+    g = generic[2:] if tf else generic
+    c = concrete[2:] if tf and concrete.startswith("TF") else concrete
+    if tf != concrete.startswith("TF"):
+        return False
+    if g in _AUTO_PLAIN:
+        return re.fullmatch(_AUTO_PLAIN[g], c) is not None
+    if g == "AutoModel":
+        return re.fullmatch(r"[A-Z][A-Za-z0-9]*Model", c) is not None and not _NOT_BASE_MODEL.search(c)
+    if g.startswith("AutoModelFor"):
+        head = g[len("AutoModelFor"):]
+        if head in _AUTO_HEAD_SPECIAL:
+            return _AUTO_HEAD_SPECIAL[head].search(c) is not None
+        if head == "QuestionAnswering" and _NOT_PLAIN_QA.match(c):
+            return False
+        return re.fullmatch(rf"[A-Z][A-Za-z0-9]*For{head}", c) is not None
+    return False
+
+
+GENERIC_LOADERS = frozenset({"DiffusionPipeline", "AutoModel", *_AUTO_PLAIN} | {f"TF{x}" for x in ("AutoModel",)})
+
+
+def is_generic(cls: str) -> bool:
+    """A generic loader class (:func:`generic_covers`)."""
+    c = cls[2:] if cls.startswith("TFAuto") else cls
+    return cls in GENERIC_LOADERS or c.startswith("AutoModelFor") or c in _AUTO_PLAIN

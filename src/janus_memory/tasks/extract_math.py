@@ -56,6 +56,11 @@ class MathExtraction:
     parts: tuple = ()
     cut: bool = False  # the reply ends inside an unclosed \boxed{ written after every answer, or on an empty label
     revised: bool = False  # the text after the chosen answer re-checks or corrects it
+    stated: str | None = None  # the chosen answer as written (box content or label line), for its qualifiers
+    open_end: bool = False  # a labelled answer ending the reply on its digits ("Answer: 3"): digits may be missing
+    unscaled: str | None = None  # "3.2" of "3.2 million" (answer "3200000"), when the question counts in millions
+    scale: str | None = None  # the scale word read ("million")
+    span: tuple | None = None  # where the fallback number stands in the prepared text (prepare())
 
 
 def strip_markdown(text: str) -> str:
@@ -98,7 +103,8 @@ def _plain_number(num: str) -> str:
 # "5; because ..." - the clause after the break starts with a word (never "and"/"or", which join several answers)
 _CLAUSE_RE = re.compile(r"^(?P<head>(?:[^,;]|(?<=\d),(?=\d{3}(?!\d)))*?)\s*"
                         r"(?:[,;]|\.(?=\s)|\s-\s|\s*\(|(?=\s+(?:since|because|as|so|which|given|"
-                        r"due|where|for|from|by|rather|instead|not)\b))\s*(?P<tail>(?!(?:and|or)\b)[A-Za-z][A-Za-z'’]+\b.*)$",
+                        r"due|where|for|from|by|rather|instead|not)\b))\s*(?P<tail>(?!(?:and|or)\b)(?:[ie]\.\s?[eg]\.|ie\b|eg\b"
+                        r"|[A-Za-z][A-Za-z'’]+\b).*)$",
                         re.S)
 
 
@@ -175,13 +181,47 @@ def clean_answer(ans: str) -> str:
     return a.strip()
 
 
+def prepare(text: str) -> str:
+    """The text the extraction reads: Markdown emphasis removed, unicode numerals made plain."""
+    return plain_numerals(strip_markdown(text or ""))
+
+
+_SCALES = {"thousand": 10 ** 3, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12, "k": 10 ** 3,
+           "bn": 10 ** 9}
+# a scale word after the number, or an abbreviation after an amount of money ("$40k": a bare "2k" is a variable)
+_SCALED_RE = re.compile(r"^\s*(?P<cur>\$?)\s*(?P<num>-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)\s*\$?"
+                        r"(?:\s*(?P<w>thousand|million|billion|trillion)s?\b|(?P<a>k|K|bn)\b)[A-Za-z .]*$")
+
+
+def scaled(stated: str) -> tuple[str, str, str] | None:
+    """(value, number as written, scale word) of an answer that is one number with a scale word after it: "3.2
+    million" -> ("3200000", "3.2", "million"), "$40k" -> ("40000", "40", "k"); None for anything else."""
+    u = re.sub(r"\\(?:text|mbox|mathrm)\s*\{([^{}]*)\}", r" \1 ", stated or "").replace("\\$", "$").replace("\\,", "")
+    money = u.lstrip().startswith("$")
+    u = clean_answer(u)
+    m = _CLAUSE_RE.match(u)
+    head = m.group("head") if m else u
+    m = _SCALED_RE.match(head)
+    if not m or (m.group("a") and not (money or m.group("cur"))):
+        return None
+    word = (m.group("w") or m.group("a")).lower()
+    from decimal import Decimal
+    value = Decimal(m.group("num").replace(",", "")) * _SCALES[word]
+    text = format(value.normalize(), "f")
+    return text, _plain_number(m.group("num")), word
+
+
 def extract_math_answer(text: str) -> MathExtraction:
     """Extract the final answer from model text (see module docstring for the order)."""
     if not text:
         return MathExtraction(None, None, False)
-    t = plain_numerals(strip_markdown(text))
+    t = prepare(text)
     ex, end = _extract(t)
     ex = replace(ex, revised=end is not None and revised_after(t, end))
+    if ex.source in ("label", "boxed", "tag") and ex.stated and not ex.parts:
+        sc = scaled(ex.stated)
+        if sc is not None:
+            ex = replace(ex, answer=sc[0], unscaled=sc[1], scale=sc[2])
     opened = [m.start() for m in _BOX_RE.finditer(t)]
     closed = {b[0] for b in find_boxes(t)}
     unclosed = [o for o in opened if o not in closed]
@@ -232,22 +272,67 @@ def _extract(t: str) -> tuple[MathExtraction, int | None]:
         later = [lb for lb in labels if lb[2] >= end and lb[0] == 2 and corrects(t, lb[2])
                  and re.search(r"[\d\\]", label_value(clean_answer(lb[3])))]  # a value, not "half of the area"
         if later:
-            _, lend, _, ans = later[-1]
-            return MathExtraction(clean_answer(label_value(clean_answer(ans))), "label", True), lend
+            _, lend, lstart, ans = later[-1]
+            return _label_extraction(t, lstart, ans), lend
         if src == "boxed":
             parts = group
             return MathExtraction(", ".join(parts) if parts else clean_answer(content), "boxed", True,
-                                  tuple(parts) if len(parts) > 1 else ()), end
-        return MathExtraction(clean_answer(label_value(clean_answer(content))), src, True), end
+                                  tuple(parts) if len(parts) > 1 else (), stated=content), end
+        return MathExtraction(clean_answer(label_value(clean_answer(content))), src, True, stated=content), end
     if labels:
-        rank, end, _, ans = pick(labels)  # type: ignore[misc]  # labels is not empty here
+        rank, end, start, ans = pick(labels)  # type: ignore[misc]  # labels is not empty here
         if rank < 2 and len({label_value(clean_answer(lb[3])) for lb in labels if lb[0] == rank}) > 1:
             return MathExtraction(None, "hedge", False), None
-        return MathExtraction(clean_answer(label_value(clean_answer(ans))), "label", True), end
+        return _label_extraction(t, start, ans), end
+    return _fallback(t)
+
+
+def _label_extraction(t: str, start: int, ans: str) -> MathExtraction:
+    """A labelled answer: its value, the line as written, and whether it ends the reply on its digits."""
+    rest = t[start:].rstrip(" \t")
+    open_end = "\n" not in rest and re.search(r"\d$", rest) is not None
+    return MathExtraction(clean_answer(label_value(clean_answer(ans))), "label", True, stated=ans, open_end=open_end)
+
+
+# the fallback's concluding sentence: the last sentence that holds a number, when it concludes ("So she sold 48
+# cookies in total, which is 6 boxes."): its value is the number before any justification after the conclusion word
+_CONCLUDE = re.compile(r"\b(?:so|therefore|thus|hence|in\s+total|altogether|in\s+all|overall|total|which\s+means"
+                       r"|that\s+means|this\s+means|giving|gives|get|gets)\b", re.I)
+_GLOSS = re.compile(r"\s*\(|,?\s+(?:since|because|as|given\s+that|which\s+(?:is|are|was|were|means)|i\.e\.|that\s+is"
+                    r"|where|from)\b|\s[-–—]\s", re.I)
+_NUMBER_WORD = re.compile(r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen"
+                          r"|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty"
+                          r"|ninety|hundred|thousand|million|billion)\b", re.I)
+
+
+def _fallback(t: str) -> tuple[MathExtraction, int | None]:
+    """The last-number fallback (weak): the last number, unless the last sentence holding one concludes; then the
+    number it concludes with, not one from a justification after it; a conclusion stated in words (the digits
+    before it are working) gives no answer."""
     nums = list(_NUM_RE.finditer(t))
-    if nums:
-        return MathExtraction(clean_answer(nums[-1].group(0)), "number", False), nums[-1].end()
-    return MathExtraction(None, None, False), None
+    if not nums:
+        return MathExtraction(None, None, False), None
+    last = nums[-1]
+    bounds = [m.end() for m in re.finditer(r"[.!?](?=\s|$)|\n", t[:last.start()])]
+    s0 = bounds[-1] if bounds else 0
+    e = re.search(r"[.!?](?=\s|$)|\n", t[last.end():])
+    s1 = last.end() + e.start() if e else len(t)
+    cue = _CONCLUDE.search(t, s0, s1)
+    if cue is not None:
+        seg = t[cue.end():s1]
+        first = _NUM_RE.search(seg)
+        words = _NUMBER_WORD.search(seg)
+        value_at = min(x.start() for x in (first, words) if x is not None) if (first or words) else None
+        gloss = _GLOSS.search(seg, value_at + 1) if value_at is not None else None
+        head = seg[:gloss.start()] if gloss else seg
+        inside = list(_NUM_RE.finditer(head))
+        if not inside and _NUMBER_WORD.search(head):
+            return MathExtraction(None, None, False), None  # the conclusion in words: the digits are working
+        if inside:
+            last = inside[-1]
+            a, b = cue.end() + last.start(), cue.end() + last.end()
+            return MathExtraction(clean_answer(t[a:b]), "number", False, span=(a, b)), b
+    return MathExtraction(clean_answer(last.group(0)), "number", False, span=(last.start(), last.end())), last.end()
 
 
 def gsm8k_gold(answer_field: str) -> str:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Sequence
 
 from janus_memory.values import ChatResult, Score, ScoreStatus, Task
 
+from .answer_text import qualifier
 from .base import TaskFamily, output_text
 from .data import (
     ENV_DATA_DIR,
@@ -170,17 +172,22 @@ class MathFamily(TaskFamily):
     def extract(self, text: str):
         return extract_math_answer(text)
 
-    def _extract_for(self, output) -> tuple[str | None, str | None, bool, tuple]:
+    def _extract_for(self, output, question: str = "") -> tuple[str | None, str | None, bool, tuple]:
         text, truncated = output_text(output)
         if self.faithful:
             ans = paper_extract(text)
             return ans, "faithful", truncated and ans is None, ()
         ex = extract_math_answer(text)
         # a truncated reply only counts when it contains an explicit final answer (box/tag/labelled line) that it was
-        # not re-checking or correcting when it stopped; a reply that ends inside an unclosed final \boxed{ or on an
-        # empty answer label is truncated whatever its finish reason
-        if ex.cut or (truncated and (not ex.strong or ex.revised)):
+        # not re-checking or correcting when it stopped, and that does not end the reply on its digits ("Answer: 3"
+        # of "Answer: 35"); a reply that ends inside an unclosed final \boxed{ or on an empty answer label is
+        # truncated whatever its finish reason
+        if ex.cut or (truncated and (not ex.strong or ex.revised or ex.open_end)):
             return None, ex.source, True, ()
+        if ex.strong and ex.stated is not None and qualifier(ex.stated, question):
+            return None, "qualified", False, ()  # "at least 18", "approximately 18", "18 or so": no exact answer
+        if ex.scale is not None and re.search(rf"\b{ex.scale}s?\b", question, re.I):
+            return ex.unscaled, ex.source, False, ex.parts  # "3.2 million" where the question counts in millions
         return ex.answer, ex.source, False, ex.parts
 
     @staticmethod
@@ -201,7 +208,7 @@ class MathFamily(TaskFamily):
         if trunc:
             return Score(False, None, "truncated")
         if ans is None:
-            return Score(False, None, "unparsed")
+            return Score(False, None, "unparsed", {"source": src} if src == "qualified" else {})
         if self.faithful:
             return Score(paper_equal(str(task.gold), ans), ans, "ok", {"source": src})
         assert verdict is not None  # verified whenever there is an answer and the checker is not faithful
@@ -211,7 +218,7 @@ class MathFamily(TaskFamily):
         return Score(ok, ans, status, {"source": src})
 
     def score(self, task: Task, output: ChatResult | str) -> Score:
-        ans, src, trunc, parts = self._extract_for(output)
+        ans, src, trunc, parts = self._extract_for(output, task.question or "")
         verdict = None
         if not trunc and ans is not None and not self.faithful:
             verdict = self._verify(get_verifier(), str(task.gold), ans, parts)
@@ -220,7 +227,7 @@ class MathFamily(TaskFamily):
     def score_many(self, tasks: Sequence[Task], outputs: Sequence[ChatResult | str], workers: int = 2) -> list[Score]:
         if len(tasks) != len(outputs):
             raise ValueError(f"{len(tasks)} tasks but {len(outputs)} outputs")
-        ex = [self._extract_for(o) for o in outputs]
+        ex = [self._extract_for(o, t.question or "") for o, t in zip(outputs, tasks)]
         todo = [i for i, (a, _, tr, _) in enumerate(ex) if not tr and a is not None and not self.faithful]
         verdicts: dict[int, tuple[bool, ScoreStatus]] = {}
         if todo:

@@ -140,6 +140,27 @@ def _strict_ok(g, p) -> bool:
     return _num_equal(g, p) is not False
 
 
+# a number written in a base: "1011_2", "1011_{2}", "(1011)_2", "[1011]_{2}", "\left(1011\right)_2" (\left/\right are
+# gone after normalisation), "1011_{(2)}", "(1011)_{\text{2}}"
+_BASE_FORM = re.compile(r"^[(\[]?\s*(?P<digits>[0-9A-Za-z]+)\s*[)\]]?\s*_\s*\{?\s*\(?\s*(?:\\text\s*\{\s*)?"
+                        r"(?P<base>\d+)\s*\}?\s*\)?\s*\}?$")
+
+
+def base_form(a: str) -> tuple[str, int | None] | None:
+    """(digits, base) of a normalised answer that is a number written in a base, (digits, None) of plain digits,
+    None for anything else."""
+    s = re.sub(r"\s+", "", a or "")
+    if re.fullmatch(r"\d+", s):
+        return s, None
+    m = _BASE_FORM.match(s)
+    if not m or (m.group(0).startswith(("(", "[")) != bool(re.search(r"[)\]]\s*_", s))):
+        return None
+    digits, base = m.group("digits").upper(), int(m.group("base"))
+    if not all(c.isdigit() or 10 <= int(c, 36) < base for c in digits):
+        return None  # "a_1", "x_2": an indexed name, not digits of that base
+    return digits, base
+
+
 def verify_answer(gold: str, pred: str) -> bool:
     """In-process check of an extracted answer against a gold answer (no timeout: call via MathVerifier).
 
@@ -151,6 +172,11 @@ def verify_answer(gold: str, pred: str) -> bool:
         return False
     if _plain(g) == _plain(p):
         return True
+    bg, bp = base_form(g), base_form(p)
+    if bg is not None and bp is not None and (bg[1] is not None or bp[1] is not None):
+        # a base subscript is compared exactly: the same digits, and the same base where both write one
+        # ("(1011)_2" is "1011_2" and "1011"; "1011_3" is not "1011_2", which math-verify reads as equal)
+        return bg[0] == bp[0] and (bg[1] is None or bp[1] is None or bg[1] == bp[1])
     G, P = _parse(g), _parse(p)
     if not G or not P:
         return False
