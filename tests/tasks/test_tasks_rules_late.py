@@ -51,7 +51,7 @@ def test_structure(seed, size):
     intros = [i + 1 for i, t in enumerate(stream) if t.meta["kind"] == "intro"]
     assert intros == steps and [stream[i - 1].meta["states"] for i in intros] == list(world.order)
     stated: list[str] = []
-    for i, t in enumerate(stream, 1):
+    for t in stream:
         if t.meta["kind"] == "intro":
             stated.append(t.meta["states"])
             assert world.statement(t.meta["states"]) in t.question
