@@ -13,7 +13,9 @@ order limit, a refund cap, a member discount, a store-credit value, a response d
   a member's discounted price plus shipping, shipping paid in credits, a Gold member's uncapped refund).
 
 The stream states every rule of the world within its first ``2 x rules`` tasks (intros spread among recall tasks of
-rules already stated), then mixes recall and combo tasks. The held-out test holds only recall and combo tasks: every
+rules already stated), then mixes recall and combo tasks; ``rules_late`` states half its rules late instead, at 40%
+to 80% of a stream laid out for the length asked for (:func:`late_steps`), so that they come after a warm-up.
+The held-out test holds only recall and combo tasks: every
 test answer needs memory of what the stream stated. No question text appears twice in a world (stream and test
 included). Answers are whole numbers; the scorer compares them exactly (module docstring of :class:`RulesFamily`).
 
@@ -22,7 +24,10 @@ or download: the same seed gives the same tasks on every machine (pinned by test
 
 Each task's ``meta`` says what it needs: ``kind`` (intro / recall / combo), ``rules`` (the rule keys it needs),
 ``states`` (the rule an intro states), ``facts`` (the statements of the rules it needs: what a memory must hold for
-it; the ``falsify`` injection reads them, inject/falsify.py) and ``world`` (the seed's rule values).
+it; the ``falsify`` injection reads them, inject/falsify.py) and ``world`` (the seed's rule values); a stream
+task's ``stated`` lists the rules the stream has stated up to and including it (:func:`stated_rules`). What a memory
+text holds of the rules: :func:`held_rules`; the statements in the generator's words a text holds:
+:func:`statement_values` (the rules-following scripted model, run/fake_llm.py).
 """
 from __future__ import annotations
 
