@@ -141,3 +141,26 @@ def test_a_rules_late_run_shows_what_the_memory_kept(tmp_path, capsys, _cache):
     md = (out / "report" / "report.md").read_text()
     assert "| exprag+janus | Rules-late (generated) | 1 | 0 of 10 | 4 of 4 |" in md
     assert "| exprag | Rules-late (generated) | 1 | — | 1 of 4 (lost: handling, order_limit, crate) |" in md
+
+
+@pytest.mark.parametrize("updater", ["dc_rs", "expel", "ace", "reasoning_bank", "exprag"])
+def test_falsify_and_wipe_take_effect_on_rules_late_with_every_injectable_updater(tmp_path, capsys, _cache, updater):
+    """No controller (the injections alone): each planted candidate is built and deployed, and the falsified one is
+    not a no-op (a memory without the rule's number gets the ticket's rule with a wrong number planted)."""
+    from janus_memory.cli import main
+
+    out = tmp_path / updater
+    extra = []
+    if updater == "exprag":
+        (tmp_path / "x.yaml").write_text("updater_config: {top_k: 16}\n")
+        extra = ["--config", str(tmp_path / "x.yaml")]
+    rc = main(["run", "--backend", "fake", "--model", "rules", "--dataset", "rules_late", "--stream-size", "10",
+               "--test-size", "4", "--updater", updater, "--controller", "none", "--encoder", "hashing:64",
+               "--inject", "falsify@6,wipe@9", "--out", str(out), "-q", *extra])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert f"[{updater}] step 6: injected falsify candidate -> deployed (no controller)" in text
+    assert f"[{updater}] step 9: injected wipe candidate -> deployed (no controller)" in text
+    recs = [json.loads(x) for x in (out / updater / "steps.jsonl").read_text().splitlines()]
+    assert recs[5]["info"]["injected"]["kind"] == "falsify" and recs[5]["info"]["injected"]["noop"] is False
+    assert recs[8]["info"]["injected"]["kind"] == "wipe"
