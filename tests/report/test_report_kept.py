@@ -28,11 +28,11 @@ def test_genuine_rollbacks_count_the_updaters_own_changed_candidates():
 
 def test_cells():
     base = {"rolled_back": None, "genuine": None, "stated": None, "held": None}
-    assert cells(base) == ["—", "—"]
-    assert cells({**base, "rolled_back": 0, "genuine": 10}) == ["0 of 10", "—"]
-    assert cells({**base, "stated": ["handling", "crate"], "held": ["crate"]}) == ["—", "1 of 2 (lost: handling)"]
-    assert cells({**base, "stated": ["handling"], "held": ["handling"]}) == ["—", "1 of 1"]
-    assert cells({**base, "stated": [], "held": []}) == ["—", "0 of 0"]
+    assert cells(base) == ["—", "—", "—"]
+    assert cells({**base, "rolled_back": 0, "genuine": 10}) == ["0 of 10", "—", "—"]
+    assert cells({**base, "stated": ["handling", "crate"], "held": ["crate"]}) == ["—", "1 of 2", "handling"]
+    assert cells({**base, "stated": ["handling"], "held": ["handling"]}) == ["—", "1 of 1", "—"]
+    assert cells({**base, "stated": [], "held": []}) == ["—", "0 of 0", "—"]
 
 
 def _run(label, kept, dataset="rules_late", stream_order=False):
@@ -46,9 +46,9 @@ def test_the_report_table_sums_a_labels_runs():
     b1 = {"rolled_back": None, "genuine": None, "stated": ["a", "b"], "held": ["b"]}
     t = kept_table([_run("exprag+janus", j1), _run("exprag+janus", j2), _run("exprag", b1),
                     _run("exprag+janus", j1, stream_order=True)])  # a stream-order run: its own table
-    assert t["body"] == [["exprag+janus", "Rules-late (generated)", "2", "4 of 19", "3 of 4"],
-                         ["exprag", "Rules-late (generated)", "1", "—", "1 of 2 (lost: a)"]]
-    assert "| exprag+janus | Rules-late (generated) | 2 | 4 of 19 | 3 of 4 |" in t["markdown"]
+    assert t["body"] == [["exprag+janus", "Rules-late (generated)", "2", "4 of 19", "3 of 4", "—"],
+                         ["exprag", "Rules-late (generated)", "1", "—", "1 of 2", "a"]]
+    assert "| exprag+janus | Rules-late (generated) | 2 | 4 of 19 | 3 of 4 | — |" in t["markdown"]
     assert kept_markdown(t, "*cap*")[0] == "## What the memory kept"
 
 

@@ -9,7 +9,7 @@ summary (:func:`print_kept`) and `janus report` (:func:`kept_table`, report.md a
   Only for a method that ran Janus (the others deploy every candidate).
 * **Stated rules held**: the rules the run's stream stated (``meta["stated"]`` of its tasks, tasks/rules.py
   ``stated_rules``) whose true number the final memory holds, written with its unit on a line that names the rule
-  (tasks/rules.py ``held_rules``); the rules it lost are named. Only for the generated ``rules`` datasets.
+  (tasks/rules.py ``held_rules``), and the rules it lost. Only for the generated ``rules`` datasets.
 
 Both are read from the run folder (decision log, final memory, stored config), so a folder written before they were
 shown gets them too.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-HEADER = ("genuine candidates rolled back", "stated rules held by the final memory")
+SHORT = ("genuine rolled back", "stated rules held", "rules lost")  # `janus run`'s headers; the caption says what they count
 
 
 def genuine_rollbacks(lines: list[dict]) -> tuple[int, int]:
@@ -85,15 +85,13 @@ def method_kept(run_dir: str | Path, method: str, *, janus: bool, cfg: dict | No
 
 
 def cells(k: dict) -> list[str]:
-    """The two table cells of a :func:`method_kept` result: "2 of 9" and "3 of 4 (lost: handling)", "—" where the
-    number does not apply."""
+    """The three table cells of a :func:`method_kept` result: "2 of 9", "3 of 4" and the rules lost ("handling"),
+    "—" where a number does not apply or nothing was lost (several runs summed: "—" too, the names are per run)."""
     rolled = "—" if k["genuine"] is None else f"{k['rolled_back']} of {k['genuine']}"
     if k["stated"] is None:
-        held = "—"
-    else:
-        lost = [] if k.get("several") else [r for r in k["stated"] if r not in k["held"]]
-        held = f"{len(k['held'])} of {len(k['stated'])}" + (f" (lost: {', '.join(lost)})" if lost else "")
-    return [rolled, held]
+        return [rolled, "—", "—"]
+    lost = [] if k.get("several") else [r for r in k["stated"] if r not in k["held"]]
+    return [rolled, f"{len(k['held'])} of {len(k['stated'])}", ", ".join(lost) or "—"]
 
 
 def _shows_anything(kept: list[dict]) -> bool:
@@ -117,10 +115,12 @@ def print_kept(summary: dict, console, width: int | None = None) -> None:
     if not _shows_anything(list(kept.values())):
         return
     rows = [[name, *cells(k)] for name, k in kept.items()]
-    t = fit_table("what the memory kept", ("method", *HEADER), rows, width=width,
-                  caption="rolled back: the updater's own candidates Janus kept out (injected ones excluded; — = no "
-                          "controller); held: the rules the stream stated whose number and unit the final memory "
-                          "holds (— = not a generated rules dataset)")
+    t = fit_table("what the memory kept", ("method", *SHORT), rows, width=width,
+                  caption="genuine rolled back: the updater's own candidates that Janus did not deploy, of all it "
+                          "proposed (injected ones excluded; — = no controller); stated rules held: the rules the stream "
+                          "stated whose number and unit the final memory holds, and the ones it lost (— = not a "
+                          "generated rules dataset)")
+    t.columns[-1].justify = "left"  # names
     console.print(t, crop=False)
 
 
@@ -143,7 +143,8 @@ def kept_table(rows: list) -> dict:
         merged = _merge(ks)
         out_rows.append({"label": label, "dataset": dataset, "runs": len(ks), **merged})
         body.append([label, display_name(dataset), str(len(ks)), *cells(merged)])
-    header = ["Method", "Dataset", "Runs", "Genuine candidates rolled back", "Stated rules held (final memory)"]
+    header = ["Method", "Dataset", "Runs", "Genuine candidates rolled back", "Stated rules held (final memory)",
+              "Rules lost"]
     shown = _shows_anything([r for r in out_rows])
     return {"header": header, "body": body if shown else [], "rows": out_rows if shown else [],
             "markdown": markdown_table(header, body) if shown else ""}
@@ -186,5 +187,6 @@ def print_kept_report(table: dict, console, width: int | None = None) -> None:
     from .summary_table import fit_table
 
     if table.get("body"):
-        console.print(fit_table("what the memory kept", tuple(table["header"]), table["body"], width=width),
-                      crop=False)
+        t = fit_table("what the memory kept", tuple(table["header"]), table["body"], width=width)
+        t.columns[-1].justify = "left"  # names
+        console.print(t, crop=False)
