@@ -172,3 +172,30 @@ def test_statement_values_read_the_generators_words_only():
     assert statement_values(text, "handling") == []
     assert statement_values(W.statement("gold_refund"), "gold_refund") == [{}]
     assert statement_values("Team rule: One crate holds 8 boxes.", "crate") == [{"boxes": 8}]
+
+
+def test_a_note_when_late_rules_fall_inside_the_warm_up():
+    from janus_memory.tasks.rules import warmup_note
+
+    assert warmup_note("rules_late", 60, 20) is None and warmup_note("rules_late", 12, 3) is None
+    assert warmup_note("rules_late", 30, 20) == (
+        "note: rules_late states its late rules at steps 13, 25 of 30; 1 of them within Janus's warm-up of 20 steps, "
+        "so no comparison sees the candidate that adds it: use a stream of at least 50 tickets or a shorter warm-up")
+    assert warmup_note("rules_late", 12, 10).startswith("note: rules_late states its late rules at steps 5, 10 of 12; "
+                                                        "2 of them within") and "adds them" in warmup_note(
+        "rules_late", 12, 10)
+    assert warmup_note("rules_small", 30, 20) is None and warmup_note("gsm8k", 30, 20) is None
+    assert warmup_note("rules_late", 4, 3) is None  # too short: refused on its own, in one line
+
+
+def test_the_run_says_it_before_the_first_step(tmp_path, capsys, monkeypatch):
+    from janus_memory.cli import main
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    rc = main(["run", "--backend", "fake", "--dataset", "rules_late", "--stream-size", "10", "--test-size", "1",
+               "--updater", "dc_cu", "--controller", "janus", "--warmup", "8", "--encoder", "hashing:64",
+               "--out", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert ("note: rules_late states its late rules at steps 5, 8 of 10; 2 of them within Janus's warm-up of 8 steps"
+            in out)

@@ -395,6 +395,25 @@ def late_steps(variant: str, size: int | None = None) -> list[int]:
     return [i + 1 for i in range(early)] + [i + 1 for i in spots]
 
 
+def warmup_note(dataset: str, n: int, warmup: int) -> str | None:
+    """A note when a late variant's stream of ``n`` tickets states its late rules within a warm-up of ``warmup``
+    steps (so Janus never compares the candidates that add them); None otherwise, and for any other dataset."""
+    v = VARIANTS.get(dataset)
+    if v is None or not v.late:
+        return None
+    try:
+        late = late_steps(dataset, n)[len(v.rules) - v.late:]
+    except ValueError:
+        return None
+    inside = [s for s in late if s <= warmup]
+    if not inside:
+        return None
+    return (f"note: {dataset} states its late rules at steps {', '.join(map(str, late))} of {n}; "
+            f"{len(inside)} of them within Janus's warm-up of {warmup} steps, so no comparison sees the candidate that "
+            f"adds {'it' if len(inside) == 1 else 'them'}: use a stream of at least {-(-5 * warmup // 2)} tickets or a "
+            "shorter warm-up")
+
+
 def generate_late(variant: str, seed: int = 0, size: int | None = None) -> tuple[list[Task], list[Task], World]:
     """A late variant's world (:func:`late_steps`): the test first (it does not depend on the stream's length), then
     a stream of ``size`` tickets (None: the variant's length) that states each rule at its step; the ticket after a
