@@ -11,7 +11,11 @@ How the candidate is built from M_{t-1} and the current task (deterministic in s
    such as ``ctx-00012``, counters such as ``helpful=3``, decimals, thousands groups and ranges such as ``5-10``).
    Numbers that the current task's facts state (``task.meta["facts"]``, which the generated ``rules`` tasks carry:
    the rules the task needs) are preferred: the memory's record of a rule in use.
-   One seeded occurrence gets another value (:func:`falsified_value`); the rest of the memory is unchanged.
+   One seeded occurrence gets another value (:func:`falsified_value`), and the entry that holds it (its bullet,
+   numbered item or paragraph: :func:`item_span`) is made consistent with it (:func:`rework`): the number changes
+   wherever the entry says it, and the entry's worked arithmetic follows ("4 orders x $7 = $28" becomes "4 orders x
+   $4 = $16", and a later "Answer: 28" reads 16), so the false rule reads as a rule, not as a slip in one place. The
+   rest of the memory is unchanged.
 2. **Else a false fact is planted**: when the memory holds no such number but the task carries facts, one fact with
    its number changed is written on top of the memory (a new entry, as ``poison`` writes its instruction).
 3. **Else nothing changes** (the injection is recorded as a no-op): a memory without numbers, on a task without
