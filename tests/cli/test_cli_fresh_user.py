@@ -268,14 +268,14 @@ def test_numeric_options_outside_the_settings_are_checked_by_the_parser(capsys, 
 @pytest.mark.parametrize("argv, expect", [
     (["--dataset", "gsm8kk"], "error: unknown dataset 'gsm8kk' (did you mean gsm8k?); choose one of: aime, "
                               "apibench_hf, gpqa, gsm8k, humaneval, math, math500, mmlu_pro_eng, mmlu_pro_phy, rules, "
-                              "rules_small"),
+                              "rules_late, rules_small"),
     (["--updater", "dcrs"], "error: unknown updater 'dcrs' (did you mean dc_rs?); choose one of: ace, dc_cu, dc_rs, "
                             "expel, exprag, memory_free, reasoning_bank"),
     (["--backend", "fak"], "error: unknown backend 'fak' (did you mean fake?); choose one of: fake, local, openai"),
     (["--encoder", "minlm"], "error: unknown encoder 'minlm' (did you mean minilm?); choose one of: hashing, minilm, st "
                              "('minilm', 'hashing[:n]' or 'st:<name-or-path>')"),
     (["--dataset", "zzzz"], "error: unknown dataset 'zzzz'; choose one of: aime, apibench_hf, gpqa, gsm8k, humaneval, "
-                            "math, math500, mmlu_pro_eng, mmlu_pro_phy, rules, rules_small"),
+                            "math, math500, mmlu_pro_eng, mmlu_pro_phy, rules, rules_late, rules_small"),
     (["--trigger", "mtm"], "error: --trigger must be one of ('never', 'always', 'random', 'periodic', 'mmt', "
                            "'selective'), got 'mtm' (did you mean mmt?)"),
     (["--preset", "papr"], "error: argument --preset: invalid choice: 'papr' (did you mean paper?) (choose from "
@@ -309,7 +309,7 @@ def test_a_mistyped_command_and_config_names_get_the_closest_one(tmp_path, capsy
                          ("janus: {warmpu: 3}", "unknown config key 'janus.warmpu' (did you mean warmup?)"),
                          ("dataset: gsm8kk", "unknown dataset 'gsm8kk' (did you mean gsm8k?); choose one of: aime, "
                                              "apibench_hf, gpqa, gsm8k, humaneval, math, math500, mmlu_pro_eng, "
-                                             "mmlu_pro_phy, rules, rules_small")):
+                                             "mmlu_pro_phy, rules, rules_late, rules_small")):
         cfg = tmp_path / "c.yaml"
         cfg.write_text(f"backend: fake\n{text}\n")
         _only_error(capsys, main(["run", "--config", str(cfg), "--out", str(tmp_path / "r")]),
@@ -318,7 +318,7 @@ def test_a_mistyped_command_and_config_names_get_the_closest_one(tmp_path, capsy
     cfg.write_text("backend: fake\ndataset: gsm8k\n")
     _only_error(capsys, main(["run", "--config", str(cfg), "--dataset", "gsm8kk", "--out", str(tmp_path / "r")]),
                 "error: unknown dataset 'gsm8kk' (did you mean gsm8k?); choose one of: aime, apibench_hf, gpqa, gsm8k, "
-                "humaneval, math, math500, mmlu_pro_eng, mmlu_pro_phy, rules, rules_small")
+                "humaneval, math, math500, mmlu_pro_eng, mmlu_pro_phy, rules, rules_late, rules_small")
 
 
 def test_every_registry_lookup_suggests(tmp_path):

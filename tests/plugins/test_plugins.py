@@ -33,7 +33,7 @@ def test_unknown_plugin_updater_without_the_plugin(tmp_path, capsys):
     assert main(["run", *FAST, "--dataset", "toy_sums", "--updater", "notes", "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err.strip() == ("error: unknown dataset 'toy_sums'; choose one of: aime, apibench_hf, "
                                                "gpqa, gsm8k, humaneval, math, math500, mmlu_pro_eng, mmlu_pro_phy, rules, "
-                                               "rules_small")
+                                               "rules_late, rules_small")
 
 
 def test_missing_plugin_module_is_one_line(tmp_path, capsys):
@@ -121,8 +121,8 @@ def test_plugin_updater_takes_every_injected_kind_through_the_base_hook():
         upd.rollback(before)
         assert upd.memory_text() == out.old_memory == "- What is 1 plus 1? -> 2\n- What is 2 plus 2? -> 4\n" \
                                                        "- What is 3 plus 3? -> 6"
-    # the last kind, falsify: one number the notes state given another value
-    assert want == "- What is 1 plus 1? -> 2\n- What is 2 plus 2? -> 4\n- What is 6 plus 3? -> 6"
+    # the last kind, falsify: one number the notes state given another value, everywhere in its entry
+    assert want == "- What is 1 plus 1? -> 2\n- What is 2 plus 2? -> 4\n- What is 6 plus 6? -> 6"
     poison = harmful_candidate("poison", out.old_memory, tasks[-1], updater_kind="notes", seed=1, step=4)
     head, rule, blank, *rest = poison.split("\n")
     assert head == templates()["dc_poison_header"] and rule[2:] in templates()["poison"] and blank == ""

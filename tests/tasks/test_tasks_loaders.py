@@ -137,7 +137,7 @@ def test_errors(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="JANUS_MATH_TRAIN_PATH"):
         load_split("math", "stream")
     assert set(DATASETS) == {"gsm8k", "math500", "math", "aime", "mmlu_pro_eng", "mmlu_pro_phy", "gpqa", "humaneval",
-                             "apibench_hf", "rules", "rules_small"}
+                             "apibench_hf", "rules", "rules_small", "rules_late"}
 
 
 # ------------------------------------------------------------------------------ GPQA: synthetic files only

@@ -54,7 +54,8 @@ memory is raw experience, so the kinds act on records):
 * ``overfit``  M_{t-1} plus a record keyed on the task whose answer is the overfit rules;
 * ``poison``   M_{t-1} plus a record keyed on the task whose answer is the poison instruction (feedback success);
 * ``truncate`` the first 35-65 % of the records, the last one's answer cut mid-word;
-* ``falsify``  one record tampered with: a number changed wherever the record says it (question, prompt, answer). The
+* ``falsify``  one record tampered with: a number changed wherever the record says it (question, prompt, answer), its
+               worked answer recomputed with it (``falsify.rework``: "4 orders x $4 = $16", not "= $28"). The
                record and number: one whose question holds a number of the current task's rules first (the ticket
                that stated the rule), else one whose answer does, else any; without a number, a record stating the
                task's rule with a wrong number.
@@ -64,9 +65,8 @@ Records whose question changed are embedded again with the run's encoder; the ot
 from __future__ import annotations
 
 import copy
-import re
 
-from janus_memory.inject.falsify import fact_numbers, false_fact, falsify_text, numbers, task_facts
+from janus_memory.inject.falsify import fact_numbers, false_fact, falsify_text, numbers, rework, task_facts
 from janus_memory.inject.pieces import _cut_mid_word, _one_line, _rng, overfit_rules, templates
 from janus_memory.updaters.ace_playbook import section_key, section_slug
 from janus_memory.updaters.reasoning_bank import item_blocks, render_bank, render_items, sanitize
@@ -218,9 +218,9 @@ def harmful_experience(kind: str, records: list[dict], task: Task, *, seed: int,
             changed = falsify_text(fact if fact is not None else text, facts, rng)[1]
             assert changed is not None  # every spot (and every stated fact chosen) holds a number
             # the ticket is tampered with as a whole: the number changes wherever this record says it (its question,
-            # its prompt, its answer), so the record states the false rule and computes with it
-            pattern = re.compile(rf"(?<![\w.,=\-\[#]){changed['old']}(?!\d|[.,\-]\d|\])")
-            recs[i] = {**recs[i], **{f: pattern.sub(str(changed["new"]), str(recs[i].get(f) or ""))
+            # its prompt, its answer), and the answer's worked arithmetic follows it (falsify.rework), so the record
+            # states the false rule and computes with it
+            recs[i] = {**recs[i], **{f: rework(str(recs[i].get(f) or ""), changed["old"], changed["new"])
                                      for f in ("question", "input", "output")}}
             return recs
         fact = false_fact(facts, rng)

@@ -53,6 +53,9 @@ def print_report(res: dict, console) -> None:
         else:
             _print_cost_rows(sec, group, console, width)
         _print_paid(sec, console, width)
+        from .kept import print_kept_report
+
+        print_kept_report(sec["tables"].get("kept") or {}, console, width)  # genuine rollbacks, stated rules held
         if not group:  # the setup as a line of its own: a caption would wrap to the table's width
             _print(console, f"setup: {setup}")
         for line in sec["duplicates"]:

@@ -160,6 +160,7 @@ def section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
         strict["same"] = strict["body"] == accuracy["body"]
         # a group that mixes checkers: Table 1 scores each run with its own, so the caption names the strict ones
         strict["strict_rows"] = sorted({r.label for r in main_rows if not r.suffix_keys and r.checker != "paper"})
+    from .kept import kept_table
     from .published import published_table
 
     return {"accuracy": accuracy, "published": published_table(main_rows),
@@ -168,7 +169,8 @@ def section_tables(rows: list[MethodRun], names: dict | None = None) -> dict:
             "cost": cost_table(main_rows), "trigger": trigger_table(main_rows),
             "janus_cost": janus_cost_table(main_rows), "evalset": evalset_table(main_rows),
             "stream_order": stream_order_table(order_rows), "seeds": stream_order_table(main_rows),
-            "paired": {"rows": paired, "markdown": paired_markdown(paired)}}
+            "paired": {"rows": paired, "markdown": paired_markdown(paired)},
+            "kept": kept_table(main_rows)}
 
 
 def _draw_plots(rows: list[MethodRun], tables: dict, out: Path, max_timelines: int, log=None) -> dict[str, str]:
@@ -355,6 +357,9 @@ def _section_markdown(tables: dict, cap: str, sources: Sequence[str] = ()) -> li
                "both methods in one run folder, or a grid's base cell and +Janus cell with the same dataset, seed and "
                "setup (the same test split).", "",
                tables["paired"]["markdown"], "", capline, ""]
+    from .kept import kept_markdown
+
+    md += kept_markdown(tables.get("kept") or {}, capline)  # genuine candidates rolled back, stated rules held
     if tables["cost"]["markdown"]:
         md += ["## Cost per method: what the runs paid", "",
                "LLM calls and tokens paid = the backend calls this run made and their prompt + completion tokens, "

@@ -148,6 +148,9 @@ def print_summary(summary: dict, console) -> None:
     console.print(fit_table(f"{tag}{summary['dataset']} / {summary['updater']}: accuracy",
                          ("method", "online acc", "test acc", "triggers", "accepted", "rolled back"), rows, width=width),
                   crop=False)
+    from .kept import print_kept
+
+    print_kept(summary, console, width)  # genuine candidates rolled back, stated rules held
     keys = ("needed_calls", "needed_tokens", "paid_calls", "paid_tokens", "cache_hits")
     rows = [[name, *(f"{method_cost(m['usage'])[k]:,}" for k in keys)] for name, m in methods.items()]
     console.print(fit_table("cost per method", ("method", "calls needed", "tokens needed", "calls paid", "tokens paid",

@@ -76,9 +76,11 @@ def check_endpoint(base_url: str, timeout_s: float = 5.0, *, max_retries: int = 
 
 @BACKENDS.register("fake")
 def fake_backend(cfg, tasks: list):
-    from .fake_llm import scripted_backend
+    """Scripted replies; ``--model rules[:NOISE]``: the scripted model that follows the rules its memory states."""
+    from .fake_llm import parse_model, rules_follower, scripted_backend
 
-    return scripted_backend(tasks)
+    noise = parse_model(cfg.llm.model)
+    return scripted_backend(tasks) if noise is None else rules_follower(tasks, noise)
 
 
 @BACKENDS.register("local")

@@ -220,6 +220,12 @@ def _split_notes(cfg: RunConfig, splits, log: Callable[[str], None]) -> None:
     for s, want in zip(splits, (cfg.stream_size, cfg.test_size)):
         if want is not None and len(s.tasks) < want:
             log(f"note: the {s.split} split of {cfg.dataset} has {len(s.tasks)} tasks; using all of them (asked for {want})")
+    if cfg.controller != "none":  # rules_late: late rules inside the warm-up are never compared
+        from ..tasks.rules import warmup_note
+
+        note = warmup_note(cfg.dataset, len(splits[0].tasks), cfg.janus_config().warmup)
+        if note:
+            log(note)
 
 
 def build_context(cfg: RunConfig, *, log: Callable[[str], None] = print, splits=None,

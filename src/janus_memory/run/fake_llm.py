@@ -86,8 +86,7 @@ class _ScriptedBackend:
         hits = [(last_user.rfind(t.question) + len(t.question), len(t.question), t) for t in self._tasks
                 if t.question and t.question in last_user]
         task = max(hits, key=lambda h: (h[0], h[1]))[2] if hits else None
-        right = h % 4 != 0 and not any(p in text for p in _planted())
-        answer = _answer_text(task, right=right) if task else "No task recognised."
+        answer = self.answer(task, text, h) if task else "No task recognised."
         if task and _PAPER_MC_PHRASE in last_user:  # the paper checker's multiple-choice prompt: the letter in a tag
             answer = re.sub(r"^The answer is \(([A-J])\)\.$", r"<answer>\1</answer>", answer)
         tip = f"Tip {h % 97}: restate the question, list the known quantities, check the final arithmetic."
@@ -97,6 +96,11 @@ class _ScriptedBackend:
             f"<reflection>Check each step.</reflection>\n{answer}"
         )
 
+    def answer(self, task: Task, text: str, h: int) -> str:
+        """The answer to ``task`` given the whole prompt ``text`` (its hash ``h``): right unless ``h % 4 == 0`` or a
+        planted instruction is in the prompt."""
+        return _answer_text(task, right=h % 4 != 0 and not any(p in text for p in _planted()))
+
     async def acomplete(self, req) -> ChatResult:
         self.calls += 1
         out = self.reply(list(req.messages))
@@ -105,3 +109,74 @@ class _ScriptedBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+# ------------------------------------------------------------------------------------------------ rules follower
+RULES_MODEL = "rules"  # --backend fake --model rules[:NOISE]
+
+
+def parse_model(name: str | None) -> float | None:
+    """The noise of a ``--model`` name the scripted backend takes: None for the default scripted replies (no name),
+    the flip rate for ``rules`` (0.0) or ``rules:0.1``; ConfigError (one line) for any other name."""
+    from ..errors import ConfigError
+
+    if name is None:
+        return None
+    head, _, rate = name.partition(":")
+    if head == RULES_MODEL:
+        try:
+            noise = float(rate) if rate else 0.0
+        except ValueError:
+            noise = -1.0
+        if 0.0 <= noise <= 1.0:
+            return noise
+        raise ConfigError(f"--model {name}: the noise after 'rules:' must be a number in [0, 1], e.g. rules:0.1")
+    raise ConfigError(f"--backend fake takes no --model but '{RULES_MODEL}' or '{RULES_MODEL}:NOISE' (a scripted model "
+                      f"that follows the rules its memory states); got {name!r}")
+
+
+class _RulesFollower(_ScriptedBackend):
+    """A scripted model for the generated rules tasks that follows its memory (``--backend fake --model rules``).
+
+    For a rules task it reads, for each rule the task needs (``meta["rules"]``), the statements of that rule in the
+    generator's own words anywhere in the prompt (the memory it is shown, the ticket itself: tasks.rules.
+    statement_values) and uses the value stated last before the question. It answers right exactly when every
+    needed rule is stated with its true value; a rule stated with another value (a falsified memory) gives the answer
+    under that value (tasks.rules.answer_under), a rule not stated at all a wrong answer (the gold plus one). With
+    ``rules:NOISE`` each answer is flipped (right to wrong, wrong to the gold) when the prompt's hash falls in the
+    first NOISE of its range: a flip frozen per prompt, so the same memory on the same task answers the same. A task
+    of another family is answered as the default scripted backend answers it. Curator and other replies are the
+    default's."""
+
+    def __init__(self, tasks: list[Task], noise: float):
+        super().__init__(tasks)
+        self.noise = noise
+        self.model = f"scripted-rules:{noise:g}"
+        self.identity = f"fake:rules-follower-v1:noise={noise:g}:" + self.identity.rsplit(":", 1)[1]
+
+    def answer(self, task: Task, text: str, h: int) -> str:
+        from ..tasks.rules import KINDS, answer_under, statement_values
+
+        meta = task.meta or {}
+        needs, world = meta.get("rules"), meta.get("world")
+        if not isinstance(needs, list) or not isinstance(world, dict) or not all(k in KINDS for k in needs):
+            return super().answer(task, text, h)
+        values = {k: dict(v) for k, v in world.items()}
+        known = True
+        for key in needs:
+            stated = statement_values(text, key)
+            if not stated:
+                known = False
+                break
+            values[key] = {**values.get(key, {}), **stated[-1]}
+        value = answer_under(task, values) if known else int(task.gold) + 1
+        right = value == int(task.gold)
+        if self.noise and (h % 1_000_000) < self.noise * 1_000_000:
+            right = not right
+            value = int(task.gold) if right else int(task.gold) + 1
+        return f"Using the rules in my memory.\nAnswer: {value}"
+
+
+def rules_follower(tasks: list[Task], noise: float = 0.0) -> _RulesFollower:
+    """The scripted model that follows the rules its memory states (:class:`_RulesFollower`)."""
+    return _RulesFollower(tasks, noise)

@@ -74,6 +74,7 @@ class DatasetSpec:
     options: tuple[str, ...] = ()  # keyword options the loader takes from the run settings (GPQA: option_order)
     fetch: str = ""  # data the shipped folder (../shared/data) lacks: what to fetch and where it goes, in one line
     test_only: bool = False  # no stream split: the test split of another dataset, not one `janus run` takes
+    sized: bool = False  # the stream is laid out for the length asked for: load_split passes it as ``size``
 
     def load_raw(self, split: str, data_dir, seed: int, options: dict | None = None) -> tuple[list[Task], list[Path], str]:
         """``options``: run settings for loaders; only the ones this dataset declares are passed on."""
@@ -81,7 +82,7 @@ class DatasetSpec:
         if isinstance(fn, str):
             mod, name = fn.split(":")
             fn = getattr(importlib.import_module(mod if "." in mod else f"janus_memory.tasks.{mod}"), name)
-        kw = {k: v for k, v in (options or {}).items() if k in self.options}
+        kw = {k: v for k, v in (options or {}).items() if k in self.options or (k == "size" and self.sized)}
         return fn(split, data_dir=data_dir, seed=seed, **kw)
 
 
@@ -113,12 +114,17 @@ DATASETS.update({s.name: s for s in [
     DatasetSpec("rules_small", "rules", "rules:load_rules_small",
                 "generated from the seed: 30 tickets, the first 2 state the 2 rules", "20 recall/combo tickets",
                 needs_data=False),
+    DatasetSpec("rules_late", "rules", "rules:load_rules_late",
+                "generated from the seed: 60 tickets (or --stream-size, laid out for it), the first 2 state 2 of the 4 "
+                "rules, the other 2 are stated at 40% and 80% of the stream", "24 recall/combo tickets, each rule "
+                "needed by every 4th", needs_data=False, sized=True),
 ]})
 # display names and the paper's Table 1 column order (facts of the datasets, read by `janus report`)
 for _name, _disp, _rank in (("math500", "MATH500", 0), ("gpqa", "GPQA", 1), ("mmlu_pro_eng", "MMLU-Pro Eng", 2),
                             ("mmlu_pro_phy", "MMLU-Pro Phy", 3), ("apibench_hf", "APIBench-HF", 4), ("humaneval", "HumanEval", 5),
                             ("gsm8k", "GSM8K", None), ("aime", "AIME", None), ("math", "MATH", None),
-                            ("rules", "Rules (generated)", None), ("rules_small", "Rules-small (generated)", None)):
+                            ("rules", "Rules (generated)", None), ("rules_small", "Rules-small (generated)", None),
+                            ("rules_late", "Rules-late (generated)", None)):
     DATASETS[_name] = dataclasses.replace(DATASETS[_name], display_name=_disp, table_rank=_rank)
 # what the shipped data folder lacks (the loaders' errors say the same when the file is missing)
 MATH_TRAIN_FETCH = ("Hendrycks MATH train (the train/ folder of github.com/hendrycks/math, or a train jsonl/parquet), "
@@ -168,6 +174,8 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
         raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
     used = {k: v for k, v in (options or {}).items() if k in spec.options}
+    if getattr(spec, "sized", False) and split == "stream" and limit is not None:
+        used["size"] = limit  # a stream laid out for its length (rules_late), not cut from a longer one
     tasks, files, rule = spec.load_raw(split, data_dir, seed, used)
     if limit is not None:
         tasks = tasks[:limit]
