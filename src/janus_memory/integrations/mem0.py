@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.metadata
 import threading
 import uuid
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -124,7 +125,9 @@ class GuardedMemory:
         else:
             res = self.memory.get_all(**filters, limit=_ALL)
         items = res.get("results", []) if isinstance(res, dict) else list(res)
-        return [{"id": str(m["id"]), "memory": m.get("memory", "")} for m in items]
+        keep = ("created_at", "updated_at", "metadata")
+        return [{"id": str(m["id"]), "memory": m.get("memory", ""), **{k: m[k] for k in keep if m.get(k) is not None}}
+                for m in items]
 
     # ------------------------------------------------------------------ add
     def add(self, messages: Any, *, user_id: str | None = None, agent_id: str | None = None,
@@ -214,11 +217,12 @@ class GuardedMemory:
                                                             why="add() chose no ADD, UPDATE or DELETE", time_=time))
             return res
         after = {m["id"]: dict(m) for m in before}
+        now = datetime.now(timezone.utc).isoformat()
         for s in staged:
             if s["op"] == "delete":
                 after.pop(s["id"], None)
             else:
-                after[s["id"]] = {"id": s["id"], "memory": s["memory"]}
+                after[s["id"]] = {**after.get(s["id"], {}), "id": s["id"], "memory": s["memory"], "updated_at": now}
         dec = self._decide(before, list(after.values()), writes, time, probe)
         if dec.accepted:
             ids = {}
