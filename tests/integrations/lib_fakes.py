@@ -10,49 +10,9 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from janus_memory.testing.langchain_chat import ScriptedChat, once, tool_call  # noqa: F401  (re-exported)
 
 NS = ("memories", "u1")
-
-
-class ScriptedChat(BaseChatModel):
-    """A chat model whose replies are ``script(messages, tool_names) -> AIMessage`` (LangMem calls ``bind_tools``,
-    which the stock fake models of langchain-core do not implement)."""
-
-    script: Callable[[list[BaseMessage], list[str]], AIMessage]
-    calls: list = []
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools, tool_choice=None, **kw):  # noqa: D102 - the tools as OpenAI dicts, as a real model
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kw)
-
-    def _generate(self, messages, stop=None, run_manager=None, **kw) -> ChatResult:
-        names = [t["function"]["name"] for t in kw.get("tools") or []]
-        self.calls.append((list(messages), names))
-        msg = self.script(list(messages), names)
-        return ChatResult(generations=[ChatGeneration(message=msg)])
-
-
-def tool_call(name: str, args: dict, i: int = 0) -> dict:
-    return {"name": name, "args": args, "id": f"call_{name}_{i}", "type": "tool_call"}
-
-
-def once(*calls: dict) -> Callable:
-    """A script that makes ``calls`` on its first turn and answers plainly after (trustcall may ask again)."""
-    state = {"n": 0}
-
-    def script(messages, names):
-        state["n"] += 1
-        if state["n"] == 1:
-            return AIMessage(content="", tool_calls=list(calls))
-        return AIMessage(content="done")
-    return script
 
 
 def content_of(value: dict) -> str:

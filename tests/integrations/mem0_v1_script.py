@@ -7,12 +7,10 @@ import re
 import sys
 import tempfile
 
-from mem0_setup import facts_of, local_memory, newest_agent  # first: telemetry off before mem0 is imported
-
-from lib_fakes import Mem0Server  # noqa: E402
-
 from janus_memory.integrations import Probe, WriteGuard  # noqa: E402
 from janus_memory.integrations.mem0 import GuardedMemory, mem0_major  # noqa: E402
+from lib_fakes import Mem0Server  # noqa: E402
+from mem0_setup import facts_of, local_memory, newest_agent  # first: telemetry off before mem0 is imported
 
 # fact -> (event, a word of the memory it acts on)
 ACTIONS = {"The refund cap is $10 per order.": ("UPDATE", "refund"),

@@ -6,14 +6,14 @@ import json
 import threading
 
 import pytest
+
 from mem0_setup import facts_of, local_memory, newest_agent  # first: it turns mem0's telemetry off before the import
 
 pytest.importorskip("mem0")
 
-from lib_fakes import Mem0Server  # noqa: E402
-
 from janus_memory.integrations import GuardError, Probe, WriteGuard  # noqa: E402
 from janus_memory.integrations.mem0 import GuardedMemory, mem0_major, render_memories  # noqa: E402
+from lib_fakes import Mem0Server  # noqa: E402
 
 if mem0_major() != 2:  # the 1.x path is tested by test_mem0_v1_guard.py
     pytest.skip("mem0ai 2.x expected", allow_module_level=True)

@@ -174,8 +174,9 @@ class GuardDecision:
     accepted: the writes were committed. reason: the controller's reason, or the guard's own (``aborted``,
     ``evaluation_failed``, ``no_writes``, ``commit_failed``). why: one sentence for people. writes: what the update
     wanted to write. probes: each probe asked, with both replies. old_score / new_score: share of right replies among
-    the probes the controller compared on (None when it did not compare). answers: replies the agent was asked for
-    (the budget counts these). compared: probes both memories were judged on. controller: the controller's Decision (``Decision.to_dict()``)."""
+    the probes both memories were judged on (None when none was). compared: how many probes that is. answers:
+    replies the agent was asked for (the budget counts these). controller: the controller's Decision
+    (``Decision.to_dict()``)."""
 
     update: int
     library: str
@@ -257,6 +258,8 @@ class WriteGuard:
         self.decisions: list[GuardDecision] = []
         self.record_dir = Path(record) if record is not None else None
         if self.record_dir is not None:
+            if (self.record_dir / DECISIONS_FILE).is_file():  # a record kept across restarts: numbering goes on
+                self._updates = max((int(r["update"]) for r in read_record(self.record_dir)[1]), default=0)
             self._write_header()
 
     # ------------------------------------------------------------------ probes
@@ -312,11 +315,13 @@ class WriteGuard:
             self._log(dec)
             return dec
 
-    def record_outcome(self, *, writes: list[dict], reason: str, why: str, time_: float | None = None) -> GuardDecision:
-        """Record an update the guard did not compare (aborted, nothing to write, commit failed)."""
+    def record_outcome(self, *, writes: list[dict], reason: str, why: str, time_: float | None = None,
+                       accepted: bool = False) -> GuardDecision:
+        """Record an update the guard did not compare (aborted, nothing to write: ``accepted`` True, as nothing was
+        dropped)."""
         with self._lock:
             self._updates += 1
-            dec = GuardDecision(update=self._updates, library=self.library, accepted=False, reason=reason, why=why,
+            dec = GuardDecision(update=self._updates, library=self.library, accepted=accepted, reason=reason, why=why,
                                 time=time.time() if time_ is None else float(time_),
                                 writes=[_clip_write(w) for w in writes])
             self._log(dec)

@@ -156,7 +156,7 @@ class GuardedStore(BaseStore):
         with self.guard._lock:
             writes = [_describe(op) for op in upd.ops]
             if not upd.ops:
-                dec = self.guard.record_outcome(writes=[], reason="no_writes", why="nothing to write",
+                dec = self.guard.record_outcome(writes=[], reason="no_writes", why="nothing to write", accepted=True,
                                                 time_=upd.time)
                 upd.decision = dec
                 return dec
@@ -260,8 +260,8 @@ class StoreView(BaseStore):
         self.scopes = scopes
         self.label = label
         self.copy = InMemoryStore(index=index) if index else InMemoryStore()
-        if items:
-            self.copy.batch([PutOp(it.namespace, it.key, it.value) for it in items.values()])
+        for it in items.values():  # one put per batch: InMemoryStore (1.2.24) fails a batch in which two items
+            self.copy.batch([PutOp(it.namespace, it.key, it.value)])  # share a text to embed
 
     def __repr__(self) -> str:
         return f"StoreView({self.label}, scopes={self.scopes})"

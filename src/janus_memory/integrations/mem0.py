@@ -156,7 +156,7 @@ class GuardedMemory:
         writes = [{"op": "add", "id": str(r["id"]), "memory": r.get("memory", "")} for r in added]
         if not added:
             res["guard"] = _brief(self.guard.record_outcome(writes=[], reason="no_writes",
-                                                            why="add() stored nothing", time_=time))
+                                                            why="add() stored nothing", time_=time, accepted=True))
             return res
         try:
             after = self._all(filters)
@@ -214,7 +214,8 @@ class GuardedMemory:
         writes = [{k: v for k, v in s.items() if k != "call"} for s in staged]
         if not staged:
             res["guard"] = _brief(self.guard.record_outcome(writes=[], reason="no_writes",
-                                                            why="add() chose no ADD, UPDATE or DELETE", time_=time))
+                                                            why="add() chose no ADD, UPDATE or DELETE", time_=time,
+                                                            accepted=True))
             return res
         after = {m["id"]: dict(m) for m in before}
         now = datetime.now(timezone.utc).isoformat()
