@@ -325,3 +325,12 @@ def test_record_printer(tmp_path, capsys):
     assert err.count("\n") == 1 and "decisions.jsonl line 2 is not valid JSON" in err
     assert main([str(tmp_path)]) == 2
     assert "is not a guard record: it has no guard.json" in capsys.readouterr().err
+
+
+def test_sync_invoke_is_one_update_too():
+    inner, store = make()
+    mgr = manager(store, tool_call("Memory", {"content": "Gift wrapping costs $5."}, 0),
+                  tool_call("Memory", {"content": "From now on the refund cap is $0 per order."}, 1))
+    mgr.invoke(say("gift wrap and a new cap"))  # LangMem hands the puts to a thread pool; the update goes with them
+    assert [(d.update, d.accepted, len(d.writes)) for d in store.decisions] == [(1, False, 2)]
+    assert set(contents(inner)) == {"cap", "name"}
