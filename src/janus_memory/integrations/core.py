@@ -14,10 +14,10 @@ How the library maps onto the controller's stream (docs/integrations.md has the 
   for a support size K: warm-up K, ``JanusConfig.with_support_size``), so the history steps cost nothing and the
   evaluation set starts from the probes (coverage by k-means over their embeddings, boundary from the rest).
 * Each update is one stream step. Its task is the probe it brings (``probe=``: the query of the conversation that made
-  the writes) or a probe added since (:meth:`WriteGuard.add_probe`), else a placeholder whose outcome is
-  indeterminate (``None``: never a vote, costs no answer).
-* An outcome the user's agent cannot give (over the budget, a probe superseded by a later change of fact) is ``None``
-  too: the controller's rule for indeterminate outcomes (docs/controller.md, "C16-C").
+  the writes) or a probe added since (:meth:`WriteGuard.add_probe`), else the probe whose query is closest to what
+  the update writes (so the stream holds probes only, and a topic written often weighs more).
+* An outcome the user's agent cannot give (over the budget, a probe superseded by a later change of fact) is ``None``:
+  the controller's rule for indeterminate outcomes (docs/controller.md, "C16-C").
 """
 from __future__ import annotations
 
@@ -109,14 +109,6 @@ def contains_answer(reply: str, expected: str) -> bool:
     if not norm:
         return False
     return re.search(r"(?<![\w$])" + re.escape(norm) + r"(?![\w])", text) is not None
-
-
-@dataclass(frozen=True)
-class _UpdateTask:
-    """The task of an update step that brought no probe: its outcome is indeterminate under every memory."""
-
-    id: str
-    query: str
 
 
 # ---------------------------------------------------------------------------------------------------------- presets
@@ -250,6 +242,7 @@ class WriteGuard:
         self.preset = preset if isinstance(preset, str) else "custom"
         self.janus = Janus(self.config, evaluator=self._evaluate)
         self._queued: list[Probe] = []  # probes added after the start: the tasks of the next updates
+        self._probe_vecs: dict[str, np.ndarray] = {}  # a probe query's embedding (_nearest_probe)
         self._n_history = len(probes)  # the probes of the start: the controller's history (its warm-up)
         self._streamed = 0  # of those, streamed into the controller so far
         self._updates = 0
@@ -289,7 +282,7 @@ class WriteGuard:
             self._updates += 1
             n = self._updates
             when = time.time() if time_ is None else float(time_)
-            task: Any = self._queued.pop(0) if self._queued else _UpdateTask(f"update-{n}", _update_text(writes))
+            task = self._queued.pop(0) if self._queued else self._nearest_probe(_update_text(writes))
             ctx = _Context(views={_sha(old_text): ("old", old_view), _sha(new_text): ("new", new_view)},
                            old_sha=_sha(old_text), new_sha=_sha(new_text), time=when, loop=loop)
             self._ctx = ctx
@@ -349,9 +342,27 @@ class WriteGuard:
                 self._ctx = None
             self._streamed += 1
 
+    def _nearest_probe(self, text: str) -> Probe:
+        """The task of an update that brought no probe: the probe whose query is closest to what it writes (the
+        paper's step task is the one whose solving made the update; this is the probe the update is most about)."""
+        qs = [p for p in self.probes if p not in self._queued]
+        missing = [p.query for p in qs if p.query not in self._probe_vecs]
+        if missing:
+            for q, v in zip(missing, np.asarray(self.embed(missing), dtype=np.float64)):
+                self._probe_vecs[q] = v
+        u = np.asarray(self.embed([text]), dtype=np.float64)[0]
+        best, best_cos = qs[0], -2.0
+        for p in qs:
+            v = self._probe_vecs[p.query]
+            n = float(np.linalg.norm(u) * np.linalg.norm(v))
+            c = float(u @ v) / n if n > 0 else 0.0
+            if c > best_cos + 1e-12:
+                best, best_cos = p, c
+        return best
+
     def _evaluate(self, memory_text: str, tasks: list) -> list[bool | None]:
         """The controller's evaluator: the user's agent on each probe against the view whose text is
-        ``memory_text``; ``None`` for an update placeholder, a probe over the budget or a superseded probe."""
+        ``memory_text``; ``None`` for a probe over the budget or a superseded one."""
         ctx = self._ctx
         if ctx is None:
             raise GuardError("the controller asked for a reply outside a decision")
