@@ -141,7 +141,7 @@ def default_embed(texts: list[str]) -> np.ndarray:
     return _HASHING.encode(list(texts))
 
 
-_HASHING = None
+_HASHING: Any = None
 
 
 # ---------------------------------------------------------------------------------------------------------- decisions

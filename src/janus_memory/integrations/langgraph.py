@@ -28,7 +28,7 @@ import contextvars
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchItem, SearchOp
 from langgraph.store.memory import InMemoryStore
@@ -184,7 +184,7 @@ class GuardedStore(BaseStore):
         try:
             self.store.batch(list(upd.ops))
         except Exception as exc:
-            undo = [PutOp(ns, k, None if it is None else it.value) for (ns, k), it in zip(keys, before)]
+            undo = [PutOp(ns, k, None if it is None else cast(Item, it).value) for (ns, k), it in zip(keys, before)]
             try:
                 self.store.batch(undo)
                 state = "the keys it touched were put back as they were"
@@ -202,7 +202,7 @@ class GuardedStore(BaseStore):
         for ns in scopes:
             offset = 0
             while True:
-                page = self.store.batch([SearchOp(ns, None, _PAGE, offset, None, False)])[0]
+                page = cast(list[SearchItem], self.store.batch([SearchOp(ns, None, _PAGE, offset, None, False)])[0])
                 for it in page:
                     out[(tuple(it.namespace), it.key)] = it
                 if len(page) < _PAGE:
@@ -259,7 +259,7 @@ class StoreView(BaseStore):
         self.base = base
         self.scopes = scopes
         self.label = label
-        self.copy = InMemoryStore(index=index) if index else InMemoryStore()
+        self.copy = InMemoryStore(index=cast(Any, index)) if index else InMemoryStore()
         for it in items.values():  # one put per batch: InMemoryStore (1.2.24) fails a batch in which two items
             self.copy.batch([PutOp(it.namespace, it.key, it.value)])  # share a text to embed
 
@@ -291,14 +291,16 @@ class StoreView(BaseStore):
             if not self._spans(op.namespace_prefix):
                 return self.base.batch([op])[0]
             wide = SearchOp(op.namespace_prefix, op.filter, op.limit + op.offset, 0, op.query, False)
-            mine = self.copy.batch([wide])[0]
-            theirs = [it for it in self.base.batch([wide])[0] if not self._inside(it.namespace)]
+            mine = cast(list[SearchItem], self.copy.batch([wide])[0])
+            theirs = [it for it in cast(list[SearchItem], self.base.batch([wide])[0]) if not self._inside(it.namespace)]
             merged: list[SearchItem] = sorted(mine + theirs, key=lambda it: -(it.score if it.score is not None
                                                                               else float("-inf")))
             return merged[op.offset:op.offset + op.limit]
         if isinstance(op, ListNamespacesOp):
-            wide = ListNamespacesOp(op.match_conditions, op.max_depth, op.limit + op.offset, 0)
-            names = set(self.copy.batch([wide])[0]) | {n for n in self.base.batch([wide])[0] if not self._inside(n)}
+            lop = ListNamespacesOp(op.match_conditions, op.max_depth, op.limit + op.offset, 0)
+            mine_ns = cast(list[tuple[str, ...]], self.copy.batch([lop])[0])
+            base_ns = cast(list[tuple[str, ...]], self.base.batch([lop])[0])
+            names = set(mine_ns) | {n for n in base_ns if not self._inside(n)}
             return sorted(names)[op.offset:op.offset + op.limit]
         raise TypeError(f"unknown store operation {type(op).__name__}")
 
@@ -331,7 +333,7 @@ class _UpdateBlock:
     def __enter__(self) -> _UpdateBlock:
         return self._enter()
 
-    def __exit__(self, et, exc, tb) -> bool:
+    def __exit__(self, et, exc, tb) -> Literal[False]:
         self._leave()
         if exc is not None:
             self._aborted(exc)
@@ -342,7 +344,7 @@ class _UpdateBlock:
     async def __aenter__(self) -> _UpdateBlock:
         return self._enter()
 
-    async def __aexit__(self, et, exc, tb) -> bool:
+    async def __aexit__(self, et, exc, tb) -> Literal[False]:
         self._leave()
         if exc is not None:
             self._aborted(exc)
