@@ -146,3 +146,13 @@ def test_damaged_records_are_named(tmp_path):
     (tmp_path / "decisions.jsonl").write_text('{"update": 1, "accepted": true}\n[1]\n')
     with pytest.raises(ValueError, match="line 2 is not a guard decision"):
         read_record(tmp_path)
+
+
+def test_an_update_brings_its_own_probe_before_queued_ones():
+    inner, store = store_with()
+    store.guard.add_probe(Probe("hours", "When is support open?", expected="9am"))
+    with store.update(probe=Probe("tea", "Which tea does the customer like?", expected="green")):
+        store.put(NS, "tea", mem("The customer likes green tea."))
+    assert store.decisions[-1].controller["task_id"] == "tea"
+    store.put(NS, "h", mem("Support is open from 9am."))
+    assert store.decisions[-1].controller["task_id"] == "hours"

@@ -282,7 +282,11 @@ class WriteGuard:
             self._updates += 1
             n = self._updates
             when = time.time() if time_ is None else float(time_)
-            task = self._queued.pop(0) if self._queued else self._nearest_probe(_update_text(writes))
+            if probe is not None:  # the update's own query is its task
+                self._queued.remove(probe)
+                task = probe
+            else:
+                task = self._queued.pop(0) if self._queued else self._nearest_probe(_update_text(writes))
             ctx = _Context(views={_sha(old_text): ("old", old_view), _sha(new_text): ("new", new_view)},
                            old_sha=_sha(old_text), new_sha=_sha(new_text), time=when, loop=loop)
             self._ctx = ctx
