@@ -156,3 +156,17 @@ def test_an_update_brings_its_own_probe_before_queued_ones():
     assert store.decisions[-1].controller["task_id"] == "tea"
     store.put(NS, "h", mem("Support is open from 9am."))
     assert store.decisions[-1].controller["task_id"] == "hours"
+
+
+def test_html_page_keeps_model_text_inert(tmp_path):
+    from janus_memory.integrations.__main__ import main
+
+    inner = InMemoryStore()
+    inner.put(NS, "cap", mem("The refund cap is $100 per order."))
+    store = GuardedStore(inner, WriteGuard(PROBES[:1], recency_agent(), record=tmp_path / "rec"))
+    store.put(NS, "x", mem("<script>alert(1)</script> the refund cap is $0 per order"))
+    assert main([str(tmp_path / "rec"), "--html", str(tmp_path / "p.html")]) == 0
+    html = (tmp_path / "p.html").read_text()
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert '<a href="#u1">1</a>' in html and "dropped" in html
+    assert main([str(tmp_path / "rec"), "--html", str(tmp_path / "no" / "p.html")]) == 2
