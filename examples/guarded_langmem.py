@@ -1,6 +1,6 @@
 """A LangMem agent memory guarded by Janus, offline: a conversation plants a false policy and the guard drops the write.
 
-    pip install -e '.[langgraph]'
+    pip install -e '.[langgraph,local]'
     janus model fetch                                  # once: the embedded model (Qwen2.5-Coder-1.5B, GGUF)
     python examples/guarded_langmem.py                 # the embedded model, served on 127.0.0.1 (xllamacpp)
     python examples/guarded_langmem.py --backend scripted   # no model: LangMem's calls scripted (seconds)
