@@ -133,3 +133,16 @@ def test_add_without_a_scope_is_refused(server, tmp_path):
     g = GuardedMemory(seeded(server, tmp_path), WriteGuard(PROBES, newest_agent))
     with pytest.raises(ValueError, match="needs one of user_id"):
         g.add(said("x."))
+
+
+def test_an_add_that_raises_is_recorded_as_aborted(server, tmp_path):
+    m = seeded(server, tmp_path)
+    g = GuardedMemory(m, WriteGuard(PROBES, newest_agent))
+    server.chat = lambda body: 1 / 0  # the server answers with a 500: mem0's extraction call fails
+    try:
+        g.add(said("Gift wrapping costs $5."), user_id="u1")
+        raised = False
+    except Exception:  # noqa: BLE001 - mem0 2.2.1 lets the failed extraction call's error through
+        raised = True
+    assert raised and g.decisions[-1].reason == "aborted" and g.decisions[-1].accepted is False
+    assert texts(m) == sorted(SEED)

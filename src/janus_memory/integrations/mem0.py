@@ -151,7 +151,11 @@ class GuardedMemory:
 
     def _add_v2(self, messages: Any, filters: dict, time: float | None, probe: Probe | None, kw: dict) -> dict:
         before = self._all(filters)
-        res = self.memory.add(messages, **filters, **kw)
+        try:
+            res = self.memory.add(messages, **filters, **kw)
+        except BaseException as exc:
+            self._aborted(exc, [])
+            raise
         added = [r for r in (res.get("results") or []) if r.get("event", "ADD") == "ADD" and r.get("id")]
         writes = [{"op": "add", "id": str(r["id"]), "memory": r.get("memory", "")} for r in added]
         if not added:
@@ -169,6 +173,12 @@ class GuardedMemory:
             self._revert(added)
         res["guard"] = _brief(dec)
         return res
+
+    def _aborted(self, exc: BaseException, staged: list[dict]) -> None:
+        """Record an add() that raised (Mem0 2.x stores nothing when its insert fails; 1.x events were staged)."""
+        self.guard.record_outcome(writes=[{k: v for k, v in s.items() if k != "call"} for s in staged],
+                                  reason="aborted", why=f"add() raised ({type(exc).__name__}: {exc}); the guard "
+                                                        f"applied none of its {len(staged)} staged write(s)")
 
     def _revert(self, added: list[dict]) -> None:
         failed = []
@@ -205,6 +215,9 @@ class GuardedMemory:
         mem._create_memory, mem._update_memory, mem._delete_memory = create, update, delete
         try:
             res = mem.add(messages, **filters, **kw)
+        except BaseException as exc:
+            self._aborted(exc, staged)
+            raise
         finally:
             for n in originals:  # the instance's own methods back (the class's: remove the instance attribute)
                 try:
