@@ -170,3 +170,25 @@ def test_html_page_keeps_model_text_inert(tmp_path):
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert '<a href="#u1">1</a>' in html and "dropped" in html
     assert main([str(tmp_path / "rec"), "--html", str(tmp_path / "no" / "p.html")]) == 2
+
+
+def test_views_serve_the_scope_from_the_candidate_and_the_rest_from_the_store():
+    seen = {}
+
+    def agent(query, view):
+        seen.setdefault(repr(view).split(",")[0], []).append((
+            sorted(it.key for it in view.search(("memories",), limit=10)),   # spans the scope
+            sorted(it.key for it in view.search(("memories", "u2"), limit=10)),  # outside it
+            view.list_namespaces(prefix=("memories",)),
+            view.get(NS, "new") is not None))
+        return "$100"
+
+    inner = InMemoryStore()
+    inner.put(NS, "cap", mem("The refund cap is $100 per order."))
+    inner.put(("memories", "u2"), "other", mem("Another customer's note."))
+    store = GuardedStore(inner, WriteGuard(PROBES[:1], agent))
+    store.put(NS, "new", mem("Gift wrapping costs $5."))
+    assert store.decisions[-1].accepted
+    old, new = seen["StoreView(deployed"][0], seen["StoreView(candidate"][0]
+    assert old == (["cap", "other"], ["other"], [("memories", "u1"), ("memories", "u2")], False)
+    assert new == (["cap", "new", "other"], ["other"], [("memories", "u1"), ("memories", "u2")], True)
