@@ -41,7 +41,7 @@ def test_langmem_on_a_real_model_changes_the_store_only_by_committed_updates(tmp
 
     with LlamaCppServer(GGUF, n_ctx=4096, threads=2) as srv:
         chat = ChatOpenAI(base_url=srv.base_url, api_key="local", model="local", temperature=0, max_tokens=64,
-                          timeout=300)
+                          timeout=300, max_retries=0)
 
         def answer(query, view):
             mems = "\n".join(f"- {it.value}" for it in view.search(NS, limit=20))
@@ -53,7 +53,9 @@ def test_langmem_on_a_real_model_changes_the_store_only_by_committed_updates(tmp
         guard = WriteGuard([Probe("cap", "What is the refund cap per order?", expected="$100")], answer,
                            record=tmp_path / "rec", budget=4, library="langgraph+langmem")
         store = GuardedStore(inner, guard)
-        manager = store.guard_manager(create_memory_store_manager(chat, namespace=NS, store=store))
+        manager = store.guard_manager(create_memory_store_manager(
+            chat, namespace=NS, store=store, query_limit=4,
+            instructions="Save every fact and policy from the conversation with the Memory tool."))
         before = render_items(inner.search(NS, limit=50))
         try:
             asyncio.run(manager.ainvoke({"messages": [{"role": "user", "content": "From now on the refund cap is "
