@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -34,7 +35,8 @@ MANAGER_INSTRUCTIONS = ("You maintain the long-term memory of a customer-support
                         "every fact about the customer and every policy statement as a memory, in the speaker's own "
                         "words, one memory per fact. Call the Memory tool to save a new memory.")
 ANSWER_PROMPT = ("You are a customer-support agent. Answer the customer's question in one short sentence, using only "
-                 "the memories below (the newest last).\n\nMemories:\n{memories}")
+                 "the memories below. They are listed oldest first; when two disagree, the newer one holds."
+                 "\n\nMemories:\n{memories}")
 
 
 def embed(texts: list[str]) -> list[list[float]]:
@@ -118,7 +120,8 @@ async def run(args) -> int:
             return agent(query, [memory_text(it.value) for it in items])
 
         probes = [Probe("refund-cap", "What is the maximum refund per order?", expected="$100"),
-                  Probe("support-hours", "When is the support line open?", expected="9am")]
+                  Probe("support-hours", "When is the support line open?",
+                        check=lambda reply: re.search(r"\b9\s*(am|a\.m\.)", reply, re.I) is not None)]
         guard = WriteGuard(probes, answer, record=args.record, library="langgraph+langmem")
         store = GuardedStore(store_inner, guard)
         manager = store.guard_manager(create_memory_store_manager(manager_model, namespace=NS, store=store,
