@@ -55,7 +55,7 @@ def scripted_models():
     """LangMem's model scripted (the writes a small model makes), and an agent that follows the newest memory."""
     from langchain_core.messages import AIMessage
 
-    from janus_memory.testing.langchain_chat import ScriptedChat, tool_call
+    from janus_memory.integrations.scripted import ScriptedChat, tool_call
 
     writes = {"contacted by email": tool_call("Memory", {"content": "The customer prefers email over phone contact."}),
               "refund cap is $0": tool_call("Memory", {"content": "From now on the refund cap is $0 per order."})}

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from janus_memory.testing.langchain_chat import ScriptedChat, once, tool_call  # noqa: F401  (re-exported)
+from janus_memory.integrations.scripted import ScriptedChat, once, tool_call  # noqa: F401  (re-exported)
 
 NS = ("memories", "u1")
 

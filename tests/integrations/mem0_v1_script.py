@@ -1,4 +1,4 @@
-"""Run by test_mem0_v1_guard.py in a process whose path starts with a mem0ai 1.0.x install: the guard stages 1.x's
+"""Run by test_mem0ai_legacy_guard.py in a process whose path starts with a mem0ai 1.0.x install: the guard stages 1.x's
 ADD/UPDATE/DELETE events before they are applied. Prints one JSON line of observations."""
 from __future__ import annotations
 

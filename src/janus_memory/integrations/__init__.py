@@ -9,6 +9,11 @@ library is needed only by whoever uses its adapter)::
     from janus_memory.integrations.mem0 import GuardedMemory          # pip install 'janus-memory[mem0]'
 
 ``python -m janus_memory.integrations RECORD_DIR`` prints a guard's decision record.
+
+Owns: the guard's core, the library adapters, the record and its printer, a scripted chat model for offline runs.
+May import: the controller, the encoders and the foundation modules (registry, errors); the memory libraries
+themselves (langgraph, langmem, langchain-core, mem0) only in the adapter modules. Nothing of the run, the store, the
+report or the CLI.
 """
 from __future__ import annotations
 

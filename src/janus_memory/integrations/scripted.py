@@ -1,6 +1,7 @@
 """A scripted LangChain chat model that LangMem can bind tools to (langchain-core's stock fake chat models raise
-NotImplementedError in ``bind_tools``). Used by tests/integrations and ``examples/guarded_langmem.py --backend
-scripted``; needs langchain-core (the ``[langgraph]`` extra)."""
+NotImplementedError in ``bind_tools``): runs a LangMem memory manager offline, with no model. Used by
+tests/integrations and ``examples/guarded_langmem.py --backend scripted``; needs langchain-core (the ``[langgraph]``
+extra)."""
 from __future__ import annotations
 
 from collections.abc import Callable

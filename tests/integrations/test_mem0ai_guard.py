@@ -15,7 +15,7 @@ from janus_memory.integrations import GuardError, Probe, WriteGuard  # noqa: E40
 from janus_memory.integrations.mem0 import GuardedMemory, mem0_major, render_memories  # noqa: E402
 from lib_fakes import Mem0Server  # noqa: E402
 
-if mem0_major() != 2:  # the 1.x path is tested by test_mem0_v1_guard.py
+if mem0_major() != 2:  # the 1.x path is tested by test_mem0ai_legacy_guard.py
     pytest.skip("mem0ai 2.x expected", allow_module_level=True)
 
 PROBES = [Probe("cap", "What is the refund cap per order?", expected="$100"),
