@@ -76,6 +76,58 @@ def scripted_models():
     return ScriptedChat(script=manager_script), agent
 
 
+def json_tool_chat(chat):
+    """LangMem's model for a small local model: the tools LangMem binds are described in the prompt and the model
+    answers in JSON mode (``{"calls": [{"name": ..., "arguments": {...}}]}``), turned back into tool calls. Measured:
+    llama.cpp's server returned plain text, not tool calls, to LangMem's ``tool_choice="required"`` requests, so
+    LangMem wrote nothing (docs/integrations.md, "Measured runs")."""
+    import json
+    import uuid
+
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    json_chat = chat.bind(response_format={"type": "json_object"})
+
+    class JsonToolChat(BaseChatModel):
+        tools: list = []
+
+        @property
+        def _llm_type(self) -> str:
+            return "json-tools"
+
+        def bind_tools(self, tools, tool_choice=None, **kw):
+            return JsonToolChat(tools=[convert_to_openai_tool(t)["function"] for t in tools])
+
+        def _generate(self, messages, stop=None, run_manager=None, **kw):
+            if not self.tools:
+                return ChatResult(generations=[ChatGeneration(message=chat.invoke(messages))])
+            spec = "\n".join(f"- {t['name']}: {t.get('description', '')[:300]}\n  arguments (JSON schema): "
+                             f"{json.dumps(t.get('parameters', {}))[:900]}" for t in self.tools)
+            text = "\n\n".join(f"[{m.type}] {m.content}" + (f" tool calls: {json.dumps(m.tool_calls)}"
+                                                             if getattr(m, "tool_calls", None) else "")
+                                for m in messages)
+            reply = json_chat.invoke([
+                ("system", "You can call these tools:\n" + spec + "\n\nReply with one JSON object only: "
+                           '{"calls": [{"name": "<tool name>", "arguments": {...}}]} (an empty list when no tool '
+                           "applies)."),
+                ("user", text)])
+            raw = str(reply.content)
+            names = {t["name"] for t in self.tools}
+            try:
+                calls = json.loads(raw).get("calls") or []
+                tool_calls = [{"name": c["name"], "args": c.get("arguments") or {}, "id": f"call_{uuid.uuid4().hex[:8]}",
+                               "type": "tool_call"} for c in calls if isinstance(c, dict) and c.get("name") in names]
+            except (ValueError, AttributeError, TypeError):
+                tool_calls = []
+            msg = AIMessage(content="" if tool_calls else raw, tool_calls=tool_calls)
+            return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    return JsonToolChat()
+
+
 def local_models(base_url: str):
     """LangMem's model and the agent: the embedded model behind its OpenAI-compatible server."""
     from langchain_openai import ChatOpenAI
@@ -89,7 +141,7 @@ def local_models(base_url: str):
         reply = short.invoke([("system", ANSWER_PROMPT.format(memories=listing)), ("user", query)])
         return str(reply.content)
 
-    return chat, agent
+    return json_tool_chat(chat), agent
 
 
 async def run(args) -> int:
