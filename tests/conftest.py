@@ -46,6 +46,7 @@ SLOW_FILES_FIRST = (
     "llm/test_llamacpp_server.py", "e2e/test_differential_paper.py", "encoders/test_encoders.py",
     "llm/test_llm_local.py", "report/test_poison_follow.py", "report/test_damaged_rows.py",
     "report/test_report_runs.py", "cli/test_cli_stdout_faults.py", "tasks/test_sandbox.py",
+    "integrations/test_langmem_real_model.py", "integrations/test_mem0ai_legacy_guard.py",
 )
 
 

@@ -10,5 +10,6 @@ from __future__ import annotations
 def ensure_builtins() -> None:
     """Import the built-in plugin packages so their registrations exist."""
     import janus_memory.encoders  # noqa: F401
+    import janus_memory.integrations  # noqa: F401  (the memory-library guards; their libraries load on first use)
     import janus_memory.tasks  # noqa: F401
     import janus_memory.updaters  # noqa: F401

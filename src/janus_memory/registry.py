@@ -102,6 +102,7 @@ DATASETS = Registry("dataset")      # name -> tasks.base.DatasetSpec
 FAMILIES = Registry("task family")  # name -> TaskFamily subclass
 ENCODERS = Registry("encoder")      # kind -> factory(arg: str) -> Encoder   (spec "kind" or "kind:arg")
 BACKENDS = Registry("backend")      # name -> factory(cfg, tasks, family) -> ChatBackend (run/backends.py)
+INTEGRATIONS = Registry("memory library")  # name -> guard adapter class (integrations/__init__.py)
 
 _LOADED: set[str] = set()
 

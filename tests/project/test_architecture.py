@@ -16,7 +16,8 @@ PKG = ROOT / "src" / "janus_memory"
 # killpoints, rows).
 LAYERS = [
     {""},                                                   # foundation: plain data, errors, the registry
-    {"controller", "llm", "encoders", "tasks", "updaters"},  # the controller and the plugin packages
+    {"controller", "llm", "encoders", "tasks", "updaters",   # the controller and the plugin packages
+     "integrations"},                                       # the write guard for memory libraries
     {"plugins", "inject"},                                  # built-in plugin import; injected harmful candidates
     {"settings"},                                           # a run's settings (RunConfig, presets)
     {"store"},                                              # the run folder: write, read, lock, check

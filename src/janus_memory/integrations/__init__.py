@@ -1,0 +1,27 @@
+"""Janus where agent memories live: a write guard for memory libraries (docs/integrations.md).
+
+The shared core (``core.py``: probes, the user's evaluator, the controller's stream, the record) and one adapter per
+library, each registered here under the library's name in ``registry.INTEGRATIONS`` (imported on first use, so the
+library is needed only by whoever uses its adapter)::
+
+    from janus_memory.integrations import Probe, WriteGuard
+    from janus_memory.integrations.langgraph import GuardedStore      # pip install 'janus-memory[langgraph]'
+    from janus_memory.integrations.mem0 import GuardedMemory          # pip install 'janus-memory[mem0]'
+
+``python -m janus_memory.integrations RECORD_DIR`` prints a guard's decision record.
+
+Owns: the guard's core, the library adapters, the record and its printer, a scripted chat model for offline runs.
+May import: the controller, the encoders and the foundation modules (registry, errors); the memory libraries
+themselves (langgraph, langmem, langchain-core, mem0) only in the adapter modules. Nothing of the run, the store, the
+report or the CLI.
+"""
+from __future__ import annotations
+
+from ..registry import INTEGRATIONS
+from .core import GuardDecision, GuardError, Probe, ProbeResult, WriteGuard, contains_answer, read_record
+
+INTEGRATIONS.register("langgraph", "janus_memory.integrations.langgraph:GuardedStore")
+INTEGRATIONS.register("mem0", "janus_memory.integrations.mem0:GuardedMemory")
+
+__all__ = ["INTEGRATIONS", "GuardDecision", "GuardError", "Probe", "ProbeResult", "WriteGuard", "contains_answer",
+           "read_record"]
