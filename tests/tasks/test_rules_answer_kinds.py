@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from janus_memory.tasks.rules import RulesFamily, read_number
+from janus_memory.tasks.rules_scoring import RulesFamily, read_number
 from janus_memory.values import ChatResult, Task
 
 WORLD = {"ship_rate": {"rate": 7}, "handling": {"fee": 5}, "order_limit": {"limit": 15}, "refund_cap": {"cap": 100},

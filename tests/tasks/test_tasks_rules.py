@@ -11,7 +11,8 @@ import pytest
 
 from janus_memory.inject.falsify import falsified_value
 from janus_memory.tasks import DATASETS, get_family, load_split
-from janus_memory.tasks.rules import KINDS, QUESTIONS, VARIANTS, answer_under, generate, make_world, read_number
+from janus_memory.tasks.rules import KINDS, QUESTIONS, VARIANTS, answer_under, generate, make_world
+from janus_memory.tasks.rules_scoring import read_number
 from janus_memory.values import ChatResult
 
 
@@ -261,7 +262,7 @@ def test_a_falsified_rule_through_the_cli(tmp_path, capsys, _cache):
 ])
 def test_a_hedged_negated_or_second_value_answer_gets_no_credit(reply):
     """Naming the false rule's value beside the true one (a falsified memory's tell) or hedging is no exact answer."""
-    from janus_memory.tasks.rules import RulesFamily
+    from janus_memory.tasks.rules_scoring import RulesFamily
     from janus_memory.values import Task
 
     sc = RulesFamily().score(Task(id="x", dataset="rules", question="q", gold="35", meta={}), reply)
@@ -273,7 +274,7 @@ def test_a_hedged_negated_or_second_value_answer_gets_no_credit(reply):
     ("Answer: 35 (not 45)", "35"), ("Answer: 35, since each kg is $7", "35"),
 ])
 def test_inline_latex_and_a_worked_parenthesis_still_count(reply, shown):
-    from janus_memory.tasks.rules import RulesFamily
+    from janus_memory.tasks.rules_scoring import RulesFamily
     from janus_memory.values import Task
 
     sc = RulesFamily().score(Task(id="x", dataset="rules", question="q", gold="35", meta={}), reply)
@@ -281,7 +282,7 @@ def test_inline_latex_and_a_worked_parenthesis_still_count(reply, shown):
 
 
 def test_a_value_near_the_gold_is_shown_as_it_was_written():
-    from janus_memory.tasks.rules import RulesFamily
+    from janus_memory.tasks.rules_scoring import RulesFamily
     from janus_memory.values import Task
 
     sc = RulesFamily().score(Task(id="x", dataset="rules", question="q", gold="35", meta={}), "Answer: 35.0000001")

@@ -53,7 +53,6 @@ def print_report(res: dict, console) -> None:
         else:
             _print_cost_rows(sec, group, console, width)
         _print_paid(sec, console, width)
-        from .kept import print_kept_report
 
         print_kept_report(sec["tables"].get("kept") or {}, console, width)  # genuine rollbacks, stated rules held
         if not group:  # the setup as a line of its own: a caption would wrap to the table's width
@@ -129,3 +128,11 @@ def _print_paired(prs: list[dict], group: str, console, tag: str = "") -> None:
         _print(console, f"{tag}{group}base vs +Janus, paired on the same test items (+Janus minus base accuracy):")
         for p in prs:
             _print(console, (f"  {tag}" + paired_line(p).lstrip()) if tag else paired_line(p))
+
+
+def print_kept_report(table: dict, console, width: int | None = None) -> None:
+    """`janus report`'s console table for :func:`kept_table` (nothing when it has no rows)."""
+    if table.get("body"):
+        t = fit_table("what the memory kept", tuple(table["header"]), table["body"], width=width)
+        t.columns[-1].justify = "left"  # names
+        console.print(t, crop=False)

@@ -1,6 +1,6 @@
 """What a method's memory kept, beside its gain and cost: the genuine candidates it rolled back and, on the generated
 rules datasets, how many of the rules its stream stated the final memory holds. Shown by `janus run`'s closing
-summary (:func:`print_kept`) and `janus report` (:func:`kept_table`, report.md and the console).
+summary (summary_table.print_kept) and `janus report` (:func:`kept_table`, report.md; console.print_kept_report).
 
 * **Genuine candidates rolled back**: steps whose candidate was the updater's own (not an ``--inject`` harmful one),
   differed from the memory before it, and was not deployed (``deployed: previous`` in the decision log,
@@ -94,34 +94,8 @@ def cells(k: dict) -> list[str]:
     return [rolled, f"{len(k['held'])} of {len(k['stated'])}", ", ".join(lost) or "—"]
 
 
-def _shows_anything(kept: list[dict]) -> bool:
+def shows_anything(kept: list[dict]) -> bool:
     return any(k["genuine"] is not None or k["stated"] is not None for k in kept)
-
-
-# ------------------------------------------------------------------------------------------------ janus run
-def print_kept(summary: dict, console, width: int | None = None) -> None:
-    """`janus run`'s table of what each method's memory kept (nothing when no method ran Janus and the dataset is not
-    a generated rules one)."""
-    from .summary_table import fit_table
-
-    run_dir = summary.get("run_dir")
-    if not run_dir:
-        return
-    from ..store.reader import RunReader
-
-    cfg = RunReader(run_dir).config()
-    kept = {name: method_kept(run_dir, name, janus=bool(m.get("janus")), cfg=cfg)
-            for name, m in summary["methods"].items()}
-    if not _shows_anything(list(kept.values())):
-        return
-    rows = [[name, *cells(k)] for name, k in kept.items()]
-    t = fit_table("what the memory kept", ("method", *SHORT), rows, width=width,
-                  caption="genuine rolled back: the updater's own candidates that Janus did not deploy, of all it "
-                          "proposed (injected ones excluded; — = no controller); stated rules held: the rules the stream "
-                          "stated whose number and unit the final memory holds, and the ones it lost (— = not a "
-                          "generated rules dataset)")
-    t.columns[-1].justify = "left"  # names
-    console.print(t, crop=False)
 
 
 # ------------------------------------------------------------------------------------------------ janus report
@@ -145,7 +119,7 @@ def kept_table(rows: list) -> dict:
         body.append([label, display_name(dataset), str(len(ks)), *cells(merged)])
     header = ["Method", "Dataset", "Runs", "Genuine candidates rolled back", "Stated rules held (final memory)",
               "Rules lost"]
-    shown = _shows_anything([r for r in out_rows])
+    shown = shows_anything([r for r in out_rows])
     return {"header": header, "body": body if shown else [], "rows": out_rows if shown else [],
             "markdown": markdown_table(header, body) if shown else ""}
 
@@ -180,13 +154,3 @@ def kept_markdown(table: dict, capline: str) -> list[str]:
     if not table.get("markdown"):
         return []
     return [KEPT_TITLE, "", KEPT_NOTE, "", table["markdown"], "", capline, ""]
-
-
-def print_kept_report(table: dict, console, width: int | None = None) -> None:
-    """`janus report`'s console table for :func:`kept_table` (nothing when it has no rows)."""
-    from .summary_table import fit_table
-
-    if table.get("body"):
-        t = fit_table("what the memory kept", tuple(table["header"]), table["body"], width=width)
-        t.columns[-1].justify = "left"  # names
-        console.print(t, crop=False)

@@ -148,7 +148,6 @@ def print_summary(summary: dict, console) -> None:
     console.print(fit_table(f"{tag}{summary['dataset']} / {summary['updater']}: accuracy",
                          ("method", "online acc", "test acc", "triggers", "accepted", "rolled back"), rows, width=width),
                   crop=False)
-    from .kept import print_kept
 
     print_kept(summary, console, width)  # genuine candidates rolled back, stated rules held
     keys = ("needed_calls", "needed_tokens", "paid_calls", "paid_tokens", "cache_hits")
@@ -226,4 +225,28 @@ def print_injections(summary: dict, console, width: int | None = None) -> None:
                ("method", "injected", "deployed", "blocked", "blocked: trigger fired, E score old vs injected"), rows,
                width=width)
     t.columns[-1].justify = "left"
+    console.print(t, crop=False)
+
+
+def print_kept(summary: dict, console, width: int | None = None) -> None:
+    """`janus run`'s table of what each method's memory kept (nothing when no method ran Janus and the dataset is not
+    a generated rules one)."""
+    from .kept import SHORT, cells, method_kept, shows_anything
+    run_dir = summary.get("run_dir")
+    if not run_dir:
+        return
+    from ..store.reader import RunReader
+
+    cfg = RunReader(run_dir).config()
+    kept = {name: method_kept(run_dir, name, janus=bool(m.get("janus")), cfg=cfg)
+            for name, m in summary["methods"].items()}
+    if not shows_anything(list(kept.values())):
+        return
+    rows = [[name, *cells(k)] for name, k in kept.items()]
+    t = fit_table("what the memory kept", ("method", *SHORT), rows, width=width,
+                  caption="genuine rolled back: the updater's own candidates that Janus did not deploy, of all it "
+                          "proposed (injected ones excluded; — = no controller); stated rules held: the rules the stream "
+                          "stated whose number and unit the final memory holds, and the ones it lost (— = not a "
+                          "generated rules dataset)")
+    t.columns[-1].justify = "left"  # names
     console.print(t, crop=False)

@@ -281,7 +281,7 @@ def summarize(scores: Iterable[Score]) -> dict[str, Any]:
 
 for _fam, _ref in (("math", "math_family:MathFamily"), ("mc", "multiple_choice:MultipleChoiceFamily"),
                    ("humaneval", "humaneval:HumanEvalFamily"), ("apibench", "apibench:APIBenchFamily"),
-                   ("rules", "rules:RulesFamily")):
+                   ("rules", "rules_scoring:RulesFamily")):
     FAMILIES.register(_fam, f"janus_memory.tasks.{_ref}")  # imported on first use
 _FAMILY_CACHE: dict[tuple[str, bool], TaskFamily] = {}
 
