@@ -70,13 +70,14 @@ def _under_tests(path: Path) -> str:
 # With the default `-q -n 2`, pytest prints "bringing up nodes..." and then nothing until the first test ends: each
 # worker first imports every test module (numpy, scipy, sklearn, sympy via math-verify, matplotlib, openai, ray: about
 # 15 s of CPU per worker on a quiet machine, measured 77 s of wall time at load 9), and the first files sent are the
-# slowest ones. The process that prints (the xdist controller, or pytest itself with -n 0) says when each worker is up
-# and has collected, and after QUIET_S seconds without a finished test which tests are running and for how long.
+# slowest ones. The xdist controller (it runs no test, so nothing it prints lands in a test's captured output) says
+# when each worker is up and has collected, and after QUIET_S seconds without a finished test which tests are running
+# and for how long. With -n 0 pytest runs the tests in its own process and prints a mark as each one ends.
 QUIET_S = 30.0
 
 
 class SuiteProgress:
-    """The progress lines; one instance in the printing process, registered by :func:`pytest_configure`."""
+    """The progress lines; one instance in the xdist controller, registered by :func:`pytest_configure`."""
 
     def __init__(self, config):
         self.config = config
@@ -109,7 +110,8 @@ class SuiteProgress:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session):
-        self.thread.start()
+        if session.config.pluginmanager.has_plugin("dsession"):  # the xdist controller: it runs no test itself
+            self.thread.start()
 
     def pytest_sessionfinish(self, session):
         self.done.set()
@@ -122,9 +124,6 @@ class SuiteProgress:
     def pytest_xdist_node_collection_finished(self, node, ids):
         self.collected += 1
         self.say(f"{node.gateway.id} collected {len(ids)} tests")
-
-    def pytest_collection_finish(self, session):  # -n 0: pytest's own collection
-        self.collected += 1
 
     def pytest_runtest_logstart(self, nodeid, location):
         with self.lock:

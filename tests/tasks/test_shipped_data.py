@@ -173,6 +173,10 @@ def test_data_dir_and_the_environment_variable_choose_another_copy(tmp_path, mon
     assert str(e.value) == (f"GSM8K test.jsonl not found at {mine.resolve()}/gsm8k/test.jsonl (fix: put "
                             "gsm8k/test.jsonl (plain, .xz or .gz) in the folder JANUS_DATA_DIR names, or unset "
                             "JANUS_DATA_DIR to use the data shipped in the package)")
+    with pytest.raises(FileNotFoundError) as e:
+        load_split("aime", "test", data_dir=tmp_path / "nope")
+    assert str(e.value) == (f"data dir {tmp_path / 'nope'} is not a folder (fix: pass an existing --data-dir, or leave "
+                            "it out to use the data shipped in the package)")
     monkeypatch.setenv("JANUS_DATA_DIR", str(tmp_path / "absent"))
     with pytest.raises(FileNotFoundError, match=r"^JANUS_DATA_DIR=.*absent is not a folder \(fix: point it at a "
                                                 r"folder holding gsm8k/, math500/, \.\.\., or unset JANUS_DATA_DIR"):

@@ -1,7 +1,7 @@
 """Data-folder resolution, reading the (possibly compressed) data files, file hashing and the seeded shuffles that
 define the paper's splits.
 
-Where the benchmark data is read from (docs/tasks.md, "Data folder"):
+Where the benchmark data is read from (docs/tasks.md, "Where data comes from"):
 1. the explicit ``data_dir`` argument (the CLI's ``--data-dir``);
 2. the ``JANUS_DATA_DIR`` environment variable;
 3. the copy shipped inside the package (``tasks/shipped/<dataset>/``: xz-compressed files, each folder with a
