@@ -175,10 +175,12 @@ def test_data_dir_and_the_environment_variable_choose_another_copy(tmp_path, mon
                             "JANUS_DATA_DIR to use the data shipped in the package)")
     with pytest.raises(FileNotFoundError) as e:
         load_split("aime", "test", data_dir=tmp_path / "nope")
-    assert str(e.value) == (f"data dir {tmp_path / 'nope'} is not a folder (fix: pass an existing --data-dir, or leave "
+    assert str(e.value) == (f"data dir {tmp_path / 'nope'} does not exist (fix: pass an existing --data-dir, or leave "
                             "it out to use the data shipped in the package)")
+    with pytest.raises(FileNotFoundError, match=r"^data dir .*LICENSE is not a folder \(fix: pass an existing"):
+        load_split("aime", "test", data_dir=SHIPPED_DIR / "aime" / "LICENSE")
     monkeypatch.setenv("JANUS_DATA_DIR", str(tmp_path / "absent"))
-    with pytest.raises(FileNotFoundError, match=r"^JANUS_DATA_DIR=.*absent is not a folder \(fix: point it at a "
+    with pytest.raises(FileNotFoundError, match=r"^JANUS_DATA_DIR=.*absent does not exist \(fix: point it at a "
                                                 r"folder holding gsm8k/, math500/, \.\.\., or unset JANUS_DATA_DIR"):
         load_split("gsm8k", "test")
 

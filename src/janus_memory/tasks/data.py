@@ -50,19 +50,24 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     if data_dir is not None:
         p = Path(data_dir).expanduser()
         if not p.is_dir():
-            raise FileNotFoundError(f"data dir {p} is not a folder (fix: pass an existing --data-dir, or leave it out "
-                                    "to use the data shipped in the package)")
+            raise FileNotFoundError(f"data dir {p} {_not_a_folder(p)} (fix: pass an existing --data-dir, or leave it "
+                                    "out to use the data shipped in the package)")
         return p.resolve()
     env = os.environ.get(ENV_DATA_DIR)
     if env:
         p = Path(env).expanduser()
         if not p.is_dir():
-            raise FileNotFoundError(f"{ENV_DATA_DIR}={env} is not a folder (fix: point it at a folder holding gsm8k/, "
-                                    f"math500/, ..., or unset {ENV_DATA_DIR} to use the data shipped in the package)")
+            raise FileNotFoundError(f"{ENV_DATA_DIR}={env} {_not_a_folder(p)} (fix: point it at a folder holding "
+                                    f"gsm8k/, math500/, ..., or unset {ENV_DATA_DIR} to use the data shipped in the "
+                                    "package)")
         return p.resolve()
     if not SHIPPED_DIR.is_dir():
         raise FileNotFoundError(f"the data shipped in the package is missing ({SHIPPED_DIR}); fix: {_REINSTALL}")
     return SHIPPED_DIR
+
+
+def _not_a_folder(p: Path) -> str:
+    return "is not a folder" if p.exists() else "does not exist"
 
 
 def data_source(data_dir: str | os.PathLike | None = None) -> str:
