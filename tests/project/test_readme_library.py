@@ -144,6 +144,22 @@ def test_ci_runs_the_readme_commands_as_written_in_a_clean_copy_then_lint_and_ty
     assert "unset JANUS_DATA_DIR  # the shipped data, as a new user has it" in steps
 
 
+def test_ci_refuses_a_copy_with_a_shared_folder_beside_any_parent(tmp_path):
+    """The guard of .ci/run, run on its own: a `shared` beside any folder above the copy stops CI with one line."""
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    guard = ci[ci.index('d="$CLONE"\n'):ci.index("git clone")]
+    clone = tmp_path / "a" / "b" / "janus-memory"
+    clone.mkdir(parents=True)
+    run = lambda: subprocess.run(["bash", "-c", f"set -euo pipefail\nCLONE={clone}\n{guard}echo clear"],  # noqa: E731
+                                 capture_output=True, text=True)
+    assert run().stdout == "clear\n"
+    (tmp_path / "a" / "shared").mkdir()
+    res = run()
+    assert res.returncode == 1 and res.stdout == "" and res.stderr == (
+        f"error: {tmp_path / 'a'}/shared exists above the CI copy at {clone}; set TMPDIR to a folder with no 'shared' "
+        "beside any parent\n")
+
+
 def test_the_readme_is_a_guide_of_at_most_150_lines_that_starts_with_the_two_set_up_commands():
     text = README.read_text(encoding="utf-8")
     lines = text.splitlines()
