@@ -1,5 +1,7 @@
-"""Test-wide settings."""
+"""Test-wide settings; the slow files first on the xdist workers; progress lines while the suite is otherwise quiet."""
 import os
+import threading
+import time
 from pathlib import Path
 
 # The run store checks after every commit that the checkpoint it keeps equals the one it was given, so a wrong
@@ -63,3 +65,81 @@ def _under_tests(path: Path) -> str:
         return path.resolve().relative_to(TESTS).as_posix()
     except ValueError:
         return path.name
+
+
+# ------------------------------------------------------------------ progress while the terminal would stay quiet
+# With the default `-q -n 2`, pytest prints "bringing up nodes..." and then nothing until the first test ends: each
+# worker first imports every test module (numpy, scipy, sklearn, sympy via math-verify, matplotlib, openai, ray: about
+# 15 s of CPU per worker on a quiet machine, measured 77 s of wall time at load 9), and the first files sent are the
+# slowest ones. The xdist controller (it runs no test, so nothing it prints lands in a test's captured output) says
+# when each worker is up and has collected, and after QUIET_S seconds without a finished test which tests are running
+# and for how long. With -n 0 pytest runs the tests in its own process and prints a mark as each one ends.
+QUIET_S = 30.0
+
+
+class SuiteProgress:
+    """The progress lines; one instance in the xdist controller, registered by :func:`pytest_configure`."""
+
+    def __init__(self, config):
+        self.config = config
+        self.t0 = self.last = time.monotonic()
+        self.running: dict[str, float] = {}  # node id -> when it started
+        self.collected = 0
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="suite-progress", daemon=True)
+
+    def say(self, text: str) -> None:
+        with self.lock:
+            self.last = time.monotonic()
+            tr = self.config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None:  # none with -p no:terminal
+                tr.ensure_newline()
+                tr.write_line(f"[{self.last - self.t0:.0f} s] {text}")
+
+    def _watch(self) -> None:
+        while not self.done.wait(1.0):
+            now = time.monotonic()
+            if now - self.last < QUIET_S:
+                continue
+            with self.lock:
+                running = sorted(self.running.items(), key=lambda kv: kv[1])
+            if running:
+                self.say("still running: " + ", ".join(f"{nodeid} ({now - t:.0f} s)" for nodeid, t in running[:2]))
+            else:
+                self.say("still collecting the test files" if not self.collected else "waiting for the workers")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session):
+        if session.config.pluginmanager.has_plugin("dsession"):  # the xdist controller: it runs no test itself
+            self.thread.start()
+
+    def pytest_sessionfinish(self, session):
+        self.done.set()
+
+    @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hooks: absent without it
+    def pytest_testnodeready(self, node):
+        self.say(f"{node.gateway.id} up, collecting")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self.collected += 1
+        self.say(f"{node.gateway.id} collected {len(ids)} tests")
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        with self.lock:
+            self.running[nodeid] = time.monotonic()
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        with self.lock:
+            self.running.pop(nodeid, None)
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" or report.outcome != "passed":  # the terminal printed a mark for it
+            self.last = time.monotonic()
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: its output is not shown
+    config.pluginmanager.register(SuiteProgress(config), "janus-suite-progress")

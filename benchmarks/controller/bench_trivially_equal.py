@@ -1,10 +1,11 @@
 """How many memory updates in real Dynamic Cheatsheet trajectories are trivially equal to the memory they replace?
 
-Reads ``shared/data/dc-trajectories/*.jsonl`` (one step per line: previous_cheatsheet, new_cheatsheet) and classifies
-every step: ``identical`` (same text), ``trivially_equal`` (same canonical form, controller/equivalence.py, default
-bookkeeping = version line), ``equal_ignoring_counts`` (also ignoring DC's ``** Count: N`` usage counters; not our
-default) and ``different``. With ``skip_trivially_equal`` on, a triggered step in the first two classes costs no
-evaluation, so the printed share is the upper bound of the saving (the share of triggers that land on such steps).
+Reads ``dc-trajectories/*.jsonl`` (shipped in the package, or JANUS_DATA_DIR's; one step per line: previous_cheatsheet,
+new_cheatsheet) and classifies every step: ``identical`` (same text), ``trivially_equal`` (same canonical form,
+controller/equivalence.py, default bookkeeping = version line), ``equal_ignoring_counts`` (also ignoring DC's
+``** Count: N`` usage counters; not our default) and ``different``. With ``skip_trivially_equal`` on, a triggered step
+in the first two classes costs no evaluation, so the printed share is the upper bound of the saving (the share of
+triggers that land on such steps).
 
 ``equal_ignoring_counts`` applies what ``JanusConfig.ignore_usage_counters`` adds: DC's ``** Count: N`` lines and
 ACE's ``helpful=N harmful=N`` bullet counters are bookkeeping too.
@@ -19,13 +20,13 @@ folders instead, and counts what each option would have saved where it matters: 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from janus_memory.controller.equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, trivially_equal
+from janus_memory.tasks.data import read_jsonl, resolve_data_dir
 
-DEFAULT_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "dc-trajectories"
+DEFAULT_DIR = resolve_data_dir(None) / "dc-trajectories"  # JANUS_DATA_DIR's, else the copy shipped in the package
 
 
 def classify(old: str, new: str) -> str:
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.runs:
         return main_runs(args.runs)
-    files = sorted(args.data.glob("*.jsonl"))
+    files = sorted(f for pat in ("*.jsonl", "*.jsonl.xz", "*.jsonl.gz") for f in args.data.glob(pat))
     if not files:
         print(f"no trajectories in {args.data}", file=sys.stderr)
         return 2
@@ -101,12 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'trajectory':<44} {'steps':>5} " + " ".join(f"{k:>21}" for k in kinds))
     for f in files:
         counts = dict.fromkeys(kinds, 0)
-        rows = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = read_jsonl(f)
         for r in rows:
             counts[classify(r["previous_cheatsheet"], r["new_cheatsheet"])] += 1
         for k in kinds:
             total[k] += counts[k]
-        print(f"{f.stem:<44} {len(rows):>5} " + " ".join(f"{counts[k]:>21}" for k in kinds))
+        print(f"{f.name.split('.jsonl')[0]:<44} {len(rows):>5} " + " ".join(f"{counts[k]:>21}" for k in kinds))
     n = sum(total.values())
     print(f"{'all':<44} {n:>5} " + " ".join(f"{total[k]:>21}" for k in kinds))
     skip = total["identical"] + total["trivially_equal"]

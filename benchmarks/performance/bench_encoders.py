@@ -1,35 +1,30 @@
 """Benchmark the text encoders: load time, texts/s on 2,000-character texts, windows per real memory,
 and the cost of a repeat (cache hit).
 
-Texts: MMLU-Pro questions+options concatenated to 2,000 characters (shared/data/mmlu_pro/test.jsonl) and the
-real DC cheatsheets (shared/data/dc-trajectories). Usage: python benchmarks/performance/bench_encoders.py [--n 64]
+Texts: MMLU-Pro questions+options concatenated to 2,000 characters (mmlu_pro/test.jsonl) and the
+real DC cheatsheets (dc-trajectories), from JANUS_DATA_DIR or the data shipped in the package.
+Usage: python benchmarks/performance/bench_encoders.py [--n 64]
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 
 from janus_memory.encoders import get_encoder
-
-DATA = Path(os.environ.get("JANUS_DATA_DIR", "/work/shared/data"))
+from janus_memory.tasks.data import find_source, read_jsonl
 
 
 def texts_2000(n: int) -> list[str]:
     out, buf = [], ""
-    with open(DATA / "mmlu_pro" / "test.jsonl", encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            buf += r["question"] + " " + " ".join(r["options"]) + " "
-            while len(buf) >= 2000:
-                out.append(buf[:2000])
-                buf = buf[2000:]
-                if len(out) == n:
-                    return out
+    for r in read_jsonl(find_source(None, "mmlu_pro/test.jsonl", "MMLU-Pro")):  # JANUS_DATA_DIR's, else shipped
+        buf += r["question"] + " " + " ".join(r["options"]) + " "
+        while len(buf) >= 2000:
+            out.append(buf[:2000])
+            buf = buf[2000:]
+            if len(out) == n:
+                return out
     return out
 
 
@@ -38,8 +33,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=64)
     a = ap.parse_args()
     texts = texts_2000(a.n)
-    sheets = [json.loads(line)["new_cheatsheet"] for line in
-              (DATA / "dc-trajectories" / "aime_2025_claude-3-5-sonnet_dc-cu.jsonl").read_text().splitlines()][:10]
+    sheets = [r["new_cheatsheet"] for r in
+              read_jsonl(find_source(None, "dc-trajectories/aime_2025_claude-3-5-sonnet_dc-cu.jsonl", "DC-Cu"))][:10]
     for spec in ("minilm", "hashing"):
         t0 = time.perf_counter()
         enc = get_encoder(spec)

@@ -38,7 +38,7 @@ def main() -> int:
     import logging
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     from janus_memory.tasks import get_family, load_split
-    from janus_memory.tasks.data import read_jsonl, resolve_data_dir
+    from janus_memory.tasks.data import find_source, read_jsonl
     from janus_memory.tasks.extract_math import extract_math_answer
     from janus_memory.tasks.sandbox import choose_backend
     from janus_memory.tasks.verify_math import MathVerifier, get_verifier
@@ -48,7 +48,7 @@ def main() -> int:
 
     # MATH-500
     sp = load_split("math500", "test", data_dir=a.data_dir)
-    sols = [r["solution"] for r in read_jsonl(resolve_data_dir(a.data_dir) / "math500" / "test.jsonl")]
+    sols = [r["solution"] for r in read_jsonl(find_source(a.data_dir, "math500/test.jsonl", "MATH-500"))]
     fam = get_family("math500")
     get_verifier().check("1", "1")  # warm the worker processes (import + fork) outside the timing
     get_verifier().check_many([("1", "1")] * w)

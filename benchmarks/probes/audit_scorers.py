@@ -52,21 +52,23 @@ def _gold_row(name, fam, tasks, outs, w, expect=True, extra=""):
 
 
 def audit_dc(data_dir, w):
-    import json
 
     from janus_memory.tasks import get_family
+    from janus_memory.tasks.data import read_jsonl
     from janus_memory.values import Task
     fam = get_family("aime")
-    files = sorted(glob.glob(os.path.join(data_dir, "dc-trajectories", "*.jsonl")))
+    files = sorted(f for pat in ("*.jsonl", "*.jsonl.xz", "*.jsonl.gz")  # the shipped copy is xz
+                   for f in glob.glob(os.path.join(data_dir, "dc-trajectories", pat)))
     all_sc, all_ref = [], []
     for f in files:
-        recs = [json.loads(line) for line in open(f, encoding="utf-8") if line.strip()]
+        recs = read_jsonl(f)
         tasks = [Task(id=f"{os.path.basename(f)}:{r['step']}", dataset="aime", question=r["question"],
                       gold=str(r["target"]).strip()) for r in recs]
         ref = [str(r["model_answer"]).strip() == str(r["target"]).strip() for r in recs]
         sc, secs = _timed(fam, tasks, [r["model_output"] for r in recs], w)
         agree = sum(s.correct == rf for s, rf in zip(sc, ref)) / len(sc)
-        _row("dc " + os.path.basename(f)[:-6], len(sc), agree, *_rates(sc), secs, f"DC's own acc {sum(ref)/len(ref):.2%}")
+        _row("dc " + os.path.basename(f).split(".jsonl")[0], len(sc), agree, *_rates(sc), secs,
+             f"DC's own acc {sum(ref)/len(ref):.2%}")
         for t, s, rf, r in zip(tasks, sc, ref, recs):
             if s.correct != rf or s.status != "ok":
                 print(f"    {t.id}: target {t.gold!r} DC {str(r['model_answer'])[:30]!r} ours {s.extracted!r} "
@@ -80,8 +82,8 @@ def audit_dc(data_dir, w):
 
 def audit_math(data_dir, w):
     from janus_memory.tasks import get_family, load_split
-    from janus_memory.tasks.data import read_jsonl
-    recs = read_jsonl(os.path.join(data_dir, "math500", "test.jsonl"))
+    from janus_memory.tasks.data import find_source, read_jsonl
+    recs = read_jsonl(find_source(data_dir, "math500/test.jsonl", "MATH-500"))
     sp = load_split("math500", "test", data_dir=data_dir)
     fam = get_family("math500")
     fam.score(sp.tasks[0], r"\boxed{1}")  # warm the verifier workers outside the timing
@@ -97,7 +99,7 @@ def audit_math(data_dir, w):
     _gold_row("MATH-500 ',\\!' golds as plain numbers", fam, [t for t, _ in grp],
               ["\\boxed{" + re.sub(r"[^0-9.]", "", r["answer"]) + "}" for _, r in grp], w)
     g = load_split("gsm8k", "all", data_dir=data_dir)
-    sols = [r["answer"] for r in read_jsonl(os.path.join(data_dir, "gsm8k", "test.jsonl"))]
+    sols = [r["answer"] for r in read_jsonl(find_source(data_dir, "gsm8k/test.jsonl", "GSM8K"))]
     _gold_row("GSM8K gold solutions (#### N)", get_family("gsm8k"), g.tasks, sols, w)
     _gold_row("GSM8K 'The answer is $N.00 dollars.'", get_family("gsm8k"), g.tasks,
               [f"So she pays that. The answer is ${t.gold}.00 dollars." for t in g.tasks], w)

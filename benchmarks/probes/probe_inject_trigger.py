@@ -3,17 +3,15 @@
 (an approximation of the controller's MomentumTracker, no warm-up handling). Measured once (loaded 2-core machine,
 ~7 min): genuine rewrites 7/12, wipe 12/12, dump 12/12, overfit 12/12, poison 10/12, truncate 11/12.
 Run: python benchmarks/probes/probe_inject_trigger.py"""
-import json
-import os
 
 import numpy as np
 
 from janus_memory.encoders import get_encoder
 from janus_memory.inject.candidates import KINDS, harmful_candidate
+from janus_memory.tasks.data import find_source, read_jsonl
 from janus_memory.values import Task
 
-DATA = os.environ.get("JANUS_DATA_DIR", "/work/shared/data")
-rows = [json.loads(line) for line in open(f"{DATA}/dc-trajectories/aime_2025_claude-3-5-sonnet_dc-cu.jsonl")]
+rows = read_jsonl(find_source(None, "dc-trajectories/aime_2025_claude-3-5-sonnet_dc-cu.jsonl", "DC-Cu trajectory"))
 enc = get_encoder("minilm")
 sheets = [r["previous_cheatsheet"] for r in rows]
 E = enc.encode(sheets)

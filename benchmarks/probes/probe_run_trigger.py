@@ -22,17 +22,18 @@ from janus_memory.controller.trigger import cosine, momentum_update
 from janus_memory.encoders import get_encoder
 from janus_memory.inject.candidates import KINDS, harmful_candidate
 from janus_memory.store.reader import RunReader
+from janus_memory.tasks.data import find_source, read_jsonl
 from janus_memory.values import Task
 
 
-def _tasks(run: Path, data_dir: Path) -> dict[str, str]:
+def _tasks(run: Path, data_dir: str | None) -> dict[str, str]:
     """Stream task id -> question (GSM8K-style jsonl files named in splits.json)."""
     split = json.loads((run / "splits.json").read_text())["stream"]
     rows = []
     for f in split["files"]:
         p = Path(f["path"])
-        p = p if p.exists() else data_dir / split["dataset"] / p.name
-        rows += [json.loads(line) for line in p.open()]
+        p = p if p.exists() else find_source(data_dir, f"{p.parent.name}/{p.name.removesuffix('.xz')}", "stream file")
+        rows += read_jsonl(p)
     return {tid: rows[int(tid.split(":")[1])]["question"] for tid in split["ids"]}
 
 
@@ -44,13 +45,13 @@ def main() -> None:
     ap.add_argument("--beta", type=float, default=0.9)
     ap.add_argument("--tau", type=float, default=0.0)
     ap.add_argument("--encoder", default="minilm")
-    ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"))
+    ap.add_argument("--data-dir", default=None, help="default: JANUS_DATA_DIR, else the data shipped in the package")
     a = ap.parse_args()
     run = Path(a.run)
     reader = RunReader(run)
     texts = {v["step"]: v["text"] for v in reader.memory_versions()[0][a.method]}
     steps = {r["step"]: r for r in (json.loads(x) for x in (run / a.method / "steps.jsonl").open())}
-    questions = _tasks(run, Path(a.data_dir))
+    questions = _tasks(run, a.data_dir)
     enc = get_encoder(a.encoder)
     last = max(steps)
     for s in range(1, last + 1):  # a step whose memory did not change stores no version: carry the previous one

@@ -2,7 +2,6 @@
 replay numbers on the real Dynamic Cheatsheet trajectories with the hashing encoder, the CLI."""
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -23,12 +22,10 @@ from janus_memory.bench.replay import (
 )
 from janus_memory.cli import main
 from janus_memory.encoders import get_encoder
+from shipped_data import DATA, shipped_file
 
-DC = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "dc-trajectories"
-if not DC.is_dir():
-    DC = Path("/work/shared/data/dc-trajectories")
-GPT = DC / "aime_2025_gpt-4o_dc-rs.jsonl"
-needs_dc = pytest.mark.skipif(not GPT.is_file(), reason="dc-trajectories data not present")
+DC = DATA / "dc-trajectories"  # shipped in the package: xz files, checked against their SOURCE.md on reading
+GPT = shipped_file("dc-trajectories/aime_2025_gpt-4o_dc-rs.jsonl")
 SHEET = "\n".join(f"item {i}: a rule about topic {i} and its edge case {i}" for i in range(12))
 
 
@@ -128,7 +125,6 @@ def test_load_run_folder(tmp_path):
 # ----------------------------------------------------------------------------- replay on the real trajectories
 
 
-@needs_dc
 def test_real_dc_trajectories_hashing_reproduces_the_issue_numbers():
     trajs = load_trajectories(DC)
     assert [t.name for t in trajs] == ["aime_2025_claude-3-5-sonnet_dc-cu", "aime_2025_claude-3-5-sonnet_dc-rs",

@@ -1,6 +1,6 @@
 """`janus replay` on Dynamic Cheatsheet's published result files as they are (one record per task, the memory after
 it in ``final_cheatsheet``): the format is detected per file and said; a file built back from the converted
-trajectories in ../shared/data/dc-trajectories replays exactly as the converted form; malformed and truncated files
+trajectories shipped in the package (dc-trajectories) replays exactly as the converted form; malformed and truncated files
 are refused in one line naming the file and the line."""
 import json
 import re
@@ -15,7 +15,9 @@ from janus_memory.bench.replay import (
 )
 from janus_memory.cli import main
 from janus_memory.encoders import get_encoder
-from test_replay import DC, GPT, SHEET, needs_dc, write_jsonl
+from janus_memory.tasks.data import read_data_bytes
+from shipped_data import shipped_text
+from test_replay import GPT, SHEET, write_jsonl
 
 
 def dc_record(row: dict) -> dict:
@@ -32,7 +34,7 @@ def dc_record(row: dict) -> dict:
 
 
 def to_dc_results(src, dst):
-    rows = [json.loads(x) for x in src.read_text(encoding="utf-8").splitlines() if x.strip()]
+    rows = [json.loads(x) for x in read_data_bytes(src).decode("utf-8").splitlines() if x.strip()]
     return write_jsonl(dst, [dc_record(r) for r in rows])
 
 
@@ -83,7 +85,6 @@ def test_malformed_result_files_are_refused_naming_file_and_line(tmp_path, capsy
     assert len(err) == 1 and err[0].startswith(f"error: {p}:") and re.search(msg, err[0])
 
 
-@needs_dc
 def test_the_converted_gpt4o_dc_rs_file_in_dc_format_replays_as_the_converted_form(tmp_path):
     dc_file = to_dc_results(GPT, tmp_path / "gpt-4o_DynamicCheatsheet_RetrievalSynthesis.jsonl")
     (conv,) = load_trajectories(GPT)
@@ -104,12 +105,11 @@ def test_the_converted_gpt4o_dc_rs_file_in_dc_format_replays_as_the_converted_fo
     assert got[("recommended", 0)][1:3] == got[("recommended", 20)][1:3] == (11, 2)
 
 
-@needs_dc
 def test_cli_says_which_format_it_read_for_each_file(tmp_path, capsys):
     folder = tmp_path / "mixed"
     folder.mkdir()
     to_dc_results(GPT, folder / "gpt-4o_DynamicCheatsheet_RetrievalSynthesis.jsonl")
-    (folder / "converted.jsonl").write_text((DC / "aime_2025_claude-3-5-sonnet_dc-cu.jsonl").read_text())
+    (folder / "converted.jsonl").write_text(shipped_text("dc-trajectories/aime_2025_claude-3-5-sonnet_dc-cu.jsonl"))
     out = tmp_path / "out"
     assert main(["replay", str(folder), "--encoder", "hashing:256", "--warmup", "0", "--settings", "mmt",
                  "--out", str(out)]) == 0

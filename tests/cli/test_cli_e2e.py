@@ -230,14 +230,10 @@ def test_disk_full_mid_run_is_clear_and_resumable(tmp_path, capsys, monkeypatch)
 
 def test_resume_refuses_changed_answer_key_c13(tmp_path, capsys):
     """C13: a run started on the shipped MMLU-Pro file, resumed after question 2634's key was changed back to E."""
-    import shutil
+    from shipped_data import plain_copy
 
     data = tmp_path / "data"
-    (data / "mmlu_pro").mkdir(parents=True)
-    src = Path(__file__).resolve().parents[3] / "shared" / "data" / "mmlu_pro" / "test.jsonl"
-    if not src.exists():
-        src = Path("/work/shared/data/mmlu_pro/test.jsonl")
-    shutil.copy(src, data / "mmlu_pro" / "test.jsonl")
+    plain_copy("mmlu_pro/test.jsonl", data)
     out = tmp_path / "r"
     with pytest.raises(_Stopped):
         run_experiment(_cfg(out, dataset="mmlu_pro_eng", data_dir=str(data), stream_size=4, test_size=2),

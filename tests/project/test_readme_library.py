@@ -4,6 +4,7 @@ hashing encoder and a toy scorer), and an updater whose ``step`` returns the wro
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -120,15 +121,43 @@ def test_readme_run_folder_section_names_everything_a_run_folder_holds(tmp_path,
     assert inside <= named and "report.md" in named
 
 
-def test_ci_runs_exactly_the_readme_test_command_then_lint_and_types():
-    """A newcomer's test command is CI's, test-model fetch included; then ruff and mypy, which fail CI too."""
+def test_ci_runs_the_readme_commands_as_written_in_a_clean_copy_then_lint_and_types():
+    """CI is a new user: a clone of the committed tree in a fresh temporary folder with no `shared` beside any folder
+    above it, the wheel checked for the shipped data, then the README's two commands as the README writes them (read
+    from it: the demo, then the test command with its test-model fetch), then ruff and mypy, which fail CI too."""
     first_block = re.search(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S).group(1)
-    command = first_block.splitlines()[1].split("  #")[0].strip()
-    assert command == "pip install -e '.[test]' && janus model fetch --test-models && python -m pytest"
+    commands = [x.split("  #")[0].strip() for x in first_block.splitlines() if x.startswith("pip install -e ")]
+    assert commands == ["pip install -e '.[local]' && janus demo",
+                        "pip install -e '.[test]' && janus model fetch --test-models && python -m pytest"]
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert "set -euo pipefail" in ci
-    steps = [line for line in ci if line and not line.startswith("#")]
-    assert steps[-3:] == [command, "ruff check src tests benchmarks", "mypy"]
+    steps = [line.strip() for line in ci if line.strip() and not line.lstrip().startswith("#")]
+    reader = next(s for s in steps if s.startswith("mapfile -t COMMANDS < <("))
+    pipeline = reader.removeprefix("mapfile -t COMMANDS < <(").removesuffix(")")
+    read = subprocess.run(["bash", "-c", pipeline], cwd=README.parent, capture_output=True, text=True, check=True)
+    assert read.stdout.splitlines() == commands  # what CI runs is what the README says, word for word
+    order = ['WORK="$(mktemp -d "${TMPDIR:-/tmp}/janus-ci.XXXXXX")"', 'if [ -e "$d/shared" ]; then',
+             'git clone -q "$SRC" "$CLONE"  # HEAD\'s committed tree, as a user\'s clone has it', 'cd "$CLONE"',
+             'pip wheel -q --no-deps . -w "$WORK/wheel"', reader, 'bash -euo pipefail -c "$c"',
+             "ruff check src tests benchmarks", "mypy"]
+    assert [s for s in steps if s in order] == order and steps[-2:] == order[-2:]
+    assert "unset JANUS_DATA_DIR  # the shipped data, as a new user has it" in steps
+
+
+def test_ci_refuses_a_copy_with_a_shared_folder_beside_any_parent(tmp_path):
+    """The guard of .ci/run, run on its own: a `shared` beside any folder above the copy stops CI with one line."""
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    guard = ci[ci.index('d="$CLONE"\n'):ci.index("git clone")]
+    clone = tmp_path / "a" / "b" / "janus-memory"
+    clone.mkdir(parents=True)
+    run = lambda: subprocess.run(["bash", "-c", f"set -euo pipefail\nCLONE={clone}\n{guard}echo clear"],  # noqa: E731
+                                 capture_output=True, text=True)
+    assert run().stdout == "clear\n"
+    (tmp_path / "a" / "shared").mkdir()
+    res = run()
+    assert res.returncode == 1 and res.stdout == "" and res.stderr == (
+        f"error: {tmp_path / 'a'}/shared exists above the CI copy at {clone}; set TMPDIR to a folder with no 'shared' "
+        "beside any parent\n")
 
 
 def test_the_readme_is_a_guide_of_at_most_150_lines_that_starts_with_the_two_set_up_commands():

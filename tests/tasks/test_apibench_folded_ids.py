@@ -1,16 +1,11 @@
 """The APIBench scorer on identifiers built at run time (folded with ast, never evaluated) or not resolvable."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from janus_memory.tasks import get_family
 from janus_memory.tasks.apibench import UNRESOLVED, parse_api_call
 from janus_memory.values import Task
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-data = pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 
 T2I = "Multimodal Text-to-Image"
 TEXT = "Natural Language Processing Text Generation"
@@ -28,7 +23,6 @@ WRONG_HALLU = (False, "ok", True)
 RIGHT = (True, "ok", False)
 
 
-@data
 @pytest.mark.parametrize("call", [
     f"org='made-up-org'; pipe = {SD}.from_pretrained(f'{{org}}/sd-turbo-9')",
     f"{SD}.from_pretrained('made-up-org' + '/sd-turbo-9')",
@@ -57,7 +51,6 @@ def test_a_made_up_or_unresolved_id_is_never_credited(call):
     assert score(call, domain) == WRONG_HALLU
 
 
-@data
 @pytest.mark.parametrize("call,domain", [
     # real identifiers built by foldable constants are resolved and credited
     (f"org='runwayml'; pipe = {SD}.from_pretrained(f'{{org}}/stable-diffusion-v1-5')", T2I),

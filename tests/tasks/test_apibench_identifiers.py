@@ -1,16 +1,11 @@
 """APIBench identifiers through variables, unquoted pool entries, 2024 renames, bold field markers."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from janus_memory.tasks import get_family
 from janus_memory.tasks.apibench import RENAMED_2024, UNRESOLVED, canonical_id, extract_api_call, parse_api_call
 from janus_memory.values import Task
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-data = pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 
 T2I = "Multimodal Text-to-Image"
 FILL = "Natural Language Processing Fill-Mask"
@@ -27,7 +22,6 @@ def score(call: str, domain: str, *, template="<<<domain>>>: {d}\n<<<api_call>>>
 RIGHT, WRONG_HALLU = (True, "ok", False), (False, "ok", True)
 
 
-@data
 @pytest.mark.parametrize("call,domain,expected", [
     # made-up repositories through a variable: resolved, refused, flagged
     ("model_id = 'made-up-org/sd-turbo-9'; pipe = StableDiffusionPipeline.from_pretrained(model_id, "
@@ -73,7 +67,6 @@ def test_identifiers(call, domain, expected):
     assert score(call, domain) == expected
 
 
-@data
 @pytest.mark.parametrize("template", [
     "**<<<domain>>>**: {d}\n**<<<api_call>>>**: {c}\n**<<<api_provider>>>**: Hugging Face\n**<<<explanation>>>**: x",
     "**<<<domain>>>:** {d}\n**<<<api_call>>>:** {c}\n**<<<api_provider>>>:** Hugging Face",

@@ -16,14 +16,13 @@ from janus_memory.run.build import load_splits
 from janus_memory.settings.config import RunConfig, migrate_stored
 from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.apibench import load_apibench_hf
-from janus_memory.tasks.data import resolve_data_dir
+from shipped_data import shipped_lines
 
 PAPER = {"apibench_split": "paper", "apibench_question": "code"}
 
 
 def _rows() -> list[dict]:
-    with open(resolve_data_dir(None) / "apibench" / "huggingface_eval.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return [json.loads(line) for line in shipped_lines("apibench/huggingface_eval.jsonl") if line.strip()]
 
 
 def _authors_order(seed: int, n: int) -> list[int]:

@@ -3,8 +3,6 @@ however quoted or fenced) under the strict checker, made-up ids still hallucinat
 (``checker: paper``), whose verdict is kept but which never calls a real model id a hallucination."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from janus_memory.tasks import get_family, load_split
@@ -12,9 +10,6 @@ from janus_memory.tasks.apibench import extract_api_call, shell_command
 from janus_memory.tasks.apibench_paper import candidate_text
 from janus_memory.tasks.checker_paper import with_checker
 from janus_memory.values import ChatResult, Task
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-pytestmark = pytest.mark.skipif(not (DATA / "apibench").is_dir(), reason="shared benchmark data not present")
 
 SIM = "Natural Language Processing Sentence Similarity"
 CLS = "Computer Vision Image Classification"

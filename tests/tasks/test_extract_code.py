@@ -1,15 +1,11 @@
 """Code extraction from chat/thinking output (C14), checked by running HumanEval/2 in the sandbox."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.extract_code import extract_python, fenced_blocks, strip_reasoning
 from janus_memory.values import ChatResult
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 GOOD = "def truncate_number(number: float) -> float:\n    return number % 1.0\n"
 
@@ -28,7 +24,6 @@ def test_fences_and_selection():
     assert strip_reasoning("draft def x</think>final") == "final"
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 @pytest.mark.parametrize("reply", [
     # A: reasoning with a draft def, then prose and a fenced block
     "<think>maybe def truncate_number(x): return x % 1 ... no wait</think>\nHere is my solution.\n\n```python\n"
@@ -47,7 +42,6 @@ def test_c14_replies_pass(reply):
     assert fam.score(task, ChatResult(text="", reasoning="```python\n" + GOOD + "```")).status == "unparsed"
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 def test_truncated_code_needs_a_closed_block():
     task = next(t for t in load_split("humaneval", "all").tasks if t.id == "HumanEval/2")
     fam = get_family("humaneval")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,6 @@ from janus_memory.tasks.harness import judge, run_humaneval
 from janus_memory.tasks.humaneval import HumanEvalFamily, build_head
 from janus_memory.tasks.sandbox import SandboxLimits, SandboxResult
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 BACKENDS = [pytest.param("bwrap", marks=pytest.mark.skipif(not shutil.which("bwrap"), reason="bwrap missing")),
             pytest.param("unshare", marks=pytest.mark.skipif(not shutil.which("unshare"), reason="unshare missing"))]
 LIM = SandboxLimits(wall_s=5.0, cpu_s=5)

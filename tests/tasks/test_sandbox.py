@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,6 @@ from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.humaneval import HumanEvalFamily
 from janus_memory.tasks.sandbox import SandboxLimits, choose_backend, run_python
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 BACKENDS = [pytest.param("bwrap", marks=pytest.mark.skipif(not shutil.which("bwrap"), reason="bwrap missing")),
             pytest.param("unshare", marks=pytest.mark.skipif(not shutil.which("unshare"), reason="unshare missing"))]
 SHORT = SandboxLimits(wall_s=2.0, cpu_s=2)
@@ -98,7 +96,6 @@ def _task(tid):
     return next(t for t in load_split("humaneval", "all").tasks if t.id == tid)
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 def test_timeout_is_rerun_once_serially(monkeypatch):
     """C16-C: a 'timeout' is re-run once before it is final; a pass on the re-run is a pass."""
     fam = HumanEvalFamily(limits=SHORT)
@@ -122,7 +119,6 @@ def test_timeout_is_rerun_once_serially(monkeypatch):
     assert (s.correct, s.status, s.detail["reruns"]) == (False, "timeout", 1)
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 def test_all_164_canonical_solutions_pass_and_wrong_ones_fail():
     sp = load_split("humaneval", "all")
     fam = get_family("humaneval")
@@ -189,11 +185,10 @@ def test_weak_sandbox_is_announced_and_refused_for_humaneval(monkeypatch):
         sb.require_strong_sandbox("auto")
     assert sb.require_strong_sandbox("auto", allow_weak=True) == "unshare"
     fam = HumanEvalFamily(limits=SHORT)
-    if DATA.is_dir():
-        with pytest.raises(sb.WeakSandboxRefused):
-            fam.score(_task("HumanEval/2"), "```python\ndef truncate_number(x):\n    return x % 1.0\n```")
-        with pytest.raises(sb.WeakSandboxRefused):
-            fam.score_many([_task("HumanEval/2")], ["```python\ndef truncate_number(x):\n    return x % 1.0\n```"])
+    with pytest.raises(sb.WeakSandboxRefused):
+        fam.score(_task("HumanEval/2"), "```python\ndef truncate_number(x):\n    return x % 1.0\n```")
+    with pytest.raises(sb.WeakSandboxRefused):
+        fam.score_many([_task("HumanEval/2")], ["```python\ndef truncate_number(x):\n    return x % 1.0\n```"])
     for value in ("1", "true", "yes"):
         monkeypatch.setenv(sb.ENV_ALLOW_WEAK, value)
         assert sb.require_strong_sandbox("auto") == "unshare"

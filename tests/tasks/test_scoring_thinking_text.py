@@ -3,16 +3,12 @@ text after the reasoning counts, for every family, for strings and ChatResults a
 unscorable ("truncated")."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from janus_memory.llm.reasoning import split_answer, split_reasoning
 from janus_memory.tasks import get_family
 from janus_memory.tasks.base import output_text
 from janus_memory.values import ChatResult, Task
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def mc_task(gold="C"):
@@ -147,7 +143,6 @@ def test_humaneval_takes_the_block_after_the_thinking():
     assert early is None and "return number % 1.0" in prog[0] and "draft" not in prog[0]
 
 
-@pytest.mark.skipif(not (DATA / "apibench").is_dir(), reason="shared benchmark data not present")
 def test_apibench_reads_the_field_after_the_thinking():
     fam = get_family("apibench_hf")
     dom = "Natural Language Processing Text Generation"

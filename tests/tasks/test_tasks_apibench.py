@@ -1,16 +1,11 @@
 """APIBench-HF extraction + AST matching (C18) and the gold set."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.apibench import apibench_summary, extract_api_call, parse_api_call
 from janus_memory.values import ChatResult, Task
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 
 
 def _task(domain="Natural Language Processing Text Generation"):

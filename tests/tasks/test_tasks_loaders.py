@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,7 @@ import pytest
 from janus_memory.tasks import DATASETS, Split, get_family, load_split
 from janus_memory.tasks.data import seed_from_key, stable_shuffle
 from janus_memory.tasks.multiple_choice import gpqa_task
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
+from shipped_data import plain_copy, shipped_lines
 
 
 @pytest.mark.parametrize("name,split,n,first_id,sha", [
@@ -82,7 +79,7 @@ def test_gold_values():
 
 def test_mmlu_pro_3983_scored_by_letter():
     s = load_split("mmlu_pro_eng", "all")  # 3983 is chemistry; read it through the raw file for the check below
-    rec = next(json.loads(line) for line in open(DATA / "mmlu_pro" / "test.jsonl") if '"question_id": 3983,' in line)
+    rec = next(json.loads(line) for line in shipped_lines("mmlu_pro/test.jsonl") if '"question_id": 3983,' in line)
     assert rec["answer"] == "C" and rec["answer_index"] == 1
     from janus_memory.tasks.multiple_choice import LETTERS
     from janus_memory.values import Task
@@ -98,7 +95,7 @@ def test_changed_answer_key_changes_dataset_hash(tmp_path):
     """C13: a copy where question 2634's key is the pre-fix 'E' has the same ids but a different sha256."""
     (tmp_path / "mmlu_pro").mkdir()
     out = []
-    for line in open(DATA / "mmlu_pro" / "test.jsonl", encoding="utf-8"):
+    for line in shipped_lines("mmlu_pro/test.jsonl"):
         r = json.loads(line)
         if r["question_id"] == 2634:
             assert r["answer"] == "B"
@@ -112,8 +109,7 @@ def test_changed_answer_key_changes_dataset_hash(tmp_path):
 
 
 def test_env_var_data_dir(tmp_path, monkeypatch):
-    (tmp_path / "gsm8k").mkdir()
-    shutil.copy(DATA / "gsm8k" / "test.jsonl", tmp_path / "gsm8k" / "test.jsonl")
+    plain_copy("gsm8k/test.jsonl", tmp_path)
     monkeypatch.setenv("JANUS_DATA_DIR", str(tmp_path))
     s = load_split("gsm8k", "test")
     assert s.info["files"][0]["path"].startswith(str(tmp_path.resolve()))
@@ -128,7 +124,7 @@ def test_errors(tmp_path, monkeypatch):
         load_split("gsm8k", "train")
     with pytest.raises(ValueError, match="test-only"):
         load_split("math500", "stream")
-    with pytest.raises(FileNotFoundError, match=r"gsm8k.*JANUS_DATA_DIR"):
+    with pytest.raises(FileNotFoundError, match=r"gsm8k/test.jsonl .*pass a --data-dir holding gsm8k/test.jsonl"):
         load_split("gsm8k", "stream", data_dir=tmp_path)
     monkeypatch.delenv("JANUS_GPQA_PATH", raising=False)
     with pytest.raises(FileNotFoundError, match="JANUS_GPQA_PATH"):
@@ -219,22 +215,6 @@ def test_prompts_ask_for_the_spec_items():
     m = load_split("mmlu_pro_phy", "test").tasks[0]
     mp = get_family("mmlu_pro_phy").prompt(m)
     assert "(J) " in mp and "A, B, C, D, E, F, G, H, I, J" in mp
-
-
-def test_local_hf_cache_fallback(tmp_path, monkeypatch):
-    """No file in the data folder -> the dataset's copy in the local Hugging Face hub cache is used (no network)."""
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    snap = tmp_path / "hub" / "datasets--HuggingFaceH4--MATH-500" / "snapshots" / "abc123"
-    snap.mkdir(parents=True)
-    shutil.copy(DATA / "math500" / "test.jsonl", snap / "test.jsonl")
-    monkeypatch.setenv("JANUS_DATA_DIR", str(empty))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    s = load_split("math500", "test")
-    assert len(s) == 500 and s.sha256 == "35dc41080a3680858b27fa7e0533d2d547825316fc5dafe5d316f4ccc5a06132"
-    assert s.info["files"][0]["path"] == str(snap / "test.jsonl")
-    with pytest.raises(FileNotFoundError, match="Hugging Face cache"):
-        load_split("gsm8k", "test")
 
 
 def test_families_pickle_and_are_shared():

@@ -16,8 +16,7 @@ from janus_memory.tasks import get_family, load_split
 from janus_memory.tasks.extract_math import extract_math_answer
 from janus_memory.tasks.verify_math import MathVerifier, check_math, paper_equal, verify_answer
 from janus_memory.values import Task
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+from shipped_data import shipped_lines
 
 
 def ok(gold, text):
@@ -105,10 +104,9 @@ def test_family_timeout_maps_to_score_status(monkeypatch):
         v.close()
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 def test_all_math500_golds_verify_against_own_solution():
     """C08: 500/500 against the last box of the gold solution and against \\boxed{gold} (family score_many path)."""
-    recs = [json.loads(line) for line in open(DATA / "math500" / "test.jsonl", encoding="utf-8")]
+    recs = [json.loads(line) for line in shipped_lines("math500/test.jsonl")]
     split = load_split("math500", "test")
     fam = get_family("math500")
     s1 = fam.score_many(split.tasks, [r["solution"] for r in recs], workers=2)
@@ -119,7 +117,6 @@ def test_all_math500_golds_verify_against_own_solution():
     assert not fam.score(split.tasks[0], r"\boxed{(3, \pi)}").correct
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 def test_gsm8k_and_aime_golds_verify():
     for name in ("gsm8k", "aime"):
         sp = load_split(name, "all")

@@ -4,13 +4,13 @@ A trajectory is a list of steps ``(step, task text, memory before, memory after)
 
 * a JSONL file with ``step``, ``memory_before``, ``memory_after`` (optional ``question``/``task``, ``task_id``,
   ``destructive``: a label that replaces the rule below);
-* a Dynamic Cheatsheet per-step log as in ``../shared/data/dc-trajectories`` (``previous_cheatsheet``/
-  ``new_cheatsheet``);
+* a Dynamic Cheatsheet per-step log as in ``dc-trajectories`` (shipped in the package, tasks/shipped; the name alone
+  finds it: ``janus replay dc-trajectories``) (``previous_cheatsheet``/``new_cheatsheet``);
 * Dynamic Cheatsheet's own published result file as it is (``results/<TASK>/<model>_<approach>.jsonl`` of
   suzgunmirac/dynamic-cheatsheet: one record per task with ``input``, ``raw_input``, ``steps``, ``final_answer``,
   ``final_cheatsheet`` ...): the memory after record i is its ``final_cheatsheet``, the memory before it record
   i-1's (``(empty)``, DC's initial cheatsheet, for the first); the task text is ``raw_input`` (else ``input``);
-* a folder of such JSONL files (one trajectory per file, sorted by name);
+* a folder of such JSONL files (one trajectory per file, sorted by name; each may be .xz or .gz compressed);
 * a run folder of ours (``run.sqlite``): one trajectory per method, each step's recorded old memory and candidate
   (the task text is its id: questions are not stored in the run folder).
 
@@ -36,6 +36,7 @@ import numpy as np
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
 from janus_memory.controller.changes import change_stats, changed_items_texts, memory_items
+from janus_memory.tasks.data import DataFileError, read_data_bytes
 
 DUMP_PATTERN = re.compile(r"^#+\s*PREVIOUS SOLUTIONS", re.IGNORECASE)
 WIPE_MIN_ITEMS = 10
@@ -175,10 +176,13 @@ def _dc_result_step(row, where: str, index: int, before: str) -> ReplayStep:
 def _records(path: Path) -> list[tuple[int, object]]:
     """(line number, parsed JSON) of every non-empty line; ReplayInputError naming the line that does not parse."""
     try:
-        # utf-8-sig: a byte-order mark is no JSON error; not splitlines: U+2028 may sit inside a JSON string
-        lines = path.read_text(encoding="utf-8-sig").split("\n")
+        # utf-8-sig: a byte-order mark is no JSON error; not splitlines: U+2028 may sit inside a JSON string;
+        # read_data_bytes: .xz/.gz unpacked, and a file its SOURCE.md lists checked against its sha256
+        lines = read_data_bytes(path).decode("utf-8-sig").split("\n")
     except (OSError, UnicodeDecodeError) as e:
         raise ReplayInputError(f"{path}: cannot read ({e})") from None
+    except DataFileError as e:
+        raise ReplayInputError(str(e)) from None
     out = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -212,7 +216,7 @@ def load_jsonl(path: Path) -> Trajectory:
     order = [s.step for s in steps]
     if order != sorted(order) or len(set(order)) != len(order):
         raise ReplayInputError(f"{path}: steps must be strictly increasing")
-    return Trajectory(path.stem, steps, fmt)
+    return Trajectory(_jsonl_name(path), steps, fmt)
 
 
 def load_run_folder(root: Path) -> list[Trajectory]:
@@ -242,15 +246,46 @@ def load_run_folder(root: Path) -> list[Trajectory]:
     return list(out.values())
 
 
+_JSONL = (".jsonl", ".jsonl.xz", ".jsonl.gz")
+
+
+def _jsonl_name(path: Path) -> str:
+    """The trajectory name of a file: its name without ``.jsonl`` (and ``.xz`` / ``.gz``)."""
+    for suffix in (".xz", ".gz", ".jsonl"):
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            path = path.with_name(path.name[:-len(suffix)])
+    return path.name
+
+
+def _in_data_folder(p: Path) -> Path | None:
+    """A relative path that does not exist here, found in the data folder instead (``dc-trajectories``: the Dynamic
+    Cheatsheet trajectories, from JANUS_DATA_DIR or the copy shipped in the package), plain or compressed."""
+    from janus_memory.tasks.data import COMPRESSED_SUFFIXES, resolve_data_dir
+
+    if p.is_absolute() or ".." in p.parts:
+        return None
+    try:
+        root = resolve_data_dir(None)
+    except FileNotFoundError:
+        return None
+    for cand in [root / p] + [root / p.parent / (p.name + s) for s in COMPRESSED_SUFFIXES]:
+        if cand.exists():
+            return cand
+    return None
+
+
 def load_trajectories(path: str | Path) -> list[Trajectory]:
-    """Trajectories from a JSONL file, a folder of JSONL files, or a run folder (see module docstring)."""
+    """Trajectories from a JSONL file (plain, .xz or .gz), a folder of them, or a run folder (see module
+    docstring). A relative path that does not exist is looked up in the data folder (``dc-trajectories``)."""
     p = Path(path).expanduser()
+    if not p.exists():
+        p = _in_data_folder(p) or p
     if p.is_file():
         return [load_jsonl(p)]
     if p.is_dir():
         if (p / "run.sqlite").is_file():
             return load_run_folder(p)
-        files = sorted(p.glob("*.jsonl"))
+        files = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(_JSONL))
         if not files:
             raise ReplayInputError(f"{p}: no *.jsonl files and no run.sqlite")
         return [load_jsonl(f) for f in files]

@@ -31,7 +31,8 @@ def add_replay_parser(subparsers) -> argparse.ArgumentParser:
                                              "timeline, recall of destructive steps)")
     p.add_argument("inputs", nargs="+", help="trajectory JSONL file(s): ours (memory_before/memory_after), Dynamic "
                                              "Cheatsheet's per-step log or its published result file (final_cheatsheet"
-                                             " per task), detected per file; folder(s) of them; or run folder(s)")
+                                             " per task), detected per file (.xz/.gz too); folder(s) of them; run "
+                                             "folder(s); or dc-trajectories, the shipped Dynamic Cheatsheet runs")
     p.add_argument("--encoder", default="hashing,minilm", help="comma-separated encoder specs (default hashing,minilm)")
     p.add_argument("--warmup", default="0,20", help="comma-separated warm-up lengths (default 0,20)")
     p.add_argument("--z-source", default="memory", help="memory (phi of whole memories, the paper), items (phi of "

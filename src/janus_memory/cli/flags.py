@@ -204,7 +204,8 @@ def _add_data_options(g, *, demo: bool, names: dict[str, str], grid: bool) -> No
         g.add_argument("--faithful", action="store_true", default=None,
                        help="score with the paper's own checker where it differs (math: exact match of the last box)")
     g.add_argument("--data-dir", metavar="DIR",
-                   help="folder with the benchmark files (default: $JANUS_DATA_DIR or ../shared/data)")
+                   help="folder with the benchmark files, laid out as the package's own copy (gsm8k/test.jsonl, ...; "
+                        "plain, .xz or .gz) (default: $JANUS_DATA_DIR, else the data shipped in the package)")
     if not grid:
         g.add_argument("--seed", type=int, help=SEED_HELP)
     g.add_argument("--preset", choices=["paper", "small"],

@@ -16,8 +16,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from janus_memory.encoders.sqlite_wal import WriteFailures, cache_file, connect_shared, open_failure
 from janus_memory.errors import ConfigError
-from janus_memory.sqlite_wal import WriteFailures, cache_file, connect_shared, open_failure
 
 
 @runtime_checkable

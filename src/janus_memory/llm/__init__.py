@@ -1,6 +1,6 @@
 """LLM layer: one client (cache, retries, concurrency, usage) over OpenAI-HTTP, embedded llama.cpp and fake backends,
-and fetching the embedded model (model_fetch.py). May import the foundation modules only (errors, values,
-interrupts); nothing above it.
+and fetching the embedded model (model_fetch.py). May import the foundation modules (errors, values, interrupts)
+and the SQLite opening the embedding cache shares (encoders/sqlite_wal.py); nothing above it.
 
 See docs/llm.md. Public names::
 

@@ -17,7 +17,8 @@ warning and a new cache is started; the run goes on.
 Which model answered: the key holds the backend identity (URL and the model asked for); the entry holds the model
 the server reported (``ChatResult.model``, ``fingerprint``). The client (llm/client.py) refuses to replay an entry
 whose reported model differs from the one this run's server reports.
-Safe under concurrent writers (threads and processes): opened with :func:`janus_memory.sqlite_wal.connect_shared`
+Safe under concurrent writers (threads and processes): opened with 
+:func:`janus_memory.encoders.sqlite_wal.connect_shared`
 (WAL journal, ``busy_timeout``, the opening steps that SQLite does not wait on retried) and ``INSERT OR IGNORE``
 (the first writer of a key wins; later identical keys are no-ops).
 A cache that cannot be opened (``--cache-dir`` naming a file, no permission, not an SQLite file) raises
@@ -35,13 +36,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from janus_memory.encoders.sqlite_wal import WriteFailures, cache_file, connect_shared, open_failure
 from janus_memory.llm.base import (
     ChatRequest,
     canonical_json,
     result_from_dict,
     result_to_dict,
 )
-from janus_memory.sqlite_wal import WriteFailures, cache_file, connect_shared, open_failure
 from janus_memory.values import ChatResult
 
 CACHE_FILENAME = "responses.sqlite"

@@ -1,8 +1,9 @@
 """APIBench-HF family (Gorilla, Patil et al.): loader, prompt, ``<<<api_call>>>`` extraction and AST matching.
 
-Sources: shared/data/apibench/huggingface_eval.jsonl (911 questions with gold ``api_call`` and ``api_data``) and
-huggingface_api.jsonl (936 API-doc records = the API database). Scoring follows the Gorilla AST evaluator as the paper's
-code uses it (docs/research-notes.md §6.2), re-implemented with Python's ``ast`` instead of tree-sitter:
+Sources (the data folder of tasks/data.py): apibench/huggingface_eval.jsonl (911 questions with gold ``api_call`` and
+``api_data``) and huggingface_api.jsonl (936 API-doc records = the API database). Scoring follows the Gorilla AST
+evaluator as the paper's code uses it (docs/research-notes.md §6.2), re-implemented with Python's ``ast`` instead of
+tree-sitter:
 - take the text after the last ``<<<api_call>>>:`` up to the next ``<<<`` field (no field -> unparsed, C18); Markdown
   emphasis around the markers (``**<<<api_call>>>**:``, ``**<<<api_call>>>:**``) and list bullets are tolerated;
 - parse it (with small repairs for what tree-sitter tolerates: a trailing period, wrapping quotes, trailing prose after
@@ -57,7 +58,7 @@ from .apibench_match import (  # noqa: F401 (re-exported)
     parse_api_call,
 )
 from .base import TaskFamily, output_text
-from .data import ENV_DATA_DIR, read_jsonl, require_file, resolve_data_dir, shuffled_slice
+from .data import find_source, read_jsonl, shuffled_slice
 
 HF_DOMAINS = (
     "Multimodal Feature Extraction, Multimodal Text-to-Image, Multimodal Image-to-Text, Multimodal Text-to-Video, "
@@ -89,12 +90,9 @@ COMMON_METHODS = frozenset((
     "encode_multi_process save load predict_proba transform fit score").split())
 
 
-def _api_dir(data_dir) -> Path:
-    return resolve_data_dir(data_dir) / "apibench"
-
-
-def _fix() -> str:
-    return f"pass --data-dir or set {ENV_DATA_DIR} to a folder containing apibench/huggingface_eval.jsonl"
+def _api_file(data_dir, name: str) -> Path:
+    """``apibench/<name>`` of the data folder (tasks/data.py: --data-dir, JANUS_DATA_DIR, else the shipped copy)."""
+    return find_source(data_dir, f"apibench/{name}", f"APIBench {name}")
 
 
 def _instruction(code: str) -> str:
@@ -119,8 +117,7 @@ def load_apibench_hf(split: str, *, data_dir=None, seed: int = 0, apibench_split
         raise ValueError(f"apibench_split must be one of {tuple(APIBENCH_SPLITS)}, got {apibench_split!r}")
     if apibench_question not in APIBENCH_QUESTIONS:
         raise ValueError(f"apibench_question must be one of {APIBENCH_QUESTIONS}, got {apibench_question!r}")
-    d = _api_dir(data_dir)
-    p = require_file(d / "huggingface_eval.jsonl", "APIBench huggingface_eval.jsonl", _fix())
+    p = _api_file(data_dir, "huggingface_eval.jsonl")
     question = (lambda code: code.strip()) if apibench_question == "code" else _instruction
     tasks = [Task(id=f"apibench_hf:{i + 1}", dataset="apibench_hf", question=question(r["code"]), gold=r["api_call"],
                   meta={"domain": r["api_data"]["domain"], "api_name": r["api_data"].get("api_name", ""),
@@ -362,10 +359,12 @@ class APIBenchFamily(TaskFamily):
 
     @property
     def database(self) -> APIDatabase:
-        d = _api_dir(self._data_dir)
-        p = require_file(d / "huggingface_api.jsonl", "APIBench huggingface_api.jsonl", _fix())
-        e = d / "huggingface_eval.jsonl"
-        return load_api_database(str(p), str(e) if e.is_file() else None)
+        p = _api_file(self._data_dir, "huggingface_api.jsonl")
+        try:
+            e: Path | None = _api_file(self._data_dir, "huggingface_eval.jsonl")
+        except FileNotFoundError:
+            e = None
+        return load_api_database(str(p), str(e) if e is not None else None)
 
     def prompt(self, task: Task) -> str:
         return self._template.substitute(question=task.question, domains=HF_DOMAINS)
@@ -376,7 +375,7 @@ class APIBenchFamily(TaskFamily):
         real one of the database is never a hallucination (our strict flag is kept as ``strict_hallucination``)."""
         from .apibench_paper import authors_verdict, load_pool
 
-        api = require_file(_api_dir(self._data_dir) / "huggingface_api.jsonl", "APIBench huggingface_api.jsonl", _fix())
+        api = _api_file(self._data_dir, "huggingface_api.jsonl")
         correct, hallucinated, reason = authors_verdict(text, (task.meta or {}).get("domain", ""), load_pool(str(api)))
         real = isinstance(strict.extracted, str) and self.database.real_ids(strict.extracted)
         return correct, {"hallucination": hallucinated and not real, "paper_reason": reason,

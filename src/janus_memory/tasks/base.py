@@ -23,7 +23,7 @@ from janus_memory.registry import DATASETS as DATASET_REGISTRY
 from janus_memory.registry import FAMILIES
 from janus_memory.values import ChatResult, Score, Task
 
-from .data import sha256_file, sha256_text
+from .data import data_identity, sha256_text
 
 SPLITS = ("stream", "test", "all")
 
@@ -72,7 +72,7 @@ class DatasetSpec:
     table_rank: int | None = None  # column order of the paper's Table 1 (None: after those, alphabetically)
     needs_data: bool = True  # False: generated in the package (tasks/rules.py), no data folder is read
     options: tuple[str, ...] = ()  # keyword options the loader takes from the run settings (GPQA: option_order)
-    fetch: str = ""  # data the shipped folder (../shared/data) lacks: what to fetch and where it goes, in one line
+    fetch: str = ""  # data the package does not ship (tasks/shipped): what to fetch and where it goes, in one line
     test_only: bool = False  # no stream split: the test split of another dataset, not one `janus run` takes
     sized: bool = False  # the stream is laid out for the length asked for: load_split passes it as ``size``
 
@@ -126,7 +126,7 @@ for _name, _disp, _rank in (("math500", "MATH500", 0), ("gpqa", "GPQA", 1), ("mm
                             ("rules", "Rules (generated)", None), ("rules_small", "Rules-small (generated)", None),
                             ("rules_late", "Rules-late (generated)", None)):
     DATASETS[_name] = dataclasses.replace(DATASETS[_name], display_name=_disp, table_rank=_rank)
-# what the shipped data folder lacks (the loaders' errors say the same when the file is missing)
+# what the package's shipped data lacks (the loaders' errors say the same when the file is missing)
 MATH_TRAIN_FETCH = ("Hendrycks MATH train (the train/ folder of github.com/hendrycks/math, or a train jsonl/parquet), "
                     "then set JANUS_MATH_TRAIN_PATH to it")
 DATASETS["math"] = dataclasses.replace(DATASETS["math"], fetch=MATH_TRAIN_FETCH)
@@ -138,8 +138,8 @@ DATASETS["math500"] = dataclasses.replace(DATASETS["math500"], test_only=True,
 
 
 def dataset_groups() -> dict[str, list[str]]:
-    """Registered dataset names by what a run on them needs: ``shipped`` (runs with the data folder as it ships,
-    ../shared/data; a plugin's datasets too), ``generated`` (made in the package from the seed, no data read:
+    """Registered dataset names by what a run on them needs: ``shipped`` (runs on the data shipped in the package,
+    tasks/shipped; a plugin's datasets too), ``generated`` (made in the package from the seed, no data read:
     ``DatasetSpec.needs_data`` False), ``fetch`` (a file to fetch first, ``DatasetSpec.fetch``) and ``test_only``
     (no stream split)."""
     out: dict[str, list[str]] = {"shipped": [], "generated": [], "fetch": [], "test_only": []}
@@ -182,8 +182,8 @@ def load_split(dataset: str, split: str = "stream", *, data_dir=None, seed: int 
     ids = [t.id for t in tasks]
     if len(set(ids)) != len(ids):
         raise _duplicate_id_error(dataset, split, tasks, files)
-    file_info: list[dict[str, Any]] = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size}
-                                       for p in files]
+    file_info: list[dict[str, Any]] = [dict(zip(("path", "sha256", "bytes"), (str(p), *data_identity(p))))
+                                       for p in files]  # sha256 and bytes of the content, uncompressed
     if not file_info:  # generated tasks (no source file): the hash of their content, so a changed generator shows
         digest = sha256_text(json.dumps([[t.id, t.question, t.gold] for t in tasks], ensure_ascii=False))
     elif len(file_info) == 1:

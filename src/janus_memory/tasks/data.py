@@ -1,19 +1,27 @@
-"""Data-directory resolution, file hashing and the seeded shuffles that define the paper's splits.
+"""Data-folder resolution, reading the (possibly compressed) data files, file hashing and the seeded shuffles that
+define the paper's splits.
 
-Resolution order for the benchmark data folder (docs/research-notes.md §6.2; shared/data/README.md):
+Where the benchmark data is read from (docs/tasks.md, "Where data comes from"):
 1. the explicit ``data_dir`` argument (the CLI's ``--data-dir``);
 2. the ``JANUS_DATA_DIR`` environment variable;
-3. ``../shared/data`` relative to the current directory, then relative to the repository root.
+3. the copy shipped inside the package (``tasks/shipped/<dataset>/``: xz-compressed files, each folder with a
+   SOURCE.md giving the source, the licence and the sha256 of every file uncompressed, checked on every read).
 
-Dataset-specific user files (not shipped): ``JANUS_MATH_TRAIN_PATH`` (Hendrycks MATH train) and
-``JANUS_GPQA_PATH`` (the GPQA CSV files).
+A data folder has the shipped layout (``gsm8k/test.jsonl``, ``aime/aime24.jsonl``, ...); each file may be plain or
+compressed (``<name>.xz``, ``<name>.gz``). Dataset-specific user files (not shipped): ``JANUS_MATH_TRAIN_PATH``
+(Hendrycks MATH train) and ``JANUS_GPQA_PATH`` (the GPQA CSV files).
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
+import lzma
 import os
 import random
+import re
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -23,45 +31,81 @@ ENV_DATA_DIR = "JANUS_DATA_DIR"
 ENV_MATH_TRAIN = "JANUS_MATH_TRAIN_PATH"
 ENV_GPQA = "JANUS_GPQA_PATH"
 
-_REPO_ROOT = Path(__file__).resolve().parents[3]
+#: the benchmark data inside the package (tasks/shipped/README.md)
+SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
+#: compressed forms a data file may take, tried in this order after the plain name
+COMPRESSED_SUFFIXES = (".xz", ".gz")
+_REINSTALL = "reinstall janus-memory, or pass --data-dir to a folder holding the file"
 
 
-def default_data_dirs() -> list[Path]:
-    """Candidate locations of the shared data folder, most specific first (may not exist)."""
-    out: list[Path] = []
-    env = os.environ.get(ENV_DATA_DIR)
-    if env:
-        out.append(Path(env).expanduser())
-    out.append(Path.cwd() / ".." / "shared" / "data")
-    out.append(_REPO_ROOT.parent / "shared" / "data")
-    return out
+class DataFileError(ConfigError):
+    """A data file that cannot be used: damaged compressed data, or bytes whose sha256 is not the one its SOURCE.md
+    lists. One line naming the file and the fix."""
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
-    """Return the data folder to read (explicit argument wins; else env var; else ../shared/data).
+    """The data folder to read: the explicit argument, else ``JANUS_DATA_DIR``, else the copy shipped in the package.
 
-    Raises FileNotFoundError naming the paths tried and how to fix it.
-    """
+    Raises FileNotFoundError naming the folder and the fix when the one chosen does not exist."""
     if data_dir is not None:
         p = Path(data_dir).expanduser()
-        if not p.exists():
-            raise FileNotFoundError(f"data dir {p} does not exist (fix: pass an existing --data-dir or set {ENV_DATA_DIR})")
+        if not p.is_dir():
+            raise FileNotFoundError(f"data dir {p} {_not_a_folder(p)} (fix: pass an existing --data-dir, or leave it "
+                                    "out to use the data shipped in the package)")
         return p.resolve()
-    tried = default_data_dirs()
-    for p in tried:
-        if p.is_dir():
-            return p.resolve()
-    raise FileNotFoundError(
-        "benchmark data folder not found; tried " + ", ".join(str(p) for p in tried)
-        + f" (fix: pass --data-dir or set {ENV_DATA_DIR} to the folder holding math500/, gsm8k/, ...)"
-    )
+    env = os.environ.get(ENV_DATA_DIR)
+    if env:
+        p = Path(env).expanduser()
+        if not p.is_dir():
+            raise FileNotFoundError(f"{ENV_DATA_DIR}={env} {_not_a_folder(p)} (fix: point it at a folder holding "
+                                    f"gsm8k/, math500/, ..., or unset {ENV_DATA_DIR} to use the data shipped in the "
+                                    "package)")
+        return p.resolve()
+    if not SHIPPED_DIR.is_dir():
+        raise FileNotFoundError(f"the data shipped in the package is missing ({SHIPPED_DIR}); fix: {_REINSTALL}")
+    return SHIPPED_DIR
+
+
+def _not_a_folder(p: Path) -> str:
+    return "is not a folder" if p.exists() else "does not exist"
+
+
+def data_source(data_dir: str | os.PathLike | None = None) -> str:
+    """Which data folder :func:`resolve_data_dir` picks, in words: ``--data-dir``, ``JANUS_DATA_DIR`` or
+    ``shipped``."""
+    if data_dir is not None:
+        return "--data-dir"
+    return ENV_DATA_DIR if os.environ.get(ENV_DATA_DIR) else "shipped"
+
+
+def missing_fix(data_dir, rel: str) -> str:
+    """The fix to print when ``rel`` is absent from the data folder :func:`resolve_data_dir` picked."""
+    where = data_source(data_dir)
+    if where == "--data-dir":
+        return (f"pass a --data-dir holding {rel} (plain, .xz or .gz), or leave --data-dir out to use the data "
+                "shipped in the package")
+    if where == ENV_DATA_DIR:
+        return (f"put {rel} (plain, .xz or .gz) in the folder {ENV_DATA_DIR} names, or unset {ENV_DATA_DIR} to use "
+                "the data shipped in the package")
+    return f"the package's shipped data lacks it: {_REINSTALL}"
 
 
 def require_file(path: Path, what: str, fix: str) -> Path:
-    """Return ``path`` if it is a file, else raise FileNotFoundError naming the path and the fix."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} not found at {path} (fix: {fix})")
-    return path
+    """``path`` if it is a file, else its compressed form (``path.xz``, ``path.gz``) if that is; else
+    FileNotFoundError naming the path and the fix."""
+    if path.is_file():
+        return path
+    for suffix in COMPRESSED_SUFFIXES:
+        packed = path.with_name(path.name + suffix)
+        if packed.is_file():
+            return packed
+    raise FileNotFoundError(f"{what} not found at {path} (fix: {fix})")
+
+
+def find_source(data_dir, rel: str, what: str) -> Path:
+    """A dataset file ``rel`` (e.g. ``gsm8k/test.jsonl``) in the data folder :func:`resolve_data_dir` picks, plain or
+    compressed. Raises FileNotFoundError naming the path tried and the fix."""
+    return require_file(resolve_data_dir(data_dir) / rel, what, missing_fix(data_dir, rel))
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -75,6 +119,64 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# a SOURCE.md table row: | `name.xz` | `<sha256 of the uncompressed file>` | <bytes uncompressed> | ...
+_LISTED = re.compile(r"^\|\s*`([^`/]+)`\s*\|\s*`([0-9a-f]{64})`\s*\|\s*(\d+)\s*\|", re.M)
+_IDENTITY: dict[tuple[str, int, int], tuple[str, int]] = {}  # (path, mtime_ns, size) -> (sha256, bytes) unpacked
+
+
+def listed_checksums(folder: str | os.PathLike) -> dict[str, tuple[str, int]]:
+    """``{file name: (sha256, bytes)}`` of the uncompressed files the SOURCE.md in ``folder`` lists (its table of
+    shipped files); empty when there is no SOURCE.md or no such table."""
+    try:
+        text = (Path(folder) / "SOURCE.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return {m.group(1): (m.group(2), int(m.group(3))) for m in _LISTED.finditer(text)}
+
+
+def read_data_bytes(path: str | os.PathLike) -> bytes:
+    """The bytes of a data file, uncompressed when its name ends in .xz or .gz. When the SOURCE.md beside it lists
+    the file, the sha256 and size of those bytes must be the listed ones.
+
+    Raises :class:`DataFileError` (one line naming the file and the fix) for compressed data that is cut short or
+    corrupt and for bytes that differ from the listed ones."""
+    path = Path(path)
+    kind = {".xz": "xz", ".gz": "gzip"}.get(path.suffix)
+    try:
+        if kind is None:
+            data = path.read_bytes()
+        else:
+            with (lzma.open(path) if kind == "xz" else gzip.open(path)) as f:
+                data = f.read()
+    except EOFError:
+        raise DataFileError(f"{path}: the {kind} data is cut short (the file ends before its end-of-stream mark); "
+                            f"fix: {_REINSTALL}") from None
+    except (lzma.LZMAError, gzip.BadGzipFile, zlib.error) as e:
+        raise DataFileError(f"{path}: not readable {kind} data ({e}); fix: {_REINSTALL}") from None
+    digest = hashlib.sha256(data).hexdigest()
+    listed = listed_checksums(path.parent).get(path.name)
+    if listed is not None and listed != (digest, len(data)):
+        raise DataFileError(f"{path}: uncompressed it has sha256 {digest[:16]}… and {len(data)} bytes, its "
+                            f"SOURCE.md lists {listed[0][:16]}… and {listed[1]} bytes: the file is damaged or was "
+                            f"changed; fix: {_REINSTALL}")
+    st = path.stat()
+    _IDENTITY[(str(path), st.st_mtime_ns, st.st_size)] = (digest, len(data))
+    return data
+
+
+def data_identity(path: str | os.PathLike) -> tuple[str, int]:
+    """(sha256, size in bytes) of a data file's content, uncompressed: a run on the shipped ``test.jsonl.xz`` and one
+    on a plain copy of ``test.jsonl`` record the same dataset hash."""
+    path = Path(path)
+    if path.suffix not in COMPRESSED_SUFFIXES:
+        return sha256_file(path), path.stat().st_size
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _IDENTITY:
+        read_data_bytes(path)
+    return _IDENTITY[key]
 
 
 class DataRecordError(ConfigError, KeyError):
@@ -120,12 +222,12 @@ def _as_record(obj: dict, where: str) -> Record:
 
 
 def read_jsonl(path: str | os.PathLike) -> list[Record]:
-    """Read a JSON Lines file (blank lines skipped) into :class:`Record` objects.
+    """Read a JSON Lines file (plain, .xz or .gz; blank lines skipped) into :class:`Record` objects.
 
     Raises ConfigError naming the file and line: not UTF-8, a line that is not JSON, a line that is not an object."""
     out: list[Record] = []
     try:
-        with open(path, encoding="utf-8") as f:
+        with io.TextIOWrapper(io.BytesIO(read_data_bytes(path)), encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -172,67 +274,6 @@ def seeded_shuffle(items: Iterable[Any], seed: int) -> list[Any]:
     out = list(items)
     random.Random(seed).shuffle(out)
     return out
-
-
-# ------------------------------------------------------------------ local Hugging Face hub cache (offline fallback)
-
-#: our relative path -> (Hugging Face dataset repo, file glob inside a snapshot). Same records/fields as our files.
-HF_SOURCES: dict[str, tuple[str, str]] = {
-    "math500/test.jsonl": ("HuggingFaceH4/MATH-500", "test.jsonl"),
-    "gsm8k/test.jsonl": ("openai/gsm8k", "main/test-*.parquet"),
-    "humaneval/HumanEval.jsonl": ("openai/openai_humaneval", "openai_humaneval/test-*.parquet"),
-    "mmlu_pro/test.jsonl": ("TIGER-Lab/MMLU-Pro", "data/test-*.parquet"),
-}
-
-
-def hf_hub_cache_dirs() -> list[Path]:
-    out = []
-    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if os.environ.get(var):
-            out.append(Path(os.environ[var]).expanduser())
-    if os.environ.get("HF_HOME"):
-        out.append(Path(os.environ["HF_HOME"]).expanduser() / "hub")
-    out.append(Path.home() / ".cache" / "huggingface" / "hub")
-    return out
-
-
-def hf_cached_file(repo_id: str, pattern: str) -> Path | None:
-    """A file of a dataset already in the local Hugging Face hub cache (no network), newest snapshot first."""
-    folder = "datasets--" + repo_id.replace("/", "--")
-    for root in hf_hub_cache_dirs():
-        snaps = root / folder / "snapshots"
-        if not snaps.is_dir():
-            continue
-        for snap in sorted(snaps.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
-            hits = sorted(snap.glob(pattern))
-            if hits:
-                return hits[0]
-    return None
-
-
-def find_source(data_dir, rel: str, what: str) -> Path:
-    """Locate a dataset file: explicit ``data_dir`` only; else the default data folder, then the local HF hub cache.
-
-    Raises FileNotFoundError naming the path tried and the fixes (``--data-dir``, JANUS_DATA_DIR, HF cache).
-    """
-    if data_dir is not None:
-        return require_file(resolve_data_dir(data_dir) / rel, what,
-                            f"pass a --data-dir (or set {ENV_DATA_DIR} and drop --data-dir) to a folder containing {rel}")
-    tried = []
-    try:
-        p = resolve_data_dir(None) / rel
-        if p.is_file():
-            return p
-        tried.append(str(p))
-    except FileNotFoundError:
-        tried.append("../shared/data (missing)")
-    if rel in HF_SOURCES:
-        hit = hf_cached_file(*HF_SOURCES[rel])
-        if hit is not None:
-            return hit
-        tried.append(f"HF cache {HF_SOURCES[rel][0]}")
-    raise FileNotFoundError(f"{what} not found (tried {', '.join(tried)}); fix: pass --data-dir or set {ENV_DATA_DIR} "
-                            f"to a folder containing {rel}, or put the dataset in the local Hugging Face cache")
 
 
 def read_records(path: str | os.PathLike) -> list[Record]:

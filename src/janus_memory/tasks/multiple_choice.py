@@ -1,7 +1,7 @@
 """Multiple-choice family: GPQA (A-D, bring-your-own CSV) and MMLU-Pro Engineering / Physics (A-J).
 
-Sources: shared/data/mmlu_pro/test.jsonl (Oct-2024 revision; gold = the ``answer`` letter, which is right even where
-``answer_index`` disagrees, e.g. question 3983) and the user's GPQA CSV files (official columns: Question,
+Sources: mmlu_pro/test.jsonl of the data folder (Oct-2024 revision; gold = the ``answer`` letter, which is right even
+where ``answer_index`` disagrees, e.g. question 3983) and the user's GPQA CSV files (official columns: Question,
 Correct Answer, Incorrect Answer 1-3, Record ID). No GPQA text is shipped or logged by this module.
 """
 from __future__ import annotations

@@ -27,7 +27,7 @@ Presets (``docs/fidelity.md`` has the rule-by-rule table):
     LAST-block extraction with explicit rejection reasons, no presence penalty, no code execution.
   Options: ``extraction`` "first" | "last"; ``fallback`` "previous" | "dc_original" (the original Dynamic
   Cheatsheet: an unparsable curator reply deploys the retrieved-pairs block, how the destructive updates in
-  ../shared/data/dc-trajectories arose); ``parse_reasoning`` (parsers also see the model's thinking text, as the
+  the shipped dc-trajectories arose); ``parse_reasoning`` (parsers also see the model's thinking text, as the
   authors' vLLM path returns it; thinking first); ``curator_input`` "task_prompt" | "question"; ``faithful=True``
   reproduces DC's own extractor (split on the first opening tag, partial text deployed) and wins over
   ``extraction``.

@@ -9,10 +9,10 @@ import sqlite3
 import numpy as np
 import pytest
 
-from janus_memory import sqlite_wal
+from janus_memory.encoders import sqlite_wal
 from janus_memory.encoders.base import EmbeddingDiskCache
+from janus_memory.encoders.sqlite_wal import connect_shared, retry_busy
 from janus_memory.llm.cache import CacheError, ResponseCache
-from janus_memory.sqlite_wal import connect_shared, retry_busy
 from janus_memory.values import ChatResult
 
 

@@ -9,6 +9,10 @@ that. :func:`connect_shared` retries those steps until ``timeout`` seconds have 
 The two caches built on it (the response cache, the embedding cache) also share how a path names their file
 (:func:`cache_file`), the one line an unusable file gets (:func:`open_failure`), and what a write that cannot be made
 does (:class:`WriteFailures`: the run goes on, warned once).
+
+It lives in encoders/ (the embedding cache) and the response cache (llm/cache.py) imports it from here: importing
+``janus_memory.encoders`` costs about 0.15 s, ``janus_memory.llm`` (its backends, the openai SDK) about 0.8 s, which
+`janus replay` and the other encoder-only commands would pay for nothing. Standard library only.
 """
 from __future__ import annotations
 
