@@ -381,3 +381,90 @@ def test_share_table_is_the_issue_24_yardstick():
         "| rec | n/a (always − blind is -1.00: no gain to share) | 0.12 [0.10, 0.20] | 0.12 |")
     assert boot_ratio([-2.0, -2.0], [-1.0, -1.0])[0] == 2.0  # a plain ratio stays a ratio
     assert all(math.isnan(x) for x in boot_ratio([-2.0, -2.0], [-1.0, -1.0], positive_den=True))
+
+
+# ----------------------------------------------------------------------------- late knowledge and noise settings
+
+
+def test_a_late_candidate_is_worth_nothing_on_every_task_seen_and_something_on_tasks_to_come():
+    from janus_memory.bench.world import SETTINGS
+
+    cfg = WorldConfig.from_dict({**WorldConfig().to_dict(), **SETTINGS["s5"]})
+    w = World(cfg, 7)
+    up = WorldUpdater(w)
+    mem, lates = w.empty, 0
+    for t in range(cfg.n_steps):
+        cand, kind = up.propose(mem, t)
+        if kind == "late":
+            lates += 1
+            item = cand.items[-1]
+            assert item.kind == "late"
+            seen = {(x.cluster, x.subtopic) for x in w.stream[:t + 1]}
+            assert all(item.effect[c_, s_] == 0 for c_, s_ in seen)  # worth nothing on every task seen so far
+            assert any(item.effect[x.cluster, x.subtopic] > 0 for x in w.stream[t + 1:])  # and something later
+            if len(mem.items) < cfg.max_items and not mem.dump:  # nothing dropped: the whole candidate ties on them
+                past = w.stream[:t + 1]
+                assert np.array_equal(w.solve_prob(cand, past), w.solve_prob(mem, past))
+                assert w.true_accuracy(cand) > w.true_accuracy(mem)
+        mem = cand
+    assert lates >= 0.3 * cfg.n_steps  # the setting's promise: at least 30% of candidates are late knowledge
+
+
+def test_a_late_candidate_falls_back_to_general_once_every_cell_was_seen():
+    w = World(dataclasses.replace(SMALL, mix={"late": 1.0}), 0)
+    up = WorldUpdater(w)
+    last = int(w.first_seen.max())
+    assert last < SMALL.n_steps - 1  # every cell is seen before the end of this small stream
+    assert up.propose(w.empty, last)[1] == "general" and up.propose(w.empty, 0)[1] == "late"
+
+
+def test_a_noisy_flip_is_represented_in_both_noise_models():
+    from janus_memory.bench.world import SETTINGS
+
+    # fresh: the same memory on the same task answers differently across calls
+    cfg = WorldConfig.from_dict({**WorldConfig().to_dict(), **SETTINGS["s6"]})
+    w = World(cfg, 3)
+    ev = WorldEvaluator(w)
+    task = w.stream[0]
+    answers = {tuple(ev(w.empty.text, [task] * 40))}
+    answers |= {tuple(ev(w.empty.text, [task] * 40)) for _ in range(3)}
+    flat = [a for run in answers for a in run]
+    assert True in flat and False in flat and ev.calls == 160
+    # keyed, coupling < 1: a rewording (the same truth) answers some task differently from the memory it rewords
+    wk = World(dataclasses.replace(SMALL, mix={"reword": 1.0}), 0)
+    up = WorldUpdater(wk)
+    m0, _ = up.propose(wk.empty, 0)
+    m1, kind = up.propose(m0, 1)
+    assert kind == "reword" and wk.true_accuracy(m1) == wk.true_accuracy(m0)
+    evk = WorldEvaluator(wk)
+    a0, a1 = evk(m0.text, wk.stream), evk(m1.text, wk.stream)
+    assert a0 != a1
+    assert evk(m0.text, wk.stream) == a0  # a repeat is the cached answer
+
+
+def test_the_named_settings_are_listed_and_apply(capsys):
+    import argparse
+
+    from janus_memory.bench.cli import add_world_parser, world_config_from_args
+    from janus_memory.bench.world import SETTING_TEXT, SETTINGS
+
+    assert set(SETTINGS) == set(SETTING_TEXT) and {"s5", "s6"} <= set(SETTINGS)
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers()
+    add_world_parser(sub)
+    args = p.parse_args(["world", "--setting", "s6", "--set", "coupling=0.2"])
+    c = world_config_from_args(args)
+    assert (c.eval_noise, c.drift, c.mix["late"], c.coupling) == ("fresh", 0.9, 0.4, 0.2)
+    with pytest.raises(SystemExit):
+        p.parse_args(["world", "--setting", "s9"])
+    assert "s9" in capsys.readouterr().err
+    help_text = sub.choices["world"].format_help()
+    assert "s5" in help_text and "late knowledge" in help_text
+
+
+def test_episode_metrics_count_genuine_and_late_candidates_rolled_back():
+    ep = {"acc": np.array([0.5, 0.5, 0.6, 0.6]), "cand_gain": np.array([0.1, -0.05, 0.1, 0.02]),
+          "accepted": np.array([False, False, True, False]), "triggered": np.ones(4, bool),
+          "kinds": ["late", "specific", "general", "late"], "evaluator_calls": 8}
+    m = episode_metrics(ep, None, 0)
+    assert (m["genuine"], m["genuine_rolled_back"], m["late"], m["late_rolled_back"]) == (3, 2, 2, 2)

@@ -61,13 +61,20 @@ class SequentialRule:
     def text(self, c: JanusConfig) -> str:
         reuse = "; the deployed memory's measured outcomes reused" if c.reuse.old_results else ""
         tasks = "1 task" if c.decision.seq_round == 1 else f"{c.decision.seq_round} tasks"
-        if c.decision.seq_deploy_margin:
-            lead = "1 task" if c.decision.seq_deploy_margin == 1 else f"{c.decision.seq_deploy_margin} tasks"
-            quiet = "deployed" if c.decision.seq_quiet_deploy else "rolled back"
+        dc = c.decision
+        innocent = (f"deployed unless the old memory leads by {dc.seq_rollback_lead} tasks on the tasks read "
+                    "(innocent until shown harmful)")
+        if dc.seq_rollback_lead and dc.seq_innocent == "all":
+            end = f"then {innocent}"
+        elif dc.seq_deploy_margin:
+            lead = "1 task" if dc.seq_deploy_margin == 1 else f"{dc.seq_deploy_margin} tasks"
+            quiet = "deployed" if dc.seq_quiet_deploy else "rolled back"
             end = (f"then deployed only when the candidate leads by {lead} on the tasks read (none disagreeing: "
                    f"{quiet})")
         else:
             end = "then the paper's rule on the tasks read"
+        if dc.seq_rollback_lead and dc.seq_innocent == "additions":
+            end += f"; a candidate that only adds lines is {innocent}"
         return (f"Wald's sequential test on the tasks the memories disagree on (alpha {c.decision.seq_alpha:g}, beta "
                 f"{c.decision.seq_beta:g}, theta {c.decision.seq_theta:g}), {tasks} a round, {end}{reuse}")
 

@@ -39,7 +39,8 @@ class PanelSet(EvalSetStrategy):
         return {"panel": self.config.eval_set.panel_size}
 
     def text(self) -> str:
-        return f"a panel of {self.config.eval_set.panel_size} seen tasks"
+        touched = ", those the changed lines touch first" if self.config.eval_set.panel_order == "touched" else ""
+        return f"a panel of {self.config.eval_set.panel_size} seen tasks{touched}"
 
     def cell(self) -> str:
         return f"panel {self.config.eval_set.panel_size}"
