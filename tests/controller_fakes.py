@@ -61,7 +61,8 @@ class LateRules:
     """
 
     REGIONS = ("Norway", "Chile", "Kenya", "Japan", "Peru", "Canada")
-    FEES = ("handling fee", "customs surcharge", "pallet deposit", "insurance levy", "fuel supplement", "storage charge")
+    FEES = ("handling fee", "customs surcharge", "pallet deposit", "insurance levy", "fuel supplement",
+            "storage charge")
     AMOUNTS = (7, 12, 31, 4, 18, 25)
 
     def __init__(self, warmup: int = 20, follow: int = 6, harm: dict | None = None, noise: float = 0.0,

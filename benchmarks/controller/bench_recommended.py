@@ -1,8 +1,10 @@
-"""The recommended controller against always-compare, per world setting (issue 24).
+"""The recommended controller against always-compare, per world setting.
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/controller/bench_recommended.py --first-seed 300 --seeds 60   # judging: 5 settings
+    PYTHONPATH=src python benchmarks/controller/bench_recommended.py --first-seed 2000 --seeds 60   # judging: 7 settings
+    ... --only blind,always --per-seed base.jsonl     # some rows only; pool_recommended.py joins the lines
+    ... --variants 'n8=seq_max_pairs=8;lead2=seq_rollback_lead=2' --lead-to-deploy   # frontier rows
     PYTHONPATH=src python benchmarks/controller/bench_recommended.py --tuning         # tuning: default world, seeds 100-119
     PYTHONPATH=src python benchmarks/controller/bench_recommended.py --settings default --seeds 5 --caps 4,8   # + frontier rows
     ... --json out.json                                                    # also write every number
@@ -20,7 +22,9 @@ judged setting (issue 24's was >= 0.90 at <= 0.25 of the raw requests).
 The judged settings were fixed in docs/bench.md before their results were seen: the default world, S1 (a low-noise
 evaluator, ``coupling=1.0``), S2 (more harmful candidates, the harsher mix), S3 (``eval_noise="fresh"``: every
 evaluation a new draw) and, since issue 36, S4 (no rewordings: the mix general .6, specific .2, overwrite .15,
-dump .05). Constants are tuned on seeds 100 and above only (``benchmarks/controller/tune_recommended.py``, which refuses the
+dump .05), and S5 / S6 (late knowledge: 40% of the candidates drawn help only topics still to come; S6 under fresh
+noise on tasks nearer 50/50). The settings are ``janus_memory.bench.world.SETTINGS``. Constants are tuned on seeds 100
+and above only (``benchmarks/controller/tune_recommended.py``, which refuses the
 judged seeds).
 
 Prints the CPU seconds and the load average (the machine is shared; no timing goal).
@@ -44,7 +48,7 @@ from janus_memory.bench.policies import PolicySpec
 from janus_memory.bench.world import SETTINGS as WORLD_SETTINGS
 from janus_memory.bench.world import WorldConfig, json_value
 from janus_memory.controller import JanusConfig
-from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_PANEL_TIES_DEPLOYED
+from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_LEAD_TO_DEPLOY
 
 SHORT = {"default": "default", "s1": "S1 coupling=1.0", "s2": "S2 harsh mix", "s3": "S3 eval_noise=fresh",
          "s4": "S4 no rewordings", "s5": "S5 late knowledge", "s6": "S6 late knowledge, fresh noise"}
@@ -64,7 +68,7 @@ HYBRID_FIXED_CAP = dict(HYBRID_BOUNDARY_FIRST, seq_max_pairs=9, seq_extend_pairs
 
 
 def policies(caps: list[int], with_paper: bool = True, hybrid_fixed_cap: bool = False,
-             hybrid_boundary_first: bool = False, panel_ties_deployed: bool = False) -> list[PolicySpec]:
+             hybrid_boundary_first: bool = False, lead_to_deploy: bool = False) -> list[PolicySpec]:
     paper = JanusConfig()
     out = [PolicySpec("blind", "blind"), PolicySpec("always", "janus", paper.replace(trigger="always"))]
     if with_paper:
@@ -78,11 +82,8 @@ def policies(caps: list[int], with_paper: bool = True, hybrid_fixed_cap: bool = 
             out.append(PolicySpec("rec-hybrid", "janus", JanusConfig.recommended(**HYBRID_BOUNDARY_FIRST)))
         else:
             print("note: --hybrid-boundary-first adds no row: recommended() is that controller", file=sys.stderr)
-    if panel_ties_deployed:
-        if JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED) != rec:
-            out.append(PolicySpec("rec-panel-ties", "janus", JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED)))
-        else:
-            print("note: --panel-ties-deployed adds no row: recommended() is that controller", file=sys.stderr)
+    if lead_to_deploy:
+        out.append(PolicySpec("old", "janus", JanusConfig(**RECOMMENDED_LEAD_TO_DEPLOY)))
     for c in caps:  # the frontier: the recommended controller with a fixed cap of c tasks (no adaptive extension)
         if c != rec.seq_max_pairs or rec.seq_extend_pairs:
             out.append(PolicySpec(f"rec-cap{c}", "janus",
@@ -167,11 +168,8 @@ def main(argv=None) -> int:
     p.add_argument("--hybrid-boundary-first", action="store_true", help="add the row of the recommended controller "
                    "on the paper's hybrid set (boundary-first "
                    "order)")
-    p.add_argument("--panel-ties-deployed", action="store_true", help="add the row of the recommended controller "
-                   "whose ties deployed (the panel read 11-19, "
-                   "judged on seeds 60-79, before the two holes were closed and the paid count existed)")
-    p.add_argument("--only", default="", help="run only these rows (comma-separated names); without blind and always "
-                   "no table is printed: write --per-seed lines and pool them (pool_recommended.py)")
+    p.add_argument("--lead-to-deploy", action="store_true", help="add the row of the controller recommended before "
+                   "(every candidate had to lead; named old)")
     p.add_argument("--json", help="write all numbers here")
     p.add_argument("--per-seed", help="append one JSON line per (setting, seed, policy): final accuracy and calls, "
                    "so seed sets can be pooled later (benchmarks/controller/pool_recommended.py)")
@@ -180,7 +178,7 @@ def main(argv=None) -> int:
         args.settings, args.first_seed = "default", 100
     caps = [int(c) for c in args.caps.split(",") if c.strip()]
     specs = policies(caps, with_paper=not args.no_paper, hybrid_fixed_cap=args.hybrid_fixed_cap,
-                     hybrid_boundary_first=args.hybrid_boundary_first, panel_ties_deployed=args.panel_ties_deployed)
+                     hybrid_boundary_first=args.hybrid_boundary_first, lead_to_deploy=args.lead_to_deploy)
     for part in filter(None, (v.strip() for v in args.variants.split(";"))):
         vname, _, opts = part.partition("=")
         over = {k.strip(): json_value(v) for k, _, v in (kv.partition("=") for kv in opts.split(",") if kv.strip())}

@@ -5,9 +5,10 @@ ends holding every rule."""
 from __future__ import annotations
 
 import pytest
-from controller_fakes import LateRules
 
+from controller_fakes import LateRules
 from janus_memory.controller import JanusConfig
+from janus_memory.controller.config import RECOMMENDED_LEAD_TO_DEPLOY
 
 
 def test_the_stream_states_most_rules_after_the_warmup_with_recalls_after_each():
@@ -43,18 +44,20 @@ def test_a_falsified_rule_and_a_wipe_are_blocked(harm):
     assert all(ok for _, what, _, ok, _ in steps if what == "adds_rule")
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_at_ten_percent_noise_every_rule_is_still_held(seed):
-    s = LateRules(noise=0.1, seed=seed)
-    steps = s.run(JanusConfig.recommended())
-    assert s.holds(steps[-1][4]) == [0, 1, 2, 3, 4, 5], [(t, r, ok) for t, w, r, ok, _ in steps if w == "adds_rule"]
+def test_at_ten_percent_noise_every_rule_is_still_held():
+    """Ten noise seeds (each a different 10% of flipped answers, fixed per memory and ticket): every one ends with
+    all six rules."""
+    for seed in range(10):
+        s = LateRules(noise=0.1, seed=seed)
+        steps = s.run(JanusConfig.recommended())
+        assert s.holds(steps[-1][4]) == [0, 1, 2, 3, 4, 5], (
+            seed, [(t, r, ok) for t, w, r, ok, _ in steps if w == "adds_rule"])
 
 
 def test_the_old_recommended_rule_froze_the_memory_on_this_stream():
-    """What the test guards against: the panel that deployed only on a lead rolled back every rule stated after the
-    warm-up (ties: nothing seen yet needs it)."""
-    lead_only = JanusConfig.recommended(seq_rollback_lead=0, seq_deploy_margin=1, seq_quiet_deploy=False,
-                                        panel_order="stable")
+    """What the test guards against: the controller recommended before, which deployed only on a lead, rolled back
+    every rule stated after the warm-up (ties: nothing seen yet needs it)."""
+    lead_only = JanusConfig(**RECOMMENDED_LEAD_TO_DEPLOY)
     s = LateRules()
     steps = s.run(lead_only)
     assert s.holds(steps[-1][4]) == [0, 1]

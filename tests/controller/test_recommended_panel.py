@@ -14,8 +14,9 @@ SHEET = "\n".join(f"rule {i}: check the small cases of family {i} before solving
 
 
 # The scenarios below were built on the panel read 11, up to 19 while tied, two tasks a round, ties deployed (the
-# RECOMMENDED_PANEL_TIES_DEPLOYED rule), with the two holes closed; they test the panel's mechanisms, so they keep
-# that rule. The preset's own rule (5 tasks, up to 12, a lead of one) is pinned in test_the_preset_deploys_only_with_a_lead.
+# recommended rule judged on seeds 60-79), with the two holes closed and the panel read in place; they test the panel's
+# mechanisms, so they keep that rule. The preset's own rule is pinned in
+# test_the_preset_deploys_a_change_only_with_a_lead_and_an_addition_unless_shown_harmful.
 TIES = dict(seq_max_pairs=11, seq_extend_pairs=19, seq_round=2, panel_rotate=0.5, seq_deploy_margin=0,
             seq_quiet_deploy=True, seq_rollback_lead=0, seq_innocent="all", panel_order="stable")
 

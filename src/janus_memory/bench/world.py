@@ -22,8 +22,8 @@ import numpy as np
 KINDS = ("general", "specific", "overwrite", "dump", "reword", "late")
 DEFAULT_MIX = {"general": 0.45, "specific": 0.15, "overwrite": 0.1, "dump": 0.03, "reword": 0.27}
 # The named settings of `janus bench world --setting NAME` and benchmarks/controller/bench_recommended.py: WorldConfig
-# fields over the defaults. S5 and S6 can see a guard that freezes the memory: 40% of the candidates drawn hold knowledge
-# for topics the stream has not reached yet (kind "late"), so a comparison on seen tasks finds no difference.
+# fields over the defaults. S5 and S6 can see a guard that freezes the memory: 40% of the candidates drawn hold
+# knowledge for topics the stream has not reached yet (kind "late"), so a comparison on seen tasks finds no difference.
 LATE_MIX = {"general": 0.22, "specific": 0.1, "overwrite": 0.1, "dump": 0.03, "reword": 0.15, "late": 0.4}
 SETTINGS: dict[str, dict] = {
     "default": {},

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .changes import only_adds
 from .config import JanusConfig
 from .decision_rules import Comparison, EvaluationError, compare, n_correct, planned_calls
-from .changes import only_adds
 from .sequential import SPRT
 from .step import Decision
 
@@ -57,13 +57,15 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
     base = dc.seq_max_pairs if base_pairs is None else base_pairs
     seq = rule == "sequential"
     lead = 0  # seq_rollback_lead for this candidate: innocent until shown harmful, read at most the base cap
-    if seq and dc.seq_rollback_lead and max_pairs is None and (dc.seq_innocent == "all" or only_adds(old_text, new_text)):
+    if seq and dc.seq_rollback_lead and max_pairs is None and (
+            dc.seq_innocent == "all" or only_adds(old_text, new_text)):
         lead = dc.seq_rollback_lead
     how: dict[str, Any] = dict(
         rule=rule, early_stop=dc.early_stop and not full, round_size=dc.seq_round if seq else dc.early_stop_round,
         same_memory_shortcut=c.reuse.same_memory_shortcut, max_pairs=max_pairs if max_pairs is not None else base,
         known_old=known_old if seq else None,
-        extend_pairs=dc.seq_extend_pairs if seq and max_pairs is None and not lead and dc.seq_extend_pairs > base else 0)
+        extend_pairs=dc.seq_extend_pairs if seq and max_pairs is None and not lead and dc.seq_extend_pairs > base
+        else 0)
     expect = getattr(evaluator, "expect_calls", None)
     if callable(expect):  # every call the comparison may make, in order (None: the order depends on the outcomes)
         expect(planned_calls(tasks, old_text, new_text, **how))

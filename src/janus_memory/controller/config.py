@@ -53,17 +53,6 @@ RECOMMENDED_LEAD_TO_DEPLOY = dict(trigger="always", decision_rule="sequential", 
                                   same_memory_shortcut=True, clustering="paper", near_copy_anchor=True,
                                   indeterminate_rollback=True, seq_recent_pairs=0, seq_rollback_lead=0,
                                   seq_innocent="all", panel_order="stable")
-# recommended() as judged on 2026-12-04 (seeds 60-79): the same panel read 11, up to 19 while tied, ties deployed;
-# every field it set, for reproducing its measurements (benchmarks/controller/bench_recommended.py
-# --panel-ties-deployed) and what a run stored with it resumes on (settings/migrate.py)
-RECOMMENDED_PANEL_TIES_DEPLOYED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19,
-                                       panel_rotate=0.5, panel_min_evals=5, seq_max_pairs=11, seq_extend_pairs=19,
-                                       seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3,
-                                       reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True,
-                                       near_copy_pairs=1, gate_compare=True, gate_full_compare=False,
-                                       eval_order="informative", dedup=True, same_memory_shortcut=True,
-                                       clustering="paper", seq_recent_pairs=0, near_copy_anchor=False,
-                                       indeterminate_rollback=False, seq_deploy_margin=0, seq_quiet_deploy=True)
 # recommended() until 2026-12-04 (judged 2026-12-03): the paper's coverage/boundary/fresh set read boundary first,
 # cap 6 -> 14 while tied, near copies on 4 tasks, the gate's comparisons full; every field it set (so a later change
 # cannot leak into it), for reproducing its measurements (benchmarks/controller/bench_recommended.py
@@ -267,7 +256,8 @@ class JanusConfig:
             parts += [f"seq_round={d.seq_round}", f"seq_deploy_margin={d.seq_deploy_margin}",
                       f"seq_quiet_deploy={d.seq_quiet_deploy}"]
         if d.seq_rollback_lead:
-            parts += [f"seq_round={d.seq_round}", f"seq_rollback_lead={d.seq_rollback_lead}"]
+            parts += ([] if d.seq_deploy_margin else [f"seq_round={d.seq_round}"]) + [
+                f"seq_rollback_lead={d.seq_rollback_lead}", f"seq_innocent={d.seq_innocent}"]
         if r.near_copy_similarity > 0:
             parts.append(f"near_copy_similarity={r.near_copy_similarity}")
             parts.append("near_copy_inherit=True" if r.near_copy_inherit else

@@ -403,7 +403,8 @@ FLAT_ORDER = ("warmup", "coverage_size", "boundary_size", "fresh_size", "beta", 
               "eval_order", "gate_full_compare", "gate_compare", "near_copy_similarity", "near_copy_pairs",
               "reuse_old_results", "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs", "seq_recent_window",
               "eval_set", "panel_size", "panel_rotate", "panel_min_evals", "near_copy_inherit", "near_copy_anchor",
-              "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "seq_rollback_lead", "seq_innocent", "panel_order")
+              "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "seq_rollback_lead", "seq_innocent",
+              "panel_order")
 _WHERE = {_RENAMED.get((g, f.name), f.name): (g, f.name) for g, cls in GROUPS.items() for f in fields(cls)}
 FLAT: dict[str, tuple[str | None, str]] = {k: _WHERE.get(k, (None, k)) for k in FLAT_ORDER}
 assert set(_WHERE) | {"warmup", "seed"} == set(FLAT_ORDER), "FLAT_ORDER lists every grouped field once"

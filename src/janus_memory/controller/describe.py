@@ -119,6 +119,8 @@ def _label(c: JanusConfig) -> tuple[str, str]:
     ref = refs[closest]
     # a setting of an evaluation set this configuration does not use is not named
     unused = {k for cls in EVAL_SETS.values() for k in cls.SETTINGS} - set(eval_set_for(c).SETTINGS)
+    if not c.decision.seq_rollback_lead:  # which candidates are innocent says nothing without a roll-back lead
+        unused.add("seq_innocent")
     tuning = [k for k in RECOMMENDED_TUNING if c.flat_value(k) != ref.flat_value(k)
               and k not in unused] if closest == "recommended" else []
     what = ", ".join(f"{k}={_value(c.flat_value(k))}" for k in switches[closest] + tuning)

@@ -25,7 +25,7 @@ class PanelSet(EvalSetStrategy):
     with (comparisons that read it, comparisons in which the two memories disagreed on it), stored as ``panel``."""
 
     name = "panel"  # its EVAL_SETS name (strategy.py registers it)
-    SETTINGS = ("panel_size", "panel_rotate", "panel_min_evals")
+    SETTINGS = ("panel_size", "panel_rotate", "panel_min_evals", "panel_order")
 
     def __init__(self, config: Any, arg: str | None = None):
         super().__init__(config, arg)
