@@ -221,9 +221,9 @@ class EvalSetConfig(_KindCompat):
     """The member replaced is the one the memories disagreed on least among those read at least this many times;
     0 = a seeded member. Panel only."""
     panel_order: str = "stable"
-    """Reading order of the panel: ``stable`` (members in their places) or ``touched`` (the members whose task
-    embedding is most aligned, either sign, with the update's direction φ(new) − φ(old) first: the tasks the changed
-    lines touch). Panel only."""
+    """Reading order of the panel: ``stable`` (members in their places) or ``touched`` (the members whose question
+    shares the most words with the lines the update added or removed first; without question texts, the members whose
+    embedding is most aligned, either sign, with φ(new) − φ(old)). Panel only."""
 
     def __post_init__(self):
         check_ints(self, {n: n for n in ("coverage_size", "boundary_size", "fresh_size", "pool_size", "panel_size",
