@@ -170,6 +170,8 @@ def main(argv=None) -> int:
                    "order)")
     p.add_argument("--lead-to-deploy", action="store_true", help="add the row of the controller recommended before "
                    "(every candidate had to lead; named old)")
+    p.add_argument("--only", default="", help="run only these rows (comma-separated names); without blind and always "
+                   "no table is printed: write --per-seed lines and pool them (pool_recommended.py)")
     p.add_argument("--json", help="write all numbers here")
     p.add_argument("--per-seed", help="append one JSON line per (setting, seed, policy): final accuracy and calls, "
                    "so seed sets can be pooled later (benchmarks/controller/pool_recommended.py)")
