@@ -1,8 +1,10 @@
-"""The recommended controller against always-compare, per world setting (issue 24).
+"""The recommended controller against always-compare, per world setting.
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/controller/bench_recommended.py --first-seed 300 --seeds 60   # judging: 5 settings
+    PYTHONPATH=src python benchmarks/controller/bench_recommended.py --first-seed 2000 --seeds 60   # judging: 7 settings
+    ... --only blind,always --per-seed base.jsonl     # some rows only; pool_recommended.py joins the lines
+    ... --variants 'n8=seq_max_pairs=8;lead2=seq_rollback_lead=2' --lead-to-deploy   # frontier rows
     PYTHONPATH=src python benchmarks/controller/bench_recommended.py --tuning         # tuning: default world, seeds 100-119
     PYTHONPATH=src python benchmarks/controller/bench_recommended.py --settings default --seeds 5 --caps 4,8   # + frontier rows
     ... --json out.json                                                    # also write every number
@@ -20,7 +22,9 @@ judged setting (issue 24's was >= 0.90 at <= 0.25 of the raw requests).
 The judged settings were fixed in docs/bench.md before their results were seen: the default world, S1 (a low-noise
 evaluator, ``coupling=1.0``), S2 (more harmful candidates, the harsher mix), S3 (``eval_noise="fresh"``: every
 evaluation a new draw) and, since issue 36, S4 (no rewordings: the mix general .6, specific .2, overwrite .15,
-dump .05). Constants are tuned on seeds 100 and above only (``benchmarks/controller/tune_recommended.py``, which refuses the
+dump .05), and S5 / S6 (late knowledge: 40% of the candidates drawn help only topics still to come; S6 under fresh
+noise on tasks nearer 50/50). The settings are ``janus_memory.bench.world.SETTINGS``. Constants are tuned on seeds 100
+and above only (``benchmarks/controller/tune_recommended.py``, which refuses the
 judged seeds).
 
 Prints the CPU seconds and the load average (the machine is shared; no timing goal).
@@ -41,21 +45,15 @@ from janus_memory.bench.grid import run_grid
 from janus_memory.bench.metrics import boot_ratio as _boot_ratio
 from janus_memory.bench.metrics import mean_ci, paired
 from janus_memory.bench.policies import PolicySpec
-from janus_memory.bench.world import WorldConfig, parse_mix
+from janus_memory.bench.world import SETTINGS as WORLD_SETTINGS
+from janus_memory.bench.world import WorldConfig, json_value
 from janus_memory.controller import JanusConfig
-from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_PANEL_TIES_DEPLOYED
+from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_LEAD_TO_DEPLOY
 
-HARSH_MIX = "general=0.3,specific=0.25,overwrite=0.15,dump=0.05,reword=0.25"
-NO_REWORD_MIX = "general=0.6,specific=0.2,overwrite=0.15,dump=0.05"  # issue 36: no near copies, as in real DC runs
-SETTINGS = {
-    "default": {},
-    "S1 coupling=1.0": {"coupling": 1.0},
-    "S2 harsh mix": {"mix": parse_mix(HARSH_MIX)},
-    "S3 eval_noise=fresh": {"eval_noise": "fresh"},
-    "S4 no rewordings": {"mix": parse_mix(NO_REWORD_MIX)},
-}
 SHORT = {"default": "default", "s1": "S1 coupling=1.0", "s2": "S2 harsh mix", "s3": "S3 eval_noise=fresh",
-         "s4": "S4 no rewordings"}
+         "s4": "S4 no rewordings", "s5": "S5 late knowledge", "s6": "S6 late knowledge, fresh noise"}
+# the named world settings (janus_memory.bench.world.SETTINGS, `janus bench world --setting`) under their table names
+SETTINGS = {SHORT[k]: v for k, v in WORLD_SETTINGS.items()}
 BOOT = 10_000
 GOAL_GAIN, GOAL_CALLS = 1.0, 0.25  # issue 36: >= 100% of always's gain over blind at <= 25% of its paid evaluations
 
@@ -70,7 +68,7 @@ HYBRID_FIXED_CAP = dict(HYBRID_BOUNDARY_FIRST, seq_max_pairs=9, seq_extend_pairs
 
 
 def policies(caps: list[int], with_paper: bool = True, hybrid_fixed_cap: bool = False,
-             hybrid_boundary_first: bool = False, panel_ties_deployed: bool = False) -> list[PolicySpec]:
+             hybrid_boundary_first: bool = False, lead_to_deploy: bool = False) -> list[PolicySpec]:
     paper = JanusConfig()
     out = [PolicySpec("blind", "blind"), PolicySpec("always", "janus", paper.replace(trigger="always"))]
     if with_paper:
@@ -84,11 +82,8 @@ def policies(caps: list[int], with_paper: bool = True, hybrid_fixed_cap: bool = 
             out.append(PolicySpec("rec-hybrid", "janus", JanusConfig.recommended(**HYBRID_BOUNDARY_FIRST)))
         else:
             print("note: --hybrid-boundary-first adds no row: recommended() is that controller", file=sys.stderr)
-    if panel_ties_deployed:
-        if JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED) != rec:
-            out.append(PolicySpec("rec-panel-ties", "janus", JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED)))
-        else:
-            print("note: --panel-ties-deployed adds no row: recommended() is that controller", file=sys.stderr)
+    if lead_to_deploy:
+        out.append(PolicySpec("old", "janus", JanusConfig(**RECOMMENDED_LEAD_TO_DEPLOY)))
     for c in caps:  # the frontier: the recommended controller with a fixed cap of c tasks (no adaptive extension)
         if c != rec.seq_max_pairs or rec.seq_extend_pairs:
             out.append(PolicySpec(f"rec-cap{c}", "janus",
@@ -112,7 +107,10 @@ def summarise(result, names: list[str]) -> dict:
     g_all = fin["always"] - fin["blind"]
     for n in names:
         row = {"final": mean_ci(fin[n]), "calls": mean_ci(calls[n]), "raw_calls": mean_ci(raw[n]),
-               "auc": mean_ci([m["auc"] for m in ps[n]])}
+               "auc": mean_ci([m["auc"] for m in ps[n]]),
+               "genuine_rolled_back": mean_ci([m["genuine_rolled_back"] for m in ps[n]]),
+               "genuine": mean_ci([m["genuine"] for m in ps[n]]),
+               "harm_through": mean_ci([m["harm_through"] for m in ps[n]])}
         if n not in ("blind", "always"):
             row["minus_blind"] = paired(ps, n, "blind")
             row["gain_share"] = boot_ratio(fin[n] - fin["blind"], g_all, positive_den=True)
@@ -137,8 +135,8 @@ def fmt_share(t) -> str:
 def table(name: str, s: dict) -> str:
     lines = [f"#### {name} ({s['n']} seeds)", "",
              "| policy | final acc | − blind (paired) | paid evaluations | raw requests | gain share [95%] | "
-             "call share [95%] (paid) | raw share |",
-             "|---|---|---|---|---|---|---|---|"]
+             "call share [95%] (paid) | raw share | genuine rolled back (of) | harmful deployed |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for n, r in s["policies"].items():
         mb = r.get("minus_blind")
         diff = f"{mb['mean']:+.1f} ± {mb['ci']:.1f}" if mb else "—"
@@ -146,13 +144,17 @@ def table(name: str, s: dict) -> str:
         cs = fmt_share(r["call_share"]) if "call_share" in r else ("1.00" if n == "always" else "—")
         rs = f"{r['raw_share'][0]:.2f}" if "raw_share" in r else ("1.00" if n == "always" else "—")
         lines.append(f"| {n} | {fmt_ci(r['final'])} | {diff} | {r['calls'][0]:.0f} | {r['raw_calls'][0]:.0f} | {gs} | "
-                     f"{cs} | {rs} |")
+                     f"{cs} | {rs} | {r['genuine_rolled_back'][0]:.1f} ({r['genuine'][0]:.1f}) | "
+                     f"{r['harm_through'][0]:.1f} |")
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench_recommended")
-    p.add_argument("--settings", default="default,s1,s2,s3,s4", help="comma-separated: default,s1,s2,s3,s4")
+    p.add_argument("--settings", default="default,s1,s2,s3,s4,s5,s6",
+                   help="comma-separated: default,s1,s2,s3,s4,s5,s6")
+    p.add_argument("--variants", default="", help="extra rows: 'NAME=key=value,key=value;...' (JanusConfig overrides "
+                   "on recommended(); the frontier)")
     p.add_argument("--seeds", type=int, default=20)
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--tuning", action="store_true", help="the tuning run: default world, seeds 100-119")
@@ -166,9 +168,10 @@ def main(argv=None) -> int:
     p.add_argument("--hybrid-boundary-first", action="store_true", help="add the row of the recommended controller "
                    "on the paper's hybrid set (boundary-first "
                    "order)")
-    p.add_argument("--panel-ties-deployed", action="store_true", help="add the row of the recommended controller "
-                   "whose ties deployed (the panel read 11-19, "
-                   "judged on seeds 60-79, before the two holes were closed and the paid count existed)")
+    p.add_argument("--lead-to-deploy", action="store_true", help="add the row of the controller recommended before "
+                   "(every candidate had to lead; named old)")
+    p.add_argument("--only", default="", help="run only these rows (comma-separated names); without blind and always "
+                   "no table is printed: write --per-seed lines and pool them (pool_recommended.py)")
     p.add_argument("--json", help="write all numbers here")
     p.add_argument("--per-seed", help="append one JSON line per (setting, seed, policy): final accuracy and calls, "
                    "so seed sets can be pooled later (benchmarks/controller/pool_recommended.py)")
@@ -177,7 +180,14 @@ def main(argv=None) -> int:
         args.settings, args.first_seed = "default", 100
     caps = [int(c) for c in args.caps.split(",") if c.strip()]
     specs = policies(caps, with_paper=not args.no_paper, hybrid_fixed_cap=args.hybrid_fixed_cap,
-                     hybrid_boundary_first=args.hybrid_boundary_first, panel_ties_deployed=args.panel_ties_deployed)
+                     hybrid_boundary_first=args.hybrid_boundary_first, lead_to_deploy=args.lead_to_deploy)
+    for part in filter(None, (v.strip() for v in args.variants.split(";"))):
+        vname, _, opts = part.partition("=")
+        over = {k.strip(): json_value(v) for k, _, v in (kv.partition("=") for kv in opts.split(",") if kv.strip())}
+        specs.append(PolicySpec(vname.strip(), "janus", JanusConfig.recommended(**over)))
+    if args.only:  # e.g. the baselines now, the controller's rows later; pool_recommended.py joins the lines
+        keep = {n.strip() for n in args.only.split(",")}
+        specs = [s for s in specs if s.name in keep]
     names = [s.name for s in specs]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     t0 = time.time()
@@ -196,7 +206,12 @@ def main(argv=None) -> int:
                 for n in names:
                     for seed, m in zip(res.seeds, res.per_seed[n]):
                         fh.write(json.dumps({"setting": name, "seed": int(seed), "policy": n, "final": m["final"],
-                                             "calls": m["evaluator_calls"], "raw_calls": m["raw_calls"]}) + "\n")
+                                             "calls": m["evaluator_calls"], "raw_calls": m["raw_calls"],
+                                             "genuine": m["genuine"], "genuine_rolled_back": m["genuine_rolled_back"],
+                                             "harm_through": m["harm_through"]}) + "\n")
+        if not {"blind", "always"} <= set(names):
+            print(f"{name}: {len(seeds)} seeds done, {time.time() - t0:.0f} s", flush=True)
+            continue
         s = summarise(res, names)
         report["settings"][name] = s
         print(table(name, s), "\n", flush=True)
@@ -204,7 +219,7 @@ def main(argv=None) -> int:
             "goal met |", "|---|---|---|---|---|---|---|"]
     for name, s in report["settings"].items():
         r, a = s["policies"]["recommended"], s["policies"]["always"]
-        ok = r["gain_share"][0] >= GOAL_GAIN and r["call_share"][0] <= GOAL_CALLS
+        ok = r["gain_share"][0] >= GOAL_GAIN and r["call_share"][0] <= GOAL_CALLS  # NaN share: not met
         rows.append(f"| {name} | {r['minus_blind']['mean']:+.1f} ± {r['minus_blind']['ci']:.1f} | "
                     f"{a['minus_blind']['mean']:+.1f} ± {a['minus_blind']['ci']:.1f} | {fmt_share(r['gain_share'])} | "
                     f"{fmt_share(r['call_share'])} | {r['raw_share'][0]:.2f} | {'yes' if ok else 'no'} |")

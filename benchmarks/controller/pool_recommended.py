@@ -21,7 +21,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from janus_memory.bench.metrics import boot_ratio
+from janus_memory.bench.metrics import boot_ratio, mean_ci
 
 
 def load(paths: list[str]) -> dict:
@@ -35,7 +35,9 @@ def load(paths: list[str]) -> dict:
                 if len(kinds) > 1:
                     raise SystemExit("error: some lines count paid evaluations (they have raw_calls), others raw "
                                      "requests (written before the paid count): pool one kind at a time")
-                key, val = (r["setting"], int(r["seed"])), (float(r["final"]), float(r["calls"]))
+                key = (r["setting"], int(r["seed"]))
+                val = (float(r["final"]), float(r["calls"]), r.get("genuine_rolled_back"), r.get("genuine"),
+                       r.get("harm_through"))
                 old = rows[key].get(r["policy"])
                 if old is not None and old != val:
                     raise SystemExit(f"error: {key} {r['policy']} has two different results: {old} and {val}")
@@ -51,7 +53,13 @@ def shares(rows: dict, setting: str, policy: str, seeds) -> tuple | None:
         return None
     b, a, x = (np.array([rows[k][p][0] for k in keys]) for p in ("blind", "always", policy))
     c, ac = np.array([rows[k][policy][1] for k in keys]), np.array([rows[k]["always"][1] for k in keys])
-    return len(keys), boot_ratio(x - b, a - b, positive_den=True), boot_ratio(c, ac)
+    extra = {"minus_blind": mean_ci(x - b), "minus_always": mean_ci(x - a)}
+    for j, name in ((2, "genuine_rolled_back"), (3, "genuine"), (4, "harm_through")):
+        vals = [rows[k][policy][j] for k in keys]
+        extra[name] = mean_ci(vals) if all(v is not None for v in vals) else None
+        avals = [rows[k]["always"][j] for k in keys]
+        extra["always_" + name] = mean_ci(avals) if all(v is not None for v in avals) else None
+    return len(keys), boot_ratio(x - b, a - b, positive_den=True), boot_ratio(c, ac), extra
 
 
 def main(argv=None) -> int:
@@ -67,16 +75,26 @@ def main(argv=None) -> int:
         sets.append((part, range(int(lo), int(hi or lo) + 1)))
     settings = sorted({k[0] for k in rows}, key=lambda s: (s != "default", s))
     policies = sorted({q for v in rows.values() for q in v} - {"blind", "always"})
-    print(f"| setting | policy | seeds | gain share [95%] | call share [95%] ({count}) |\n|---|---|---|---|---|")
+    print(f"| setting | policy | seeds | gain share [95%] | call share [95%] ({count}) | − blind (paired 95%) | "
+          "− always (paired 95%) | genuine rolled back (of; always's) | harmful deployed (always's) |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+
+    def ci(t) -> str:
+        return "—" if t is None else f"{t[0]:+.2f} ± {t[1]:.2f}"
+
+    def cnt(t) -> str:
+        return "—" if t is None else f"{t[0]:.1f}"
     for st in settings:
         for pol in policies:
             for label, seeds in sets:
                 got = shares(rows, st, pol, seeds)
                 if got is None:
                     continue
-                n, g, c = got
+                n, g, c, e = got
                 print(f"| {st} | {pol} | {label} (n={n}) | {g[0]:.2f} [{g[1]:.2f}, {g[2]:.2f}] | "
-                      f"{c[0]:.2f} [{c[1]:.2f}, {c[2]:.2f}] |")
+                      f"{c[0]:.2f} [{c[1]:.2f}, {c[2]:.2f}] | {ci(e['minus_blind'])} | {ci(e['minus_always'])} | "
+                      f"{cnt(e['genuine_rolled_back'])} (of {cnt(e['genuine'])}; {cnt(e['always_genuine_rolled_back'])})"
+                      f" | {cnt(e['harm_through'])} ({cnt(e['always_harm_through'])}) |")
     return 0
 
 

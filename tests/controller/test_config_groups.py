@@ -13,7 +13,7 @@ from janus_memory.cli.app import main
 from janus_memory.controller import Janus, JanusConfig
 from janus_memory.controller.config import (
     RECOMMENDED_HYBRID_BOUNDARY_FIRST,
-    RECOMMENDED_PANEL_TIES_DEPLOYED,
+    RECOMMENDED_LEAD_TO_DEPLOY,
     DecisionConfig,
     EvalSetConfig,
     ReuseConfig,
@@ -35,10 +35,11 @@ FLAT_KEYS = [
     "seq_round", "eval_order", "gate_full_compare", "gate_compare", "near_copy_similarity", "near_copy_pairs",
     "reuse_old_results", "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs", "seq_recent_window", "eval_set",
     "panel_size", "panel_rotate", "panel_min_evals", "near_copy_inherit", "near_copy_anchor", "indeterminate_rollback",
-    "seq_deploy_margin", "seq_quiet_deploy", "compare_on_broken_embeddings", "on_evaluation_error"]
+    "seq_deploy_margin", "seq_quiet_deploy", "compare_on_broken_embeddings", "on_evaluation_error",
+    "seq_rollback_lead", "seq_innocent", "panel_order"]
 
 PRESETS = {"paper": JanusConfig.paper(), "fast": JanusConfig.fast(), "recommended": JanusConfig.recommended(),
-           "panel_ties_deployed": JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED),
+           "lead_to_deploy": JanusConfig(**RECOMMENDED_LEAD_TO_DEPLOY),
            "hybrid_boundary_first": JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST),
            "support_size_10": JanusConfig.with_support_size(10)}
 
@@ -47,7 +48,7 @@ def test_at_most_fifteen_top_level_fields_and_every_group_field_documented():
     names = [f.name for f in dataclasses.fields(JanusConfig)]
     assert names == ["warmup", "seed", "trigger", "eval_set", "decision", "reuse"]
     assert [len(dataclasses.fields(g)) for g in (TriggerConfig, EvalSetConfig, DecisionConfig, ReuseConfig)] == [
-        16, 15, 18, 8]
+        16, 16, 20, 8]
     import ast
     import inspect
 
@@ -70,7 +71,8 @@ def test_flat_keywords_and_reads_still_work():
     # every flat keyword sets its setting and reads back, one at a time
     for key, value in JanusConfig.recommended().to_dict().items():
         one = JanusConfig(**{key: value}) if key not in ("reuse_old_results", "near_copy_similarity",
-                                                          "near_copy_inherit", "seq_extend_pairs") else None
+                                                          "near_copy_inherit", "seq_extend_pairs",
+                                                          "seq_rollback_lead") else None
         if one is not None:
             assert one.flat_value(key) == value and one.to_dict()[key] == value, key
     assert JanusConfig(**JanusConfig.recommended().to_dict()) == JanusConfig.recommended()

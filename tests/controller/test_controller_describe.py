@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from janus_memory.controller import JanusConfig
-from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_PANEL_TIES_DEPLOYED
+from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_LEAD_TO_DEPLOY
 from janus_memory.controller.describe import describe
 
 PAPER_RULE = ("the paper's rule: deploy the candidate when it solves at least as many of the tasks as the old memory "
@@ -37,15 +37,22 @@ def test_the_recommended_preset():
     assert (d.preset, d.label, d.paper_cost, d.configured, d.reads, d.reads_most, d.cap) == (
         "recommended", "recommended", False, 19, 5, 12, 12)
     assert (d.evaluation, d.reads_cell, d.sizes) == (
-        "a panel of 19 seen tasks (read 5, up to 12 while the candidate leads by exactly 1 task)", "panel 19, read 5-12",
+        "a panel of 19 seen tasks, those the changed lines touch first (read 5, up to 12 while the candidate leads by "
+        "exactly 1 task)", "panel 19, read 5-12",
         {"panel": 19})
     assert d.rule == ("Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), "
                       "1 task a round, then deployed only when the candidate leads by 1 task on the tasks read (none "
-                      "disagreeing: rolled back); the deployed memory's measured outcomes reused")
-    # the earlier rule: ties deployed, two tasks a round
-    assert describe(JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED)).rule == (
-        "Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), 2 tasks a "
-        "round, then the paper's rule on the tasks read; the deployed memory's measured outcomes reused")
+                      "disagreeing: rolled back); a candidate that only adds lines is deployed unless the old memory "
+                      "leads by 3 tasks on the tasks read (innocent until shown harmful); the deployed memory's "
+                      "measured outcomes reused")
+    # the rule recommended before: every candidate had to lead
+    assert describe(JanusConfig(**RECOMMENDED_LEAD_TO_DEPLOY)).rule == (
+        "Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), 1 task a "
+        "round, then deployed only when the candidate leads by 1 task on the tasks read (none disagreeing: rolled "
+        "back); the deployed memory's measured outcomes reused")
+    assert describe(JanusConfig.recommended(seq_innocent="all", seq_deploy_margin=0)).rule.endswith(
+        "then deployed unless the old memory leads by 3 tasks on the tasks read (innocent until shown harmful); the "
+        "deployed memory's measured outcomes reused")
     assert "(none disagreeing: deployed)" in describe(JanusConfig.recommended(seq_quiet_deploy=True)).rule
     assert "leads by 2 tasks" in describe(JanusConfig.recommended(seq_deploy_margin=2)).rule
     assert d.extras == ("a dump/wipe-looking candidate gets a comparison at any step, warm-up included",
@@ -68,13 +75,11 @@ def test_the_recommended_preset():
     # RECOMMENDED_HYBRID_BOUNDARY_FIRST: the switches and the tuning it changed, the panel's own settings left out
     (JanusConfig(**RECOMMENDED_HYBRID_BOUNDARY_FIRST), "custom: recommended with gate_full_compare=True, seq_max_pairs=6, "
                                         "seq_extend_pairs=14, eval_set=hybrid, near_copy_inherit=False, "
-                                        "gate_compare=False, seq_round=2, "
+                                        "gate_compare=False, seq_rollback_lead=0, seq_round=2, "
                                         "near_copy_pairs=4, near_copy_anchor=False, indeterminate_rollback=False, "
                                         "seq_deploy_margin=0, seq_quiet_deploy=True"),
-    # RECOMMENDED_PANEL_TIES_DEPLOYED: the panel read 11-19, ties deployed, the two holes open
-    (JanusConfig(**RECOMMENDED_PANEL_TIES_DEPLOYED), "custom: recommended with seq_max_pairs=11, seq_extend_pairs=19, "
-                                         "seq_round=2, panel_rotate=0.5, near_copy_anchor=False, "
-                                         "indeterminate_rollback=False, seq_deploy_margin=0, seq_quiet_deploy=True"),
+    # RECOMMENDED_LEAD_TO_DEPLOY: every candidate had to lead, the panel read in its places
+    (JanusConfig(**RECOMMENDED_LEAD_TO_DEPLOY), "custom: recommended with seq_rollback_lead=0, panel_order=stable"),
 ])
 def test_labels_name_what_differs(cfg, label):
     assert describe(cfg).label == label

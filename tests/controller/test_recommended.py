@@ -8,7 +8,7 @@ import pytest
 
 from controller_fakes import boundary_first, fixed, tasks
 from janus_memory.controller import EvaluationError, Janus, JanusConfig, StepInput, compare
-from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_PANEL_TIES_DEPLOYED
+from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_LEAD_TO_DEPLOY
 from janus_memory.controller.hybrid_set import plan_trigger
 from janus_memory.controller.sequential import SPRT, discordant, settled
 
@@ -152,9 +152,10 @@ def test_recommended_preset_and_paper_unchanged():
                                                                       12, 0, 1)
     assert (r.seq_deploy_margin, r.seq_quiet_deploy, r.near_copy_anchor, r.indeterminate_rollback) == (1, False, True,
                                                                                                        True)
-    ties = RECOMMENDED_PANEL_TIES_DEPLOYED
-    assert JanusConfig(**ties).preset == "custom"  # an earlier recommended controller is a configuration now
-    assert JanusConfig.recommended(**ties) == JanusConfig(**ties)  # nothing leaks in
+    assert (r.seq_rollback_lead, r.seq_innocent, r.panel_order, r.seq_theta) == (3, "additions", "touched", 0.3)
+    before = RECOMMENDED_LEAD_TO_DEPLOY
+    assert JanusConfig(**before).preset == "custom"  # an earlier recommended controller is a configuration now
+    assert JanusConfig.recommended(**before) == JanusConfig(**before)  # nothing leaks in
     assert (r.near_copy_similarity, r.near_copy_inherit, r.near_copy_pairs, r.gate_compare, r.gate_full_compare,
             r.reuse_old_results, r.dedup, r.same_memory_shortcut) == (0.93, True, 1, True, False, True, True, True)
     assert r.preset == "recommended" and JanusConfig().preset == "paper"

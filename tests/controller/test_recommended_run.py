@@ -8,25 +8,25 @@ from janus_memory.cli import main
 PRESET_LINE = ("janus preset: recommended (trigger=always, tau=0.0, same_memory_shortcut=True, early_stop=False, "
                "dedup=True, clustering=paper, replay_limit=None, decision_rule=sequential, seq_max_pairs=5, "
                "gate_full_compare=False, gate_compare=True, reuse_old_results=True, seq_extend_pairs=12, "
-               "seq_extend_margin=0, seq_round=1, seq_deploy_margin=1, seq_quiet_deploy=False, "
-               "near_copy_similarity=0.93, near_copy_inherit=True, eval_set=panel, panel_size=19, panel_rotate=0.6, "
-               "panel_min_evals=5)")
+               "seq_extend_margin=0, seq_round=1, seq_deploy_margin=1, seq_quiet_deploy=False, seq_rollback_lead=3, "
+               "seq_innocent=additions, near_copy_similarity=0.93, near_copy_inherit=True, eval_set=panel, "
+               "panel_size=19, panel_rotate=0.6, panel_min_evals=5, panel_order=touched)")
 # (step, triggered, accept, reason, evaluator calls, full-evaluation calls, pairs evaluated): the panel holds every
-# task before the current one on this short stream (2 at step 3, 8 at step 10), read one task at a time; after the
-# first comparison the deployed memory's outcomes are known, so a pair mostly costs one call. No candidate of this
-# scripted stream gets ahead by a task: each is rolled back, without a lead at the fifth task (or the whole panel) or
-# behind by the sequential test
+# task before the current one on this short stream (2 at step 3, 8 at step 10), the tasks the changed lines touch
+# read first, one task at a time; after the first comparison the deployed memory's outcomes are known, so a pair
+# mostly costs one call. No candidate of this scripted stream gets ahead by a task (and none only adds lines): each
+# is rolled back, without a lead at the fifth task (or the whole panel) or behind by the sequential test
 EXPECT = [
     (1, False, True, "warmup", 0, 0, 0),
     (2, False, True, "warmup", 0, 0, 0),
     (3, True, False, "sprt_truncated_old_better", 4, 4, 2),
     (4, True, False, "sprt_truncated_no_lead", 4, 6, 3),
-    (5, True, False, "sprt_new_worse", 3, 8, 3),
-    (6, True, False, "sprt_truncated_no_lead", 7, 10, 5),
-    (7, True, False, "sprt_new_worse", 3, 12, 3),
-    (8, True, False, "sprt_truncated_no_lead", 5, 14, 5),
-    (9, True, False, "sprt_new_worse", 4, 16, 4),
-    (10, True, False, "sprt_new_worse", 3, 18, 3),
+    (5, True, False, "sprt_new_worse", 4, 8, 3),
+    (6, True, False, "sprt_truncated_no_lead", 6, 10, 5),
+    (7, True, False, "sprt_new_worse", 5, 12, 4),
+    (8, True, False, "sprt_new_worse", 5, 14, 4),
+    (9, True, False, "sprt_truncated_no_lead", 5, 16, 5),
+    (10, True, False, "sprt_new_worse", 5, 18, 4),
 ]
 
 
@@ -43,10 +43,11 @@ def test_run_with_the_recommended_preset_pins_its_decisions(tmp_path, capsys):
         "task, memory and comparison)",
         "Janus preset: recommended",
         "Janus: warm-up 2; trigger always (a comparison at every step after the warm-up); evaluation set: a panel of "
-        "19 seen tasks (read 5, up to 12 while the candidate leads by exactly 1 task); decision: Wald's sequential "
-        "test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), 1 task a round, then deployed "
-        "only when the candidate leads by 1 task on the tasks read (none disagreeing: rolled back); the deployed "
-        "memory's measured outcomes reused",
+        "19 seen tasks, those the changed lines touch first (read 5, up to 12 while the candidate leads by exactly 1 "
+        "task); decision: Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta "
+        "0.3), 1 task a round, then deployed only when the candidate leads by 1 task on the tasks read (none "
+        "disagreeing: rolled back); a candidate that only adds lines is deployed unless the old memory leads by 3 "
+        "tasks on the tasks read (innocent until shown harmful); the deployed memory's measured outcomes reused",
         "Janus also: a dump/wipe-looking candidate gets a comparison at any step, warm-up included; a rewording "
         "(similarity >= 0.93) is checked on 1 task and keeps the deployed memory's other outcomes; identical texts are "
         "evaluated once"]
@@ -57,10 +58,11 @@ def test_run_with_the_recommended_preset_pins_its_decisions(tmp_path, capsys):
             d["n_evaluated"]) for d in rows]
     assert got == EXPECT
     # the old memory's outcomes are reused: fewer calls than two per evaluated pair once it has been measured
-    assert sum(d["evaluator_calls"] for d in rows) == 33 < 2 * sum(d["n_evaluated"] for d in rows) == 56
-    # the panel keeps its members in place: each comparison's tasks start with the previous comparison's
+    assert sum(d["evaluator_calls"] for d in rows) == 38 < 2 * sum(d["n_evaluated"] for d in rows) == 60
+    # the panel keeps its members (it only grows on this short stream); the reading order follows the change
     ids = [d["eval_ids"] for d in rows if d["triggered"]]
-    assert all(b[:len(a)] == a for a, b in zip(ids, ids[1:]))
+    assert all(set(a) <= set(b) for a, b in zip(ids, ids[1:]))
+    assert ids[2][0] not in ids[1]  # step 5 reads first a task the step-4 comparison did not have
     assert all(d["coverage"] == d["boundary"] == d["fresh"] == [] for d in rows)
 
 
@@ -115,13 +117,14 @@ def test_a_changed_recommended_trigger_is_labelled_and_tau_without_effect_is_nam
     # the hybrid set's sizes do nothing on the panel: said, not silently ignored
     assert _run(tmp_path, "--quiet", "--overwrite", "--coverage-size", "3", "--fresh-size", "2") == 0
     assert ("warning: --coverage-size, --fresh-size have no effect with eval_set panel (the recommended preset "
-            "compares on a panel of 19 seen tasks; docs/controller.md)") in capsys.readouterr().out
+            "compares on a panel of 19 seen tasks, those the changed lines touch first; docs/controller.md)") in \
+        capsys.readouterr().out
 
 
 def test_report_of_a_recommended_run_names_it_and_counts_what_it_evaluated_and_paid(tmp_path, capsys):
     """A reviewer's run, then `janus report`: the Janus rows are named `recommended` (not `always`), the
     evaluation set is the panel (not K = 20, K_F = 5), the cost is what the controller evaluated (the decision log's
-    evaluator calls: 185) beside the Janus calls the run paid (also 185: the batching evaluator follows the controller's
+    evaluator calls: 191) beside the Janus calls the run paid (also 191: the batching evaluator follows the controller's
     plan and never asks for the deployed memory's reused outcomes), and no #Trig x configured |E| figure: that is the
     paper's measure, for its controller."""
     from janus_memory.report.report import build_report
@@ -133,8 +136,8 @@ def test_report_of_a_recommended_run_names_it_and_counts_what_it_evaluated_and_p
     summary = json.loads((out / "summary.json").read_text())["methods"]["dc_rs+janus"]
     decisions = [json.loads(x)["decision"] for x in (out / "dc_rs+janus" / "decisions.jsonl").read_text().splitlines()]
     evaluated = sum(d["evaluator_calls"] for d in decisions)
-    assert evaluated == summary["janus_stats"]["evaluator_calls"] == 185
-    assert (summary["usage"]["janus"]["calls"], summary["usage"]["janus"]["cache_hits"]) == (185, 0)
+    assert evaluated == summary["janus_stats"]["evaluator_calls"] == 191
+    assert (summary["usage"]["janus"]["calls"], summary["usage"]["janus"]["cache_hits"]) == (191, 0)
     capsys.readouterr()
     assert main(["report", str(out), "-q"]) == 0
     printed = capsys.readouterr().out
@@ -145,13 +148,13 @@ def test_report_of_a_recommended_run_names_it_and_counts_what_it_evaluated_and_p
     rep = build_report([str(out)], str(tmp_path / "rep"))
     (row,) = [r for r in rep["tables"]["trigger"]["rows"] if r["policy"] != "base (no Janus)"]
     assert (row["policy"], row["eval_set"], row["eval_set_size"], row["evaluations"], row["janus_calls_paid"],
-            row["paper_cost"], row["triggers"]) == ("recommended", "panel 19, read 5-12", 19, 185, 185, None, 35)
+            row["paper_cost"], row["triggers"]) == ("recommended", "panel 19, read 5-12", 19, 191, 191, None, 35)
     (t3,) = rep["tables"]["janus_cost"]["rows"]
     assert (t3["controller"], t3["K"], t3["K_F"], t3["evaluations"], t3["janus_calls_paid"]) == (
-        "recommended", None, None, 185, 185)
+        "recommended", None, None, 191, 191)
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert ("| recommended | 100.0 | 35 | — | 100.0% | panel 19, read 5-12 | 16.0 / 19 | 4.7 | 185 | 185 | 2/33 |"
+    assert ("| recommended | 60.0 | 35 | — | 100.0% | panel 19, read 5-12 | 16.0 / 19 | 4.8 | 191 | 191 | 1/34 |"
             in md)
-    assert "| GSM8K | dc_rs+janus | recommended | — | panel 19, read 5-12 | 100.0 | 35 | 100.0% | 185 | 185 |" in md
+    assert "| GSM8K | dc_rs+janus | recommended | — | panel 19, read 5-12 | 60.0 | 35 | 100.0% | 191 | 191 |" in md
     assert "Paper's cost" not in md and "| always |" not in md and "K_F = 5" not in md
     assert "- Janus preset: recommended" in md and "- Run preset: paper (" in md

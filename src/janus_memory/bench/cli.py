@@ -9,11 +9,16 @@ import sys
 
 from ..errors import printable
 from .policies import default_policies, parse_policy
-from .world import WorldConfig, json_value, parse_mix
+from .world import SETTING_TEXT, SETTINGS, WorldConfig, json_value, parse_mix
 
 
 def add_world_parser(subparsers) -> argparse.ArgumentParser:
-    w = subparsers.add_parser("world", help="memory-world benchmark: policies vs ground-truth memory utility (no LLM)")
+    w = subparsers.add_parser(
+        "world", help="memory-world benchmark: policies vs ground-truth memory utility (no LLM)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="named settings (--setting):\n" + "\n".join(f"  {k:8s} {v}" for k, v in SETTING_TEXT.items()))
+    w.add_argument("--setting", choices=sorted(SETTINGS), default="default",
+                   help="a named world setting (listed below); --mix, --set and --steps apply over it")
     w.add_argument("--seeds", type=int, default=20, help="number of seeds (default 20): first-seed .. first-seed+n-1")
     w.add_argument("--first-seed", type=int, default=0, help="the first world seed (default 0)")
     w.add_argument("--steps", type=int, default=300, help="stream length (default 300)")
@@ -34,7 +39,7 @@ def add_world_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def world_config_from_args(args) -> WorldConfig:
-    over: dict = {"n_steps": args.steps}
+    over: dict = {**SETTINGS[getattr(args, "setting", None) or "default"], "n_steps": args.steps}
     for item in args.set:
         k, sep, v = item.partition("=")
         if not sep:

@@ -9,6 +9,9 @@ Definitions (accuracies in points, i.e. x100):
   recall_1pt: the same recall restricted to candidates that cost at least 1 point.
 * harm_through: harmful candidates deployed; harm_pts: true accuracy they removed in total (points).
 * destr_through: destructive candidates (retrieved-examples dumps) deployed, of ``destr`` proposed.
+* genuine: candidates whose true accuracy is strictly above the deployed memory's; genuine_rolled_back: those rolled
+  back (knowledge the guard threw away); late / late_rolled_back: the same for the ``late`` kind (knowledge for
+  topics the stream has not reached yet, worth nothing on the tasks seen so far).
 * triggers (all comparisons, warm-up included: the recommended controller's text gate compares inside the warm-up)
   and trigger rate (post-warm-up triggers / post-warm-up steps, so at most 1).
 * evaluator_calls: what the run pays, the distinct (memory text, task) evaluations under keyed noise (a repeat is a
@@ -36,6 +39,7 @@ def episode_metrics(ep: dict, oracle_final: float | None, warmup: int | None) ->
     acc_ = ep["accepted"]
     rej = ~acc_
     dump = np.array([k == "dump" for k in ep["kinds"]])
+    late = np.array([k == "late" for k in ep["kinds"]], dtype=bool)
     n_rej, n_harm = int(rej.sum()), int(harmful.sum())
     hr = int((harmful & rej).sum())
     big = ep["cand_gain"] < -BIG_LOSS
@@ -61,6 +65,10 @@ def episode_metrics(ep: dict, oracle_final: float | None, warmup: int | None) ->
         "harm_pts": -100 * float(ep["cand_gain"][harmful & acc_].sum()),
         "destr": int(dump.sum()),
         "destr_through": int((dump & acc_).sum()),
+        "genuine": int((ep["cand_gain"] > EPS).sum()),
+        "genuine_rolled_back": int(((ep["cand_gain"] > EPS) & rej).sum()),
+        "late": int(late.sum()),
+        "late_rolled_back": int((late & rej).sum()),
         "trig_recall": _frac(fired & harmful & live, harmful & live) if warmup is not None else float("nan"),
         "trig_recall_1pt": _frac(fired & big & live, big & live) if warmup is not None else float("nan"),
         "trig_recall_dump": _frac(fired & dump & live, dump & live) if warmup is not None else float("nan"),
@@ -139,7 +147,8 @@ def fmt(mean: float, ci: float, digits: int = 1) -> str:
 
 TABLE_COLS = [("final", "final acc", 1), ("regret", "regret", 1), ("auc", "AUC", 1), ("triggers", "triggers", 1),
               ("evaluator_calls", "evaluations (paid)", 0), ("raw_calls", "requests (raw)", 0), ("precision", "rej. precision", 2), ("recall", "rej. recall", 2), ("recall_1pt", "recall ≥1pt", 2),
-              ("harm_through", "harmful deployed", 1), ("destr_through", "dumps deployed", 2)]
+              ("harm_through", "harmful deployed", 1), ("destr_through", "dumps deployed", 2),
+              ("genuine_rolled_back", "genuine rolled back", 1), ("genuine", "genuine", 1)]
 
 
 def markdown_table(agg: dict[str, dict], order: list[str]) -> str:
@@ -159,7 +168,8 @@ TRIGGER_COLS = [("trigger_rate", "trigger rate", 2), ("trig_recall", "fired on h
 
 
 def trigger_table(agg: dict[str, dict], order: list[str]) -> str:
-    """Trigger selectivity of the policies that have a trigger (the issue-16 yardstick)."""
+    """Trigger selectivity of the policies that have a trigger: on how many harmful candidates (of at least one point,
+    dumps) the trigger fired, beside its rate and cost."""
     lines = ["| policy | " + " | ".join(c[1] for c in TRIGGER_COLS) + " |", "|" + "---|" * (len(TRIGGER_COLS) + 1)]
     for pol in order:
         if pol in agg and agg[pol]["trig_recall"][2] > 0:
@@ -182,7 +192,8 @@ def claims_table(per_seed: dict[str, list[dict]]) -> str:
 def boot_ratio(num, den, seed: int = 24, n_boot: int = 10_000,
                positive_den: bool = False) -> tuple[float, float, float]:
     """mean(num) / mean(den) and its 95% percentile interval over paired bootstrap resamples of the seeds (the
-    issue-24 yardstick; ``benchmarks/controller/bench_recommended.py`` uses it too). NaN when the denominator's mean is 0, and
+    share of always-compare's gain or evaluations a policy keeps or pays; ``benchmarks/controller/bench_recommended.py``
+    uses it too). NaN when the denominator's mean is 0, and
     with ``positive_den`` when it is not above 0: a share of always's gain over blind means nothing when always does
     not gain (two losses would make a large positive share)."""
     num, den = np.asarray(num, float), np.asarray(den, float)

@@ -49,8 +49,8 @@ def render_markdown(result) -> str:
 
 
 def share_section(result) -> list[str]:
-    """The issue-24 yardstick when the grid has blind and always: (policy − blind) / (always − blind) in final
-    accuracy and calls / always's calls."""
+    """The controller's yardstick, when the grid has blind and always: its share of always-compare's gain,
+    (policy − blind) / (always − blind) in final accuracy, and of always's paid evaluations."""
     t = share_table(result.per_seed, result.policies)
     if t is None:
         return []

@@ -11,6 +11,10 @@ Kinds (docs/bench.md):
 * ``dump``: replace the sheet by the DC-RS "retrieved examples" block: the last ``dump_examples`` stream tasks and
   their solutions; its only value is a small gain on the examples' clusters. Destructive.
 * ``reword``: reword one item (same effect, different text).
+* ``late``: knowledge for a topic the stream has not reached yet: a general item for the first cluster favoured later
+  in the stream that still has cells no stream task up to ``t`` was in, helping only those unseen cells (and its
+  ring neighbours' unseen cells a little). Every task seen so far scores the same with or without it: its value lies
+  only in tasks still to come (and the held-out test set). Falls back to ``general`` when every cell has been seen.
 Adding beyond ``max_items`` drops the oldest item (a bounded sheet). A curator working from a dump rebuilds from scratch:
 the dump's example items are not carried into the next sheet. When a kind cannot apply (overwrite/reword on a memory
 without items) the proposal falls back to ``general``; the returned kind is the one applied.
@@ -49,6 +53,23 @@ class WorldUpdater:
         n = self.world.config.n_clusters
         return sorted({(cl - 1) % n, (cl + 1) % n} - {cl})
 
+    def late_item(self, t: int, r: random.Random) -> Item | None:
+        """The ``late`` kind's item at step ``t``, or None when every (cluster, subtopic) cell has been seen."""
+        w = self.world
+        c = w.config
+        unseen = w.first_seen > t
+        if not unseen.any():
+            return None
+        later = [cl for cl in w.favoured[t + 1:] if unseen[cl].any()]
+        cl = later[0] if later else int(np.flatnonzero(unseen.any(axis=1))[0])
+        s = int(np.flatnonzero(unseen[cl])[0])
+        eff = np.zeros((c.n_clusters, c.n_subtopics))
+        eff[cl, :] += r.uniform(*c.general_gain)
+        for nb in self._neighbours(cl):
+            eff[nb, :] += r.uniform(*c.neighbour_gain)
+        eff *= unseen
+        return Item(f"i{t}", "late", cl, tuple(item_lines("general", cl, s, t, r)), eff)
+
     def new_item(self, kind: str, t: int, task, r: random.Random) -> Item:
         c = self.world.config
         eff = np.zeros((c.n_clusters, c.n_subtopics))
@@ -86,6 +107,11 @@ class WorldUpdater:
         if kind in ("overwrite", "reword") and not base:
             kind = "general"
         version = mem.version + 1
+        if kind == "late":
+            item = self.late_item(t, r)
+            if item is not None:
+                return self._sheet(self._add(base, item), version), kind
+            kind = "general"
         if kind in ("general", "specific"):
             return self._sheet(self._add(base, self.new_item(kind, t, task, r)), version), kind
         if kind == "overwrite":

@@ -19,8 +19,30 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-KINDS = ("general", "specific", "overwrite", "dump", "reword")
+KINDS = ("general", "specific", "overwrite", "dump", "reword", "late")
 DEFAULT_MIX = {"general": 0.45, "specific": 0.15, "overwrite": 0.1, "dump": 0.03, "reword": 0.27}
+# The named settings of `janus bench world --setting NAME` and benchmarks/controller/bench_recommended.py: WorldConfig
+# fields over the defaults. S5 and S6 can see a guard that freezes the memory: 40% of the candidates drawn hold
+# knowledge for topics the stream has not reached yet (kind "late"), so a comparison on seen tasks finds no difference.
+LATE_MIX = {"general": 0.22, "specific": 0.1, "overwrite": 0.1, "dump": 0.03, "reword": 0.15, "late": 0.4}
+SETTINGS: dict[str, dict] = {
+    "default": {},
+    "s1": {"coupling": 1.0},
+    "s2": {"mix": {"general": 0.3, "specific": 0.25, "overwrite": 0.15, "dump": 0.05, "reword": 0.25}},
+    "s3": {"eval_noise": "fresh"},
+    "s4": {"mix": {"general": 0.6, "specific": 0.2, "overwrite": 0.15, "dump": 0.05}},
+    "s5": {"mix": LATE_MIX, "drift": 0.9},
+    "s6": {"mix": LATE_MIX, "drift": 0.9, "eval_noise": "fresh", "difficulty_sd": 0.5},
+}
+SETTING_TEXT = {
+    "default": "the default world (keyed noise, coupling 0.5, drift 0.6)",
+    "s1": "a low-noise evaluator (coupling 1.0: an edit never re-rolls an answer the memory's truth does not move)",
+    "s2": "more harmful candidates (general .3, specific .25, overwrite .15, dump .05, reword .25)",
+    "s3": "a stochastic evaluator (eval_noise fresh: every evaluation a new draw)",
+    "s4": "no rewordings (general .6, specific .2, overwrite .15, dump .05)",
+    "s5": "late knowledge: 40% of candidates drawn help only topics still to come (drift 0.9)",
+    "s6": "late knowledge under more noise: S5 with fresh draws on tasks nearer 50/50 (difficulty sd 0.5)",
+}
 
 
 @dataclass(frozen=True)
@@ -187,11 +209,16 @@ class World:
         clusters = np.where(rng.random(c.n_steps) < c.drift, favoured, uniform)
         subs = rng.integers(0, c.n_subtopics, c.n_steps)
         diffs = rng.normal(0.0, c.difficulty_sd, c.n_steps)
+        self.favoured = [int(x) for x in favoured]
         self.stream = [WorldTask(f"s{i}", i, int(clusters[i]), int(subs[i]), float(diffs[i]),
                                  task_text(int(clusters[i]), int(subs[i]), i, trng)) for i in range(c.n_steps)]
         cells = [(cl, s) for cl in range(c.n_clusters) for s in range(c.n_subtopics) for _ in range(c.test_per_cell)]
         tdiff = rng.normal(0.0, c.difficulty_sd, len(cells))
         self.test = [WorldTask(f"t{i}", i, cl, s, float(tdiff[i]), "") for i, (cl, s) in enumerate(cells)]
+        # first_seen[c, s]: the first stream step whose task is in cell (c, s) (n_steps when none is)
+        self.first_seen = np.full((c.n_clusters, c.n_subtopics), c.n_steps, dtype=int)
+        for task in reversed(self.stream):
+            self.first_seen[task.cluster, task.subtopic] = task.idx
         self._test_c = np.array([t.cluster for t in self.test])
         self._test_s = np.array([t.subtopic for t in self.test])
         self._test_base = np.array([c.base_logit + self.cluster_offset[t.cluster] + t.difficulty for t in self.test])

@@ -30,6 +30,29 @@ def memory_items(text: str) -> list[str]:
     return [_WS.sub(" ", ln.strip()).lower() for ln in text.splitlines() if ln.strip()]
 
 
+def changed_words(old_text: str, new_text: str) -> set[str]:
+    """The distinct lower-cased words (``\\w+``, two characters or more) of the lines only in one of the two texts:
+    what an update added or removed, for reading first the tasks it touches (``panel_order="touched"``)."""
+    so, sn = set(memory_items(old_text)), set(memory_items(new_text))
+    return {w for line in so ^ sn for w in _WORD.findall(line) if len(w) >= 2}
+
+
+def only_adds(old_text: str, new_text: str) -> bool:
+    """The new memory keeps every line of the old one (version and usage-count lines aside) and adds at least one:
+    an update that can only add knowledge (``seq_innocent="additions"``)."""
+    from .equivalence import COUNTER_BOOKKEEPING, _is_bookkeeping
+
+    so, sn = set(memory_items(old_text)), set(memory_items(new_text))
+    removed = [ln for ln in so - sn if not _is_bookkeeping(ln, COUNTER_BOOKKEEPING)]
+    added = [ln for ln in sn - so if not _is_bookkeeping(ln, COUNTER_BOOKKEEPING)]
+    return not removed and bool(added)
+
+
+def text_words(text: str) -> set[str]:
+    """The distinct lower-cased words (``\\w+``, two characters or more) of ``text``."""
+    return {w for w in _WORD.findall(text.lower()) if len(w) >= 2}
+
+
 def shingles(text: str, n: int = SHINGLE) -> set[tuple[str, ...]]:
     """Distinct word n-grams of the lower-cased text (words = ``\\w+`` runs, across line breaks)."""
     words = _WORD.findall(text.lower())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .changes import only_adds
 from .config import JanusConfig
 from .decision_rules import Comparison, EvaluationError, compare, n_correct, planned_calls
 from .sequential import SPRT
@@ -57,18 +58,24 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
     rule = "paper" if full else dc.rule
     base = dc.seq_max_pairs if base_pairs is None else base_pairs
     seq = rule == "sequential"
+    lead = 0  # seq_rollback_lead for this candidate: innocent until shown harmful, read at most the base cap
+    if seq and dc.seq_rollback_lead and max_pairs is None and (
+            dc.seq_innocent == "all" or only_adds(old_text, new_text)):
+        lead = dc.seq_rollback_lead
     how: dict[str, Any] = dict(
         rule=rule, early_stop=dc.early_stop and not full, round_size=dc.seq_round if seq else dc.early_stop_round,
         same_memory_shortcut=c.reuse.same_memory_shortcut, max_pairs=max_pairs if max_pairs is not None else base,
         known_old=known_old if seq else None,
-        extend_pairs=dc.seq_extend_pairs if seq and max_pairs is None and dc.seq_extend_pairs > base else 0)
+        extend_pairs=dc.seq_extend_pairs if seq and max_pairs is None and not lead and dc.seq_extend_pairs > base
+        else 0)
     expect = getattr(evaluator, "expect_calls", None)
     if callable(expect):  # every call the comparison may make, in order (None: the order depends on the outcomes)
         expect(planned_calls(tasks, old_text, new_text, **how))
     try:
         comp = compare(evaluator, tasks, old_text, new_text, alpha=dc.alpha, min_margin=dc.min_margin,
-                       sprt=SPRT(dc.seq_alpha, dc.seq_beta, dc.seq_theta, dc.seq_deploy_margin if max_pairs is None
-                                 else 0, dc.seq_quiet_deploy) if seq else None,
+                       sprt=SPRT(dc.seq_alpha, dc.seq_beta, dc.seq_theta,
+                                 dc.seq_deploy_margin if max_pairs is None and not lead else 0, dc.seq_quiet_deploy,
+                                 lead) if seq else None,
                        extend_margin=dc.seq_extend_margin, **how)
     except EvaluationError as exc:
         d.accept = dc.on_evaluation_error == "deploy"

@@ -27,30 +27,32 @@ from .config_groups import (  # noqa: F401  (the choices and the seed range re-e
     flatten,
 )
 
-# JanusConfig.recommended(): the settings measured in docs/controller.md ("Recommended controller"). Chosen on tuning
-# seeds 100-159 of the five world settings by the rule committed in docs/measurements.md ("The honest count"): a
-# stable panel of 19 seen tasks read one at a time, a candidate deployed only when it leads by a discordant task
-# (5 tasks, up to 12 while its lead is exactly one; no lead at 5 rolls back), 60% of the comparisons rotating out the
-# member on which memories disagreed least, rewordings of the last fully compared memory checked on one task and
-# keeping the deployed memory's outcomes, an all-None candidate rolled back, the text gate forcing an ordinary
-# comparison. The two earlier recommended controllers follow (docs/controller.md, CHANGELOG.md).
+# JanusConfig.recommended(): an update that only adds lines is innocent until shown harmful; any other must show it
+# is better (docs/controller.md "Recommended controller"). Compare at every step on a stable panel of 19 seen tasks,
+# the tasks the changed lines touch read first, one at a time. A candidate that keeps every line and adds some is
+# read on at most 5 tasks and deployed unless the deployed memory leads by 3 of them; any other candidate is deployed
+# only when it leads by a discordant task (5 tasks, up to 12 while its lead is exactly one). Chosen on tuning seeds
+# 200-203 of the seven world settings and the late-rules test stream (docs/measurements.md "Guards without freezing").
 RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19, panel_rotate=0.6,
-                   panel_min_evals=5, seq_max_pairs=5, seq_extend_pairs=12, seq_extend_margin=0, seq_round=1,
-                   seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3, seq_deploy_margin=1, seq_quiet_deploy=False,
+                   panel_min_evals=5, panel_order="touched", seq_max_pairs=5, seq_extend_pairs=12,
+                   seq_extend_margin=0, seq_round=1, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3,
+                   seq_deploy_margin=1, seq_quiet_deploy=False, seq_rollback_lead=3, seq_innocent="additions",
                    reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True, near_copy_pairs=1,
                    gate_compare=True, gate_full_compare=False, eval_order="informative", dedup=True,
                    same_memory_shortcut=True, clustering="paper", near_copy_anchor=True, indeterminate_rollback=True)
-# recommended() as judged on 2026-12-04 (seeds 60-79): the same panel read 11, up to 19 while tied, ties deployed;
-# every field it set, for reproducing its measurements (benchmarks/controller/bench_recommended.py
-# --panel-ties-deployed) and what a run stored with it resumes on (settings/migrate.py)
-RECOMMENDED_PANEL_TIES_DEPLOYED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19,
-                                       panel_rotate=0.5, panel_min_evals=5, seq_max_pairs=11, seq_extend_pairs=19,
-                                       seq_extend_margin=0, seq_round=2, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3,
-                                       reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True,
-                                       near_copy_pairs=1, gate_compare=True, gate_full_compare=False,
-                                       eval_order="informative", dedup=True, same_memory_shortcut=True,
-                                       clustering="paper", seq_recent_pairs=0, near_copy_anchor=False,
-                                       indeterminate_rollback=False, seq_deploy_margin=0, seq_quiet_deploy=True)
+# recommended() until 2026-12-06 (judged on seeds 300-359): a candidate deployed only when it leads by a discordant
+# task (5 tasks, up to 12 while its lead is exactly one), the panel read in its stable order. It rolled back every
+# update whose value lies in tasks still to come; every field it set, for reproducing its measurements and what a run
+# stored with it resumes on
+RECOMMENDED_LEAD_TO_DEPLOY = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19,
+                                  panel_rotate=0.6, panel_min_evals=5, seq_max_pairs=5, seq_extend_pairs=12,
+                                  seq_extend_margin=0, seq_round=1, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3,
+                                  seq_deploy_margin=1, seq_quiet_deploy=False, reuse_old_results=True,
+                                  near_copy_similarity=0.93, near_copy_inherit=True, near_copy_pairs=1,
+                                  gate_compare=True, gate_full_compare=False, eval_order="informative", dedup=True,
+                                  same_memory_shortcut=True, clustering="paper", near_copy_anchor=True,
+                                  indeterminate_rollback=True, seq_recent_pairs=0, seq_rollback_lead=0,
+                                  seq_innocent="all", panel_order="stable")
 # recommended() until 2026-12-04 (judged 2026-12-03): the paper's coverage/boundary/fresh set read boundary first,
 # cap 6 -> 14 while tied, near copies on 4 tasks, the gate's comparisons full; every field it set (so a later change
 # cannot leak into it), for reproducing its measurements (benchmarks/controller/bench_recommended.py
@@ -67,13 +69,13 @@ RECOMMENDED_HYBRID_BOUNDARY_FIRST = dict(trigger="always", decision_rule="sequen
 # the switches that tell the presets apart (JanusConfig.preset); sizes, tau, trigger and seed are settings of any preset
 PRESET_SWITCHES = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
                    "eval_order", "gate_full_compare", "seq_max_pairs", "reuse_old_results", "seq_extend_pairs",
-                   "eval_set", "near_copy_inherit", "gate_compare")
+                   "eval_set", "near_copy_inherit", "gate_compare", "seq_rollback_lead")
 # settings of recommended() that JanusConfig.preset does not compare: a change to one is named in the preset label
 # ("recommended + trigger mmt"); sizes, tau and seed are settings of every preset and are not named
 RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_round", "seq_extend_margin",
                       "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_rotate", "panel_min_evals",
                       "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max", "near_copy_anchor",
-                      "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy")
+                      "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "panel_order", "seq_innocent")
 
 
 @dataclass(frozen=True, init=False)
@@ -191,21 +193,18 @@ class JanusConfig:
 
     @classmethod
     def recommended(cls, **overrides) -> JanusConfig:
-        """The recommended controller (docs/controller.md "Recommended controller", measured in docs/measurements.md
-        "Recommended controller"): compare at every post-warm-up step (``trigger="always"``) with Wald's sequential
-        test on discordant pairs (``decision_rule="sequential"``, ``seq_round`` tasks at a time) on a stable panel of
-        ``panel_size`` seen tasks read in order (``eval_set="panel"``): ``seq_max_pairs`` of them, up to
-        ``seq_extend_pairs`` while close (the adaptive cap); a candidate is deployed only with a lead of
-        ``seq_deploy_margin`` discordant tasks (``seq_quiet_deploy`` off: none disagreeing is no lead), and read on
-        while its lead is exactly that; per
-        comparison, with probability ``panel_rotate``, the member on which memories disagreed least (read
-        ``panel_min_evals`` times or more) is replaced by a random seen task; the deployed memory's outcomes are
-        reused; a near copy that only rewords the last fully compared memory (``near_copy_anchor``) is checked on
-        ``near_copy_pairs`` tasks and keeps them (``near_copy_inherit``); a candidate with no determinate outcome is
-        rolled back (``indeterminate_rollback``); a dump/wipe-looking candidate is compared also inside the warm-up
-        (``gate_compare``); identical texts are evaluated once. Earlier recommended controllers:
-        ``JanusConfig(**config.RECOMMENDED_PANEL_TIES_DEPLOYED)`` (the panel read 11-19, ties deployed) and
-        ``JanusConfig(**config.RECOMMENDED_HYBRID_BOUNDARY_FIRST)`` (the paper's hybrid set read boundary first)."""
+        """The recommended controller, innocent until shown harmful (docs/controller.md "Recommended controller",
+        measured in docs/measurements.md): compare at every post-warm-up step (``trigger="always"``) with Wald's
+        sequential test on discordant pairs (``decision_rule="sequential"``, one task at a time) on a stable panel of
+        ``panel_size`` seen tasks (``eval_set="panel"``), the tasks the changed lines touch read first
+        (``panel_order="touched"``), at most ``seq_max_pairs``; a crossed Wald boundary decides sooner; at the cap the
+        candidate is deployed unless the deployed memory leads by ``seq_rollback_lead`` discordant tasks. Per
+        comparison, with probability ``panel_rotate``, the member on which memories disagreed least is replaced by a
+        random seen task; the deployed memory's outcomes are reused; a near copy that only rewords the last fully
+        compared memory is checked on ``near_copy_pairs`` tasks and keeps the rest; a candidate with no determinate
+        outcome is rolled back; a dump/wipe-looking candidate is compared also inside the warm-up (``gate_compare``);
+        identical texts are evaluated once. The controller it replaces (deploy only on a lead):
+        ``JanusConfig(**config.RECOMMENDED_LEAD_TO_DEPLOY)``."""
         base: dict[str, Any] = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)
@@ -256,6 +255,9 @@ class JanusConfig:
         if d.seq_deploy_margin:
             parts += [f"seq_round={d.seq_round}", f"seq_deploy_margin={d.seq_deploy_margin}",
                       f"seq_quiet_deploy={d.seq_quiet_deploy}"]
+        if d.seq_rollback_lead:
+            parts += ([] if d.seq_deploy_margin else [f"seq_round={d.seq_round}"]) + [
+                f"seq_rollback_lead={d.seq_rollback_lead}", f"seq_innocent={d.seq_innocent}"]
         if r.near_copy_similarity > 0:
             parts.append(f"near_copy_similarity={r.near_copy_similarity}")
             parts.append("near_copy_inherit=True" if r.near_copy_inherit else
@@ -263,6 +265,8 @@ class JanusConfig:
         if e.kind == "panel":
             parts += ["eval_set=panel", f"panel_size={e.panel_size}", f"panel_rotate={e.panel_rotate}",
                       f"panel_min_evals={e.panel_min_evals}"]
+            if e.panel_order != "stable":
+                parts.append(f"panel_order={e.panel_order}")
         return head + ", " + ", ".join(parts) + ")"
 
     @classmethod

@@ -22,6 +22,7 @@ CLUSTERINGS = ("paper", "sklearn", "incremental")
 DECISION_RULES = ("paper", "sign_test", "sequential")
 EVAL_ORDERS = ("paper", "informative", "relevant", "fresh_first", "interleaved")
 ON_EVALUATION_ERROR = ("keep_old", "deploy")
+PANEL_ORDERS = ("stable", "touched")
 
 
 # ------------------------------------------------------------------ checks shared by the groups
@@ -226,6 +227,10 @@ class EvalSetConfig(_KindCompat):
     panel_min_evals: int = 5
     """The member replaced is the one the memories disagreed on least among those read at least this many times;
     0 = a seeded member. Panel only."""
+    panel_order: str = "stable"
+    """Reading order of the panel: ``stable`` (members in their places) or ``touched`` (the members whose question
+    shares the most words with the lines the update added or removed first; without question texts, the members whose
+    embedding is most aligned, either sign, with φ(new) − φ(old)). Panel only."""
 
     def __post_init__(self):
         check_ints(self, {n: n for n in ("coverage_size", "boundary_size", "fresh_size", "pool_size", "panel_size",
@@ -233,6 +238,7 @@ class EvalSetConfig(_KindCompat):
         check_bools(self, {n: n for n in ("use_coverage", "use_boundary", "use_fresh", "dedup")})
         check_numbers(self, {"panel_rotate": "panel_rotate"})
         check_choice(self.order, "eval_order", EVAL_ORDERS)
+        check_choice(self.panel_order, "panel_order", PANEL_ORDERS)
         check_range(self, "panel_rotate", 0, 1)
         rl = self.replay_limit
         if rl is not None and (isinstance(rl, bool) or not isinstance(rl, (int, np.integer)) or not 1 <= rl <= MAX_COUNT):
@@ -298,6 +304,14 @@ class DecisionConfig:
     seq_quiet_deploy: bool = True
     """``sequential`` with ``seq_deploy_margin``: a comparison without any discordant task deploys (as the paper's
     tie); False rolls it back."""
+    seq_rollback_lead: int = 0
+    """``sequential``, 0 = off: a candidate ``seq_innocent`` names is read on at most ``seq_max_pairs`` tasks and,
+    at that cap, rolled back only when the deployed memory leads by at least this many discordant tasks, else
+    deployed (innocent until shown harmful; a crossed Wald boundary still decides)."""
+    seq_innocent: str = "all"
+    """``sequential`` with ``seq_rollback_lead``: which candidates it holds innocent: ``all``, or ``additions`` (a
+    candidate that keeps every line of the deployed memory, version and count lines aside, and adds some; the others
+    are decided by ``seq_deploy_margin`` and the adaptive cap as usual)."""
     indeterminate_rollback: bool = False
     """Any rule: a candidate whose every outcome is None (indeterminate, e.g. sandbox time-outs) is rolled back,
     reason ``indeterminate_candidate``, whatever the rule said."""
@@ -309,7 +323,7 @@ class DecisionConfig:
     def __post_init__(self):
         check_ints(self, {n: n for n in ("min_margin", "early_stop_round", "seq_round", "seq_max_pairs",
                                          "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs",
-                                         "seq_recent_window", "seq_deploy_margin")},
+                                         "seq_recent_window", "seq_deploy_margin", "seq_rollback_lead")},
                    at_least_one=("early_stop_round", "seq_round", "seq_recent_window"))
         check_bools(self, {n: n for n in ("early_stop", "seq_quiet_deploy", "indeterminate_rollback")})
         check_numbers(self, {n: n for n in ("alpha", "seq_alpha", "seq_beta", "seq_theta")})
@@ -326,6 +340,10 @@ class DecisionConfig:
                                      f"{getattr(self, name)} with seq_max_pairs={self.seq_max_pairs}")
         check_choice(self.rule, "decision_rule", DECISION_RULES)
         check_choice(self.on_evaluation_error, "on_evaluation_error", ON_EVALUATION_ERROR, sep=", ")
+        check_choice(self.seq_innocent, "seq_innocent", ("all", "additions"))
+        if self.seq_rollback_lead and self.rule != "sequential":
+            raise ValueError("seq_rollback_lead decides the sequential test's truncation: set decision_rule: "
+                             "sequential too")
         if self.early_stop and self.rule != "paper":
             raise ValueError("early_stop is exact only for decision_rule='paper'")
 
@@ -398,7 +416,7 @@ FLAT_ORDER = ("warmup", "coverage_size", "boundary_size", "fresh_size", "beta", 
               "reuse_old_results", "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs", "seq_recent_window",
               "eval_set", "panel_size", "panel_rotate", "panel_min_evals", "near_copy_inherit", "near_copy_anchor",
               "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "compare_on_broken_embeddings",
-              "on_evaluation_error")
+              "on_evaluation_error", "seq_rollback_lead", "seq_innocent", "panel_order")
 _WHERE = {_RENAMED.get((g, f.name), f.name): (g, f.name) for g, cls in GROUPS.items() for f in fields(cls)}
 FLAT: dict[str, tuple[str | None, str]] = {k: _WHERE.get(k, (None, k)) for k in FLAT_ORDER}
 assert set(_WHERE) | {"warmup", "seed"} == set(FLAT_ORDER), "FLAT_ORDER lists every grouped field once"

@@ -220,6 +220,8 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
     accept = verdict == "deploy"
     if crossed:
         reason = "sprt_new_not_worse" if accept else "sprt_new_worse"
+    elif accept and w < ll:  # seq_rollback_lead: the deployed memory leads, short of the lead that rolls back
+        reason = "sprt_truncated_no_evidence"
     elif accept or w < ll:
         reason = "sprt_truncated_new_ge_old" if accept else "sprt_truncated_old_better"
     else:  # not worse, but short of the lead seq_deploy_margin asks for

@@ -61,13 +61,20 @@ class SequentialRule:
     def text(self, c: JanusConfig) -> str:
         reuse = "; the deployed memory's measured outcomes reused" if c.reuse.old_results else ""
         tasks = "1 task" if c.decision.seq_round == 1 else f"{c.decision.seq_round} tasks"
-        if c.decision.seq_deploy_margin:
-            lead = "1 task" if c.decision.seq_deploy_margin == 1 else f"{c.decision.seq_deploy_margin} tasks"
-            quiet = "deployed" if c.decision.seq_quiet_deploy else "rolled back"
+        dc = c.decision
+        innocent = (f"deployed unless the old memory leads by {dc.seq_rollback_lead} tasks on the tasks read "
+                    "(innocent until shown harmful)")
+        if dc.seq_rollback_lead and dc.seq_innocent == "all":
+            end = f"then {innocent}"
+        elif dc.seq_deploy_margin:
+            lead = "1 task" if dc.seq_deploy_margin == 1 else f"{dc.seq_deploy_margin} tasks"
+            quiet = "deployed" if dc.seq_quiet_deploy else "rolled back"
             end = (f"then deployed only when the candidate leads by {lead} on the tasks read (none disagreeing: "
                    f"{quiet})")
         else:
             end = "then the paper's rule on the tasks read"
+        if dc.seq_rollback_lead and dc.seq_innocent == "additions":
+            end += f"; a candidate that only adds lines is {innocent}"
         return (f"Wald's sequential test on the tasks the memories disagree on (alpha {c.decision.seq_alpha:g}, beta "
                 f"{c.decision.seq_beta:g}, theta {c.decision.seq_theta:g}), {tasks} a round, {end}{reuse}")
 
@@ -112,6 +119,8 @@ def _label(c: JanusConfig) -> tuple[str, str]:
     ref = refs[closest]
     # a setting of an evaluation set this configuration does not use is not named
     unused = {k for cls in EVAL_SETS.values() for k in cls.SETTINGS} - set(eval_set_for(c).SETTINGS)
+    if not c.decision.seq_rollback_lead:  # which candidates are innocent says nothing without a roll-back lead
+        unused.add("seq_innocent")
     tuning = [k for k in RECOMMENDED_TUNING if c.flat_value(k) != ref.flat_value(k)
               and k not in unused] if closest == "recommended" else []
     what = ", ".join(f"{k}={_value(c.flat_value(k))}" for k in switches[closest] + tuning)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .changes import change_stats, rewords_only, shingle_similarity
+from .changes import change_stats, changed_words, rewords_only, shingle_similarity, text_words
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
 from .decision_rules import UNKNOWN, Comparison
@@ -39,6 +39,36 @@ from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_upda
 from .trigger_options import SelectiveOptions, SelectiveTrigger, item_flag
 
 __all__ = ["STATE_FORMAT", "Decision", "Janus", "JanusConfig", "StepInput", "task_id_of"]
+
+
+def task_text(task: Any) -> str | None:
+    """A task's question text when it has one (``question`` or ``text``, attribute or key), else None."""
+    for name in ("question", "text"):
+        v = task.get(name) if isinstance(task, dict) else getattr(task, name, None)
+        if isinstance(v, str):
+            return v
+    return None
+
+
+def touched_first(entries: list[int], tasks: list, old_text: str, new_text: str, store: EmbeddingStore,
+                  z: np.ndarray | None) -> list[int]:
+    """``panel_order="touched"``: the entries the change touches first, stable otherwise. A task's score is how many
+    words of the changed lines (``changes.changed_words``: lines added or removed) its question holds; when no task
+    has a question text, |cos(task embedding, z)| with z = φ(new) − φ(old). As given when nothing scores."""
+    if not entries:
+        return []
+    texts = [task_text(tasks[i]) for i in entries]
+    if any(t is not None for t in texts):
+        words = changed_words(old_text, new_text)
+        score = [len(words & text_words(t)) if t is not None else 0 for t in texts]
+    elif z is not None and store.dim == z.shape[0] and np.isfinite(zn := float(np.linalg.norm(z))) and zn > 0:
+        rows = store.view()[entries].astype(np.float64)
+        norms = np.linalg.norm(rows, axis=1)
+        score = list(np.abs(rows @ z.astype(np.float64)) / np.where(norms > 0, norms * zn, np.inf))
+    else:
+        return list(entries)
+    order = sorted(range(len(entries)), key=lambda k: -score[k])
+    return [entries[k] for k in order]
 
 
 def _sha(text: str) -> str:
@@ -101,6 +131,7 @@ class Janus:
         self._old_key: str | None = None  # reuse_old_results: sha256 of the memory whose outcomes are cached
         self._old_cache: dict[int, bool] = {}  # stream index -> that memory's measured outcome
         self._recent_close: list[bool] = []  # seq_recent_pairs: was each of the last comparisons close
+        self._direction: np.ndarray | None = None  # this step's update direction z, while decide() runs (not state)
         self._anchor_sha: str | None = None  # near_copy_anchor: the last fully compared memory (_anchored)
         self._anchor_text: str | None = None
         self._saved: dict | None = None  # decide()'s saved state while it runs (_save)
@@ -286,7 +317,11 @@ class Janus:
                      reason="not_triggered", cosine=cos, z_norm=z_norm,
                      momentum_norm=None if prev is None else exact_norm(prev), warnings=warnings,
                      trigger_signals=signals)
-        self._act(d, fire, inp.old_memory, inp.new_memory)
+        self._direction = z
+        try:
+            self._act(d, fire, inp.old_memory, inp.new_memory)
+        finally:
+            self._direction = None
         d.trigger_count = self._trigger_count
         self._momentum = momentum_update(prev, z, c.trigger.beta)
         if c.trigger.kind == "selective":
@@ -411,6 +446,8 @@ class Janus:
         self._trigger_count += 1
         self._stats["triggers"] += 1
         plan = self._evalset.plan(self._store, prev_seen, self._trigger_count, d.warnings)
+        if self.config.eval_set.panel_order == "touched" and self._evalset.name == "panel":
+            plan.entries = touched_first(plan.entries, self._tasks, old_text, new_text, self._store, self._direction)
         plan.record(d, self._ids)
         comp = self._compare(d, plan.entries, old_text, new_text, full=full, max_pairs=max_pairs, inherit=inherit)
         self._evalset.observe(plan, comp, d, self._ids, self._trigger_count)

@@ -25,7 +25,7 @@ class PanelSet(EvalSetStrategy):
     with (comparisons that read it, comparisons in which the two memories disagreed on it), stored as ``panel``."""
 
     name = "panel"  # its EVAL_SETS name (strategy.py registers it)
-    SETTINGS = ("panel_size", "panel_rotate", "panel_min_evals")
+    SETTINGS = ("panel_size", "panel_rotate", "panel_min_evals", "panel_order")
 
     def __init__(self, config: Any, arg: str | None = None):
         super().__init__(config, arg)
@@ -39,7 +39,8 @@ class PanelSet(EvalSetStrategy):
         return {"panel": self.config.eval_set.panel_size}
 
     def text(self) -> str:
-        return f"a panel of {self.config.eval_set.panel_size} seen tasks"
+        touched = ", those the changed lines touch first" if self.config.eval_set.panel_order == "touched" else ""
+        return f"a panel of {self.config.eval_set.panel_size} seen tasks{touched}"
 
     def cell(self) -> str:
         return f"panel {self.config.eval_set.panel_size}"

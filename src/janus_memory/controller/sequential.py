@@ -38,6 +38,7 @@ class SPRT:
     theta: float = 0.3
     margin: int = 0  # at truncation the candidate is deployed iff wins - losses >= margin (0: ties deploy)
     quiet: bool = True  # with margin > 0: a comparison without any discordant pair still deploys (a 0-0 tie)
+    rollback_lead: int = 0  # > 0: at truncation the candidate is rolled back iff losses - wins >= rollback_lead
 
     def __post_init__(self):
         for name in ("alpha", "beta"):
@@ -48,6 +49,9 @@ class SPRT:
             raise ValueError(f"theta must be in (0, 0.5), got {self.theta}")
         if self.margin < 0:
             raise ValueError(f"margin must be >= 0, got {self.margin}")
+        if self.rollback_lead < 0 or (self.rollback_lead and self.margin):
+            raise ValueError(f"rollback_lead must be >= 0 and needs margin 0, got {self.rollback_lead} with margin "
+                             f"{self.margin}")
 
     @property
     def upper(self) -> float:
@@ -75,10 +79,13 @@ class SPRT:
 
     def truncated(self, wins: int, losses: int) -> str:
         """The decision when the pairs run out: a boundary already crossed, else the paper rule (ties deploy), or
-        with ``margin`` > 0 a lead of at least ``margin`` discordant pairs (``seq_deploy_margin``)."""
+        with ``margin`` > 0 a lead of at least ``margin`` discordant pairs (``seq_deploy_margin``), or with
+        ``rollback_lead`` > 0 a roll-back only when the deployed memory leads by that many (``seq_rollback_lead``)."""
         v = self.verdict(wins, losses)
         if v is not None:
             return v
+        if self.rollback_lead:  # innocent until shown harmful: only a lead of the deployed memory rolls back
+            return "rollback" if losses - wins >= self.rollback_lead else "deploy"
         if self.quiet_tie(wins, losses):
             return "deploy"
         return "deploy" if wins - losses >= self.margin else "rollback"
