@@ -143,8 +143,8 @@ def test_report_of_a_recommended_run_names_it_and_counts_what_it_evaluated_and_p
     printed = capsys.readouterr().out
     assert ("setup: backend fake, model scripted, encoder hashing, run preset paper; Janus recommended; GSM8K: stream "
             "n=40, test n=5; seeds 0") in printed
-    assert "│ dc_rs+janus │   GSM8K │            270 │     163,107 │                     0 │       0 │              185 │" \
-           "                      185 │" in printed  # calls paid, ..., retries, Janus calls paid, evaluations needed
+    assert "│ dc_rs+janus │   GSM8K │            276 │     167,212 │                     0 │       0 │              191 │" \
+           "                      191 │" in printed  # calls paid, ..., retries, Janus calls paid, evaluations needed
     rep = build_report([str(out)], str(tmp_path / "rep"))
     (row,) = [r for r in rep["tables"]["trigger"]["rows"] if r["policy"] != "base (no Janus)"]
     assert (row["policy"], row["eval_set"], row["eval_set_size"], row["evaluations"], row["janus_calls_paid"],
