@@ -603,7 +603,7 @@ def test_the_preset_deploys_a_change_only_with_a_lead_and_an_addition_unless_sho
             (added, "lead", 20): (True, "sprt_new_not_worse", 3),
             (added, "quiet", 20): (True, "sprt_new_not_worse", 3),
             (added, "tie", 20): (True, "sprt_new_not_worse", 3),
-            (added, "behind", 20): (True, "sprt_new_not_worse", 4),
+            (added, "behind", 20): (True, "sprt_truncated_no_evidence", 4),
             (added, "behind3", 8): (False, "sprt_truncated_old_better", 5),
             (added, "behind3", 20): (False, "sprt_truncated_old_better", 5)}
     for (cand, name, seen), (accept, reason, n) in want.items():

@@ -65,7 +65,8 @@ def _cfg(out: Path, **kw) -> RunConfig:
 
 def _strip(o):
     if isinstance(o, dict):
-        return {k: _strip(v) for k, v in o.items() if k not in TIMING and k not in ("out", "run_dir")}
+        # answered_by counts live and cached answers per model: one after another the twin finds the cache warm
+        return {k: _strip(v) for k, v in o.items() if k not in TIMING and k not in ("out", "run_dir", "answered_by")}
     if isinstance(o, list):
         return [_strip(v) for v in o]
     return o

@@ -91,9 +91,9 @@ def test_lines_per_backend_and_measurement():
     rec = _cfg(janus_preset="recommended")
     assert estimate_line(rec, count_calls(rec, 12, 3)) == (
         "estimate: at most 290 LLM calls; calls = stream 48-72 + Janus evaluation 212 (upper bound: 2 memories x 12 "
-        "tasks at each step the controller may compare; evaluation set: a panel of 19 seen tasks (read 5, up to 12 "
-        "while the candidate leads by exactly 1 task); usually fewer: the sequential test stops early and the deployed "
-        "memory's outcomes are reused) "
+        "tasks at each step the controller may compare; evaluation set: a panel of 19 seen tasks, those the changed "
+        "lines touch first (read 5, up to 12 while the candidate leads by exactly 1 task); usually fewer: the "
+        "sequential test stops early and the deployed memory's outcomes are reused) "
         "+ test 6")
     assert estimate_line(_cfg(controller="none"), CallCount(24, 24, 0, 6, 5)) == (
         "estimate: at most 30 LLM calls; calls = stream 24 + test 6")

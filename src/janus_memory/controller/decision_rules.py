@@ -216,12 +216,13 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
     w, ll = discordant(old_c, new_c)
     if verdict is None:  # reached the (possibly extended) cap undecided: the paper rule on the pairs seen
         verdict = test.truncated(w, ll)
-    crossed = test.verdict(w, ll) is not None or k < limit
+    wald = test.verdict(w, ll) is not None
+    crossed = wald or k < limit
     accept = verdict == "deploy"
-    if crossed:
-        reason = "sprt_new_not_worse" if accept else "sprt_new_worse"
-    elif accept and w < ll:  # seq_rollback_lead: the deployed memory leads, short of the lead that rolls back
+    if accept and w < ll and not wald:  # seq_rollback_lead: the deployed memory leads, short of the roll-back lead
         reason = "sprt_truncated_no_evidence"
+    elif crossed:
+        reason = "sprt_new_not_worse" if accept else "sprt_new_worse"
     elif accept or w < ll:
         reason = "sprt_truncated_new_ge_old" if accept else "sprt_truncated_old_better"
     else:  # not worse, but short of the lead seq_deploy_margin asks for

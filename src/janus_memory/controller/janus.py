@@ -25,67 +25,33 @@ from typing import Any
 
 import numpy as np
 
-from .changes import change_stats, changed_words, rewords_only, shingle_similarity, text_words
+from .changes import change_stats, rewords_only, shingle_similarity
 from .comparison import announce, new_stats, run_comparison
 from .config import JanusConfig
 from .decision_rules import UNKNOWN, Comparison
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
 from .evalset import EmbeddingStore, decode_array, encode_array
+from .panel_set import touched_first
 from .sequential import discordant
 from .state import STATE_FORMAT, default_task_to_dict, tasks_from_state
 from .step import Decision, StepInput, task_id_of
 from .strategy import eval_set_for
-from .trigger import TriggerPolicy, as_vector, cosine, exact_norm, momentum_update, unusable, update_direction
+from .trigger import (
+    TriggerPolicy,
+    as_vector,
+    broken_embeddings,
+    cosine,
+    exact_norm,
+    momentum_update,
+    update_direction,
+)
 from .trigger_options import SelectiveOptions, SelectiveTrigger, item_flag
 
 __all__ = ["STATE_FORMAT", "Decision", "Janus", "JanusConfig", "StepInput", "task_id_of"]
 
 
-def task_text(task: Any) -> str | None:
-    """A task's question text when it has one (``question`` or ``text``, attribute or key), else None."""
-    for name in ("question", "text"):
-        v = task.get(name) if isinstance(task, dict) else getattr(task, name, None)
-        if isinstance(v, str):
-            return v
-    return None
-
-
-def touched_first(entries: list[int], tasks: list, old_text: str, new_text: str, store: EmbeddingStore,
-                  z: np.ndarray | None) -> list[int]:
-    """``panel_order="touched"``: the entries the change touches first, stable otherwise. A task's score is how many
-    words of the changed lines (``changes.changed_words``: lines added or removed) its question holds; when no task
-    has a question text, |cos(task embedding, z)| with z = φ(new) − φ(old). As given when nothing scores."""
-    if not entries:
-        return []
-    texts = [task_text(tasks[i]) for i in entries]
-    if any(t is not None for t in texts):
-        words = changed_words(old_text, new_text)
-        score = [len(words & text_words(t)) if t is not None else 0 for t in texts]
-    elif z is not None and store.dim == z.shape[0] and np.isfinite(zn := float(np.linalg.norm(z))) and zn > 0:
-        rows = store.view()[entries].astype(np.float64)
-        norms = np.linalg.norm(rows, axis=1)
-        score = list(np.abs(rows @ z.astype(np.float64)) / np.where(norms > 0, norms * zn, np.inf))
-    else:
-        return list(entries)
-    order = sorted(range(len(entries)), key=lambda k: -score[k])
-    return [entries[k] for k in order]
-
-
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _broken_embeddings(inp: StepInput, vectors: tuple) -> str:
-    """What shows a broken encoder in this step's embeddings ("" when nothing does): a NaN or inf in any of them, or
-    all three (task, old memory, new memory) without a direction (all zeros) while a memory text is not blank."""
-    names = ("task", "old memory", "new memory")
-    raw = (inp.task_embedding, inp.old_embedding, inp.new_embedding)
-    bad = [n for n, x in zip(names, raw) if x is not None and not np.all(np.isfinite(np.asarray(x, dtype=np.float64)))]
-    if bad:
-        return f"{', '.join(bad)} embedding holds NaN or inf (a broken encoder?)"
-    if all(unusable(v) for v in vectors) and (inp.old_memory.strip() or inp.new_memory.strip()):
-        return "every embedding is all zeros (a broken encoder?)"
-    return ""
 
 
 class Janus:
@@ -309,7 +275,7 @@ class Janus:
         z_norm = exact_norm(z)
         fire, signals = self._fires(cos, z_norm, inp)
         if not fire and c.trigger.kind != "never" and c.trigger.compare_on_broken_embeddings:
-            broken = _broken_embeddings(inp, (q, old_v, new_v))
+            broken = broken_embeddings(inp, (q, old_v, new_v))
             if broken:  # a broken encoder: the trigger cannot see anything, so compare (fail closed)
                 fire, signals = True, {**signals, "forced_by": "encoder"}
                 warnings.append(f"{broken}; compared whatever the trigger said (compare_on_broken_embeddings)")

@@ -10,6 +10,9 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from .changes import changed_words, text_words
 from .evalset import EmbeddingStore, coverage_model
 from .strategy import EvalPlan, EvalSetStrategy
 
@@ -130,3 +133,33 @@ def refresh_panel(panel: list[int], stats: dict[int, tuple[int, int]], n_avail: 
         taken = set(out)
         out[j] = r.choice([i for i in range(n_avail) if i not in taken])
     return out
+
+
+def task_text(task: Any) -> str | None:
+    """A task's question text when it has one (``question`` or ``text``, attribute or key), else None."""
+    for name in ("question", "text"):
+        v = task.get(name) if isinstance(task, dict) else getattr(task, name, None)
+        if isinstance(v, str):
+            return v
+    return None
+
+
+def touched_first(entries: list[int], tasks: list, old_text: str, new_text: str, store: EmbeddingStore,
+                  z: np.ndarray | None) -> list[int]:
+    """``panel_order="touched"``: the entries the change touches first, stable otherwise. A task's score is how many
+    words of the changed lines (``changes.changed_words``: lines added or removed) its question holds; when no task
+    has a question text, |cos(task embedding, z)| with z = φ(new) − φ(old). As given when nothing scores."""
+    if not entries:
+        return []
+    texts = [task_text(tasks[i]) for i in entries]
+    if any(t is not None for t in texts):
+        words = changed_words(old_text, new_text)
+        score = [len(words & text_words(t)) if t is not None else 0 for t in texts]
+    elif z is not None and store.dim == z.shape[0] and np.isfinite(zn := float(np.linalg.norm(z))) and zn > 0:
+        rows = store.view()[entries].astype(np.float64)
+        norms = np.linalg.norm(rows, axis=1)
+        score = list(np.abs(rows @ z.astype(np.float64)) / np.where(norms > 0, norms * zn, np.inf))
+    else:
+        return list(entries)
+    order = sorted(range(len(entries)), key=lambda k: -score[k])
+    return [entries[k] for k in order]

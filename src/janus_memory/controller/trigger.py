@@ -15,8 +15,12 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .step import StepInput
 
 TRIGGER_POLICIES = ("never", "always", "random", "periodic", "mmt", "selective")
 COSINE_EPS = 1e-8
@@ -140,3 +144,16 @@ class TriggerPolicy:
             return (step - self.warmup - 1) % self.period == 0
         # mmt
         return cos is not None and cos < self.tau
+
+
+def broken_embeddings(inp: StepInput, vectors: tuple) -> str:
+    """What shows a broken encoder in this step's embeddings ("" when nothing does): a NaN or inf in any of them, or
+    all three (task, old memory, new memory) without a direction (all zeros) while a memory text is not blank."""
+    names = ("task", "old memory", "new memory")
+    raw = (inp.task_embedding, inp.old_embedding, inp.new_embedding)
+    bad = [n for n, x in zip(names, raw) if x is not None and not np.all(np.isfinite(np.asarray(x, dtype=np.float64)))]
+    if bad:
+        return f"{', '.join(bad)} embedding holds NaN or inf (a broken encoder?)"
+    if all(unusable(v) for v in vectors) and (inp.old_memory.strip() or inp.new_memory.strip()):
+        return "every embedding is all zeros (a broken encoder?)"
+    return ""

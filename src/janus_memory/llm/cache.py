@@ -17,7 +17,7 @@ warning and a new cache is started; the run goes on.
 Which model answered: the key holds the backend identity (URL and the model asked for); the entry holds the model
 the server reported (``ChatResult.model``, ``fingerprint``). The client (llm/client.py) refuses to replay an entry
 whose reported model differs from the one this run's server reports.
-Safe under concurrent writers (threads and processes): opened with 
+Safe under concurrent writers (threads and processes): opened with
 :func:`janus_memory.encoders.sqlite_wal.connect_shared`
 (WAL journal, ``busy_timeout``, the opening steps that SQLite does not wait on retried) and ``INSERT OR IGNORE``
 (the first writer of a key wins; later identical keys are no-ops).

@@ -292,7 +292,7 @@ def load_api_database(api_path: str, eval_path: str | None = None) -> APIDatabas
     The eval file carries its own API-doc record per question; in 3 of 911 questions it differs from the API file
     (e.g. a truncated model name there), so without it those gold calls could never match.
     """
-    recs = read_jsonl(api_path)
+    recs: list[dict] = list(read_jsonl(api_path))
     if eval_path:
         seen = {(r.get("api_call"), r.get("domain")) for r in recs}
         for r in read_jsonl(eval_path):
