@@ -10,7 +10,7 @@ download). LangMem's memory manager (``create_memory_store_manager``) writes to 
 knows two probes, questions the agent must keep answering right (the refund cap, the support hours). Two
 conversations: one adds a harmless fact (committed), the other says "from now on the refund cap is $0" (dropped:
 the agent, reading the candidate memory, now answers $0). The decisions are written to ``--record`` (default
-``guard-record/``); ``python -m janus_memory.integrations guard-record`` prints them again.
+``runs/guard-record/``); ``python -m janus_memory.integrations runs/guard-record`` prints them again.
 """
 from __future__ import annotations
 
@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="a GGUF file (default: the one `janus model fetch` installs)")
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--only-planted", action="store_true", help="skip the harmless conversation")
-    ap.add_argument("--record", default="guard-record", help="folder of the decision record (default guard-record)")
+    ap.add_argument("--record", default="runs/guard-record",
+                    help="folder of the decision record (default runs/guard-record)")
     args = ap.parse_args(argv)
     for name in ("guard.json", "decisions.jsonl"):  # the example's own record: each run starts a new one
         (Path(args.record) / name).unlink(missing_ok=True)

@@ -2,16 +2,11 @@
 library on the entry's own model, a made-up method chained onto a right call. Exact verdicts, look-alikes included."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from janus_memory.tasks import get_family
 from janus_memory.tasks.apibench import extract_api_call
 from janus_memory.values import ChatResult, Task
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 
 TEXTGEN = "Natural Language Processing Text Generation"
 T2I = "Multimodal Text-to-Image"

@@ -19,9 +19,7 @@ from janus_memory.tasks.sandbox import SandboxLimits, SandboxResult
 from janus_memory.updaters import make_updater
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
 BWRAP = pytest.mark.skipif(not shutil.which("bwrap"), reason="bwrap missing")
-HAS_DATA = pytest.mark.skipif(not DATA.is_dir(), reason="shared benchmark data not present")
 LIM = SandboxLimits(wall_s=10.0, cpu_s=10)
 RIGHT = "```python\ndef truncate_number(number: float) -> float:\n    return number % 1.0\n```"
 
@@ -66,7 +64,6 @@ def test_interpreter_paths_cover_prefixes_executable_and_site_packages():
 
 
 @BWRAP
-@HAS_DATA
 def test_canonical_solutions_pass_from_a_venv_under_tmp_with_spaces(tmp_path):
     """A virtual environment in a folder with spaces under /tmp: the self-test and 4 canonical solutions pass.
     (The full 164 x 3 venvs is benchmarks/probes/sandbox_venvs.py; docs/tasks.md lists its counts.)"""
@@ -101,12 +98,12 @@ def test_a_broken_sandbox_stops_before_scoring_with_one_line(fresh, monkeypatch,
     text = str(e.value)
     assert cause in text and "\n" not in text and isinstance(e.value, JanusError)
     assert sb.sandbox_python("auto")["cause"] and sb.sandbox_python("auto")["same_as_host"] is False
-    if DATA.is_dir():  # HumanEval raises instead of scoring: no answer is "wrong" because the sandbox failed
-        fam = HumanEvalFamily(limits=LIM)
-        with pytest.raises(sb.SandboxUnavailable):
-            fam.score(_task(), RIGHT)
-        with pytest.raises(sb.SandboxUnavailable):
-            fam.score_many([_task()], [RIGHT])
+    # HumanEval raises instead of scoring: no answer is "wrong" because the sandbox failed
+    fam = HumanEvalFamily(limits=LIM)
+    with pytest.raises(sb.SandboxUnavailable):
+        fam.score(_task(), RIGHT)
+    with pytest.raises(sb.SandboxUnavailable):
+        fam.score_many([_task()], [RIGHT])
 
 
 @BWRAP
@@ -118,7 +115,6 @@ def test_self_test_passes_and_is_cached_per_process(fresh, monkeypatch):
 
 
 @BWRAP
-@HAS_DATA
 def test_a_sandbox_failure_mid_run_is_never_a_wrong_answer(fresh, monkeypatch):
     """The harness never started (no UP on the proof pipe): the self-test runs again and the program once more; a
     second failure stops with one line instead of a score."""
@@ -239,7 +235,6 @@ def test_without_bubblewrap_dc_runs_no_generated_code_unless_allowed(fresh, monk
     assert out.info["exec"]["sandbox"] == "unshare" and len(started) == 2 and len(out.calls) == 3
 
 
-@HAS_DATA
 def test_without_bubblewrap_humaneval_stops_before_any_code_runs(fresh, monkeypatch):
     started = _no_bwrap(monkeypatch)
     fam = HumanEvalFamily(limits=LIM)
@@ -252,7 +247,6 @@ def test_without_bubblewrap_humaneval_stops_before_any_code_runs(fresh, monkeypa
         sb.FALLBACK_NOTICE
 
 
-@HAS_DATA
 def test_without_bubblewrap_the_cli_says_one_line(fresh, monkeypatch, capsys, tmp_path):
     from janus_memory.cli.app import main
     started = _no_bwrap(monkeypatch)
