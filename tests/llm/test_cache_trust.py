@@ -145,14 +145,30 @@ def test_a_damaged_or_edited_entry_is_one_warning_and_asked_again(tmp_path, edit
         c.cache.close()
 
 
-def test_legacy_entries_without_checksum_are_type_checked_only():
-    from janus_memory.llm.cache import check_entry
+def test_an_entry_without_checksum_or_nested_past_the_limit_is_not_used():
+    """A checksum removed with the model field (a replayed answer would then pass as any model's) is not used; nor is
+    an entry nested past Python's recursion limit (a RecursionError, not a ValueError); fields are still type-checked
+    first."""
+    from janus_memory.llm.cache import _checksum, check_entry
 
     d = {"text": "hi", "reasoning": "", "finish_reason": "stop", "model": "m",
          "usage": {"prompt_tokens": 1, "completion_tokens": 1, "estimated": False}}
-    assert check_entry(json.dumps(d)) == (d, "")
+    assert check_entry(json.dumps({**d, "_sha256": _checksum(d)})) == (d, "")
+    assert check_entry(json.dumps(d))[1] == "it carries no checksum (edited, or written before checksums)"
     assert check_entry(json.dumps({**d, "model": None}))[1] == "its model is NoneType, not a string"
     assert check_entry(b"\xff")[1].startswith("not JSON")
+    assert check_entry("[" * 100000)[1].startswith("not JSON")
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_and_replayed(tmp_path):
+    """Valid JSON from a server may hold a lone surrogate escape; storing it must not raise, and it replays as sent."""
+    from janus_memory.values import ChatResult
+
+    cache = ResponseCache(tmp_path / "c")
+    cache.put("k", ChatResult(text="smile \ud83d end", finish_reason="stop", model="m"))
+    got = cache.get("k")
+    assert got is not None and got.text == "smile \ud83d end" and cache.damaged == 0
+    cache.close()
 
 
 def test_a_truncated_cache_file_is_moved_aside_and_the_run_goes_on(tmp_path):

@@ -68,7 +68,8 @@ def answered_field(result: Any, asked: str) -> dict:
 
 
 def _checksum(d: dict) -> str:
-    return hashlib.sha256(canonical_json(d).encode("utf-8")).hexdigest()
+    # surrogatepass: a reply holding a lone surrogate escape ("\\ud83d", valid JSON) is stored and checked like any other
+    return hashlib.sha256(canonical_json(d).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 _TEXT_FIELDS = ("text", "reasoning", "finish_reason", "model", "fingerprint")
@@ -79,8 +80,8 @@ def check_entry(raw: Any) -> tuple[dict | None, str]:
     """``(result dict, "")`` for a sound stored value, ``(None, what is wrong)`` otherwise (module docstring)."""
     try:
         d = json.loads(raw)
-    except (TypeError, ValueError) as e:
-        return None, f"not JSON: {str(e).splitlines()[0][:80]}"
+    except (TypeError, ValueError, RecursionError) as e:  # RecursionError: nested past Python's limit
+        return None, f"not JSON: {(str(e).splitlines() or [type(e).__name__])[0][:80]}"
     if not isinstance(d, dict):
         return None, f"not a JSON object but {type(d).__name__}"
     sha = d.pop("_sha256", None)
@@ -94,7 +95,9 @@ def check_entry(raw: Any) -> tuple[dict | None, str]:
                                       or u.get(f, 0) < 0 for f in _COUNTS) \
             or not isinstance(u.get("estimated", False), bool):
         return None, "its usage is not two token counts and a flag"
-    if sha is not None and sha != _checksum(d):
+    if sha is None:
+        return None, "it carries no checksum (edited, or written before checksums)"
+    if sha != _checksum(d):
         return None, "its checksum does not match its answer (edited or damaged)"
     return d, ""
 
@@ -191,7 +194,8 @@ class ResponseCache:
     def put(self, key: str, result: ChatResult, *, backend: str = "") -> None:
         """Store a successful result (first writer wins; a damaged or forgotten entry is replaced)."""
         d = result_to_dict(result)
-        value = json.dumps({**d, "_sha256": _checksum(d)}, ensure_ascii=False, sort_keys=True)
+        # ASCII escapes: a lone surrogate in a reply cannot be written to SQLite as UTF-8 text, its escape can
+        value = json.dumps({**d, "_sha256": _checksum(d)}, ensure_ascii=True, sort_keys=True)
         with self._lock:
             verb = "REPLACE" if key in self._stale else "IGNORE"
             self._stale.discard(key)
