@@ -145,16 +145,15 @@ def test_a_damaged_or_edited_entry_is_one_warning_and_asked_again(tmp_path, edit
         c.cache.close()
 
 
-def test_an_entry_without_checksum_or_nested_past_the_limit_is_not_used():
-    """A checksum removed with the model field (a replayed answer would then pass as any model's) is not used; nor is
-    an entry nested past Python's recursion limit (a RecursionError, not a ValueError); fields are still type-checked
-    first."""
+def test_legacy_entries_are_type_checked_and_nesting_past_the_limit_is_damage():
+    """Entries written before the checksum are type-checked only (the stored fixtures of older run folders have
+    them); an entry nested past Python's recursion limit is damage (a RecursionError, not a ValueError)."""
     from janus_memory.llm.cache import _checksum, check_entry
 
     d = {"text": "hi", "reasoning": "", "finish_reason": "stop", "model": "m",
          "usage": {"prompt_tokens": 1, "completion_tokens": 1, "estimated": False}}
     assert check_entry(json.dumps({**d, "_sha256": _checksum(d)})) == (d, "")
-    assert check_entry(json.dumps(d))[1] == "it carries no checksum (edited, or written before checksums)"
+    assert check_entry(json.dumps(d)) == (d, "")
     assert check_entry(json.dumps({**d, "model": None}))[1] == "its model is NoneType, not a string"
     assert check_entry(b"\xff")[1].startswith("not JSON")
     assert check_entry("[" * 100000)[1].startswith("not JSON")
