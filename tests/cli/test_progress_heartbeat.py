@@ -61,13 +61,42 @@ def test_the_test_phase_names_the_answer_in_progress_and_nothing_is_said_once_th
     clock.t += 40
     prog.tick()
     assert lines[-1] == ("[m] held-out test (answered 2 of 3) still running: no line for 40s (a long model call); "
-                         "tokens paid so far 900, elapsed 1m11s")
+                         "tokens paid so far 1,400, elapsed 1m11s")  # the stream's 500 + the test's 900
     prog(TestDone("m", [], 1, 3, 950))
     prog(MethodFinished("m", {}, ""))
     n = len(lines)
     clock.t += 300
     prog.tick()
     assert len(lines) == n
+
+
+def test_the_tokens_paid_so_far_are_the_runs_and_never_go_down_across_phases_and_methods():
+    """A phase's counter starts at 0 (the test's, the next method's stream): the line sums them, so a user never
+    sees the count fall."""
+    prog, clock, lines = _progress()
+    seen = []
+
+    def beat():
+        clock.t += 31
+        prog.tick()
+        seen.append(int(lines[-1].split("tokens paid so far ")[1].split(",  ")[0].split(", elapsed")[0]
+                        .replace(",", "")))
+
+    prog(MethodStarted("a", 2, 0, ""))
+    prog(StepFinished("a", 1, 2, True, {"reason": "no_controller"}, 1.0, 0, 0, 0, 3000))
+    beat()
+    prog(StepFinished("a", 2, 2, True, {"reason": "no_controller"}, 1.0, 0, 0, 0, 5000))
+    prog(TestStarted("a", 2, 2))
+    beat()
+    prog(TestProgress("a", 1, 2, 200))
+    beat()
+    prog(TestDone("a", [], 2, 2, 400))
+    prog(MethodFinished("a", {}, ""))
+    prog(MethodStarted("b", 2, 0, ""))
+    beat()
+    prog(StepFinished("b", 1, 2, True, {"reason": "no_controller"}, 1.0, 0, 0, 0, 100))
+    beat()
+    assert seen == [3000, 5000, 5200, 5400, 5500]
 
 
 def test_on_a_terminal_a_long_wait_also_gets_its_line_above_the_bars():
