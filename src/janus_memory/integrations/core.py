@@ -226,8 +226,9 @@ class WriteGuard:
             (``None``: no vote for either side).
         embed: ``embed(texts) -> (n, d)`` for the controller's trigger (default: hashing, no model).
         record: a folder for the decision record (``guard.json`` + ``decisions.jsonl``), or None.
-        fail_closed: an update whose probes could not be replied to (the agent raised) is dropped (True, default);
-            False keeps the controller's own rule (the candidate is kept, reason ``evaluation_failed:...``).
+        fail_closed: an update whose probes could not be replied to (the agent raised or timed out) is dropped
+            (True, default; reason ``evaluation_failed`` or ``timeout``); False leaves it to the controller's
+            ``on_evaluation_error`` (``keep_old`` in every preset; reason ``evaluation_failed:...``).
         library: the name the record gives the memory library.
         answer_timeout: seconds one reply may take (default 300; None: wait for ever). A reply that takes longer
             fails the update's evaluation: with ``fail_closed`` the update is dropped, reason ``timeout``, and the
