@@ -104,9 +104,11 @@ margin-top:1.2em}</style></head><body>
 {% for r in rows %}<section id="u{{ r['update'] }}"><h2>update {{ r['update'] }}:
 <span class="{{ 'keep' if r.accepted else 'drop' }}">{{ 'committed' if r.accepted else 'dropped' }}</span></h2>
 <p class="why">{{ r.why }}</p>
+{% if r.budget %}<p>{{ r.pairs }} probe(s) read on both memories (budget {{ r.budget }} replies)</p>{% endif %}
 {% if r.writes %}<table><tr><th>write</th><th>where</th><th>value</th></tr>{% for w in r.writes %}<tr>
 <td>{{ w.op }}</td><td class="mono">{{ (w.namespace or [])|join('/') }} {{ w.key or w.id }}</td>
-<td class="mono">{{ w.value|tojson if w.value is defined else (w.memory or '') }}</td></tr>{% endfor %}</table>{% endif %}
+<td class="mono">{{ w.value_json if w.value_json is defined else (w.memory or '') }}</td></tr>{% endfor %}</table>
+{% endif %}
 {% if r.probes %}<table><tr><th>probe</th><th>expected</th><th>deployed memory replied</th><th>candidate replied</th>
 <th>note</th></tr>{% for p in r.probes %}<tr><td>{{ p.id }}: {{ p.query }}</td><td class="mono">{{ p.expected }}</td>
 <td class="mono">{{ mark[p.old_ok] }} {{ p.old_answer or '' }}</td><td class="mono">{{ mark[p.new_ok] }}
@@ -122,7 +124,9 @@ def page(head: dict, rows: list[dict]) -> str:
     env = Environment(autoescape=True)
     kept = sum(1 for r in rows if r.get("accepted"))
     mark = {True: "[right]", False: "[wrong]", None: "[-]"}
-    return env.from_string(PAGE).render(head=_visible(head), rows=_visible(rows), kept=kept, mark=mark)
+    shown = [{**r, "writes": [{**w, "value_json": json.dumps(w["value"], sort_keys=True, ensure_ascii=False)}
+                              if "value" in w else w for w in r.get("writes") or []]} for r in rows]
+    return env.from_string(PAGE).render(head=_visible(head), rows=_visible(shown), kept=kept, mark=mark)
 
 
 def main(argv: list[str] | None = None) -> int:
