@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import printable
-from .core import read_record
+from .record import read_record
 
 # what errors.printable escapes, newline included: in --json output written as \uXXXX
 _UNSAFE_JSON = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

@@ -1,5 +1,5 @@
 """The library-independent part of the write guard: probes, the user's evaluator, the Janus controller's stream, the
-budget, the time rule and the decision record.
+budget, the time rule and the decisions (written by ``record.py``; replies awaited by ``replies.py``).
 
 A memory library's adapter (``langgraph.py``, ``mem0.py``) hands :meth:`WriteGuard.decide` one update: the deployed
 memory and the candidate as deterministic texts (what the controller's trigger embeds), a read-only view of each
@@ -22,9 +22,7 @@ How the library maps onto the controller's stream (docs/integrations.md has the 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
-import inspect
 import json
 import math
 import os
@@ -40,17 +38,10 @@ from typing import Any
 import numpy as np
 
 from ..controller import Janus, JanusConfig, StepInput
+from .record import DECISIONS_FILE, RECORD_FORMAT, append_row, read_record, write_header
+from .replies import DEFAULT_ANSWER_TIMEOUT, AnswerTimeout, GuardError, reply_within
 
-RECORD_FORMAT = "janus-guard/1"
-HEADER_FILE = "guard.json"
-DECISIONS_FILE = "decisions.jsonl"
 _TEXT_LIMIT = 2000  # characters of an answer / write kept in the record
-DEFAULT_ANSWER_TIMEOUT = 300.0  # seconds one reply of the user's agent may take (WriteGuard's answer_timeout)
-
-try:  # the record's appends are locked across processes (POSIX); elsewhere they are plain appends
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None  # type: ignore[assignment]
 
 
 def _sha(text: str) -> str:
@@ -202,14 +193,6 @@ class GuardDecision:
         d = dict(self.__dict__)
         d["probes"] = [dict(p.__dict__) for p in self.probes]
         return d
-
-
-class GuardError(RuntimeError):
-    """The guard could not decide or apply an update; the deployed memory is unchanged (the message says so)."""
-
-
-class AnswerTimeout(GuardError, TimeoutError):
-    """The user's agent did not reply within the guard's ``answer_timeout``."""
 
 
 # ---------------------------------------------------------------------------------------------------------- the guard
@@ -442,7 +425,7 @@ class WriteGuard:
         view = ctx.views[sha][1]
         ctx.answers += 1
         try:
-            reply = self._reply(p.query, view, ctx.loop)
+            reply = reply_within(self.answer, p.query, view, ctx.loop, self.answer_timeout)
         except AnswerTimeout:
             ctx.timed_out = True
             raise
@@ -452,80 +435,35 @@ class WriteGuard:
             res.old_answer, res.old_ok, res.new_answer, res.new_ok = (getattr(res, f"{side}_answer"),
                                                                        getattr(res, f"{side}_ok")) * 2
 
-    def _reply(self, query: str, view: Any, loop: asyncio.AbstractEventLoop | None) -> Any:
-        """The agent's reply, within ``answer_timeout`` (AnswerTimeout when it takes longer)."""
-        limit = self.answer_timeout
-        if limit is None:
-            reply = self.answer(query, view)
-            return _await(reply, loop, None) if inspect.isawaitable(reply) else reply
-        if inspect.iscoroutinefunction(self.answer):
-            return _await(self.answer(query, view), loop, limit)
-        box: dict[str, Any] = {}
-        done = threading.Event()
-        ctx = contextvars.copy_context()
-
-        def run() -> None:
-            try:
-                box["reply"] = ctx.run(self.answer, query, view)
-            except BaseException as exc:  # noqa: BLE001 - handed to the deciding thread
-                box["error"] = exc
-            finally:
-                done.set()
-
-        started = time.monotonic()
-        threading.Thread(target=run, name="janus-guard-answer", daemon=True).start()
-        if not done.wait(limit):
-            raise AnswerTimeout(f"the agent did not reply within {limit:g} s (answer_timeout) to {_short(query)!r}")
-        if "error" in box:
-            raise box["error"]
-        reply = box.get("reply")
-        if inspect.isawaitable(reply):  # a sync function that returned an awaitable: the time left for it
-            reply = _await(reply, loop, max(limit - (time.monotonic() - started), 0.001))
-        return reply
-
     # ------------------------------------------------------------------ the record
     def _write_header(self) -> None:
         assert self.record_dir is not None
-        self.record_dir.mkdir(parents=True, exist_ok=True)
-        head = {"format": RECORD_FORMAT, "library": self.library, "preset": self.preset,
-                "controller": self.config.to_dict(), "budget": self.budget, "fail_closed": self.fail_closed,
-                "probes": [p.describe() for p in self.probes]}
-        _atomic_write(self.record_dir / HEADER_FILE, json.dumps(head, indent=1, sort_keys=True, default=str) + "\n")
+        write_header(self.record_dir, {
+            "format": RECORD_FORMAT, "library": self.library, "preset": self.preset,
+            "controller": self.config.to_dict(), "budget": self.budget, "fail_closed": self.fail_closed,
+            "answer_timeout": self.answer_timeout, "probes": [p.describe() for p in self.probes]})
 
     def _append_header_probe(self, probe: Probe) -> None:
         if self.record_dir is not None:
             self._write_header()
 
     def _log(self, dec: GuardDecision, amend: bool = False) -> None:
-        """Append the decision (or, ``amend``, an amendment naming it) to the record. Appends only, under an
-        exclusive lock of the file, so guards of several processes can share one record: a decision whose number
-        another process has taken meanwhile is renumbered after the record's last."""
+        """Append the decision (or, ``amend``, an amendment naming it) to the record (record.append_row: appends
+        only, locked, a number another process took meanwhile moved after the record's last)."""
         if not amend:
             self.decisions.append(dec)
         if self.record_dir is None:
             return
-        path = self.record_dir / DECISIONS_FILE
-        with open(path, "a", encoding="utf-8") as f:
-            if fcntl is not None:
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-            try:
-                if not amend and os.fstat(f.fileno()).st_size != self._record_size:
-                    last = _last_update(path)  # someone else appended since this guard's last line (or a start)
-                    if dec.update <= last:
-                        dec.update = last + 1
-                    self._updates = max(self._updates, dec.update)
-                if amend:
-                    row = {"amends": dec.id, "update": dec.update, "accepted": dec.accepted, "reason": dec.reason,
-                           "why": dec.why, "time": time.time()}
-                else:
-                    row = dec.to_dict()
-                f.write(_json_line(row) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-                self._record_size = os.fstat(f.fileno()).st_size
-            finally:
-                if fcntl is not None:
-                    fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        if amend:
+            row = {"amends": dec.id, "update": dec.update, "accepted": dec.accepted, "reason": dec.reason,
+                   "why": dec.why, "time": time.time()}
+        else:
+            row = dec.to_dict()
+        number, self._record_size = append_row(self.record_dir / DECISIONS_FILE, row, known_size=self._record_size,
+                                               renumber=not amend)
+        if not amend:
+            dec.update = number
+            self._updates = max(self._updates, number)
 
 
 @dataclass
@@ -540,35 +478,6 @@ class _Context:
     admitted: set[str] = field(default_factory=set)  # probes the budget lets read (on both memories)
     reserved: int = 0  # replies the admitted probes may take
     timed_out: bool = False
-
-
-def _await(aw: Any, loop: asyncio.AbstractEventLoop | None, timeout: float | None) -> Any:
-    """Run an awaitable from the guard's (synchronous) evaluator: on the adapter's loop when the decision runs in a
-    worker thread, else on a loop of its own; cancelled after ``timeout`` seconds (AnswerTimeout)."""
-    if loop is not None and loop.is_running():
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is not loop:
-            fut = asyncio.run_coroutine_threadsafe(_as_coro(aw, timeout), loop)
-            try:
-                return fut.result()
-            except TimeoutError as exc:
-                raise AnswerTimeout(str(exc)) from exc
-    try:
-        return asyncio.run(_as_coro(aw, timeout))
-    except TimeoutError as exc:
-        raise AnswerTimeout(str(exc)) from exc
-
-
-async def _as_coro(aw: Any, timeout: float | None) -> Any:
-    if timeout is None:
-        return await aw
-    try:
-        return await asyncio.wait_for(aw, timeout)
-    except (asyncio.TimeoutError, TimeoutError) as exc:
-        raise TimeoutError(f"the agent did not reply within {timeout:g} s (answer_timeout)") from exc
 
 
 def _task_text(task: Any) -> str:
@@ -635,71 +544,3 @@ def _why(accepted: bool, reason: str, d: Any, ctx: _Context) -> str:
 def _short(s: str | None, n: int = 80) -> str:
     s = " ".join((s or "").split())
     return s if len(s) <= n else s[:n - 3] + "..."
-
-
-_LINE_BREAKERS = re.compile("[\x85\u2028\u2029]")  # JSON leaves them raw; other readers end a line at them
-
-
-def _json_line(row: dict) -> str:
-    """One record line: JSON, UTF-8 kept, the characters some readers take for a line end written as escapes."""
-    text = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
-    return _LINE_BREAKERS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def read_record(folder: str | os.PathLike) -> tuple[dict, list[dict]]:
-    """The header and the decisions of a guard's record folder; ValueError naming the file and line when damaged."""
-    root = Path(folder)
-    head_path, dec_path = root / HEADER_FILE, root / DECISIONS_FILE
-    if not head_path.is_file():
-        raise ValueError(f"{root} is not a guard record: it has no {HEADER_FILE}")
-    try:
-        head = json.loads(head_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{head_path} is not valid JSON ({e})") from e
-    if not isinstance(head, dict) or head.get("format") != RECORD_FORMAT:
-        raise ValueError(f"{head_path} is not a {RECORD_FORMAT} header")
-    decisions: list[dict] = []
-    by_id: dict[str, dict] = {}
-    if dec_path.is_file():
-        for i, line in enumerate(dec_path.read_text(encoding="utf-8").split("\n"), 1):  # not splitlines: a
-            # U+0085 or U+2028 inside a string is text, not the end of a line
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{dec_path} line {i} is not valid JSON ({e.msg}); a write cut short? remove the "
-                                 "line to read the rest") from e
-            if not isinstance(row, dict) or "accepted" not in row or "update" not in row:
-                raise ValueError(f"{dec_path} line {i} is not a guard decision")
-            if "amends" in row:  # a later correction of a decision above (a commit that failed after it)
-                target = by_id.get(str(row["amends"]))
-                if target is None:
-                    raise ValueError(f"{dec_path} line {i} amends decision {row['amends']!r}, which no line above "
-                                     "holds")
-                target.update({k: row[k] for k in ("accepted", "reason", "why") if k in row})
-                target["amended"] = True
-                continue
-            if isinstance(row.get("id"), str):
-                by_id[row["id"]] = row
-            decisions.append(row)
-    return head, decisions
-
-
-def _last_update(path: Path) -> int:
-    """The highest update number in a decisions file (0 when none; damaged lines are skipped here)."""
-    last = 0
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                row = json.loads(line)
-                last = max(last, int(row.get("update", 0)))
-            except (json.JSONDecodeError, TypeError, ValueError, AttributeError):
-                continue
-    return last
