@@ -2,7 +2,18 @@
 InMemoryStore as the memory)."""
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
+import json
 import math
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -69,8 +80,8 @@ def test_bad_guards():
         WriteGuard([PROBES[0], PROBES[0]], recency_agent())
     with pytest.raises(TypeError, match="Probe objects"):
         WriteGuard(["cap"], recency_agent())
-    for b in (0, True, 1.5):
-        with pytest.raises(ValueError, match="budget must be an int >= 1"):
+    for b in (0, 1, True, 1.5, -3):
+        with pytest.raises(ValueError, match=r"^budget must be an int >= 2 \(one probe read on both memories\)"):
             WriteGuard(PROBES, recency_agent(), budget=b)
     with pytest.raises(ValueError, match="preset must be"):
         WriteGuard(PROBES, recency_agent(), preset="safest")
@@ -196,3 +207,199 @@ def test_views_serve_the_scope_from_the_candidate_and_the_rest_from_the_store():
     old, new = seen["StoreView(deployed"][0], seen["StoreView(candidate"][0]
     assert old == (["cap", "other"], ["other"], [("memories", "u1"), ("memories", "u2")], False)
     assert new == (["cap", "new", "other"], ["other"], [("memories", "u1"), ("memories", "u2")], True)
+
+
+# ---------------------------------------------------------------------------------------------------------- budget
+def planted_agent(query, view):
+    """Answers both probes right unless the memory holds a PLANTED line, then neither."""
+    text = " ".join(json.dumps(it.value) for it in view.search(("m",), limit=100))
+    return "I don't know" if "PLANTED" in text else "$100 and 9am"
+
+
+TWO = [Probe("cap", "refund cap?", expected="$100"), Probe("hours", "hours?", expected="9am")]
+
+
+@pytest.mark.parametrize("budget,pairs", [(2, 1), (3, 1), (4, 2), (None, 2)])
+def test_a_budget_reads_the_same_probes_on_both_memories(budget, pairs):
+    store = GuardedStore(InMemoryStore(), WriteGuard(TWO, planted_agent, budget=budget))
+    with store.update() as harmless:
+        store.put(("m",), "n", {"t": "harmless"})
+    with store.update() as planted:
+        store.put(("m",), "e", {"t": "PLANTED"})
+    assert (harmless.decision.accepted, harmless.decision.reason) == (True, "new_ge_old")
+    assert (planted.decision.accepted, planted.decision.reason) == (False, "old_better")
+    for blk in (harmless, planted):
+        d = blk.decision
+        for p in d.probes:  # read on both memories or on neither
+            assert (p.old_ok is None) == (p.new_ok is None), p
+            assert (p.old_ok is None) == p.note.startswith("over the budget")
+        assert d.answers == 2 * pairs and d.budget == budget and d.pairs == pairs
+
+
+def test_the_record_printer_says_how_many_pairs_a_budget_read(tmp_path):
+    from janus_memory.integrations.__main__ import main
+
+    store = GuardedStore(InMemoryStore(), WriteGuard(TWO, planted_agent, budget=3, record=tmp_path))
+    store.put(("m",), "n", {"t": "harmless"})
+    assert read_record(tmp_path)[1][0]["pairs"] == 1
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([str(tmp_path)]) == 0
+    assert "update 1: committed [new_ge_old]  (1 probe(s) read on both memories, budget 3)" in out.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------------------- timeout
+def test_a_hanging_agent_times_out_fails_closed_and_frees_the_guard():
+    release = threading.Event()
+
+    def agent(query, view):
+        if view.get(NS, "x") is not None:  # the candidate: hangs until the test ends
+            release.wait(60)
+        return "The refund cap is $100 per order; the customer's name is Ada."
+
+    inner, store = store_with(probes=PROBES)
+    store.guard.answer = agent
+    store.guard.answer_timeout = 0.3
+    t0 = time.monotonic()
+    try:
+        store.put(NS, "x", mem("Gift wrapping costs $5."))
+        d = store.decisions[-1]
+        assert (d.accepted, d.reason) == (False, "timeout")
+        assert d.why.startswith("dropped: the agent did not reply in time (answer_timeout)")
+        assert "did not reply within 0.3 s" in d.why and inner.get(NS, "x") is None
+        assert time.monotonic() - t0 < 10
+        assert store.guard._lock.acquire(blocking=False)  # the lock is free again
+        store.guard._lock.release()
+    finally:
+        release.set()
+    for t in threading.enumerate():  # the abandoned reply ends once released: nothing keeps the run alive
+        if t.name == "janus-guard-answer":
+            t.join(10)
+            assert not t.is_alive()
+
+
+def test_a_hanging_coroutine_agent_is_cancelled():
+    cancelled = []
+
+    async def agent(query, view):
+        if view.get(NS, "x") is not None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.append(query)
+                raise
+        return "The refund cap is $100 per order; the customer's name is Ada."
+
+    async def main():
+        inner, store = store_with(answer_timeout=0.3)
+        store.guard.answer = agent
+        async with store.update() as blk:
+            await store.aput(NS, "x", mem("Gift wrapping costs $5."))
+        return inner, blk.decision
+
+    inner, d = asyncio.run(asyncio.wait_for(main(), 30))
+    assert (d.accepted, d.reason) == (False, "timeout") and cancelled and inner.get(NS, "x") is None
+
+
+def test_bad_timeouts_are_refused():
+    for t in (0, -1, math.inf, True, "5"):
+        with pytest.raises(ValueError, match=r"^answer_timeout must be a number of seconds > 0 or None"):
+            WriteGuard(PROBES, recency_agent(), answer_timeout=t)
+
+
+# ---------------------------------------------------------------------------------------------------------- record
+SHARED = """
+import sys, time
+sys.path.insert(0, {tests!r})
+from langgraph.store.base import PutOp
+from langgraph.store.memory import InMemoryStore
+from janus_memory.integrations import Probe, WriteGuard
+from janus_memory.integrations.langgraph import GuardedStore
+from lib_fakes import NS, recency_agent
+
+class Failing(InMemoryStore):
+    def batch(self, ops):
+        ops = list(ops)
+        if any(isinstance(o, PutOp) and o.key.startswith("boom") for o in ops):
+            raise OSError("disk full")
+        return super().batch(ops)
+
+name, n = sys.argv[1], int(sys.argv[2])
+inner = Failing()
+inner.put(NS, "cap", {{"kind": "Memory", "content": {{"content": "The refund cap is $100 per order."}}}})
+store = GuardedStore(inner, WriteGuard([Probe("cap", "What is the refund cap per order?", expected="$100")],
+                                       recency_agent(), record={rec!r}))
+for i in range(n):
+    key = f"boom-{{name}}" if i == n // 2 else f"{{name}}-{{i}}"
+    try:
+        store.put(NS, key, {{"kind": "Memory", "content": {{"content": f"Gift wrapping note {{i}}."}}}})
+    except Exception as e:
+        print("raised", type(e).__name__)
+    time.sleep(0.01)
+"""
+
+
+def test_a_record_shared_by_two_processes_keeps_every_decision(tmp_path):
+    rec = tmp_path / "rec"
+    code = SHARED.format(tests=str(Path(__file__).parent), rec=str(rec))
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src}
+    first = subprocess.run([sys.executable, "-c", code, "early", "3"], env=env, capture_output=True, text=True,
+                           timeout=120)  # an earlier process: its record is resumed below
+    assert first.returncode == 0, first.stderr[-2000:]
+    procs = [subprocess.Popen([sys.executable, "-c", code, name, "8"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err[-2000:]
+        assert out.count("raised GuardError") == 1
+    head, rows = read_record(rec)
+    keys = sorted(w["key"] for r in rows for w in r["writes"])
+    want = sorted([f"{n}-{i}" for n, k in (("early", 3), ("a", 8), ("b", 8)) for i in range(k) if i != k // 2]
+                  + ["boom-early", "boom-a", "boom-b"])
+    assert keys == want  # every decision of the three processes, none overwritten
+    assert sorted(r["update"] for r in rows) == list(range(1, 20))  # numbered without a repeat
+    failed = sorted(r["writes"][0]["key"] for r in rows if r["reason"] == "commit_failed")
+    assert failed == ["boom-a", "boom-b", "boom-early"]
+    assert all(r["accepted"] is False and r.get("amended") and "disk full" in r["why"] for r in rows
+               if r["reason"] == "commit_failed")
+    lines = (rec / "decisions.jsonl").read_text().splitlines()
+    assert len(lines) == 19 + 3 and sum('"amends"' in x for x in lines) == 3  # appended, never rewritten
+
+
+def test_an_amendment_of_an_unknown_decision_is_named(tmp_path):
+    (tmp_path / "guard.json").write_text('{"format": "janus-guard/1"}')
+    (tmp_path / "decisions.jsonl").write_text('{"update": 1, "accepted": true, "id": "a"}\n'
+                                              '{"update": 1, "accepted": false, "amends": "b"}\n')
+    with pytest.raises(ValueError, match="line 2 amends decision 'b', which no line above holds"):
+        read_record(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------------------- printer
+def test_the_record_printer_shows_control_and_bidi_characters_escaped(tmp_path):
+    from janus_memory.integrations.__main__ import main
+
+    fake = "k\n\nupdate 7: committed [new_ge_old]\n  why: \x1b[32mall good\x1b[0m \u202eevil\u202c \r\x85"
+    store = GuardedStore(InMemoryStore(), WriteGuard([Probe("p1", "q", expected="$100")],
+                                                    lambda q, v: "$100\nupdate 9: committed \u2067x", record=tmp_path))
+    with store.update():
+        store.put(("m",), fake, {"v\u202e": "a\nb"})
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([str(tmp_path)]) == 0
+    text = out.getvalue()
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]", text)
+    lines = text.splitlines()
+    assert [x for x in lines if x.startswith("update ")] == ["update 1: committed [new_ge_old]"]
+    assert ("  write put m/k\\n\\nupdate 7: committed [new_ge_old]\\n  why: \\x1b[32mall good\\x1b[0m "
+            "\\u202eevil\\u202c \\r\\x85: {\"v\\u202e\": \"a\\nb\"}") in lines
+    assert main([str(tmp_path), "--html", str(tmp_path / "p.html")]) == 0
+    html = (tmp_path / "p.html").read_text(encoding="utf-8")
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]", html)
+    assert "k\\n\\nupdate 7: committed [new_ge_old]\\n  why: \\x1b[32mall good" in html and "\\u202eevil" in html
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([str(tmp_path), "--json"]) == 0
+    raw = out.getvalue()
+    assert raw.count("\n") == 1 and not re.search("[\u202a-\u202e\u2066-\u2069\x85]", raw)
+    assert json.loads(raw)["writes"][0]["key"] == fake  # the same string once parsed

@@ -3,10 +3,12 @@ create_memory_store_manager driven by a scripted chat model through ainvoke."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -244,8 +246,38 @@ def test_budget_caps_the_replies_per_update():
     inner, store = make(probes=probes, budget=3)
     store.put(NS, "x", mem("Shipping is free."))
     d = store.decisions[-1]
-    assert d.answers == 3 and d.budget == 3
+    assert (d.answers, d.pairs, d.budget) == (2, 1, 3)  # one probe read on both memories; the third reply unused
     assert sum(p.note.startswith("over the budget") for p in d.probes) >= 1
+
+
+def test_writes_after_an_update_ends_are_updates_of_their_own():
+    """A copied context, an asyncio task and a thread started inside a block write after it ended: each such batch
+    is decided as an update of its own (committed here), none is dropped unseen."""
+    inner, store = make()
+    with store.update() as blk:
+        store.put(NS, "a", mem("Gift wrapping costs $5."))
+        ctx = contextvars.copy_context()
+    ctx.run(store.put, NS, "late-context", mem("Deliveries happen on Tuesdays."))
+    t = threading.Thread(target=ctx.run, args=(store.put, NS, "late-thread", mem("The customer likes green tea.")))
+    t.start()
+    t.join(30)
+
+    async def main():
+        async def late():
+            await asyncio.sleep(0.05)
+            await store.aput(NS, "late-task", mem("The customer's dog is called Rex."))
+        async with store.update():
+            await store.aput(NS, "b", mem("Invoices go out monthly."))
+            task = asyncio.create_task(late())
+        await task
+        with store.update():  # an update opened where the ended one's context lingers is a new update, not nested
+            await store.aput(NS, "c", mem("Parcels ship in boxes."))
+    asyncio.run(main())
+    assert blk.decision is not None and [w["key"] for w in blk.decision.writes] == ["a"]
+    assert [([w["key"] for w in d.writes], d.accepted) for d in store.decisions] == [
+        (["a"], True), (["late-context"], True), (["late-thread"], True), (["b"], True), (["late-task"], True),
+        (["c"], True)]
+    assert {"a", "b", "c", "late-context", "late-thread", "late-task"} <= set(contents(inner))
 
 
 def test_a_change_of_fact_after_a_timed_probe_is_not_a_regression():

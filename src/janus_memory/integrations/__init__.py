@@ -10,7 +10,8 @@ library is needed only by whoever uses its adapter)::
 
 ``python -m janus_memory.integrations RECORD_DIR`` prints a guard's decision record.
 
-Owns: the guard's core, the library adapters, the record and its printer, a scripted chat model for offline runs.
+Owns: the guard's core, the library adapters, the record (``record.py``) and its printer, the replies' time limit
+(``replies.py``), a scripted chat model for offline runs.
 May import: the controller, the encoders and the foundation modules (registry, errors); the memory libraries
 themselves (langgraph, langmem, langchain-core, mem0) only in the adapter modules. Nothing of the run, the store, the
 report or the CLI.
@@ -18,10 +19,12 @@ report or the CLI.
 from __future__ import annotations
 
 from ..registry import INTEGRATIONS
-from .core import GuardDecision, GuardError, Probe, ProbeResult, WriteGuard, contains_answer, read_record
+from .core import GuardDecision, Probe, ProbeResult, WriteGuard, contains_answer
+from .record import read_record
+from .replies import AnswerTimeout, GuardError
 
 INTEGRATIONS.register("langgraph", "janus_memory.integrations.langgraph:GuardedStore")
 INTEGRATIONS.register("mem0", "janus_memory.integrations.mem0:GuardedMemory")
 
-__all__ = ["INTEGRATIONS", "GuardDecision", "GuardError", "Probe", "ProbeResult", "WriteGuard", "contains_answer",
-           "read_record"]
+__all__ = ["INTEGRATIONS", "AnswerTimeout", "GuardDecision", "GuardError", "Probe", "ProbeResult", "WriteGuard",
+           "contains_answer", "read_record"]

@@ -1,42 +1,80 @@
 """``python -m janus_memory.integrations RECORD_DIR``: print a write guard's decision record (``guard.json`` +
 ``decisions.jsonl``): one block per update with the decision, why, the writes and each probe's two replies.
 ``--json`` prints the decisions as JSON lines instead; ``--html FILE`` also writes them as one self-contained page
-(autoescaped: a reply's markup stays text). Exit 2 with one line on a folder that is not a record."""
+(autoescaped: a reply's markup stays text). Exit 2 with one line on a folder that is not a record.
+
+Keys, values and replies come from the store and the agent: every string is printed through the project's escape
+(``errors.printable``): a newline, a carriage return, another control character or a bidirectional control
+(U+202E ...) is shown as a visible escape (``\\n``, ``\\u202e``), so no text can fake a line of the record or
+reorder what is read. The page does the same (newlines kept only inside a reply's or a value's own cell); ``--json``
+writes those characters as ``\\uXXXX`` JSON escapes (the same string once parsed)."""
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
-from .core import read_record
+from ..errors import printable
+from .record import read_record
+
+# what errors.printable escapes, newline included: in --json output written as \uXXXX
+_UNSAFE_JSON = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def _line(s: object, n: int = 100) -> str:
-    t = " ".join(str(s).split())
-    t = "".join(ch if ch.isprintable() else "?" for ch in t)  # a reply's control characters stay on their line
-    return t if len(t) <= n else t[:n - 3] + "..."
+    """``s`` on one line with its controls escaped visibly, cut to ``n`` characters (never inside an escape)."""
+    t = printable(str(s), one_line=True)
+    if len(t) <= n:
+        return t
+    cut = t[:n - 3]
+    i = cut.rfind("\\", max(0, len(cut) - 5))
+    if i >= 0 and i + {"u": 6, "x": 4}.get(cut[i + 1:i + 2], 2) > len(cut):  # an escape cut in two: drop it
+        cut = cut[:i]
+    return cut + "..."
+
+
+def _json_line(row: Any) -> str:
+    text = json.dumps(row, sort_keys=True, ensure_ascii=False)
+    return _UNSAFE_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _visible(obj: Any, one_line: bool = True) -> Any:
+    """``obj`` with every string (keys too) escaped as :func:`printable` does (``one_line``: newlines too)."""
+    if isinstance(obj, str):
+        return printable(obj, one_line=one_line)
+    if isinstance(obj, dict):
+        keep = {"old_answer", "new_answer", "value", "memory"}  # their own cells: a newline stays a newline
+        return {printable(str(k), one_line=True): _visible(v, one_line and k not in keep) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_visible(v, one_line) for v in obj]
+    return obj
 
 
 def render(head: dict, rows: list[dict]) -> str:
-    out = [f"guard record: {head.get('library')} memory, preset {head.get('preset')}, "
-           f"{len(head.get('probes') or [])} probe(s), budget {head.get('budget') or 'none'}"]
+    out = [f"guard record: {_line(head.get('library'))} memory, preset {_line(head.get('preset'))}, "
+           f"{len(head.get('probes') or [])} probe(s), budget {_line(head.get('budget') or 'none')}"]
     kept = sum(1 for r in rows if r.get("accepted"))
     out.append(f"{len(rows)} update(s): {kept} committed, {len(rows) - kept} dropped")
     for r in rows:
         verdict = "committed" if r.get("accepted") else "DROPPED"
         out.append("")
-        out.append(f"update {r.get('update')}: {verdict} [{r.get('reason')}]")
+        out.append(f"update {_line(r.get('update'))}: {verdict} [{_line(r.get('reason'))}]"
+                   + (f"  ({_line(r.get('pairs'))} probe(s) read on both memories, budget {_line(r.get('budget'))})"
+                      if r.get("budget") else ""))
         out.append(f"  why: {_line(r.get('why'), 400)}")
         for w in r.get("writes") or []:
             what = w.get("value", w.get("memory", ""))
-            where = "/".join(w.get("namespace", [])) + ("/" if w.get("namespace") else "") + str(w.get("key",
-                                                                                                   w.get("id", "")))
-            out.append(f"  write {w.get('op')} {where}: {_line(json.dumps(what, ensure_ascii=False), 90)}"
-                       if what != "" else f"  write {w.get('op')} {where}")
+            where = "/".join(map(str, w.get("namespace") or [])) + ("/" if w.get("namespace") else "") + str(
+                w.get("key", w.get("id", "")))
+            op, where = _line(w.get("op"), 20), _line(where, 120)
+            out.append(f"  write {op} {where}: {_line(json.dumps(what, ensure_ascii=False), 90)}"
+                       if what != "" else f"  write {op} {where}")
         for p in r.get("probes") or []:
             mark = {True: "right", False: "wrong", None: "-"}
-            out.append(f"  probe {p.get('id')}: deployed {mark.get(p.get('old_ok'), '?')}, "
+            out.append(f"  probe {_line(p.get('id'))}: deployed {mark.get(p.get('old_ok'), '?')}, "
                        f"candidate {mark.get(p.get('new_ok'), '?')}"
                        + (f"  ({_line(p.get('note'), 80)})" if p.get("note") else ""))
             if p.get("old_ok") != p.get("new_ok"):
@@ -66,9 +104,11 @@ margin-top:1.2em}</style></head><body>
 {% for r in rows %}<section id="u{{ r['update'] }}"><h2>update {{ r['update'] }}:
 <span class="{{ 'keep' if r.accepted else 'drop' }}">{{ 'committed' if r.accepted else 'dropped' }}</span></h2>
 <p class="why">{{ r.why }}</p>
+{% if r.budget %}<p>{{ r.pairs }} probe(s) read on both memories (budget {{ r.budget }} replies)</p>{% endif %}
 {% if r.writes %}<table><tr><th>write</th><th>where</th><th>value</th></tr>{% for w in r.writes %}<tr>
 <td>{{ w.op }}</td><td class="mono">{{ (w.namespace or [])|join('/') }} {{ w.key or w.id }}</td>
-<td class="mono">{{ w.value|tojson if w.value is defined else (w.memory or '') }}</td></tr>{% endfor %}</table>{% endif %}
+<td class="mono">{{ w.value_json if w.value_json is defined else (w.memory or '') }}</td></tr>{% endfor %}</table>
+{% endif %}
 {% if r.probes %}<table><tr><th>probe</th><th>expected</th><th>deployed memory replied</th><th>candidate replied</th>
 <th>note</th></tr>{% for p in r.probes %}<tr><td>{{ p.id }}: {{ p.query }}</td><td class="mono">{{ p.expected }}</td>
 <td class="mono">{{ mark[p.old_ok] }} {{ p.old_answer or '' }}</td><td class="mono">{{ mark[p.new_ok] }}
@@ -84,7 +124,9 @@ def page(head: dict, rows: list[dict]) -> str:
     env = Environment(autoescape=True)
     kept = sum(1 for r in rows if r.get("accepted"))
     mark = {True: "[right]", False: "[wrong]", None: "[-]"}
-    return env.from_string(PAGE).render(head=head, rows=rows, kept=kept, mark=mark)
+    shown = [{**r, "writes": [{**w, "value_json": json.dumps(w["value"], sort_keys=True, ensure_ascii=False)}
+                              if "value" in w else w for w in r.get("writes") or []]} for r in rows]
+    return env.from_string(PAGE).render(head=_visible(head), rows=_visible(shown), kept=kept, mark=mark)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.json:
             for r in rows:
-                print(json.dumps(r, sort_keys=True, ensure_ascii=False))
+                print(_json_line(r))
         else:
             print(render(head, rows))
     except BrokenPipeError:

@@ -1,5 +1,5 @@
 """The library-independent part of the write guard: probes, the user's evaluator, the Janus controller's stream, the
-budget, the time rule and the decision record.
+budget, the time rule and the decisions (written by ``record.py``; replies awaited by ``replies.py``).
 
 A memory library's adapter (``langgraph.py``, ``mem0.py``) hands :meth:`WriteGuard.decide` one update: the deployed
 memory and the candidate as deterministic texts (what the controller's trigger embeds), a read-only view of each
@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import inspect
 import json
 import math
 import os
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,10 +38,9 @@ from typing import Any
 import numpy as np
 
 from ..controller import Janus, JanusConfig, StepInput
+from .record import DECISIONS_FILE, RECORD_FORMAT, append_row, read_record, write_header
+from .replies import DEFAULT_ANSWER_TIMEOUT, AnswerTimeout, GuardError, reply_within
 
-RECORD_FORMAT = "janus-guard/1"
-HEADER_FILE = "guard.json"
-DECISIONS_FILE = "decisions.jsonl"
 _TEXT_LIMIT = 2000  # characters of an answer / write kept in the record
 
 
@@ -164,11 +163,12 @@ class GuardDecision:
     """What the guard decided for one update (one line of ``decisions.jsonl``).
 
     accepted: the writes were committed. reason: the controller's reason, or the guard's own (``aborted``,
-    ``evaluation_failed``, ``no_writes``, ``commit_failed``). why: one sentence for people. writes: what the update
-    wanted to write. probes: each probe asked, with both replies. old_score / new_score: share of right replies among
-    the probes both memories were judged on (None when none was). compared: how many probes that is. answers:
-    replies the agent was asked for (the budget counts these). controller: the controller's Decision
-    (``Decision.to_dict()``)."""
+    ``evaluation_failed``, ``timeout``, ``no_writes``, ``commit_failed``). why: one sentence for people. writes: what
+    the update wanted to write. probes: each probe asked, with both replies. old_score / new_score: share of right
+    replies among the probes both memories were judged on (None when none was). compared: how many probes that is.
+    answers: replies the agent was asked for (the budget counts these). pairs: probes read on both memories (under a
+    budget, a probe is read on both or on neither). controller: the controller's Decision (``Decision.to_dict()``).
+    id: unique across processes (an amendment record names it)."""
 
     update: int
     library: str
@@ -182,19 +182,17 @@ class GuardDecision:
     new_score: float | None = None
     compared: int = 0
     answers: int = 0
+    pairs: int = 0
     budget: int | None = None
     controller: dict | None = None
     old_memory_sha256: str = ""
     new_memory_sha256: str = ""
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
         d["probes"] = [dict(p.__dict__) for p in self.probes]
         return d
-
-
-class GuardError(RuntimeError):
-    """The guard could not decide or apply an update; the deployed memory is unchanged (the message says so)."""
 
 
 # ---------------------------------------------------------------------------------------------------------- the guard
@@ -206,18 +204,27 @@ class WriteGuard:
         answer: ``answer(query, view) -> str``: run the user's agent on ``query`` against ``view``, a read-only view of
             the memory (the deployed one or the candidate); a coroutine function is awaited on the caller's event loop.
         preset: ``"always"`` (default), ``"paper"``, ``"recommended"`` or a ``JanusConfig`` (:func:`guard_config`).
-        budget: at most this many replies per update (None: no limit); probes beyond it are not asked (``None``).
+        budget: at most this many replies per update (None: no limit; else at least 2). A probe is read on both
+            memories or on neither (pairs: ``budget // 2`` probes when the memories differ); the rest are not asked
+            (``None``: no vote for either side).
         embed: ``embed(texts) -> (n, d)`` for the controller's trigger (default: hashing, no model).
         record: a folder for the decision record (``guard.json`` + ``decisions.jsonl``), or None.
-        fail_closed: an update whose probes could not be replied to (the agent raised) is dropped (True, default);
-            False keeps the controller's own rule (the candidate is kept, reason ``evaluation_failed:...``).
+        fail_closed: an update whose probes could not be replied to (the agent raised or timed out) is dropped
+            (True, default; reason ``evaluation_failed`` or ``timeout``); False leaves it to the controller's
+            ``on_evaluation_error`` (``keep_old`` in every preset; reason ``evaluation_failed:...``).
         library: the name the record gives the memory library.
+        answer_timeout: seconds one reply may take (default 300; None: wait for ever). A reply that takes longer
+            fails the update's evaluation: with ``fail_closed`` the update is dropped, reason ``timeout``, and the
+            guard's lock is released. A synchronous ``answer`` then runs in a daemon worker thread (the calling
+            thread's contextvars copied); a hung one is left behind there, its late reply ignored. A coroutine
+            ``answer`` is cancelled.
     """
 
     def __init__(self, probes: Sequence[Probe], answer: Callable[[str, Any], Any], *,
                  preset: str | JanusConfig = "always", budget: int | None = None,
                  embed: Callable[[list[str]], Any] | None = None, record: str | os.PathLike | None = None,
-                 fail_closed: bool = True, library: str = "custom"):
+                 fail_closed: bool = True, library: str = "custom",
+                 answer_timeout: float | None = DEFAULT_ANSWER_TIMEOUT):
         probes = list(probes)
         if not probes:
             raise ValueError("a guard needs at least one probe (the questions its agent must keep answering right)")
@@ -230,11 +237,16 @@ class WriteGuard:
             raise ValueError(f"probe ids must be unique; repeated: {', '.join(dup)}")
         if not callable(answer):
             raise TypeError("answer must be a function answer(query, view) -> str")
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-            raise ValueError(f"budget must be an int >= 1 or None, got {budget!r}")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 2):
+            raise ValueError(f"budget must be an int >= 2 (one probe read on both memories) or None, got {budget!r}")
+        if answer_timeout is not None and (isinstance(answer_timeout, bool)
+                                           or not isinstance(answer_timeout, (int, float))
+                                           or not math.isfinite(answer_timeout) or answer_timeout <= 0):
+            raise ValueError(f"answer_timeout must be a number of seconds > 0 or None, got {answer_timeout!r}")
         self.probes: list[Probe] = probes
         self.answer = answer
         self.budget = budget
+        self.answer_timeout = None if answer_timeout is None else float(answer_timeout)
         self.embed = embed or default_embed
         self.fail_closed = fail_closed
         self.library = library
@@ -250,6 +262,7 @@ class WriteGuard:
         self._ctx: _Context | None = None
         self.decisions: list[GuardDecision] = []
         self.record_dir = Path(record) if record is not None else None
+        self._record_size = -1  # size of decisions.jsonl after this guard's last append (another writer changes it)
         if self.record_dir is not None:
             if (self.record_dir / DECISIONS_FILE).is_file():  # a record kept across restarts: numbering goes on
                 self._updates = max((int(r["update"]) for r in read_record(self.record_dir)[1]), default=0)
@@ -300,12 +313,13 @@ class WriteGuard:
             accepted, reason = bool(d.accept), d.reason
             if reason.startswith("evaluation_failed") and self.fail_closed:
                 accepted = False
-                reason = "evaluation_failed"
+                reason = "timeout" if ctx.timed_out else "evaluation_failed"
             dec = GuardDecision(
                 update=n, library=self.library, accepted=accepted, reason=reason,
                 why=_why(accepted, reason, d, ctx), time=when, writes=[_clip_write(w) for w in writes],
                 probes=list(ctx.results.values()), old_score=_share(ctx, "old"), new_score=_share(ctx, "new"),
-                compared=len(_compared(ctx)), answers=ctx.answers, budget=self.budget, controller=dd,
+                compared=len(_compared(ctx)), answers=ctx.answers, pairs=_pairs(ctx), budget=self.budget,
+                controller=dd,
                 old_memory_sha256=ctx.old_sha, new_memory_sha256=ctx.new_sha)
             if d.reason.startswith("evaluation_failed"):
                 dec.why += f" ({d.reason.split(':', 1)[1].strip() if ':' in d.reason else d.reason})"
@@ -325,7 +339,8 @@ class WriteGuard:
             return dec
 
     def amend_last(self, dec: GuardDecision, *, accepted: bool, reason: str, why: str) -> None:
-        """A decision whose commit then failed: the record says the writes were not applied."""
+        """A decision whose commit then failed: the record says the writes were not applied (one amendment line
+        appended, naming the decision's id; :func:`read_record` applies it; no line of the record is rewritten)."""
         with self._lock:
             dec.accepted, dec.reason, dec.why = accepted, reason, why
             self._log(dec, amend=True)
@@ -388,11 +403,16 @@ class WriteGuard:
             res = ctx.results[p.id] = ProbeResult(p.id, p.query, p.expected or "(score function)")
         timed = p.time is not None and p.time < ctx.time and side in ("old", "new") and ctx.old_sha != ctx.new_sha
         sides = ("old", "new") if timed else (side,)
+        if self.budget is not None and p.id not in ctx.admitted:
+            # a probe is read on both memories or on neither: admitted only while its pair still fits the budget
+            cost = 1 if ctx.old_sha == ctx.new_sha else 2
+            if ctx.reserved + cost > self.budget:
+                res.note = res.note or "over the budget: not asked"
+                return None
+            ctx.admitted.add(p.id)
+            ctx.reserved += cost
         for s in sides:  # a superseded probe needs both replies to tell a change of fact from an improvement
             if getattr(res, f"{s}_ok") is None and not getattr(res, f"{s}_answer"):
-                if self.budget is not None and ctx.answers >= self.budget:
-                    res.note = res.note or "over the budget: not asked"
-                    return None
                 self._ask(ctx, p, res, s)
         ok = getattr(res, f"{side}_ok")
         if timed and res.old_ok is True and res.new_ok is False:
@@ -404,9 +424,11 @@ class WriteGuard:
         sha = ctx.old_sha if side == "old" else ctx.new_sha
         view = ctx.views[sha][1]
         ctx.answers += 1
-        reply = self.answer(p.query, view)
-        if inspect.isawaitable(reply):
-            reply = _await(reply, ctx.loop)
+        try:
+            reply = reply_within(self.answer, p.query, view, ctx.loop, self.answer_timeout)
+        except AnswerTimeout:
+            ctx.timed_out = True
+            raise
         setattr(res, f"{side}_answer", _clip(reply) if isinstance(reply, str) else repr(reply)[:200])
         setattr(res, f"{side}_ok", p.judge(reply))
         if ctx.old_sha == ctx.new_sha:  # one memory: the same reply for both sides
@@ -416,31 +438,32 @@ class WriteGuard:
     # ------------------------------------------------------------------ the record
     def _write_header(self) -> None:
         assert self.record_dir is not None
-        self.record_dir.mkdir(parents=True, exist_ok=True)
-        head = {"format": RECORD_FORMAT, "library": self.library, "preset": self.preset,
-                "controller": self.config.to_dict(), "budget": self.budget, "fail_closed": self.fail_closed,
-                "probes": [p.describe() for p in self.probes]}
-        _atomic_write(self.record_dir / HEADER_FILE, json.dumps(head, indent=1, sort_keys=True, default=str) + "\n")
+        write_header(self.record_dir, {
+            "format": RECORD_FORMAT, "library": self.library, "preset": self.preset,
+            "controller": self.config.to_dict(), "budget": self.budget, "fail_closed": self.fail_closed,
+            "answer_timeout": self.answer_timeout, "probes": [p.describe() for p in self.probes]})
 
     def _append_header_probe(self, probe: Probe) -> None:
         if self.record_dir is not None:
             self._write_header()
 
     def _log(self, dec: GuardDecision, amend: bool = False) -> None:
+        """Append the decision (or, ``amend``, an amendment naming it) to the record (record.append_row: appends
+        only, locked, a number another process took meanwhile moved after the record's last)."""
         if not amend:
             self.decisions.append(dec)
         if self.record_dir is None:
             return
-        line = json.dumps(dec.to_dict(), sort_keys=True, ensure_ascii=False, default=str)
-        path = self.record_dir / DECISIONS_FILE
-        if amend:  # rewrite the file whole (a failed commit after its decision: rare)
-            lines = [json.dumps(x.to_dict(), sort_keys=True, ensure_ascii=False, default=str) for x in self.decisions]
-            _atomic_write(path, "".join(x + "\n" for x in lines))
-            return
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        if amend:
+            row = {"amends": dec.id, "update": dec.update, "accepted": dec.accepted, "reason": dec.reason,
+                   "why": dec.why, "time": time.time()}
+        else:
+            row = dec.to_dict()
+        number, self._record_size = append_row(self.record_dir / DECISIONS_FILE, row, known_size=self._record_size,
+                                               renumber=not amend)
+        if not amend:
+            dec.update = number
+            self._updates = max(self._updates, number)
 
 
 @dataclass
@@ -452,23 +475,9 @@ class _Context:
     loop: asyncio.AbstractEventLoop | None
     answers: int = 0
     results: dict[str, ProbeResult] = field(default_factory=dict)
-
-
-def _await(aw: Any, loop: asyncio.AbstractEventLoop | None) -> Any:
-    """Run an awaitable from the guard's (synchronous) evaluator: on the adapter's loop when the decision runs in a
-    worker thread, else on a loop of its own."""
-    if loop is not None and loop.is_running():
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is not loop:
-            return asyncio.run_coroutine_threadsafe(_as_coro(aw), loop).result()
-    return asyncio.run(_as_coro(aw))
-
-
-async def _as_coro(aw: Any) -> Any:
-    return await aw
+    admitted: set[str] = field(default_factory=set)  # probes the budget lets read (on both memories)
+    reserved: int = 0  # replies the admitted probes may take
+    timed_out: bool = False
 
 
 def _task_text(task: Any) -> str:
@@ -488,6 +497,11 @@ def _compared(ctx: _Context) -> list[ProbeResult]:
     return [r for r in ctx.results.values() if r.old_ok is not None and r.new_ok is not None and not r.note]
 
 
+def _pairs(ctx: _Context) -> int:
+    """Probes read on both memories in this decision."""
+    return sum(1 for r in ctx.results.values() if r.old_ok is not None and r.new_ok is not None)
+
+
 def _share(ctx: _Context, side: str) -> float | None:
     rows = _compared(ctx)
     return sum(bool(getattr(r, f"{side}_ok")) for r in rows) / len(rows) if rows else None
@@ -501,6 +515,8 @@ def _why(accepted: bool, reason: str, d: Any, ctx: _Context) -> str:
     over = [r for r in ctx.results.values() if r.note.startswith("over the budget")]
     if reason == "evaluation_failed":
         return "dropped: the agent could not answer the probes, so the update could not be checked (fail closed)"
+    if reason == "timeout":
+        return "dropped: the agent did not reply in time (answer_timeout), so the update could not be checked"
     if d.phase == "warmup" and not d.triggered:
         return "committed without comparison: the controller's warm-up"
     if not d.triggered:
@@ -520,7 +536,7 @@ def _why(accepted: bool, reason: str, d: Any, ctx: _Context) -> str:
     if superseded:
         parts.append("not counted (changed facts): " + ", ".join(r.id for r in superseded[:3]))
     if over:
-        parts.append(f"{len(over)} probe(s) over the budget")
+        parts.append(f"{len(over)} probe(s) over the budget (read on neither memory)")
     tail = ("; " + "; ".join(parts)) if parts else "; no probe changed its reply"
     return ("committed" if accepted else "dropped") + f" [{reason}]" + score + tail
 
@@ -528,37 +544,3 @@ def _why(accepted: bool, reason: str, d: Any, ctx: _Context) -> str:
 def _short(s: str | None, n: int = 80) -> str:
     s = " ".join((s or "").split())
     return s if len(s) <= n else s[:n - 3] + "..."
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def read_record(folder: str | os.PathLike) -> tuple[dict, list[dict]]:
-    """The header and the decisions of a guard's record folder; ValueError naming the file and line when damaged."""
-    root = Path(folder)
-    head_path, dec_path = root / HEADER_FILE, root / DECISIONS_FILE
-    if not head_path.is_file():
-        raise ValueError(f"{root} is not a guard record: it has no {HEADER_FILE}")
-    try:
-        head = json.loads(head_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{head_path} is not valid JSON ({e})") from e
-    if not isinstance(head, dict) or head.get("format") != RECORD_FORMAT:
-        raise ValueError(f"{head_path} is not a {RECORD_FORMAT} header")
-    decisions: list[dict] = []
-    if dec_path.is_file():
-        for i, line in enumerate(dec_path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{dec_path} line {i} is not valid JSON ({e.msg}); a write cut short? remove the "
-                                 "line to read the rest") from e
-            if not isinstance(row, dict) or "accepted" not in row or "update" not in row:
-                raise ValueError(f"{dec_path} line {i} is not a guard decision")
-            decisions.append(row)
-    return head, decisions

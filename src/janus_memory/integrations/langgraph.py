@@ -7,7 +7,9 @@ Interception point: ``BaseStore.batch`` / ``abatch``, the only two abstract meth
 
 One update is the writes made inside ``with store.update(): ...`` / ``async with store.update(): ...`` (one memory
 manager call: :meth:`GuardedStore.guard_manager` wraps ``invoke``/``ainvoke`` in one), or, outside any update, one
-``batch`` call holding puts. The update's writes are staged in memory; when the block ends the guard compares the
+``batch`` call holding puts. A write made after its block ended, by an asyncio task, a copied context or a thread
+started inside it, is not lost: that ``batch`` is an update of its own, like a write outside any block. The
+update's writes are staged in memory; when the block ends the guard compares the
 deployed memory with the candidate (deployed + staged writes) on the probes and commits the writes in one ``batch``
 of the wrapped store, or drops them. An exception inside the block drops them (nothing was applied). A commit the
 wrapped store fails part-way is undone key by key (the values read before the commit are put back).
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -45,6 +48,21 @@ class _Update:
     probe: Probe | None = None
     ops: list[PutOp] = field(default_factory=list)
     decision: GuardDecision | None = None
+    closed: bool = False  # the block has ended: its writes are taken; a later write is an update of its own
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def take(self, ops: list[PutOp]) -> bool:
+        """Stage ``ops`` in this update; False when it has ended (a task or a copied context started inside the
+        block writes after it: the caller makes those writes an update of their own)."""
+        with self.lock:
+            if self.closed:
+                return False
+            self.ops.extend(ops)
+            return True
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
 
 
 _CURRENT: contextvars.ContextVar[_Update | None] = contextvars.ContextVar("janus_guard_update", default=None)
@@ -102,52 +120,53 @@ class GuardedStore(BaseStore):
     # ------------------------------------------------------------------ BaseStore
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        puts = _puts(ops)
         upd = _CURRENT.get()
         if upd is not None and upd.store is self:
-            return self._stage(upd, ops)
-        puts = [op for op in ops if isinstance(op, PutOp)]
-        if not puts:
+            out = self._read(ops)
+            if upd.take(puts):
+                return out
+        elif not puts:
             return self.store.batch(ops)
-        upd = _Update(self)  # writes outside an update block: this batch is one update
-        results = self._stage(upd, ops)
-        self._finish(upd, None)
-        return results
+        else:
+            out = self._read(ops)
+        own = _Update(self)  # writes outside an update block (or after theirs ended): this batch is one update
+        own.take(puts)
+        self._finish(own, None)
+        return out
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        puts = _puts(ops)
         upd = _CURRENT.get()
         if upd is not None and upd.store is self:
-            return await self._astage(upd, ops)
-        puts = [op for op in ops if isinstance(op, PutOp)]
-        if not puts:
+            out = await self._aread(ops)
+            if upd.take(puts):
+                return out
+        elif not puts:
             return await self.store.abatch(ops)
-        upd = _Update(self)
-        results = await self._astage(upd, ops)
-        await self._afinish(upd, None)
-        return results
+        else:
+            out = await self._aread(ops)
+        own = _Update(self)
+        own.take(puts)
+        await self._afinish(own, None)
+        return out
 
-    def _stage(self, upd: _Update, ops: list[Op]) -> list[Result]:
-        for op in ops:
-            if isinstance(op, PutOp):
-                _check_put(op)
+    def _read(self, ops: list[Op]) -> list[Result]:
+        """The batch's reads answered by the wrapped store (the deployed memory); None in the puts' places."""
         reads = [(i, op) for i, op in enumerate(ops) if not isinstance(op, PutOp)]
         got = self.store.batch([op for _, op in reads]) if reads else []
         out: list[Result] = [None] * len(ops)
         for (i, _), r in zip(reads, got):
             out[i] = r
-        upd.ops.extend(op for op in ops if isinstance(op, PutOp))
         return out
 
-    async def _astage(self, upd: _Update, ops: list[Op]) -> list[Result]:
-        for op in ops:
-            if isinstance(op, PutOp):
-                _check_put(op)
+    async def _aread(self, ops: list[Op]) -> list[Result]:
         reads = [(i, op) for i, op in enumerate(ops) if not isinstance(op, PutOp)]
         got = await self.store.abatch([op for _, op in reads]) if reads else []
         out: list[Result] = [None] * len(ops)
         for (i, _), r in zip(reads, got):
             out[i] = r
-        upd.ops.extend(op for op in ops if isinstance(op, PutOp))
         return out
 
     # ------------------------------------------------------------------ deciding and committing
@@ -209,6 +228,14 @@ class GuardedStore(BaseStore):
                     break
                 offset += _PAGE
         return out
+
+
+def _puts(ops: list[Op]) -> list[PutOp]:
+    """The batch's writes, each checked (a bad one raises before anything is staged or read)."""
+    puts = [op for op in ops if isinstance(op, PutOp)]
+    for op in puts:
+        _check_put(op)
+    return puts
 
 
 def _check_put(op: PutOp) -> None:
@@ -314,13 +341,15 @@ class _UpdateBlock:
         self.decision: GuardDecision | None = None
 
     def _enter(self) -> _UpdateBlock:
-        if _CURRENT.get() is not None and _CURRENT.get().store is self.upd.store:  # type: ignore[union-attr]
+        cur = _CURRENT.get()
+        if cur is not None and cur.store is self.upd.store and not cur.closed:
             raise GuardError("an update is already open in this context; updates do not nest")
         self._token = _CURRENT.set(self.upd)
         return self
 
     def _leave(self) -> None:
         assert self._token is not None
+        self.upd.close()  # a task or copied context started inside writes after this as an update of its own
         _CURRENT.reset(self._token)
 
     def _aborted(self, exc: BaseException) -> None:

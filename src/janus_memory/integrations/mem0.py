@@ -3,9 +3,12 @@
 Interception points (docs/integrations.md has what each version gets):
 
 * **mem0ai 2.x** (tested: 2.2.1). ``add()`` is add-only: one extraction call, new memories inserted, nothing
-  updated or deleted. The guard lets ``add()`` run, then compares the memory before and after; a dropped update is
-  reverted by deleting the ids ``add()`` returned (Mem0 has no revert API; ``history(id)`` shows ADD then DELETE).
-  Between ``add()`` and the decision the new memories are visible to other readers of the same store.
+  updated or deleted. The guard lets ``add()`` run, then compares the memory before and after. Mem0 has no revert
+  API; a dropped update is erased: its memories deleted (``Memory.delete``, which also unlinks them from Mem0's
+  entity store), their rows of Mem0's history table removed, and the conversation messages ``add()`` kept in its
+  ``messages`` table (the "last messages" of the session that Mem0 puts into every later extraction prompt) removed,
+  the older messages they pushed out of its ten-message window put back. Between ``add()`` and the decision the new
+  memories are visible to other readers of the same store.
 * **mem0ai 1.x** (tested: 1.0.11). The LLM chooses ADD, UPDATE, DELETE or NONE per fact and ``add()`` applies them
   through ``Memory._create_memory`` / ``_update_memory`` / ``_delete_memory``. The guard replaces those three on the
   instance for the duration of the call, so the events are staged, not applied; the candidate is the deployed memory
@@ -20,6 +23,7 @@ embedder, built the same way for the deployed memory and the candidate.
 from __future__ import annotations
 
 import importlib.metadata
+import sqlite3
 import threading
 import uuid
 from datetime import datetime, timezone
@@ -103,6 +107,8 @@ class GuardedMemory:
         self.memory = memory
         self.guard = guard
         self.major = mem0_major()
+        if self.major >= 2:
+            _history_db(memory)  # a dropped add() must be erasable from it: refuse a Memory whose db is unknown
         self._lock = threading.RLock()
         self._emb: dict[str, Any] = {}
 
@@ -151,9 +157,17 @@ class GuardedMemory:
 
     def _add_v2(self, messages: Any, filters: dict, time: float | None, probe: Probe | None, kw: dict) -> dict:
         before = self._all(filters)
+        scope = _session_scope(filters)
+        kept = _stored_messages(self.memory, scope)  # Mem0's message window of the session before this add()
         try:
             res = self.memory.add(messages, **filters, **kw)
         except BaseException as exc:
+            try:  # 2.2.1 inserts no memory when it raises, but may have stored the messages: erased as well
+                known = {m["id"] for m in before}
+                self._revert([m for m in self._all(filters) if m["id"] not in known], scope, kept, messages)
+            except Exception as exc2:  # noqa: BLE001 - add()'s own error is the one raised; this one is recorded
+                self._aborted(exc, [], f"; erasing what it left failed ({type(exc2).__name__}: {exc2})")
+                raise
             self._aborted(exc, [])
             raise
         added = [r for r in (res.get("results") or []) if r.get("event", "ADD") == "ADD" and r.get("id")]
@@ -166,30 +180,34 @@ class GuardedMemory:
             after = self._all(filters)
             dec = self._decide(before, after, writes, time, probe)
         except BaseException as exc:
-            self._revert(added)
+            self._revert(added, scope, kept, messages)
             raise GuardError(f"the guard could not decide this add() ({type(exc).__name__}: {exc}); its "
                              f"{len(added)} memories were deleted again") from exc
         if not dec.accepted:
-            self._revert(added)
+            self._revert(added, scope, kept, messages)
         res["guard"] = _brief(dec)
         return res
 
-    def _aborted(self, exc: BaseException, staged: list[dict]) -> None:
-        """Record an add() that raised (Mem0 2.x stores nothing when its insert fails; 1.x events were staged)."""
+    def _aborted(self, exc: BaseException, staged: list[dict], note: str = "") -> None:
+        """Record an add() that raised (Mem0 2.x: what it stored is erased; 1.x events were staged)."""
         self.guard.record_outcome(writes=[{k: v for k, v in s.items() if k != "call"} for s in staged],
                                   reason="aborted", why=f"add() raised ({type(exc).__name__}: {exc}); the guard "
-                                                        f"applied none of its {len(staged)} staged write(s)")
+                                                        f"applied none of its {len(staged)} staged write(s){note}")
 
-    def _revert(self, added: list[dict]) -> None:
+    def _revert(self, added: list[dict], scope: str, kept: list[tuple], messages: Any) -> None:
+        """Erase a dropped add(): its memories, their history rows, the messages it stored (module docstring)."""
         failed = []
         for r in added:
             try:
                 self.memory.delete(r["id"])
             except Exception as exc:  # noqa: BLE001 - every id is tried; the failures are named together
                 failed.append(f"{r['id']} ({type(exc).__name__}: {exc})")
+        try:
+            _erase_rows(self.memory, [str(r["id"]) for r in added], scope, kept, messages)
+        except sqlite3.Error as exc:
+            failed.append(f"Mem0's history and messages tables ({type(exc).__name__}: {exc})")
         if failed:
-            raise GuardError("a dropped add() could not be reverted; these memories are still stored: "
-                             + ", ".join(failed))
+            raise GuardError("a dropped add() could not be reverted; these are still stored: " + ", ".join(failed))
 
     def _add_v1(self, messages: Any, filters: dict, time: float | None, probe: Probe | None, kw: dict) -> dict:
         mem = self.memory
@@ -252,6 +270,70 @@ class GuardedMemory:
                     r["id"] = ids[r["id"]]
         res["guard"] = _brief(dec)
         return res
+
+
+def _history_db(memory: Any) -> Any:
+    """Mem0 2.x's SQLite manager (``Memory.db``: its ``history`` and ``messages`` tables); TypeError when the
+    Memory has another kind (the guard could not erase a dropped add() from it)."""
+    db = getattr(memory, "db", None)
+    conn = getattr(db, "connection", None)
+    if not isinstance(conn, sqlite3.Connection) or getattr(db, "_lock", None) is None:
+        raise TypeError(f"GuardedMemory needs Mem0's SQLite history store (Memory.db with a connection); "
+                        f"{type(memory).__name__}.db is {type(db).__name__}: a dropped add() could not be erased")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    missing = {"history", "messages"} - tables
+    if missing:
+        raise TypeError(f"Mem0's history database lacks the table(s) {', '.join(sorted(missing))}: a dropped add() "
+                        "could not be erased from it")
+    return db
+
+
+def _session_scope(filters: dict) -> str:
+    """Mem0 2.x's key of a session's messages (``mem0.memory.main._build_session_scope``)."""
+    from mem0.memory.main import _build_session_scope
+
+    return str(_build_session_scope(filters))
+
+
+_MSG_COLS = "id, session_scope, role, content, name, created_at"
+
+
+def _stored_messages(memory: Any, scope: str) -> list[tuple]:
+    db = _history_db(memory)
+    with db._lock:
+        return list(db.connection.execute(f"SELECT {_MSG_COLS} FROM messages WHERE session_scope = ?", (scope,)))
+
+
+def _as_messages(messages: Any) -> list[dict]:
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    if isinstance(messages, dict):
+        return [messages]
+    return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+
+
+def _erase_rows(memory: Any, ids: list[str], scope: str, kept: list[tuple], messages: Any) -> None:
+    """In one transaction of Mem0's SQLite: drop the history rows of ``ids`` (fresh uuids: every row is this
+    add()'s), drop the rows of ``messages`` that add() stored in ``scope`` (new since ``kept``, matched by role and
+    content), put back the rows of ``kept`` it evicted."""
+    db = _history_db(memory)
+    ours = {(m.get("role"), m.get("content")) for m in _as_messages(messages)}
+    known = {r[0] for r in kept}
+    conn = db.connection
+    with db._lock:
+        conn.execute("BEGIN")
+        try:
+            now = list(conn.execute("SELECT id, role, content FROM messages WHERE session_scope = ?", (scope,)))
+            new = [(r[0],) for r in now if r[0] not in known and (r[1], r[2]) in ours]
+            conn.executemany("DELETE FROM messages WHERE id = ?", new)
+            present = {r[0] for r in now}
+            conn.executemany(f"INSERT INTO messages ({_MSG_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+                             [r for r in kept if r[0] not in present])
+            conn.executemany("DELETE FROM history WHERE memory_id = ?", [(i,) for i in ids])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
 
 def _brief(dec: GuardDecision) -> dict:
