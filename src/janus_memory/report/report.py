@@ -114,6 +114,7 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
         plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject
         log("writing report.md")
         atomic_write_text(report, "\n".join(_markdown(rows, secs, plot_paths, left_out)))  # no cut report.md
+        _write_manifest(out, [report, *map(Path, plot_paths.values())])
     except OSError as e:  # the folder filled up or turned read-only after the check
         raise OutputError(_cannot_write(out, e)) from None
     return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": main, "unfinished": left_out,
@@ -127,6 +128,23 @@ def _num_text(x) -> str:
 
 def _cannot_write(out: Path, e: OSError) -> str:
     return f"cannot write the report to {out}: {e.strerror or e}"
+
+
+def _write_manifest(out: Path, paths: list[Path]) -> None:
+    """``out/.janus-report.json``: the files `janus report` wrote into ``out`` (with those of earlier reports that
+    are still there), the record by which ``janus run --overwrite`` removes them and nothing else of the folder."""
+    import json
+
+    from ..store.folder import RunFolder
+
+    manifest = out / RunFolder.REPORT_MANIFEST
+    try:
+        old = json.loads(manifest.read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        old = []
+    names = {p.name for p in paths if p.parent == out}
+    names |= {n for n in old if isinstance(n, str) and "/" not in n and (out / n).is_file()}
+    atomic_write_text(manifest, json.dumps({"files": sorted(names)}, indent=1) + "\n")
 
 
 def _check_out_folder(out: Path) -> None:
