@@ -221,6 +221,19 @@ def _as_record(obj: dict, where: str) -> Record:
     return rec
 
 
+def _no_lone_surrogates(obj):
+    """``obj`` (parsed JSON) with every lone surrogate in its strings written as its visible escape."""
+    from ..errors import escape_lone_surrogates
+
+    if isinstance(obj, str):
+        return escape_lone_surrogates(obj)
+    if isinstance(obj, list):
+        return [_no_lone_surrogates(x) for x in obj]
+    if isinstance(obj, dict):
+        return {escape_lone_surrogates(k): _no_lone_surrogates(v) for k, v in obj.items()}
+    return obj
+
+
 def read_jsonl(path: str | os.PathLike) -> list[Record]:
     """Read a JSON Lines file (plain, .xz or .gz; blank lines skipped) into :class:`Record` objects.
 
@@ -237,6 +250,8 @@ def read_jsonl(path: str | os.PathLike) -> list[Record]:
                     raise ConfigError(f"{path}:{n}: not valid JSON ({e.msg}, column {e.colno})") from None
                 if not isinstance(obj, dict):
                     raise ConfigError(f"{path}:{n}: expected a JSON object per line, got {type(obj).__name__}")
+                if "\\u" in line.lower():  # a lone surrogate escape: written as visible text (errors.py)
+                    obj = _no_lone_surrogates(obj)
                 out.append(_as_record(obj, f"{path}:{n}"))
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (byte offset {e.start}); save the file as UTF-8") from None
