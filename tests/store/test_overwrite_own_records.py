@@ -146,3 +146,21 @@ def test_overwrite_removes_a_report_janus_wrote_and_the_folders_left_empty(tmp_p
         "COMPLETE", "config.json", "config.yaml", "dc_rs", "environment.json", "prompts", "run.sqlite", "splits.json",
         "summary.json"]
     assert not [m for m in lines if m.startswith("--overwrite")]
+
+
+def test_an_overwrite_stopped_after_the_move_reads_the_records_it_moved_aside(tmp_path, monkeypatch):
+    """Killed after the old run's files were moved into .janus-overwritten/ (the database with them): the same
+    command again still knows the old run's method folders from the records there, so a dc_rs/ that holds a file of
+    yours is the old run's folder (written into, the file kept), not a folder of yours."""
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "r"
+    run_experiment(_cfg(out, controller="none"), log=lambda m: None)
+    (out / "dc_rs" / "notes.txt").write_text("n")
+    assert RunStore._move_aside(out) == ["dc_rs/notes.txt"]  # what a kill at overwrite_moved_aside leaves
+    assert not (out / "run.sqlite").exists() and (out / ".janus-overwritten" / "run.sqlite").exists()
+    assert RunStore.recorded_methods(out) == {"dc_rs"}
+    lines: list[str] = []
+    run_experiment(_cfg(out, controller="both"), log=lines.append, overwrite=True)
+    assert (out / "dc_rs" / "notes.txt").read_text() == "n"
+    assert (out / "dc_rs" / "decisions.jsonl").exists() and (out / "dc_rs+janus" / "decisions.jsonl").exists()
+    assert not (out / ".janus-overwritten").exists()
