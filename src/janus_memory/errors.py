@@ -8,7 +8,11 @@ A reply, an HTTP error body or a memory text may hold control characters: an esc
 window title, erases the line, switches to the alternate screen or re-colours what follows, a carriage return that
 overwrites the line, a bidirectional override that shows text in another order than it is stored. :func:`printable`
 writes each such character as a visible escape (``\\x1b``, ``\\r``, ``\\u202e``) and leaves every other character,
-newlines and tabs included, as it is. The CLI passes through it: every error line (cli/app.py), every line a run
+newlines and tabs included, as it is. A lone surrogate (a JSON ``\\ud800`` escape without its pair, which a server may
+send: no UTF-8 file or SQLite text can hold it) is written as that visible escape by :func:`escape_lone_surrogates`
+where model text enters (every reply, llm/client.py; a replayed cache entry, llm/base.py; a dataset record,
+tasks/data.py), so the run database, the exports, the cache, the report and the page all hold the same text. The CLI
+passes through :func:`printable`: every error line (cli/app.py), every line a run
 logs (cli/run_command._plain: progress, warnings, a grid's failed cells), ``janus memory diff``, the report's tables.
 """
 from __future__ import annotations
@@ -72,6 +76,15 @@ _UNSAFE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e
 def _escape(m: re.Match) -> str:
     c = m.group()
     return {"\r": "\\r", "\n": "\\n"}.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a Python str every surrogate is lone (a pair is one code point)
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as its visible escape (``\\ud800``, six characters); any other
+    text is returned as it is (the same object)."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _LONE_SURROGATE.search(text) else text
 
 
 def printable(text: str, *, one_line: bool = False) -> str:

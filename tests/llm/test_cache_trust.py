@@ -145,28 +145,106 @@ def test_a_damaged_or_edited_entry_is_one_warning_and_asked_again(tmp_path, edit
         c.cache.close()
 
 
-def test_legacy_entries_are_type_checked_and_nesting_past_the_limit_is_damage():
-    """Entries written before the checksum are type-checked only (the stored fixtures of older run folders have
-    them); an entry nested past Python's recursion limit is damage (a RecursionError, not a ValueError)."""
+def test_entries_without_checksum_or_model_are_refused_unless_the_file_is_format_1():
+    """An entry of a current-format cache must carry its checksum and the model that answered; a file written before
+    the format was marked (format 1) may hold entries without them (the stored fixtures of older run folders do);
+    an entry nested past Python's recursion limit is damage (a RecursionError, not a ValueError)."""
     from janus_memory.llm.cache import _checksum, check_entry
 
     d = {"text": "hi", "reasoning": "", "finish_reason": "stop", "model": "m",
          "usage": {"prompt_tokens": 1, "completion_tokens": 1, "estimated": False}}
+    bare = {k: v for k, v in d.items() if k != "model"}
     assert check_entry(json.dumps({**d, "_sha256": _checksum(d)})) == (d, "")
-    assert check_entry(json.dumps(d)) == (d, "")
+    stripped = "it carries no checksum and no model, which every entry of a cache of format 2 has (stripped or edited)"
+    assert check_entry(json.dumps(bare)) == (None, stripped)
+    assert check_entry(json.dumps(d))[1].startswith("it carries no checksum, which")
+    assert check_entry(json.dumps({**bare, "_sha256": _checksum(bare)}))[1].startswith("it carries no model, which")
+    assert check_entry(json.dumps({**d, "model": ""}))[1].startswith("it carries no checksum and no model")
+    assert check_entry(json.dumps(d), fmt=1) == (d, "") and check_entry(json.dumps(bare), fmt=1) == (bare, "")
+    assert check_entry(json.dumps({**d, "_sha256": _checksum(bare)}), fmt=1)[1].startswith("its checksum does not")
     assert check_entry(json.dumps({**d, "model": None}))[1] == "its model is NoneType, not a string"
     assert check_entry(b"\xff")[1].startswith("not JSON")
     assert check_entry("[" * 100000)[1].startswith("not JSON")
 
 
+def _strip(value: str, *fields: str, text: str | None = None) -> str:
+    d = json.loads(value)
+    for f in fields:
+        d.pop(f, None)
+    if text is not None:
+        d["text"] = text
+    return json.dumps(d)
+
+
+@pytest.mark.parametrize("fields", [("_sha256", "model"), ("_sha256",), ("model",)])
+def test_a_stripped_entry_of_a_current_cache_is_not_replayed(tmp_path, fields):
+    """The adversarial edit: another answer written into an entry whose checksum (and model) were removed. A file
+    of the current format never replays it: one warning, asked again, the run ends with the server's answers."""
+    with _Swappable() as srv:
+        a = _client(srv, tmp_path)
+        want = _texts(a)
+        a.cache.close()
+        rows = _entries(tmp_path)
+        for key, value in rows[:3]:
+            _set(tmp_path, key, _strip(value, *fields, text="The answer is 999."))
+        b = _client(srv, tmp_path)
+        assert b.cache.format == 2
+        with pytest.warns(RuntimeWarning) as rec:
+            assert _texts(b) == want
+        msgs = [str(w.message) for w in rec]
+        assert len(msgs) == 1 and "a stored answer was not used (it carries no " in msgs[0] and "--no-cache" in msgs[0]
+        assert b.answered == {"model-a": {"live": 3, "cached": 3}} and b.cache.damaged == 3
+        b.cache.close()
+        assert [v for _, v in _entries(tmp_path)] == [v for _, v in rows]
+
+
+def test_a_format_1_cache_replays_its_bare_entries_and_says_once_they_are_unverified(tmp_path):
+    with _Swappable() as srv:
+        a = _client(srv, tmp_path)
+        want = _texts(a)
+        a.cache.close()
+        for key, value in _entries(tmp_path):
+            _set(tmp_path, key, _strip(value, "_sha256", "model"))
+        db = sqlite3.connect(tmp_path / "responses.sqlite")
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)  # a new file is marked the current format
+        db.execute("PRAGMA user_version=0")  # as every file written before the format was marked
+        db.close()
+        b = _client(srv, tmp_path)
+        assert b.cache.format == 1
+        with pytest.warns(RuntimeWarning) as rec:
+            assert _texts(b) == want
+        msgs = [str(w.message) for w in rec]
+        assert msgs == [f"response cache {tmp_path / 'responses.sqlite'} has cache format 1 (written before its "
+                        "entries had to carry a checksum and the model that answered): its answers without them are "
+                        "replayed unverified (an edited one is not noticed); --no-cache or another --cache-dir asks "
+                        "the server again"]
+        assert b.cache.unverified == 6 and b.cache.damaged == 0
+        b.cache.close()
+
+
+def test_a_cache_of_a_newer_format_is_one_line(tmp_path):
+    from janus_memory.llm.cache import CacheError
+
+    ResponseCache(tmp_path).close()
+    db = sqlite3.connect(tmp_path / "responses.sqlite")
+    db.execute("PRAGMA user_version=3")
+    db.close()
+    with pytest.raises(CacheError) as e:
+        ResponseCache(tmp_path)
+    assert str(e.value) == (f"response cache {tmp_path / 'responses.sqlite'} has cache format 3; this janus-memory "
+                            "reads formats 1-2: pass another --cache-dir, or --no-cache")
+
+
 def test_a_reply_with_a_lone_surrogate_is_stored_and_replayed(tmp_path):
-    """Valid JSON from a server may hold a lone surrogate escape; storing it must not raise, and it replays as sent."""
+    """Valid JSON from a server may hold a lone surrogate escape; storing it must not raise, and it replays as the
+    visible escape every reply gets (errors.escape_lone_surrogates), also from an entry stored before replies were
+    escaped."""
     from janus_memory.values import ChatResult
 
     cache = ResponseCache(tmp_path / "c")
     cache.put("k", ChatResult(text="smile \ud83d end", finish_reason="stop", model="m"))
     got = cache.get("k")
-    assert got is not None and got.text == "smile \ud83d end" and cache.damaged == 0
+    assert got is not None and got.text == "smile \\ud83d end" and cache.damaged == 0
     cache.close()
 
 

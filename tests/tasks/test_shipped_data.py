@@ -195,3 +195,77 @@ def test_the_cli_runs_on_the_shipped_data_and_says_where_data_comes_from(nowhere
     assert "--data-dir DIR folder with the benchmark files, laid out as the package's own copy" in text
     assert "(default: $JANUS_DATA_DIR, else the data shipped in the package)" in text
     assert "../shared" not in text
+
+
+def test_every_form_of_a_listed_file_is_checked_against_its_row(tmp_path):
+    """A plain file or a .gz beside the SOURCE.md that lists ``test.jsonl.xz`` holds the same data by name: each is
+    checked against that row (before, a plain or .gz copy was read unchecked)."""
+    root = _copy_of_shipped(tmp_path)
+    folder = root / "gsm8k"
+    good = lzma.decompress((folder / "test.jsonl.xz").read_bytes())
+    bad = good.replace(b"#### 18", b"#### 99", 1)
+    (folder / "test.jsonl").write_bytes(bad)  # chosen first by name (plain before .xz)
+    with pytest.raises(DataFileError, match=r"gsm8k/test\.jsonl: uncompressed it has sha256 .* its SOURCE\.md lists "
+                                            r"3730d312f6e34405… and 749738 bytes"):
+        load_split("gsm8k", "test", data_dir=root)
+    (folder / "test.jsonl").write_bytes(good)
+    assert load_split("gsm8k", "test", data_dir=root).sha256 == hashlib.sha256(good).hexdigest()
+    (folder / "test.jsonl").unlink()
+    (folder / "test.jsonl.xz").unlink()
+    (folder / "test.jsonl.gz").write_bytes(gzip.compress(bad))
+    with pytest.raises(DataFileError, match=r"gsm8k/test\.jsonl\.gz: uncompressed it has sha256"):
+        load_split("gsm8k", "test", data_dir=root)
+    (folder / "test.jsonl.gz").write_bytes(gzip.compress(good))
+    assert len(load_split("gsm8k", "test", data_dir=root).tasks) == 500
+    other = folder / "extra.jsonl"
+    other.write_bytes(good)
+    with pytest.raises(DataFileError) as e:
+        read_data_bytes(other)
+    assert str(e.value) == (f"{other}: not listed in {folder / 'SOURCE.md'}, so its sha256 cannot be checked; fix: "
+                            "correct it (a table headed | file | sha256 of the uncompressed file | bytes |, one row "
+                            "per data file), or delete it to read the folder's files unchecked")
+
+
+SHA = "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14"
+
+
+@pytest.mark.parametrize("edit, problem", [
+    # an upper-case sha256 is the same sha256: read, and checked (before, the row was skipped: no check at all)
+    (lambda t: t.replace(SHA, "DEADBEEF" * 8), "uncompressed it has sha256 3730d312f6e34405… and 749738 bytes, its "
+                                               "SOURCE.md lists deadbeefdeadbeef…"),
+    (lambda t: t.replace(SHA, SHA[:60]), ":18: a row of its table of files must read | `name` | `<sha256: 64 hex "
+                                         "digits>` | <bytes> |, got "),
+    (lambda t: t + "\n| `test.jsonl.xz` | `" + "ab" * 32 + "` | 749738 | 1 | 1 |\n",
+     ":20: a second row for test.jsonl (the first is line 18): which one holds cannot be told"),
+    (lambda t: t + "| `test.jsonl` | `" + "ab" * 32 + "` | 749738 |\n",
+     ":19: a second row for test.jsonl (the first is line 18)"),
+    (lambda t: t.replace("| file | sha256 of the uncompressed file | bytes |", "| f | s | b |"),
+     "has no table of files (a row | file | sha256 of the uncompressed file | bytes | and one row per file)"),
+    (lambda t: t.encode("utf-8") + b"\xff\xfe", "not UTF-8 text (byte offset "),
+])
+def test_a_source_md_that_cannot_be_read_strictly_is_one_line_not_a_skipped_check(tmp_path, capsys, edit, problem):
+    root = _copy_of_shipped(tmp_path)
+    sm = root / "gsm8k" / "SOURCE.md"
+    text = edit(sm.read_text(encoding="utf-8"))
+    sm.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    with pytest.raises(DataFileError) as e:
+        load_split("gsm8k", "test", data_dir=root)
+    assert problem in str(e.value) and "\n" not in str(e.value)
+    rc = main(["run", "--backend", "fake", "--dataset", "gsm8k", "--stream-size", "2", "--test-size", "1",
+               "--data-dir", str(root), "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == [f"error: {e.value}"]
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_source_md_that_is_a_folder_is_one_line_and_crlf_is_read(tmp_path):
+    root = _copy_of_shipped(tmp_path)
+    sm = root / "gsm8k" / "SOURCE.md"
+    crlf = sm.read_text(encoding="utf-8").replace("\n", "\r\n")
+    sm.write_bytes(crlf.encode("utf-8"))
+    assert len(load_split("gsm8k", "test", data_dir=root).tasks) == 500  # CRLF: the same table
+    sm.unlink()
+    sm.mkdir()
+    with pytest.raises(DataFileError, match=r"SOURCE\.md: cannot be read \(Is a directory\), so the files beside it "
+                                            r"cannot be checked; fix: correct it"):
+        load_split("gsm8k", "test", data_dir=root)

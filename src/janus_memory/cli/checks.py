@@ -29,7 +29,8 @@ def preflight(cfg, resume: bool = False, overwrite: bool = False):
     else:
         from ..store.store import RunStore
 
-        RunStore.check_new_uncreated(cfg.out, overwrite=overwrite)  # a probe, removed at once
+        RunStore.check_new_uncreated(cfg.out, overwrite=overwrite,  # a probe, removed at once
+                                     methods=[m for m, _ in cfg.methods()])
     from ..registry import DATASETS
 
     spec = DATASETS.get(cfg.dataset)

@@ -130,6 +130,9 @@ def _view(args, console) -> int:
                       markup=False, soft_wrap=True)
     for line in data["unfinished"]:
         console.print(printable(f"not in the view: {line}"), markup=False, soft_wrap=True)
+    for run in data["runs"]:
+        if run.get("models_warning"):
+            console.print(printable(f"warning: {run['path']}: {run['models_warning']}"), markup=False, soft_wrap=True)
     for d in data.get("unchecked", []):
         console.print(printable(f"unchecked in the view: {d} has no run.sqlite; its numbers are its files', not "
                                 "checked against the run's database"), markup=False, soft_wrap=True)

@@ -172,17 +172,18 @@ def result_to_dict(r: ChatResult) -> dict:
 
 
 def result_from_dict(d: dict, *, cached: bool = False) -> ChatResult:
+    from janus_memory.errors import escape_lone_surrogates as esc
     from janus_memory.values import Usage
 
     u = d.get("usage") or {}
     return ChatResult(
-        text=d.get("text", ""),
-        reasoning=d.get("reasoning", ""),
+        text=esc(d.get("text", "")),  # an entry stored before replies were escaped may hold a lone surrogate
+        reasoning=esc(d.get("reasoning", "")),
         finish_reason=d.get("finish_reason", "stop"),
         usage=Usage(int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0)), bool(u.get("estimated", False))),
         cached=cached,
-        model=d.get("model", ""),
-        fingerprint=d.get("fingerprint", ""),
+        model=esc(d.get("model", "")),
+        fingerprint=esc(d.get("fingerprint", "")),
     )
 
 

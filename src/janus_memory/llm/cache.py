@@ -8,9 +8,15 @@ reproducible and a re-run costs no calls (this also removes server-side temperat
 Value: the normalised result (text, reasoning, finish_reason, usage, the model the server reported and its
 ``system_fingerprint``) as JSON, with ``_sha256``, a checksum of the rest. Failures are never stored.
 
-Read back, an entry is checked (:func:`check_entry`): JSON, an object, each field of its type, the checksum matching
-(entries written before the checksum are type-checked only). A damaged or hand-edited entry is not used: one warning
-naming the file and ``--no-cache``, its request is asked again and the new answer replaces it. A file SQLite itself
+Cache format (the file's SQLite ``user_version``): a new file is marked :data:`CACHE_FORMAT` (2) when it is created.
+Its entries must carry the checksum and the model that answered (a non-empty ``model``). A file written before the
+format was marked (``user_version`` 0: format 1) may hold entries without them (the fixtures of older run folders do):
+those are replayed, and the run is told once that they are unverified; an entry of such a file that has a checksum is
+still checked against it. A file of a newer format is refused (:class:`CacheError`, one line).
+
+Read back, an entry is checked (:func:`check_entry`): JSON, an object, each field of its type, the checksum matching,
+and in a format 2 file the checksum and model present. A damaged, stripped or hand-edited entry is not used: one
+warning naming the file and ``--no-cache``, its request is asked again and the new answer replaces it. A file SQLite itself
 calls damaged (truncated, overwritten: ``sqlite3.DatabaseError``) is moved aside to ``<name>.damaged-<time>`` with one
 warning and a new cache is started; the run goes on.
 
@@ -46,6 +52,7 @@ from janus_memory.llm.base import (
 from janus_memory.values import ChatResult
 
 CACHE_FILENAME = "responses.sqlite"
+CACHE_FORMAT = 2  # the file's user_version; 0 = format 1, written before entries had to carry checksum and model
 SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, backend TEXT, created REAL)"
 
 
@@ -76,28 +83,40 @@ _TEXT_FIELDS = ("text", "reasoning", "finish_reason", "model", "fingerprint")
 _COUNTS = ("prompt_tokens", "completion_tokens")
 
 
-def check_entry(raw: Any) -> tuple[dict | None, str]:
-    """``(result dict, "")`` for a sound stored value, ``(None, what is wrong)`` otherwise (module docstring)."""
+def check_entry(raw: Any, fmt: int = CACHE_FORMAT) -> tuple[dict | None, str]:
+    """``(result dict, "")`` for a sound stored value, ``(None, what is wrong)`` otherwise (module docstring); ``fmt``
+    is the cache format the file declares."""
+    d, problem, _ = _check(raw, fmt)
+    return d, problem
+
+
+def _check(raw: Any, fmt: int) -> tuple[dict | None, str, bool]:
+    """:func:`check_entry` plus whether the entry was verified (checksum and model present and right)."""
     try:
         d = json.loads(raw)
     except (TypeError, ValueError, RecursionError) as e:  # RecursionError: nested past Python's limit
-        return None, f"not JSON: {(str(e).splitlines() or [type(e).__name__])[0][:80]}"
+        return None, f"not JSON: {(str(e).splitlines() or [type(e).__name__])[0][:80]}", False
     if not isinstance(d, dict):
-        return None, f"not a JSON object but {type(d).__name__}"
+        return None, f"not a JSON object but {type(d).__name__}", False
     sha = d.pop("_sha256", None)
     if not isinstance(d.get("text"), str):
-        return None, f"its text is {type(d.get('text')).__name__}, not a string"
+        return None, f"its text is {type(d.get('text')).__name__}, not a string", False
     for f in _TEXT_FIELDS[1:]:
         if f in d and not isinstance(d[f], str):
-            return None, f"its {f} is {type(d[f]).__name__}, not a string"
+            return None, f"its {f} is {type(d[f]).__name__}, not a string", False
     u = d.get("usage", {})
     if not isinstance(u, dict) or any(not isinstance(u.get(f, 0), int) or isinstance(u.get(f, 0), bool)
                                       or u.get(f, 0) < 0 for f in _COUNTS) \
             or not isinstance(u.get("estimated", False), bool):
-        return None, "its usage is not two token counts and a flag"
+        return None, "its usage is not two token counts and a flag", False
+    if fmt >= 2:
+        missing = [w for w, bad in (("checksum", sha is None), ("model", not d.get("model"))) if bad]
+        if missing:
+            return None, (f"it carries no {' and no '.join(missing)}, which every entry of a cache of format "
+                          f"{CACHE_FORMAT} has (stripped or edited)"), False
     if sha is not None and sha != _checksum(d):
-        return None, "its checksum does not match its answer (edited or damaged)"
-    return d, ""
+        return None, "its checksum does not match its answer (edited or damaged)", False
+    return d, "", sha is not None and bool(d.get("model"))
 
 
 def request_key(identity: str, req: ChatRequest, sample: int = 0) -> str:
@@ -132,6 +151,8 @@ class ResponseCache:
         self.hits = self.misses = self.writes = 0
         self.damaged = 0  # entries not used: damaged or edited (check_entry); their requests are asked again
         self.moved_aside: Path | None = None  # where a damaged file went (the cache then starts anew)
+        self.unverified = 0  # entries of a format 1 file replayed without a checksum or model (said once)
+        self.format: int | None = None  # the cache format the file declares (read with the first connection)
         self._stale: set[str] = set()  # keys whose stored entry was not used: the next answer replaces it
         self.path = cache_file(p, CACHE_FILENAME)
         self._failures = WriteFailures("response cache", self.path,
@@ -161,14 +182,41 @@ class ResponseCache:
             self._local.con = con
             with self._lock:
                 self._conns.append(con)
+            if self.format is None:
+                self.format = self._read_format(con)
         return con
+
+    def _read_format(self, con: sqlite3.Connection) -> int:
+        """The file's cache format; a file holding no entry yet is marked the current one. CacheError for a newer
+        format (written by a newer janus-memory: its entries may mean something this one does not check)."""
+        from janus_memory.encoders.sqlite_wal import retry_busy
+
+        def read() -> int:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                version = int(con.execute("PRAGMA user_version").fetchone()[0])
+                if version == 0 and con.execute("SELECT 1 FROM responses LIMIT 1").fetchone() is None:
+                    con.execute(f"PRAGMA user_version={CACHE_FORMAT}")
+                    version = CACHE_FORMAT
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+            return version
+
+        version = retry_busy(read, timeout=self.busy_timeout)
+        if version > CACHE_FORMAT:
+            raise CacheError(f"response cache {self.path} has cache format {version}; this janus-memory reads formats "
+                             f"1-{CACHE_FORMAT}: pass another --cache-dir, or --no-cache")
+        return max(version, 1)
 
     def get(self, key: str) -> ChatResult | None:
         """The stored result with ``cached=True``, or None (none stored, or the stored one is damaged: warned once,
         and the next :meth:`put` of the key replaces it)."""
         row = self._guarded(lambda: self._conn().execute("SELECT value FROM responses WHERE key = ?",
                                                          (key,)).fetchone())
-        d, problem = check_entry(row[0]) if row is not None else (None, "")
+        d, problem, verified = _check(row[0], self.format or CACHE_FORMAT) if row is not None else (None, "", True)
+        first = first_unverified = False
         with self._lock:
             if problem:
                 self.damaged += 1
@@ -178,6 +226,14 @@ class ResponseCache:
                 self.misses += 1
             else:
                 self.hits += 1
+                if not verified:
+                    self.unverified += 1
+                    first_unverified = self.unverified == 1
+        if d is not None and not verified and first_unverified:
+            warnings.warn(f"response cache {self.path} has cache format 1 (written before its entries had to carry a "
+                          "checksum and the model that answered): its answers without them are replayed unverified "
+                          "(an edited one is not noticed); --no-cache or another --cache-dir asks the server again",
+                          RuntimeWarning, stacklevel=2)
         if problem and first:
             warnings.warn(f"response cache {self.path}: a stored answer was not used ({problem}); its request is asked "
                           "again and the new answer replaces it (--no-cache runs without the cache)", RuntimeWarning,
@@ -192,6 +248,8 @@ class ResponseCache:
     def put(self, key: str, result: ChatResult, *, backend: str = "") -> None:
         """Store a successful result (first writer wins; a damaged or forgotten entry is replaced)."""
         d = result_to_dict(result)
+        if not d.get("model"):  # every entry names a model: a backend that reports none is the one it was asked for
+            d["model"] = backend or "unknown"
         # ASCII escapes: a lone surrogate in a reply cannot be written to SQLite as UTF-8 text, its escape can
         value = json.dumps({**d, "_sha256": _checksum(d)}, ensure_ascii=True, sort_keys=True)
         with self._lock:
@@ -234,6 +292,7 @@ class ResponseCache:
                     except OSError:
                         pass
                 self.moved_aside = aside
+                self.format = None  # the new file is marked the current format when it is opened
         if first:
             warnings.warn(f"response cache {self.path} is damaged ({e}); moved aside to {aside.name} and a "  # type: ignore[union-attr]
                           "new cache started: its answers are asked again (--no-cache runs without the cache)",

@@ -46,6 +46,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from janus_memory.errors import escape_lone_surrogates
 from janus_memory.interrupts import check_stop, deliver_deferred, raise_if_deferred, sync_entry
 from janus_memory.llm.base import (
     ChatBackend,
@@ -370,6 +371,10 @@ class LLMClient:
 
     def _accept(self, res: ChatResult, req: ChatRequest, role: str, key: str | None, t0: float) -> ChatResult:
         res.latency_s = time.perf_counter() - t0
+        # a lone surrogate (a "\\ud800" JSON escape without its pair) fits no UTF-8 file or SQLite text: from here on
+        # (cache, run database, exports, report, page) every reply holds its visible escape instead (errors.py)
+        for f in ("text", "reasoning", "model", "fingerprint"):
+            setattr(res, f, escape_lone_surrogates(getattr(res, f)))
         self._live_answer(res)
         self.usage.add_busy(t0, t0 + res.latency_s)  # the model's busy time (llm/usage.py; run/timing.py)
         self.usage.record_call(role, res.usage, getattr(self.backend, "model", ""), key=key)

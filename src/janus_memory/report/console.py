@@ -70,6 +70,8 @@ def print_report(res: dict, console) -> None:
             _print(console, SCRIPTED_NOTE)
     for line in res.get("unfinished", []):
         _print(console, line)
+    for line in res.get("warnings", []):  # a run whose responses came from more than one model
+        _print(console, line)
 
 
 def _print_cost_rows(sec: dict, group: str, console, width) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import OutputError, RunFolderError
+from ..errors import OutputError, RunFolderError, printable
 from ..store.jsonio import atomic_write_text
 from . import inject_report
 from .runs import (  # noqa: F401  (re-exported)
@@ -28,6 +28,7 @@ from .runs import (  # noqa: F401  (re-exported)
     find_run_dirs,
     load_method_runs,
     load_runs,
+    mixed_models,
     parse_suffix,
     resolved_janus,
 )
@@ -93,6 +94,9 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
         find_run_dirs(run_dirs)  # raises: no finished run, naming the unfinished ones and how to continue them
     rows = load_runs(finished)
     left_out = [note(d) for d in unfinished] + _unchecked_notes(finished)
+    from ..store.reader import RunReader
+
+    mixed = [f"warning: {d}: {line}" for d in finished if (line := mixed_models(RunReader(d).summary()))]
     out = Path(out_dir).expanduser() if out_dir else Path(run_dirs[0]).expanduser() / "report"
     _check_out_folder(out)
     groups = sections(rows)
@@ -113,10 +117,12 @@ def build_report(run_dirs: list[str], out_dir: str | None = None, *, max_timelin
         plot_paths = _draw_plots(groups[0] if groups else [], main, out, max_timelines, log)
         plot_paths.update(inject_report.plot_trajectories(rows, out))  # runs with --inject
         log("writing report.md")
-        atomic_write_text(report, "\n".join(_markdown(rows, secs, plot_paths, left_out)))  # no cut report.md
+        atomic_write_text(report, "\n".join(_markdown(rows, secs, plot_paths, left_out, mixed)))  # no cut report.md
+        _write_manifest(out, [report, *map(Path, plot_paths.values())])
     except OSError as e:  # the folder filled up or turned read-only after the check
         raise OutputError(_cannot_write(out, e)) from None
     return {"out_dir": str(out), "report": str(report), "plots": plot_paths, "tables": main, "unfinished": left_out,
+            "warnings": mixed,
             "sections": [{"caption": x["caption"], "tables": x["tables"], "duplicates": x["duplicates"],
                           "sources": x["sources"], "scripted": x["scripted"]} for x in secs]}
 
@@ -127,6 +133,23 @@ def _num_text(x) -> str:
 
 def _cannot_write(out: Path, e: OSError) -> str:
     return f"cannot write the report to {out}: {e.strerror or e}"
+
+
+def _write_manifest(out: Path, paths: list[Path]) -> None:
+    """``out/.janus-report.json``: the files `janus report` wrote into ``out`` (with those of earlier reports that
+    are still there), the record by which ``janus run --overwrite`` removes them and nothing else of the folder."""
+    import json
+
+    from ..store.folder import RunFolder
+
+    manifest = out / RunFolder.REPORT_MANIFEST
+    try:
+        old = json.loads(manifest.read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        old = []
+    names = {p.name for p in paths if p.parent == out}
+    names |= {n for n in old if isinstance(n, str) and "/" not in n and (out / n).is_file()}
+    atomic_write_text(manifest, json.dumps({"files": sorted(names)}, indent=1) + "\n")
 
 
 def _check_out_folder(out: Path) -> None:
@@ -273,11 +296,13 @@ def _preset_lines(rows: list[MethodRun]) -> list[str]:
             "is the controller):", "", *lines, ""]
 
 
-def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str], left_out: list[str]) -> list[str]:
+def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str], left_out: list[str],
+              mixed: Sequence[str] = ()) -> list[str]:
     md = ["# Janus experiment report", "",
           f"{len({r.run_dir for r in rows})} run folder(s), {len(rows)} method run(s). Accuracies in %; "
           "± is the sample std over seeds when a label has several. Only runs whose settings are the same apart from "
           "the seed are averaged; rows that share a method name say what tells them apart.", ""]
+    md += [f"> **{printable(w, one_line=True)}**" for w in mixed] + ([""] if mixed else [])
     if left_out:
         md += ["**Unfinished runs, not in this report:**", "", *(f"- {x.removeprefix('not in the report: ')}"
                                                                 for x in left_out), ""]

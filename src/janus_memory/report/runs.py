@@ -153,6 +153,31 @@ def stored_janus(cfg: dict) -> dict | None:
     return janus if isinstance(janus, dict) else None
 
 
+def mixed_models(summary) -> str | None:
+    """The warning for a run whose responses came from more than one model, by the run's ``answered_by`` (the model
+    each response came from as the server reported it, with its count live and from the response cache), or None.
+    A malformed record names no model (it is not guessed)."""
+    from ..errors import printable
+
+    by = summary.get("answered_by") if isinstance(summary, dict) else None
+    if not isinstance(by, dict):
+        return None
+    counts = []
+    for model, c in by.items():
+        c = c if isinstance(c, dict) else {}
+        live, cached = (v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+                        for v in (c.get("live"), c.get("cached")))
+        if live + cached:
+            counts.append((str(model), live, cached))
+    if len(counts) < 2:
+        return None
+    counts.sort(key=lambda x: (-(x[1] + x[2]), x[0]))
+    parts = [f"{printable(m, one_line=True)!r} answered {live + cached} ({live} live, {cached} from the response "
+             "cache)" for m, live, cached in counts]
+    return (f"its responses came from {len(counts)} models: {', '.join(parts)}; its numbers mix models (for one "
+            "model's results run it again with --no-cache or another --cache-dir)")
+
+
 def run_setup(cfg: dict, summary: dict) -> dict:
     """What a run measured with: backend, model, encoder, preset and the requested split sizes (None = whole split)."""
     ident = str((summary.get("backend") or {}).get("identity") or "")

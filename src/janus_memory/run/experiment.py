@@ -186,7 +186,8 @@ def run_experiment(cfg: RunConfig, *, log: Callable[[str], None] = print, on_ste
         if resume:  # every refusal first, reading only (resume.py); then the folder may change
             repair = check_before_resume(cfg.out)
         else:
-            RunStore.check_new(cfg.out, overwrite=overwrite)  # fail before any work; nothing is created yet
+            # fail before any work; nothing is created yet
+            RunStore.check_new(cfg.out, overwrite=overwrite, methods=[m for m, _ in cfg.methods()])
             kill_point("run_started")
         ctx = _build(cfg, log, splits, shared_budget)
         if resume:

@@ -66,17 +66,19 @@ class RunFolder:
             raise OutputError(f"output folder {root} is not writable ({e.strerror or e}); choose another with --out") from e
 
     @classmethod
-    def check_new(cls, root: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    def check_new(cls, root: str | os.PathLike, *, overwrite: bool = False, methods=()) -> Path:
         """Check that a new run can be written to ``root`` without creating anything but the folder.
 
         A folder whose database never got its config (a run that failed before its first step was set up) counts
-        as empty. Raises OutputError like :meth:`create`."""
+        as empty. With ``overwrite``, the new run's ``methods`` may not write into a folder the old run's records
+        do not name (:meth:`check_overwrite_targets`). Raises OutputError like :meth:`create`."""
         root = Path(root).expanduser()
         cls._check_writable(root)
-        return cls._check_no_run(root, overwrite)
+        return cls._check_no_run(root, overwrite, methods)
 
     @classmethod
-    def check_new_uncreated(cls, root: str | os.PathLike, *, overwrite: bool = False, run: bool = True) -> None:
+    def check_new_uncreated(cls, root: str | os.PathLike, *, overwrite: bool = False, run: bool = True,
+                            methods=()) -> None:
         """:meth:`check_new` without creating the folder (the CLI's check before it prints anything): an existing
         folder gets a probe file written and removed; a missing one a probe folder in its nearest existing parent,
         removed at once. Raises OutputError naming the folder and the fix."""
@@ -95,7 +97,7 @@ class RunFolder:
                                   "to finish or stop it first")
             cls._check_writable(root)
             if run:  # ``run=False``: a grid root, whose earlier cells are skipped or resumed
-                cls._check_no_run(root, overwrite)
+                cls._check_no_run(root, overwrite, methods)
             return
         parent = root.parent
         while not parent.exists() and parent != parent.parent:
@@ -111,7 +113,7 @@ class RunFolder:
     OWN_FILES = frozenset({LOCK_NAME, "cell.json", "sweep.log", SETUP_DB, SETUP_DB + "-journal", ASIDE})
 
     @classmethod
-    def _check_no_run(cls, root: Path, overwrite: bool) -> Path:
+    def _check_no_run(cls, root: Path, overwrite: bool, methods=()) -> Path:
         if (root / cls.DB).exists() and not (root / "COMPLETE").exists() and not overwrite:
             db = sqlite3.connect(root / cls.DB)
             try:
@@ -127,6 +129,8 @@ class RunFolder:
         if ((root / cls.DB).exists() or (root / "COMPLETE").exists()) and not overwrite:
             state = "a finished run" if (root / "COMPLETE").exists() else "an unfinished run (continue it with --resume)"
             raise OutputError(f"output folder {root} already holds {state}; choose another --out or pass --overwrite")
+        if (root / cls.DB).exists() or (root / "COMPLETE").exists() or (root / ASIDE).is_dir():
+            cls.check_overwrite_targets(root, methods)
         if not (root / cls.DB).exists() and (root / ASIDE).is_dir():
             return root  # an --overwrite stopped before its new run.sqlite was in place: the folder held a run
         if not (root / cls.DB).exists() and not (root / "COMPLETE").exists():
@@ -149,8 +153,10 @@ class RunFolder:
         in one transaction) and renamed to ``run.sqlite`` only when whole, so a ``run.sqlite`` always holds its
         config. With ``overwrite`` the old run's files are first moved into ``.janus-overwritten/``, the new
         database is renamed into place, and only then is the old run deleted. A kill before the rename leaves a
-        folder holding no run (its leftovers are janus's own files): the same command starts it again. Only what
-        the old run's records list is moved; ``log`` (if given) gets one line naming what was kept.
+        folder holding no run (its leftovers are janus's own files): the same command starts it again. Only the
+        files the old run's records list are moved (:meth:`owned_files`), the new run never writes into a folder
+        they do not name (:meth:`check_overwrite_targets`), and ``log`` (if given) gets one line naming what was
+        kept.
 
         Raises:
             OutputError: not writable; or it already holds a run (finished, or unfinished: use --resume) and
@@ -158,7 +164,7 @@ class RunFolder:
         """
         import shutil
 
-        root = cls.check_new(root, overwrite=overwrite)
+        root = cls.check_new(root, overwrite=overwrite, methods=cls.config_methods((meta or {}).get("config")))
         cls._clear_setup_leftovers(root)
         setup = root / SETUP_DB
         db = sqlite3.connect(setup, isolation_level=None)
@@ -191,27 +197,133 @@ class RunFolder:
         kill_point("db_in_place")
         return cls(root)  # type: ignore[call-arg]  # called on RunStore, which takes the root
 
-    # what a run writes into its folder (the rest of the folder is the user's and is never touched); the database
-    # last: an interrupted move leaves the old run still recognisable as one (run.sqlite present)
-    _RUN_FILES = ("COMPLETE", "summary.json", "config.json", "config.yaml", "environment.json", "splits.json",
-                  "prompts", "report")
+    # what a run writes into the top of its folder (the rest of the folder is the user's and is never touched)
+    _RUN_FILES = ("COMPLETE", "summary.json", "config.json", "config.yaml", "environment.json", "splits.json")
     _DB_FILES = (DB, DB + "-wal", DB + "-shm")
+    _METHOD_FILES = ("decisions.jsonl", "steps.jsonl", "test.jsonl", "final_memory.txt")
+    REPORT_MANIFEST = ".janus-report.json"  # report/: the files `janus report` wrote there (report/report.py)
+
+    @classmethod
+    def _records_root(cls, root: Path) -> Path:
+        """Where the old run's records are: ``root``, or the move-aside folder of an --overwrite that was stopped
+        after it moved them (the same command then reads them there)."""
+        if not (root / cls.DB).exists() and not (root / "config.json").exists() and (root / ASIDE).is_dir():
+            return root / ASIDE
+        return root
+
+    @classmethod
+    def owned_files(cls, root: Path) -> list[str]:
+        """The files (relative ``/`` paths) the run in ``root`` wrote, as its own records list them: the top files,
+        ``prompts/<name>`` for each stored prompt (the package's prompt file names for a folder set up before
+        prompts were stored), ``<method>/`` exports and ``memories/<step>_<sha12>.txt`` of every stored version for
+        each recorded method (:meth:`recorded_methods`), and ``report/`` files listed in its manifest. Only regular
+        files that exist are listed (a symlink or a folder by one of these names is not ours)."""
+        import json
+
+        rec = cls._records_root(root)
+        rel: list[str] = [*cls._RUN_FILES, *cls._DB_FILES]
+        prompts = _stored_meta(rec / cls.DB, "prompts")
+        names = sorted(prompts) if isinstance(prompts, dict) else sorted(_shipped_prompt_names())
+        rel += [f"prompts/{n}" for n in names if _plain_name(n)]
+        methods = cls.recorded_methods(root)
+        versions = _memory_files(rec / cls.DB)
+        for m in sorted(methods):
+            rel += [f"{m}/{f}" for f in cls._METHOD_FILES]
+            rel += [f"{m}/memories/{f}" for f in sorted(versions.get(m, ()))]
+        try:
+            listed = json.loads((root / "report" / cls.REPORT_MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            listed = None
+        if isinstance(listed, dict) and isinstance(listed.get("files"), list):
+            rel += [f"report/{n}" for n in listed["files"] if isinstance(n, str) and _plain_name(n)]
+            rel.append(f"report/{cls.REPORT_MANIFEST}")
+        out = []
+        for r in dict.fromkeys(rel):
+            p = root / r
+            if p.is_file() and not p.is_symlink() and all(not q.is_symlink() for q in list(p.parents)[:r.count("/")]):
+                out.append(r)
+        return out
+
+    @classmethod
+    def owned_dirs(cls, root: Path) -> list[str]:
+        """The folders a run makes (``prompts``, ``report``, each recorded method and its ``memories``), deepest
+        first: removed by --overwrite only when nothing else is left in them."""
+        dirs = []
+        for m in sorted(cls.recorded_methods(root)):
+            dirs += [f"{m}/memories", m]
+        return [*dirs, "prompts", "report"]
+
+    @classmethod
+    def check_overwrite_targets(cls, root: Path, methods) -> None:
+        """--overwrite: OutputError (one line) if the new run would write into a folder of ``root`` that the old
+        run's records do not name as its own (a user's ``dc_rs/`` beside a run that never ran dc_rs), or into a
+        symlink or a file by such a name."""
+        ours = cls.recorded_methods(root)
+        for name in [*methods, "prompts"]:
+            p = root / name
+            if not os.path.lexists(p):
+                continue
+            if p.is_symlink() or not p.is_dir():
+                what = "a symlink" if p.is_symlink() else "a file"
+            elif name != "prompts" and name not in ours:
+                what = "a folder the old run's records do not name as its own"
+            else:
+                continue
+            use = "its prompt files" if name == "prompts" else f"the method {name}'s files"
+            raise OutputError(f"--overwrite: {p} is {what}, and the new run would write {use} into it; move or "
+                              "rename it, or choose another --out")
+        # files of the user's where the new run keeps nothing else (its exports would remove them as stray): prompts/
+        # holds the run's prompts only, memories/ no file named like a version that is not one (store/records.py)
+        from .records import MEMORY_FILE
+
+        owned = set(cls.owned_files(root))
+        stray = [q for q in ((root / "prompts").iterdir() if (root / "prompts").is_dir() else ())
+                 if f"prompts/{q.name}" not in owned]
+        for m in methods:
+            folder = root / m / "memories"
+            if m in ours and folder.is_dir() and not folder.is_symlink():
+                stray += [q for q in folder.iterdir() if MEMORY_FILE.match(q.name)
+                          and f"{m}/memories/{q.name}" not in owned]
+        if stray:
+            q = sorted(stray)[0]
+            more = f" (+{len(stray) - 1} more)" if len(stray) > 1 else ""
+            raise OutputError(f"--overwrite: {q}{more} was not written by the old run, and the new run keeps no "
+                              f"other file in {q.parent.name}/; move it out of the folder, or choose another --out")
 
     @classmethod
     def _move_aside(cls, root: Path) -> list[str]:
-        """Move what an earlier run wrote here into ``root/.janus-overwritten/`` (renames only). Its method folders
-        are the ones its own records name (:meth:`recorded_methods`), never a folder that merely looks like one (a
-        copy ``dc_rs.backup/`` holding a ``decisions.jsonl`` is the user's). Returns the names left in place."""
+        """Move the files an earlier run wrote here (:meth:`owned_files`, nothing else) into
+        ``root/.janus-overwritten/`` (renames only; the database last, so an interrupted move leaves the old run
+        recognisable as one), then remove the run's folders that are left empty. Returns what was left in place
+        that is not janus's: the user's files and folders, also inside the run's own folders (``dc_rs/notes.txt``)."""
         aside = root / ASIDE
         aside.mkdir(exist_ok=True)
-        methods = sorted(m for m in cls.recorded_methods(root) if (root / m).is_dir() and not (root / m).is_symlink())
-        ours = {*cls._RUN_FILES, *methods, *cls._DB_FILES}
-        for name in (*cls._RUN_FILES, *methods, *cls._DB_FILES):
-            if os.path.lexists(root / name):
-                os.replace(root / name, aside / name) if not (aside / name).exists() else _remove(root / name)
+        files = cls.owned_files(root)
+        dirs = cls.owned_dirs(root)
+        db_last = [f for f in files if f not in cls._DB_FILES] + [f for f in files if f in cls._DB_FILES]
+        for rel in db_last:
+            dest = aside / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(root / rel, dest)
+        for rel in dirs:
+            p = root / rel
+            if p.is_dir() and not p.is_symlink():
+                try:
+                    p.rmdir()  # only if empty: a file of the user's keeps its folder
+                except OSError:
+                    pass
         _fsync_dir(root)
-        return sorted(p.name for p in root.iterdir() if p.name not in ours and p.name not in cls.OWN_FILES
-                      and not p.name.startswith((".janus-probe-", ".run.sqlite")))
+        kept = []
+        top = [p.name for p in root.iterdir() if p.name not in cls.OWN_FILES
+               and not p.name.startswith((".janus-probe-", ".run.sqlite"))]
+        inside = {d.split("/")[0] for d in dirs}
+        for name in sorted(top):
+            p = root / name
+            if name in inside and p.is_dir() and not p.is_symlink():
+                kept += sorted(q.relative_to(root).as_posix() for q in p.rglob("*") if not q.is_dir() or q.is_symlink())
+            else:
+                kept.append(name)
+        return kept
 
     @classmethod
     def recorded_methods(cls, root: Path) -> set[str]:
@@ -222,7 +334,8 @@ class RunFolder:
 
         names: set[str] = set()
         configs = []
-        db_path = root / cls.DB
+        rec = cls._records_root(root)
+        db_path = rec / cls.DB
         if db_path.is_file():
             try:
                 db = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
@@ -238,7 +351,7 @@ class RunFolder:
                 finally:
                     db.close()
         try:
-            configs.append((root / "config.json").read_text(encoding="utf-8"))
+            configs.append((rec / "config.json").read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
             pass
         for text in configs:
@@ -246,14 +359,17 @@ class RunFolder:
                 cfg = json.loads(text)
             except (TypeError, ValueError):
                 continue
-            if isinstance(cfg, dict) and isinstance(cfg.get("updater"), str):
-                ctl = cfg.get("controller", "both")
-                if ctl in ("none", "both"):
-                    names.add(cfg["updater"])
-                if ctl in ("janus", "both"):
-                    names.add(f"{cfg['updater']}+janus")
-        return {n for n in names if n and n not in (".", "..") and n not in cls.OWN_FILES and "/" not in n and "\\" not in n
-                and "\0" not in n}
+            names.update(cls.config_methods(cfg))
+        return {n for n in names if _plain_name(n) and n not in cls.OWN_FILES}
+
+    @staticmethod
+    def config_methods(cfg) -> list[str]:
+        """The method folders a run of the config dict ``cfg`` writes (``updater``, ``updater+janus``)."""
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("updater"), str):
+            return []
+        ctl = cfg.get("controller", "both")
+        return ([cfg["updater"]] if ctl in ("none", "both") else []) + \
+            ([f"{cfg['updater']}+janus"] if ctl in ("janus", "both") else [])
 
     @classmethod
     def _clear_setup_leftovers(cls, root: Path) -> None:
@@ -349,6 +465,65 @@ def _try_rows(db: sqlite3.Connection, sql: str) -> list:
         return db.execute(sql).fetchall()
     except sqlite3.Error:
         return []
+
+
+def _plain_name(name) -> bool:
+    """A name that stays one folder entry: not empty, no separator, not ``.``/``..``, no NUL."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+            and "\0" not in name)
+
+
+def _ro(db_path: Path):
+    """A read-only connection to ``db_path``, or None."""
+    if not db_path.is_file():
+        return None
+    try:
+        return sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+
+
+def _stored_meta(db_path: Path, key: str):
+    """The JSON value of meta ``key`` in ``db_path``, or None (no database, no row, damaged)."""
+    import json
+
+    db = _ro(db_path)
+    if db is None:
+        return None
+    try:
+        rows = _try_rows(db, f"SELECT value FROM meta WHERE key='{key}'")
+    finally:
+        db.close()
+    try:
+        return json.loads(rows[0][0]) if rows else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _memory_files(db_path: Path) -> dict[str, set[str]]:
+    """method -> the ``memories/`` file names of its stored versions (``SSSSS_<sha12>.txt``, store.py)."""
+    db = _ro(db_path)
+    if db is None:
+        return {}
+    out: dict[str, set[str]] = {}
+    try:
+        for method, step, sha in _try_rows(db, "SELECT method, step, sha256 FROM memories"):
+            if isinstance(step, int) and isinstance(sha, str):
+                out.setdefault(str(method), set()).add(f"{step:05d}_{sha[:12]}.txt")
+    finally:
+        db.close()
+    return out
+
+
+def _shipped_prompt_names() -> set[str]:
+    """The prompt file names a run of this package can write into ``prompts/`` (``updater_*.txt``, ``task_*.txt``):
+    the records of a folder set up before prompts were stored name no prompt files."""
+    from importlib import resources
+
+    names = set()
+    for pkg, prefix in (("janus_memory.tasks", "task_"), ("janus_memory.updaters", "updater_")):
+        names |= {prefix + r.name for r in resources.files(pkg).joinpath("prompts").iterdir() if r.name.endswith(".txt")}
+    return names
 
 
 def _remove(path: Path) -> None:

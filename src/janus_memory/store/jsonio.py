@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,14 @@ def text_hash(text: str) -> str:
 
 
 def dumps(obj: Any) -> str:
-    """Canonical JSON used for every stored record (sorted keys, so exports are byte-stable)."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, default=_json_default)
+    """Canonical JSON used for every stored record (sorted keys, so exports are byte-stable). A lone surrogate in a
+    string (which UTF-8 cannot hold) is written as its JSON escape, so the line reads back to the same value (model
+    text arrives with its surrogates already escaped as visible text: errors.escape_lone_surrogates)."""
+    out = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=_json_default)
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", out) if _LONE.search(out) else out
+
+
+_LONE = re.compile("[\ud800-\udfff]")
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -121,28 +121,103 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-# a SOURCE.md table row: | `name.xz` | `<sha256 of the uncompressed file>` | <bytes uncompressed> | ...
-_LISTED = re.compile(r"^\|\s*`([^`/]+)`\s*\|\s*`([0-9a-f]{64})`\s*\|\s*(\d+)\s*\|", re.M)
+# SOURCE.md's table of files: a header row, a separator, then one row per file:
+# | `name.xz` | `<sha256 of the uncompressed file>` | <bytes uncompressed> | ...
+_TABLE_HEAD = re.compile(r"^\|\s*file\s*\|\s*sha256 of the uncompressed file\s*\|\s*bytes\s*\|")
+_ROW = re.compile(r"^\|\s*`([^`/\\]+)`\s*\|\s*`([0-9a-fA-F]{64})`\s*\|\s*(\d+)\s*\|")
+_SEPARATOR = re.compile(r"^\|[\s:|-]+\|?$")
+_ROW_LIKE = re.compile(r"^\|\s*`[^`]*`\s*\|\s*`")  # a backticked name, then a backticked value: a file row
 _IDENTITY: dict[tuple[str, int, int], tuple[str, int]] = {}  # (path, mtime_ns, size) -> (sha256, bytes) unpacked
+
+
+def _source_fix(folder: Path) -> str:
+    if _in_shipped(folder):
+        return _REINSTALL
+    return ("correct it (a table headed | file | sha256 of the uncompressed file | bytes |, one row per data file), "
+            "or delete it to read the folder's files unchecked")
+
+
+def _in_shipped(p: Path) -> bool:
+    try:
+        return Path(p).resolve().is_relative_to(SHIPPED_DIR)
+    except OSError:
+        return False
 
 
 def listed_checksums(folder: str | os.PathLike) -> dict[str, tuple[str, int]]:
     """``{file name: (sha256, bytes)}`` of the uncompressed files the SOURCE.md in ``folder`` lists (its table of
-    shipped files); empty when there is no SOURCE.md or no such table."""
-    try:
-        text = (Path(folder) / "SOURCE.md").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    files; the sha256 in lower case); empty when there is no SOURCE.md.
+
+    Read strictly: a SOURCE.md that is not a readable UTF-8 file, has no table of files, a row of that table that is
+    not ``| `name` | `<64 hex digits>` | <bytes> |``, or two rows for one file (``x.jsonl`` and ``x.jsonl.xz`` are
+    one file) raises :class:`DataFileError`, one line naming it and the fix: its checks are never skipped."""
+    folder = Path(folder)
+    sm = folder / "SOURCE.md"
+    if not os.path.lexists(sm):
         return {}
-    return {m.group(1): (m.group(2), int(m.group(3))) for m in _LISTED.finditer(text)}
+    fix = _source_fix(folder)
+    try:
+        text = sm.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataFileError(f"{sm}: not UTF-8 text (byte offset {e.start}), so the files it lists cannot be checked; "
+                            f"fix: {fix}") from None
+    except OSError as e:
+        raise DataFileError(f"{sm}: cannot be read ({e.strerror or e}), so the files beside it cannot be checked; "
+                            f"fix: {fix}") from None
+    out: dict[str, tuple[str, int]] = {}
+    first: dict[str, int] = {}
+    in_table = found = False
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if _TABLE_HEAD.match(line):
+            in_table = found = True
+            continue
+        if in_table and not line.startswith("|"):
+            in_table = False
+        if not in_table and not _ROW_LIKE.match(line):  # a file row outside the table (appended) counts too
+            continue
+        if _SEPARATOR.match(line):
+            continue
+        m = _ROW.match(line)
+        if m is None:
+            raise DataFileError(f"{sm}:{n}: a row of its table of files must read | `name` | `<sha256: 64 hex "
+                                f"digits>` | <bytes> |, got {line[:70]!r}; fix: {fix}")
+        name, key = m.group(1), _logical(m.group(1))
+        if key in first:
+            raise DataFileError(f"{sm}:{n}: a second row for {key} (the first is line {first[key]}): which one holds "
+                                f"cannot be told; fix: {fix}")
+        first[key] = n
+        out[name] = (m.group(2).lower(), int(m.group(3)))
+    if not found:
+        raise DataFileError(f"{sm}: has no table of files (a row | file | sha256 of the uncompressed file | bytes | "
+                            f"and one row per file), so the files beside it cannot be checked; fix: {fix}")
+    return out
+
+
+def _logical(name: str) -> str:
+    """A data file's name without its compression suffix: ``test.jsonl.xz``, ``test.jsonl.gz`` and ``test.jsonl``
+    hold the same data."""
+    for suffix in COMPRESSED_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def read_data_bytes(path: str | os.PathLike) -> bytes:
-    """The bytes of a data file, uncompressed when its name ends in .xz or .gz. When the SOURCE.md beside it lists
-    the file, the sha256 and size of those bytes must be the listed ones.
+    """The bytes of a data file, uncompressed when its name ends in .xz or .gz. When a SOURCE.md is beside it, the
+    sha256 and size of those bytes must be the ones it lists for the file, whatever the file's compression (a plain
+    ``test.jsonl`` or a ``test.jsonl.gz`` beside a listed ``test.jsonl.xz`` is checked against that row); a file it
+    does not list is refused. A folder without SOURCE.md is the user's own and is read unchecked (the package's own
+    copy always has one).
 
     Raises :class:`DataFileError` (one line naming the file and the fix) for compressed data that is cut short or
-    corrupt and for bytes that differ from the listed ones."""
+    corrupt, bytes that differ from the listed ones, a file its SOURCE.md does not list, and a SOURCE.md that cannot
+    be read strictly (:func:`listed_checksums`)."""
     path = Path(path)
+    listing = listed_checksums(path.parent)  # first: an unusable SOURCE.md is refused before the data is read
+    if not listing and _in_shipped(path.parent):
+        raise DataFileError(f"{path.parent / 'SOURCE.md'} is missing from the package's data, so {path.name} cannot "
+                            f"be checked; fix: {_REINSTALL}")
     kind = {".xz": "xz", ".gz": "gzip"}.get(path.suffix)
     try:
         if kind is None:
@@ -156,11 +231,16 @@ def read_data_bytes(path: str | os.PathLike) -> bytes:
     except (lzma.LZMAError, gzip.BadGzipFile, zlib.error) as e:
         raise DataFileError(f"{path}: not readable {kind} data ({e}); fix: {_REINSTALL}") from None
     digest = hashlib.sha256(data).hexdigest()
-    listed = listed_checksums(path.parent).get(path.name)
-    if listed is not None and listed != (digest, len(data)):
-        raise DataFileError(f"{path}: uncompressed it has sha256 {digest[:16]}… and {len(data)} bytes, its "
-                            f"SOURCE.md lists {listed[0][:16]}… and {listed[1]} bytes: the file is damaged or was "
-                            f"changed; fix: {_REINSTALL}")
+    if listing:
+        rows = [v for k, v in listing.items() if _logical(k) == _logical(path.name)]
+        if not rows:
+            raise DataFileError(f"{path}: not listed in {path.parent / 'SOURCE.md'}, so its sha256 cannot be checked; "
+                                f"fix: {_source_fix(path.parent)}")
+        listed = rows[0]
+        if listed != (digest, len(data)):
+            raise DataFileError(f"{path}: uncompressed it has sha256 {digest[:16]}… and {len(data)} bytes, its "
+                                f"SOURCE.md lists {listed[0][:16]}… and {listed[1]} bytes: the file is damaged or was "
+                                f"changed; fix: {_REINSTALL}")
     st = path.stat()
     _IDENTITY[(str(path), st.st_mtime_ns, st.st_size)] = (digest, len(data))
     return data
@@ -221,6 +301,19 @@ def _as_record(obj: dict, where: str) -> Record:
     return rec
 
 
+def _no_lone_surrogates(obj):
+    """``obj`` (parsed JSON) with every lone surrogate in its strings written as its visible escape."""
+    from ..errors import escape_lone_surrogates
+
+    if isinstance(obj, str):
+        return escape_lone_surrogates(obj)
+    if isinstance(obj, list):
+        return [_no_lone_surrogates(x) for x in obj]
+    if isinstance(obj, dict):
+        return {escape_lone_surrogates(k): _no_lone_surrogates(v) for k, v in obj.items()}
+    return obj
+
+
 def read_jsonl(path: str | os.PathLike) -> list[Record]:
     """Read a JSON Lines file (plain, .xz or .gz; blank lines skipped) into :class:`Record` objects.
 
@@ -237,6 +330,8 @@ def read_jsonl(path: str | os.PathLike) -> list[Record]:
                     raise ConfigError(f"{path}:{n}: not valid JSON ({e.msg}, column {e.colno})") from None
                 if not isinstance(obj, dict):
                     raise ConfigError(f"{path}:{n}: expected a JSON object per line, got {type(obj).__name__}")
+                if "\\u" in line.lower():  # a lone surrogate escape: written as visible text (errors.py)
+                    obj = _no_lone_surrogates(obj)
                 out.append(_as_record(obj, f"{path}:{n}"))
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (byte offset {e.start}); save the file as UTF-8") from None

@@ -109,8 +109,11 @@ def run_data(run_dir: Path, rows: list, name: str) -> dict:
     methods = [method_data(reader, r, versions.get(r.method, []), tasks)
                for r in sorted(rows, key=lambda r: label_key(r.label))]
     head = header(cfg, summary, rows, reader)
+    from ..report.runs import mixed_models
+
     return {"name": name, "path": str(Path(run_dir).expanduser().absolute()), "header": head,
-            "story": story(head, methods), "methods": methods, "tasks": tasks.rows, "task_note": tasks.note}
+            "story": story(head, methods), "methods": methods, "tasks": tasks.rows, "task_note": tasks.note,
+            "models_warning": mixed_models(summary)}  # responses from more than one model: said on the page
 
 
 def header(cfg: dict, summary: dict, rows: list, reader) -> dict:

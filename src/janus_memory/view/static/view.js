@@ -112,6 +112,7 @@
           "scripted backend" : h.model || h.backend].filter(Boolean).join(", ") + ")"}));
       }
       if (st.note) box.appendChild(el("p", {cls: "note scripted", text: st.note}));
+      if (run.models_warning) box.appendChild(el("p", {cls: "note warn", text: "warning: " + run.models_warning}));
       st.pairs.forEach(function (p) {
         var who = [p.blind ? p.blind + " (blind: deploys every candidate)" : null,
                    p.janus ? p.janus + " (Janus)" : null].filter(Boolean).join(" vs ");
