@@ -312,6 +312,15 @@ class DecisionConfig:
     """``sequential`` with ``seq_rollback_lead``: which candidates it holds innocent: ``all``, or ``additions`` (a
     candidate that keeps every line of the deployed memory, version and count lines aside, and adds some; the others
     are decided by ``seq_deploy_margin`` and the adaptive cap as usual)."""
+    seq_innocent_pairs: int = 0
+    """``sequential`` with ``seq_rollback_lead``, 0 = off, else above ``seq_max_pairs``: an innocent candidate that
+    the deployed memory leads at the cap, by less than the roll-back lead, is read on while it leads, at most this
+    many tasks (a lead of ``seq_rollback_lead`` rolls it back, a tie deploys it)."""
+    seq_reoffer: int = 0
+    """``sequential`` with ``seq_rollback_lead`` and ``seq_innocent="additions"``, 0 = off: the lines of an addition
+    rolled back without a crossed Wald boundary are offered again (controller/reoffer.py), at most this many times,
+    each offer a comparison of the deployed memory with the deployed memory plus those lines; a line whose evidence
+    crosses the Wald boundary is not offered again and is no longer held innocent."""
     indeterminate_rollback: bool = False
     """Any rule: a candidate whose every outcome is None (indeterminate, e.g. sandbox time-outs) is rolled back,
     reason ``indeterminate_candidate``, whatever the rule said."""
@@ -323,7 +332,8 @@ class DecisionConfig:
     def __post_init__(self):
         check_ints(self, {n: n for n in ("min_margin", "early_stop_round", "seq_round", "seq_max_pairs",
                                          "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs",
-                                         "seq_recent_window", "seq_deploy_margin", "seq_rollback_lead")},
+                                         "seq_recent_window", "seq_deploy_margin", "seq_rollback_lead",
+                                         "seq_innocent_pairs", "seq_reoffer")},
                    at_least_one=("early_stop_round", "seq_round", "seq_recent_window"))
         check_bools(self, {n: n for n in ("early_stop", "seq_quiet_deploy", "indeterminate_rollback")})
         check_numbers(self, {n: n for n in ("alpha", "seq_alpha", "seq_beta", "seq_theta")})
@@ -344,6 +354,13 @@ class DecisionConfig:
         if self.seq_rollback_lead and self.rule != "sequential":
             raise ValueError("seq_rollback_lead decides the sequential test's truncation: set decision_rule: "
                              "sequential too")
+        if self.seq_innocent_pairs and not (self.seq_rollback_lead and 0 < self.seq_max_pairs < self.seq_innocent_pairs):
+            raise ValueError(f"seq_innocent_pairs reads on an innocent candidate: it needs seq_rollback_lead and must be "
+                             f"above seq_max_pairs (> 0), got {self.seq_innocent_pairs} with seq_max_pairs="
+                             f"{self.seq_max_pairs}")
+        if self.seq_reoffer and not (self.seq_rollback_lead and self.seq_innocent == "additions"):
+            raise ValueError("seq_reoffer offers rolled-back additions again: set seq_rollback_lead and "
+                             "seq_innocent: additions too")
         if self.early_stop and self.rule != "paper":
             raise ValueError("early_stop is exact only for decision_rule='paper'")
 
@@ -416,7 +433,8 @@ FLAT_ORDER = ("warmup", "coverage_size", "boundary_size", "fresh_size", "beta", 
               "reuse_old_results", "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs", "seq_recent_window",
               "eval_set", "panel_size", "panel_rotate", "panel_min_evals", "near_copy_inherit", "near_copy_anchor",
               "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "compare_on_broken_embeddings",
-              "on_evaluation_error", "seq_rollback_lead", "seq_innocent", "panel_order")
+              "on_evaluation_error", "seq_rollback_lead", "seq_innocent", "panel_order", "seq_innocent_pairs",
+              "seq_reoffer")
 _WHERE = {_RENAMED.get((g, f.name), f.name): (g, f.name) for g, cls in GROUPS.items() for f in fields(cls)}
 FLAT: dict[str, tuple[str | None, str]] = {k: _WHERE.get(k, (None, k)) for k in FLAT_ORDER}
 assert set(_WHERE) | {"warmup", "seed"} == set(FLAT_ORDER), "FLAT_ORDER lists every grouped field once"
