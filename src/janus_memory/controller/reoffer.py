@@ -11,8 +11,8 @@ memory; a caller that cannot add lines ignores it. Each offer is a comparison: i
 
 Limits, so that repetition cannot get a harmful line in and an offer cannot undo a later update:
 
-* a content is offered at most ``seq_reoffer`` times after its first roll-back; when the last offer is rolled back
-  too, its lines are *blocked*: a later candidate that adds one of them (the updater's own, or an attacker's) is no
+* a content is offered at most ``seq_reoffer`` times after its first roll-back (the updater proposing the same lines
+  again counts as an offer); when the last offer is rolled back too, its lines are *blocked*: a later candidate that adds one of them (the updater's own, or an attacker's) is no
   longer held innocent and must lead, as any other update;
 * a content is dropped when the deployed memory already holds all its lines (the updater added them itself), and it
   is never offered again after that, so lines that a later update removed on purpose are not brought back;
@@ -23,14 +23,11 @@ Pure: no I/O; the comparison runs through the controller's evaluator. State: ``s
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .changes import memory_items, only_adds
 from .equivalence import COUNTER_BOOKKEEPING, _is_bookkeeping
-
-if TYPE_CHECKING:
-    from .janus import Janus
-    from .step import Decision
+from .step import Decision
 
 GAP = 2  # steps between a roll-back and the next offer of its lines (new tasks reach the panel meanwhile)
 
@@ -66,9 +63,15 @@ class ReofferBook:
         return bool(self.blocked) and any(memory_items(ln)[0] in self.blocked for ln in added_lines(old_text, new_text))
 
     def rolled_back(self, step: int, lines: list[str], offers: int) -> None:
-        """An innocent addition of ``lines`` was rolled back for the ``offers``-th time: keep it, or block it."""
+        """An innocent addition of ``lines`` was rolled back for the ``offers``-th time: keep it, or block it. The
+        same lines already waiting (the updater proposed them again) count one offer more."""
         if not lines:
             return
+        key = set(memory_items("\n".join(lines)))
+        for i, it in enumerate(self.items):
+            if set(memory_items("\n".join(it["lines"]))) == key:
+                offers = max(offers, self.items.pop(i)["offers"] + 1)
+                break
         if offers > self.limit:
             self.blocked.update(memory_items("\n".join(lines)))
         else:
@@ -103,7 +106,7 @@ class ReofferBook:
         self.blocked = set(blocked)
 
 
-def after_step(janus: Janus, d: Decision, old_text: str, new_text: str, innocent: bool) -> None:
+def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: bool) -> None:
     """``seq_reoffer``: after the step's own decision, note an innocent addition it rolled back, then offer the
     oldest due content once on the memory deployed now (module docstring)."""
     book: ReofferBook = janus._book
@@ -118,7 +121,7 @@ def after_step(janus: Janus, d: Decision, old_text: str, new_text: str, innocent
         return
     lines = [ln for ln in item["lines"] if memory_items(ln)[0] not in set(memory_items(deployed))]
     cand = with_lines(deployed, lines)
-    r = type(d)(step=d.step, task_id=d.task_id, phase="reoffer", triggered=True, accept=True, reason="")
+    r = Decision(step=d.step, task_id=d.task_id, phase="reoffer", triggered=True, accept=True, reason="")
     _offer(janus, r, deployed, cand)
     d.evaluator_calls += r.evaluator_calls
     d.reoffer = {"lines": lines, "offer": item["offers"] + 1, "accept": r.accept, "reason": r.reason,
@@ -128,7 +131,7 @@ def after_step(janus: Janus, d: Decision, old_text: str, new_text: str, innocent
         book.rolled_back(step, lines, item["offers"] + 1)
 
 
-def _offer(janus: Janus, r: Decision, deployed: str, cand: str) -> None:
+def _offer(janus: Any, r: Decision, deployed: str, cand: str) -> None:
     """One comparison of ``deployed`` with ``cand`` on the evaluation set (a trigger: counted as one; its accept or
     roll-back is the offer's, not the step's)."""
     from .panel_set import touched_first
@@ -144,7 +147,3 @@ def _offer(janus: Janus, r: Decision, deployed: str, cand: str) -> None:
     janus._evalset.observe(plan, comp, r, janus._ids, janus._trigger_count)
     if comp is None:
         r.accept = False
-
-
-def state_of(janus: Any) -> dict:
-    return janus._book.state_dict()

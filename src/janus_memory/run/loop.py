@@ -119,6 +119,9 @@ def _decide(m: _Method, guard, proposer, task, snap) -> tuple[Any, dict, bool]:
         m.counters["accepts" if d.accept else "rollbacks"] += 1
     elif d.reason == "trivially_equal":  # JanusConfig.skip_trivially_equal: accepted without evaluation
         m.counters["trivially_equal"] = m.counters.get("trivially_equal", 0) + 1
+    if d.reoffer:  # JanusConfig.seq_reoffer: a rolled-back addition offered again (its calls are in the step's)
+        for key, on in (("reoffers", True), ("reoffers_deployed", d.reoffer.get("applied", False))):
+            m.counters[key] = m.counters.get(key, 0) + int(bool(on))
     return out, decision, bool(d.accept)
 
 
