@@ -75,7 +75,8 @@ PRESET_SWITCHES = ("early_stop", "dedup", "clustering", "decision_rule", "same_m
 RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_round", "seq_extend_margin",
                       "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_rotate", "panel_min_evals",
                       "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max", "near_copy_anchor",
-                      "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "panel_order", "seq_innocent")
+                      "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "panel_order", "seq_innocent",
+                      "seq_innocent_pairs", "seq_reoffer")
 
 
 @dataclass(frozen=True, init=False)

@@ -12,8 +12,9 @@ memory; a caller that cannot add lines ignores it. Each offer is a comparison: i
 Limits, so that repetition cannot get a harmful line in and an offer cannot undo a later update:
 
 * a content is offered at most ``seq_reoffer`` times after its first roll-back (the updater proposing the same lines
-  again counts as an offer); when the last offer is rolled back too, its lines are *blocked*: a later candidate that adds one of them (the updater's own, or an attacker's) is no
-  longer held innocent and must lead, as any other update;
+  again counts as an offer); when the last offer is rolled back too, its lines are *blocked*: a later candidate
+  that adds one of them (the updater's own, or an attacker's) is no longer held innocent and must lead, as any other
+  update;
 * a content is dropped when the deployed memory already holds all its lines (the updater added them itself), and it
   is never offered again after that, so lines that a later update removed on purpose are not brought back;
 * at most one content is offered per step, the oldest first.
