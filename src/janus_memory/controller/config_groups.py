@@ -313,14 +313,14 @@ class DecisionConfig:
     candidate that keeps every line of the deployed memory, version and count lines aside, and adds some; the others
     are decided by ``seq_deploy_margin`` and the adaptive cap as usual)."""
     seq_innocent_pairs: int = 0
-    """``sequential`` with ``seq_rollback_lead``, 0 = off, else above ``seq_max_pairs``: an innocent candidate that
-    the deployed memory leads at the cap, by less than the roll-back lead, is read on while it leads, at most this
-    many tasks (a lead of ``seq_rollback_lead`` rolls it back, a tie deploys it)."""
+    """``sequential`` with ``seq_rollback_lead``, 0 = off, else above ``seq_max_pairs``: a candidate held innocent is
+    decided by Wald's test on the tasks it loses (``sequential.InnocentCap``: a harmless line loses 10% of tasks, a
+    harmful one 35%; alpha = beta = 0.05), at most this many tasks, instead of the roll-back lead."""
     seq_reoffer: int = 0
-    """``sequential`` with ``seq_rollback_lead`` and ``seq_innocent="additions"``, 0 = off: the lines of an addition
-    rolled back without a crossed Wald boundary are offered again (controller/reoffer.py), at most this many times,
-    each offer a comparison of the deployed memory with the deployed memory plus those lines; a line whose evidence
-    crosses the Wald boundary is not offered again and is no longer held innocent."""
+    """``sequential`` with ``seq_rollback_lead`` and ``seq_innocent="additions"`` (else no effect), 0 = off: the lines
+    of an addition held innocent and rolled back are offered again (controller/reoffer.py), at most this many times,
+    each offer a comparison of the deployed memory with the deployed memory plus those lines; lines rolled back at
+    their last offer are blocked: no longer held innocent."""
     indeterminate_rollback: bool = False
     """Any rule: a candidate whose every outcome is None (indeterminate, e.g. sandbox time-outs) is rolled back,
     reason ``indeterminate_candidate``, whatever the rule said."""
@@ -354,19 +354,21 @@ class DecisionConfig:
         if self.seq_rollback_lead and self.rule != "sequential":
             raise ValueError("seq_rollback_lead decides the sequential test's truncation: set decision_rule: "
                              "sequential too")
-        if self.seq_innocent_pairs and not (self.seq_rollback_lead and 0 < self.seq_max_pairs < self.seq_innocent_pairs):
-            raise ValueError(f"seq_innocent_pairs reads on an innocent candidate: it needs seq_rollback_lead and must be "
-                             f"above seq_max_pairs (> 0), got {self.seq_innocent_pairs} with seq_max_pairs="
-                             f"{self.seq_max_pairs}")
-        if self.seq_reoffer and not (self.seq_rollback_lead and self.seq_innocent == "additions"):
-            raise ValueError("seq_reoffer offers rolled-back additions again: set seq_rollback_lead and "
-                             "seq_innocent: additions too")
+        if self.seq_innocent_pairs and self.seq_rollback_lead and not 0 < self.seq_max_pairs < self.seq_innocent_pairs:
+            raise ValueError(f"seq_innocent_pairs must be above seq_max_pairs (> 0), got {self.seq_innocent_pairs} "
+                             f"with seq_max_pairs={self.seq_max_pairs}")
         if self.early_stop and self.rule != "paper":
             raise ValueError("early_stop is exact only for decision_rule='paper'")
 
     @property
     def sequential(self) -> bool:
         return self.rule == "sequential"
+
+    @property
+    def reoffers(self) -> int:
+        """``seq_reoffer`` where it acts (the sequential rule holding additions innocent), else 0."""
+        on = self.rule == "sequential" and self.seq_rollback_lead and self.seq_innocent == "additions"
+        return self.seq_reoffer if on else 0
 
 
 @dataclass(frozen=True)

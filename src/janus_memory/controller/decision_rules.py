@@ -206,7 +206,7 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
         if cap is None:
             verdict = settled(test, w, ll, limit - k)
         else:
-            verdict = cap.stop(test, w, ll, k, n)
+            verdict = cap.stop(test, w, ll, k, n, *([_determinate(old_c, new_c)] if isinstance(cap, InnocentCap) else []))
         if verdict is not None or k >= top:
             break
         lo, hi = k, _round_end(k, round_size, limit, top, cap is not None)
@@ -224,8 +224,7 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
     wald = test.verdict(w, ll) is not None
     crossed = wald or k < limit
     if isinstance(cap, InnocentCap):  # the loss test decided: its own boundaries, not Wald's on discordant pairs
-        losses = sum(1 for o, v in zip(old_c, new_c) if o and v is not None and not v)
-        wald = crossed = cap.crossed(k, losses)
+        wald = crossed = cap.crossed(_determinate(old_c, new_c), ll)
     accept = verdict == "deploy"
     if accept and w < ll and not wald:  # seq_rollback_lead: the deployed memory leads, short of the roll-back lead
         reason = "sprt_truncated_no_evidence"
@@ -236,6 +235,11 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
     else:  # not worse, but short of the lead seq_deploy_margin asks for
         reason = "sprt_truncated_no_lead"
     return Comparison(accept, reason, old_c, new_c, k, spent, full, None, k < n)
+
+
+def _determinate(old_c: list, new_c: list) -> int:
+    """The tasks on which both memories had an outcome (not None)."""
+    return sum(1 for o, v in zip(old_c, new_c) if o is not None and v is not None)
 
 
 def _round_end(k: int, round_size: int, limit: int, top: int, capped: bool) -> int:

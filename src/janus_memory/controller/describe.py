@@ -67,7 +67,7 @@ class SequentialRule:
         if dc.seq_innocent_pairs:
             innocent = (f"deployed unless a test on the tasks it loses shows it harmful (at most "
                         f"{dc.seq_innocent_pairs} tasks; innocent until shown harmful)")
-        if dc.seq_reoffer:
+        if dc.reoffers:
             innocent += f", its lines offered again at most {dc.seq_reoffer} times when rolled back"
         if dc.seq_rollback_lead and dc.seq_innocent == "all":
             end = f"then {innocent}"

@@ -99,7 +99,7 @@ class Janus:
         self._anchor_sha: str | None = None  # near_copy_anchor: the last fully compared memory (_anchored)
         self._anchor_text: str | None = None
         self._saved: dict | None = None  # decide()'s saved state while it runs (_save)
-        self._book = ReofferBook(c.decision.seq_reoffer)  # seq_reoffer: rolled-back additions to offer again
+        self._book = ReofferBook(c.decision.reoffers)  # seq_reoffer: rolled-back additions to offer again
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -289,7 +289,7 @@ class Janus:
             self._act(d, fire, inp.old_memory, inp.new_memory)
         finally:
             self._direction = None
-        if c.decision.seq_reoffer:
+        if c.decision.reoffers:
             after_step(self, d, inp.old_memory, inp.new_memory, innocent)
         d.trigger_count = self._trigger_count
         self._momentum = momentum_update(prev, z, c.trigger.beta)
@@ -506,7 +506,7 @@ class Janus:
                                     "results": [[i, v] for i, v in sorted(self._old_cache.items())]}
         if self.config.decision.seq_recent_pairs:  # only then, as old_results
             extra["recent_close"] = list(self._recent_close)
-        if self.config.decision.seq_reoffer:  # only then, as old_results
+        if self.config.decision.reoffers:  # only then, as old_results
             extra["reoffer"] = self._book.state_dict()
         if self.config.reuse.near_copy_anchor:  # only then, as old_results; the text only while another memory is deployed
             extra["near_copy_anchor"] = {

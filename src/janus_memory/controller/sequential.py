@@ -230,10 +230,12 @@ class InnocentCap:
         """The log-likelihood ratio of H1 (harmful) to H0 (harmless) after ``k`` tasks with ``losses`` lost."""
         return losses * math.log(self.p1 / self.p0) + (k - losses) * math.log((1 - self.p1) / (1 - self.p0))
 
-    def stop(self, test: SPRT, wins: int, losses: int, k: int, n: int) -> str | None:
+    def stop(self, test: SPRT, wins: int, losses: int, k: int, n: int, determinate: int | None = None) -> str | None:
         """The outcome after ``k`` of ``n`` planned tasks if the comparison stops here, else None (continue).
-        ``test`` is not read: this rule replaces the discordant-pair test for the candidates it holds innocent."""
-        v = self.llr(k, losses)
+        ``determinate``: the tasks among the ``k`` on which both memories had an outcome (an indeterminate one, None,
+        casts no vote; default ``k``). ``test`` is not read: this rule replaces the discordant-pair test for the
+        candidates it holds innocent."""
+        v = self.llr(k if determinate is None else determinate, losses)
         if v >= math.log((1 - self.beta) / self.alpha):
             return "rollback"
         if v <= math.log(self.beta / (1 - self.alpha)):

@@ -74,7 +74,7 @@ def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | No
     upd = ctx.make_updater(ctx.namespace_of(with_janus))  # paper preset: the +Janus twin's own samples
     evaluator = ctx.make_evaluator(upd)  # the run's replay mode and salt (build.Context)
     jc = ctx.settings.janus_config()
-    if jc.seq_reoffer and not takes_memory_text(upd):  # an offer it could not apply would be paid for nothing
+    if jc.decision.reoffers and not takes_memory_text(upd):  # an offer it could not apply would be paid for nothing
         jc = jc.replace(seq_reoffer=0)
     m = _Method(name, upd, evaluator, Janus(jc, evaluator) if with_janus else None)
     if resume is not None:
