@@ -47,7 +47,7 @@ def test_the_recommended_preset():
     assert d.rule == ("Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), "
                       "1 task a round, then deployed only when the candidate leads by 1 task on the tasks read (none "
                       "disagreeing: rolled back); a candidate that only adds lines is deployed unless a test on the "
-                      "tasks it loses shows it harmful (at most 19 tasks; innocent until shown harmful), its lines "
+                      "tasks it loses shows it harmful (at most 12 tasks; innocent until shown harmful), its lines "
                       "offered again at most 3 times when rolled back; the deployed memory's measured outcomes reused")
     # the preset before: an addition rolled back only on a lead of the deployed memory
     assert describe(JanusConfig(**RECOMMENDED_ADDITIONS_LEAD)).rule.endswith(

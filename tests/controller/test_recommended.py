@@ -157,7 +157,7 @@ def test_recommended_preset_and_paper_unchanged():
     assert (r.seq_deploy_margin, r.seq_quiet_deploy, r.near_copy_anchor, r.indeterminate_rollback) == (1, False, True,
                                                                                                        True)
     assert (r.seq_rollback_lead, r.seq_innocent, r.panel_order, r.seq_theta) == (3, "additions", "touched", 0.3)
-    assert (r.seq_innocent_pairs, r.seq_reoffer) == (19, 3)
+    assert (r.seq_innocent_pairs, r.seq_reoffer) == (12, 3)
     assert JanusConfig.recommended(**RECOMMENDED_ADDITIONS_LEAD) == JanusConfig(**RECOMMENDED_ADDITIONS_LEAD)
     before = RECOMMENDED_LEAD_TO_DEPLOY
     assert JanusConfig(**before).preset == "custom"  # an earlier recommended controller is a configuration now

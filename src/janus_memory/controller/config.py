@@ -30,7 +30,7 @@ from .config_groups import (  # noqa: F401  (the choices and the seed range re-e
 # JanusConfig.recommended(): an update that only adds lines is innocent until shown harmful; any other must show it
 # is better (docs/controller.md "Recommended controller"). Compare at every step on a stable panel of 19 seen tasks,
 # the tasks the changed lines touch read first, one at a time. A candidate that keeps every line and adds some is
-# deployed unless Wald's test on the tasks it loses shows it harmful (at most 19 tasks); its lines, rolled back, are
+# deployed unless Wald's test on the tasks it loses shows it harmful (at most 12 tasks); its lines, rolled back, are
 # offered again up to 3 times, then blocked. Any other candidate is deployed only when it leads by a discordant task
 # (5 tasks, up to 12 while its lead is exactly one). Chosen on the scripted late-rules stream (400 noise seeds), the
 # planted-additions check and world tuning seeds 220-239 (docs/measurements.md "Planted additions").
@@ -41,7 +41,7 @@ RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel
                    reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True, near_copy_pairs=1,
                    gate_compare=True, gate_full_compare=False, eval_order="informative", dedup=True,
                    same_memory_shortcut=True, clustering="paper", near_copy_anchor=True, indeterminate_rollback=True,
-                   seq_innocent_pairs=19, seq_reoffer=3)
+                   seq_innocent_pairs=12, seq_reoffer=3)
 # recommended() until 2026-12-07 (judged on seeds 2000-2059): an addition read on at most 5 tasks and rolled back only
 # when the deployed memory led by 3 of them, never offered again; it let a planted line that spoils half the answers
 # through in 2 of 3 trials (docs/measurements.md "Planted additions"); every field it set
