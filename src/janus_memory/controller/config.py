@@ -204,14 +204,16 @@ class JanusConfig:
         measured in docs/measurements.md): compare at every post-warm-up step (``trigger="always"``) with Wald's
         sequential test on discordant pairs (``decision_rule="sequential"``, one task at a time) on a stable panel of
         ``panel_size`` seen tasks (``eval_set="panel"``), the tasks the changed lines touch read first
-        (``panel_order="touched"``), at most ``seq_max_pairs``; a crossed Wald boundary decides sooner; at the cap the
-        candidate is deployed unless the deployed memory leads by ``seq_rollback_lead`` discordant tasks. Per
+        (``panel_order="touched"``), at most ``seq_max_pairs``; a crossed Wald boundary decides sooner; a candidate that
+        only adds lines is decided by Wald's test on the tasks it loses (at most ``seq_innocent_pairs``) and its lines,
+        rolled back, are offered again up to ``seq_reoffer`` times (``decision.reoffer``); any other candidate must
+        lead by ``seq_deploy_margin``. Per
         comparison, with probability ``panel_rotate``, the member on which memories disagreed least is replaced by a
         random seen task; the deployed memory's outcomes are reused; a near copy that only rewords the last fully
         compared memory is checked on ``near_copy_pairs`` tasks and keeps the rest; a candidate with no determinate
         outcome is rolled back; a dump/wipe-looking candidate is compared also inside the warm-up (``gate_compare``);
-        identical texts are evaluated once. The controller it replaces (deploy only on a lead):
-        ``JanusConfig(**config.RECOMMENDED_LEAD_TO_DEPLOY)``."""
+        identical texts are evaluated once. The controller it replaces (additions rolled back on a lead of 3 of 5):
+        ``JanusConfig(**config.RECOMMENDED_ADDITIONS_LEAD)``."""
         base: dict[str, Any] = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)
