@@ -228,3 +228,28 @@ def test_the_run_loop_offers_again_only_for_an_updater_that_loads_a_memory_text(
 
     assert takes_memory_text(object.__new__(DCCumulative)) and not takes_memory_text(object.__new__(ExpRAG))
     assert not takes_memory_text(_TextUpdater())
+
+
+def test_an_interrupt_during_an_offer_changes_nothing():
+    """decide() is one transaction: an interrupt inside an offer's comparison puts the state back, the pending offer
+    included, and the retried step decides as an uninterrupted one."""
+    rule = "Rule: the item 3 fee is 7 dollars."
+    state, stop = {}, {"on": False}
+
+    def bad(mem, t):
+        if rule in mem and "memory" not in state:
+            state["memory"] = mem
+        if stop["on"] and rule in mem:
+            raise KeyboardInterrupt
+        return mem == state.get("memory")
+
+    s = Stream(extra={25: rule}, bad=bad).run(27)  # the offer comes at the next step
+    before = json.dumps(s.janus.state_dict(), sort_keys=True)
+    stop["on"] = True
+    with pytest.raises(KeyboardInterrupt):
+        s.step(27)
+    assert json.dumps(s.janus.state_dict(), sort_keys=True) == before
+    s.decisions = s.decisions[:27]
+    stop["on"] = False
+    d = s.step(27)
+    assert d.reoffer["lines"] == [rule] and d.reoffer["accept"]
