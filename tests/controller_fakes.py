@@ -131,7 +131,8 @@ class LateRules:
         return [k for k in range(6) if self.rule_line(k) in lines]
 
     def run(self, config) -> list[tuple[int, str, str, bool, str]]:
-        """The stream under ``config``: per step (step, what the candidate did, reason, deployed, deployed memory)."""
+        """The stream under ``config``: per step (step, what the candidate did, reason, deployed, deployed memory); a
+        re-offer the controller deploys (``decision.reoffer``) is applied as a caller would."""
         from janus_memory.controller import Janus, StepInput
         from janus_memory.encoders.hashing import HashingEncoder
 
@@ -145,5 +146,7 @@ class LateRules:
             what = self.harm.get(t) or ("adds_rule" if len(self.holds(cand)) > len(self.holds(memory)) else "tip")
             if d.accept:
                 memory = cand
+            if d.reoffer.get("accept"):  # seq_reoffer: a rolled-back addition offered again and deployed
+                memory = d.reoffer["memory"]
             out.append((t, what, d.reason, d.accept, memory))
         return out

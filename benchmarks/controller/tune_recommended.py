@@ -37,8 +37,8 @@ from janus_memory.controller import JanusConfig  # noqa: E402
 
 # seeds already used to judge a recommended controller, never to tune one (docs/bench.md §3, docs/measurements.md):
 # 0-79 the earlier judged rows, 300-359 the count of paid evaluations, 2000-2059 the guard that keeps learning (tuned
-# on 200-203)
-JUDGED = set(range(0, 80)) | set(range(300, 360)) | set(range(2000, 2060))
+# on 200-203), 3000-3059 the loss test and re-offers of additions (tuned on 220-239)
+JUDGED = set(range(0, 80)) | set(range(300, 360)) | set(range(2000, 2060)) | set(range(3000, 3060))
 
 
 def parse_variants(text: str) -> list[PolicySpec]:

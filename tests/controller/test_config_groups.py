@@ -36,7 +36,7 @@ FLAT_KEYS = [
     "reuse_old_results", "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs", "seq_recent_window", "eval_set",
     "panel_size", "panel_rotate", "panel_min_evals", "near_copy_inherit", "near_copy_anchor", "indeterminate_rollback",
     "seq_deploy_margin", "seq_quiet_deploy", "compare_on_broken_embeddings", "on_evaluation_error",
-    "seq_rollback_lead", "seq_innocent", "panel_order"]
+    "seq_rollback_lead", "seq_innocent", "panel_order", "seq_innocent_pairs", "seq_reoffer"]
 
 PRESETS = {"paper": JanusConfig.paper(), "fast": JanusConfig.fast(), "recommended": JanusConfig.recommended(),
            "lead_to_deploy": JanusConfig(**RECOMMENDED_LEAD_TO_DEPLOY),
@@ -48,7 +48,7 @@ def test_at_most_fifteen_top_level_fields_and_every_group_field_documented():
     names = [f.name for f in dataclasses.fields(JanusConfig)]
     assert names == ["warmup", "seed", "trigger", "eval_set", "decision", "reuse"]
     assert [len(dataclasses.fields(g)) for g in (TriggerConfig, EvalSetConfig, DecisionConfig, ReuseConfig)] == [
-        16, 16, 20, 8]
+        16, 16, 22, 8]
     import ast
     import inspect
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from janus_memory.controller import JanusConfig
-from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_LEAD_TO_DEPLOY
+from janus_memory.controller.config import (
+    RECOMMENDED_ADDITIONS_LEAD,
+    RECOMMENDED_HYBRID_BOUNDARY_FIRST,
+    RECOMMENDED_LEAD_TO_DEPLOY,
+)
 from janus_memory.controller.describe import describe
 
 PAPER_RULE = ("the paper's rule: deploy the candidate when it solves at least as many of the tasks as the old memory "
@@ -42,15 +46,19 @@ def test_the_recommended_preset():
         {"panel": 19})
     assert d.rule == ("Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), "
                       "1 task a round, then deployed only when the candidate leads by 1 task on the tasks read (none "
-                      "disagreeing: rolled back); a candidate that only adds lines is deployed unless the old memory "
-                      "leads by 3 tasks on the tasks read (innocent until shown harmful); the deployed memory's "
-                      "measured outcomes reused")
+                      "disagreeing: rolled back); a candidate that only adds lines is deployed unless a test on the "
+                      "tasks it loses shows it harmful (at most 12 tasks; innocent until shown harmful), its lines "
+                      "offered again at most 3 times when rolled back; the deployed memory's measured outcomes reused")
+    # the preset before: an addition rolled back only on a lead of the deployed memory
+    assert describe(JanusConfig(**RECOMMENDED_ADDITIONS_LEAD)).rule.endswith(
+        "a candidate that only adds lines is deployed unless the old memory leads by 3 tasks on the tasks read "
+        "(innocent until shown harmful); the deployed memory's measured outcomes reused")
     # the rule recommended before: every candidate had to lead
     assert describe(JanusConfig(**RECOMMENDED_LEAD_TO_DEPLOY)).rule == (
         "Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta 0.3), 1 task a "
         "round, then deployed only when the candidate leads by 1 task on the tasks read (none disagreeing: rolled "
         "back); the deployed memory's measured outcomes reused")
-    assert describe(JanusConfig.recommended(seq_innocent="all", seq_deploy_margin=0)).rule.endswith(
+    assert describe(JanusConfig.recommended(seq_innocent="all", seq_deploy_margin=0, seq_innocent_pairs=0)).rule.endswith(
         "then deployed unless the old memory leads by 3 tasks on the tasks read (innocent until shown harmful); the "
         "deployed memory's measured outcomes reused")
     assert "(none disagreeing: deployed)" in describe(JanusConfig.recommended(seq_quiet_deploy=True)).rule
@@ -77,9 +85,11 @@ def test_the_recommended_preset():
                                         "seq_extend_pairs=14, eval_set=hybrid, near_copy_inherit=False, "
                                         "gate_compare=False, seq_rollback_lead=0, seq_round=2, "
                                         "near_copy_pairs=4, near_copy_anchor=False, indeterminate_rollback=False, "
-                                        "seq_deploy_margin=0, seq_quiet_deploy=True"),
+                                        "seq_deploy_margin=0, seq_quiet_deploy=True, seq_innocent_pairs=0, "
+                                        "seq_reoffer=0"),
     # RECOMMENDED_LEAD_TO_DEPLOY: every candidate had to lead, the panel read in its places
-    (JanusConfig(**RECOMMENDED_LEAD_TO_DEPLOY), "custom: recommended with seq_rollback_lead=0, panel_order=stable"),
+    (JanusConfig(**RECOMMENDED_LEAD_TO_DEPLOY), "custom: recommended with seq_rollback_lead=0, panel_order=stable, "
+                                                "seq_innocent_pairs=0, seq_reoffer=0"),
 ])
 def test_labels_name_what_differs(cfg, label):
     assert describe(cfg).label == label

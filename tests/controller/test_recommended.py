@@ -8,7 +8,11 @@ import pytest
 
 from controller_fakes import boundary_first, fixed, tasks
 from janus_memory.controller import EvaluationError, Janus, JanusConfig, StepInput, compare
-from janus_memory.controller.config import RECOMMENDED_HYBRID_BOUNDARY_FIRST, RECOMMENDED_LEAD_TO_DEPLOY
+from janus_memory.controller.config import (
+    RECOMMENDED_ADDITIONS_LEAD,
+    RECOMMENDED_HYBRID_BOUNDARY_FIRST,
+    RECOMMENDED_LEAD_TO_DEPLOY,
+)
 from janus_memory.controller.hybrid_set import plan_trigger
 from janus_memory.controller.sequential import SPRT, discordant, settled
 
@@ -153,6 +157,8 @@ def test_recommended_preset_and_paper_unchanged():
     assert (r.seq_deploy_margin, r.seq_quiet_deploy, r.near_copy_anchor, r.indeterminate_rollback) == (1, False, True,
                                                                                                        True)
     assert (r.seq_rollback_lead, r.seq_innocent, r.panel_order, r.seq_theta) == (3, "additions", "touched", 0.3)
+    assert (r.seq_innocent_pairs, r.seq_reoffer) == (12, 3)
+    assert JanusConfig.recommended(**RECOMMENDED_ADDITIONS_LEAD) == JanusConfig(**RECOMMENDED_ADDITIONS_LEAD)
     before = RECOMMENDED_LEAD_TO_DEPLOY
     assert JanusConfig(**before).preset == "custom"  # an earlier recommended controller is a configuration now
     assert JanusConfig.recommended(**before) == JanusConfig(**before)  # nothing leaks in

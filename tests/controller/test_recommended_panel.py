@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from janus_memory.controller import Janus, JanusConfig, StepInput
+from janus_memory.controller.config import RECOMMENDED_ADDITIONS_LEAD
 from janus_memory.controller.panel_set import refresh_panel
 
 SHEET = "\n".join(f"rule {i}: check the small cases of family {i} before solving" for i in range(12))
@@ -584,10 +585,12 @@ def test_the_preset_deploys_a_change_only_with_a_lead_and_an_addition_unless_sho
     """recommended(): the panel read one task at a time. A candidate that rewrites a line is deployed only with a lead
     of one discordant task (5 tasks, read on up to 12 while ahead by exactly one; no lead at the fifth: rolled back;
     behind: the sequential test rolls it back sooner). A candidate that only adds a line is innocent until shown
-    harmful: read on at most 5 tasks and rolled back only when the deployed memory leads by 3 (here: it loses the
-    first three tasks), else deployed as soon as the rest cannot change that. With 8 seen tasks a rewrite's panel
-    is read whole. The recorder is asked for both memories on each task read (this controller measured neither
-    before)."""
+    harmful: Wald's test on the tasks it loses, one task at a time, at most 12 (deployed after 10 tasks without a
+    loss; rolled back after three losses in a row; at the cap or the panel read out: deployed unless the losses
+    outweigh). The preset before (``RECOMMENDED_ADDITIONS_LEAD``) read an addition on at most 5 tasks and rolled it
+    back only when the deployed memory led by 3, else deployed it as soon as the rest could not change that. With 8
+    seen tasks a rewrite's panel is read whole. The recorder is asked for both memories on each task read (this
+    controller measured neither before)."""
     changed = SHEET.replace(SHEET.splitlines()[-1], "rule n: draw the figure first")
     added = SHEET + "\nrule n: draw the figure first"
     answers = {"lead": lambda text, i: True if "figure" in text else (i != 2),
@@ -600,14 +603,24 @@ def test_the_preset_deploys_a_change_only_with_a_lead_and_an_addition_unless_sho
             (changed, "quiet", 20): (False, "sprt_truncated_no_lead", 5),
             (changed, "tie", 20): (False, "sprt_truncated_no_lead", 5),
             (changed, "behind", 20): (False, "sprt_new_worse", 4),
-            (added, "lead", 20): (True, "sprt_new_not_worse", 3),
-            (added, "quiet", 20): (True, "sprt_new_not_worse", 3),
-            (added, "tie", 20): (True, "sprt_new_not_worse", 3),
-            (added, "behind", 20): (True, "sprt_truncated_no_evidence", 4),
-            (added, "behind3", 8): (False, "sprt_truncated_old_better", 5),
-            (added, "behind3", 20): (False, "sprt_truncated_old_better", 5)}
-    for (cand, name, seen), (accept, reason, n) in want.items():
-        j = Janus(JanusConfig.recommended(warmup=2), recorder(answers[name]))
+            (added, "lead", 20): (True, "sprt_new_not_worse", 10),
+            (added, "quiet", 20): (True, "sprt_new_not_worse", 10),
+            (added, "tie", 8): (True, "sprt_truncated_new_ge_old", 8),
+            (added, "tie", 20): (True, "sprt_truncated_new_ge_old", 12),
+            (added, "behind", 20): (True, "sprt_truncated_no_evidence", 12),
+            (added, "behind3", 8): (False, "sprt_new_worse", 3),
+            (added, "behind3", 20): (False, "sprt_new_worse", 3),
+            ("before", added, "lead", 20): (True, "sprt_new_not_worse", 3),
+            ("before", added, "quiet", 20): (True, "sprt_new_not_worse", 3),
+            ("before", added, "tie", 20): (True, "sprt_new_not_worse", 3),
+            ("before", added, "behind", 20): (True, "sprt_truncated_no_evidence", 4),
+            ("before", added, "behind3", 8): (False, "sprt_truncated_old_better", 5),
+            ("before", added, "behind3", 20): (False, "sprt_truncated_old_better", 5)}
+    for key, (accept, reason, n) in want.items():
+        cand, name, seen = key[-3:]
+        cfg = JanusConfig(**{**RECOMMENDED_ADDITIONS_LEAD, "warmup": 2}) if key[0] == "before" else \
+            JanusConfig.recommended(warmup=2)
+        j = Janus(cfg, recorder(answers[name]))
         for i in range(seen):
             step(j, i, SHEET, SHEET)
         d = step(j, seen, SHEET, cand)
@@ -615,4 +628,4 @@ def test_the_preset_deploys_a_change_only_with_a_lead_and_an_addition_unless_sho
         assert d.eval_ids[:5] == ["t1", "t0", "t2", "t3", "t4"]
     # an all-None addition: nothing measured for it, so it is rolled back (indeterminate_candidate), innocent or not
     d = _sandboxed(JanusConfig.recommended(warmup=2), lambda text, i: None if "sandbox" in text else True)
-    assert (d.accept, d.reason, d.n_evaluated) == (False, "indeterminate_candidate", 2)
+    assert (d.accept, d.reason, d.n_evaluated) == (False, "indeterminate_candidate", 4)  # no vote: the panel read out

@@ -9,7 +9,8 @@ PRESET_LINE = ("janus preset: recommended (trigger=always, tau=0.0, same_memory_
                "dedup=True, clustering=paper, replay_limit=None, decision_rule=sequential, seq_max_pairs=5, "
                "gate_full_compare=False, gate_compare=True, reuse_old_results=True, seq_extend_pairs=12, "
                "seq_extend_margin=0, seq_round=1, seq_deploy_margin=1, seq_quiet_deploy=False, seq_rollback_lead=3, "
-               "seq_innocent=additions, near_copy_similarity=0.93, near_copy_inherit=True, eval_set=panel, "
+               "seq_innocent=additions, seq_innocent_pairs=12, seq_reoffer=3, near_copy_similarity=0.93, "
+               "near_copy_inherit=True, eval_set=panel, "
                "panel_size=19, panel_rotate=0.6, panel_min_evals=5, panel_order=touched)")
 # (step, triggered, accept, reason, evaluator calls, full-evaluation calls, pairs evaluated): the panel holds every
 # task before the current one on this short stream (2 at step 3, 8 at step 10), the tasks the changed lines touch
@@ -46,8 +47,9 @@ def test_run_with_the_recommended_preset_pins_its_decisions(tmp_path, capsys):
         "19 seen tasks, those the changed lines touch first (read 5, up to 12 while the candidate leads by exactly 1 "
         "task); decision: Wald's sequential test on the tasks the memories disagree on (alpha 0.2, beta 0.2, theta "
         "0.3), 1 task a round, then deployed only when the candidate leads by 1 task on the tasks read (none "
-        "disagreeing: rolled back); a candidate that only adds lines is deployed unless the old memory leads by 3 "
-        "tasks on the tasks read (innocent until shown harmful); the deployed memory's measured outcomes reused",
+        "disagreeing: rolled back); a candidate that only adds lines is deployed unless a test on the tasks it loses "
+        "shows it harmful (at most 12 tasks; innocent until shown harmful), its lines offered again at most 3 times "
+        "when rolled back; the deployed memory's measured outcomes reused",
         "Janus also: a dump/wipe-looking candidate gets a comparison at any step, warm-up included; a rewording "
         "(similarity >= 0.93) is checked on 1 task and keeps the deployed memory's other outcomes; identical texts are "
         "evaluated once"]

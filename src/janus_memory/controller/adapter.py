@@ -13,6 +13,11 @@ the paper, spec §2.2), and a ``restore(snapshot)`` callback used on rollback.
 or, for objects with ``snapshot() / step(task) / rollback(snap)`` (the ``updaters.base.Updater`` seam),
 ``GuardedUpdate(janus, updater, embed).step(task) -> (outcome, decision)``.
 
+A re-offer the controller deployed (``JanusConfig.seq_reoffer``: lines of an addition rolled back earlier, offered
+again and deployed; ``decision.reoffer``) is applied by ``GuardedUpdate`` through the updater's
+``load_memory_text(text)`` when it has one and the updater then renders exactly that text (:func:`apply_reoffer`);
+otherwise nothing changes and ``decision.reoffer["applied"]`` is False.
+
 A rollback is checked, not trusted: ``GuardedUpdate`` reads the updater's ``memory_text()`` after ``rollback`` and
 compares it with the memory before the step (``verify_rollback``). A ``snapshot()`` that returns a reference to the
 live state instead of a copy "restores" the candidate itself; that raises :class:`RollbackError` by default.
@@ -103,6 +108,8 @@ class GuardedUpdate:
                                 embed=self.embed, snapshot=snap, restore=self.updater.rollback)
         if not decision.accept and self.verify_rollback != "off":
             self._verify(outcome.old_memory, decision)
+        if decision.reoffer.get("accept"):
+            apply_reoffer(self.updater, decision)
         return outcome, decision
 
     def _verify(self, old_memory: str, decision: Decision) -> None:
@@ -130,3 +137,30 @@ def _check_outcome(updater: Any, outcome: Any) -> None:
                         f".candidate_memory are the memory texts before and after the update (str); got "
                         f"{type(outcome).__name__} without str {', '.join('.' + m for m in missing)} "
                         "(janus_memory.updaters.base.StepOutcome is one such type)")
+
+
+def apply_reoffer(updater: Any, decision: Decision) -> bool:
+    """Make the re-offered memory ``decision.reoffer["memory"]`` the updater's memory through its optional
+    ``load_memory_text(text)``, checked: when the updater has no such method, refuses the text, or then renders
+    another text (a format that cannot hold the lines), its state before is put back. Sets and returns
+    ``decision.reoffer["applied"]``; a warning says why not."""
+    text = decision.reoffer.get("memory")
+    load, read = getattr(updater, "load_memory_text", None), getattr(updater, "memory_text", None)
+    why = ""
+    if not isinstance(text, str) or not callable(load) or not callable(read):
+        why = f"{type(updater).__name__} cannot load a memory text"
+    else:
+        snap = updater.snapshot()
+        try:
+            load(text)
+            if read() != text:
+                why = f"{type(updater).__name__} renders the loaded memory as another text"
+        except (NotImplementedError, ValueError) as exc:
+            why = f"{type(updater).__name__} refused it ({exc})"
+        if why:
+            restore = getattr(updater, "load_snapshot", None) or updater.rollback
+            restore(snap)
+    decision.reoffer["applied"] = not why
+    if why:
+        decision.warnings.append(f"re-offered lines not applied: {why}")
+    return not why

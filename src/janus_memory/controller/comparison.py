@@ -42,7 +42,8 @@ def announce(evaluator: Any, c: JanusConfig, d: Decision, trigger_count: int, n_
 
 def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old_text: str, new_text: str,
                    stats: dict[str, int], *, full: bool = False, max_pairs: int | None = None,
-                   known_old: list | None = None, base_pairs: int | None = None) -> Comparison | None:
+                   known_old: list | None = None, base_pairs: int | None = None,
+                   innocent_ok: bool = True) -> Comparison | None:
     """Compare both memories on ``tasks`` (the planned entries), fill ``d`` and ``stats``; None when the evaluator
     failed (the deployed memory kept, counted as a rollback; ``on_evaluation_error="deploy"``: the candidate kept,
     counted as an accept). Accept/rollback of a completed comparison is left to the
@@ -53,13 +54,14 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
     adaptive cap ``seq_extend_pairs`` when on and above it; an explicit ``max_pairs`` (a near copy's check) is never
     extended and deploys on a tie whatever ``seq_deploy_margin``: it asks "not worse", not "better").
     ``base_pairs``: this comparison's cap instead of ``seq_max_pairs`` (``seq_recent_pairs``), still extended.
-    ``known_old``: the old memory's outcomes already measured (``reuse_old_results``; sequential rule only)."""
+    ``known_old``: the old memory's outcomes already measured (``reuse_old_results``; sequential rule only).
+    ``innocent_ok``: False when the candidate adds a line already shown harmful (``seq_reoffer``): not innocent."""
     dc = c.decision
     rule = "paper" if full else dc.rule
     base = dc.seq_max_pairs if base_pairs is None else base_pairs
     seq = rule == "sequential"
     lead = 0  # seq_rollback_lead for this candidate: innocent until shown harmful, read at most the base cap
-    if seq and dc.seq_rollback_lead and max_pairs is None and (
+    if seq and dc.seq_rollback_lead and max_pairs is None and innocent_ok and (
             dc.seq_innocent == "all" or only_adds(old_text, new_text)):
         lead = dc.seq_rollback_lead
     how: dict[str, Any] = dict(
@@ -67,7 +69,7 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
         same_memory_shortcut=c.reuse.same_memory_shortcut, max_pairs=max_pairs if max_pairs is not None else base,
         known_old=known_old if seq else None,
         extend_pairs=dc.seq_extend_pairs if seq and max_pairs is None and not lead and dc.seq_extend_pairs > base
-        else 0)
+        else dc.seq_innocent_pairs if lead and dc.seq_innocent_pairs > base else 0)
     expect = getattr(evaluator, "expect_calls", None)
     if callable(expect):  # every call the comparison may make, in order (None: the order depends on the outcomes)
         expect(planned_calls(tasks, old_text, new_text, **how))
@@ -76,7 +78,7 @@ def run_comparison(evaluator: Any, c: JanusConfig, d: Decision, tasks: list, old
                        sprt=SPRT(dc.seq_alpha, dc.seq_beta, dc.seq_theta,
                                  dc.seq_deploy_margin if max_pairs is None and not lead else 0, dc.seq_quiet_deploy,
                                  lead) if seq else None,
-                       extend_margin=dc.seq_extend_margin, **how)
+                       extend_margin=dc.seq_extend_margin, innocent=bool(lead), **how)
     except EvaluationError as exc:
         d.accept = dc.on_evaluation_error == "deploy"
         d.reason = f"evaluation_failed:{exc}"

@@ -30,16 +30,22 @@ from .config_groups import (  # noqa: F401  (the choices and the seed range re-e
 # JanusConfig.recommended(): an update that only adds lines is innocent until shown harmful; any other must show it
 # is better (docs/controller.md "Recommended controller"). Compare at every step on a stable panel of 19 seen tasks,
 # the tasks the changed lines touch read first, one at a time. A candidate that keeps every line and adds some is
-# read on at most 5 tasks and deployed unless the deployed memory leads by 3 of them; any other candidate is deployed
-# only when it leads by a discordant task (5 tasks, up to 12 while its lead is exactly one). Chosen on tuning seeds
-# 200-203 of the seven world settings and the late-rules test stream (docs/measurements.md "Guards without freezing").
+# deployed unless Wald's test on the tasks it loses shows it harmful (at most 12 tasks); its lines, rolled back, are
+# offered again up to 3 times, then blocked. Any other candidate is deployed only when it leads by a discordant task
+# (5 tasks, up to 12 while its lead is exactly one). Chosen on the scripted late-rules stream (400 noise seeds), the
+# planted-additions check and world tuning seeds 220-239 (docs/measurements.md "Planted additions").
 RECOMMENDED = dict(trigger="always", decision_rule="sequential", eval_set="panel", panel_size=19, panel_rotate=0.6,
                    panel_min_evals=5, panel_order="touched", seq_max_pairs=5, seq_extend_pairs=12,
                    seq_extend_margin=0, seq_round=1, seq_alpha=0.2, seq_beta=0.2, seq_theta=0.3,
                    seq_deploy_margin=1, seq_quiet_deploy=False, seq_rollback_lead=3, seq_innocent="additions",
                    reuse_old_results=True, near_copy_similarity=0.93, near_copy_inherit=True, near_copy_pairs=1,
                    gate_compare=True, gate_full_compare=False, eval_order="informative", dedup=True,
-                   same_memory_shortcut=True, clustering="paper", near_copy_anchor=True, indeterminate_rollback=True)
+                   same_memory_shortcut=True, clustering="paper", near_copy_anchor=True, indeterminate_rollback=True,
+                   seq_innocent_pairs=12, seq_reoffer=3)
+# recommended() until 2026-12-07 (judged on seeds 2000-2059): an addition read on at most 5 tasks and rolled back only
+# when the deployed memory led by 3 of them, never offered again; it let a planted line that spoils half the answers
+# through in 2 of 3 trials (docs/measurements.md "Planted additions"); every field it set
+RECOMMENDED_ADDITIONS_LEAD = {**RECOMMENDED, "seq_innocent_pairs": 0, "seq_reoffer": 0}
 # recommended() until 2026-12-06 (judged on seeds 300-359): a candidate deployed only when it leads by a discordant
 # task (5 tasks, up to 12 while its lead is exactly one), the panel read in its stable order. It rolled back every
 # update whose value lies in tasks still to come; every field it set, for reproducing its measurements and what a run
@@ -52,7 +58,7 @@ RECOMMENDED_LEAD_TO_DEPLOY = dict(trigger="always", decision_rule="sequential", 
                                   gate_compare=True, gate_full_compare=False, eval_order="informative", dedup=True,
                                   same_memory_shortcut=True, clustering="paper", near_copy_anchor=True,
                                   indeterminate_rollback=True, seq_recent_pairs=0, seq_rollback_lead=0,
-                                  seq_innocent="all", panel_order="stable")
+                                  seq_innocent="all", panel_order="stable", seq_innocent_pairs=0, seq_reoffer=0)
 # recommended() until 2026-12-04 (judged 2026-12-03): the paper's coverage/boundary/fresh set read boundary first,
 # cap 6 -> 14 while tied, near copies on 4 tasks, the gate's comparisons full; every field it set (so a later change
 # cannot leak into it), for reproducing its measurements (benchmarks/controller/bench_recommended.py
@@ -64,7 +70,7 @@ RECOMMENDED_HYBRID_BOUNDARY_FIRST = dict(trigger="always", decision_rule="sequen
                                          dedup=True, same_memory_shortcut=True, clustering="paper", seq_recent_pairs=0,
                                          eval_set="hybrid", near_copy_inherit=False, gate_compare=False,
                                          near_copy_anchor=False, indeterminate_rollback=False, seq_deploy_margin=0,
-                                         seq_quiet_deploy=True)
+                                         seq_quiet_deploy=True, seq_innocent_pairs=0, seq_reoffer=0)
 
 # the switches that tell the presets apart (JanusConfig.preset); sizes, tau, trigger and seed are settings of any preset
 PRESET_SWITCHES = ("early_stop", "dedup", "clustering", "decision_rule", "same_memory_shortcut", "replay_limit",
@@ -75,7 +81,8 @@ PRESET_SWITCHES = ("early_stop", "dedup", "clustering", "decision_rule", "same_m
 RECOMMENDED_TUNING = ("trigger", "seq_alpha", "seq_beta", "seq_theta", "seq_round", "seq_extend_margin",
                       "seq_recent_pairs", "seq_recent_window", "panel_size", "panel_rotate", "panel_min_evals",
                       "near_copy_similarity", "near_copy_pairs", "retention_min", "shrink_max", "near_copy_anchor",
-                      "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "panel_order", "seq_innocent")
+                      "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "panel_order", "seq_innocent",
+                      "seq_innocent_pairs", "seq_reoffer")
 
 
 @dataclass(frozen=True, init=False)
@@ -197,14 +204,16 @@ class JanusConfig:
         measured in docs/measurements.md): compare at every post-warm-up step (``trigger="always"``) with Wald's
         sequential test on discordant pairs (``decision_rule="sequential"``, one task at a time) on a stable panel of
         ``panel_size`` seen tasks (``eval_set="panel"``), the tasks the changed lines touch read first
-        (``panel_order="touched"``), at most ``seq_max_pairs``; a crossed Wald boundary decides sooner; at the cap the
-        candidate is deployed unless the deployed memory leads by ``seq_rollback_lead`` discordant tasks. Per
+        (``panel_order="touched"``), at most ``seq_max_pairs``; a crossed Wald boundary decides sooner; a candidate that
+        only adds lines is decided by Wald's test on the tasks it loses (at most ``seq_innocent_pairs``) and its lines,
+        rolled back, are offered again up to ``seq_reoffer`` times (``decision.reoffer``); any other candidate must
+        lead by ``seq_deploy_margin``. Per
         comparison, with probability ``panel_rotate``, the member on which memories disagreed least is replaced by a
         random seen task; the deployed memory's outcomes are reused; a near copy that only rewords the last fully
         compared memory is checked on ``near_copy_pairs`` tasks and keeps the rest; a candidate with no determinate
         outcome is rolled back; a dump/wipe-looking candidate is compared also inside the warm-up (``gate_compare``);
-        identical texts are evaluated once. The controller it replaces (deploy only on a lead):
-        ``JanusConfig(**config.RECOMMENDED_LEAD_TO_DEPLOY)``."""
+        identical texts are evaluated once. The controller it replaces (additions rolled back on a lead of 3 of 5):
+        ``JanusConfig(**config.RECOMMENDED_ADDITIONS_LEAD)``."""
         base: dict[str, Any] = dict(RECOMMENDED)
         base.update(overrides)
         return cls(**base)
@@ -258,6 +267,10 @@ class JanusConfig:
         if d.seq_rollback_lead:
             parts += ([] if d.seq_deploy_margin else [f"seq_round={d.seq_round}"]) + [
                 f"seq_rollback_lead={d.seq_rollback_lead}", f"seq_innocent={d.seq_innocent}"]
+            if d.seq_innocent_pairs:
+                parts.append(f"seq_innocent_pairs={d.seq_innocent_pairs}")
+            if d.reoffers:
+                parts.append(f"seq_reoffer={d.seq_reoffer}")
         if r.near_copy_similarity > 0:
             parts.append(f"near_copy_similarity={r.near_copy_similarity}")
             parts.append("near_copy_inherit=True" if r.near_copy_inherit else

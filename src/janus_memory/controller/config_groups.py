@@ -312,6 +312,15 @@ class DecisionConfig:
     """``sequential`` with ``seq_rollback_lead``: which candidates it holds innocent: ``all``, or ``additions`` (a
     candidate that keeps every line of the deployed memory, version and count lines aside, and adds some; the others
     are decided by ``seq_deploy_margin`` and the adaptive cap as usual)."""
+    seq_innocent_pairs: int = 0
+    """``sequential`` with ``seq_rollback_lead``, 0 = off, else above ``seq_max_pairs``: a candidate held innocent is
+    decided by Wald's test on the tasks it loses (``sequential.InnocentCap``: a harmless line loses 10% of tasks, a
+    harmful one 35%; alpha = beta = 0.05), at most this many tasks, instead of the roll-back lead."""
+    seq_reoffer: int = 0
+    """``sequential`` with ``seq_rollback_lead`` and ``seq_innocent="additions"`` (else no effect), 0 = off: the lines
+    of an addition held innocent and rolled back are offered again (controller/reoffer.py), at most this many times,
+    each offer a comparison of the deployed memory with the deployed memory plus those lines; lines rolled back at
+    their last offer are blocked: no longer held innocent."""
     indeterminate_rollback: bool = False
     """Any rule: a candidate whose every outcome is None (indeterminate, e.g. sandbox time-outs) is rolled back,
     reason ``indeterminate_candidate``, whatever the rule said."""
@@ -323,7 +332,8 @@ class DecisionConfig:
     def __post_init__(self):
         check_ints(self, {n: n for n in ("min_margin", "early_stop_round", "seq_round", "seq_max_pairs",
                                          "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs",
-                                         "seq_recent_window", "seq_deploy_margin", "seq_rollback_lead")},
+                                         "seq_recent_window", "seq_deploy_margin", "seq_rollback_lead",
+                                         "seq_innocent_pairs", "seq_reoffer")},
                    at_least_one=("early_stop_round", "seq_round", "seq_recent_window"))
         check_bools(self, {n: n for n in ("early_stop", "seq_quiet_deploy", "indeterminate_rollback")})
         check_numbers(self, {n: n for n in ("alpha", "seq_alpha", "seq_beta", "seq_theta")})
@@ -344,12 +354,21 @@ class DecisionConfig:
         if self.seq_rollback_lead and self.rule != "sequential":
             raise ValueError("seq_rollback_lead decides the sequential test's truncation: set decision_rule: "
                              "sequential too")
+        if self.seq_innocent_pairs and self.seq_rollback_lead and not 0 < self.seq_max_pairs < self.seq_innocent_pairs:
+            raise ValueError(f"seq_innocent_pairs must be above seq_max_pairs (> 0), got {self.seq_innocent_pairs} "
+                             f"with seq_max_pairs={self.seq_max_pairs}")
         if self.early_stop and self.rule != "paper":
             raise ValueError("early_stop is exact only for decision_rule='paper'")
 
     @property
     def sequential(self) -> bool:
         return self.rule == "sequential"
+
+    @property
+    def reoffers(self) -> int:
+        """``seq_reoffer`` where it acts (the sequential rule holding additions innocent), else 0."""
+        on = self.rule == "sequential" and self.seq_rollback_lead and self.seq_innocent == "additions"
+        return self.seq_reoffer if on else 0
 
 
 @dataclass(frozen=True)
@@ -416,7 +435,8 @@ FLAT_ORDER = ("warmup", "coverage_size", "boundary_size", "fresh_size", "beta", 
               "reuse_old_results", "seq_extend_pairs", "seq_extend_margin", "seq_recent_pairs", "seq_recent_window",
               "eval_set", "panel_size", "panel_rotate", "panel_min_evals", "near_copy_inherit", "near_copy_anchor",
               "indeterminate_rollback", "seq_deploy_margin", "seq_quiet_deploy", "compare_on_broken_embeddings",
-              "on_evaluation_error", "seq_rollback_lead", "seq_innocent", "panel_order")
+              "on_evaluation_error", "seq_rollback_lead", "seq_innocent", "panel_order", "seq_innocent_pairs",
+              "seq_reoffer")
 _WHERE = {_RENAMED.get((g, f.name), f.name): (g, f.name) for g, cls in GROUPS.items() for f in fields(cls)}
 FLAT: dict[str, tuple[str | None, str]] = {k: _WHERE.get(k, (None, k)) for k in FLAT_ORDER}
 assert set(_WHERE) | {"warmup", "seed"} == set(FLAT_ORDER), "FLAT_ORDER lists every grouped field once"

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
-from .sequential import SPRT, AdaptiveCap, discordant, settled
+from .sequential import SPRT, AdaptiveCap, InnocentCap, discordant, settled
 
 Evaluator = Callable[[str, list], list]
 UNKNOWN = object()  # an old-memory outcome not measured yet (``known_old``)
@@ -148,6 +148,7 @@ def compare(
     known_old: list | None = None,
     extend_pairs: int = 0,
     extend_margin: int = 1,
+    innocent: bool = False,
 ) -> Comparison:
     """Compare ``old_text`` vs ``new_text`` on ``tasks`` (the evaluation entries, in order).
 
@@ -156,7 +157,8 @@ def compare(
     already known (``True``/``False``/``None``) or ``UNKNOWN``; known outcomes are reused instead of evaluated.
     ``extend_pairs`` > ``max_pairs`` > 0 (sequential rule only): the adaptive cap (``sequential.AdaptiveCap``): a
     comparison still close at ``max_pairs`` (new-minus-old discordant wins within ``extend_margin``) goes on, up to
-    ``extend_pairs`` tasks, until one memory leads by more than ``extend_margin``.
+    ``extend_pairs`` tasks, until one memory leads by more than ``extend_margin``. ``innocent`` (with
+    ``sprt.rollback_lead``): ``extend_pairs`` is the read-on cap of ``sequential.InnocentCap`` instead.
 
     Raises:
         EvaluationError: the evaluator raised or returned a wrong-length / non-boolean result.
@@ -172,7 +174,10 @@ def compare(
 
     try:
         if rule == "sequential":
-            cap = AdaptiveCap(max_pairs, extend_pairs, extend_margin) if extend_pairs > 0 and max_pairs > 0 else None
+            cap: AdaptiveCap | InnocentCap | None = None
+            if extend_pairs > 0 and max_pairs > 0:
+                cap = InnocentCap(max_pairs, extend_pairs) if innocent else AdaptiveCap(max_pairs, extend_pairs,
+                                                                                           extend_margin)
             return _sequential(ev, tasks, old_text, new_text, full, same, sprt or SPRT(), round_size, max_pairs,
                                known_old, cap)
         return _compare(ev, tasks, old_text, new_text, n, full, same, rule, alpha, min_margin, early_stop, round_size)
@@ -182,7 +187,7 @@ def compare(
 
 
 def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_size: int, max_pairs: int,
-                known_old: list | None = None, cap: AdaptiveCap | None = None) -> Comparison:
+                known_old: list | None = None, cap: AdaptiveCap | InnocentCap | None = None) -> Comparison:
     """The ``sequential`` rule (module docstring). Identical texts (with the C23 guard) are accepted unevaluated.
     Old-memory outcomes given in ``known_old`` are reused (not evaluated, not counted as calls). ``cap``: the
     adaptive cap (None: the fixed cap ``max_pairs``)."""
@@ -201,7 +206,7 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
         if cap is None:
             verdict = settled(test, w, ll, limit - k)
         else:
-            verdict = cap.stop(test, w, ll, k, n)
+            verdict = cap.stop(test, w, ll, k, n, *([_determinate(old_c, new_c)] if isinstance(cap, InnocentCap) else []))
         if verdict is not None or k >= top:
             break
         lo, hi = k, _round_end(k, round_size, limit, top, cap is not None)
@@ -218,6 +223,8 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
         verdict = test.truncated(w, ll)
     wald = test.verdict(w, ll) is not None
     crossed = wald or k < limit
+    if isinstance(cap, InnocentCap):  # the loss test decided: its own boundaries, not Wald's on discordant pairs
+        wald = crossed = cap.crossed(_determinate(old_c, new_c), ll)
     accept = verdict == "deploy"
     if accept and w < ll and not wald:  # seq_rollback_lead: the deployed memory leads, short of the roll-back lead
         reason = "sprt_truncated_no_evidence"
@@ -228,6 +235,11 @@ def _sequential(ev, tasks, old_text, new_text, full, same, test: SPRT, round_siz
     else:  # not worse, but short of the lead seq_deploy_margin asks for
         reason = "sprt_truncated_no_lead"
     return Comparison(accept, reason, old_c, new_c, k, spent, full, None, k < n)
+
+
+def _determinate(old_c: list, new_c: list) -> int:
+    """The tasks on which both memories had an outcome (not None)."""
+    return sum(1 for o, v in zip(old_c, new_c) if o is not None and v is not None)
 
 
 def _round_end(k: int, round_size: int, limit: int, top: int, capped: bool) -> int:

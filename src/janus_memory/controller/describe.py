@@ -64,6 +64,11 @@ class SequentialRule:
         dc = c.decision
         innocent = (f"deployed unless the old memory leads by {dc.seq_rollback_lead} tasks on the tasks read "
                     "(innocent until shown harmful)")
+        if dc.seq_innocent_pairs:
+            innocent = (f"deployed unless a test on the tasks it loses shows it harmful (at most "
+                        f"{dc.seq_innocent_pairs} tasks; innocent until shown harmful)")
+        if dc.reoffers:
+            innocent += f", its lines offered again at most {dc.seq_reoffer} times when rolled back"
         if dc.seq_rollback_lead and dc.seq_innocent == "all":
             end = f"then {innocent}"
         elif dc.seq_deploy_margin:

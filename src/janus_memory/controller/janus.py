@@ -11,11 +11,8 @@ Usage::
     if not d.accept:
         updater.rollback(snapshot)
 
-This module holds the controller: the step logic (warm-up, trigger, decision), the reuse of measured outcomes
-(``reuse_old_results``, near copies) and its state (state_dict()/load_state_dict()). Its parts live next to it and are
-re-exported here: JanusConfig in ``config.py``, StepInput / Decision / task_id_of in ``step.py``, the evaluation set in
-``strategy.py`` (and its implementations), the comparison and its counters in ``comparison.py``, the tasks' stored
-form in ``state.py``.
+This module holds the step logic, the reuse of measured outcomes and the state; its parts live next to it (config.py,
+step.py, strategy.py, comparison.py, state.py, reoffer.py).
 """
 from __future__ import annotations
 
@@ -32,6 +29,7 @@ from .decision_rules import UNKNOWN, Comparison
 from .equivalence import COUNTER_BOOKKEEPING, COUNTER_INLINE, DEFAULT_BOOKKEEPING, trivially_equal
 from .evalset import EmbeddingStore, decode_array, encode_array
 from .panel_set import touched_first
+from .reoffer import ReofferBook, after_step
 from .sequential import discordant
 from .state import STATE_FORMAT, default_task_to_dict, tasks_from_state
 from .step import Decision, StepInput, task_id_of
@@ -101,6 +99,7 @@ class Janus:
         self._anchor_sha: str | None = None  # near_copy_anchor: the last fully compared memory (_anchored)
         self._anchor_text: str | None = None
         self._saved: dict | None = None  # decide()'s saved state while it runs (_save)
+        self._book = ReofferBook(c.decision.reoffers)  # seq_reoffer: rolled-back additions to offer again
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -185,7 +184,7 @@ class Janus:
                 "warmup_initialized": self._warmup_initialized, "momentum": self._momentum,
                 "stats": dict(self._stats), "old_key": self._old_key, "old_cache": dict(self._old_cache),
                 "recent_close": list(self._recent_close), "anchor": (self._anchor_sha, self._anchor_text),
-                "selective": self._selective.state_dict(), "evalset": None}
+                "selective": self._selective.state_dict(), "evalset": None, "book": self._book.state_dict()}
 
     def _save_evalset(self) -> None:
         """Keep the evaluation set's state before this step changes it (once per step)."""
@@ -206,6 +205,7 @@ class Janus:
         self._old_key, self._old_cache, self._recent_close = saved["old_key"], saved["old_cache"], saved["recent_close"]
         self._anchor_sha, self._anchor_text = saved["anchor"]
         self._selective.load_state_dict(saved["selective"])
+        self._book.load_state_dict(saved["book"])
         if saved["evalset"] is not None:
             self._evalset.load_state_dict(saved["evalset"], self._store.n, self._trigger_count)
 
@@ -284,10 +284,13 @@ class Janus:
                      momentum_norm=None if prev is None else exact_norm(prev), warnings=warnings,
                      trigger_signals=signals)
         self._direction = z
+        innocent = not self._book.blocks(inp.old_memory, inp.new_memory)
         try:
             self._act(d, fire, inp.old_memory, inp.new_memory)
         finally:
             self._direction = None
+        if c.decision.reoffers:
+            after_step(self, d, inp.old_memory, inp.new_memory, innocent)
         d.trigger_count = self._trigger_count
         self._momentum = momentum_update(prev, z, c.trigger.beta)
         if c.trigger.kind == "selective":
@@ -304,9 +307,7 @@ class Janus:
 
     def _bookkeeping(self) -> tuple:
         """(line patterns, in-line patterns) that skip_trivially_equal ignores (equivalence.py)."""
-        if self.config.reuse.ignore_usage_counters:
-            return COUNTER_BOOKKEEPING, COUNTER_INLINE
-        return DEFAULT_BOOKKEEPING, ()
+        return (COUNTER_BOOKKEEPING, COUNTER_INLINE) if self.config.reuse.ignore_usage_counters else (DEFAULT_BOOKKEEPING, ())
 
     def _gate(self, old_text: str, new_text: str) -> bool:
         """The text gate of ``gate_full_compare`` / ``gate_compare``: the selective trigger's item gate (retention_min,
@@ -393,7 +394,8 @@ class Janus:
         if c.decision.seq_recent_pairs and max_pairs is None and not full and any(self._recent_close):
             base = c.decision.seq_recent_pairs  # a close comparison among the last seq_recent_window: the bigger budget
         comp = run_comparison(self.evaluator, c, d, [self._tasks[i] for i in entries], old_text,
-                              new_text, self._stats, full=full, max_pairs=max_pairs, known_old=known, base_pairs=base)
+                              new_text, self._stats, full=full, max_pairs=max_pairs, known_old=known, base_pairs=base,
+                              innocent_ok=not self._book.blocks(old_text, new_text))
         if comp is not None and c.reuse.old_results:
             self._remember(entries, comp, new_text, inherit)
         if comp is not None and c.decision.seq_recent_pairs and not full and max_pairs is None and comp.calls_full:
@@ -504,6 +506,8 @@ class Janus:
                                     "results": [[i, v] for i, v in sorted(self._old_cache.items())]}
         if self.config.decision.seq_recent_pairs:  # only then, as old_results
             extra["recent_close"] = list(self._recent_close)
+        if self.config.decision.reoffers:  # only then, as old_results
+            extra["reoffer"] = self._book.state_dict()
         if self.config.reuse.near_copy_anchor:  # only then, as old_results; the text only while another memory is deployed
             extra["near_copy_anchor"] = {
                 "sha256": self._anchor_sha,
@@ -573,6 +577,7 @@ class Janus:
         fresh._old_key = old.get("sha256")
         fresh._old_cache = {int(i): bool(v) for i, v in old.get("results", [])}
         fresh._recent_close = [bool(v) for v in state.get("recent_close", [])]
+        fresh._book.load_state_dict(state.get("reoffer"))
         anchor = state.get("near_copy_anchor") or {}
         sha, text = anchor.get("sha256"), anchor.get("text")
         if not (sha is None or isinstance(sha, str)) or not (text is None or isinstance(text, str)):
@@ -585,14 +590,9 @@ class Janus:
         self.__dict__.update(fresh.__dict__)
 
     @classmethod
-    def from_state_dict(
-        cls,
-        state: dict,
-        evaluator: Callable[[str, list], list] | None = None,
-        *,
-        task_to_dict: Callable[[Any], dict] | None = None,
-        task_from_dict: Callable[[dict], Any] | None = None,
-    ):
+    def from_state_dict(cls, state: dict, evaluator: Callable[[str, list], list] | None = None, *,
+                        task_to_dict: Callable[[Any], dict] | None = None,
+                        task_from_dict: Callable[[dict], Any] | None = None):
         """Build a controller from :meth:`state_dict` output."""
         j = cls(JanusConfig.from_dict(state["config"]), evaluator,
                 task_to_dict=task_to_dict, task_from_dict=task_from_dict)

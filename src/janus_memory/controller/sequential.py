@@ -197,3 +197,54 @@ class AdaptiveCap:
         if d + left < -self.margin and not test.quiet_tie(wins, losses):
             return "rollback"
         return settled(test, wins, losses, top - k)
+
+
+@dataclass(frozen=True)
+class InnocentCap:
+    """The test of an innocent candidate under ``seq_innocent_pairs``: Wald's SPRT on the tasks the candidate loses
+    (the deployed memory right, the candidate wrong), read one task at a time, at most ``top`` tasks.
+
+    A line that only adds harmless knowledge loses a task now and then through noise (H0: a loss rate of ``p0``); a
+    planted instruction that spoils answers loses many (H1: ``p1``). Per task the log-likelihood ratio of H1 to H0
+    moves by ``log(p1 / p0)`` on a loss and ``log((1 - p1) / (1 - p0))`` otherwise (a win counts as no loss: a line
+    that fixes some answers and spoils many is still harmful). Roll back at ``log((1 - beta) / alpha)``, deploy at
+    ``log(beta / (1 - alpha))``; at ``top`` (or when the planned tasks run out) roll back iff the ratio is above 0.
+    ``alpha`` bounds the share of harmless additions rolled back per offer (``seq_reoffer`` offers them again),
+    ``beta`` that of planted lines with loss rate ``p1`` deployed. The constants are chosen for the measured case
+    (an evaluator right on 80% of tasks, 10% noise: a harmless line loses 9% of tasks, a line that spoils half the
+    answers 40%; docs/measurements.md, "Planted additions"). Curtailment is Wald's: it stops at a boundary."""
+
+    base: int
+    top: int
+    p0: float = 0.1
+    p1: float = 0.35
+    alpha: float = 0.05
+    beta: float = 0.05
+
+    def __post_init__(self):
+        if not 0 < self.base < self.top:
+            raise ValueError(f"seq_innocent_pairs needs 0 < seq_max_pairs < seq_innocent_pairs, got {self.base}, "
+                             f"{self.top}")
+
+    def llr(self, k: int, losses: int) -> float:
+        """The log-likelihood ratio of H1 (harmful) to H0 (harmless) after ``k`` tasks with ``losses`` lost."""
+        return losses * math.log(self.p1 / self.p0) + (k - losses) * math.log((1 - self.p1) / (1 - self.p0))
+
+    def stop(self, test: SPRT, wins: int, losses: int, k: int, n: int, determinate: int | None = None) -> str | None:
+        """The outcome after ``k`` of ``n`` planned tasks if the comparison stops here, else None (continue).
+        ``determinate``: the tasks among the ``k`` on which both memories had an outcome (an indeterminate one, None,
+        casts no vote; default ``k``). ``test`` is not read: this rule replaces the discordant-pair test for the
+        candidates it holds innocent."""
+        v = self.llr(k if determinate is None else determinate, losses)
+        if v >= math.log((1 - self.beta) / self.alpha):
+            return "rollback"
+        if v <= math.log(self.beta / (1 - self.alpha)):
+            return "deploy"
+        if k >= min(n, self.top):
+            return "rollback" if v > 0 else "deploy"
+        return None
+
+    def crossed(self, k: int, losses: int) -> bool:
+        """A boundary decided (not the truncation)."""
+        v = self.llr(k, losses)
+        return v >= math.log((1 - self.beta) / self.alpha) or v <= math.log(self.beta / (1 - self.alpha))

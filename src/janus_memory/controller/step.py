@@ -63,13 +63,15 @@ class Decision:
     trigger_count: int = 0
     warnings: list[str] = field(default_factory=list)
     trigger_signals: dict = field(default_factory=dict)
+    reoffer: dict = field(default_factory=dict)  # seq_reoffer: an earlier rolled-back addition offered again (reoffer.py)
 
     def to_dict(self) -> dict:
-        """All fields; ``trigger_signals`` only when a trigger produced some (the selective trigger), so decision
-        logs of the other triggers keep their format."""
+        """All fields; ``trigger_signals`` and ``reoffer`` only when set (the selective trigger; ``seq_reoffer``), so
+        decision logs of the other settings keep their format."""
         d = dataclasses.asdict(self)
-        if not d["trigger_signals"]:
-            del d["trigger_signals"]
+        for key in ("trigger_signals", "reoffer"):
+            if not d[key]:
+                del d[key]
         return d
 
 

@@ -117,7 +117,8 @@ def guard_config(preset: str | JanusConfig, n_history: int) -> JanusConfig:
     ``"always"`` (the default): the paper's evaluation set and rule, compared at every update (the paper's
     *Always* ablation), warm-up = the probes. ``"paper"``: ``JanusConfig.paper()`` with its warm-up set to the
     probes (the MMT trigger compares only when an update turns against the recent ones; the first update after the
-    history never compares). ``"recommended"``: ``JanusConfig.recommended()`` as it stands, warm-up = the probes. A
+    history never compares). ``"recommended"``: ``JanusConfig.recommended()`` as it stands, warm-up = the probes,
+    without offering dropped writes again (``seq_reoffer=0``: the guard has no way to stage them anew). A
     ``JanusConfig`` is used as given (its warm-up too: updates inside it are committed without comparison)."""
     if isinstance(preset, JanusConfig):
         return preset
@@ -126,7 +127,7 @@ def guard_config(preset: str | JanusConfig, n_history: int) -> JanusConfig:
     if preset == "paper":
         return JanusConfig.paper().replace(warmup=n_history)
     if preset == "recommended":
-        return JanusConfig.recommended().replace(warmup=n_history)
+        return JanusConfig.recommended(seq_reoffer=0).replace(warmup=n_history)
     raise ValueError(f"preset must be 'always', 'paper', 'recommended' or a JanusConfig, got {preset!r}")
 
 

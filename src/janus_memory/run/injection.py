@@ -77,6 +77,12 @@ class Proposer:
     def memory_text(self) -> str:  # GuardedUpdate checks a rollback with it
         return self.updater.memory_text()
 
+    def load_memory_text(self, text: str) -> object:  # GuardedUpdate applies a deployed re-offer with it
+        return self.updater.load_memory_text(text)
+
+    def load_snapshot(self, snap: dict) -> None:  # and puts the state back when the updater cannot hold the text
+        self.updater.load_snapshot(snap)
+
     def step(self, task):
         out = self.updater.step(task)
         kind = self.plan.get(self._step)

@@ -59,12 +59,24 @@ class _Method:
     usage: Any = None  # this method's own UsageMeter (a scope of the run's client meter, llm/usage.py)
 
 
+def takes_memory_text(updater: Any) -> bool:
+    """The updater can load a memory text (``load_memory_text`` overridden): a re-offer deployed by the controller
+    (``JanusConfig.seq_reoffer``) can be applied to it; otherwise the run's controller offers nothing again."""
+    from ..updaters.base import Updater
+
+    load = getattr(type(updater), "load_memory_text", None)
+    return load is not None and load is not Updater.load_memory_text
+
+
 def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | None) -> _Method:
     from ..controller import Janus
 
     upd = ctx.make_updater(ctx.namespace_of(with_janus))  # paper preset: the +Janus twin's own samples
     evaluator = ctx.make_evaluator(upd)  # the run's replay mode and salt (build.Context)
-    m = _Method(name, upd, evaluator, Janus(ctx.settings.janus_config(), evaluator) if with_janus else None)
+    jc = ctx.settings.janus_config()
+    if jc.decision.reoffers and not takes_memory_text(upd):  # an offer it could not apply would be paid for nothing
+        jc = jc.replace(seq_reoffer=0)
+    m = _Method(name, upd, evaluator, Janus(jc, evaluator) if with_janus else None)
     if resume is not None:
         m.start, state = resume
         upd.load_snapshot(state["updater"])
@@ -119,6 +131,9 @@ def _decide(m: _Method, guard, proposer, task, snap) -> tuple[Any, dict, bool]:
         m.counters["accepts" if d.accept else "rollbacks"] += 1
     elif d.reason == "trivially_equal":  # JanusConfig.skip_trivially_equal: accepted without evaluation
         m.counters["trivially_equal"] = m.counters.get("trivially_equal", 0) + 1
+    if d.reoffer:  # JanusConfig.seq_reoffer: a rolled-back addition offered again (its calls are in the step's)
+        for key, on in (("reoffers", True), ("reoffers_deployed", d.reoffer.get("applied", False))):
+            m.counters[key] = m.counters.get(key, 0) + int(bool(on))
     return out, decision, bool(d.accept)
 
 
