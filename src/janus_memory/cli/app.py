@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 
 from ..errors import JanusError, printable
 from . import signals as cli_signals
@@ -71,11 +72,28 @@ def _dispatch(args, console):
 
 def main(argv: list[str] | None = None) -> int:
     guard = GuardedStdout.install()  # a closed or unwritable stdout ends as a closed pipe does (cli/closing)
+    shown = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
         return _main(argv)
     finally:
+        warnings.showwarning = shown
         guard.uninstall()
         reset_stdout_problem()
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning of this package is one ``warning: ...`` line on stderr (the message is written for the user; the
+    source file and line of Python's format are not); a library's warning keeps Python's format."""
+    ours = os.path.abspath(filename).startswith(_PACKAGE + os.sep)
+    text = f"warning: {message}\n" if ours else warnings.formatwarning(message, category, filename, lineno, line)
+    try:
+        (file if file is not None else sys.stderr).write(text)
+    except (OSError, ValueError):  # stderr closed: a warning is not worth a crash
+        pass
 
 
 def _main(argv: list[str] | None) -> int:
