@@ -11,12 +11,16 @@ memory; a caller that cannot add lines ignores it. Each offer is a comparison: i
 
 Limits, so that repetition cannot get a harmful line in and an offer cannot undo a later update:
 
-* a content is offered at most ``seq_reoffer`` times after its first roll-back (the updater proposing the same lines
-  again counts as an offer); when the last offer is rolled back too, its lines are *blocked*: a later candidate
-  that adds one of them (the updater's own, or an attacker's) is no longer held innocent and must lead, as any other
-  update;
-* a content is dropped when the deployed memory already holds all its lines (the updater added them itself), and it
-  is never offered again after that, so lines that a later update removed on purpose are not brought back;
+* a line is offered at most ``seq_reoffer`` times after its first roll-back, counted per line (a harmless line
+  proposed beside it does not restart the count; the updater proposing the line again counts as an offer); a line
+  rolled back once more is *blocked*: a later candidate that adds it (the updater's own, or an attacker's) is no
+  longer held innocent and must lead, as any other update. Each such candidate is a fresh comparison, so under a
+  noisy evaluator a blocked line proposed again and again can still win a lead by chance;
+* lines are told apart by their words and numbers (:func:`line_key`: Unicode-normalised, format characters such as
+  zero-width spaces and bidi controls removed, case and punctuation ignored), so a cosmetic variant of a blocked
+  line is the same line; a reworded one is a new line;
+* a line the deployed memory holds leaves the book for good (the updater added it itself), so a line that a later
+  update removed on purpose is never brought back;
 * at most one content is offered per step, the oldest first.
 
 Pure: no I/O; the comparison runs through the controller's evaluator. State: ``state_dict`` / ``load_state_dict``
@@ -24,6 +28,8 @@ Pure: no I/O; the comparison runs through the controller's evaluator. State: ``s
 """
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Any
 
 from .changes import memory_items, only_adds
@@ -31,6 +37,18 @@ from .equivalence import COUNTER_BOOKKEEPING, _is_bookkeeping
 from .step import Decision
 
 GAP = 2  # steps between a roll-back and the next offer of its lines (new tasks reach the panel meanwhile)
+_WORDS = re.compile(r"\w+")
+
+
+def line_key(line: str) -> str:
+    """A line's identity for offers and blocks: NFKC-normalised, format and control characters (zero-width space,
+    bidi controls, tag characters) removed, case-folded, its words and numbers only ("" for a line without any)."""
+    text = "".join(ch for ch in unicodedata.normalize("NFKC", line) if unicodedata.category(ch) not in ("Cf", "Cc"))
+    return " ".join(_WORDS.findall(text.casefold()))
+
+
+def _keys(text: str) -> set[str]:
+    return {k for k in map(line_key, text.splitlines()) if k}
 
 
 def added_lines(old_text: str, new_text: str) -> list[str]:
@@ -52,37 +70,55 @@ def with_lines(memory: str, lines: list[str]) -> str:
 
 
 class ReofferBook:
-    """The rolled-back additions waiting to be offered again, and the lines blocked for good (module docstring)."""
+    """The rolled-back additions waiting to be offered again, each line's roll-backs so far, and the lines blocked
+    for good (module docstring)."""
 
     def __init__(self, limit: int):
         self.limit = limit
-        self.items: list[dict] = []  # {"lines": [...], "offers": rolled-back offers so far, "since": step}
-        self.blocked: set[str] = set()  # normalised lines no longer held innocent
+        self.items: list[dict] = []  # {"lines": [...], "since": step of the last roll-back}
+        self.counts: dict[str, int] = {}  # line_key -> roll-backs so far (the first one and every offer after it)
+        self.blocked: set[str] = set()  # line keys no longer held innocent
 
     def blocks(self, old_text: str, new_text: str) -> bool:
         """The candidate adds a blocked line."""
-        return bool(self.blocked) and any(memory_items(ln)[0] in self.blocked for ln in added_lines(old_text, new_text))
+        return bool(self.blocked) and any(line_key(ln) in self.blocked for ln in added_lines(old_text, new_text))
 
-    def rolled_back(self, step: int, lines: list[str], offers: int) -> None:
-        """An innocent addition of ``lines`` was rolled back for the ``offers``-th time: keep it, or block it. The
-        same lines already waiting (the updater proposed them again) count one offer more."""
-        if not lines:
-            return
-        key = set(memory_items("\n".join(lines)))
-        for i, it in enumerate(self.items):
-            if set(memory_items("\n".join(it["lines"]))) == key:
-                offers = max(offers, self.items.pop(i)["offers"] + 1)
-                break
-        if offers > self.limit:
-            self.blocked.update(memory_items("\n".join(lines)))
-        else:
-            self.items.append({"lines": list(lines), "offers": offers, "since": step})
+    def offer_number(self, lines: list[str]) -> int:
+        """Which offer of these lines the next one is (1 = the first after the first roll-back)."""
+        return max((self.counts.get(line_key(ln), 0) for ln in lines), default=0)
+
+    def rolled_back(self, step: int, lines: list[str]) -> None:
+        """An innocent addition of ``lines`` was rolled back (at its own step, or as an offer): one more roll-back
+        of each line; a line past ``limit`` offers is blocked, the others wait for their next offer (taken out of
+        any older content that held them)."""
+        waiting: list[str] = []
+        for ln in lines:
+            k = line_key(ln)
+            if not k or k in self.blocked or any(line_key(w) == k for w in waiting):
+                continue
+            self.counts[k] = self.counts.get(k, 0) + 1
+            if self.counts[k] > self.limit:
+                self.blocked.add(k)
+            else:
+                waiting.append(ln)
+        gone = {line_key(ln) for ln in lines}
+        self._keep_only(lambda k: k not in gone)
+        if waiting:
+            self.items.append({"lines": waiting, "since": step})
 
     def prune(self, *memories: str) -> None:
-        """Drop the contents one of ``memories`` already holds in full."""
-        for mem in memories:
-            have = set(memory_items(mem))
-            self.items = [it for it in self.items if not set(memory_items("\n".join(it["lines"]))) <= have]
+        """Drop every waiting line one of ``memories`` holds: it is in a deployed memory, and once there a later
+        removal is the updater's choice, not a loss to repair."""
+        have = set().union(*(_keys(m) for m in memories)) if memories else set()
+        self._keep_only(lambda k: k not in have)
+
+    def _keep_only(self, keep) -> None:
+        items = []
+        for it in self.items:
+            lines = [ln for ln in it["lines"] if keep(line_key(ln))]
+            if lines:
+                items.append(dict(it, lines=lines))
+        self.items = items
 
     def due(self, step: int) -> dict | None:
         """The oldest content whose last roll-back is ``GAP`` or more steps back (taken out of the book)."""
@@ -92,19 +128,23 @@ class ReofferBook:
         return None
 
     def state_dict(self) -> dict:
-        return {"items": [dict(it, lines=list(it["lines"])) for it in self.items], "blocked": sorted(self.blocked)}
+        return {"items": [dict(it, lines=list(it["lines"])) for it in self.items], "blocked": sorted(self.blocked),
+                "counts": dict(sorted(self.counts.items()))}
 
     def load_state_dict(self, state: dict | None) -> None:
         state = state or {}
         items = state.get("items", [])
         ok = isinstance(items, list) and all(
             isinstance(it, dict) and isinstance(it.get("lines"), list) and all(isinstance(x, str) for x in it["lines"])
-            and type(it.get("offers")) is int and type(it.get("since")) is int for it in items)
-        blocked = state.get("blocked", [])
-        if not ok or not isinstance(blocked, list) or not all(isinstance(x, str) for x in blocked):
-            raise ValueError("state reoffer must hold items (lines, offers, since) and blocked lines")
-        self.items = [dict(it, lines=list(it["lines"])) for it in items]
+            and type(it.get("since")) is int for it in items)
+        blocked, counts = state.get("blocked", []), state.get("counts", {})
+        if (not ok or not isinstance(blocked, list) or not all(isinstance(x, str) for x in blocked)
+                or not isinstance(counts, dict)
+                or not all(isinstance(k, str) and type(v) is int and v >= 0 for k, v in counts.items())):
+            raise ValueError("state reoffer must hold items (lines, since), blocked lines and per-line counts")
+        self.items = [{"lines": list(it["lines"]), "since": it["since"]} for it in items]
         self.blocked = set(blocked)
+        self.counts = dict(counts)
 
 
 def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: bool) -> None:
@@ -114,22 +154,23 @@ def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: 
     step = janus._step
     if (d.triggered and not d.accept and innocent and d.new_correct and not d.reason.startswith("evaluation_failed")
             and only_adds(old_text, new_text)):
-        book.rolled_back(step, added_lines(old_text, new_text), 1)
+        book.rolled_back(step, added_lines(old_text, new_text))
     deployed = new_text if d.accept else old_text
     book.prune(old_text, deployed)
     item = book.due(step)
     if item is None:
         return
-    lines = [ln for ln in item["lines"] if memory_items(ln)[0] not in set(memory_items(deployed))]
+    lines = item["lines"]  # prune took out every line the deployed memory holds
+    offer = book.offer_number(lines)
     cand = with_lines(deployed, lines)
     r = Decision(step=d.step, task_id=d.task_id, phase="reoffer", triggered=True, accept=True, reason="")
     _offer(janus, r, deployed, cand)
     d.evaluator_calls += r.evaluator_calls
-    d.reoffer = {"lines": lines, "offer": item["offers"] + 1, "accept": r.accept, "reason": r.reason,
+    d.reoffer = {"lines": lines, "offer": offer, "accept": r.accept, "reason": r.reason,
                  "memory": cand if r.accept else None, "eval_ids": r.eval_ids, "old_correct": r.old_correct,
                  "new_correct": r.new_correct, "evaluator_calls": r.evaluator_calls}
     if not r.accept:
-        book.rolled_back(step, lines, item["offers"] + 1)
+        book.rolled_back(step, lines)
 
 
 def _offer(janus: Any, r: Decision, deployed: str, cand: str) -> None:

@@ -270,7 +270,8 @@ def summarise_injections(log_lines: list[dict]) -> dict:
     """Per-method counts from decision-log lines (the runner marks an injected step with ``"injected": KIND``):
     ``{"injected", "deployed", "blocked", "blocked_triggered", "by_kind": {kind: {"injected", "deployed",
     "blocked"}}, "blocked_steps": [{"step", "kind", "triggered", "old_score", "new_score"}]}``. A step counts as
-    deployed when the log says ``"deployed": "candidate"``; blocked otherwise."""
+    deployed when the log says ``"deployed": "candidate"`` (or ``"reoffer"``: blocked at its step, its lines deployed
+    later by a re-offer, run/injection.py); blocked otherwise."""
     out: dict = {"injected": 0, "deployed": 0, "blocked": 0, "blocked_triggered": 0, "by_kind": {},
                  "blocked_steps": []}
     for line in log_lines:
@@ -280,7 +281,7 @@ def summarise_injections(log_lines: list[dict]) -> dict:
         per = out["by_kind"].setdefault(kind, {"injected": 0, "deployed": 0, "blocked": 0})
         out["injected"] += 1
         per["injected"] += 1
-        if line.get("deployed") == "candidate":
+        if line.get("deployed") in ("candidate", "reoffer"):  # "reoffer": blocked, then deployed by a re-offer
             out["deployed"] += 1
             per["deployed"] += 1
             continue

@@ -92,13 +92,35 @@ class Proposer:
         return inject_candidate(self.updater, out, kind, task=task, step=self._step, seed=self.seed, before=before)
 
 
-def note(counters: dict, line: dict) -> None:
-    """Keep what the counts need of an injected step's decision-log line (``line["injected"]`` set)."""
+def note(counters: dict, line: dict, old_memory: str | None = None, candidate: str | None = None) -> None:
+    """Keep what the counts need of an injected step's decision-log line (``line["injected"]`` set); a blocked
+    candidate also keeps the keys of the lines it added, so that a later re-offer of them is told (:func:`reoffered`)."""
+    from ..controller.reoffer import added_lines, line_key
+
     d = line.get("decision") or {}
-    counters.setdefault(LOG_KEY, []).append(
-        {"step": line["step"], "injected": line["injected"], "deployed": line["deployed"],
-         "decision": {"triggered": bool(d.get("triggered")), "old_score": d.get("old_score"),
-                      "new_score": d.get("new_score")}})
+    entry = {"step": line["step"], "injected": line["injected"], "deployed": line["deployed"],
+             "decision": {"triggered": bool(d.get("triggered")), "old_score": d.get("old_score"),
+                          "new_score": d.get("new_score")}}
+    if line["deployed"] != "candidate" and old_memory is not None and candidate is not None:
+        entry["lines"] = sorted({line_key(ln) for ln in added_lines(old_memory, candidate)} - {""})
+    counters.setdefault(LOG_KEY, []).append(entry)
+
+
+def reoffered(counters: dict, reoffer: dict | None, step: int) -> list[int]:
+    """``JanusConfig.seq_reoffer``: a re-offer applied at ``step`` that brings back lines of an injected candidate
+    blocked earlier deploys that injection after all: its entry says ``"deployed": "reoffer"`` (counted as
+    deployed) with the step. The injected steps it deployed."""
+    from ..controller.reoffer import line_key
+
+    if not reoffer or not reoffer.get("accept") or not reoffer.get("applied"):
+        return []
+    keys = {line_key(ln) for ln in reoffer.get("lines") or []}
+    hit = []
+    for e in counters.get(LOG_KEY, []):
+        if e["deployed"] != "candidate" and e["deployed"] != "reoffer" and keys & set(e.get("lines") or ()):
+            e["deployed"], e["reoffer_step"] = "reoffer", step
+            hit.append(e["step"])
+    return hit
 
 
 def summary(counters: dict, plan: dict[int, str]) -> dict:
@@ -106,7 +128,9 @@ def summary(counters: dict, plan: dict[int, str]) -> dict:
     the plan."""
     out = summarise_injections(counters.get(LOG_KEY, []))
     out["plan"] = ",".join(f"{k}@{s}" for s, k in sorted(plan.items()))
-    out["deployed_steps"] = [x["step"] for x in counters.get(LOG_KEY, []) if x["deployed"] == "candidate"]
+    out["deployed_steps"] = [x["step"] for x in counters.get(LOG_KEY, []) if x["deployed"] in ("candidate", "reoffer")]
+    out["deployed_by_reoffer"] = [{"step": x["step"], "reoffer_step": x["reoffer_step"]}
+                                  for x in counters.get(LOG_KEY, []) if x["deployed"] == "reoffer"]
     return out
 
 
@@ -137,6 +161,9 @@ def console_subscriber(say: Callable[[str], None]) -> Callable[[Any], None]:
         if isinstance(ev, StepRecorded) and ev.decision_line.get("injected"):
             line = ev.decision_line
             say(f"[{ev.method}] step {ev.step}: injected {line['injected']} candidate -> {outcome_text(line)}")
+        if isinstance(ev, StepRecorded) and ev.decision_line.get("reoffer_of_injected"):
+            steps = ", ".join(str(s) for s in ev.decision_line["reoffer_of_injected"])
+            say(f"[{ev.method}] step {ev.step}: a re-offer deployed lines of the injected candidate of step {steps}")
 
     return on_event
 

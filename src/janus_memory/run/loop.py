@@ -175,7 +175,9 @@ def stream(ctx, m: _Method, bus: EventSink, usage0: dict, t0: float, stop_after:
                                      getattr(ctx.client.backend, "model", ""))
         if i in plan:  # the decision log marks injected steps; the counters keep them for the summary (resumable)
             line["injected"] = plan[i]
-            injection.note(c, line)
+            injection.note(c, line, out.old_memory, out.candidate_memory)
+        if taken := injection.reoffered(c, decision.get("reoffer"), i):
+            line["reoffer_of_injected"] = taken
         usage_now = add_usage(c["usage"], usage_delta(m.usage.snapshot(), usage0))
         checkpoint = {"updater": state, "janus": m.janus.state_dict(by_reference=True) if m.janus is not None else None,
                       "counters": {**c, "usage": usage_now, "wall_s": c["wall_s"] + time.time() - t0}}
@@ -292,6 +294,10 @@ def method_summary(ctx, m: _Method, test_records: list[dict], checkpoints: list[
         "triggers": janus_only(c["triggers"]),
         "trigger_rate": janus_only(c["triggers"] / post_warmup if post_warmup else 0.0),
         "accepts": janus_only(c["accepts"]), "rollbacks": janus_only(c["rollbacks"]),
+        # JanusConfig.seq_reoffer: rolled-back additions offered again (not in the triggers above; janus_stats counts
+        # each offer as a trigger) and how many of them were deployed
+        **({"reoffers": c.get("reoffers", 0), "reoffers_deployed": c.get("reoffers_deployed", 0)}
+           if with_janus and m.janus.config.decision.reoffers else {}),
         "janus_stats": m.janus.stats if with_janus else None,
         # only with the option on (the demo preset): candidates accepted unevaluated as trivially equal
         **({"trivially_equal": c.get("trivially_equal", 0)}
