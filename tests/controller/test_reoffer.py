@@ -90,6 +90,41 @@ def test_a_harmless_line_that_noise_rolled_back_is_offered_again_and_kept():
     assert offers[0].evaluator_calls >= offers[0].reoffer["evaluator_calls"] > 0  # the offer's calls are counted
 
 
+class _IgnoresOffers(Stream):
+    def step(self, i):  # a loop of one's own that forgets decision.reoffer
+        new = self.candidate(i)
+        q, o, n = ENC.encode([self.tasks[i]["question"], self.memory, new])
+        d = self.janus.decide(StepInput(self.tasks[i], q, self.memory, new, o, n))
+        self.memory = new if d.accept else self.memory
+        self.decisions.append(d)
+        return d
+
+
+@pytest.mark.parametrize("loop", [Stream, _IgnoresOffers])
+def test_a_loop_that_does_not_deploy_an_accepted_offer_is_told_at_the_next_step(loop):
+    rule = "Rule: the item 3 fee is 7 dollars."
+    first: dict = {}
+
+    def bad(mem, t):
+        if rule in mem and not first:
+            first["memory"] = mem
+        return mem == first.get("memory")
+
+    s = loop(extra={25: rule}, bad=bad).run(40)
+    offer = next(d for d in s.decisions if d.reoffer)
+    assert offer.reoffer["accept"] and offer.reoffer["offer"] == 1
+    after = s.decisions[s.decisions.index(offer) + 1]
+    told = [w for w in after.warnings if "re-offered and deployed" in w]
+    if loop is Stream:
+        assert told == [] and rule in s.memory
+    else:
+        assert told == [f"the lines re-offered and deployed at step {offer.step} are not in the old memory given now "
+                        "(1 of 1 missing): deploy decision.reoffer['memory'] after an accepted offer (GuardedUpdate "
+                        "does, through updater.load_memory_text)"]
+        assert all("re-offered and deployed" not in w for d in s.decisions[s.decisions.index(offer) + 2:]
+                   for w in d.warnings)  # said once
+
+
 @pytest.mark.parametrize("mode", ["flip", "harmonly"])
 def test_a_planted_line_never_gets_in_by_repetition(mode):
     """The plant is offered by the controller until its offers run out, then proposed by the updater at every other

@@ -78,6 +78,7 @@ class ReofferBook:
         self.items: list[dict] = []  # {"lines": [...], "since": step of the last roll-back}
         self.counts: dict[str, int] = {}  # line_key -> roll-backs so far (the first one and every offer after it)
         self.blocked: set[str] = set()  # line keys no longer held innocent
+        self.expect: dict | None = None  # the offer deployed last step: {"step", "lines"}, checked on the next old memory
 
     def blocks(self, old_text: str, new_text: str) -> bool:
         """The candidate adds a blocked line."""
@@ -129,7 +130,8 @@ class ReofferBook:
 
     def state_dict(self) -> dict:
         return {"items": [dict(it, lines=list(it["lines"])) for it in self.items], "blocked": sorted(self.blocked),
-                "counts": dict(sorted(self.counts.items()))}
+                "counts": dict(sorted(self.counts.items())),
+                **({"expect": {"step": self.expect["step"], "lines": list(self.expect["lines"])}} if self.expect else {})}
 
     def load_state_dict(self, state: dict | None) -> None:
         state = state or {}
@@ -145,6 +147,12 @@ class ReofferBook:
         self.items = [{"lines": list(it["lines"]), "since": it["since"]} for it in items]
         self.blocked = set(blocked)
         self.counts = dict(counts)
+        expect = state.get("expect")
+        if expect is not None and not (isinstance(expect, dict) and type(expect.get("step")) is int
+                                       and isinstance(expect.get("lines"), list)
+                                       and all(isinstance(x, str) for x in expect["lines"])):
+            raise ValueError("state reoffer's expect must hold a step and lines")
+        self.expect = {"step": expect["step"], "lines": list(expect["lines"])} if expect else None
 
 
 def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: bool) -> None:
@@ -152,6 +160,14 @@ def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: 
     oldest due content once on the memory deployed now (module docstring)."""
     book: ReofferBook = janus._book
     step = janus._step
+    if book.expect is not None:  # the offer deployed at the last step: the caller was to add its lines
+        missing = [ln for ln in book.expect["lines"] if line_key(ln) not in _keys(old_text)]
+        if missing:
+            d.warnings.append(f"the lines re-offered and deployed at step {book.expect['step']} are not in the old "
+                              f"memory given now ({len(missing)} of {len(book.expect['lines'])} missing): deploy "
+                              "decision.reoffer['memory'] after an accepted offer (GuardedUpdate does, through "
+                              "updater.load_memory_text)")
+        book.expect = None
     if (d.triggered and not d.accept and innocent and d.new_correct and not d.reason.startswith("evaluation_failed")
             and only_adds(old_text, new_text)):
         book.rolled_back(step, added_lines(old_text, new_text))
@@ -169,7 +185,9 @@ def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: 
     d.reoffer = {"lines": lines, "offer": offer, "accept": r.accept, "reason": r.reason,
                  "memory": cand if r.accept else None, "eval_ids": r.eval_ids, "old_correct": r.old_correct,
                  "new_correct": r.new_correct, "evaluator_calls": r.evaluator_calls}
-    if not r.accept:
+    if r.accept:
+        book.expect = {"step": d.step, "lines": list(lines)}
+    else:
         book.rolled_back(step, lines)
 
 

@@ -36,6 +36,18 @@ class Decision:
     under both memories (the flip set is computed on them). old_score/new_score: accuracy over the entries each
     memory was evaluated on (denominator max(1, n)). flips: ids where the memories disagree (coverage reps excluded). evaluator_calls: (memory, task) evaluations spent; evaluator_calls_full: cost of the full two-memory
     evaluation. warnings: sanitised bad input and recovered failures.
+
+    reoffer (``JanusConfig.seq_reoffer``, the recommended preset; empty otherwise): lines of an addition rolled back
+    earlier, offered again at this step on top of the memory this step's own decision deployed. Keys: ``lines``,
+    ``offer`` (1 to ``seq_reoffer``), ``accept``, ``reason``, ``memory`` (when accepted: the deployed memory plus the
+    lines, the memory to deploy now), ``eval_ids`` / ``old_correct`` / ``new_correct`` and ``evaluator_calls`` (also
+    in the step's). A loop of your own applies it after the step's accept or rollback::
+
+        memory = new if d.accept else old
+        if d.reoffer.get("accept"):
+            memory = d.reoffer["memory"]   # GuardedUpdate does this through updater.load_memory_text
+
+    and passes that memory as the next step's old memory (one that does not gets a warning next step).
     """
 
     step: int
