@@ -319,8 +319,9 @@ def test_report_prints_the_accuracy_table_in_80_columns(tmp_path, terminal, caps
         "[-25.2, +54.6], McNemar p=1",
         "  [scripted] dc_rs (b) vs dc_rs+janus (tau=0.2, b), GSM8K seed 0, run folder(s) b: n=5, diff +40.0 pp, 95% CI "
         "[-16.3, +72.6], McNemar p=0.5",
-        "[scripted] these runs used the fake backend: its answers come from a script, right or wrong by a hash of the "
-        "prompt (always wrong while the memory holds a planted instruction), not from a model; their accuracies and "
+        "[scripted] these runs used the fake backend: its answers come from a script (by default right or wrong by a "
+        "hash of the prompt and always wrong while the memory holds a planted instruction; with --model rules right "
+        "exactly when the memory states the rules a ticket needs), not from a model; their accuracies and "
         "differences check the pipeline, they measure no memory",
         f"not in the report: {cut} (dc_rs: 6/6 steps, tested; dc_rs+janus: 2/6 steps) is unfinished; continue it "
         f"with: janus run --resume {cut}",

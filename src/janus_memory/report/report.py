@@ -327,8 +327,9 @@ def _markdown(rows: list[MethodRun], secs: list[dict], plot_paths: dict[str, str
 
 
 # said beside the results of a run on the fake backend (`janus report`, report.md, `janus run`'s end summary)
-SCRIPTED_NOTE = ("[scripted] these runs used the fake backend: its answers come from a script, right or wrong by a hash "
-                 "of the prompt (always wrong while the memory holds a planted instruction), not from a model; their "
+SCRIPTED_NOTE = ("[scripted] these runs used the fake backend: its answers come from a script (by default right or wrong "
+                 "by a hash of the prompt and always wrong while the memory holds a planted instruction; with --model "
+                 "rules right exactly when the memory states the rules a ticket needs), not from a model; their "
                  "accuracies and differences check the pipeline, they measure no memory")
 
 PUBLISHED_TITLE = "## The paper's published numbers beside ours"

@@ -10,8 +10,9 @@ second (and finds the cache warm) does not look cheaper and the held-out test, t
 """
 from __future__ import annotations
 
-SCRIPTED_RUN_NOTE = ("[scripted] this run used the fake backend: its answers come from a script, right or wrong by a "
-                     "hash of the prompt (always wrong while the memory holds a planted instruction), not from a "
+SCRIPTED_RUN_NOTE = ("[scripted] this run used the fake backend: its answers come from a script (by default right or "
+                     "wrong by a hash of the prompt and always wrong while the memory holds a planted instruction; "
+                     "with --model rules right exactly when the memory states the rules a ticket needs), not from a "
                      "model; the accuracies above check the pipeline, they measure no memory")
 
 

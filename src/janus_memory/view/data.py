@@ -199,9 +199,10 @@ def _gold_text(gold) -> str:
 # ------------------------------------------------------------------------------------------------ the story
 MAX_STORY_ROWS = 6  # decisions listed per blind/Janus pair at the top of the page; the others are counted
 STORY_LINE_CHARS = 110  # characters of one changed memory line in the story
-SCRIPTED_NOTE = ("[scripted] answers from a script, not a model (the fake backend: right or wrong by a hash of the "
-                 "prompt, always wrong while the memory holds a planted instruction): the scores show what Janus "
-                 "does, not how good a memory is")
+SCRIPTED_NOTE = ("[scripted] answers from a script, not a model (the fake backend: by default right or wrong by a "
+                 "hash of the prompt, always wrong while the memory holds a planted instruction; with --model rules "
+                 "right exactly when the memory states the rules a ticket needs): the scores show what Janus does, "
+                 "not how good a memory is")
 
 
 def story(head: dict, methods: list[dict]) -> dict:
