@@ -226,3 +226,13 @@ def test_the_real_act_on_the_embedded_model_says_what_it_shows_before_it_starts(
     assert "ExpRAG keeps every earlier ticket with the model's answer" in text
     assert "At most 24 model calls" in text and "time left at the speed measured on this machine" in text
     assert max(len(x) for x in lines) <= 100
+
+
+def test_the_closing_frame_says_when_every_answer_came_from_the_cache():
+    summary = {"run_dir": "runs/d/real", "methods": {"exprag": {"janus": False, "test_correct": 1, "test_tasks": 4}},
+               "usage_total": {"solver": {"calls": 0, "cache_hits": 6}, "test": {"calls": 0, "cache_hits": 4}}}
+    lines = [x.strip() for x in real_frame_after(summary, seconds=3.2)]
+    assert lines[-1] == ("every answer above was replayed from the response cache of an earlier run (no model call): "
+                         "add --no-cache to ask the model again (minutes)")
+    summary["usage_total"]["test"]["calls"] = 1  # one answer paid: no such line
+    assert not any("replayed" in x for x in real_frame_after(summary, seconds=3.2))

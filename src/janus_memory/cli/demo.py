@@ -358,6 +358,10 @@ def real_frame_after(summary: dict, cfg=None, seconds: float | None = None) -> l
     if summary.get("run_dir"):
         took = f"took {seconds:.0f} s; " if seconds is not None else ""
         out.append(f"  {took}run folder: {summary['run_dir']}; look closer: janus view {summary['run_dir']}")
+        use = [u for u in (summary.get("usage_total") or {}).values() if isinstance(u, dict)]
+        if use and not sum(u.get("calls") or 0 for u in use) and sum(u.get("cache_hits") or 0 for u in use):
+            out.append("  every answer above was replayed from the response cache of an earlier run (no model call): "
+                       "add --no-cache to ask the model again (minutes)")
     return out
 
 
