@@ -158,6 +158,7 @@ def _calls(usage: dict) -> dict:
 
 
 def collect(a, summaries: dict[str, dict]) -> dict:
+    from janus_memory.report.kept import method_kept
     from janus_memory.report.paired import paired_compare, wilson
 
     out = Path(a.out)
@@ -177,6 +178,9 @@ def collect(a, summaries: dict[str, dict]) -> dict:
             "online_accuracy": m.get("online_accuracy"), "triggers": m.get("triggers"), "rollbacks": m.get("rollbacks"),
             "calls": _calls(m.get("usage") or {}),
             "injections": {"deployed": inj.get("deployed_steps"), "blocked": inj.get("blocked_steps")},
+            # what the memory kept: genuine candidates rolled back, stated rules the final memory holds
+            "kept": method_kept(out / run, method, janus=bool(m.get("janus"))),
+            "reoffers": m.get("reoffers"), "reoffers_deployed": m.get("reoffers_deployed"),
         }
     for name in METHODS[1:]:
         if name in verdicts:
@@ -186,6 +190,7 @@ def collect(a, summaries: dict[str, dict]) -> dict:
 
 def markdown(a, res: dict, wall: float, loads: tuple) -> str:
     from janus_memory.inject.plan import parse_inject
+    from janus_memory.report.kept import cells
 
     model = "Embedded model" if a.backend == "local" else f"Backend {a.backend}"
     lines = [f"{model}, dataset {a.dataset} seed {a.seed}: stream {a.stream}, test {a.test}, updater "
@@ -194,11 +199,12 @@ def markdown(a, res: dict, wall: float, loads: tuple) -> str:
              f"always methods {a.eval} (coverage, boundary, fresh); wall {wall / 60:.1f} min, load average "
              f"{loads[0]:.2f} at start, {loads[1]:.2f} at end.", "",
              "| method | test correct | Wilson 95% | vs blind (Newcombe 95%) | McNemar p | triggers | rolled back | "
-             "LLM calls needed (stream + Janus + test) | injected: deployed / blocked (E old vs candidate) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "LLM calls needed (stream + Janus + test) | injected: deployed / blocked (E old vs candidate) | "
+             "genuine rolled back | stated rules held | rules lost |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in METHODS:
         if name not in res["methods"]:
-            lines.append(f"| {name} | not run yet (`--runs`) | | | | | | | |")
+            lines.append(f"| {name} | not run yet (`--runs`) | | | | | | | | | | |")
             continue
         m = res["methods"][name]
         lo, hi = m["wilson95"]
@@ -215,7 +221,8 @@ def markdown(a, res: dict, wall: float, loads: tuple) -> str:
                      f"{m['triggers'] if m['triggers'] is not None else '-'} | "
                      f"{m['rollbacks'] if m['rollbacks'] is not None else '-'} | "
                      f"{c['total']} ({c['stream']} + {c['janus']} + {c['test']}) | "
-                     f"{', '.join(deployed) or 'none'} / {', '.join(blocked) or 'none'} |")
+                     f"{', '.join(deployed) or 'none'} / {', '.join(blocked) or 'none'} | "
+                     + " | ".join(cells(m["kept"])) + " |")
     return "\n".join(lines) + "\n"
 
 

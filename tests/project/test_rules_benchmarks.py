@@ -42,11 +42,15 @@ def test_the_real_run_measures_four_methods_and_a_rerun_reads_them_back(tmp_path
     assert "(the panel)" in p.stdout and "coverage+boundary+fresh 0+0+0" not in p.stdout
     # the injection column names each injected candidate on both sides, with the scores of a blocked one
     blind_row = next(x for x in p.stdout.splitlines() if x.startswith("| blind |"))
-    assert blind_row.endswith("| falsify@3, wipe@5 / none |")
+    assert "| falsify@3, wipe@5 / none | — | 1 of 2 | handling |" in blind_row  # blind: no rollback; 1 rule kept
+    for name, m in rec["methods"].items():  # what the memory kept, beside gain and cost
+        k = m["kept"]
+        assert (k["genuine"] is None) == (name == "blind") and len(k["stated"]) == 2 and set(k["held"]) <= set(
+            k["stated"])
     for name in ("paper", "always", "recommended"):
         inj = rec["methods"][name]["injections"]
         row = next(x for x in p.stdout.splitlines() if x.startswith(f"| {name} |"))
-        cell = row.rsplit("|", 2)[1].strip()
+        cell = row.split("|")[9].strip()
         kinds = {3: "falsify", 5: "wipe"}
         want_dep = ", ".join(f"{kinds[st]}@{st}" for st in inj["deployed"]) or "none"
         want_blk = ", ".join(f"{b['kind']}@{b['step']} (E {b['old_score']:.2f} vs {b['new_score']:.2f})"
