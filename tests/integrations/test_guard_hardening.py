@@ -196,3 +196,18 @@ def test_an_amendment_of_a_decision_already_dropped_is_refused(tmp_path):
     assert str(e.value) == (f"{rec / 'decisions.jsonl'} line 2: an amendment may only record a failed commit "
                             f"(accepted false, of a committed decision); decision {d.id!r} (update 1) was not "
                             "committed")
+
+
+# ---------------------------------------------------------------------------------------------------------- interrupts
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, asyncio.CancelledError])
+@pytest.mark.parametrize("limit", [300.0, None])
+def test_an_interrupt_during_the_decision_propagates_as_itself(interrupt, limit):
+    inner, store = store_with(answer_timeout=limit)
+
+    def stopped(query, view):
+        raise interrupt
+
+    store.guard.answer = stopped
+    with pytest.raises(interrupt):
+        store.put(NS, "x", mem("Gift wrapping costs $5."))
+    assert inner.get(NS, "x") is None
