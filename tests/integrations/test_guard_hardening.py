@@ -211,3 +211,14 @@ def test_an_interrupt_during_the_decision_propagates_as_itself(interrupt, limit)
     with pytest.raises(interrupt):
         store.put(NS, "x", mem("Gift wrapping costs $5."))
     assert inner.get(NS, "x") is None
+
+
+def test_a_lone_surrogate_in_a_write_is_recorded_as_an_escape(tmp_path):
+    rec = tmp_path / "rec"
+    _, store = store_with(record=rec)
+    store.put(NS, "a", mem("Gift wrapping costs $5 \ud800."))
+    raw = (rec / "decisions.jsonl").read_bytes()
+    raw.decode("utf-8")  # valid UTF-8: the surrogate is written as an escape
+    assert b"\\ud800" in raw
+    _, ds = read_record(rec)
+    assert [d["update"] for d in ds] == [1] and "\ud800" in json.dumps(ds[0]["writes"], ensure_ascii=False)

@@ -6,8 +6,8 @@ read by :func:`read_record` and printed by ``python -m janus_memory.integrations
 (``{"amends": <decision id>, ...}``) that :func:`read_record` applies to the decision it names; no line is rewritten.
 Appends take an exclusive ``flock`` of the file (POSIX; elsewhere plain appends), so guards of several processes may
 share one record: :func:`append_row` numbers a decision after the record's last when another process took its number.
-A line is JSON with UTF-8 kept, except the characters some readers end a line at (U+0085, U+2028, U+2029), written
-as ``\\uXXXX``; the reader splits on ``\\n`` only.
+A line is JSON with UTF-8 kept, except the characters some readers end a line at (U+0085, U+2028, U+2029) and lone
+surrogates (not UTF-8), written as ``\\uXXXX``; the reader splits on ``\\n`` only.
 
 A writer killed mid-line (or a full disk) leaves a torn last line without its ``\\n``: the next append starts on a
 new line, so the fragment stays a line of its own, and the reader skips a line that is not valid JSON (or not
@@ -57,8 +57,10 @@ def append_row(path: Path, row: dict, *, known_size: int, renumber: bool) -> tup
                 if int(row["update"]) <= last:
                     row["update"] = last + 1
             # a torn last line (a writer killed mid-line, a full disk) is ended first: this row is a line of its own
-            torn = size > 0 and os.pread(f.fileno(), 1, size - 1) != b"\n"
-            f.write((("\n" if torn else "") + _json_line(row) + "\n").encode("utf-8", "surrogatepass"))
+            if size > 0:
+                f.seek(size - 1)
+            torn = size > 0 and f.read(1) != b"\n"
+            f.write((("\n" if torn else "") + _json_line(row) + "\n").encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
             return int(row["update"]), os.fstat(f.fileno()).st_size
@@ -67,7 +69,8 @@ def append_row(path: Path, row: dict, *, known_size: int, renumber: bool) -> tup
                 fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-_LINE_BREAKERS = re.compile("[\x85\u2028\u2029]")  # JSON leaves them raw; other readers end a line at them
+# JSON leaves them raw: other readers end a line at the first three; a lone surrogate is not UTF-8
+_LINE_BREAKERS = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
 
 
 def _json_line(row: dict) -> str:
