@@ -352,9 +352,14 @@ def test_record_printer(tmp_path, capsys):
     assert "update 1: DROPPED [old_better]" in out and "probe cap: deployed right, candidate wrong" in out
     assert "candidate replied 'From now on the refund cap is $0 per order.'" in out
     (tmp_path / "rec" / "decisions.jsonl").write_text(json.dumps(store.decisions[0].to_dict()) + "\n{\"accep")
-    assert main([str(tmp_path / "rec")]) == 2
+    assert main([str(tmp_path / "rec")]) == 0  # a torn last line: skipped with one warning, the rest printed
+    got = capsys.readouterr()
+    assert got.err.count("\n") == 1 and got.err.startswith("warning: ")
+    assert "decisions.jsonl line 2 is not valid JSON" in got.err and "update 1: DROPPED [old_better]" in got.out
+    (tmp_path / "rec" / "decisions.jsonl").write_text(json.dumps({"update": "one", "accepted": False}) + "\n")
+    assert main([str(tmp_path / "rec")]) == 2  # a line of the wrong shape: one error line
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "decisions.jsonl line 2 is not valid JSON" in err
+    assert err.count("\n") == 1 and "decisions.jsonl line 1: 'update' must be a whole number" in err
     assert main([str(tmp_path)]) == 2
     assert "is not a guard record: it has no guard.json" in capsys.readouterr().err
 

@@ -2,6 +2,7 @@
 qdrant in-process, history in SQLite under a temp folder."""
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 
@@ -167,4 +168,39 @@ def test_an_add_that_raises_is_recorded_as_aborted(server, tmp_path):
     except Exception:  # noqa: BLE001 - mem0 2.2.1 lets the failed extraction call's error through
         raised = True
     assert raised and g.decisions[-1].reason == "aborted" and g.decisions[-1].accepted is False
+    assert texts(m) == sorted(SEED)
+
+
+def test_an_add_that_raises_deletes_no_memory_of_another_writer(server, tmp_path):
+    m = seeded(server, tmp_path)
+    g = GuardedMemory(m, WriteGuard(PROBES, newest_agent, library="mem0"))
+    real_add = m.add
+
+    def add_then_fail(messages, **kw):  # another writer stores a memory for the same user while this add() runs
+        real_add([{"role": "user", "content": "The customer's phone is 555-0100."}], user_id="u1", infer=False)
+        raise RuntimeError("LLM provider timed out")
+
+    m.add = add_then_fail
+    with pytest.raises(RuntimeError, match="^LLM provider timed out$"):
+        g.add(said("Shipping is free."), user_id="u1")
+    m.add = real_add
+    assert texts(m) == sorted(SEED + ["The customer's phone is 555-0100."])
+    other = [x["id"] for x in m.get_all(filters={"user_id": "u1"}, top_k=100)["results"] if "555" in x["memory"]]
+    d = g.decisions[-1]
+    assert (d.accepted, d.reason) == (False, "aborted")
+    assert d.why == ("add() raised (RuntimeError: LLM provider timed out); the guard applied none of its 0 staged "
+                     f"write(s); 1 memory(ies) appeared under this scope meanwhile ({other[0]}), not known to be this "
+                     "add()'s (another writer's?): none deleted")
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, asyncio.CancelledError])
+def test_an_interrupt_during_the_decision_reverts_and_propagates_as_itself(server, tmp_path, interrupt):
+    m = seeded(server, tmp_path)
+
+    def stopped(query, view):
+        raise interrupt
+
+    g = GuardedMemory(m, WriteGuard(PROBES, stopped, library="mem0"))
+    with pytest.raises(interrupt):
+        g.add(said("Gift wrap costs $5."), user_id="u1")
     assert texts(m) == sorted(SEED)

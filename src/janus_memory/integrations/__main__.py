@@ -1,7 +1,8 @@
 """``python -m janus_memory.integrations RECORD_DIR``: print a write guard's decision record (``guard.json`` +
 ``decisions.jsonl``): one block per update with the decision, why, the writes and each probe's two replies.
 ``--json`` prints the decisions as JSON lines instead; ``--html FILE`` also writes them as one self-contained page
-(autoescaped: a reply's markup stays text). Exit 2 with one line on a folder that is not a record.
+(autoescaped: a reply's markup stays text). Exit 2 with one line on a folder that is not a record or a line of the
+wrong shape; a torn line (a write cut short) is skipped with one ``warning:`` line on stderr.
 
 Keys, values and replies come from the store and the agent: every string is printed through the project's escape
 (``errors.printable``): a newline, a carriage return, another control character or a bidirectional control
@@ -14,6 +15,7 @@ import argparse
 import json
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--html", metavar="FILE", help="also write the record as one HTML page")
     a = ap.parse_args(argv)
     try:
-        head, rows = read_record(a.record)
+        with warnings.catch_warnings(record=True) as seen:  # a skipped torn line: one "warning:" line each
+            warnings.simplefilter("always")
+            head, rows = read_record(a.record)
+        for w in seen:
+            print(f"warning: {w.message}", file=sys.stderr)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -162,13 +162,22 @@ class GuardedMemory:
         try:
             res = self.memory.add(messages, **filters, **kw)
         except BaseException as exc:
-            try:  # 2.2.1 inserts no memory when it raises, but may have stored the messages: erased as well
+            # 2.2.1 inserts no memory when it raises, but may have stored the messages: those are erased. A memory
+            # that appeared meanwhile cannot be told from another writer's (no result names this call's ids): none
+            # is deleted, and the record says so
+            note = ""
+            try:
                 known = {m["id"] for m in before}
-                self._revert([m for m in self._all(filters) if m["id"] not in known], scope, kept, messages)
+                appeared = [m["id"] for m in self._all(filters) if m["id"] not in known]
+                self._revert([], scope, kept, messages)
             except Exception as exc2:  # noqa: BLE001 - add()'s own error is the one raised; this one is recorded
                 self._aborted(exc, [], f"; erasing what it left failed ({type(exc2).__name__}: {exc2})")
-                raise
-            self._aborted(exc, [])
+                raise exc  # noqa: B904 - add()'s own error (the clean-up's is its context)
+            if appeared:
+                note = (f"; {len(appeared)} memory(ies) appeared under this scope meanwhile "
+                        f"({', '.join(sorted(appeared)[:5])}{' ...' if len(appeared) > 5 else ''}), not known to be "
+                        "this add()'s (another writer's?): none deleted")
+            self._aborted(exc, [], note)
             raise
         added = [r for r in (res.get("results") or []) if r.get("event", "ADD") == "ADD" and r.get("id")]
         writes = [{"op": "add", "id": str(r["id"]), "memory": r.get("memory", "")} for r in added]
@@ -181,6 +190,8 @@ class GuardedMemory:
             dec = self._decide(before, after, writes, time, probe)
         except BaseException as exc:
             self._revert(added, scope, kept, messages)
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, CancelledError ...: themselves, after the revert
+                raise
             raise GuardError(f"the guard could not decide this add() ({type(exc).__name__}: {exc}); its "
                              f"{len(added)} memories were deleted again") from exc
         if not dec.accepted:

@@ -4,6 +4,9 @@ Without a limit the answer function is called in the deciding thread (a coroutin
 event loop, or on a loop of its own). With one, a synchronous answer function runs in a daemon worker thread
 (``janus-guard-answer``, the caller's contextvars copied): Python cannot stop a thread, so a hung one is left there,
 its late reply ignored, and it does not keep the process alive; a coroutine is cancelled (``asyncio.wait_for``).
+A reply that arrives after its deadline is never used, whatever the path: a coroutine that catches the cancellation
+and replies anyway, or one that blocks its event loop (``time.sleep``) past the deadline, fails with AnswerTimeout
+like one that never replies (``wait_for`` hands back a result that came after the cancellation).
 """
 from __future__ import annotations
 
@@ -70,22 +73,33 @@ def _await(aw: Any, loop: asyncio.AbstractEventLoop | None, timeout: float | Non
         if running is not loop:
             fut = asyncio.run_coroutine_threadsafe(_as_coro(aw, timeout), loop)
             try:
-                return fut.result()
-            except TimeoutError as exc:
-                raise AnswerTimeout(str(exc)) from exc
+                # the loop's own wait_for cancels on time; this wait covers a loop too busy to run it
+                return fut.result(None if timeout is None else timeout + _LOOP_GRACE)
+            except TimeoutError as exc:  # left to finish on the loop (wait_for cancelled it); its reply is dropped
+                raise AnswerTimeout(str(exc) or f"the agent did not reply within {timeout:g} s (answer_timeout)") \
+                    from exc
     try:
         return asyncio.run(_as_coro(aw, timeout))
     except TimeoutError as exc:
         raise AnswerTimeout(str(exc)) from exc
 
 
+_LOOP_GRACE = 1.0  # seconds past the deadline a busy event loop may take to report the cancellation
+
+
 async def _as_coro(aw: Any, timeout: float | None) -> Any:
     if timeout is None:
         return await aw
+    deadline = time.monotonic() + timeout
     try:
-        return await asyncio.wait_for(aw, timeout)
+        reply = await asyncio.wait_for(aw, timeout)
     except (asyncio.TimeoutError, TimeoutError) as exc:
         raise TimeoutError(f"the agent did not reply within {timeout:g} s (answer_timeout)") from exc
+    late = time.monotonic() - deadline
+    if late > 0:  # it swallowed the cancellation, or blocked the loop: a late reply is never used
+        raise TimeoutError(f"the agent replied {late:.2f} s after its deadline of {timeout:g} s (answer_timeout); "
+                           "the late reply is not used")
+    return reply
 
 
 def _short(s: str | None, n: int = 80) -> str:
