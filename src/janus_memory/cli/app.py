@@ -72,28 +72,26 @@ def _dispatch(args, console):
 
 def main(argv: list[str] | None = None) -> int:
     guard = GuardedStdout.install()  # a closed or unwritable stdout ends as a closed pipe does (cli/closing)
-    shown = warnings.showwarning
-    warnings.showwarning = _show_warning
+    shown = warnings.formatwarning  # not showwarning: catch_warnings(record=True) and pytest.warns still record
+    warnings.formatwarning = _format_warning
     try:
         return _main(argv)
     finally:
-        warnings.showwarning = shown
+        warnings.formatwarning = shown
         guard.uninstall()
         reset_stdout_problem()
 
 
+_PYTHON_FORMAT = warnings.formatwarning
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """A warning of this package is one ``warning: ...`` line on stderr (the message is written for the user; the
-    source file and line of Python's format are not); a library's warning keeps Python's format."""
-    ours = os.path.abspath(filename).startswith(_PACKAGE + os.sep)
-    text = f"warning: {message}\n" if ours else warnings.formatwarning(message, category, filename, lineno, line)
-    try:
-        (file if file is not None else sys.stderr).write(text)
-    except (OSError, ValueError):  # stderr closed: a warning is not worth a crash
-        pass
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning of this package is one ``warning: ...`` line (the message is written for the user; the source file
+    and line of Python's format are not); a library's warning keeps Python's format."""
+    if os.path.abspath(filename).startswith(_PACKAGE + os.sep):
+        return f"warning: {message}\n"
+    return _PYTHON_FORMAT(message, category, filename, lineno, line)
 
 
 def _main(argv: list[str] | None) -> int:
