@@ -18,6 +18,7 @@ logs (cli/run_command._plain: progress, warnings, a grid's failed cells), ``janu
 from __future__ import annotations
 
 import re
+import unicodedata
 
 
 class JanusError(Exception):
@@ -68,14 +69,48 @@ class DamagedStoreError(StorageError, RunFolderError):
         return JanusError.user_message(self, run_dir)
 
 
-# C0 controls but tab and newline, DEL, C1 controls, the bidi marks, embeddings, overrides and isolates
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Escaped: every character of the Unicode categories Cc (controls: C0 but tab and newline, DEL, C1), Cf (format
+# characters: the bidi marks, embeddings, overrides and isolates, U+061C, zero-width space, U+FEFF, tag characters,
+# soft hyphen ...), Zl and Zp (U+2028, U+2029), Cs (a lone surrogate), and the whole tag block U+E0000-U+E007F.
+# Kept: tab, newline (unless one_line), and the zero-width joiner and non-joiner (U+200C, U+200D), which Persian and
+# Indic words and emoji sequences need. Everything else (letters of any script, emoji) is left as it is.
+_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+_KEEP = frozenset("\t\n\u200c\u200d")
+_CANDIDATES = re.compile("[^\t\n\x20-\x7e]+")  # runs of characters that need a look at their category
+_CANDIDATES_LINE = re.compile("[^\t\x20-\x7e]+")  # one_line: newlines too
 
 
-def _escape(m: re.Match) -> str:
-    c = m.group()
-    return {"\r": "\\r", "\n": "\\n"}.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+def _unsafe(c: str, one_line: bool) -> bool:
+    if c == "\n":
+        return one_line
+    if c in _KEEP:
+        return False
+    return unicodedata.category(c) in _CATEGORIES or 0xE0000 <= ord(c) <= 0xE007F
+
+
+def _escape_char(c: str) -> str:
+    o = ord(c)
+    if c in "\r\n":
+        return "\\r" if c == "\r" else "\\n"
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
+def _escape_run(m: re.Match, one_line: bool) -> str:
+    return "".join(_escape_char(c) if _unsafe(c, one_line) else c for c in m.group())
+
+
+def json_escaped(text: str) -> str:
+    """``text`` (a line of JSON) with each character :func:`printable` escapes, newline included, written as a JSON
+    escape (``\\u202e``; a character beyond U+FFFF as its surrogate pair, ``\\udb40\\udc01``): still valid JSON
+    that decodes to the same string, and safe to print."""
+    def esc(c: str) -> str:
+        o = ord(c)
+        if o < 0x10000:
+            return f"\\u{o:04x}"
+        o -= 0x10000
+        return f"\\u{0xD800 + (o >> 10):04x}\\u{0xDC00 + (o & 0x3FF):04x}"
+
+    return _CANDIDATES_LINE.sub(lambda m: "".join(esc(c) if _unsafe(c, True) else c for c in m.group()), text)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a Python str every surrogate is lone (a pair is one code point)
@@ -88,6 +123,8 @@ def escape_lone_surrogates(text: str) -> str:
 
 
 def printable(text: str, *, one_line: bool = False) -> str:
-    """``text`` with its control characters written as visible escapes (module docstring); ``one_line``: newlines
-    too (a message printed as one line)."""
-    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_escape, str(text))
+    """``text`` with its control, format and line/paragraph separator characters written as visible escapes
+    (``\\x1b``, ``\\r``, ``\\u202e``, ``\\U000e0041``; module docstring); ``one_line``: newlines too (a message
+    printed as one line)."""
+    text = str(text)
+    return (_CANDIDATES_LINE if one_line else _CANDIDATES).sub(lambda m: _escape_run(m, one_line), text)
