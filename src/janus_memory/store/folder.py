@@ -236,7 +236,11 @@ class RunFolder:
         except (OSError, ValueError):
             listed = None
         if isinstance(listed, dict) and isinstance(listed.get("files"), list):
-            rel += [f"report/{n}" for n in listed["files"] if isinstance(n, str) and _plain_name(n)]
+            # a file whose sha256 the manifest records counts only while it still has it (one edited since the
+            # report is the user's); a manifest without hashes (older reports) lists names only
+            hashes = listed.get("sha256") if isinstance(listed.get("sha256"), dict) else {}
+            rel += [f"report/{n}" for n in listed["files"] if isinstance(n, str) and _plain_name(n)
+                    and (n not in hashes or _sha256_is(root / "report" / n, hashes[n]))]
             rel.append(f"report/{cls.REPORT_MANIFEST}")
         out = []
         for r in dict.fromkeys(rel):
@@ -572,6 +576,16 @@ def _shipped_prompt_names() -> set[str]:
     for pkg, prefix in (("janus_memory.tasks", "task_"), ("janus_memory.updaters", "updater_")):
         names |= {prefix + r.name for r in resources.files(pkg).joinpath("prompts").iterdir() if r.name.endswith(".txt")}
     return names
+
+
+def _sha256_is(path: Path, want) -> bool:
+    """Whether the regular file ``path`` has the sha256 ``want`` (hex)."""
+    import hashlib
+
+    try:
+        return path.is_file() and not path.is_symlink() and hashlib.sha256(path.read_bytes()).hexdigest() == want
+    except OSError:
+        return False
 
 
 def _remove(path: Path) -> None:
