@@ -150,10 +150,11 @@ def _write_manifest(out: Path, paths: list[Path]) -> None:
     except (OSError, ValueError):
         old = {}
     old = old if isinstance(old, dict) else {}
-    old_names = old.get("files") if isinstance(old.get("files"), list) else []
-    old_sha = old.get("sha256") if isinstance(old.get("sha256"), dict) else {}
+    names, hashes = old.get("files"), old.get("sha256")
+    old_names: list = names if isinstance(names, list) else []
+    old_sha: dict = hashes if isinstance(hashes, dict) else {}
     written = {p.name for p in paths if p.parent == out}
-    sha = {n: hashlib.sha256((out / n).read_bytes()).hexdigest() for n in written}
+    sha: dict[str, str | None] = {n: hashlib.sha256((out / n).read_bytes()).hexdigest() for n in written}
     # an earlier report's file keeps the hash it was written with (an edit since stays visible); one listed by a
     # manifest without hashes stays listed without one
     for n in old_names:

@@ -238,7 +238,8 @@ class RunFolder:
         if isinstance(listed, dict) and isinstance(listed.get("files"), list):
             # a file whose sha256 the manifest records counts only while it still has it (one edited since the
             # report is the user's); a manifest without hashes (older reports) lists names only
-            hashes = listed.get("sha256") if isinstance(listed.get("sha256"), dict) else {}
+            got = listed.get("sha256")
+            hashes: dict = got if isinstance(got, dict) else {}
             rel += [f"report/{n}" for n in listed["files"] if isinstance(n, str) and _plain_name(n)
                     and (n not in hashes or _sha256_is(root / "report" / n, hashes[n]))]
             rel.append(f"report/{cls.REPORT_MANIFEST}")
