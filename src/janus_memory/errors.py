@@ -76,8 +76,13 @@ class DamagedStoreError(StorageError, RunFolderError):
 # Indic words and emoji sequences need. Everything else (letters of any script, emoji) is left as it is.
 _CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 _KEEP = frozenset("\t\n\u200c\u200d")
-_CANDIDATES = re.compile("[^\t\n\x20-\x7e]+")  # runs of characters that need a look at their category
-_CANDIDATES_LINE = re.compile("[^\t\x20-\x7e]+")  # one_line: newlines too
+# the blocks that hold such characters (in Unicode 14-16; tests/llm/test_printable_table.py checks every character of
+# the running Python's Unicode): only their characters get a look at their category, so other text costs one regex scan
+_BLOCKS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e"
+           "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ud800-\udfff\ufeff\ufff0-\ufffb\U000110bd\U000110cd"
+           "\U00013430-\U0001345f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f")
+_CANDIDATES = re.compile(f"[{_BLOCKS}]+")
+_CANDIDATES_LINE = re.compile(f"[{_BLOCKS}\n]+")  # one_line: newlines too
 
 
 def _unsafe(c: str, one_line: bool) -> bool:
