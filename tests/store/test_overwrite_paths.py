@@ -134,3 +134,20 @@ def test_an_aside_left_by_a_stopped_overwrite_is_still_cleared(finished, tmp_pat
     RunStore.check_aside(out)
     run_experiment(_cfg(out, controller="none"), log=lambda m: None, overwrite=True)
     assert not (out / ".janus-overwritten").exists() and (out / "COMPLETE").exists()
+
+
+def test_exports_never_delete_through_a_symlinked_memories_folder(finished, tmp_path, monkeypatch):
+    """Below --overwrite's refusal, the exports' clean-up of stray version-named files skips a memories folder that
+    is a symlink (a resume of such a folder): nothing outside the run folder is deleted."""
+    out = _copy(finished, tmp_path, monkeypatch)
+    user = tmp_path / "user"
+    shutil.copytree(out / "dc_rs" / "memories", user)
+    (user / "00009_aaaaaaaaaaaa.txt").write_text("mine")
+    shutil.rmtree(out / "dc_rs" / "memories")
+    (out / "dc_rs" / "memories").symlink_to(user)
+    store = RunStore(out)
+    try:
+        store.export_method("dc_rs", (out / "dc_rs" / "final_memory.txt").read_text())
+    finally:
+        store.close()
+    assert (user / "00009_aaaaaaaaaaaa.txt").read_text() == "mine"
