@@ -6,9 +6,11 @@ subclasses :class:`JanusError`; its message is one line naming the fix. The CLI 
 
 A reply, an HTTP error body or a memory text may hold control characters: an escape sequence that changes the
 window title, erases the line, switches to the alternate screen or re-colours what follows, a carriage return that
-overwrites the line, a bidirectional override that shows text in another order than it is stored. :func:`printable`
-writes each such character as a visible escape (``\\x1b``, ``\\r``, ``\\u202e``) and leaves every other character,
-newlines and tabs included, as it is. A lone surrogate (a JSON ``\\ud800`` escape without its pair, which a server may
+overwrites the line, a bidirectional override that shows text in another order than it is stored, an invisible
+format, separator or tag character. :func:`printable` writes each such character (Unicode categories Cc, Cf, Zl, Zp,
+the tag block; the list is above :func:`printable`) as a visible escape (``\\x1b``, ``\\r``, ``\\u202e``,
+``\\U000e0041``) and leaves every other character, newlines and tabs included, as it is.
+A lone surrogate (a JSON ``\\ud800`` escape without its pair, which a server may
 send: no UTF-8 file or SQLite text can hold it) is written as that visible escape by :func:`escape_lone_surrogates`
 where model text enters (every reply, llm/client.py; a replayed cache entry, llm/base.py; a dataset record,
 tasks/data.py), so the run database, the exports, the cache, the report and the page all hold the same text. The CLI
