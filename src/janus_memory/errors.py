@@ -6,9 +6,11 @@ subclasses :class:`JanusError`; its message is one line naming the fix. The CLI 
 
 A reply, an HTTP error body or a memory text may hold control characters: an escape sequence that changes the
 window title, erases the line, switches to the alternate screen or re-colours what follows, a carriage return that
-overwrites the line, a bidirectional override that shows text in another order than it is stored. :func:`printable`
-writes each such character as a visible escape (``\\x1b``, ``\\r``, ``\\u202e``) and leaves every other character,
-newlines and tabs included, as it is. A lone surrogate (a JSON ``\\ud800`` escape without its pair, which a server may
+overwrites the line, a bidirectional override that shows text in another order than it is stored, an invisible
+format, separator or tag character. :func:`printable` writes each such character (Unicode categories Cc, Cf, Zl, Zp,
+the tag block; the list is above :func:`printable`) as a visible escape (``\\x1b``, ``\\r``, ``\\u202e``,
+``\\U000e0041``) and leaves every other character, newlines and tabs included, as it is.
+A lone surrogate (a JSON ``\\ud800`` escape without its pair, which a server may
 send: no UTF-8 file or SQLite text can hold it) is written as that visible escape by :func:`escape_lone_surrogates`
 where model text enters (every reply, llm/client.py; a replayed cache entry, llm/base.py; a dataset record,
 tasks/data.py), so the run database, the exports, the cache, the report and the page all hold the same text. The CLI
@@ -18,6 +20,7 @@ logs (cli/run_command._plain: progress, warnings, a grid's failed cells), ``janu
 from __future__ import annotations
 
 import re
+import unicodedata
 
 
 class JanusError(Exception):
@@ -68,14 +71,53 @@ class DamagedStoreError(StorageError, RunFolderError):
         return JanusError.user_message(self, run_dir)
 
 
-# C0 controls but tab and newline, DEL, C1 controls, the bidi marks, embeddings, overrides and isolates
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Escaped: every character of the Unicode categories Cc (controls: C0 but tab and newline, DEL, C1), Cf (format
+# characters: the bidi marks, embeddings, overrides and isolates, U+061C, zero-width space, U+FEFF, tag characters,
+# soft hyphen ...), Zl and Zp (U+2028, U+2029), Cs (a lone surrogate), and the whole tag block U+E0000-U+E007F.
+# Kept: tab, newline (unless one_line), and the zero-width joiner and non-joiner (U+200C, U+200D), which Persian and
+# Indic words and emoji sequences need. Everything else (letters of any script, emoji) is left as it is.
+_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+_KEEP = frozenset("\t\n\u200c\u200d")
+# the blocks that hold such characters (in Unicode 14-16; tests/llm/test_printable_table.py checks every character of
+# the running Python's Unicode): only their characters get a look at their category, so other text costs one regex scan
+_BLOCKS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e"
+           "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ud800-\udfff\ufeff\ufff0-\ufffb\U000110bd\U000110cd"
+           "\U00013430-\U0001345f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f")
+_CANDIDATES = re.compile(f"[{_BLOCKS}]+")
+_CANDIDATES_LINE = re.compile(f"[{_BLOCKS}\n]+")  # one_line: newlines too
 
 
-def _escape(m: re.Match) -> str:
-    c = m.group()
-    return {"\r": "\\r", "\n": "\\n"}.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+def _unsafe(c: str, one_line: bool) -> bool:
+    if c == "\n":
+        return one_line
+    if c in _KEEP:
+        return False
+    return unicodedata.category(c) in _CATEGORIES or 0xE0000 <= ord(c) <= 0xE007F
+
+
+def _escape_char(c: str) -> str:
+    o = ord(c)
+    if c in "\r\n":
+        return "\\r" if c == "\r" else "\\n"
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
+def _escape_run(m: re.Match, one_line: bool) -> str:
+    return "".join(_escape_char(c) if _unsafe(c, one_line) else c for c in m.group())
+
+
+def json_escaped(text: str) -> str:
+    """``text`` (a line of JSON) with each character :func:`printable` escapes, newline included, written as a JSON
+    escape (``\\u202e``; a character beyond U+FFFF as its surrogate pair, ``\\udb40\\udc01``): still valid JSON
+    that decodes to the same string, and safe to print."""
+    def esc(c: str) -> str:
+        o = ord(c)
+        if o < 0x10000:
+            return f"\\u{o:04x}"
+        o -= 0x10000
+        return f"\\u{0xD800 + (o >> 10):04x}\\u{0xDC00 + (o & 0x3FF):04x}"
+
+    return _CANDIDATES_LINE.sub(lambda m: "".join(esc(c) if _unsafe(c, True) else c for c in m.group()), text)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a Python str every surrogate is lone (a pair is one code point)
@@ -88,6 +130,8 @@ def escape_lone_surrogates(text: str) -> str:
 
 
 def printable(text: str, *, one_line: bool = False) -> str:
-    """``text`` with its control characters written as visible escapes (module docstring); ``one_line``: newlines
-    too (a message printed as one line)."""
-    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_escape, str(text))
+    """``text`` with its control, format and line/paragraph separator characters written as visible escapes
+    (``\\x1b``, ``\\r``, ``\\u202e``, ``\\U000e0041``; module docstring); ``one_line``: newlines too (a message
+    printed as one line)."""
+    text = str(text)
+    return (_CANDIDATES_LINE if one_line else _CANDIDATES).sub(lambda m: _escape_run(m, one_line), text)

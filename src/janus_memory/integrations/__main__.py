@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
-from ..errors import printable
+from ..errors import json_escaped, printable
 from .record import read_record
-
-# what errors.printable escapes, newline included: in --json output written as \uXXXX
-_UNSAFE_JSON = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def _line(s: object, n: int = 100) -> str:
@@ -32,15 +28,15 @@ def _line(s: object, n: int = 100) -> str:
     if len(t) <= n:
         return t
     cut = t[:n - 3]
-    i = cut.rfind("\\", max(0, len(cut) - 5))
-    if i >= 0 and i + {"u": 6, "x": 4}.get(cut[i + 1:i + 2], 2) > len(cut):  # an escape cut in two: drop it
+    i = cut.rfind("\\", max(0, len(cut) - 9))
+    if i >= 0 and i + {"U": 10, "u": 6, "x": 4}.get(cut[i + 1:i + 2], 2) > len(cut):  # an escape cut in two: drop it
         cut = cut[:i]
     return cut + "..."
 
 
 def _json_line(row: Any) -> str:
     text = json.dumps(row, sort_keys=True, ensure_ascii=False)
-    return _UNSAFE_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return json_escaped(text)  # what errors.printable escapes, newline included, as JSON \uXXXX escapes
 
 
 def _visible(obj: Any, one_line: bool = True) -> Any:

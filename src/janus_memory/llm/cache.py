@@ -17,8 +17,8 @@ still checked against it. A file of a newer format is refused (:class:`CacheErro
 Read back, an entry is checked (:func:`check_entry`): JSON, an object, each field of its type, the checksum matching,
 and in a format 2 file the checksum and model present. A damaged, stripped or hand-edited entry is not used: one
 warning naming the file and ``--no-cache``, its request is asked again and the new answer replaces it. A file SQLite itself
-calls damaged (truncated, overwritten: ``sqlite3.DatabaseError``) is moved aside to ``<name>.damaged-<time>`` with one
-warning and a new cache is started; the run goes on.
+calls damaged (truncated, overwritten: ``sqlite3.DatabaseError``), whether found when the cache is opened or later in
+the run, is moved aside to ``<name>.damaged-<time>`` with one warning and a new cache is started; the run goes on.
 
 Which model answered: the key holds the backend identity (URL and the model asked for); the entry holds the model
 the server reported (``ChatResult.model``, ``fingerprint``). The client (llm/client.py) refuses to replay an entry
@@ -130,6 +130,12 @@ def request_key(identity: str, req: ChatRequest, sample: int = 0) -> str:
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
+def _damaged(e: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite calls the file a damaged database (``SQLITE_CORRUPT``: a truncated or overwritten cache), not
+    a file that is no SQLite database at all (``SQLITE_NOTADB``: not ours, refused) nor a lock or a full disk."""
+    return getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_CORRUPT or "malformed" in str(e)
+
+
 class ResponseCache:
     """SQLite-backed response cache.
 
@@ -163,7 +169,14 @@ class ResponseCache:
                 raise CacheError(f"cache folder {p} is a file, not a folder: pass a folder (or a .sqlite file path) "
                                  f"with --cache-dir, or --no-cache")
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn()
+            try:
+                self._conn()
+            except sqlite3.DatabaseError as e:  # damaged before this run (truncated): moved aside, a new one started
+                if not _damaged(e):
+                    raise
+                self.close()
+                self._move_aside(e)
+                self._conn()
         except CacheError:
             self.close()
             raise
@@ -284,6 +297,10 @@ class ResponseCache:
             aside = self.moved_aside
             if first:
                 aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+                n = 1
+                while aside.exists():  # an earlier damaged file of the same second is kept too
+                    n += 1
+                    aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
                 for suffix in ("", "-wal", "-shm"):
                     src = Path(f"{self.path}{suffix}")
                     try:

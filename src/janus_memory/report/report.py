@@ -137,19 +137,31 @@ def _cannot_write(out: Path, e: OSError) -> str:
 
 def _write_manifest(out: Path, paths: list[Path]) -> None:
     """``out/.janus-report.json``: the files `janus report` wrote into ``out`` (with those of earlier reports that
-    are still there), the record by which ``janus run --overwrite`` removes them and nothing else of the folder."""
+    are still there) and the sha256 of each as written, the record by which ``janus run --overwrite`` removes them
+    and nothing else of the folder (a file edited since, its hash no longer matching, is kept)."""
+    import hashlib
     import json
 
     from ..store.folder import RunFolder
 
     manifest = out / RunFolder.REPORT_MANIFEST
     try:
-        old = json.loads(manifest.read_text(encoding="utf-8")).get("files", [])
-    except (OSError, ValueError, AttributeError):
-        old = []
-    names = {p.name for p in paths if p.parent == out}
-    names |= {n for n in old if isinstance(n, str) and "/" not in n and (out / n).is_file()}
-    atomic_write_text(manifest, json.dumps({"files": sorted(names)}, indent=1) + "\n")
+        old = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = {}
+    old = old if isinstance(old, dict) else {}
+    names, hashes = old.get("files"), old.get("sha256")
+    old_names: list = names if isinstance(names, list) else []
+    old_sha: dict = hashes if isinstance(hashes, dict) else {}
+    written = {p.name for p in paths if p.parent == out}
+    sha: dict[str, str | None] = {n: hashlib.sha256((out / n).read_bytes()).hexdigest() for n in written}
+    # an earlier report's file keeps the hash it was written with (an edit since stays visible); one listed by a
+    # manifest without hashes stays listed without one
+    for n in old_names:
+        if isinstance(n, str) and "/" not in n and n not in written and (out / n).is_file():
+            sha[n] = old_sha.get(n) if isinstance(old_sha.get(n), str) else None
+    body = {"files": sorted(sha), "sha256": {n: h for n, h in sorted(sha.items()) if h}}
+    atomic_write_text(manifest, json.dumps(body, indent=1) + "\n")
 
 
 def _check_out_folder(out: Path) -> None:

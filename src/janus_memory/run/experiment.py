@@ -42,7 +42,7 @@ def _write_provenance(store: RunStore, cfg: RunConfig, ctx: Context, splits: dic
         store.write_json("config.json", dump)
     store.write_text("config.yaml", to_yaml(dump))
     folder = store.root / "prompts"
-    if prompts is not None and folder.is_dir():
+    if prompts is not None and folder.is_dir() and not folder.is_symlink():  # never delete outside the run folder
         for p in folder.iterdir():
             if p.name not in prompts:
                 shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()

@@ -114,6 +114,7 @@ class RunFolder:
 
     @classmethod
     def _check_no_run(cls, root: Path, overwrite: bool, methods=()) -> Path:
+        cls.check_aside(root)
         if (root / cls.DB).exists() and not (root / "COMPLETE").exists() and not overwrite:
             db = sqlite3.connect(root / cls.DB)
             try:
@@ -235,7 +236,12 @@ class RunFolder:
         except (OSError, ValueError):
             listed = None
         if isinstance(listed, dict) and isinstance(listed.get("files"), list):
-            rel += [f"report/{n}" for n in listed["files"] if isinstance(n, str) and _plain_name(n)]
+            # a file whose sha256 the manifest records counts only while it still has it (one edited since the
+            # report is the user's); a manifest without hashes (older reports) lists names only
+            got = listed.get("sha256")
+            hashes: dict = got if isinstance(got, dict) else {}
+            rel += [f"report/{n}" for n in listed["files"] if isinstance(n, str) and _plain_name(n)
+                    and (n not in hashes or _sha256_is(root / "report" / n, hashes[n]))]
             rel.append(f"report/{cls.REPORT_MANIFEST}")
         out = []
         for r in dict.fromkeys(rel):
@@ -272,6 +278,15 @@ class RunFolder:
             use = "its prompt files" if name == "prompts" else f"the method {name}'s files"
             raise OutputError(f"--overwrite: {p} is {what}, and the new run would write {use} into it; move or "
                               "rename it, or choose another --out")
+        # no folder the new run writes into or the move-aside and the exports delete from may lead out of the run
+        # folder: a symlink at any depth below it (dc_rs/memories -> a user's folder) is refused, before anything moves
+        below = [*(f"{m}/memories" for m in methods), *(f"{m}/memories" for m in sorted(ours)), *sorted(ours), "report"]
+        for rel in dict.fromkeys(below):
+            p = root / rel
+            if p.is_symlink():
+                raise OutputError(f"--overwrite: {p} is a symlink (to {os.readlink(p)}), and the run writes and "
+                                  "deletes files in it only inside its own folder; replace it with a folder of its "
+                                  "own, or choose another --out")
         # files of the user's where the new run keeps nothing else (its exports would remove them as stray): prompts/
         # holds the run's prompts only, memories/ no file named like a version that is not one (store/records.py)
         from .records import MEMORY_FILE
@@ -289,6 +304,44 @@ class RunFolder:
             more = f" (+{len(stray) - 1} more)" if len(stray) > 1 else ""
             raise OutputError(f"--overwrite: {q}{more} was not written by the old run, and the new run keeps no "
                               f"other file in {q.parent.name}/; move it out of the folder, or choose another --out")
+
+    @classmethod
+    def check_aside(cls, root: Path) -> None:
+        """OutputError (one line) if ``root/.janus-overwritten`` exists but is not what an --overwrite stopped short
+        left there (janus deletes that folder): a symlink, a file, or a folder holding anything but a run's files
+        (regular files at the paths a run writes: its top files, ``prompts/*``, ``report/*``, ``<method>/`` exports
+        and ``<method>/memories/<step>_<sha12>.txt``), so that nothing of the user's is moved into or deleted."""
+        from .records import MEMORY_FILE
+
+        p = root / ASIDE
+        if not os.path.lexists(p):
+            return
+        what = None
+        if p.is_symlink() or not p.is_dir():
+            what = "a symlink" if p.is_symlink() else "a file"
+        else:
+            top = {*cls._RUN_FILES, *cls._DB_FILES, SETUP_DB, SETUP_DB + "-journal"}
+            for q in sorted(p.rglob("*")):
+                parts = q.relative_to(p).parts
+                if q.is_symlink():
+                    bad = True
+                elif q.is_dir():
+                    bad = len(parts) > 2 or (len(parts) == 2 and (parts[0] in ("prompts", "report")
+                                                                   or parts[1] != "memories"))
+                elif not q.is_file():
+                    bad = True
+                elif len(parts) == 1:
+                    bad = parts[0] not in top
+                elif len(parts) == 2:
+                    bad = parts[0] not in ("prompts", "report") and parts[1] not in cls._METHOD_FILES
+                else:
+                    bad = len(parts) > 3 or parts[1] != "memories" or not MEMORY_FILE.match(parts[2])
+                if bad:
+                    what = f"a folder holding {q.relative_to(p).as_posix()!r}, which no run writes"
+                    break
+        if what:
+            raise OutputError(f"{p} is not the folder where janus moves an overwritten run (and then deletes): it is "
+                              f"{what}; move or rename it, then run again")
 
     @classmethod
     def _move_aside(cls, root: Path) -> list[str]:
@@ -524,6 +577,16 @@ def _shipped_prompt_names() -> set[str]:
     for pkg, prefix in (("janus_memory.tasks", "task_"), ("janus_memory.updaters", "updater_")):
         names |= {prefix + r.name for r in resources.files(pkg).joinpath("prompts").iterdir() if r.name.endswith(".txt")}
     return names
+
+
+def _sha256_is(path: Path, want) -> bool:
+    """Whether the regular file ``path`` has the sha256 ``want`` (hex)."""
+    import hashlib
+
+    try:
+        return path.is_file() and not path.is_symlink() and hashlib.sha256(path.read_bytes()).hexdigest() == want
+    except OSError:
+        return False
 
 
 def _remove(path: Path) -> None:

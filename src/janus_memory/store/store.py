@@ -310,7 +310,9 @@ class RunStore(RunFolder):
         from .records import extra_memory_files
 
         d = self.method_dir(method)
-        for extra in extra_memory_files(self.root, method, list(self._versions("memories", method, text=False))):
+        through_link = d.is_symlink() or (d / "memories").is_symlink()  # never delete outside the run folder
+        for extra in [] if through_link else extra_memory_files(self.root, method,
+                                                                 list(self._versions("memories", method, text=False))):
             extra.unlink()
         dec_lines, step_lines = [], []
         for dec, rec in self.steps(method):
