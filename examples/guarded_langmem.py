@@ -215,10 +215,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--only-planted", action="store_true", help="skip the harmless conversation")
     ap.add_argument("--record", default="runs/guard-record",
-                    help="folder of the decision record (default runs/guard-record)")
+                    help="folder of the decision record (default runs/guard-record); the example starts a new "
+                         "record there at each run, replacing the one it holds (a guard of your own goes on "
+                         "numbering in an existing record)")
     args = ap.parse_args(argv)
-    for name in ("guard.json", "decisions.jsonl"):  # the example's own record: each run starts a new one
-        (Path(args.record) / name).unlink(missing_ok=True)
+    old = [Path(args.record) / name for name in ("guard.json", "decisions.jsonl") if (Path(args.record) / name).exists()]
+    if old:  # the example's own record: each run starts a new one, and says so
+        print(f"replacing the example's earlier record in {args.record} (see --help)")
+    for path in old:
+        path.unlink()
     t0 = time.perf_counter()
     code = asyncio.run(run(args))
     print(f"total {time.perf_counter() - t0:.1f} s; "

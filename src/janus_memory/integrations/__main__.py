@@ -128,7 +128,10 @@ def page(head: dict, rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m janus_memory.integrations", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m janus_memory.integrations", description=(
+        "Print a write guard's decision record (guard.json + decisions.jsonl in DIR): one block per update "
+        "with the decision, why, the writes and each probe's two replies; --json for JSON lines, --html FILE for "
+        "a page."))
     ap.add_argument("record", metavar="DIR", help="the guard's record folder")
     ap.add_argument("--json", action="store_true", help="print the decisions as JSON lines")
     ap.add_argument("--html", metavar="FILE", help="also write the record as one HTML page")

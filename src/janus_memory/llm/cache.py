@@ -53,6 +53,17 @@ from janus_memory.values import ChatResult
 
 CACHE_FILENAME = "responses.sqlite"
 CACHE_FORMAT = 2  # the file's user_version; 0 = format 1, written before entries had to carry checksum and model
+_SAID: set[tuple[str, str]] = set()  # what this process has said once (several clients open one cache file)
+_SAID_LOCK = threading.Lock()
+
+
+def _say_once(key: tuple[str, str]) -> bool:
+    """True the first time this process asks for ``key``."""
+    with _SAID_LOCK:
+        if key in _SAID:
+            return False
+        _SAID.add(key)
+        return True
 SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, backend TEXT, created REAL)"
 
 
@@ -242,7 +253,7 @@ class ResponseCache:
                 if not verified:
                     self.unverified += 1
                     first_unverified = self.unverified == 1
-        if d is not None and not verified and first_unverified:
+        if d is not None and not verified and first_unverified and _say_once(("unverified", str(self.path))):
             warnings.warn(f"response cache {self.path} has cache format 1 (written before its entries had to carry a "
                           "checksum and the model that answered): its answers without them are replayed unverified "
                           "(an edited one is not noticed); --no-cache or another --cache-dir asks the server again",
