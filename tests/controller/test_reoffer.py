@@ -1,6 +1,7 @@
 """Rolled-back additions offered again (``seq_reoffer``) and the loss test of innocent additions
 (``seq_innocent_pairs``): a harmless line that noise rolled back comes back, a planted line never gets in by
-repetition (a deterministic evaluator), an offer never brings back what the memory holds or an update removed, the state resumes, costs count."""
+repetition (a deterministic evaluator), an offer never brings back what the memory holds or an update removed, the
+state resumes, costs count."""
 from __future__ import annotations
 
 import hashlib
