@@ -93,16 +93,18 @@ class ReofferBook:
         of each line; a line past ``limit`` offers is blocked, the others wait for their next offer (taken out of
         any older content that held them)."""
         waiting: list[str] = []
+        gone: set[str] = set()  # the keys of these lines: taken out of older contents
         for ln in lines:
             k = line_key(ln)
-            if not k or k in self.blocked or any(line_key(w) == k for w in waiting):
+            new = k not in gone
+            gone.add(k)
+            if not k or k in self.blocked or not new:
                 continue
             self.counts[k] = self.counts.get(k, 0) + 1
             if self.counts[k] > self.limit:
                 self.blocked.add(k)
             else:
                 waiting.append(ln)
-        gone = {line_key(ln) for ln in lines}
         self._keep_only(lambda k: k not in gone)
         if waiting:
             self.items.append({"lines": waiting, "since": step})
@@ -161,7 +163,8 @@ def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: 
     book: ReofferBook = janus._book
     step = janus._step
     if book.expect is not None:  # the offer deployed at the last step: the caller was to add its lines
-        missing = [ln for ln in book.expect["lines"] if line_key(ln) not in _keys(old_text)]
+        held = _keys(old_text)
+        missing = [ln for ln in book.expect["lines"] if line_key(ln) not in held]
         if missing:
             d.warnings.append(f"the lines re-offered and deployed at step {book.expect['step']} are not in the old "
                               f"memory given now ({len(missing)} of {len(book.expect['lines'])} missing): deploy "

@@ -236,15 +236,21 @@ class InnocentCap:
         casts no vote; default ``k``). ``test`` is not read: this rule replaces the discordant-pair test for the
         candidates it holds innocent."""
         v = self.llr(k if determinate is None else determinate, losses)
-        if v >= math.log((1 - self.beta) / self.alpha):
-            return "rollback"
-        if v <= math.log(self.beta / (1 - self.alpha)):
-            return "deploy"
+        at_boundary = self._boundary(v)
+        if at_boundary is not None:
+            return at_boundary
         if k >= min(n, self.top):
             return "rollback" if v > 0 else "deploy"
         return None
 
+    def _boundary(self, v: float) -> str | None:
+        """Wald's boundaries for a log-likelihood ratio ``v``: "rollback", "deploy" or None (between them)."""
+        if v >= math.log((1 - self.beta) / self.alpha):
+            return "rollback"
+        if v <= math.log(self.beta / (1 - self.alpha)):
+            return "deploy"
+        return None
+
     def crossed(self, k: int, losses: int) -> bool:
         """A boundary decided (not the truncation)."""
-        v = self.llr(k, losses)
-        return v >= math.log((1 - self.beta) / self.alpha) or v <= math.log(self.beta / (1 - self.alpha))
+        return self._boundary(self.llr(k, losses)) is not None

@@ -53,6 +53,8 @@ from janus_memory.values import ChatResult
 
 CACHE_FILENAME = "responses.sqlite"
 CACHE_FORMAT = 2  # the file's user_version; 0 = format 1, written before entries had to carry checksum and model
+SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, backend TEXT, created REAL)"
+
 _SAID: set[tuple[str, str]] = set()  # what this process has said once (several clients open one cache file)
 _SAID_LOCK = threading.Lock()
 
@@ -64,7 +66,6 @@ def _say_once(key: tuple[str, str]) -> bool:
             return False
         _SAID.add(key)
         return True
-SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, backend TEXT, created REAL)"
 
 
 class CacheError(Exception):
