@@ -1,4 +1,5 @@
-"""A run-store connection whose COMMIT fails at one step (crash safety tests of the store's texts and rows)."""
+"""A run-store connection whose COMMIT fails at one step (crash safety tests of the store's texts and rows), and the
+smallest fake-backend run the run-folder tests make."""
 from __future__ import annotations
 
 import sqlite3
@@ -21,3 +22,13 @@ class FailingCommit:
 
     def __getattr__(self, name):
         return getattr(self._db, name)
+
+
+def tiny_run_config(out, **kw):
+    """A three-step fake-backend GSM8K run into ``out`` with Janus on every step after one (the run-folder tests)."""
+    from janus_memory.settings.config import RunConfig
+
+    base = dict(backend="fake", dataset="gsm8k", stream_size=3, test_size=1, encoder="hashing", out=str(out),
+                janus={"warmup": 1, "coverage_size": 1, "boundary_size": 1, "fresh_size": 1})
+    base.update(kw)
+    return RunConfig(**base)

@@ -8,20 +8,13 @@ import json
 
 from janus_memory.cli.app import main
 from janus_memory.run.experiment import run_experiment
-from janus_memory.settings.config import RunConfig
-
-
-def _cfg(out, **kw):
-    base = dict(backend="fake", dataset="gsm8k", stream_size=3, test_size=1, encoder="hashing", out=str(out),
-                janus={"warmup": 1, "coverage_size": 1, "boundary_size": 1, "fresh_size": 1})
-    base.update(kw)
-    return RunConfig(**base)
+from store_fakes import tiny_run_config
 
 
 def test_an_edited_report_file_is_kept_and_named(tmp_path, monkeypatch):
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "r"
-    run_experiment(_cfg(out), log=lambda m: None)
+    run_experiment(tiny_run_config(out), log=lambda m: None)
     assert main(["report", "-q", str(out)]) == 0
     manifest = json.loads((out / "report" / ".janus-report.json").read_text())
     assert "report.md" in manifest["files"] and set(manifest["sha256"]) == set(manifest["files"])
@@ -32,7 +25,7 @@ def test_an_edited_report_file_is_kept_and_named(tmp_path, monkeypatch):
         f.write("MY ANALYSIS, hours of work\n")
     edited = (out / "report" / "report.md").read_bytes()
     lines: list[str] = []
-    run_experiment(_cfg(out, controller="none"), log=lines.append, overwrite=True)
+    run_experiment(tiny_run_config(out, controller="none"), log=lines.append, overwrite=True)
     assert (out / "report" / "report.md").read_bytes() == edited
     assert sorted(p.name for p in (out / "report").iterdir()) == ["report.md"]  # the plots and manifest are gone
     assert [m for m in lines if m.startswith("--overwrite")] == [
@@ -42,13 +35,13 @@ def test_an_edited_report_file_is_kept_and_named(tmp_path, monkeypatch):
 def test_a_manifest_without_hashes_keeps_its_old_meaning(tmp_path, monkeypatch):
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "r"
-    run_experiment(_cfg(out), log=lambda m: None)
+    run_experiment(tiny_run_config(out), log=lambda m: None)
     (out / "report").mkdir()
     (out / "report" / "report.md").write_text("old report, edited\n")
     (out / "report" / "mine.md").write_text("not listed\n")
     (out / "report" / ".janus-report.json").write_text('{"files": ["report.md"]}')
     lines: list[str] = []
-    run_experiment(_cfg(out, controller="none"), log=lines.append, overwrite=True)
+    run_experiment(tiny_run_config(out, controller="none"), log=lines.append, overwrite=True)
     assert sorted(p.name for p in (out / "report").iterdir()) == ["mine.md"]
     assert [m for m in lines if m.startswith("--overwrite")] == [
         f"--overwrite: kept 'report/mine.md' in {out} (not written by the old run)"]

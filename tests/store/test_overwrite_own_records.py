@@ -8,21 +8,14 @@ import shutil
 import pytest
 
 from janus_memory.run.experiment import run_experiment
-from janus_memory.settings.config import RunConfig
 from janus_memory.store.store import RunStore
-
-
-def _cfg(out, **kw):
-    base = dict(backend="fake", dataset="gsm8k", stream_size=3, test_size=1, encoder="hashing", out=str(out),
-                janus={"warmup": 1, "coverage_size": 1, "boundary_size": 1, "fresh_size": 1})
-    base.update(kw)
-    return RunConfig(**base)
+from store_fakes import tiny_run_config
 
 
 def test_overwrite_keeps_user_folders_that_look_like_method_folders(tmp_path, monkeypatch):
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "r"
-    run_experiment(_cfg(out), log=lambda m: None)
+    run_experiment(tiny_run_config(out), log=lambda m: None)
     assert (out / "COMPLETE").exists() and (out / "dc_rs").is_dir()
     shutil.copytree(out / "dc_rs", out / "dc_rs.backup")
     notes = out / "my_notes"
@@ -31,7 +24,7 @@ def test_overwrite_keeps_user_folders_that_look_like_method_folders(tmp_path, mo
     (notes / "analysis.txt").write_text("my analysis")
     backup_files = sorted(p.relative_to(out).as_posix() for p in (out / "dc_rs.backup").rglob("*"))
     lines: list[str] = []
-    run_experiment(_cfg(out, controller="janus"), log=lines.append, overwrite=True)
+    run_experiment(tiny_run_config(out, controller="janus"), log=lines.append, overwrite=True)
     assert not (out / "dc_rs").exists()  # the old run's own method folder is gone
     assert (out / "dc_rs+janus" / "decisions.jsonl").exists()
     assert sorted(p.relative_to(out).as_posix() for p in (out / "dc_rs.backup").rglob("*")) == backup_files
@@ -44,7 +37,7 @@ def test_overwrite_keeps_user_folders_that_look_like_method_folders(tmp_path, mo
 def test_recorded_methods_come_from_the_records_only(tmp_path, monkeypatch):
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "r"
-    run_experiment(_cfg(out), log=lambda m: None)
+    run_experiment(tiny_run_config(out), log=lambda m: None)
     (out / "lookalike" / "memories").mkdir(parents=True)
     assert RunStore.recorded_methods(out) == {"dc_rs", "dc_rs+janus"}
     # config.json alone (the database gone) still names them; a damaged config.json adds nothing
@@ -63,7 +56,7 @@ def test_overwrite_never_writes_into_a_folder_the_old_run_does_not_name(tmp_path
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "r"
-    run_experiment(_cfg(out, controller="none"), log=lambda m: None)
+    run_experiment(tiny_run_config(out, controller="none"), log=lambda m: None)
     mine = out / "dc_rs+janus"
     mine.mkdir()
     (mine / "decisions.jsonl").write_text("mine\n")
@@ -74,7 +67,7 @@ def test_overwrite_never_writes_into_a_folder_the_old_run_does_not_name(tmp_path
     want = (f"--overwrite: {mine} is a folder the old run's records do not name as its own, and the new run would "
             "write the method dc_rs+janus's files into it; move or rename it, or choose another --out")
     with pytest.raises(OutputError) as e:
-        run_experiment(_cfg(out, controller="both"), log=lambda m: None, overwrite=True)
+        run_experiment(tiny_run_config(out, controller="both"), log=lambda m: None, overwrite=True)
     assert str(e.value) == want
     with pytest.raises(OutputError) as e:
         RunStore.check_new_uncreated(out, overwrite=True, methods=["dc_rs", "dc_rs+janus"])
@@ -86,10 +79,10 @@ def test_overwrite_never_writes_into_a_folder_the_old_run_does_not_name(tmp_path
     elsewhere.mkdir()
     mine.symlink_to(elsewhere)
     with pytest.raises(OutputError, match="is a symlink, and the new run would write"):
-        run_experiment(_cfg(out, controller="both"), log=lambda m: None, overwrite=True)
+        run_experiment(tiny_run_config(out, controller="both"), log=lambda m: None, overwrite=True)
     assert list(elsewhere.iterdir()) == []
     mine.unlink()
-    run_experiment(_cfg(out, controller="both"), log=lambda m: None, overwrite=True)  # the folder gone: it runs
+    run_experiment(tiny_run_config(out, controller="both"), log=lambda m: None, overwrite=True)  # the folder gone: it runs
     assert (out / "dc_rs+janus" / "decisions.jsonl").exists()
 
 
@@ -102,7 +95,7 @@ def test_overwrite_keeps_user_files_inside_the_old_runs_folders(tmp_path, monkey
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "r"
-    run_experiment(_cfg(out, controller="none"), log=lambda m: None)
+    run_experiment(tiny_run_config(out, controller="none"), log=lambda m: None)
     assert main(["report", "-q", str(out)]) == 0
     old_versions = sorted(p.name for p in (out / "dc_rs" / "memories").iterdir())
     assert old_versions
@@ -113,13 +106,13 @@ def test_overwrite_keeps_user_files_inside_the_old_runs_folders(tmp_path, monkey
     for path in (out / "prompts" / "my_prompt.txt", out / "dc_rs" / "memories" / "00001_0123456789ab.txt"):
         path.write_text("mine")
         with pytest.raises(OutputError) as e:
-            run_experiment(_cfg(out, controller="both"), log=lambda m: None, overwrite=True)
+            run_experiment(tiny_run_config(out, controller="both"), log=lambda m: None, overwrite=True)
         assert str(e.value) == (f"--overwrite: {path} was not written by the old run, and the new run keeps no other "
                                 f"file in {path.parent.name}/; move it out of the folder, or choose another --out")
         path.unlink()
     assert (out / "dc_rs" / "memories" / old_versions[0]).exists()  # nothing moved
     lines: list[str] = []
-    run_experiment(_cfg(out, controller="janus"), log=lines.append, overwrite=True)
+    run_experiment(tiny_run_config(out, controller="janus"), log=lines.append, overwrite=True)
     assert (out / "dc_rs" / "notes.txt").read_text() == "n"
     assert (out / "dc_rs" / "memories" / "my_memory.txt").read_text() == "m"
     assert (out / "report" / "my_summary.md").read_text() == "s"
@@ -137,11 +130,11 @@ def test_overwrite_removes_a_report_janus_wrote_and_the_folders_left_empty(tmp_p
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "r"
-    run_experiment(_cfg(out), log=lambda m: None)
+    run_experiment(tiny_run_config(out), log=lambda m: None)
     assert main(["report", "-q", str(out)]) == 0
     assert main(["report", "-q", str(out)]) == 0  # a second report keeps the manifest whole
     lines: list[str] = []
-    run_experiment(_cfg(out, controller="none"), log=lines.append, overwrite=True)
+    run_experiment(tiny_run_config(out, controller="none"), log=lines.append, overwrite=True)
     assert sorted(p.name for p in out.iterdir() if p.name != ".janus.lock") == [
         "COMPLETE", "config.json", "config.yaml", "dc_rs", "environment.json", "prompts", "run.sqlite", "splits.json",
         "summary.json"]
@@ -154,13 +147,13 @@ def test_an_overwrite_stopped_after_the_move_reads_the_records_it_moved_aside(tm
     yours is the old run's folder (written into, the file kept), not a folder of yours."""
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "r"
-    run_experiment(_cfg(out, controller="none"), log=lambda m: None)
+    run_experiment(tiny_run_config(out, controller="none"), log=lambda m: None)
     (out / "dc_rs" / "notes.txt").write_text("n")
     assert RunStore._move_aside(out) == ["dc_rs/notes.txt"]  # what a kill at overwrite_moved_aside leaves
     assert not (out / "run.sqlite").exists() and (out / ".janus-overwritten" / "run.sqlite").exists()
     assert RunStore.recorded_methods(out) == {"dc_rs"}
     lines: list[str] = []
-    run_experiment(_cfg(out, controller="both"), log=lines.append, overwrite=True)
+    run_experiment(tiny_run_config(out, controller="both"), log=lines.append, overwrite=True)
     assert (out / "dc_rs" / "notes.txt").read_text() == "n"
     assert (out / "dc_rs" / "decisions.jsonl").exists() and (out / "dc_rs+janus" / "decisions.jsonl").exists()
     assert not (out / ".janus-overwritten").exists()

@@ -10,15 +10,8 @@ import pytest
 
 from janus_memory.errors import OutputError
 from janus_memory.run.experiment import run_experiment
-from janus_memory.settings.config import RunConfig
 from janus_memory.store.store import RunStore
-
-
-def _cfg(out, **kw):
-    base = dict(backend="fake", dataset="gsm8k", stream_size=3, test_size=1, encoder="hashing", out=str(out),
-                janus={"warmup": 1, "coverage_size": 1, "boundary_size": 1, "fresh_size": 1})
-    base.update(kw)
-    return RunConfig(**base)
+from store_fakes import tiny_run_config
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +20,7 @@ def finished(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("JANUS_CACHE_DIR", str(base / "cache"))
     try:
-        run_experiment(_cfg(base / "run"), log=lambda m: None)
+        run_experiment(tiny_run_config(base / "run"), log=lambda m: None)
     finally:
         mp.undo()
     return base / "run"
@@ -50,7 +43,7 @@ def _refused(out, want, *, methods=("dc_rs", "dc_rs+janus")):
         RunStore.check_new_uncreated(out, overwrite=True, methods=list(methods))
     assert str(e.value) == want
     with pytest.raises(OutputError) as e:
-        run_experiment(_cfg(out), log=lambda m: None, overwrite=True)
+        run_experiment(tiny_run_config(out), log=lambda m: None, overwrite=True)
     assert str(e.value) == want
     assert not (out / ".run.sqlite.setup").exists()
 
@@ -122,7 +115,7 @@ def test_a_janus_overwritten_that_janus_did_not_leave_is_refused(finished, tmp_p
         if p.name != ".janus-overwritten":
             shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
     with pytest.raises(OutputError) as e:
-        run_experiment(_cfg(out), log=lambda m: None)
+        run_experiment(tiny_run_config(out), log=lambda m: None)
     assert str(e.value).startswith(f"{aside} is not the folder where janus moves an overwritten run")
     assert (user / "precious.txt").read_text() == "user data" and os.path.lexists(aside)
 
@@ -132,7 +125,7 @@ def test_an_aside_left_by_a_stopped_overwrite_is_still_cleared(finished, tmp_pat
     RunStore._move_aside(out)  # what a kill at overwrite_moved_aside leaves
     assert (out / ".janus-overwritten" / "dc_rs" / "memories").is_dir()
     RunStore.check_aside(out)
-    run_experiment(_cfg(out, controller="none"), log=lambda m: None, overwrite=True)
+    run_experiment(tiny_run_config(out, controller="none"), log=lambda m: None, overwrite=True)
     assert not (out / ".janus-overwritten").exists() and (out / "COMPLETE").exists()
 
 
