@@ -43,16 +43,17 @@ def write_header(folder: Path, head: dict) -> None:
 
 
 def append_row(path: Path, row: dict, *, known_size: int, renumber: bool) -> tuple[int, int]:
-    """Append ``row`` as one line under an exclusive lock of the file. ``renumber``: when the file is no longer
-    ``known_size`` bytes (another process appended since this writer's last line, or this writer just started),
-    a ``row["update"]`` already in the file is moved after the file's last. Returns (the row's update number, the
+    """Append ``row`` as one line under an exclusive lock of the file. ``renumber``: a ``row["update"]`` not above
+    every number in the file is moved after the file's last (read under the lock on every append: a size equal to
+    ``known_size``, this writer's last view, did not prove that no other writer took the number). Returns (the row's update number, the
     file's size after the append)."""
     with open(path, "a+b") as f:
         if fcntl is not None:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)
         try:
             size = os.fstat(f.fileno()).st_size
-            if renumber and size != known_size:
+            if renumber and size:  # under the lock, whatever the size: another writer of this file may have
+                # taken the number in between, even when the size matches what this writer last saw
                 last = _last_update(path)
                 if int(row["update"]) <= last:
                     row["update"] = last + 1
