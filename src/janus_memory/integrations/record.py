@@ -45,8 +45,8 @@ def write_header(folder: Path, head: dict) -> None:
 def append_row(path: Path, row: dict, *, known_size: int, renumber: bool) -> tuple[int, int]:
     """Append ``row`` as one line under an exclusive lock of the file. ``renumber``: a ``row["update"]`` not above
     every number in the file is moved after the file's last (read under the lock on every append: a size equal to
-    ``known_size``, this writer's last view, did not prove that no other writer took the number). Returns (the row's update number, the
-    file's size after the append)."""
+    ``known_size``, this writer's last view, did not prove that no other writer took the number). Returns (the
+    row's update number, the file's size after the append)."""
     with open(path, "a+b") as f:
         if fcntl is not None:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)
