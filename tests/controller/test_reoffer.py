@@ -308,9 +308,11 @@ def test_the_adapter_applies_a_deployed_offer_only_through_a_loader_that_keeps_t
 def test_the_run_loop_offers_again_only_for_an_updater_that_loads_a_memory_text():
     from janus_memory.run.loop import takes_memory_text
     from janus_memory.updaters.dc import DCCumulative
+    from janus_memory.updaters.expel import ExpeL
     from janus_memory.updaters.exprag import ExpRAG
 
-    assert takes_memory_text(object.__new__(DCCumulative)) and not takes_memory_text(object.__new__(ExpRAG))
+    assert takes_memory_text(object.__new__(DCCumulative)) and takes_memory_text(object.__new__(ExpRAG))
+    assert not takes_memory_text(object.__new__(ExpeL))
     assert not takes_memory_text(_TextUpdater())
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .janus import Decision, Janus, StepInput
+from .reoffer import LINES, use_units
 
 VERIFY_ROLLBACK = ("raise", "warn", "off")
 
@@ -93,6 +94,9 @@ class GuardedUpdate:
             raise ValueError(f"verify_rollback must be one of {', '.join(VERIFY_ROLLBACK)}, got {verify_rollback!r}")
         self.janus = janus
         self.updater = updater
+        units = getattr(updater, "memory_units", None)  # seq_reoffer: an updater whose memory is records, not lines
+        if janus.config.decision.reoffers and janus.units is LINES and callable(units):
+            use_units(janus, units())
         self.embed = embed
         self.question = question
         self.verify_rollback = verify_rollback

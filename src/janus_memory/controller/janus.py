@@ -60,16 +60,12 @@ class Janus:
         evaluator: ``evaluator(memory_text, tasks) -> list[bool]`` (one bool per task, same order).
         task_to_dict / task_from_dict: JSON (de)serialisation of task objects for :meth:`state_dict`;
             defaults handle ``janus_memory.values.Task`` and plain dicts.
+        units: what ``seq_reoffer`` offers again (reoffer.py): lines (None) or an updater's ``memory_units()``.
     """
 
-    def __init__(
-        self,
-        config: JanusConfig | None = None,
-        evaluator: Callable[[str, list], list] | None = None,
-        *,
-        task_to_dict: Callable[[Any], dict] | None = None,
-        task_from_dict: Callable[[dict], Any] | None = None,
-    ):
+    def __init__(self, config: JanusConfig | None = None, evaluator: Callable[[str, list], list] | None = None, *,
+                 task_to_dict: Callable[[Any], dict] | None = None,
+                 task_from_dict: Callable[[dict], Any] | None = None, units: Any = None):
         self.config = config if config is not None else JanusConfig()
         if not isinstance(self.config, JanusConfig):
             raise TypeError("config must be a JanusConfig")
@@ -99,9 +95,13 @@ class Janus:
         self._anchor_sha: str | None = None  # near_copy_anchor: the last fully compared memory (_anchored)
         self._anchor_text: str | None = None
         self._saved: dict | None = None  # decide()'s saved state while it runs (_save)
-        self._book = ReofferBook(c.decision.reoffers)  # seq_reoffer: rolled-back additions to offer again
+        self._book = ReofferBook(c.decision.reoffers, units)  # seq_reoffer: rolled-back additions to offer again
 
     # ------------------------------------------------------------------ read-only views
+    @property
+    def units(self) -> Any:
+        return self._book.units  # what seq_reoffer offers again: reoffer.LINES or an updater's records
+
     @property
     def stats(self) -> dict:
         """steps, triggers, accepts, rollbacks, evaluator_calls, evaluator_calls_saved, evaluation_failures."""
@@ -550,14 +550,13 @@ class Janus:
                 ("embeddings", "data", "b64"): (tok, 4 * (n * (self._store.dim or 0) * 4 // 3))}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore from :meth:`state_dict` (the config stored in the state replaces the current one).
-
-        Raises ValueError on an unknown format or inconsistent content.
-        """
+        """Restore from :meth:`state_dict` (its config replaces the current one); ValueError on an unknown format or
+        inconsistent content."""
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise ValueError(f"not a Janus controller state (format {STATE_FORMAT!r} expected)")
         fresh = type(self)(JanusConfig.from_dict(state["config"]), self.evaluator,
-                           task_to_dict=self._task_to_dict, task_from_dict=self._task_from_dict)
+                           task_to_dict=self._task_to_dict, task_from_dict=self._task_from_dict,
+                           units=self._book.units)
         store = EmbeddingStore.from_state_dict(state["embeddings"])
         n = store.n
         if len(state["ids"]) != n or len(state["tasks"]) != n:
@@ -592,9 +591,9 @@ class Janus:
     @classmethod
     def from_state_dict(cls, state: dict, evaluator: Callable[[str, list], list] | None = None, *,
                         task_to_dict: Callable[[Any], dict] | None = None,
-                        task_from_dict: Callable[[dict], Any] | None = None):
+                        task_from_dict: Callable[[dict], Any] | None = None, units: Any = None):
         """Build a controller from :meth:`state_dict` output."""
         j = cls(JanusConfig.from_dict(state["config"]), evaluator,
-                task_to_dict=task_to_dict, task_from_dict=task_from_dict)
+                task_to_dict=task_to_dict, task_from_dict=task_from_dict, units=units)
         j.load_state_dict(state)
         return j

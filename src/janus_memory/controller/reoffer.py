@@ -23,6 +23,11 @@ Limits, so that repetition cannot get a harmful line in and an offer cannot undo
   update removed on purpose is never brought back;
 * at most one content is offered per step, the oldest first.
 
+The unit offered is a line by default. An updater whose memory is a bank of records (ExpRAG: a record is a
+question, an answer and its feedback, over several lines) gives its own units (``Janus(units=...)``, an object
+with ``split(text) -> list[str]`` and ``join(text, units) -> str``; :class:`Lines` is the default): then a unit is a
+record, keyed by its lines' words, offered, counted and blocked whole.
+
 Pure: no I/O; the comparison runs through the controller's evaluator. State: ``state_dict`` / ``load_state_dict``
 (stored by ``Janus.state_dict`` when ``seq_reoffer`` is on).
 """
@@ -47,8 +52,25 @@ def line_key(line: str) -> str:
     return " ".join(_WORDS.findall(text.casefold()))
 
 
-def _keys(text: str) -> set[str]:
-    return {k for k in map(line_key, text.splitlines()) if k}
+def unit_key(unit: str) -> str:
+    """A unit's identity: the :func:`line_key` of each of its lines, joined by newlines (a line's own key for a
+    one-line unit)."""
+    return "\n".join(k for k in map(line_key, unit.splitlines()) if k)
+
+
+class Lines:
+    """The default units of offering: a memory's lines (:func:`added_lines`, :func:`with_lines`)."""
+
+    @staticmethod
+    def split(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if ln.strip()]
+
+    @staticmethod
+    def join(text: str, units: list[str]) -> str:
+        return with_lines(text, units)
+
+
+LINES = Lines()
 
 
 def added_lines(old_text: str, new_text: str) -> list[str]:
@@ -64,6 +86,25 @@ def added_lines(old_text: str, new_text: str) -> list[str]:
     return out
 
 
+def unit_keys(units: Any, text: str) -> set[str]:
+    """The keys of the units (:class:`Lines` or an updater's) that ``text`` holds."""
+    return {k for k in map(unit_key, units.split(text)) if k}
+
+
+def added_units(units: Any, old_text: str, new_text: str) -> list[str]:
+    """The units of ``new_text`` that ``old_text`` does not hold (lines: :func:`added_lines`), in order, without
+    repeats, as written."""
+    if units is LINES:
+        return added_lines(old_text, new_text)
+    have, out = unit_keys(units, old_text), []
+    for u in units.split(new_text):
+        k = unit_key(u)
+        if k and k not in have:
+            have.add(k)
+            out.append(u)
+    return out
+
+
 def with_lines(memory: str, lines: list[str]) -> str:
     """``memory`` with ``lines`` appended, one a line (what an offer compares and what the caller deploys)."""
     return "\n".join(([memory.rstrip("\n")] if memory.strip() else []) + lines)
@@ -71,22 +112,30 @@ def with_lines(memory: str, lines: list[str]) -> str:
 
 class ReofferBook:
     """The rolled-back additions waiting to be offered again, each line's roll-backs so far, and the lines blocked
-    for good (module docstring)."""
+    for good (module docstring). ``units``: what a line is (:class:`Lines`, or an updater's records)."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, units: Any = None):
         self.limit = limit
+        self.units = LINES if units is None else units
         self.items: list[dict] = []  # {"lines": [...], "since": step of the last roll-back}
         self.counts: dict[str, int] = {}  # line_key -> roll-backs so far (the first one and every offer after it)
         self.blocked: set[str] = set()  # line keys no longer held innocent
         self.expect: dict | None = None  # the offer deployed last step: {"step", "lines"}, checked on the next old memory
 
+    def keys(self, text: str) -> set[str]:
+        """The keys of the units ``text`` holds."""
+        return unit_keys(self.units, text)
+
+    def added(self, old_text: str, new_text: str) -> list[str]:
+        return added_units(self.units, old_text, new_text)
+
     def blocks(self, old_text: str, new_text: str) -> bool:
         """The candidate adds a blocked line."""
-        return bool(self.blocked) and any(line_key(ln) in self.blocked for ln in added_lines(old_text, new_text))
+        return bool(self.blocked) and any(unit_key(u) in self.blocked for u in self.added(old_text, new_text))
 
     def offer_number(self, lines: list[str]) -> int:
         """Which offer of these lines the next one is (1 = the first after the first roll-back)."""
-        return max((self.counts.get(line_key(ln), 0) for ln in lines), default=0)
+        return max((self.counts.get(unit_key(ln), 0) for ln in lines), default=0)
 
     def rolled_back(self, step: int, lines: list[str]) -> None:
         """An innocent addition of ``lines`` was rolled back (at its own step, or as an offer): one more roll-back
@@ -95,7 +144,7 @@ class ReofferBook:
         waiting: list[str] = []
         gone: set[str] = set()  # the keys of these lines: taken out of older contents
         for ln in lines:
-            k = line_key(ln)
+            k = unit_key(ln)
             new = k not in gone
             gone.add(k)
             if not k or k in self.blocked or not new:
@@ -112,13 +161,13 @@ class ReofferBook:
     def prune(self, *memories: str) -> None:
         """Drop every waiting line one of ``memories`` holds: it is in a deployed memory, and once there a later
         removal is the updater's choice, not a loss to repair."""
-        have = set().union(*(_keys(m) for m in memories)) if memories else set()
+        have = set().union(*(self.keys(m) for m in memories)) if memories else set()
         self._keep_only(lambda k: k not in have)
 
     def _keep_only(self, keep) -> None:
         items = []
         for it in self.items:
-            lines = [ln for ln in it["lines"] if keep(line_key(ln))]
+            lines = [ln for ln in it["lines"] if keep(unit_key(ln))]
             if lines:
                 items.append(dict(it, lines=lines))
         self.items = items
@@ -157,14 +206,20 @@ class ReofferBook:
         self.expect = {"step": expect["step"], "lines": list(expect["lines"])} if expect else None
 
 
+def use_units(janus: Any, units: Any) -> None:
+    """Offer ``units`` (an updater's ``memory_units()``; None: lines) again from now on (GuardedUpdate does this for
+    an updater that has them)."""
+    janus._book.units = LINES if units is None else units
+
+
 def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: bool) -> None:
     """``seq_reoffer``: after the step's own decision, note an innocent addition it rolled back, then offer the
     oldest due content once on the memory deployed now (module docstring)."""
     book: ReofferBook = janus._book
     step = janus._step
     if book.expect is not None:  # the offer deployed at the last step: the caller was to add its lines
-        held = _keys(old_text)
-        missing = [ln for ln in book.expect["lines"] if line_key(ln) not in held]
+        held = book.keys(old_text)
+        missing = [ln for ln in book.expect["lines"] if unit_key(ln) not in held]
         if missing:
             d.warnings.append(f"the lines re-offered and deployed at step {book.expect['step']} are not in the old "
                               f"memory given now ({len(missing)} of {len(book.expect['lines'])} missing): deploy "
@@ -173,7 +228,7 @@ def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: 
         book.expect = None
     if (d.triggered and not d.accept and innocent and d.new_correct and not d.reason.startswith("evaluation_failed")
             and only_adds(old_text, new_text)):
-        book.rolled_back(step, added_lines(old_text, new_text))
+        book.rolled_back(step, book.added(old_text, new_text))
     deployed = new_text if d.accept else old_text
     book.prune(old_text, deployed)
     item = book.due(step)
@@ -181,7 +236,7 @@ def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: 
         return
     lines = item["lines"]  # prune took out every line the deployed memory holds
     offer = book.offer_number(lines)
-    cand = with_lines(deployed, lines)
+    cand = book.units.join(deployed, lines)
     r = Decision(step=d.step, task_id=d.task_id, phase="reoffer", triggered=True, accept=True, reason="")
     _offer(janus, r, deployed, cand)
     d.evaluator_calls += r.evaluator_calls

@@ -92,17 +92,19 @@ class Proposer:
         return inject_candidate(self.updater, out, kind, task=task, step=self._step, seed=self.seed, before=before)
 
 
-def note(counters: dict, line: dict, old_memory: str | None = None, candidate: str | None = None) -> None:
+def note(counters: dict, line: dict, old_memory: str | None = None, candidate: str | None = None,
+         units: Any = None) -> None:
     """Keep what the counts need of an injected step's decision-log line (``line["injected"]`` set); a blocked
-    candidate also keeps the keys of the lines it added, so that a later re-offer of them is told (:func:`reoffered`)."""
-    from ..controller.reoffer import added_lines, line_key
+    candidate also keeps the keys of the lines it added (``units``: the controller's units of re-offer, lines when
+    None; an updater's records), so that a later re-offer of them is told (:func:`reoffered`)."""
+    from ..controller.reoffer import LINES, added_units, unit_key
 
     d = line.get("decision") or {}
     entry = {"step": line["step"], "injected": line["injected"], "deployed": line["deployed"],
              "decision": {"triggered": bool(d.get("triggered")), "old_score": d.get("old_score"),
                           "new_score": d.get("new_score")}}
     if line["deployed"] != "candidate" and old_memory is not None and candidate is not None:
-        entry["lines"] = sorted({line_key(ln) for ln in added_lines(old_memory, candidate)} - {""})
+        entry["lines"] = sorted({unit_key(u) for u in added_units(units or LINES, old_memory, candidate)} - {""})
     counters.setdefault(LOG_KEY, []).append(entry)
 
 
@@ -110,11 +112,11 @@ def reoffered(counters: dict, reoffer: dict | None, step: int) -> list[int]:
     """``JanusConfig.seq_reoffer``: a re-offer applied at ``step`` that brings back lines of an injected candidate
     blocked earlier deploys that injection after all: its entry says ``"deployed": "reoffer"`` (counted as
     deployed) with the step. The injected steps it deployed."""
-    from ..controller.reoffer import line_key
+    from ..controller.reoffer import unit_key
 
     if not reoffer or not reoffer.get("accept") or not reoffer.get("applied"):
         return []
-    keys = {line_key(ln) for ln in reoffer.get("lines") or []}
+    keys = {unit_key(ln) for ln in reoffer.get("lines") or []}
     hit = []
     for e in counters.get(LOG_KEY, []):
         if e["deployed"] != "candidate" and e["deployed"] != "reoffer" and keys & set(e.get("lines") or ()):

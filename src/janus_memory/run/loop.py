@@ -76,12 +76,13 @@ def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | No
     jc = ctx.settings.janus_config()
     if jc.decision.reoffers and not takes_memory_text(upd):  # an offer it could not apply would be paid for nothing
         jc = jc.replace(seq_reoffer=0)
-    m = _Method(name, upd, evaluator, Janus(jc, evaluator) if with_janus else None)
+    units = upd.memory_units() if jc.decision.reoffers else None  # what a re-offer offers: lines or records
+    m = _Method(name, upd, evaluator, Janus(jc, evaluator, units=units) if with_janus else None)
     if resume is not None:
         m.start, state = resume
         upd.load_snapshot(state["updater"])
         if m.janus is not None:
-            m.janus = Janus.from_state_dict(state["janus"], evaluator)
+            m.janus = Janus.from_state_dict(state["janus"], evaluator, units=units)
         m.counters = state["counters"]
     return m
 
@@ -175,7 +176,8 @@ def stream(ctx, m: _Method, bus: EventSink, usage0: dict, t0: float, stop_after:
                                      getattr(ctx.client.backend, "model", ""))
         if i in plan:  # the decision log marks injected steps; the counters keep them for the summary (resumable)
             line["injected"] = plan[i]
-            injection.note(c, line, out.old_memory, out.candidate_memory)
+            injection.note(c, line, out.old_memory, out.candidate_memory,
+                           units=m.janus.units if m.janus is not None else None)
         if taken := injection.reoffered(c, decision.get("reoffer"), i):
             line["reoffer_of_injected"] = taken
         usage_now = add_usage(c["usage"], usage_delta(m.usage.snapshot(), usage0))

@@ -166,6 +166,12 @@ class Updater(ABC):
         deploys). Default: "" (the method retrieves nothing)."""
         return ""
 
+    def memory_units(self) -> Any:
+        """What the controller offers again (``JanusConfig.seq_reoffer``, controller/reoffer.py) when this memory is
+        not made of lines: an object with ``split(text) -> list[str]`` and ``join(text, units) -> str`` (ExpRAG: its
+        records). Default None: lines."""
+        return None
+
     def load_memory_text(self, text: str) -> object:
         """Make ``text`` (in the ``memory_text()`` format) the current memory. Updaters with a text memory that
         support injection implement it; default: NotImplementedError."""

@@ -26,6 +26,8 @@ raw; DC's and ACE's curators write general lessons without the numbers (docs/mea
 
 from __future__ import annotations
 
+import base64
+import copy
 import re
 from collections import OrderedDict
 from typing import Sequence
@@ -78,6 +80,8 @@ class ExpRAG(Updater):
         self.bank = RetrievalBank()
         self._embedding_of: dict[str, np.ndarray] = {}  # a record's rendered body -> its question embedding (top_k)
         self._bodies_of: OrderedDict[str, list[str]] = OrderedDict()  # the 8 texts memory_text() rendered last
+        self._known: dict[str, tuple[dict, np.ndarray]] = {}  # body -> (record, embedding) of every record held
+        self._keep_held = False  # memory_units() was asked: the state also keeps the records rolled back
 
     def _body(self, rec: dict) -> str:
         out = truncate(rec["output"], self.config["retrieved_output_chars"])
@@ -87,13 +91,48 @@ class ExpRAG(Updater):
         return self._numbered([self._body(self.bank.records[i]) for i in indices])
 
     def memory_text(self) -> str:
-        bodies = [self._body(r) for r in self.bank.records]
+        return self._rendered([self._body(r) for r in self.bank.records])
+
+    def _rendered(self, bodies: list[str]) -> str:
         text = self._numbered(bodies)
-        self._bodies_of[text] = bodies  # the records of a text this updater rendered, kept for its replays
+        self._bodies_of[text] = list(bodies)  # the records of a text this updater rendered, kept for its replays
         self._bodies_of.move_to_end(text)
         while len(self._bodies_of) > 8:
             self._bodies_of.popitem(last=False)
         return text
+
+    # ---- re-offers (JanusConfig.seq_reoffer): the unit is a record, not a line ----
+    def memory_units(self) -> _Records:
+        """The controller offers again a rolled-back record whole (controller/reoffer.py); from now on the state
+        also keeps the records rolled back, so that a resumed run can still load an offer of them."""
+        self._keep_held = True
+        return _Records(self)
+
+    def _held(self) -> dict[str, tuple[dict, np.ndarray]]:
+        """Every record this updater held, by body: the bank's, then those rolled back or replaced."""
+        emb = self.bank.matrix()
+        out = {self._body(r): (r, e) for r, e in zip(self.bank.records, emb if emb is not None else [], strict=True)}
+        for body, pair in self._known.items():
+            out.setdefault(body, pair)
+        return out
+
+    def _note(self, records: list[dict], emb: np.ndarray | None) -> None:
+        for r, e in zip(records, emb if emb is not None else [], strict=True):
+            self._known.setdefault(self._body(r), (r, np.array(e, dtype=np.float32)))
+
+    def load_memory_text(self, text: str) -> None:
+        """Make ``text`` (``memory_text()``'s format) the bank: a re-offer the controller deployed. Every record of
+        it must be one this updater held, in the bank or rolled back (its record and question embedding come back
+        as they were); otherwise ValueError, nothing changed."""
+        bodies = self._blocks(text)
+        held = self._held()
+        missing = [b for b in bodies if b not in held]
+        if missing:
+            raise ValueError(f"{len(missing)} of the text's {len(bodies)} records were never in this bank")
+        bank = RetrievalBank()
+        for b in bodies:
+            bank.add(*held[b])
+        self.bank = bank
 
     def _blocks(self, memory_text: str) -> list[str]:
         """The record bodies of a memory text (each without its ``[Experience n]`` line), in order: as rendered, for a
@@ -201,6 +240,7 @@ class ExpRAG(Updater):
             },
             q_emb,
         )
+        self._known.setdefault(self._body(self.bank.records[-1]), (self.bank.records[-1], q_emb))
         self.stats["steps"] += 1
         return StepOutcome(out, score, old, self.memory_text(), None, calls, info)
 
@@ -220,10 +260,22 @@ class ExpRAG(Updater):
         return {("bank",) + p: h for p, h in self.bank.state_hints().items()}
 
     def get_state(self) -> dict:
-        return {"bank": self.bank.state()}
+        state: dict = {"bank": self.bank.state()}
+        if self._keep_held:  # memory_units: the records rolled back, which a re-offer may bring back
+            in_bank = {self._body(r) for r in self.bank.records}
+            held = sorted(((b, r, e) for b, (r, e) in self._known.items() if b not in in_bank),
+                          key=lambda x: (str(x[1].get("id")), x[0]))
+            if held:
+                state["held"] = [{"record": copy.deepcopy(r), "emb_b64": base64.b64encode(
+                    np.ascontiguousarray(e, dtype="<f4").tobytes()).decode("ascii")} for _, r, e in held]
+        return state
 
     def set_state(self, state: dict) -> None:
         self.bank.set_state(state["bank"])
+        self._note(self.bank.records, self.bank.matrix())
+        for h in state.get("held", []):
+            e = np.frombuffer(base64.b64decode(h["emb_b64"]), dtype="<f4").astype(np.float32)
+            self._known.setdefault(self._body(h["record"]), (copy.deepcopy(h["record"]), e))
 
     # ---- hook: an injected harmful candidate (`--inject`; janus_memory.inject builds the records) ----
     supports_injection = True  # built as records; a record whose question is new is embedded (inject_harm)
@@ -252,3 +304,18 @@ class ExpRAG(Updater):
         for r in records:
             bank.add(r, known[r["question"]])
         self.bank = bank
+        self._note(bank.records, bank.matrix())
+
+
+class _Records:
+    """ExpRAG's units of re-offer (:meth:`ExpRAG.memory_units`): a memory text's records, each its body (question,
+    answer, feedback) without its ``[Experience n]`` line; joined after a text's records, renumbered."""
+
+    def __init__(self, updater: ExpRAG):
+        self._u = updater
+
+    def split(self, text: str) -> list[str]:
+        return self._u._blocks(text)
+
+    def join(self, text: str, units: list[str]) -> str:
+        return self._u._rendered(self._u._blocks(text) + list(units))

@@ -221,6 +221,10 @@ class ReasoningBank(Updater):
         for i, r in enumerate(self.bank.records):
             self._emb.setdefault(r["question"], mat[i].copy())  # type: ignore[index]  # (records: a matrix)
 
+    def memory_units(self) -> _Entries:
+        """The controller offers again a rolled-back entry whole, not its lines (controller/reoffer.py)."""
+        return _Entries()
+
     def load_memory_text(self, text: str) -> None:
         """Make ``text`` (a bank in the memory-text format) the current bank, e.g. to inject a harmful candidate;
         questions are embedded with the encoder (cached). Raises ValueError for text that is not a bank."""
@@ -333,3 +337,16 @@ class ReasoningBank(Updater):
             info["rejected_extraction"] = text
             return "", "no memory items"
         return render_items(items), None
+
+
+class _Entries:
+    """ReasoningBank's units of re-offer (:meth:`ReasoningBank.memory_units`): a memory text's entries, each its
+    ``<<entry ...>>`` line and body; joined after a text's entries."""
+
+    @staticmethod
+    def split(text: str) -> list[str]:
+        return [render_entry(e) for e in parse_bank_text(text)]
+
+    @staticmethod
+    def join(text: str, units: list[str]) -> str:
+        return render_bank(parse_bank_text(text) + [e for u in units for e in parse_bank_text(u)])
