@@ -62,3 +62,19 @@ def test_a_run_stopped_at_any_step_resumes_to_the_same_decisions(tmp_path, monke
         if bad or score != held_out:
             differ[stop] = (bad, score, held_out)
     assert differ == {}  # {stop: (steps whose decisions differ, held out resumed, held out uninterrupted)}
+
+
+def test_the_baseline_without_a_controller_stores_no_records_for_re_offers(tmp_path, monkeypatch):
+    """``controller: both`` under the recommended preset: only exprag+janus can offer a record again, yet the run
+    loop asks every method's updater for its units, so the baseline's checkpoint also carries the records it lost to
+    the deployed falsify and wipe (11 of them on this stream), which nothing will ever load."""
+    from janus_memory.cli import main
+    from janus_memory.store.reader import RunReader
+
+    monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "both"
+    assert main(["run", "--config", str(EXAMPLE), "--model", "rules:0.2", "--quiet", "--out", str(out)]) == 0
+    _, baseline = RunReader(out).checkpoint("exprag")
+    _, guarded = RunReader(out).checkpoint("exprag+janus")
+    assert "held" in guarded["updater"]["state"]  # the guarded method keeps its rolled-back records
+    assert "held" not in baseline["updater"]["state"]
