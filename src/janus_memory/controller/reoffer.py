@@ -42,14 +42,21 @@ from .equivalence import COUNTER_BOOKKEEPING, _is_bookkeeping
 from .step import Decision
 
 GAP = 2  # steps between a roll-back and the next offer of its lines (new tasks reach the panel meanwhile)
-_WORDS = re.compile(r"\w+")
+_TOKENS = re.compile(r"\w+|[<>=\u2264\u2265\u2260^+/\u00d7\u00f7%]|(?<!\w)-(?=\s*\d)")
+_SUPERSCRIPTS = str.maketrans({ch: f"^{d}" for d, ch in
+                               enumerate("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")})
 
 
 def line_key(line: str) -> str:
-    """A line's identity for offers and blocks: NFKC-normalised, format and control characters (zero-width space,
-    bidi controls, tag characters) removed, case-folded, its words and numbers only ("" for a line without any)."""
-    text = "".join(ch for ch in unicodedata.normalize("NFKC", line) if unicodedata.category(ch) not in ("Cf", "Cc"))
-    return " ".join(_WORDS.findall(text.casefold()))
+    """A line's identity for offers and blocks: NFKC-normalised (a superscript digit kept apart as ``^n``), format
+    characters (zero-width space, bidi controls, tag characters) removed and control characters (a tab) read as
+    spaces, case-folded; its words and numbers, comparison and arithmetic signs (``< > = + / x % ^``, a minus before a
+    number; not ``*``, which is Markdown emphasis) ("" for a line without any). So a bullet, emphasis or punctuation is
+    cosmetic, and ``-5`` / ``5``, ``> 50`` / ``< 50`` are other lines."""
+    text = unicodedata.normalize("NFKC", line.translate(_SUPERSCRIPTS))
+    text = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text
+                   if unicodedata.category(ch) != "Cf").replace("\u2212", "-")
+    return " ".join(_TOKENS.findall(text.casefold()))
 
 
 def unit_key(unit: str) -> str:
@@ -60,6 +67,8 @@ def unit_key(unit: str) -> str:
 
 class Lines:
     """The default units of offering: a memory's lines (:func:`added_lines`, :func:`with_lines`)."""
+
+    name = "lines"
 
     @staticmethod
     def split(text: str) -> list[str]:
@@ -84,6 +93,20 @@ def added_lines(old_text: str, new_text: str) -> list[str]:
             have.add(items[0])
             out.append(ln.strip())
     return out
+
+
+def checked_units(units: Any) -> Any:
+    """``units`` (None: :data:`LINES`), or TypeError when it cannot ``split`` and ``join``."""
+    if units is None:
+        return LINES
+    if not (callable(getattr(units, "split", None)) and callable(getattr(units, "join", None))):
+        raise TypeError(f"memory_units() must return None or an object with split(text) and join(text, units); got "
+                        f"{type(units).__name__}")
+    return units
+
+
+def units_name(units: Any) -> str:
+    return str(getattr(units, "name", None) or type(units).__name__)
 
 
 def unit_keys(units: Any, text: str) -> set[str]:
@@ -116,7 +139,7 @@ class ReofferBook:
 
     def __init__(self, limit: int, units: Any = None):
         self.limit = limit
-        self.units = LINES if units is None else units
+        self.units = checked_units(units)
         self.items: list[dict] = []  # {"lines": [...], "since": step of the last roll-back}
         self.counts: dict[str, int] = {}  # line_key -> roll-backs so far (the first one and every offer after it)
         self.blocked: set[str] = set()  # line keys no longer held innocent
@@ -180,12 +203,17 @@ class ReofferBook:
         return None
 
     def state_dict(self) -> dict:
-        return {"items": [dict(it, lines=list(it["lines"])) for it in self.items], "blocked": sorted(self.blocked),
+        kind = {} if self.units is LINES else {"units": units_name(self.units)}  # what the keys and items are
+        return {**kind, "items": [dict(it, lines=list(it["lines"])) for it in self.items], "blocked": sorted(self.blocked),
                 "counts": dict(sorted(self.counts.items())),
                 **({"expect": {"step": self.expect["step"], "lines": list(self.expect["lines"])}} if self.expect else {})}
 
     def load_state_dict(self, state: dict | None) -> None:
         state = state or {}
+        saved = state.get("units", "lines")
+        if saved != "lines" and saved != units_name(self.units):  # its keys would not match: a blocked one unblocked
+            raise ValueError(f"state reoffer holds {saved}, not {units_name(self.units)}: build the controller with "
+                             "units=updater.memory_units() of the updater it guarded")
         items = state.get("items", [])
         ok = isinstance(items, list) and all(
             isinstance(it, dict) and isinstance(it.get("lines"), list) and all(isinstance(x, str) for x in it["lines"])
@@ -209,7 +237,7 @@ class ReofferBook:
 def use_units(janus: Any, units: Any) -> None:
     """Offer ``units`` (an updater's ``memory_units()``; None: lines) again from now on (GuardedUpdate does this for
     an updater that has them)."""
-    janus._book.units = LINES if units is None else units
+    janus._book.units = checked_units(units)
 
 
 def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: bool) -> None:
@@ -236,7 +264,11 @@ def after_step(janus: Any, d: Decision, old_text: str, new_text: str, innocent: 
         return
     lines = item["lines"]  # prune took out every line the deployed memory holds
     offer = book.offer_number(lines)
-    cand = book.units.join(deployed, lines)
+    try:
+        cand = book.units.join(deployed, lines)
+    except ValueError as exc:  # content these units cannot hold (a book kept in lines before, resumed with records)
+        d.warnings.append(f"re-offer dropped: {len(lines)} waiting item(s) are not {units_name(book.units)} ({exc})")
+        return
     r = Decision(step=d.step, task_id=d.task_id, phase="reoffer", triggered=True, accept=True, reason="")
     _offer(janus, r, deployed, cand)
     d.evaluator_calls += r.evaluator_calls

@@ -76,7 +76,7 @@ def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | No
     jc = ctx.settings.janus_config()
     if jc.decision.reoffers and not takes_memory_text(upd):  # an offer it could not apply would be paid for nothing
         jc = jc.replace(seq_reoffer=0)
-    units = upd.memory_units() if jc.decision.reoffers else None  # what a re-offer offers: lines or records
+    units = upd.memory_units() if with_janus and jc.decision.reoffers else None  # what is offered: lines or records
     m = _Method(name, upd, evaluator, Janus(jc, evaluator, units=units) if with_janus else None)
     if resume is not None:
         m.start, state = resume

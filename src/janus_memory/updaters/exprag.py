@@ -125,6 +125,9 @@ class ExpRAG(Updater):
         it must be one this updater held, in the bank or rolled back (its record and question embedding come back
         as they were); otherwise ValueError, nothing changed."""
         bodies = self._blocks(text)
+        if self._numbered(bodies) != text:
+            raise ValueError("not a memory text of this bank (its records renumbered from [Experience 1], or "
+                             f"{EMPTY_MEMORY})")
         held = self._held()
         missing = [b for b in bodies if b not in held]
         if missing:
@@ -173,10 +176,14 @@ class ExpRAG(Updater):
             self._embedding_of.setdefault(body, np.array(e, dtype=np.float32))
 
     def _embeddings(self, bodies: list[str]) -> np.ndarray:
-        """One question embedding per record body: the bank's, or (a record no bank held) its question line's."""
+        """One question embedding per record body: the bank's (or, rolled back, the one it had), or (a record no bank
+        held) its question line's."""
         missing = [b for b in dict.fromkeys(bodies) if b not in self._embedding_of]
         if missing:
             self._remember_bank()
+            for b in missing:
+                if b not in self._embedding_of and b in self._known:  # held before a resume: its kept embedding
+                    self._embedding_of[b] = self._known[b][1]
             missing = [b for b in missing if b not in self._embedding_of]
         if missing:
             questions = [b[3:].split("\nA: ", 1)[0] if b.startswith("Q: ") else b for b in missing]
@@ -271,11 +278,34 @@ class ExpRAG(Updater):
         return state
 
     def set_state(self, state: dict) -> None:
+        held = self._read_held(state.get("held", []), int(state["bank"].get("dim") or 0))
         self.bank.set_state(state["bank"])
         self._note(self.bank.records, self.bank.matrix())
-        for h in state.get("held", []):
-            e = np.frombuffer(base64.b64decode(h["emb_b64"]), dtype="<f4").astype(np.float32)
-            self._known.setdefault(self._body(h["record"]), (copy.deepcopy(h["record"]), e))
+        for rec, e in held:
+            self._known.setdefault(self._body(rec), (rec, e))
+
+    _FIELDS = ("id", "question", "input", "output", "feedback")
+
+    def _read_held(self, held: object, dim: int) -> list[tuple[dict, np.ndarray]]:
+        """The state's ``held`` records, checked before anything changes (ValueError naming ``held``): each a record
+        with its five text fields and a whole float32 embedding of the bank's width."""
+        if not isinstance(held, list):
+            raise ValueError("state 'held' must be a list of records with their embeddings")
+        out = []
+        for n, h in enumerate(held):
+            rec = h.get("record") if isinstance(h, dict) else None
+            if not isinstance(rec, dict) or not all(isinstance(rec.get(k), str) for k in self._FIELDS):
+                raise ValueError(f"state 'held' entry {n}: a record needs the text fields {', '.join(self._FIELDS)}")
+            try:
+                raw = base64.b64decode(h.get("emb_b64", ""), validate=True)
+            except (TypeError, ValueError):
+                raw = b"?"
+            width = dim or (len(out[0][1]) if out else len(raw) // 4)
+            if len(raw) != 4 * width or not width:
+                raise ValueError(f"state 'held' entry {n}: its embedding is not {width or 'a whole number of'} float32 "
+                                 "values")
+            out.append((copy.deepcopy(rec), np.frombuffer(raw, dtype="<f4").astype(np.float32)))
+        return out
 
     # ---- hook: an injected harmful candidate (`--inject`; janus_memory.inject builds the records) ----
     supports_injection = True  # built as records; a record whose question is new is embedded (inject_harm)
@@ -310,6 +340,8 @@ class ExpRAG(Updater):
 class _Records:
     """ExpRAG's units of re-offer (:meth:`ExpRAG.memory_units`): a memory text's records, each its body (question,
     answer, feedback) without its ``[Experience n]`` line; joined after a text's records, renumbered."""
+
+    name = "exprag records"
 
     def __init__(self, updater: ExpRAG):
         self._u = updater

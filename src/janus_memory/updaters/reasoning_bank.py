@@ -343,6 +343,8 @@ class _Entries:
     """ReasoningBank's units of re-offer (:meth:`ReasoningBank.memory_units`): a memory text's entries, each its
     ``<<entry ...>>`` line and body; joined after a text's entries."""
 
+    name = "reasoning_bank entries"
+
     @staticmethod
     def split(text: str) -> list[str]:
         return [render_entry(e) for e in parse_bank_text(text)]
