@@ -291,7 +291,7 @@ class ExpRAG(Updater):
         with its five text fields and a whole float32 embedding of the bank's width."""
         if not isinstance(held, list):
             raise ValueError("state 'held' must be a list of records with their embeddings")
-        out = []
+        out: list[tuple[dict, np.ndarray]] = []
         for n, h in enumerate(held):
             rec = h.get("record") if isinstance(h, dict) else None
             if not isinstance(rec, dict) or not all(isinstance(rec.get(k), str) for k in self._FIELDS):
