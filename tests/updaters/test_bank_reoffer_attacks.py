@@ -1,5 +1,5 @@
 """Adversarial tests of re-offers for bank updaters (``updater.memory_units()``, ExpRAG's records and ReasoningBank's
-entries offered again whole): each test states what a user should get and fails while the defect stands.
+entries offered again whole): each test states what a user should get.
 Scripted LLM, hashing encoder; no weights, seconds."""
 from __future__ import annotations
 
@@ -14,24 +14,10 @@ from janus_memory.controller.reoffer import line_key
 from janus_memory.encoders.hashing import HashingEncoder
 from janus_memory.updaters import make_updater
 from janus_memory.values import Task
+from test_bank_reoffer import TICKETS, _exprag, _filled
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM
 
-TICKETS = [Task(f"r:{i}", "rules", f"Team rule {i}: a fee of ${i + 2} per order. What is the fee for 2 orders?",
-                str(2 * (i + 2))) for i in range(4)]
 ENC = HashingEncoder(n_features=256)
-
-
-def _exprag(answer=lambda messages, role, params: "ANSWER: 1", **config):
-    llm = ScriptedLLM(responder=answer)
-    return make_updater("exprag", llm=llm, family=ExactFamily(), encoder=HashEncoder(),
-                        config={"janus_replay": "top_k", "top_k": 2, **config})
-
-
-def _filled(n=3, **config):
-    upd = _exprag(**config)
-    for t in TICKETS[:n]:
-        upd.step(t)
-    return upd
 
 
 def _rolled_back_fourth(upd):
@@ -83,7 +69,7 @@ def test_a_held_record_without_its_fields_is_a_clear_error_and_changes_nothing()
     del snap["state"]["held"][0]["record"]["input"]  # a hand-edited checkpoint
     other = _filled(1)
     text = other.memory_text()
-    with pytest.raises(ValueError, match="held"):  # now: KeyError('input'), after the bank was already replaced
+    with pytest.raises(ValueError, match="held"):  # not a KeyError after the bank changed
         other.load_snapshot(snap)
     assert other.memory_text() == text
 
@@ -93,7 +79,7 @@ def test_a_truncated_held_embedding_is_refused_when_the_state_is_loaded():
     emb = base64.b64decode(snap["state"]["held"][0]["emb_b64"])
     snap["state"]["held"][0]["emb_b64"] = base64.b64encode(emb[:96]).decode("ascii")  # 24 of the 256 floats
     fresh = _exprag()
-    with pytest.raises(ValueError, match="held"):  # now accepted silently; a re-offer of the record fails later
+    with pytest.raises(ValueError, match="held"):  # not accepted to fail at a later re-offer
         fresh.load_snapshot(snap)
 
 
@@ -102,7 +88,7 @@ def test_load_memory_text_refuses_text_that_is_not_a_bank_and_changes_nothing():
     upd = _filled(3)
     text = upd.memory_text()
     for forged in ("", "   \n"):
-        with pytest.raises(ValueError):  # now: the bank is emptied and memory_text() is "(empty)"
+        with pytest.raises(ValueError):  # the bank is not emptied
             upd.load_memory_text(forged)
         assert upd.memory_text() == text
 
@@ -153,7 +139,7 @@ def test_a_controller_state_of_records_loaded_without_units_keeps_its_record_blo
         j2 = Janus.from_state_dict(state, evaluator)  # as Janus's docstring shows it: no units
     except ValueError:
         return  # refusing a state of records without the units that read them is fine too
-    assert j2._book.blocks(old, cand)  # now: lines read the record's key, nothing matches, the record is innocent
+    assert j2._book.blocks(old, cand)  # read as lines, nothing would match
 
 
 def test_guarded_update_refuses_memory_units_that_cannot_split_or_join():
@@ -179,7 +165,7 @@ def test_guarded_update_refuses_memory_units_that_cannot_split_or_join():
             return object()
 
     j = Janus(JanusConfig.recommended(warmup=2), evaluator=lambda m, ts: [True] * len(ts))
-    with pytest.raises(TypeError, match="memory_units"):  # now: accepted; AttributeError 'split' inside decide()
+    with pytest.raises(TypeError, match="memory_units"):  # not an AttributeError inside decide()
         GuardedUpdate(j, OwnUpdater(), upd.embed)
 
 
@@ -223,7 +209,7 @@ def test_a_reasoning_bank_controller_resumed_from_a_book_of_lines_does_not_crash
     except ValueError:
         return
     for i in range(6, 9):
-        step(resumed, i)  # now: ValueError "not a ReasoningBank memory text" from the offer at step 7
+        step(resumed, i)  # the offer at step 7 must not raise
 
 
 # ------------------------------------------------------------------ identity of a line or record (line_key)
