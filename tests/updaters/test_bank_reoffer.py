@@ -142,19 +142,28 @@ def test_an_injected_record_offered_again_is_counted_as_deployed():
     assert injection.reoffered(counters2, other, 6) == []  # a record it did not add: not the injection
 
 
-def test_the_late_rules_example_under_20pct_noise_keeps_its_late_rules_by_re_offers(tmp_path, monkeypatch):
+def test_the_late_rules_example_under_20pct_noise_keeps_its_late_rules_by_re_offers(tmp_path, monkeypatch, capsys):
     """examples/late_rules.yaml with 20% flipped answers: both late rules are rolled back once on a noisy read and
-    deployed by their first re-offer (held out 7 of 8; without record re-offers 3 of 8)."""
+    deployed by their first re-offer (held out 7 of 8; without record re-offers 3 of 8); the console, the decision
+    log and the kept table say so."""
     from janus_memory.cli import main
+    from janus_memory.report.kept import cells, method_kept
 
     monkeypatch.setenv("JANUS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "late"
-    assert main(["run", "--config", str(EXAMPLE), "--model", "rules:0.2", "--quiet", "--out", str(out)]) == 0
+    assert main(["run", "--config", str(EXAMPLE), "--model", "rules:0.2", "--out", str(out)]) == 0
+    said = [ln for ln in capsys.readouterr().out.splitlines() if "re-offer at step" in ln]
+    assert said == [f"[exprag+janus] re-offer at step {s} (offer 1): 1 item rolled back earlier, old {o} vs with it "
+                    f"{n} -> DEPLOYED: the memory after this step holds it (sprt_truncated_new_ge_old)"
+                    for s, o, n in ((7, "5/6", "5/6"), (12, "8/11", "10/11"))]
+    kept = method_kept(out, "exprag+janus", janus=True)
+    assert cells(kept)[:2] == ["2 of 10 (2 back by a re-offer)", "4 of 4"]
     m = json.loads((out / "summary.json").read_text())["methods"]["exprag+janus"]
     assert (m["test_correct"], m["reoffers"], m["reoffers_deployed"], m["injections"]["blocked"]) == (7, 2, 2, 2)
     lines = [json.loads(x) for x in (out / "exprag+janus" / "decisions.jsonl").read_text().splitlines()]
     offers = {x["step"]: x["decision"]["reoffer"] for x in lines if x["decision"].get("reoffer")}
     assert sorted(offers) == [7, 12] and all(o["applied"] and o["offer"] == 1 for o in offers.values())
+    assert [x["step"] for x in lines if x.get("reoffer") == "deployed"] == [7, 12]
     assert [o["lines"][0][:30] for o in offers.values()] == ["Q: Team rule (from the warehou", "Q: Team rule (from billing): S"]
 
 

@@ -86,6 +86,18 @@ def trigger_line(method: str, step: int, decision: dict, change: str, eval_set=N
             f"{scores} -> {verdict} ({decision.get('reason')}); candidate {change}")
 
 
+def reoffer_line(method: str, step: int, r: dict) -> str:
+    """One line per re-offer (``JanusConfig.seq_reoffer``): what was offered again, its scores and whether the
+    memory after the step holds it (the step's own line said what happened to its candidate)."""
+    n = len(r.get("lines") or [])
+    oc, nc = r.get("old_correct") or [], r.get("new_correct") or []
+    scores = f"old {sum(oc)}/{len(oc)} vs with it {sum(nc)}/{len(nc)}" if oc and nc else "not compared"
+    verdict = ("DEPLOYED: the memory after this step holds it" if r.get("accept") and r.get("applied", True)
+               else "not applied: the updater could not load it" if r.get("accept") else "rolled back again")
+    return (f"[{method}] re-offer at step {step} (offer {r.get('offer', '?')}): {n} item{'s' * (n != 1)} rolled back "
+            f"earlier, {scores} -> {verdict} ({r.get('reason')})")
+
+
 # why a role of the paper's set drew fewer tasks than configured: it draws from what the stream has given so far
 _SHORT_WHY = {"coverage": "few tasks seen yet", "boundary": "few flipped tasks available",
               "fresh": "few tasks since the last comparison"}
@@ -439,6 +451,8 @@ class ConsoleProgress:
         if d.get("triggered"):
             self.say(trigger_line(ev.method, ev.step, d, self._change.pop((ev.method, ev.step), "change unknown"),
                                   self.eval_set))
+        if d.get("reoffer"):
+            self.say(reoffer_line(ev.method, ev.step, d["reoffer"]))
         if self.bars is None:
             if self.plain_steps:
                 left = f"  {self.time_left.text()}" if self.time_left is not None else ""

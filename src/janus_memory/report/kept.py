@@ -36,6 +36,13 @@ def genuine_rollbacks(lines: list[dict]) -> tuple[int, int]:
     return rolled, genuine
 
 
+def reoffers_deployed(lines: list[dict]) -> int:
+    """Re-offers (``seq_reoffer``) deployed in a decision log: earlier rolled-back additions that came back."""
+    return sum(1 for ln in lines if isinstance(ln, dict) and isinstance(ln.get("decision"), dict)
+               and isinstance(ln["decision"].get("reoffer"), dict) and ln["decision"]["reoffer"].get("accept")
+               and ln["decision"]["reoffer"].get("applied", True))
+
+
 def stated_and_held(run_dir: str | Path, method: str, cfg: dict | None = None) -> tuple[list[str], list[str]] | None:
     """(rules the run's stream stated, those the final memory of ``method`` holds), both in stating order; None when
     the run is not on a generated rules dataset or its stream or memory cannot be read."""
@@ -75,7 +82,9 @@ def method_kept(run_dir: str | Path, method: str, *, janus: bool, cfg: dict | No
     out: dict = {"rolled_back": None, "genuine": None, "stated": None, "held": None}
     if janus:
         try:
-            out["rolled_back"], out["genuine"] = genuine_rollbacks(RunReader(run_dir).decisions(method))
+            lines = RunReader(run_dir).decisions(method)
+            out["rolled_back"], out["genuine"] = genuine_rollbacks(lines)
+            out["back"] = reoffers_deployed(lines)
         except (OSError, ValueError, JanusError):
             pass
     rules = stated_and_held(run_dir, method, cfg)
@@ -88,6 +97,8 @@ def cells(k: dict) -> list[str]:
     """The three table cells of a :func:`method_kept` result: "2 of 9", "3 of 4" and the rules lost ("handling"),
     "—" where a number does not apply or nothing was lost (several runs summed: "—" too, the names are per run)."""
     rolled = "—" if k["genuine"] is None else f"{k['rolled_back']} of {k['genuine']}"
+    if k.get("back"):  # rolled back at their step, offered again and deployed later
+        rolled += f" ({k['back']} back by a re-offer)"
     if k["stated"] is None:
         return [rolled, "—", "—"]
     lost = [] if k.get("several") else [r for r in k["stated"] if r not in k["held"]]
@@ -131,6 +142,7 @@ def _merge(ks: list[dict]) -> dict:
     if with_j:
         out["rolled_back"] = sum(k["rolled_back"] for k in with_j)
         out["genuine"] = sum(k["genuine"] for k in with_j)
+        out["back"] = sum(k.get("back") or 0 for k in with_j)
     with_r = [k for k in ks if k["stated"] is not None]
     if len(with_r) == 1:
         out["stated"], out["held"] = with_r[0]["stated"], with_r[0]["held"]
@@ -144,7 +156,8 @@ def _merge(ks: list[dict]) -> dict:
 KEPT_TITLE = "## What the memory kept"
 KEPT_NOTE = ("Genuine candidates rolled back = the updater's own candidates (not injected, different from the memory "
              "before them) that Janus did not deploy, out of all of them; a guard that rolls back many keeps the memory "
-             "from learning. Stated rules held = the rules the run's stream stated (generated rules datasets) whose "
+             "from learning (a re-offer may deploy one later: counted apart). Stated rules held = the rules the "
+             "run's stream stated (generated rules datasets) whose "
              "true number, written with its unit on a line naming the rule, the final memory holds. Summed over a "
              "label's runs; — = does not apply (no controller; not a rules dataset).")
 

@@ -100,6 +100,8 @@ def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, d
             "old_memory_sha256": text_hash(out.old_memory), "candidate_memory_sha256": text_hash(out.candidate_memory),
             "candidate_rejected": out.candidate_rejected, "deployed": "candidate" if deployed_candidate else "previous",
             "deployed_memory_sha256": text_hash(deployed), "decision": decision}
+    if (decision.get("reoffer") or {}).get("applied"):  # "deployed" is the candidate's fate; the memory after the
+        line["reoffer"] = "deployed"  # step also holds content rolled back earlier (decision.reoffer)
     record = {"step": i, "task_id": task.id, "correct": bool(out.score.correct), **_strict_field(out.score),
               "extracted": out.score.extracted, "status": out.score.status, "output": out.output.text,
               "reasoning": out.output.reasoning,
