@@ -164,6 +164,9 @@ def test_the_late_rules_example_under_20pct_noise_keeps_its_late_rules_by_re_off
     offers = {x["step"]: x["decision"]["reoffer"] for x in lines if x["decision"].get("reoffer")}
     assert sorted(offers) == [7, 12] and all(o["applied"] and o["offer"] == 1 for o in offers.values())
     assert [x["step"] for x in lines if x.get("reoffer") == "deployed"] == [7, 12]
+    page = tmp_path / "view.html"  # janus view's step panel says so too
+    assert main(["view", str(out), "--out", str(page)]) == 0
+    assert page.read_text(encoding="utf-8").count("offer 1 of 1 item rolled back earlier: deployed") == 2
     assert [o["lines"][0][:30] for o in offers.values()] == ["Q: Team rule (from the warehou", "Q: Team rule (from billing): S"]
 
 

@@ -372,6 +372,8 @@
   function decisionBlock(m, d, f, i, ids) {
     var verdict = f & F.DEPLOYED ? "candidate deployed" : "previous memory kept";
     if (f & F.ROLLED_BACK) verdict = "rolled back: the previous memory is kept";
+    if (d.ro && d.ro.indexOf("deployed:") >= 0) verdict = (f & F.DEPLOYED ? "candidate deployed" : "candidate rolled back")
+      + ", and a re-offer deployed too (below)";
     var rows = [["Decision", verdict], ["Reason", (REASONS[d.r] || "") + (d.r ? " (" + d.r + ")" : "")]];
     if (m.janus) {
       rows.push(["Trigger", f & F.TRIGGERED ? "fired" : (f & F.WARMUP ? "warm-up (no trigger test)" : "did not fire")]);
@@ -383,6 +385,7 @@
     if (d.p !== undefined) rows.push(["p-value", String(d.p)]);
     if (d.tc !== undefined) rows.push(["Triggers so far", String(d.tc)]);
     if (d.ec !== undefined) rows.push(["Evaluator calls", String(d.ec)]);
+    if (d.ro) rows.push(["Re-offer", d.ro]);
     if (d.inj) rows.push(["Injected candidate", d.inj]);
     if (d.rej) rows.push(["Updater rejected its candidate", d.rej]);
     (d.w || []).forEach(function (w) { rows.push(["Warning", w]); });
