@@ -14,18 +14,10 @@ from janus_memory.controller.reoffer import line_key
 from janus_memory.encoders.hashing import HashingEncoder
 from janus_memory.updaters import make_updater
 from janus_memory.values import Task
-from test_bank_reoffer import TICKETS, _exprag, _filled
+from test_bank_reoffer import TICKETS, _exprag, _filled, _rolled_back_fourth
 from updater_fakes import ExactFamily, HashEncoder, ScriptedLLM
 
 ENC = HashingEncoder(n_features=256)
-
-
-def _rolled_back_fourth(upd):
-    """Step the fourth ticket and roll it back; the step's outcome."""
-    before = upd.snapshot()
-    out = upd.step(TICKETS[3])
-    upd.rollback(before)
-    return out
 
 
 # ------------------------------------------------------------------ resume: the record rolled back before the stop

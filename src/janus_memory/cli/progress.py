@@ -92,7 +92,9 @@ def reoffer_line(method: str, step: int, r: dict) -> str:
     n = len(r.get("lines") or [])
     oc, nc = r.get("old_correct") or [], r.get("new_correct") or []
     scores = f"old {sum(oc)}/{len(oc)} vs with it {sum(nc)}/{len(nc)}" if oc and nc else "not compared"
-    verdict = ("DEPLOYED: the memory after this step holds it" if r.get("accept") and r.get("applied", True)
+    from ..controller.reoffer import offer_deployed
+
+    verdict = ("DEPLOYED: the memory after this step holds it" if offer_deployed(r)
                else "not applied: the updater could not load it" if r.get("accept") else "rolled back again")
     return (f"[{method}] re-offer at step {step} (offer {r.get('offer', '?')}): {n} item{'s' * (n != 1)} rolled back "
             f"earlier, {scores} -> {verdict} ({r.get('reason')})")

@@ -234,6 +234,12 @@ class ReofferBook:
         self.expect = {"step": expect["step"], "lines": list(expect["lines"])} if expect else None
 
 
+def offer_deployed(reoffer: dict | None) -> bool:
+    """A Decision's ``reoffer`` (as a dict, also read back from a decision log) was accepted and applied: the
+    memory after its step holds the content offered again (``applied`` absent: a caller of its own applied it)."""
+    return isinstance(reoffer, dict) and bool(reoffer.get("accept")) and reoffer.get("applied", True) is not False
+
+
 def use_units(janus: Any, units: Any) -> None:
     """Offer ``units`` (an updater's ``memory_units()``; None: lines) again from now on (GuardedUpdate does this for
     an updater that has them)."""

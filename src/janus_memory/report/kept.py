@@ -38,9 +38,10 @@ def genuine_rollbacks(lines: list[dict]) -> tuple[int, int]:
 
 def reoffers_deployed(lines: list[dict]) -> int:
     """Re-offers (``seq_reoffer``) deployed in a decision log: earlier rolled-back additions that came back."""
+    from ..controller.reoffer import offer_deployed
+
     return sum(1 for ln in lines if isinstance(ln, dict) and isinstance(ln.get("decision"), dict)
-               and isinstance(ln["decision"].get("reoffer"), dict) and ln["decision"]["reoffer"].get("accept")
-               and ln["decision"]["reoffer"].get("applied", True))
+               and offer_deployed(ln["decision"].get("reoffer")))
 
 
 def stated_and_held(run_dir: str | Path, method: str, cfg: dict | None = None) -> tuple[list[str], list[str]] | None:

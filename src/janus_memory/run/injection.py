@@ -112,9 +112,9 @@ def reoffered(counters: dict, reoffer: dict | None, step: int) -> list[int]:
     """``JanusConfig.seq_reoffer``: a re-offer applied at ``step`` that brings back lines of an injected candidate
     blocked earlier deploys that injection after all: its entry says ``"deployed": "reoffer"`` (counted as
     deployed) with the step. The injected steps it deployed."""
-    from ..controller.reoffer import unit_key
+    from ..controller.reoffer import offer_deployed, unit_key
 
-    if not reoffer or not reoffer.get("accept") or not reoffer.get("applied"):
+    if reoffer is None or not offer_deployed(reoffer):
         return []
     keys = {unit_key(ln) for ln in reoffer.get("lines") or []}
     hit = []

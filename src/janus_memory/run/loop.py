@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..controller.reoffer import offer_deployed
 from ..llm.cache import answered_field
 from ..store.events import (
     EventSink,
@@ -68,6 +69,12 @@ def takes_memory_text(updater: Any) -> bool:
     return load is not None and load is not Updater.load_memory_text
 
 
+def reoffer_units(updater: Any, jc: Any) -> Any:
+    """What the run's controller offers again for ``updater`` (``Janus(units=...)``): its ``memory_units()`` when
+    ``jc`` (a JanusConfig) offers again, else None (lines; nothing is offered)."""
+    return updater.memory_units() if jc.decision.reoffers else None
+
+
 def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | None) -> _Method:
     from ..controller import Janus
 
@@ -76,7 +83,7 @@ def _open_method(ctx, name: str, with_janus: bool, resume: tuple[int, dict] | No
     jc = ctx.settings.janus_config()
     if jc.decision.reoffers and not takes_memory_text(upd):  # an offer it could not apply would be paid for nothing
         jc = jc.replace(seq_reoffer=0)
-    units = upd.memory_units() if with_janus and jc.decision.reoffers else None  # what is offered: lines or records
+    units = reoffer_units(upd, jc) if with_janus else None  # the baseline keeps no records for offers
     m = _Method(name, upd, evaluator, Janus(jc, evaluator, units=units) if with_janus else None)
     if resume is not None:
         m.start, state = resume
@@ -100,7 +107,7 @@ def _step_records(i: int, task, out, decision: dict, deployed_candidate: bool, d
             "old_memory_sha256": text_hash(out.old_memory), "candidate_memory_sha256": text_hash(out.candidate_memory),
             "candidate_rejected": out.candidate_rejected, "deployed": "candidate" if deployed_candidate else "previous",
             "deployed_memory_sha256": text_hash(deployed), "decision": decision}
-    if (decision.get("reoffer") or {}).get("applied"):  # "deployed" is the candidate's fate; the memory after the
+    if offer_deployed(decision.get("reoffer")):  # "deployed" is the candidate's fate; the memory after the
         line["reoffer"] = "deployed"  # step also holds content rolled back earlier (decision.reoffer)
     record = {"step": i, "task_id": task.id, "correct": bool(out.score.correct), **_strict_field(out.score),
               "extracted": out.score.extracted, "status": out.score.status, "output": out.output.text,

@@ -171,8 +171,9 @@ def _probe_checkpoint(ctx: Context, root, method: str, with_janus: bool, ck: tup
         upd = ctx.make_updater()
         upd.load_snapshot(ck[1]["updater"])
         if with_janus:  # with the units the run loop gives it (re-offers of records for a bank updater)
-            units = upd.memory_units() if ctx.settings.janus_config().decision.reoffers else None
-            Janus.from_state_dict(ck[1]["janus"], lambda *a: [], units=units)
+            from .loop import reoffer_units
+
+            Janus.from_state_dict(ck[1]["janus"], lambda *a: [], units=reoffer_units(upd, ctx.settings.janus_config()))
         ck[1]["counters"]["n_correct"]  # noqa: B018
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise RunFolderError(f"{root}: the checkpoint of {method} at step {ck[0]} is damaged "

@@ -108,14 +108,6 @@ class ExpRAG(Updater):
         self._keep_held = True
         return _Records(self)
 
-    def _held(self) -> dict[str, tuple[dict, np.ndarray]]:
-        """Every record this updater held, by body: the bank's, then those rolled back or replaced."""
-        emb = self.bank.matrix()
-        out = {self._body(r): (r, e) for r, e in zip(self.bank.records, emb if emb is not None else [], strict=True)}
-        for body, pair in self._known.items():
-            out.setdefault(body, pair)
-        return out
-
     def _note(self, records: list[dict], emb: np.ndarray | None) -> None:
         for r, e in zip(records, emb if emb is not None else [], strict=True):
             self._known.setdefault(self._body(r), (r, np.array(e, dtype=np.float32)))
@@ -128,7 +120,7 @@ class ExpRAG(Updater):
         if self._numbered(bodies) != text:
             raise ValueError("not a memory text of this bank (its records renumbered from [Experience 1], or "
                              f"{EMPTY_MEMORY})")
-        held = self._held()
+        held = self._known  # every record this updater held: step, set_state and inject_harm note each
         missing = [b for b in bodies if b not in held]
         if missing:
             raise ValueError(f"{len(missing)} of the text's {len(bodies)} records were never in this bank")

@@ -472,10 +472,11 @@ def step_view(dec: dict, rec: dict, walk: _Versions, cand: dict | None,
     if d.get("warnings"):
         out["w"] = [str(w) for w in d["warnings"]]
     if isinstance(d.get("reoffer"), dict):  # seq_reoffer: content rolled back earlier, offered again at this step
+        from ..controller.reoffer import offer_deployed
+
         r, n = d["reoffer"], len(d["reoffer"].get("lines") or [])
         out["ro"] = (f"offer {r.get('offer', '?')} of {n} item{'s' * (n != 1)} rolled back earlier: "
-                     + ("deployed: the memory after this step holds it" if r.get("accept") and r.get("applied", True)
-                        else "rolled back again"))
+                     + ("deployed: the memory after this step holds it" if offer_deployed(r) else "rolled back again"))
     out["om"], out["cm"] = (dec.get("old_memory_sha256") or "")[:12], (dec.get("candidate_memory_sha256") or "")[:12]
     if changed:
         old = walk.at(step - 1) if isinstance(step, int) else None
